@@ -1,0 +1,96 @@
+package runtime
+
+import (
+	"context"
+)
+
+// Handler serves the messages a pattern matches. It returns the result the
+// caller receives (a protobuf message, a map, JSON bytes or any value the
+// caller can decode) or an error; return an [*Error] to choose the code.
+type Handler func(ctx context.Context, req Request) (any, error)
+
+// HandlerInterceptor wraps handlers: tracing, metrics and auth live there.
+type HandlerInterceptor func(next Handler) Handler
+
+// Call describes an outgoing call to a [CallInterceptor].
+type Call struct {
+	// Pattern is what the call routes by: for Act every routed key of the
+	// message, for ActE the pattern plus its mixins.
+	Pattern Pattern
+	// Msg is what the handler will receive.
+	Msg     any
+	NoReply bool
+
+	cfg *callConfig // the call's options (Default, Timeout), if made by a Node
+}
+
+// Invoker performs a call; [CallInterceptor]s wrap it.
+type Invoker func(ctx context.Context, call *Call) (Result, error)
+
+// CallInterceptor wraps the calls a node makes.
+type CallInterceptor func(next Invoker) Invoker
+
+// Request is what a [Handler] receives: the message and the pattern that
+// matched it.
+type Request struct {
+	msg   any
+	entry *handlerEntry
+	node  *Node
+}
+
+// Msg returns the message as the caller sent it: for [Node.Act] a
+// map[string]any holding the message's fields and the pattern's pairs (or
+// the protobuf message itself), for [Node.ActE] the data alone.
+func (r Request) Msg() any { return r.msg }
+
+// Pattern returns the pattern the handler was added with.
+func (r Request) Pattern() Pattern {
+	if r.entry == nil {
+		return Pattern{}
+	}
+	return r.entry.pattern
+}
+
+// Decode stores the message into dst, a pointer: to a protobuf message, a
+// struct (through JSON), a map, or any value the message is assignable to.
+func (r Request) Decode(dst any) error { return decode(r.msg, dst) }
+
+// Prior calls the handler this one overrode (see [Override]) with msg, in
+// the same goroutine. Without a prior it returns a [CodeNotFound] error.
+func (r Request) Prior(ctx context.Context, msg any) (any, error) {
+	if r.entry == nil || r.entry.prior == nil {
+		return nil, Errorf(CodeNotFound, "wizard: no prior handler for %q", r.Pattern().String())
+	}
+	return r.node.serve(ctx, r.entry.prior, msg)
+}
+
+// NewUnaryHandler adapts a typed function to a [Handler]; generated code
+// registers handlers through it. When the caller sends a *Req (the
+// in-process typed path) the function receives it as is; other messages
+// (maps, JSON, other protobuf types) are decoded into a new Req.
+func NewUnaryHandler[Req, Res any](fn func(context.Context, *Req) (*Res, error)) Handler {
+	if fn == nil {
+		return nil
+	}
+	return func(ctx context.Context, r Request) (any, error) {
+		in, ok := r.msg.(*Req)
+		if !ok || in == nil {
+			in = new(Req)
+			if err := decode(r.msg, in); err != nil {
+				return nil, err
+			}
+		}
+		out, err := fn(ctx, in)
+		if err != nil || out == nil {
+			return nil, err
+		}
+		return out, nil
+	}
+}
+
+// handlerEntry is one added handler.
+type handlerEntry struct {
+	pattern Pattern
+	h       Handler // wrapped by the node's handler interceptors
+	prior   *handlerEntry
+}

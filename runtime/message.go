@@ -1,0 +1,255 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strconv"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// Messages are map[string]any (or map[string]string), JSON object bytes
+// ([]byte or json.RawMessage), protobuf messages, or nil. Only their
+// root-level scalar fields route.
+
+func unsupported(msg any) *Error {
+	return Errorf(CodeInvalidArgument, "wizard: unsupported message type %T: use a map[string]any, JSON object bytes or a protobuf message", msg)
+}
+
+// parseJSON decodes a JSON object into a map, keeping numbers exact.
+func parseJSON(b []byte) (map[string]any, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return map[string]any{}, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		return nil, Errorf(CodeInvalidArgument, "wizard: message is not a JSON object: %v", err)
+	}
+	if d.More() {
+		return nil, Errorf(CodeInvalidArgument, "wizard: message has data after its JSON object")
+	}
+	if m == nil { // the JSON text null
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+// protoPairs appends m's populated, singular scalar fields as routing pairs.
+// Keys are the proto field names; enums route by value name.
+func protoPairs(dst []Pair, m protoreflect.Message) []Pair {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if s, ok := protoValue(fd, v); ok {
+			dst = append(dst, Pair{string(fd.Name()), s})
+		}
+		return true
+	})
+	return dst
+}
+
+func protoField(m protoreflect.Message, key string) (string, bool) {
+	fd := m.Descriptor().Fields().ByName(protoreflect.Name(key))
+	if fd == nil || !m.Has(fd) {
+		return "", false
+	}
+	return protoValue(fd, m.Get(fd))
+}
+
+func protoValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) (string, bool) {
+	if fd.Cardinality() == protoreflect.Repeated || fd.IsMap() {
+		return "", false
+	}
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return strconv.FormatBool(v.Bool()), true
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return strconv.FormatInt(v.Int(), 10), true
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind,
+		protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return strconv.FormatUint(v.Uint(), 10), true
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		return formatNumber(v.Float()), true
+	case protoreflect.StringKind:
+		return v.String(), true
+	case protoreflect.EnumKind:
+		if ev := fd.Enum().Values().ByNumber(v.Enum()); ev != nil {
+			return string(ev.Name()), true
+		}
+		return strconv.FormatInt(int64(v.Enum()), 10), true
+	}
+	return "", false
+}
+
+// fieldValue returns the routing value of msg's root field key.
+func fieldValue(msg any, key string) (string, bool, error) {
+	switch m := msg.(type) {
+	case nil:
+		return "", false, nil
+	case map[string]any:
+		s, ok := routeValue(m[key])
+		return s, ok, nil
+	case map[string]string:
+		s, ok := m[key]
+		return s, ok, nil
+	case proto.Message:
+		s, ok := protoField(m.ProtoReflect(), key)
+		return s, ok, nil
+	case []byte:
+		return jsonField(m, key)
+	case json.RawMessage:
+		return jsonField(m, key)
+	}
+	return "", false, unsupported(msg)
+}
+
+func jsonField(b []byte, key string) (string, bool, error) {
+	m, err := parseJSON(b)
+	if err != nil {
+		return "", false, err
+	}
+	s, ok := routeValue(m[key])
+	return s, ok, nil
+}
+
+// actMessage builds what Act routes by and what its handler receives: msg's
+// root fields overlaid with the pattern's pairs (the pattern wins). Routed
+// pairs are appended to dst, sorted.
+func actMessage(dst []Pair, p Pattern, msg any) ([]Pair, any, error) {
+	var body map[string]any
+	switch m := msg.(type) {
+	case nil:
+		body = make(map[string]any, p.Len())
+	case map[string]any:
+		if p.Len() == 0 {
+			return mapPairs(dst, m), m, nil
+		}
+		body = make(map[string]any, len(m)+p.Len())
+		for k, v := range m {
+			body[k] = v
+		}
+	case map[string]string:
+		body = make(map[string]any, len(m)+p.Len())
+		for k, v := range m {
+			body[k] = v
+		}
+	case []byte:
+		b, err := parseJSON(m)
+		if err != nil {
+			return dst, nil, err
+		}
+		body = b
+	case json.RawMessage:
+		b, err := parseJSON(m)
+		if err != nil {
+			return dst, nil, err
+		}
+		body = b
+	case proto.Message:
+		base := protoPairs(dst, m.ProtoReflect())
+		sortPairs(base)
+		return overlay(base, p.pairs()), msg, nil
+	default:
+		return dst, nil, unsupported(msg)
+	}
+	for _, pr := range p.pairs() {
+		body[pr.Key] = pr.Value
+	}
+	return mapPairs(dst, body), body, nil
+}
+
+// overlay sets over's pairs in base (both sorted), replacing shared keys.
+func overlay(base, over []Pair) []Pair {
+	for _, o := range over {
+		i := 0
+		for i < len(base) && base[i].Key < o.Key {
+			i++
+		}
+		if i < len(base) && base[i].Key == o.Key {
+			base[i].Value = o.Value
+			continue
+		}
+		base = append(base, Pair{})
+		copy(base[i+1:], base[i:])
+		base[i] = o
+	}
+	return base
+}
+
+// decode stores src into the value dst points to, converting between Go
+// values, maps, JSON and protobuf messages as needed.
+func decode(src, dst any) error {
+	if dst == nil {
+		return Errorf(CodeInvalidArgument, "wizard: decode into nil")
+	}
+	if p, ok := dst.(*any); ok {
+		*p = src
+		return nil
+	}
+	if src == nil {
+		return nil
+	}
+	if dm, ok := dst.(proto.Message); ok {
+		return decodeProto(src, dm)
+	}
+	rv := reflect.ValueOf(dst)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return Errorf(CodeInvalidArgument, "wizard: decode needs a non-nil pointer, not %T", dst)
+	}
+	if sv := reflect.ValueOf(src); sv.Type().AssignableTo(rv.Elem().Type()) {
+		rv.Elem().Set(sv)
+		return nil
+	}
+	data, err := toJSON(src)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, dst); err != nil {
+		return Errorf(CodeInvalidArgument, "wizard: decode into %T: %v", dst, err)
+	}
+	return nil
+}
+
+var protojsonIn = protojson.UnmarshalOptions{DiscardUnknown: true}
+
+func decodeProto(src any, dst proto.Message) error {
+	if sm, ok := src.(proto.Message); ok && sm.ProtoReflect().Descriptor().FullName() == dst.ProtoReflect().Descriptor().FullName() {
+		proto.Reset(dst)
+		proto.Merge(dst, sm)
+		return nil
+	}
+	data, err := toJSON(src)
+	if err != nil {
+		return err
+	}
+	proto.Reset(dst)
+	if err := protojsonIn.Unmarshal(data, dst); err != nil {
+		return Errorf(CodeInvalidArgument, "wizard: decode into %T: %v", dst, err)
+	}
+	return nil
+}
+
+// toJSON encodes src as JSON; JSON bytes pass through.
+func toJSON(src any) ([]byte, error) {
+	switch s := src.(type) {
+	case []byte:
+		return s, nil
+	case json.RawMessage:
+		return s, nil
+	case proto.Message:
+		b, err := protojson.Marshal(s)
+		if err != nil {
+			return nil, Errorf(CodeInternal, "wizard: encode %T: %v", src, err)
+		}
+		return b, nil
+	}
+	b, err := json.Marshal(src)
+	if err != nil {
+		return nil, Errorf(CodeInvalidArgument, "wizard: encode %T: %v", src, err)
+	}
+	return b, nil
+}

@@ -1,0 +1,413 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+)
+
+// Node is a wizard service node: it holds handlers added by pattern ([Node.Add])
+// and dispatches calls ([Node.Act], [Node.ActE]) to the best matching one.
+// A Node is safe for concurrent use.
+type Node struct {
+	id     string
+	log    *slog.Logger
+	router *Router[*handlerEntry]
+	gen    atomic.Uint64 // bumped on every routing change; invalidates cached resolutions
+
+	maxInFlight int64
+	inflight    atomic.Int64
+	closed      atomic.Bool
+	drained     chan struct{}
+	drainOnce   sync.Once
+
+	handlerICs []HandlerInterceptor
+	invoker    Invoker // the call interceptor chain, nil without interceptors
+
+	targets targetCache
+}
+
+// New returns a node configured by opts. With no transport (the only mode
+// today) a node dispatches in-process.
+func New(opts ...Option) (*Node, error) {
+	var c nodeConfig
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("wizard: nil option")
+		}
+		o.applyNode(&c)
+	}
+	if c.maxInFlight < 0 {
+		return nil, fmt.Errorf("wizard: WithMaxInFlight(%d): the limit cannot be negative", c.maxInFlight)
+	}
+	for _, ic := range c.handlerICs {
+		if ic == nil {
+			return nil, fmt.Errorf("wizard: nil handler interceptor")
+		}
+	}
+	for _, ic := range c.callICs {
+		if ic == nil {
+			return nil, fmt.Errorf("wizard: nil call interceptor")
+		}
+	}
+	if c.id == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		c.id = hex.EncodeToString(b[:])
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	n := &Node{
+		id:          c.id,
+		log:         c.logger,
+		router:      NewRouter[*handlerEntry](),
+		maxInFlight: int64(c.maxInFlight),
+		drained:     make(chan struct{}),
+		handlerICs:  c.handlerICs,
+	}
+	if len(c.callICs) > 0 {
+		inv := n.invokeCall
+		for i := len(c.callICs) - 1; i >= 0; i-- {
+			inv = c.callICs[i](inv)
+		}
+		n.invoker = inv
+	}
+	return n, nil
+}
+
+// ID returns the node's id.
+func (n *Node) ID() string { return n.id }
+
+// Add adds a handler for pattern. Adding a pattern identical to one already
+// added is an error unless opts include [Override].
+func (n *Node) Add(pattern string, h Handler, opts ...HandlerOption) error {
+	p, err := ParsePattern(pattern)
+	if err != nil {
+		return err
+	}
+	return n.AddPattern(p, h, opts...)
+}
+
+// AddPattern is [Node.Add] with a parsed pattern.
+func (n *Node) AddPattern(p Pattern, h Handler, opts ...HandlerOption) error {
+	if h == nil {
+		return Errorf(CodeInvalidArgument, "wizard: nil handler for pattern %q", p.String())
+	}
+	if n.closed.Load() {
+		return &Error{Code: CodeUnavailable, Message: ErrClosed.Error(), cause: ErrClosed}
+	}
+	var c handlerConfig
+	for _, o := range opts {
+		if o != nil {
+			o.applyHandler(&c)
+		}
+	}
+	for i := len(n.handlerICs) - 1; i >= 0; i-- {
+		h = n.handlerICs[i](h)
+	}
+	err := n.router.upsert(p, func(old *handlerEntry, exists bool) (*handlerEntry, error) {
+		if exists && !c.override {
+			return nil, Errorf(CodeAlreadyExists, "wizard: pattern %q is already added; use runtime.Override() to replace it", p.String())
+		}
+		return &handlerEntry{pattern: p, h: h, prior: old}, nil
+	})
+	if err == nil {
+		n.gen.Add(1)
+	}
+	return err
+}
+
+// Remove removes the handler for pattern (and its priors) and reports
+// whether there was one.
+func (n *Node) Remove(pattern string) (bool, error) {
+	p, err := ParsePattern(pattern)
+	if err != nil {
+		return false, err
+	}
+	ok := n.router.Remove(p)
+	if ok {
+		n.gen.Add(1)
+	}
+	return ok, nil
+}
+
+// Patterns returns the patterns of the node's handlers, sorted.
+func (n *Node) Patterns() []Pattern { return n.router.List() }
+
+// Act calls the handler that best matches msg overlaid with the pattern's
+// pairs (the pattern wins on a shared key); every routed root key of the
+// result takes part in matching, as in Seneca. msg is a map[string]any, JSON
+// object bytes, a protobuf message or nil. A map or JSON handler receives the
+// merged map; a protobuf message reaches the handler as is.
+func (n *Node) Act(ctx context.Context, pattern string, msg any, opts ...CallOption) (Result, error) {
+	var cfg callConfig
+	for _, o := range opts {
+		if o != nil {
+			o.applyCall(&cfg)
+		}
+	}
+	t, err := n.targets.get(pattern)
+	if err != nil {
+		return Result{}, err
+	}
+	var buf [16]Pair
+	pairs, body, err := actMessage(buf[:0], t.pattern, msg)
+	if err != nil {
+		return Result{}, err
+	}
+	if n.invoker != nil {
+		return n.intercepted(ctx, newPattern(clonePairs(pairs)), body, &cfg)
+	}
+	var e *handlerEntry
+	if re := n.router.find(pairs, false); re != nil {
+		e = re.value
+	}
+	if e == nil {
+		return n.notFound(func() string { return string(appendCanonical(nil, pairs)) }, &cfg)
+	}
+	return n.dispatch(ctx, e, body, &cfg)
+}
+
+// ActE calls the handler that matches pattern, plus the [Mixin] fields of
+// data, and hands it data alone. data is any value the handler can decode:
+// usually a protobuf message, a map or JSON bytes. Pattern strings are
+// parsed once and cached; this is the fast path.
+func (n *Node) ActE(ctx context.Context, pattern string, data any, opts ...CallOption) (Result, error) {
+	var cfg callConfig
+	for _, o := range opts {
+		if o != nil {
+			o.applyCall(&cfg)
+		}
+	}
+	t, err := n.targets.get(pattern)
+	if err != nil {
+		return Result{}, err
+	}
+	return n.actE(ctx, t, data, &cfg)
+}
+
+func (n *Node) actE(ctx context.Context, t *target, data any, cfg *callConfig) (Result, error) {
+	if len(cfg.mixin) > 0 {
+		p, err := mixinPattern(t.pattern, data, cfg.mixin)
+		if err != nil {
+			return Result{}, err
+		}
+		if n.invoker != nil {
+			return n.intercepted(ctx, p, data, cfg)
+		}
+		var e *handlerEntry
+		if re := n.router.findPattern(p); re != nil {
+			e = re.value
+		}
+		if e == nil {
+			return n.notFound(p.String, cfg)
+		}
+		return n.dispatch(ctx, e, data, cfg)
+	}
+	if n.invoker != nil {
+		return n.intercepted(ctx, t.pattern, data, cfg)
+	}
+	e := n.resolve(t)
+	if e == nil {
+		return n.notFound(t.pattern.String, cfg)
+	}
+	return n.dispatch(ctx, e, data, cfg)
+}
+
+// mixinPattern adds data's fields named by keys to p; p wins on a shared key.
+func mixinPattern(p Pattern, data any, keys []string) (Pattern, error) {
+	pairs := make([]Pair, 0, p.Len()+len(keys))
+	pairs = append(pairs, p.pairs()...)
+	for _, k := range keys {
+		if _, ok := p.Get(k); ok || isMetaKey(k) {
+			continue
+		}
+		v, ok, err := fieldValue(data, k)
+		if err != nil {
+			return Pattern{}, err
+		}
+		if ok {
+			pairs = append(pairs, Pair{k, v})
+		}
+	}
+	if len(pairs) == p.Len() {
+		return p, nil
+	}
+	return newPattern(pairs), nil
+}
+
+func clonePairs(ps []Pair) []Pair { return append([]Pair(nil), ps...) }
+
+// intercepted runs a call through the call interceptors.
+func (n *Node) intercepted(ctx context.Context, p Pattern, msg any, cfg *callConfig) (Result, error) {
+	return n.invoker(ctx, &Call{Pattern: p, Msg: msg, NoReply: cfg.noReply, cfg: cfg})
+}
+
+// invokeCall is the innermost Invoker: route and dispatch.
+func (n *Node) invokeCall(ctx context.Context, c *Call) (Result, error) {
+	var cfg callConfig
+	if c.cfg != nil {
+		cfg = *c.cfg
+	}
+	cfg.noReply = c.NoReply
+	var e *handlerEntry
+	if re := n.router.findPattern(c.Pattern); re != nil {
+		e = re.value
+	}
+	if e == nil {
+		return n.notFound(c.Pattern.String, &cfg)
+	}
+	return n.dispatch(ctx, e, c.Msg, &cfg)
+}
+
+// resolve finds t's handler, cached until the routing changes.
+func (n *Node) resolve(t *target) *handlerEntry {
+	g := n.gen.Load()
+	if r := t.res.Load(); r != nil && r.gen == g {
+		return r.entry
+	}
+	var e *handlerEntry
+	if re := n.router.findPattern(t.pattern); re != nil {
+		e = re.value
+	}
+	t.res.Store(&resolution{gen: g, entry: e})
+	return e
+}
+
+func (n *Node) notFound(pattern func() string, cfg *callConfig) (Result, error) {
+	if cfg.hasDefault {
+		return Result{v: cfg.def}, nil
+	}
+	if n.closed.Load() {
+		return Result{}, errClosed()
+	}
+	return Result{}, Errorf(CodeNotFound, "wizard: no handler matches %q", pattern())
+}
+
+func errClosed() *Error {
+	return &Error{Code: CodeUnavailable, Message: ErrClosed.Error(), cause: ErrClosed}
+}
+
+var errOverloaded = &Error{Code: CodeResourceExhausted, Message: "wizard: node is over its in-flight limit"}
+
+// dispatch runs e's handler under the node's in-flight accounting.
+func (n *Node) dispatch(ctx context.Context, e *handlerEntry, msg any, cfg *callConfig) (Result, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, toError(err)
+	}
+	c := n.inflight.Add(1)
+	if n.closed.Load() {
+		n.done()
+		return Result{}, errClosed()
+	}
+	if n.maxInFlight > 0 && c > n.maxInFlight {
+		n.done()
+		return Result{}, errOverloaded
+	}
+	if cfg.noReply {
+		go func() {
+			defer n.done()
+			if _, err := n.serve(context.WithoutCancel(ctx), e, msg); err != nil {
+				n.log.Warn("wizard: no-reply handler failed", "pattern", e.pattern.String(), "err", err)
+			}
+		}()
+		return Result{}, nil
+	}
+	defer n.done()
+	if cfg.timeout > 0 {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, cfg.timeout)
+			defer cancel()
+		}
+	}
+	v, err := n.serve(ctx, e, msg)
+	return Result{v: v}, err
+}
+
+func (n *Node) done() {
+	if n.inflight.Add(-1) == 0 && n.closed.Load() {
+		n.drainOnce.Do(func() { close(n.drained) })
+	}
+}
+
+// serve runs a handler, turning a panic into a CodeInternal error.
+func (n *Node) serve(ctx context.Context, e *handlerEntry, msg any) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			n.log.Error("wizard: handler panicked", "pattern", e.pattern.String(), "panic", p, "stack", string(debug.Stack()))
+			res, err = nil, Errorf(CodeInternal, "wizard: handler for %q panicked", e.pattern.String())
+		}
+	}()
+	res, err = e.h(ctx, Request{msg: msg, entry: e, node: n})
+	if err != nil {
+		return nil, toError(err)
+	}
+	return res, nil
+}
+
+// Close stops the node: new calls fail with [ErrClosed] and Close waits for
+// running handlers to finish. It is idempotent.
+func (n *Node) Close() error {
+	return n.Shutdown(context.Background())
+}
+
+// Shutdown stops the node like [Node.Close] but waits for running handlers
+// only until ctx is done, then returns ctx's error.
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.closed.Store(true)
+	if n.inflight.Load() == 0 {
+		n.drainOnce.Do(func() { close(n.drained) })
+	}
+	select {
+	case <-n.drained:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// target is a parsed pattern with its cached resolution.
+type target struct {
+	pattern Pattern
+	res     atomic.Pointer[resolution]
+}
+
+type resolution struct {
+	gen   uint64
+	entry *handlerEntry
+}
+
+// targetCache caches parsed pattern strings, bounded: when it holds
+// maxTargets entries it starts over.
+type targetCache struct {
+	m sync.Map // string -> *target
+	n atomic.Int64
+}
+
+const maxTargets = 4096
+
+func (c *targetCache) get(s string) (*target, error) {
+	if v, ok := c.m.Load(s); ok {
+		return v.(*target), nil
+	}
+	p, err := ParsePattern(s)
+	if err != nil {
+		return nil, err
+	}
+	if c.n.Add(1) > maxTargets {
+		c.m.Clear()
+		c.n.Store(1)
+	}
+	v, _ := c.m.LoadOrStore(s, &target{pattern: p})
+	return v.(*target), nil
+}

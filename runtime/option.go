@@ -1,0 +1,135 @@
+package runtime
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Option configures a [Node] in [New].
+type Option interface{ applyNode(*nodeConfig) }
+
+// HandlerOption configures a handler in [Node.Add].
+type HandlerOption interface{ applyHandler(*handlerConfig) }
+
+// CallOption configures one call ([Node.Act], [Node.ActE], [Client.Call]).
+type CallOption interface{ applyCall(*callConfig) }
+
+// ClientOption configures a [Client] in [NewClient].
+type ClientOption interface{ applyClient(*callConfig) }
+
+type nodeConfig struct {
+	id          string
+	logger      *slog.Logger
+	maxInFlight int
+	handlerICs  []HandlerInterceptor
+	callICs     []CallInterceptor
+}
+
+type handlerConfig struct {
+	override bool
+}
+
+type callConfig struct {
+	noReply    bool
+	hasDefault bool
+	def        any
+	mixin      []string
+	timeout    time.Duration
+}
+
+type nodeOption func(*nodeConfig)
+
+func (f nodeOption) applyNode(c *nodeConfig) { f(c) }
+
+// WithID sets the node's id; by default it is random, unique per boot.
+func WithID(id string) Option { return nodeOption(func(c *nodeConfig) { c.id = id }) }
+
+// WithLogger sets the logger; by default the node logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return nodeOption(func(c *nodeConfig) { c.logger = l })
+}
+
+// WithMaxInFlight limits the handlers running at once on the node. Beyond n,
+// the node answers [CodeResourceExhausted] at once without running the
+// handler, so callers can go elsewhere. Zero means no limit.
+func WithMaxInFlight(n int) Option {
+	return nodeOption(func(c *nodeConfig) { c.maxInFlight = n })
+}
+
+// WithHandlerInterceptors wraps every handler added to the node; the first
+// interceptor is the outermost.
+func WithHandlerInterceptors(ics ...HandlerInterceptor) Option {
+	return nodeOption(func(c *nodeConfig) { c.handlerICs = append(c.handlerICs, ics...) })
+}
+
+// WithCallInterceptors wraps every call the node makes; the first
+// interceptor is the outermost.
+func WithCallInterceptors(ics ...CallInterceptor) Option {
+	return nodeOption(func(c *nodeConfig) { c.callICs = append(c.callICs, ics...) })
+}
+
+type overrideOption struct{}
+
+func (overrideOption) applyHandler(c *handlerConfig) { c.override = true }
+
+// Override lets [Node.Add] replace a handler already added for the same
+// pattern. The replaced handler becomes the new one's prior, callable with
+// [Request.Prior] (Seneca's prior).
+func Override() HandlerOption { return overrideOption{} }
+
+type noReplyOption struct{}
+
+func (noReplyOption) applyCall(c *callConfig)   { c.noReply = true }
+func (noReplyOption) applyClient(c *callConfig) { c.noReply = true }
+
+// NoReply makes a call fire and forget (MicroWizard's sync:false): it
+// returns at once with an empty result and the handler's answer is dropped.
+// Errors found before the handler runs (bad pattern, no match) are still
+// returned.
+func NoReply() interface {
+	CallOption
+	ClientOption
+} {
+	return noReplyOption{}
+}
+
+type defaultOption struct{ v any }
+
+func (o defaultOption) applyCall(c *callConfig)   { c.hasDefault, c.def = true, o.v }
+func (o defaultOption) applyClient(c *callConfig) { c.hasDefault, c.def = true, o.v }
+
+// Default sets the result of a call that no pattern matches, instead of a
+// [CodeNotFound] error.
+func Default(v any) interface {
+	CallOption
+	ClientOption
+} {
+	return defaultOption{v}
+}
+
+type mixinOption []string
+
+func (o mixinOption) applyCall(c *callConfig)   { c.mixin = append(c.mixin, o...) }
+func (o mixinOption) applyClient(c *callConfig) { c.mixin = append(c.mixin, o...) }
+
+// Mixin makes [Node.ActE] route by the named root fields of its data too,
+// besides the pattern (which wins on a shared key).
+func Mixin(keys ...string) interface {
+	CallOption
+	ClientOption
+} {
+	return mixinOption(keys)
+}
+
+type timeoutOption time.Duration
+
+func (o timeoutOption) applyCall(c *callConfig)   { c.timeout = time.Duration(o) }
+func (o timeoutOption) applyClient(c *callConfig) { c.timeout = time.Duration(o) }
+
+// Timeout bounds a call when its context has no earlier deadline.
+func Timeout(d time.Duration) interface {
+	CallOption
+	ClientOption
+} {
+	return timeoutOption(d)
+}

@@ -1,0 +1,322 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Pair is one key:value element of a [Pattern]. Values are always strings;
+// see [ParsePattern] for how numbers and booleans are normalised.
+type Pair struct {
+	Key   string
+	Value string
+}
+
+// Pattern is a parsed, canonical set of key:value pairs. The zero Pattern is
+// the empty (catch-all) pattern. Patterns are immutable and cheap to copy;
+// compare them with [Pattern.Equal] or by their canonical [Pattern.String].
+type Pattern struct {
+	p *pattern
+}
+
+type pattern struct {
+	pairs []Pair // sorted by key, byte order
+	str   string // canonical form
+	glob  bool   // some value holds * or ?
+}
+
+// ParseError reports a malformed pattern string.
+type ParseError struct {
+	Pattern string // the input
+	Pos     int    // byte offset of the problem in Pattern
+	Reason  string
+}
+
+func (e *ParseError) Error() string {
+	return fmt.Sprintf("wizard: bad pattern %q at offset %d: %s", e.Pattern, e.Pos, e.Reason)
+}
+
+// ParsePattern parses a pattern string of the form key:value[,key:value...].
+//
+// Whitespace around keys, colons and commas is ignored. A value may be
+// double-quoted to hold ',' ':' or surrounding spaces; inside quotes, \" and
+// \\ escape a quote and a backslash. Unquoted values that are JSON numbers are
+// normalised the way JavaScript prints them (1.0 is "1", 1e3 is "1000"), so a
+// pattern matches messages carrying the number or its string; the unquoted
+// word null drops its key. Keys ending in '$' are metadata and are dropped.
+// Empty keys, a missing colon or value, and duplicate keys are errors
+// reported as a [*ParseError]. The empty string is the empty pattern.
+func ParsePattern(s string) (Pattern, error) {
+	var pairs []Pair
+	var seen []string // every key, routed or not, for duplicate detection
+	i := 0
+	for {
+		i = skipSpace(s, i)
+		if i == len(s) {
+			if len(pairs) > 0 {
+				return Pattern{}, &ParseError{s, i, "empty pair after ','"}
+			}
+			break
+		}
+		keyStart := i
+		for i < len(s) && s[i] != ':' && s[i] != ',' && s[i] != '"' && !isSpace(s[i]) {
+			i++
+		}
+		key := s[keyStart:i]
+		if key == "" {
+			switch {
+			case i < len(s) && s[i] == '"':
+				return Pattern{}, &ParseError{s, i, "keys cannot be quoted"}
+			case i < len(s) && s[i] == ',' || i == len(s):
+				return Pattern{}, &ParseError{s, i, "empty pair"}
+			default:
+				return Pattern{}, &ParseError{s, i, "empty key"}
+			}
+		}
+		i = skipSpace(s, i)
+		if i == len(s) || s[i] != ':' {
+			if i < len(s) && s[i] != ',' {
+				return Pattern{}, &ParseError{s, i, fmt.Sprintf("key %q holds a space or quote", key)}
+			}
+			return Pattern{}, &ParseError{s, i, fmt.Sprintf("missing ':' after key %q", key)}
+		}
+		i = skipSpace(s, i+1)
+		var value string
+		drop := false
+		if i < len(s) && s[i] == '"' {
+			v, next, err := unquote(s, i)
+			if err != nil {
+				return Pattern{}, err
+			}
+			value, i = v, next
+		} else {
+			valStart := i
+			for i < len(s) && s[i] != ',' {
+				if s[i] == '"' || s[i] == ':' {
+					return Pattern{}, &ParseError{s, i, fmt.Sprintf("unquoted value of %q holds %q; quote the value", key, s[i])}
+				}
+				i++
+			}
+			raw := strings.TrimRight(s[valStart:i], " \t\r\n")
+			if raw == "" {
+				return Pattern{}, &ParseError{s, valStart, fmt.Sprintf("missing value for key %q", key)}
+			}
+			if raw == "null" {
+				drop = true
+			}
+			value = normalizeBare(raw)
+		}
+		if slices.Contains(seen, key) {
+			return Pattern{}, &ParseError{s, keyStart, fmt.Sprintf("duplicate key %q", key)}
+		}
+		seen = append(seen, key)
+		if !drop && !isMetaKey(key) {
+			pairs = append(pairs, Pair{key, value})
+		}
+		i = skipSpace(s, i)
+		if i == len(s) {
+			break
+		}
+		if s[i] != ',' {
+			return Pattern{}, &ParseError{s, i, "expected ',' after value"}
+		}
+		i++
+	}
+	return newPattern(pairs), nil
+}
+
+// MustParsePattern is like [ParsePattern] but panics on a malformed pattern.
+// It is meant for patterns fixed at compile time.
+func MustParsePattern(s string) Pattern {
+	p, err := ParsePattern(s)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// PatternOf builds a pattern from pairs, which need not be sorted. Values are
+// taken verbatim (no number normalisation). It returns an error for an empty
+// or duplicate key.
+func PatternOf(pairs ...Pair) (Pattern, error) {
+	ps := make([]Pair, 0, len(pairs))
+	for _, p := range pairs {
+		if p.Key == "" || strings.ContainsAny(p.Key, ",:\" \t\r\n") {
+			return Pattern{}, fmt.Errorf("wizard: bad pattern key %q", p.Key)
+		}
+		if isMetaKey(p.Key) {
+			continue
+		}
+		for _, q := range ps {
+			if q.Key == p.Key {
+				return Pattern{}, fmt.Errorf("wizard: duplicate pattern key %q", p.Key)
+			}
+		}
+		ps = append(ps, p)
+	}
+	return newPattern(ps), nil
+}
+
+// newPattern takes ownership of pairs.
+func newPattern(pairs []Pair) Pattern {
+	if len(pairs) == 0 {
+		return Pattern{}
+	}
+	slices.SortFunc(pairs, func(a, b Pair) int { return strings.Compare(a.Key, b.Key) })
+	p := &pattern{pairs: pairs}
+	p.str = string(appendCanonical(nil, pairs))
+	for _, pr := range pairs {
+		if isGlob(pr.Value) {
+			p.glob = true
+		}
+	}
+	return Pattern{p}
+}
+
+// String returns the canonical form: keys in byte order, k:v joined by ','.
+// Values that would not parse back to themselves are quoted.
+func (p Pattern) String() string {
+	if p.p == nil {
+		return ""
+	}
+	return p.p.str
+}
+
+// Len returns the number of pairs.
+func (p Pattern) Len() int {
+	if p.p == nil {
+		return 0
+	}
+	return len(p.p.pairs)
+}
+
+// Pairs returns a copy of the pairs, sorted by key.
+func (p Pattern) Pairs() []Pair {
+	if p.p == nil {
+		return nil
+	}
+	return slices.Clone(p.p.pairs)
+}
+
+// Get returns the value for key.
+func (p Pattern) Get(key string) (string, bool) {
+	if p.p == nil {
+		return "", false
+	}
+	for _, pr := range p.p.pairs {
+		if pr.Key == key {
+			return pr.Value, true
+		}
+	}
+	return "", false
+}
+
+// Equal reports whether p and q have the same pairs.
+func (p Pattern) Equal(q Pattern) bool { return p.String() == q.String() }
+
+// HasGlob reports whether a value of p holds a glob character (* or ?).
+func (p Pattern) HasGlob() bool { return p.p != nil && p.p.glob }
+
+func (p Pattern) pairs() []Pair {
+	if p.p == nil {
+		return nil
+	}
+	return p.p.pairs
+}
+
+// With returns p with the pairs of q added; q wins on a shared key.
+func (p Pattern) With(q Pattern) Pattern {
+	if q.Len() == 0 {
+		return p
+	}
+	if p.Len() == 0 {
+		return q
+	}
+	out := make([]Pair, 0, p.Len()+q.Len())
+	out = append(out, q.pairs()...)
+	for _, pr := range p.pairs() {
+		if _, ok := q.Get(pr.Key); !ok {
+			out = append(out, pr)
+		}
+	}
+	return newPattern(out)
+}
+
+func isMetaKey(k string) bool { return strings.HasSuffix(k, "$") }
+
+func isGlob(v string) bool { return strings.ContainsAny(v, "*?") }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && isSpace(s[i]) {
+		i++
+	}
+	return i
+}
+
+// unquote reads a double-quoted value starting at s[i] == '"'.
+func unquote(s string, i int) (string, int, error) {
+	start := i
+	i++
+	var b strings.Builder
+	for i < len(s) {
+		c := s[i]
+		switch c {
+		case '"':
+			return b.String(), i + 1, nil
+		case '\\':
+			if i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\\') {
+				b.WriteByte(s[i+1])
+				i += 2
+				continue
+			}
+			return "", 0, &ParseError{s, i, `bad escape in quoted value; only \" and \\ are allowed`}
+		}
+		b.WriteByte(c)
+		i++
+	}
+	return "", 0, &ParseError{s, start, "unterminated quoted value"}
+}
+
+// needsQuote reports whether v, written bare, would not parse back to v.
+func needsQuote(v string) bool {
+	if v == "" || v == "null" {
+		return true
+	}
+	if isSpace(v[0]) || isSpace(v[len(v)-1]) {
+		return true
+	}
+	if strings.ContainsAny(v, `,:"\`) {
+		return true
+	}
+	return normalizeBare(v) != v
+}
+
+// appendCanonical writes pairs (sorted) in canonical form.
+func appendCanonical(b []byte, pairs []Pair) []byte {
+	for i, p := range pairs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, p.Key...)
+		b = append(b, ':')
+		b = appendValue(b, p.Value)
+	}
+	return b
+}
+
+func appendValue(b []byte, v string) []byte {
+	if !needsQuote(v) {
+		return append(b, v...)
+	}
+	b = append(b, '"')
+	for i := 0; i < len(v); i++ {
+		if v[i] == '"' || v[i] == '\\' {
+			b = append(b, '\\')
+		}
+		b = append(b, v[i])
+	}
+	return append(b, '"')
+}

@@ -1,0 +1,379 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Router maps patterns to values and finds the best pattern for a message
+// with Seneca's precedence (see the package documentation, # Precedence).
+// It is the matcher inside [Node], exported so it can be used and tested on
+// its own. A Router is safe for concurrent use.
+//
+// The zero Router is not ready for use; call [NewRouter].
+type Router[V any] struct {
+	mu    sync.RWMutex
+	root  rnode[V]
+	all   map[string]*rentry[V] // every pattern, by canonical string
+	exact map[string]*rentry[V] // glob-free patterns: the one-lookup fast path
+	seq   uint64
+}
+
+type rentry[V any] struct {
+	pattern Pattern
+	value   V
+}
+
+// rnode is one position in the decision tree. Its entry is the value of the
+// pattern that ends here. key, vals and globs form the first level of the
+// key chain at this position (the smallest key still to test); skip leads to
+// the rest of the chain, for messages that do not match at this level.
+type rnode[V any] struct {
+	entry *rentry[V]
+	key   string
+	vals  map[string]*rnode[V]
+	globs []rglob[V] // in the order added
+	skip  *rnode[V]
+}
+
+type rglob[V any] struct {
+	glob string
+	node *rnode[V]
+}
+
+// NewRouter returns an empty router.
+func NewRouter[V any]() *Router[V] {
+	return &Router[V]{
+		all:   make(map[string]*rentry[V]),
+		exact: make(map[string]*rentry[V]),
+	}
+}
+
+// Add adds p with its value. Adding a pattern identical to one already in
+// the router is an error.
+func (r *Router[V]) Add(p Pattern, v V) error {
+	return r.upsert(p, func(_ V, exists bool) (V, error) {
+		if exists {
+			return v, fmt.Errorf("wizard: pattern %q is already added", p.String())
+		}
+		return v, nil
+	})
+}
+
+// upsert adds p or replaces its value; f receives the old value, if any,
+// and returns the new one or an error that leaves the router unchanged.
+func (r *Router[V]) upsert(p Pattern, f func(old V, exists bool) (V, error)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := p.String()
+	if e, ok := r.all[key]; ok {
+		v, err := f(e.value, true)
+		if err != nil {
+			return err
+		}
+		e.value = v
+		return nil
+	}
+	var zero V
+	v, err := f(zero, false)
+	if err != nil {
+		return err
+	}
+	e := &rentry[V]{pattern: p, value: v}
+	r.seq++
+	n := &r.root
+	pairs := p.pairs()
+	for i := 0; i < len(pairs); {
+		pr := pairs[i]
+		switch {
+		case n.key == pr.Key:
+			n = n.child(pr.Value)
+			i++
+		case n.key == "":
+			n.key = pr.Key
+			n = n.child(pr.Value)
+			i++
+		case pr.Key < n.key:
+			// The new key sorts first: push this level down the skip chain.
+			n.skip = &rnode[V]{key: n.key, vals: n.vals, globs: n.globs, skip: n.skip}
+			n.key, n.vals, n.globs = pr.Key, nil, nil
+			n = n.child(pr.Value)
+			i++
+		default:
+			if n.skip == nil {
+				n.skip = &rnode[V]{}
+			}
+			n = n.skip
+		}
+	}
+	n.entry = e
+	r.all[key] = e
+	if !p.HasGlob() {
+		r.exact[key] = e
+	}
+	return nil
+}
+
+// child returns the node under value v of n's level, creating it.
+func (n *rnode[V]) child(v string) *rnode[V] {
+	if isGlob(v) {
+		for _, g := range n.globs {
+			if g.glob == v {
+				return g.node
+			}
+		}
+		c := &rnode[V]{}
+		n.globs = append(n.globs, rglob[V]{v, c})
+		return c
+	}
+	if n.vals == nil {
+		n.vals = make(map[string]*rnode[V])
+	}
+	c := n.vals[v]
+	if c == nil {
+		c = &rnode[V]{}
+		n.vals[v] = c
+	}
+	return c
+}
+
+// Remove removes p and reports whether it was present. Other patterns,
+// wider or narrower, are untouched: the router answers afterwards exactly as
+// one built from the remaining patterns would.
+func (r *Router[V]) Remove(p Pattern) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := p.String()
+	if _, ok := r.all[key]; !ok {
+		return false
+	}
+	r.root.remove(p.pairs())
+	delete(r.all, key)
+	delete(r.exact, key)
+	return true
+}
+
+// remove clears the entry at the end of pairs' path and prunes the nodes and
+// levels left empty, so the tree keeps the shape a fresh build would have.
+func (n *rnode[V]) remove(pairs []Pair) {
+	if len(pairs) == 0 {
+		n.entry = nil
+		return
+	}
+	pr := pairs[0]
+	switch {
+	case n.key == pr.Key:
+		if isGlob(pr.Value) {
+			i := slices.IndexFunc(n.globs, func(g rglob[V]) bool { return g.glob == pr.Value })
+			c := n.globs[i].node
+			c.remove(pairs[1:])
+			if c.empty() {
+				n.globs = slices.Delete(n.globs, i, i+1)
+			}
+		} else {
+			c := n.vals[pr.Value]
+			c.remove(pairs[1:])
+			if c.empty() {
+				delete(n.vals, pr.Value)
+			}
+		}
+		if len(n.vals) == 0 && len(n.globs) == 0 {
+			// The level is gone: the rest of the chain moves up.
+			if s := n.skip; s != nil {
+				n.key, n.vals, n.globs, n.skip = s.key, s.vals, s.globs, s.skip
+			} else {
+				n.key, n.vals, n.globs = "", nil, nil
+			}
+		}
+	case n.key != "" && pr.Key > n.key:
+		n.skip.remove(pairs)
+		if n.skip.key == "" {
+			n.skip = nil
+		}
+	}
+}
+
+func (n *rnode[V]) empty() bool { return n.entry == nil && n.key == "" }
+
+// Find returns the value of the pattern that best matches msg, the pattern
+// itself, and whether one matched. Only msg's root-level scalar values route
+// (strings, numbers, booleans); keys ending in '$' and nil values are ignored.
+func (r *Router[V]) Find(msg map[string]any) (V, Pattern, bool) {
+	var buf [16]Pair
+	return r.result(r.find(mapPairs(buf[:0], msg), false))
+}
+
+// FindExact is like [Router.Find] but returns a pattern only when the walk
+// that found it tested every routed key of msg (by value or glob). Unlike
+// patrun's findexact, keys matched on an abandoned branch of the walk do not
+// count.
+func (r *Router[V]) FindExact(msg map[string]any) (V, Pattern, bool) {
+	var buf [16]Pair
+	return r.result(r.find(mapPairs(buf[:0], msg), true))
+}
+
+func (r *Router[V]) result(e *rentry[V]) (V, Pattern, bool) {
+	if e == nil {
+		var zero V
+		return zero, Pattern{}, false
+	}
+	return e.value, e.pattern, true
+}
+
+// List returns every pattern in the router, sorted by canonical string.
+func (r *Router[V]) List() []Pattern {
+	r.mu.RLock()
+	out := make([]Pattern, 0, len(r.all))
+	for _, e := range r.all {
+		out = append(out, e.pattern)
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(out, func(a, b Pattern) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// Len returns the number of patterns.
+func (r *Router[V]) Len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.all)
+}
+
+// findPattern finds the best match for a message whose routed pairs are
+// exactly p's. Used with pre-parsed patterns, it is one hash lookup when p
+// itself is in the router.
+func (r *Router[V]) findPattern(p Pattern) *rentry[V] {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if e := r.exact[p.String()]; e != nil {
+		return e
+	}
+	return r.walk(p.pairs(), false)
+}
+
+// find finds the best match for sorted routed pairs.
+func (r *Router[V]) find(pairs []Pair, exact bool) *rentry[V] {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if !exact {
+		// A message whose routed pairs are exactly a glob-free pattern finds
+		// that pattern (its own path through the tree always wins), so one
+		// hash lookup settles it.
+		var buf [256]byte
+		if e := r.exact[string(appendCanonical(buf[:0], pairs))]; e != nil {
+			return e
+		}
+	}
+	return r.walk(pairs, exact)
+}
+
+type star[V any] struct {
+	node  *rnode[V]
+	found int
+}
+
+// walk is patrun's find: descend greedily, exact value before globs (in the
+// order added) before the skip branch; remember skip branches passed; a node
+// without an entry keeps the last entry seen; go back to a remembered skip
+// branch only while nothing has been found (a catch-all counts as found).
+// Callers hold r.mu.
+func (r *Router[V]) walk(pairs []Pair, exact bool) *rentry[V] {
+	var buf [16]star[V]
+	stars := buf[:0]
+	n := &r.root
+	data := r.root.entry
+	found := 0
+	for n != nil {
+		var next *rnode[V]
+		if n.key != "" {
+			if val, ok := lookupPair(pairs, n.key); ok {
+				next = n.vals[val]
+				if next == nil {
+					for _, g := range n.globs {
+						if globMatch(g.glob, val) {
+							next = g.node
+							break
+						}
+					}
+				}
+			}
+			if next != nil {
+				if n.skip != nil {
+					stars = append(stars, star[V]{n.skip, found})
+				}
+				found++
+				if next.entry != nil {
+					data = next.entry
+				} else if exact {
+					data = nil
+				}
+				n = next
+			} else {
+				n = n.skip
+			}
+		} else {
+			n = nil
+		}
+		if n == nil && data == nil && len(stars) > 0 {
+			top := stars[len(stars)-1]
+			stars = stars[:len(stars)-1]
+			n, found = top.node, top.found
+		}
+	}
+	if exact {
+		if found != len(pairs) {
+			return nil
+		}
+		return data
+	}
+	if data == nil {
+		data = r.root.entry
+	}
+	return data
+}
+
+// lookupPair finds key in pairs sorted by key.
+func lookupPair(pairs []Pair, key string) (string, bool) {
+	if len(pairs) <= 8 {
+		for _, p := range pairs {
+			if p.Key == key {
+				return p.Value, true
+			}
+		}
+		return "", false
+	}
+	i, ok := slices.BinarySearchFunc(pairs, key, func(p Pair, k string) int { return strings.Compare(p.Key, k) })
+	if !ok {
+		return "", false
+	}
+	return pairs[i].Value, true
+}
+
+// mapPairs appends msg's routed pairs to dst, sorted by key.
+func mapPairs(dst []Pair, msg map[string]any) []Pair {
+	for k, v := range msg {
+		if isMetaKey(k) {
+			continue
+		}
+		if s, ok := routeValue(v); ok {
+			dst = append(dst, Pair{k, s})
+		}
+	}
+	sortPairs(dst)
+	return dst
+}
+
+// sortPairs sorts pairs by key without allocating.
+func sortPairs(ps []Pair) {
+	if len(ps) > 12 {
+		slices.SortFunc(ps, func(a, b Pair) int { return strings.Compare(a.Key, b.Key) })
+		return
+	}
+	for i := 1; i < len(ps); i++ {
+		for j := i; j > 0 && ps[j].Key < ps[j-1].Key; j-- {
+			ps[j], ps[j-1] = ps[j-1], ps[j]
+		}
+	}
+}

@@ -1,0 +1,223 @@
+package runtime
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// routeValue converts a message value to the string it routes by. Only
+// scalars route: strings, booleans, integers and floats (and json.Number).
+// nil, maps, slices and structs do not.
+func routeValue(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case bool:
+		if x {
+			return "true", true
+		}
+		return "false", true
+	case int:
+		return strconv.FormatInt(int64(x), 10), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case int32:
+		return strconv.FormatInt(int64(x), 10), true
+	case int16:
+		return strconv.FormatInt(int64(x), 10), true
+	case int8:
+		return strconv.FormatInt(int64(x), 10), true
+	case uint:
+		return strconv.FormatUint(uint64(x), 10), true
+	case uint64:
+		return strconv.FormatUint(x, 10), true
+	case uint32:
+		return strconv.FormatUint(uint64(x), 10), true
+	case uint16:
+		return strconv.FormatUint(uint64(x), 10), true
+	case uint8:
+		return strconv.FormatUint(uint64(x), 10), true
+	case float64:
+		return formatNumber(x), true
+	case float32:
+		return formatNumber(float64(x)), true
+	case json.Number:
+		return normalizeBare(string(x)), true
+	}
+	return "", false
+}
+
+// normalizeBare normalises an unquoted pattern value: JSON numbers take
+// their JavaScript form, anything else is returned unchanged.
+func normalizeBare(s string) string {
+	switch numberKind(s) {
+	case numInt:
+		if s == "-0" {
+			return "0"
+		}
+		return s
+	case numFloat:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil && !math.IsInf(f, 0) {
+			return s
+		}
+		return formatNumber(f)
+	}
+	return s
+}
+
+const (
+	numNone = iota
+	numInt
+	numFloat
+)
+
+// numberKind classifies s by JSON's number grammar:
+// -?(0|[1-9]digits)[.digits][(e|E)[+-]digits]. Like JSON, a leading zero
+// followed by a digit is not a number (007 stays the string "007").
+func numberKind(s string) int {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	start := i
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	if i == start || (s[start] == '0' && i-start > 1) {
+		return numNone
+	}
+	if i == len(s) {
+		return numInt
+	}
+	if s[i] == '.' {
+		i++
+		fs := i
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+		if i == fs {
+			return numNone
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		es := i
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+		if i == es {
+			return numNone
+		}
+	}
+	if i != len(s) {
+		return numNone
+	}
+	return numFloat
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// formatNumber formats f as JavaScript's Number.prototype.toString does, so
+// that values sent by Seneca or MicroWizard peers compare equal.
+func formatNumber(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	case f == 0:
+		return "0"
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e21 {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	// Shortest round-trip digits and exponent, then JavaScript's layout.
+	e := strconv.FormatFloat(f, 'e', -1, 64) // [-]d[.ddd]e±xx
+	neg := e[0] == '-'
+	if neg {
+		e = e[1:]
+	}
+	ePos := strings.IndexByte(e, 'e')
+	mant, exp := e[:ePos], e[ePos+1:]
+	digits := strings.Replace(mant, ".", "", 1)
+	x, _ := strconv.Atoi(exp)
+	k := len(digits)
+	n := x + 1 // position of the decimal point relative to the digits
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	switch {
+	case k <= n && n <= 21:
+		b.WriteString(digits)
+		b.WriteString(strings.Repeat("0", n-k))
+	case 0 < n && n <= 21:
+		b.WriteString(digits[:n])
+		b.WriteByte('.')
+		b.WriteString(digits[n:])
+	case -6 < n && n <= 0:
+		b.WriteString("0.")
+		b.WriteString(strings.Repeat("0", -n))
+		b.WriteString(digits)
+	default:
+		b.WriteByte(digits[0])
+		if k > 1 {
+			b.WriteByte('.')
+			b.WriteString(digits[1:])
+		}
+		b.WriteByte('e')
+		if n-1 >= 0 {
+			b.WriteByte('+')
+		}
+		b.WriteString(strconv.Itoa(n - 1))
+	}
+	return b.String()
+}
+
+// globMatch reports whether s matches glob, where * matches any run of
+// characters (including none) and ? exactly one character.
+func globMatch(glob, s string) bool {
+	gi, si := 0, 0
+	starG, starS := -1, 0
+	for si < len(s) {
+		if gi < len(glob) {
+			switch glob[gi] {
+			case '*':
+				starG, starS = gi, si
+				gi++
+				continue
+			case '?':
+				_, w := utf8.DecodeRuneInString(s[si:])
+				gi++
+				si += w
+				continue
+			default:
+				if glob[gi] == s[si] {
+					gi++
+					si++
+					continue
+				}
+			}
+		}
+		if starG < 0 {
+			return false
+		}
+		// Let the last star swallow one more character and retry.
+		_, w := utf8.DecodeRuneInString(s[starS:])
+		starS += w
+		gi, si = starG+1, starS
+	}
+	for gi < len(glob) && glob[gi] == '*' {
+		gi++
+	}
+	return gi == len(glob)
+}
