@@ -2,6 +2,10 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Handler serves the messages a pattern matches. It returns the result the
@@ -34,14 +38,54 @@ type CallInterceptor func(next Invoker) Invoker
 // matched it.
 type Request struct {
 	msg   any
+	over  *target // Act on a caller's map: the pattern pairs that overlay it
 	entry *handlerEntry
 	node  *Node
 }
 
-// Msg returns the message as the caller sent it: for [Node.Act] a
-// map[string]any holding the message's fields and the pattern's pairs (or
-// the protobuf message itself), for [Node.ActE] the data alone.
-func (r Request) Msg() any { return r.msg }
+// Msg returns the message: for [Node.Act] with a map or JSON, a
+// map[string]any holding the message's fields and the pattern's pairs (a new
+// map: the caller's is never modified); for Act with a protobuf message, the
+// message itself; for [Node.ActE] the data alone, as sent. To read single
+// fields, [Request.Get] is cheaper.
+func (r Request) Msg() any {
+	if r.over != nil {
+		return merged(r.msg.(map[string]any), r.over)
+	}
+	return r.msg
+}
+
+// Get returns the message's root field key (for [Node.Act], the pattern's
+// pairs included), or nil. Protobuf fields are read by their proto name.
+func (r Request) Get(key string) any {
+	if r.over != nil {
+		for i, pr := range r.over.pattern.pairs() {
+			if pr.Key == key {
+				return r.over.values[i]
+			}
+		}
+	}
+	switch m := r.msg.(type) {
+	case map[string]any:
+		return m[key]
+	case map[string]string:
+		if v, ok := m[key]; ok {
+			return v
+		}
+	case proto.Message:
+		pm := m.ProtoReflect()
+		if fd := pm.Descriptor().Fields().ByName(protoreflect.Name(key)); fd != nil && pm.Has(fd) {
+			return pm.Get(fd).Interface()
+		}
+	case []byte, json.RawMessage:
+		if b, err := toJSON(m); err == nil {
+			if mm, err := parseJSON(b); err == nil {
+				return mm[key]
+			}
+		}
+	}
+	return nil
+}
 
 // Pattern returns the pattern the handler was added with.
 func (r Request) Pattern() Pattern {
@@ -53,7 +97,7 @@ func (r Request) Pattern() Pattern {
 
 // Decode stores the message into dst, a pointer: to a protobuf message, a
 // struct (through JSON), a map, or any value the message is assignable to.
-func (r Request) Decode(dst any) error { return decode(r.msg, dst) }
+func (r Request) Decode(dst any) error { return decode(r.Msg(), dst) }
 
 // Prior calls the handler this one overrode (see [Override]) with msg, in
 // the same goroutine. Without a prior it returns a [CodeNotFound] error.
@@ -61,7 +105,7 @@ func (r Request) Prior(ctx context.Context, msg any) (any, error) {
 	if r.entry == nil || r.entry.prior == nil {
 		return nil, Errorf(CodeNotFound, "wizard: no prior handler for %q", r.Pattern().String())
 	}
-	return r.node.serve(ctx, r.entry.prior, msg)
+	return r.node.serve(ctx, r.entry.prior, Request{msg: msg, entry: r.entry.prior, node: r.node})
 }
 
 // NewUnaryHandler adapts a typed function to a [Handler]; generated code
@@ -76,7 +120,7 @@ func NewUnaryHandler[Req, Res any](fn func(context.Context, *Req) (*Res, error))
 		in, ok := r.msg.(*Req)
 		if !ok || in == nil {
 			in = new(Req)
-			if err := decode(r.msg, in); err != nil {
+			if err := r.Decode(in); err != nil {
 				return nil, err
 			}
 		}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"reflect"
 	"strconv"
 
@@ -39,9 +40,10 @@ func parseJSON(b []byte) (map[string]any, error) {
 	return m, nil
 }
 
-// protoPairs appends m's populated, singular scalar fields as routing pairs.
+// protoPairs returns m's populated, singular scalar fields as routing pairs.
 // Keys are the proto field names; enums route by value name.
-func protoPairs(dst []Pair, m protoreflect.Message) []Pair {
+func protoPairs(m protoreflect.Message) []Pair {
+	var dst []Pair
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		if s, ok := protoValue(fd, v); ok {
 			dst = append(dst, Pair{string(fd.Name()), s})
@@ -117,49 +119,58 @@ func jsonField(b []byte, key string) (string, bool, error) {
 }
 
 // actMessage builds what Act routes by and what its handler receives: msg's
-// root fields overlaid with the pattern's pairs (the pattern wins). Routed
-// pairs are appended to dst, sorted.
-func actMessage(dst []Pair, p Pattern, msg any) ([]Pair, any, error) {
+// root fields overlaid with t's pairs (the pattern wins). Routed pairs are
+// appended to dst, sorted. A caller's map is not copied: the returned
+// overlay is t, and the handler's [Request] merges lazily.
+func actMessage(dst []Pair, t *target, msg any) ([]Pair, any, *target, error) {
 	var body map[string]any
 	switch m := msg.(type) {
 	case nil:
-		body = make(map[string]any, p.Len())
+		body = make(map[string]any, t.pattern.Len())
 	case map[string]any:
-		if p.Len() == 0 {
-			return mapPairs(dst, m), m, nil
+		dst = mapPairs(dst, m)
+		if t.pattern.Len() == 0 {
+				return dst, m, nil, nil
 		}
-		body = make(map[string]any, len(m)+p.Len())
-		for k, v := range m {
-			body[k] = v
-		}
+		return overlay(dst, t.pattern.pairs()), m, t, nil
 	case map[string]string:
-		body = make(map[string]any, len(m)+p.Len())
+		body = make(map[string]any, len(m)+t.pattern.Len())
 		for k, v := range m {
 			body[k] = v
 		}
 	case []byte:
 		b, err := parseJSON(m)
 		if err != nil {
-			return dst, nil, err
+			return dst, nil, nil, err
 		}
 		body = b
 	case json.RawMessage:
 		b, err := parseJSON(m)
 		if err != nil {
-			return dst, nil, err
+			return dst, nil, nil, err
 		}
 		body = b
 	case proto.Message:
-		base := protoPairs(dst, m.ProtoReflect())
-		sortPairs(base)
-		return overlay(base, p.pairs()), msg, nil
+		dst = append(dst, protoPairs(m.ProtoReflect())...)
+		sortPairs(dst)
+		return overlay(dst, t.pattern.pairs()), msg, nil, nil
 	default:
-		return dst, nil, unsupported(msg)
+		return dst, nil, nil, unsupported(msg)
 	}
-	for _, pr := range p.pairs() {
-		body[pr.Key] = pr.Value
+	for i, pr := range t.pattern.pairs() {
+		body[pr.Key] = t.values[i]
 	}
-	return mapPairs(dst, body), body, nil
+	return mapPairs(dst, body), body, nil, nil
+}
+
+// merged returns m with t's pairs set, as a new map.
+func merged(m map[string]any, t *target) map[string]any {
+	out := make(map[string]any, len(m)+t.pattern.Len())
+	maps.Copy(out, m)
+	for i, pr := range t.pattern.pairs() {
+		out[pr.Key] = t.values[i]
+	}
+	return out
 }
 
 // overlay sets over's pairs in base (both sorted), replacing shared keys.

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Node is a wizard service node: it holds handlers added by pattern ([Node.Add])
@@ -146,32 +147,30 @@ func (n *Node) Patterns() []Pattern { return n.router.List() }
 // object bytes, a protobuf message or nil. A map or JSON handler receives the
 // merged map; a protobuf message reaches the handler as is.
 func (n *Node) Act(ctx context.Context, pattern string, msg any, opts ...CallOption) (Result, error) {
-	var cfg callConfig
-	for _, o := range opts {
-		if o != nil {
-			o.applyCall(&cfg)
-		}
-	}
+	cfg := callOptions(opts)
 	t, err := n.targets.get(pattern)
 	if err != nil {
 		return Result{}, err
 	}
 	var buf [16]Pair
-	pairs, body, err := actMessage(buf[:0], t.pattern, msg)
+	pairs, body, over, err := actMessage(buf[:0], t, msg)
 	if err != nil {
 		return Result{}, err
 	}
 	if n.invoker != nil {
-		return n.intercepted(ctx, newPattern(clonePairs(pairs)), body, &cfg)
+		if over != nil {
+			body = merged(body.(map[string]any), over)
+		}
+		return n.intercepted(ctx, newPattern(clonePairs(pairs)), body, cfg)
 	}
 	var e *handlerEntry
 	if re := n.router.find(pairs, false); re != nil {
 		e = re.value
 	}
 	if e == nil {
-		return n.notFound(func() string { return string(appendCanonical(nil, pairs)) }, &cfg)
+		return n.notFound(string(appendCanonical(nil, pairs)), cfg)
 	}
-	return n.dispatch(ctx, e, body, &cfg)
+	return n.dispatch(ctx, e, body, over, cfg)
 }
 
 // ActE calls the handler that matches pattern, plus the [Mixin] fields of
@@ -179,17 +178,29 @@ func (n *Node) Act(ctx context.Context, pattern string, msg any, opts ...CallOpt
 // usually a protobuf message, a map or JSON bytes. Pattern strings are
 // parsed once and cached; this is the fast path.
 func (n *Node) ActE(ctx context.Context, pattern string, data any, opts ...CallOption) (Result, error) {
-	var cfg callConfig
-	for _, o := range opts {
-		if o != nil {
-			o.applyCall(&cfg)
-		}
-	}
+	cfg := callOptions(opts)
 	t, err := n.targets.get(pattern)
 	if err != nil {
 		return Result{}, err
 	}
-	return n.actE(ctx, t, data, &cfg)
+	return n.actE(ctx, t, data, cfg)
+}
+
+// noOptions is the configuration of a call without options; never written.
+var noOptions callConfig
+
+// callOptions applies opts; without options it allocates nothing.
+func callOptions(opts []CallOption) *callConfig {
+	if len(opts) == 0 {
+		return &noOptions
+	}
+	cfg := new(callConfig)
+	for _, o := range opts {
+		if o != nil {
+			o.applyCall(cfg)
+		}
+	}
+	return cfg
 }
 
 func (n *Node) actE(ctx context.Context, t *target, data any, cfg *callConfig) (Result, error) {
@@ -206,18 +217,18 @@ func (n *Node) actE(ctx context.Context, t *target, data any, cfg *callConfig) (
 			e = re.value
 		}
 		if e == nil {
-			return n.notFound(p.String, cfg)
+			return n.notFound(p.String(), cfg)
 		}
-		return n.dispatch(ctx, e, data, cfg)
+		return n.dispatch(ctx, e, data, nil, cfg)
 	}
 	if n.invoker != nil {
 		return n.intercepted(ctx, t.pattern, data, cfg)
 	}
 	e := n.resolve(t)
 	if e == nil {
-		return n.notFound(t.pattern.String, cfg)
+		return n.notFound(t.pattern.String(), cfg)
 	}
-	return n.dispatch(ctx, e, data, cfg)
+	return n.dispatch(ctx, e, data, nil, cfg)
 }
 
 // mixinPattern adds data's fields named by keys to p; p wins on a shared key.
@@ -246,7 +257,8 @@ func clonePairs(ps []Pair) []Pair { return append([]Pair(nil), ps...) }
 
 // intercepted runs a call through the call interceptors.
 func (n *Node) intercepted(ctx context.Context, p Pattern, msg any, cfg *callConfig) (Result, error) {
-	return n.invoker(ctx, &Call{Pattern: p, Msg: msg, NoReply: cfg.noReply, cfg: cfg})
+	own := *cfg
+	return n.invoker(ctx, &Call{Pattern: p, Msg: msg, NoReply: cfg.noReply, cfg: &own})
 }
 
 // invokeCall is the innermost Invoker: route and dispatch.
@@ -261,9 +273,9 @@ func (n *Node) invokeCall(ctx context.Context, c *Call) (Result, error) {
 		e = re.value
 	}
 	if e == nil {
-		return n.notFound(c.Pattern.String, &cfg)
+		return n.notFound(c.Pattern.String(), &cfg)
 	}
-	return n.dispatch(ctx, e, c.Msg, &cfg)
+	return n.dispatch(ctx, e, c.Msg, nil, &cfg)
 }
 
 // resolve finds t's handler, cached until the routing changes.
@@ -280,14 +292,14 @@ func (n *Node) resolve(t *target) *handlerEntry {
 	return e
 }
 
-func (n *Node) notFound(pattern func() string, cfg *callConfig) (Result, error) {
+func (n *Node) notFound(pattern string, cfg *callConfig) (Result, error) {
 	if cfg.hasDefault {
 		return Result{v: cfg.def}, nil
 	}
 	if n.closed.Load() {
 		return Result{}, errClosed()
 	}
-	return Result{}, Errorf(CodeNotFound, "wizard: no handler matches %q", pattern())
+	return Result{}, Errorf(CodeNotFound, "wizard: no handler matches %q", pattern)
 }
 
 func errClosed() *Error {
@@ -297,7 +309,8 @@ func errClosed() *Error {
 var errOverloaded = &Error{Code: CodeResourceExhausted, Message: "wizard: node is over its in-flight limit"}
 
 // dispatch runs e's handler under the node's in-flight accounting.
-func (n *Node) dispatch(ctx context.Context, e *handlerEntry, msg any, cfg *callConfig) (Result, error) {
+// over, if not nil, is a pattern whose pairs overlay the map msg.
+func (n *Node) dispatch(ctx context.Context, e *handlerEntry, msg any, over *target, cfg *callConfig) (Result, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -314,24 +327,31 @@ func (n *Node) dispatch(ctx context.Context, e *handlerEntry, msg any, cfg *call
 		return Result{}, errOverloaded
 	}
 	if cfg.noReply {
-		go func() {
-			defer n.done()
-			if _, err := n.serve(context.WithoutCancel(ctx), e, msg); err != nil {
-				n.log.Warn("wizard: no-reply handler failed", "pattern", e.pattern.String(), "err", err)
-			}
-		}()
+		go n.serveNoReply(context.WithoutCancel(ctx), e, Request{msg: msg, over: over, entry: e, node: n})
 		return Result{}, nil
 	}
 	defer n.done()
 	if cfg.timeout > 0 {
 		if _, ok := ctx.Deadline(); !ok {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, cfg.timeout)
-			defer cancel()
+			return n.serveTimeout(ctx, cfg.timeout, e, Request{msg: msg, over: over, entry: e, node: n})
 		}
 	}
-	v, err := n.serve(ctx, e, msg)
+	v, err := n.serve(ctx, e, Request{msg: msg, over: over, entry: e, node: n})
 	return Result{v: v}, err
+}
+
+func (n *Node) serveTimeout(ctx context.Context, d time.Duration, e *handlerEntry, req Request) (Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	v, err := n.serve(ctx, e, req)
+	return Result{v: v}, err
+}
+
+func (n *Node) serveNoReply(ctx context.Context, e *handlerEntry, req Request) {
+	defer n.done()
+	if _, err := n.serve(ctx, e, req); err != nil {
+		n.log.Warn("wizard: no-reply handler failed", "pattern", e.pattern.String(), "err", err)
+	}
 }
 
 func (n *Node) done() {
@@ -341,14 +361,14 @@ func (n *Node) done() {
 }
 
 // serve runs a handler, turning a panic into a CodeInternal error.
-func (n *Node) serve(ctx context.Context, e *handlerEntry, msg any) (res any, err error) {
+func (n *Node) serve(ctx context.Context, e *handlerEntry, req Request) (res any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			n.log.Error("wizard: handler panicked", "pattern", e.pattern.String(), "panic", p, "stack", string(debug.Stack()))
 			res, err = nil, Errorf(CodeInternal, "wizard: handler for %q panicked", e.pattern.String())
 		}
 	}()
-	res, err = e.h(ctx, Request{msg: msg, entry: e, node: n})
+	res, err = e.h(ctx, req)
 	if err != nil {
 		return nil, toError(err)
 	}
@@ -379,7 +399,16 @@ func (n *Node) Shutdown(ctx context.Context) error {
 // target is a parsed pattern with its cached resolution.
 type target struct {
 	pattern Pattern
+	values  []any // the pattern's values, boxed once for Act's merged maps
 	res     atomic.Pointer[resolution]
+}
+
+func newTarget(p Pattern) *target {
+	t := &target{pattern: p}
+	for _, pr := range p.pairs() {
+		t.values = append(t.values, pr.Value)
+	}
+	return t
 }
 
 type resolution struct {
@@ -408,6 +437,6 @@ func (c *targetCache) get(s string) (*target, error) {
 		c.m.Clear()
 		c.n.Store(1)
 	}
-	v, _ := c.m.LoadOrStore(s, &target{pattern: p})
+	v, _ := c.m.LoadOrStore(s, newTarget(p))
 	return v.(*target), nil
 }

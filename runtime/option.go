@@ -35,6 +35,7 @@ type callConfig struct {
 	def        any
 	mixin      []string
 	timeout    time.Duration
+	idempotent bool
 }
 
 type nodeOption func(*nodeConfig)
@@ -132,4 +133,19 @@ func Timeout(d time.Duration) interface {
 	ClientOption
 } {
 	return timeoutOption(d)
+}
+
+type idempotentOption struct{}
+
+func (idempotentOption) applyCall(c *callConfig)   { c.idempotent = true }
+func (idempotentOption) applyClient(c *callConfig) { c.idempotent = true }
+
+// Idempotent marks a call as safe to run more than once, so the runtime may
+// retry it after it may have run (generated clients set it for methods whose
+// idempotency_level is IDEMPOTENT or NO_SIDE_EFFECTS).
+func Idempotent() interface {
+	CallOption
+	ClientOption
+} {
+	return idempotentOption{}
 }

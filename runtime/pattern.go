@@ -282,16 +282,19 @@ func unquote(s string, i int) (string, int, error) {
 
 // needsQuote reports whether v, written bare, would not parse back to v.
 func needsQuote(v string) bool {
-	if v == "" || v == "null" {
+	if v == "" || v == "null" || isSpace(v[0]) || isSpace(v[len(v)-1]) {
 		return true
 	}
-	if isSpace(v[0]) || isSpace(v[len(v)-1]) {
-		return true
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case ',', ':', '"', '\\':
+			return true
+		}
 	}
-	if strings.ContainsAny(v, `,:"\`) {
-		return true
+	if c := v[0]; c == '-' || isDigit(c) {
+		return normalizeBare(v) != v
 	}
-	return normalizeBare(v) != v
+	return false
 }
 
 // appendCanonical writes pairs (sorted) in canonical form.

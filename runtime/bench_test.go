@@ -1,0 +1,87 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/wizardmesh/wizard/runtime"
+)
+
+type sumRequest struct{ A, B float64 }
+type sumResponse struct{ R float64 }
+
+func newBenchNode(b *testing.B) *runtime.Node {
+	b.Helper()
+	n, err := runtime.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { n.Close() })
+	resp := &sumResponse{}
+	if err := n.Add("role:math,cmd:sum", runtime.NewUnaryHandler(func(ctx context.Context, r *sumRequest) (*sumResponse, error) {
+		resp.R = r.A + r.B
+		return resp, nil
+	})); err != nil {
+		b.Fatal(err)
+	}
+	// Neighbours, so the router is not trivially small.
+	for i := range 50 {
+		if err := n.Add(fmt.Sprintf("role:svc%d,cmd:get", i), func(context.Context, runtime.Request) (any, error) { return nil, nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return n
+}
+
+// BenchmarkActE_Precomputed is the generated-client path: a pre-parsed
+// pattern and a typed request, in-process.
+func BenchmarkActE_Precomputed(b *testing.B) {
+	n := newBenchNode(b)
+	c := runtime.NewClient[sumRequest, sumResponse](n, "role:math,cmd:sum")
+	ctx := context.Background()
+	req := &sumRequest{A: 1, B: 2}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := c.Call(ctx, req)
+		if err != nil || res.R != 3 {
+			b.Fatal(res, err)
+		}
+	}
+}
+
+// BenchmarkActE_String: a string pattern, parsed once and cached.
+func BenchmarkActE_String(b *testing.B) {
+	n := newBenchNode(b)
+	ctx := context.Background()
+	req := &sumRequest{A: 1, B: 2}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := n.ActE(ctx, "role:math,cmd:sum", req)
+		if err != nil || res.Value().(*sumResponse).R != 3 {
+			b.Fatal(res, err)
+		}
+	}
+}
+
+// BenchmarkAct_Map: a string pattern and a map message; three routed keys
+// (role from the pattern, cmd and v from the message; args is nested and
+// does not route).
+func BenchmarkAct_Map(b *testing.B) {
+	n := newBenchNode(b)
+	if err := n.Add("role:math,cmd:sum,v:1", func(ctx context.Context, r runtime.Request) (any, error) {
+		args := r.Get("args").(map[string]int)
+		return args["a"] + args["b"], nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	msg := map[string]any{"cmd": "sum", "v": 1, "args": map[string]int{"a": 1, "b": 2}}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := n.Act(ctx, "role:math", msg)
+		if err != nil || res.Value().(int) != 3 {
+			b.Fatal(res, err)
+		}
+	}
+}
