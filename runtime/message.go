@@ -20,19 +20,15 @@ func unsupported(msg any) *Error {
 	return Errorf(CodeInvalidArgument, "wizard: unsupported message type %T: use a map[string]any, JSON object bytes or a protobuf message", msg)
 }
 
-// parseJSON decodes a JSON object into a map, keeping numbers exact.
+// parseJSON decodes a JSON object into a map, as encoding/json does
+// (numbers become float64, which route in their shortest form: 2.0 is "2").
 func parseJSON(b []byte) (map[string]any, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return map[string]any{}, nil
 	}
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
 	var m map[string]any
-	if err := d.Decode(&m); err != nil {
+	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, Errorf(CodeInvalidArgument, "wizard: message is not a JSON object: %v", err)
-	}
-	if d.More() {
-		return nil, Errorf(CodeInvalidArgument, "wizard: message has data after its JSON object")
 	}
 	if m == nil { // the JSON text null
 		m = map[string]any{}

@@ -1,0 +1,90 @@
+// Package runtime is the core of wizard: a node that adds handlers by
+// pattern and acts on messages, in the Seneca / MicroWizard tradition.
+//
+// To Add is to register a [Handler] for a pattern such as
+// "role:math,cmd:sum". To Act is to send a message: the node finds the added
+// pattern that best matches the message and runs its handler.
+//
+//	node, _ := runtime.New()
+//	node.Add("role:math,cmd:sum", func(ctx context.Context, req runtime.Request) (any, error) {
+//		return map[string]any{"r": req.Get("a").(float64) + req.Get("b").(float64)}, nil
+//	})
+//	res, err := node.Act(ctx, "role:math,cmd:sum", map[string]any{"a": 1.0, "b": 2.0})
+//
+// There are two ways to act:
+//
+//   - [Node.Act] routes by every root field of the message, overlaid with
+//     the pattern's pairs (the pattern wins), as Seneca's act does.
+//   - [Node.ActE] routes by the pattern alone (plus the fields named by
+//     [Mixin]) and hands the handler the data as it is. Pattern strings are
+//     parsed once and cached. It is the fast path, and what generated
+//     clients use through [NewClient].
+//
+// Both return a [Result]: its [Result.Value] is what the handler returned,
+// and [Result.Decode] converts it into a typed value (a protobuf message, a
+// struct, a map).
+//
+// Messages are protobuf messages (what generated stubs use), maps
+// (map[string]any or map[string]string), JSON object bytes, or nil.
+//
+// # Patterns
+//
+// A pattern is key:value[,key:value...]; see [ParsePattern] for the syntax.
+// Whitespace around keys, colons and commas is ignored, and a value may be
+// double-quoted to hold ',' or ':'. Values compare as strings: integers in
+// decimal, floats in their shortest JavaScript form (1.0 is "1"), booleans as
+// "true" and "false", so 1, "1" and 1.0 are the same value. A nil value drops
+// its key. Keys ending in '$' are metadata and never route. Only root-level
+// scalar fields of a message route; nested maps and lists never do. Added
+// patterns may use globs in values: '*' matches any run of characters and
+// '?' exactly one; '*' never matches a missing key. The canonical form
+// ([Pattern.String]) lists keys in byte order.
+//
+// # Precedence
+//
+// When several added patterns match a message, the answer is the one
+// Seneca's matcher (patrun, with globs on) gives. Keys of all patterns are
+// sorted by byte order and tested one level at a time: at a level, an exact
+// value match is tried first, then glob patterns for that key in the order
+// they were added; a level whose key a pattern lacks is passed through a
+// "skip" branch. The walk goes down greedily and the deepest handler seen
+// wins; it returns to a skipped branch only while no handler has been found,
+// and the empty (catch-all) pattern counts as found. In practice:
+//
+//   - a:1 and a:1,b:1 — {a:1,b:2} finds a:1; {a:1,b:1} finds a:1,b:1;
+//   - a:0, b:1, c:2 — {b:1,c:2} finds b:1 (the first key in byte order wins a tie);
+//   - a:1,b:2 and a:1,c:3 — {a:1,b:9,c:3} finds a:1,c:3;
+//   - x:1,y:2,z:3 and y:2 — {x:1,y:2} finds y:2;
+//   - role:x,cmd:* and role:x,cmd:get — cmd:get finds the exact one, cmd:put the glob;
+//   - a:1 and a:*,b:2 — {a:1,b:2} finds a:1 (exact beats glob at the same key).
+//
+// Adding an identical pattern twice is an error unless the handler is added
+// with [Override]; the old handler then becomes the new one's prior
+// ([Request.Prior]). [Router] is the matcher on its own. After a removal it
+// answers as a router built from the remaining patterns would (patrun keeps
+// empty nodes that can hide wider patterns; wizard prunes them).
+//
+// # Errors
+//
+// Every error a call returns carries a [Code] (gRPC's names and numbers):
+// use [CodeOf], or errors.As with [*Error]. The sentinels [ErrNotFound],
+// [ErrResourceExhausted], [ErrUnimplemented] and others match any error with
+// their code through errors.Is; [ErrClosed] marks calls on a closed node.
+//
+//   - No matching pattern: [CodeNotFound], naming the message's pattern,
+//     unless the call set [Default].
+//   - A node over its [WithMaxInFlight] limit: [CodeResourceExhausted],
+//     without running the handler.
+//   - A handler's *Error reaches the caller as is; any other error becomes
+//     [CodeUnknown] with its message (in-process, errors.Is still finds the
+//     original). A panicking handler becomes [CodeInternal] for that call;
+//     the panic and its stack go to the node's logger, never to the caller.
+//   - Bad input — a malformed pattern ([*ParseError]), an unsupported
+//     message type, invalid JSON, a nil handler — is an error value, never a
+//     panic.
+//
+// # Lifecycle
+//
+// [Node.Close] and [Node.Shutdown] stop new calls and wait for running
+// handlers (including [NoReply] ones) to finish.
+package runtime
