@@ -126,7 +126,7 @@ func actMessage(dst []Pair, t *target, msg any) ([]Pair, any, *target, error) {
 	case map[string]any:
 		dst = mapPairs(dst, m)
 		if t.pattern.Len() == 0 {
-				return dst, m, nil, nil
+			return dst, m, nil, nil
 		}
 		return overlay(dst, t.pattern.pairs()), m, t, nil
 	case map[string]string:
