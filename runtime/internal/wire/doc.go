@@ -1,0 +1,85 @@
+// Package wire is the binary frame codec that wizard's stream transports
+// (TCP, QUIC) share: a handshake per connection, then length-prefixed
+// frames in both directions.
+//
+// # Handshake
+//
+// Each side writes 8 bytes once, before any frame; the client writes first
+// and the server answers with its own:
+//
+//	offset  size  field
+//	0       4     magic, the ASCII bytes "WZRD"
+//	4       1     version, 1 ([Version])
+//	5       3     reserved: written as zero, ignored by version 1 readers
+//
+// [ReadHandshake] returns [ErrBadMagic] when the first four bytes are not
+// the magic and a [*VersionError] naming both versions when the version
+// differs.
+//
+// # Frames
+//
+// Integers in the fixed header are big endian. A frame is:
+//
+//	offset  size  field
+//	0       4     length: the number of bytes after this field (the body),
+//	              from 14 ([MinFrameSize]) to the reader's maximum
+//	4       1     type ([Type]): 1 request, 2 response, 3 error, 4 cancel,
+//	              5 ping, 6 pong, 7 goaway; anything else is malformed
+//	5       1     flags ([Flags]): bit 0 no-reply, bit 1 idempotent,
+//	              bit 2 retry; other bits are carried as they are
+//	6       1     codec ([Codec]): 0 none, 1 protobuf, 2 JSON; carried as is
+//	7       8     id: the request id (uint64)
+//	15      var   deadline: uvarint, the remaining budget of the call in
+//	              microseconds; 0 means none
+//	...     var   pattern: uvarint length n, then n bytes
+//	...     var   meta count: uvarint c, then c pairs, each a uvarint
+//	              length and the key's bytes, then a uvarint length and the
+//	              value's bytes
+//	...     rest  payload: every remaining byte of the body
+//
+// The first 15 bytes are [HeaderSize]; the smallest body (no deadline,
+// pattern, meta or payload) is 14 bytes: 11 fixed plus three one-byte zero
+// varints. Uvarints are those of encoding/binary, and must be in their
+// shortest form: a decoder rejects padded varints, so that every frame has
+// exactly one encoding and decode followed by encode gives back the same
+// bytes.
+//
+// A deadline is encoded in whole microseconds, truncated; a positive
+// deadline below one microsecond, or a negative one (a budget already
+// spent), is sent as one microsecond so that it never reads as "none".
+//
+// Any frame type may carry any section; which sections mean something for
+// which type is the business of the package using the codec
+// (runtime/internal/mux): a request carries the pattern, meta and payload;
+// a response its payload and meta; an error an encoded error (below);
+// cancel, ping, pong and goaway only an id.
+//
+// # Errors
+//
+// The payload of a TypeError frame is:
+//
+//	code     uvarint, at most 2^32-1 (gRPC's code numbers)
+//	message  uvarint length n, then n bytes
+//	details  every remaining byte: opaque to this package (the runtime
+//	         encodes its error details there); empty when there are none
+//
+// # Limits and aliasing
+//
+// [ReadFrame] checks the length field against the reader's maximum
+// ([DefaultMaxFrameSize], 4 MiB, when none is given) before it allocates
+// anything, so a peer cannot make it allocate more than the maximum.
+// [DecodeFrame] checks every length against the bytes that remain (a meta
+// count, for instance, against the two bytes each pair needs at least)
+// before allocating.
+//
+// Decoding does not copy: Pattern, the keys and values of Meta and Payload
+// alias the frame body (strings through unsafe.String). The body must not
+// be modified or reused while the decoded frame, or any string taken from
+// it, is in use; a caller that reuses its read buffer must copy what it
+// keeps.
+//
+// Decoding and encoding never panic. Decoding errors are [ErrMalformed]
+// (wrapping the reason), [ErrFrameTooLarge], [ErrBadMagic], a
+// [*VersionError], or the reader's own error (io.EOF before a frame,
+// io.ErrUnexpectedEOF within one).
+package wire

@@ -1,0 +1,120 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the FuzzDecodeFrame seed corpus in testdata")
+
+const seedDir = "testdata/fuzz/FuzzDecodeFrame"
+
+// seedBodies are the frame bodies of the seed corpus: every test frame
+// (the big payload cut short) and a few broken ones.
+func seedBodies() map[string][]byte {
+	seeds := map[string][]byte{}
+	for name, f := range testFrames() {
+		if len(f.Payload) > 1024 {
+			g := *f
+			g.Payload = g.Payload[:1024]
+			f = &g
+		}
+		seeds[name] = AppendFrame(nil, f)[4:]
+	}
+	seeds["broken short"] = body(0, 0)
+	seeds["broken type"] = append([]byte{9}, body(0, 0, 0)[1:]...)
+	seeds["broken padded varint"] = body(0x80, 0x00, 0, 0)
+	seeds["broken meta count"] = body(0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f)
+	seeds["broken pattern length"] = body(0, 9, 'a', 0)
+	return seeds
+}
+
+func seedFile(b []byte) []byte {
+	return fmt.Appendf(nil, "go test fuzz v1\n[]byte(%s)\n", strconv.Quote(string(b)))
+}
+
+func seedName(name string) string {
+	return string(bytes.ReplaceAll([]byte(name), []byte(" "), []byte("_")))
+}
+
+// TestFuzzSeeds checks that the seed corpus in testdata is what
+// seedBodies produces; run with -update to rewrite it.
+func TestFuzzSeeds(t *testing.T) {
+	seeds := seedBodies()
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range seeds {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	if *update {
+		if err := os.MkdirAll(seedDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if err := os.WriteFile(filepath.Join(seedDir, seedName(n)), seedFile(seeds[n]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, n := range names {
+		got, err := os.ReadFile(filepath.Join(seedDir, seedName(n)))
+		if err != nil {
+			t.Fatalf("%v (run go test -run TestFuzzSeeds -update)", err)
+		}
+		if diff := cmp.Diff(string(seedFile(seeds[n])), string(got)); diff != "" {
+			t.Errorf("seed %s is stale (run with -update) (-want +got):\n%s", n, diff)
+		}
+	}
+}
+
+// FuzzDecodeFrame feeds arbitrary frame bodies to the decoder. It must
+// never panic, and a body it accepts must re-encode to the same bytes
+// (there is one encoding per frame) and decode again to the same frame,
+// through ReadFrame too.
+func FuzzDecodeFrame(f *testing.F) {
+	f.Add(body(0, 0, 0))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var fr Frame
+		if err := DecodeFrame(b, &fr); err != nil {
+			return
+		}
+		enc := AppendFrame(nil, &fr)
+		if enc[0] != byte(len(b)>>24) || enc[1] != byte(len(b)>>16) || enc[2] != byte(len(b)>>8) || enc[3] != byte(len(b)) {
+			t.Fatalf("length field %x for a body of %d bytes", enc[:4], len(b))
+		}
+		if !bytes.Equal(enc[4:], b) {
+			t.Fatalf("decode then encode changed the body:\n%x\n%x", b, enc[4:])
+		}
+		if fr.Size() != len(enc) {
+			t.Fatalf("Size() = %d, encoded %d bytes", fr.Size(), len(enc))
+		}
+		var again Frame
+		if err := DecodeFrame(enc[4:], &again); err != nil {
+			t.Fatalf("re-decoding: %v", err)
+		}
+		if diff := cmp.Diff(&fr, &again, equateEmpty); diff != "" {
+			t.Fatalf("decode→encode→decode changed the frame (-first +second):\n%s", diff)
+		}
+		var read Frame
+		if _, err := ReadFrame(bufio.NewReader(bytes.NewReader(enc)), len(b), &read, nil); err != nil {
+			t.Fatalf("ReadFrame: %v", err)
+		}
+		if diff := cmp.Diff(&fr, &read, equateEmpty); diff != "" {
+			t.Fatalf("ReadFrame differs from DecodeFrame (-decode +read):\n%s", diff)
+		}
+		if fr.Type == TypeError {
+			DecodeErrorDetails(fr.Payload) // must not panic either
+		}
+	})
+}
