@@ -1,0 +1,254 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/compiler/protogen"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/wizardpb"
+)
+
+// contract is a service annotated with (wizard.v1.service), validated.
+type contract struct {
+	file       *protogen.File
+	svc        *protogen.Service
+	pattern    string // the service pattern as written
+	deprecated bool
+	methods    []*operation
+}
+
+// operation is one method of a contract, validated.
+type operation struct {
+	m          *protogen.Method
+	written    string // the method pattern as written, or the default
+	defaulted  bool   // written is the default cmd:<snake_case name>
+	canonical  string // service pattern + method pattern, canonical
+	full       runtime.Pattern
+	mixin      []string
+	noReply    bool
+	timeout    time.Duration
+	idempotent bool
+	deprecated bool
+}
+
+// problem is one reason generation fails, placed in the .proto source.
+type problem struct {
+	pos  string // file:line:col
+	what string // "method pkg.Service.Method" or "service pkg.Service"
+	msg  string
+}
+
+func (p problem) Error() string { return p.pos + ": " + p.what + ": " + p.msg }
+
+// problems collects the problems of a generation, in source order.
+type problems []error
+
+func (ps *problems) add(d protoreflect.Descriptor, format string, args ...any) {
+	what := "service "
+	if _, ok := d.(protoreflect.MethodDescriptor); ok {
+		what = "method "
+	}
+	*ps = append(*ps, problem{pos: position(d), what: what + string(d.FullName()), msg: fmt.Sprintf(format, args...)})
+}
+
+func (ps problems) err() error { return errors.Join(ps...) }
+
+// position returns d's place in its .proto file as file:line:col, 1-based.
+func position(d protoreflect.Descriptor) string {
+	f := d.ParentFile()
+	loc := f.SourceLocations().ByDescriptor(d)
+	if loc.Path == nil {
+		return f.Path()
+	}
+	return fmt.Sprintf("%s:%d:%d", f.Path(), loc.StartLine+1, loc.StartColumn+1)
+}
+
+// contracts returns the wizard services of f, validated. Services without
+// (wizard.v1.service) are skipped; a method of such a service that carries
+// (wizard.v1.method) is a problem, since its options would be ignored.
+func contracts(f *protogen.File, ps *problems) []*contract {
+	var out []*contract
+	for _, s := range f.Services {
+		sopts := s.Desc.Options().(*descriptorpb.ServiceOptions)
+		if !proto.HasExtension(sopts, wizardpb.E_Service) {
+			for _, m := range s.Methods {
+				if proto.HasExtension(m.Desc.Options(), wizardpb.E_Method) {
+					ps.add(m.Desc, "has option (wizard.v1.method) but its service has no (wizard.v1.service) option, so it would be ignored; add option (wizard.v1.service) = {pattern: \"...\"} to the service")
+				}
+			}
+			continue
+		}
+		so := proto.GetExtension(sopts, wizardpb.E_Service).(*wizardpb.ServiceOptions)
+		c := &contract{file: f, svc: s, pattern: so.GetPattern(), deprecated: sopts.GetDeprecated()}
+		base, err := runtime.ParsePattern(c.pattern)
+		if err != nil {
+			ps.add(s.Desc, "bad service pattern: %v", err)
+			continue
+		}
+		if base.HasGlob() {
+			ps.add(s.Desc, "service pattern %q holds a glob (* or ?); generated clients call their pattern literally, so it cannot hold globs", c.pattern)
+			continue
+		}
+		for _, m := range s.Methods {
+			if op := newOperation(m, base, c.pattern, ps); op != nil {
+				c.methods = append(c.methods, op)
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// newOperation validates method m of a service whose pattern is base
+// (written as written), or reports why it cannot be generated.
+func newOperation(m *protogen.Method, base runtime.Pattern, written string, ps *problems) *operation {
+	d := m.Desc
+	mopts := d.Options().(*descriptorpb.MethodOptions)
+	mo, _ := proto.GetExtension(mopts, wizardpb.E_Method).(*wizardpb.MethodOptions)
+	op := &operation{
+		m:          m,
+		written:    mo.GetPattern(),
+		mixin:      mo.GetMixin(),
+		noReply:    mo.GetNoReply(),
+		deprecated: mopts.GetDeprecated(),
+	}
+	switch mopts.GetIdempotencyLevel() {
+	case descriptorpb.MethodOptions_IDEMPOTENT, descriptorpb.MethodOptions_NO_SIDE_EFFECTS:
+		op.idempotent = true
+	}
+	n := len(*ps)
+	switch {
+	case d.IsStreamingClient() && d.IsStreamingServer():
+		ps.add(d, "bidirectional streaming methods are not supported: wizard calls are unary")
+	case d.IsStreamingClient():
+		ps.add(d, "client streaming methods are not supported: wizard calls are unary")
+	case d.IsStreamingServer():
+		ps.add(d, "server streaming methods are not supported: wizard calls are unary")
+	}
+	if strings.TrimSpace(op.written) == "" {
+		op.written, op.defaulted = "cmd:"+snakeCase(string(d.Name())), true
+	}
+	own, err := runtime.ParsePattern(op.written)
+	switch {
+	case err != nil:
+		ps.add(d, "bad pattern: %v", err)
+	case own.HasGlob():
+		ps.add(d, "pattern %q holds a glob (* or ?); generated clients call their pattern literally, so it cannot hold globs", op.written)
+	default:
+		for _, pr := range own.Pairs() {
+			if v, ok := base.Get(pr.Key); ok {
+				ps.add(d, "key %q is in both the service pattern %q (%s:%s) and the method pattern %q (%s:%s); a method pattern adds keys to its service's, it cannot change them", pr.Key, written, pr.Key, v, op.written, pr.Key, pr.Value)
+			}
+		}
+		op.full = base.With(own)
+		op.canonical = op.full.String()
+		if op.canonical == "" {
+			ps.add(d, "pattern %q with service pattern %q is empty and would match every message", op.written, written)
+		}
+	}
+	for i, k := range op.mixin {
+		fd := d.Input().Fields().ByName(protoreflect.Name(k))
+		switch {
+		case slices.Contains(op.mixin[:i], k):
+			ps.add(d, "mixin field %q is listed twice", k)
+		case fd == nil:
+			ps.add(d, "mixin field %q does not exist in %s", k, d.Input().FullName())
+		case fd.IsMap() || fd.IsList():
+			ps.add(d, "mixin field %q of %s is %s, not a singular scalar: only a single bool, number, string or enum can join a pattern", k, d.Input().FullName(), fieldShape(fd))
+		case !routable(fd.Kind()):
+			ps.add(d, "mixin field %q of %s is %s, not a scalar: only a bool, number, string or enum can join a pattern", k, d.Input().FullName(), fieldShape(fd))
+		case op.canonical != "":
+			if _, ok := op.full.Get(k); ok {
+				ps.add(d, "mixin field %q is already a key of the pattern %q, which wins over it; the mixin would never route", k, op.canonical)
+			}
+		}
+	}
+	if t := mo.GetTimeout(); t != nil {
+		switch {
+		case t.CheckValid() != nil:
+			ps.add(d, "bad timeout: %v", t.CheckValid())
+		case t.GetSeconds() < 0 || t.GetNanos() < 0:
+			ps.add(d, "timeout %v is negative", t.AsDuration())
+		case t.GetSeconds() >= math.MaxInt64/int64(time.Second):
+			ps.add(d, "timeout of %ds is too long", t.GetSeconds())
+		default:
+			op.timeout = t.AsDuration()
+		}
+	}
+	if len(*ps) > n {
+		return nil
+	}
+	return op
+}
+
+// routable reports whether fields of kind k can join a pattern: the kinds
+// the runtime turns into pattern values.
+func routable(k protoreflect.Kind) bool {
+	switch k {
+	case protoreflect.MessageKind, protoreflect.GroupKind, protoreflect.BytesKind:
+		return false
+	}
+	return true
+}
+
+func fieldShape(fd protoreflect.FieldDescriptor) string {
+	switch {
+	case fd.IsMap():
+		return "a map"
+	case fd.IsList():
+		return "a repeated field"
+	case fd.Kind() == protoreflect.MessageKind:
+		return "a message (" + string(fd.Message().FullName()) + ")"
+	}
+	return "of type " + fd.Kind().String()
+}
+
+// checkCollisions reports methods of one proto package that share a
+// canonical pattern: a node could not add both.
+func checkCollisions(cs []*contract, ps *problems) {
+	type first struct {
+		op  *operation
+		pkg protoreflect.FullName
+	}
+	seen := map[string]first{}
+	for _, c := range cs {
+		pkg := c.svc.Desc.ParentFile().Package()
+		for _, op := range c.methods {
+			key := string(pkg) + "\x00" + op.canonical
+			if f, ok := seen[key]; ok {
+				ps.add(op.m.Desc, "pattern %q is also the pattern of %s (%s); methods of one package need distinct patterns", op.canonical, f.op.m.Desc.FullName(), position(f.op.m.Desc))
+				continue
+			}
+			seen[key] = first{op, pkg}
+		}
+	}
+}
+
+// snakeCase turns a method name into the default cmd value:
+// GetUser is get_user, HTTPGet is http_get, GetV2 is get_v2.
+func snakeCase(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isUpper(c) {
+			if i > 0 && s[i-1] != '_' && (!isUpper(s[i-1]) || i+1 < len(s) && isLower(s[i+1])) {
+				b.WriteByte('_')
+			}
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func isUpper(c byte) bool { return c >= 'A' && c <= 'Z' }
+func isLower(c byte) bool { return c >= 'a' && c <= 'z' }

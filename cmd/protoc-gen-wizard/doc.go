@@ -1,0 +1,39 @@
+// Command protoc-gen-wizard generates typed wizard stubs from .proto
+// contracts annotated with the options of proto/wizard/v1/options.proto.
+//
+// For each file with a service carrying (wizard.v1.service) it writes
+// <file>_wizard.pb.go beside protoc-gen-go's <file>.pb.go, in the same Go
+// package: a pattern constant per method, an XHandler interface, an
+// UnimplementedXHandler, RegisterXHandler, an XClient interface and
+// NewXClient. The code is thin wiring over runtime.NewUnaryHandler and
+// runtime.NewClient.
+//
+// # Patterns
+//
+// A method's pattern is the service pattern plus the method's own; a method
+// without one gets cmd:<snake_case method name>. Patterns are checked with
+// the runtime's own parser. Generation fails, naming the method and the
+// problem, on a bad pattern, a key in both the service and the method
+// pattern, two methods of one package with the same pattern, a mixin field
+// that is missing or not a singular scalar, and streaming methods.
+//
+// # Options
+//
+// mixin, no_reply and timeout become the client options runtime.Mixin,
+// runtime.NoReply and runtime.Timeout; the standard idempotency_level
+// option (IDEMPOTENT or NO_SIDE_EFFECTS) becomes runtime.Idempotent. The
+// caller's options come after them, so they win.
+//
+// # Usage
+//
+// Run it from buf.gen.yaml through the Go toolchain, so that go.mod pins its
+// version:
+//
+//	plugins:
+//	  - local: ["go", "run", "github.com/wizardmesh/wizard/cmd/protoc-gen-wizard"]
+//	    out: .
+//	    opt: module=github.com/you/yourmodule
+//
+// It takes protogen's parameters (paths, module, M) and no others;
+// --version prints its version.
+package main
