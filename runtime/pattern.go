@@ -54,7 +54,7 @@ func ParsePattern(s string) (Pattern, error) {
 	for {
 		i = skipSpace(s, i)
 		if i == len(s) {
-			if len(pairs) > 0 {
+			if len(seen) > 0 { // dropped keys count: "a:null," is malformed too
 				return Pattern{}, &ParseError{s, i, "empty pair after ','"}
 			}
 			break

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ type Router[V any] struct {
 type rentry[V any] struct {
 	pattern Pattern
 	value   V
+	seq     uint64 // add order
 }
 
 // rnode is one position in the decision tree. Its entry is the value of the
@@ -41,6 +43,7 @@ type rnode[V any] struct {
 type rglob[V any] struct {
 	glob string
 	node *rnode[V]
+	seq  uint64 // smallest add order under node; globs stay sorted by it
 }
 
 // NewRouter returns an empty router.
@@ -81,25 +84,25 @@ func (r *Router[V]) upsert(p Pattern, f func(old V, exists bool) (V, error)) err
 	if err != nil {
 		return err
 	}
-	e := &rentry[V]{pattern: p, value: v}
 	r.seq++
+	e := &rentry[V]{pattern: p, value: v, seq: r.seq}
 	n := &r.root
 	pairs := p.pairs()
 	for i := 0; i < len(pairs); {
 		pr := pairs[i]
 		switch {
 		case n.key == pr.Key:
-			n = n.child(pr.Value)
+			n = n.child(pr.Value, e.seq)
 			i++
 		case n.key == "":
 			n.key = pr.Key
-			n = n.child(pr.Value)
+			n = n.child(pr.Value, e.seq)
 			i++
 		case pr.Key < n.key:
 			// The new key sorts first: push this level down the skip chain.
 			n.skip = &rnode[V]{key: n.key, vals: n.vals, globs: n.globs, skip: n.skip}
 			n.key, n.vals, n.globs = pr.Key, nil, nil
-			n = n.child(pr.Value)
+			n = n.child(pr.Value, e.seq)
 			i++
 		default:
 			if n.skip == nil {
@@ -116,8 +119,9 @@ func (r *Router[V]) upsert(p Pattern, f func(old V, exists bool) (V, error)) err
 	return nil
 }
 
-// child returns the node under value v of n's level, creating it.
-func (n *rnode[V]) child(v string) *rnode[V] {
+// child returns the node under value v of n's level, creating it for the
+// entry with add order seq.
+func (n *rnode[V]) child(v string, seq uint64) *rnode[V] {
 	if isGlob(v) {
 		for _, g := range n.globs {
 			if g.glob == v {
@@ -125,7 +129,7 @@ func (n *rnode[V]) child(v string) *rnode[V] {
 			}
 		}
 		c := &rnode[V]{}
-		n.globs = append(n.globs, rglob[V]{v, c})
+		n.globs = append(n.globs, rglob[V]{v, c, seq})
 		return c
 	}
 	if n.vals == nil {
@@ -146,10 +150,11 @@ func (r *Router[V]) Remove(p Pattern) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := p.String()
-	if _, ok := r.all[key]; !ok {
+	e, ok := r.all[key]
+	if !ok {
 		return false
 	}
-	r.root.remove(p.pairs())
+	r.root.remove(p.pairs(), e.seq)
 	delete(r.all, key)
 	delete(r.exact, key)
 	return true
@@ -157,7 +162,8 @@ func (r *Router[V]) Remove(p Pattern) bool {
 
 // remove clears the entry at the end of pairs' path and prunes the nodes and
 // levels left empty, so the tree keeps the shape a fresh build would have.
-func (n *rnode[V]) remove(pairs []Pair) {
+// seq is the add order of the entry removed.
+func (n *rnode[V]) remove(pairs []Pair, seq uint64) {
 	if len(pairs) == 0 {
 		n.entry = nil
 		return
@@ -168,13 +174,20 @@ func (n *rnode[V]) remove(pairs []Pair) {
 		if isGlob(pr.Value) {
 			i := slices.IndexFunc(n.globs, func(g rglob[V]) bool { return g.glob == pr.Value })
 			c := n.globs[i].node
-			c.remove(pairs[1:])
+			c.remove(pairs[1:], seq)
 			if c.empty() {
 				n.globs = slices.Delete(n.globs, i, i+1)
+			} else if n.globs[i].seq == seq {
+				// A fresh build orders globs by the first-added pattern
+				// under each: move this one back if that pattern is gone.
+				n.globs[i].seq = c.minSeq()
+				for ; i+1 < len(n.globs) && n.globs[i+1].seq < n.globs[i].seq; i++ {
+					n.globs[i], n.globs[i+1] = n.globs[i+1], n.globs[i]
+				}
 			}
 		} else {
 			c := n.vals[pr.Value]
-			c.remove(pairs[1:])
+			c.remove(pairs[1:], seq)
 			if c.empty() {
 				delete(n.vals, pr.Value)
 			}
@@ -188,11 +201,29 @@ func (n *rnode[V]) remove(pairs []Pair) {
 			}
 		}
 	case n.key != "" && pr.Key > n.key:
-		n.skip.remove(pairs)
+		n.skip.remove(pairs, seq)
 		if n.skip.key == "" {
 			n.skip = nil
 		}
 	}
+}
+
+// minSeq returns the smallest add order of the entries under n.
+func (n *rnode[V]) minSeq() uint64 {
+	m := uint64(math.MaxUint64)
+	if n.entry != nil {
+		m = n.entry.seq
+	}
+	for _, c := range n.vals {
+		m = min(m, c.minSeq())
+	}
+	for _, g := range n.globs {
+		m = min(m, g.seq)
+	}
+	if n.skip != nil {
+		m = min(m, n.skip.minSeq())
+	}
+	return m
 }
 
 func (n *rnode[V]) empty() bool { return n.entry == nil && n.key == "" }
@@ -260,9 +291,10 @@ func (r *Router[V]) find(pairs []Pair, exact bool) *rentry[V] {
 	if !exact {
 		// A message whose routed pairs are exactly a glob-free pattern finds
 		// that pattern (its own path through the tree always wins), so one
-		// hash lookup settles it.
+		// hash lookup settles it. Message keys are not checked like pattern
+		// keys ({"a:1,b": 2} prints as a:1,b:2), so compare the pairs too.
 		var buf [256]byte
-		if e := r.exact[string(appendCanonical(buf[:0], pairs))]; e != nil {
+		if e := r.exact[string(appendCanonical(buf[:0], pairs))]; e != nil && slices.Equal(e.pattern.pairs(), pairs) {
 			return e
 		}
 	}

@@ -43,7 +43,9 @@ func routeValue(v any) (string, bool) {
 	case float64:
 		return formatNumber(x), true
 	case float32:
-		return formatNumber(float64(x)), true
+		// The float32's own shortest digits: float32(0.1) routes as "0.1".
+		f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
+		return formatNumber(f), true
 	case json.Number:
 		return normalizeBare(string(x)), true
 	}
