@@ -26,3 +26,28 @@ lint: ## gofmt and vet
 
 ci: ## what CI runs
 	bash .ci/run
+
+# Code generation (buf.gen.yaml). buf is needed only to regenerate; install
+# the pinned version with `make buf`.
+BUF_VERSION := v1.75.0
+BUF ?= $(or $(shell command -v buf 2>/dev/null),$(shell $(GO) env GOPATH)/bin/buf)
+GENERATED := runtime/wizardpb examples/gen testdata
+.PHONY: buf generate checkgenerate
+
+buf: ## install the pinned buf through the Go toolchain
+	$(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+
+generate: ## regenerate the stubs, the golden-test descriptor sets and goldens (needs buf)
+	find examples/gen -name '*.pb.go' -delete # drop stubs of removed protos; runtime/wizardpb is rewritten in place (the plugin imports it)
+	$(BUF) generate
+	@for d in $(patsubst %/input.proto,%,$(wildcard testdata/*/input.proto)); do \
+	  echo "$(BUF) build $$d"; \
+	  $(BUF) build $$d --config '{"version":"v2","modules":[{"path":"'$$d'"},{"path":"proto"}]}' \
+	    --as-file-descriptor-set -o $$d/input.binpb || exit 1; \
+	done
+	$(GO) test ./cmd/protoc-gen-wizard -run '^TestGolden$$' -update
+
+checkgenerate: generate ## fail if the committed generated code is stale
+	git diff --exit-code -- $(GENERATED)
+	@untracked=$$(git ls-files --others --exclude-standard -- $(GENERATED)); \
+	if [ -n "$$untracked" ]; then echo "untracked generated files (commit them):"; echo "$$untracked"; exit 1; fi

@@ -91,7 +91,7 @@ func contracts(f *protogen.File, ps *problems) []*contract {
 		c := &contract{file: f, svc: s, pattern: so.GetPattern(), deprecated: sopts.GetDeprecated()}
 		base, err := runtime.ParsePattern(c.pattern)
 		if err != nil {
-			ps.add(s.Desc, "bad service pattern: %v", err)
+			ps.add(s.Desc, "bad service pattern %s", parseProblem(err))
 			continue
 		}
 		if base.HasGlob() {
@@ -140,13 +140,13 @@ func newOperation(m *protogen.Method, base runtime.Pattern, written string, ps *
 	own, err := runtime.ParsePattern(op.written)
 	switch {
 	case err != nil:
-		ps.add(d, "bad pattern: %v", err)
+		ps.add(d, "bad pattern %s", parseProblem(err))
 	case own.HasGlob():
 		ps.add(d, "pattern %q holds a glob (* or ?); generated clients call their pattern literally, so it cannot hold globs", op.written)
 	default:
 		for _, pr := range own.Pairs() {
-			if v, ok := base.Get(pr.Key); ok {
-				ps.add(d, "key %q is in both the service pattern %q (%s:%s) and the method pattern %q (%s:%s); a method pattern adds keys to its service's, it cannot change them", pr.Key, written, pr.Key, v, op.written, pr.Key, pr.Value)
+			if _, ok := base.Get(pr.Key); ok {
+				ps.add(d, "key %q is in both the service pattern %q and the method pattern %q; a method pattern adds keys to its service's and cannot change them", pr.Key, written, op.written)
 			}
 		}
 		op.full = base.With(own)
@@ -188,6 +188,16 @@ func newOperation(m *protogen.Method, base runtime.Pattern, written string, ps *
 		return nil
 	}
 	return op
+}
+
+// parseProblem describes a pattern parse error without the runtime's
+// "wizard: bad pattern" prefix.
+func parseProblem(err error) string {
+	var pe *runtime.ParseError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("%q: %s (at offset %d)", pe.Pattern, pe.Reason, pe.Pos)
+	}
+	return err.Error()
 }
 
 // routable reports whether fields of kind k can join a pattern: the kinds

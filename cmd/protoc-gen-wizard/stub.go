@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/compiler/protogen"
 
@@ -322,11 +321,17 @@ func durationExpr(g *protogen.GeneratedFile, d time.Duration) string {
 // fieldName is the name of op's field in the client struct.
 func fieldName(op *operation) string { return unexport(op.m.GoName) }
 
-// unexport lower-cases the first letter of s and makes sure the result is
-// not a Go keyword.
+// unexport lower-cases the leading capitals of s (Sum is sum, HTTPGet is
+// httpGet) and makes sure the result is not a Go keyword.
 func unexport(s string) string {
-	r, n := utf8.DecodeRuneInString(s)
-	s = string(unicode.ToLower(r)) + s[n:]
+	rs := []rune(s)
+	for i := range rs {
+		if !unicode.IsUpper(rs[i]) || i > 0 && i+1 < len(rs) && unicode.IsLower(rs[i+1]) {
+			break
+		}
+		rs[i] = unicode.ToLower(rs[i])
+	}
+	s = string(rs)
 	if token.IsKeyword(s) {
 		s += "_"
 	}
