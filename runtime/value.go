@@ -3,9 +3,12 @@ package runtime
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // routeValue converts a message value to the string it routes by. Only
@@ -43,11 +46,39 @@ func routeValue(v any) (string, bool) {
 	case float64:
 		return formatNumber(x), true
 	case float32:
-		// The float32's own shortest digits: float32(0.1) routes as "0.1".
-		f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
-		return formatNumber(f), true
+		return formatNumber32(x), true
 	case json.Number:
 		return normalizeBare(string(x)), true
+	case nil:
+		return "", false
+	}
+	return namedValue(v)
+}
+
+// namedValue routes values of named scalar types (type Cmd string) by their
+// underlying kind; a protobuf enum routes by its value name, as in protobuf
+// messages.
+func namedValue(v any) (string, bool) {
+	if e, ok := v.(protoreflect.Enum); ok {
+		if ev := e.Descriptor().Values().ByNumber(e.Number()); ev != nil {
+			return string(ev.Name()), true
+		}
+		return strconv.FormatInt(int64(e.Number()), 10), true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.String:
+		return rv.String(), true
+	case reflect.Bool:
+		return strconv.FormatBool(rv.Bool()), true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(rv.Int(), 10), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return strconv.FormatUint(rv.Uint(), 10), true
+	case reflect.Float32:
+		return formatNumber32(float32(rv.Float())), true
+	case reflect.Float64:
+		return formatNumber(rv.Float()), true
 	}
 	return "", false
 }
@@ -125,6 +156,13 @@ func numberKind(s string) int {
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// formatNumber32 formats a float32 by its own shortest digits, so
+// float32(0.1) routes as "0.1", like the float64 0.1.
+func formatNumber32(x float32) string {
+	f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
+	return formatNumber(f)
+}
 
 // formatNumber formats f as JavaScript's Number.prototype.toString does, so
 // that values sent by Seneca or MicroWizard peers compare equal.

@@ -6,10 +6,15 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 func TestRouteValue(t *testing.T) {
 	type named struct{ A int }
+	type cmdName string
+	type level int8
+	type ratio float32
+	type flag bool
 	x := 1
 	tests := []struct {
 		name   string
@@ -60,6 +65,12 @@ func TestRouteValue(t *testing.T) {
 		{"json.Number 1e3", json.Number("1e3"), "1000", true},
 		{"json.Number -0", json.Number("-0"), "0", true},
 		{"json.Number 1e21", json.Number("1E21"), "1e+21", true},
+
+		{"named string", cmdName("get"), "get", true},
+		{"named int", level(-3), "-3", true},
+		{"named float32", ratio(0.1), "0.1", true},
+		{"named bool", flag(true), "true", true},
+		{"proto enum by name", structpb.NullValue_NULL_VALUE, "NULL_VALUE", true},
 
 		{"nil", nil, "", false},
 		{"map", map[string]any{"a": 1}, "", false},
