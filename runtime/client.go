@@ -57,11 +57,12 @@ func NewClient[Req, Res any](c Caller, pattern string, opts ...ClientOption) *Cl
 	if err != nil {
 		cl.err = err
 	}
-	if c == nil {
+	node, isNode := c.(*Node)
+	if c == nil || isNode && node == nil {
 		cl.err = Errorf(CodeInvalidArgument, "wizard: NewClient(%q): nil Caller", pattern)
 	}
 	cl.target.pattern = p
-	cl.node, _ = c.(*Node)
+	cl.node = node
 	return cl
 }
 

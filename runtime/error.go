@@ -81,15 +81,15 @@ func (e *Error) Unwrap() error { return e.cause }
 // message (the code sentinels such as [ErrNotFound]) or the same message.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
-	if !ok {
+	if !ok || t == nil {
 		return false
 	}
 	return t.Code == e.Code && (t.Message == "" || t.Message == e.Message)
 }
 
 // CodeOf returns err's code: CodeOK for nil, the code of an *Error in err's
-// chain, CodeCanceled / CodeDeadlineExceeded for context errors, else
-// CodeUnknown.
+// chain, CodeInvalidArgument for a [*ParseError], CodeCanceled /
+// CodeDeadlineExceeded for context errors, else CodeUnknown.
 func CodeOf(err error) Code {
 	if err == nil {
 		return CodeOK
@@ -98,7 +98,10 @@ func CodeOf(err error) Code {
 	if errors.As(err, &e) {
 		return e.Code
 	}
+	var pe *ParseError
 	switch {
+	case errors.As(err, &pe):
+		return CodeInvalidArgument
 	case errors.Is(err, context.Canceled):
 		return CodeCanceled
 	case errors.Is(err, context.DeadlineExceeded):

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -25,7 +26,8 @@ type Call struct {
 	Msg     any
 	NoReply bool
 
-	cfg *callConfig // the call's options (Default, Timeout), if made by a Node
+	cfg  *callConfig // the call's options (Default, Timeout), if made by a Node
+	over *target     // Act with a protobuf message: the pattern pairs Request.Get sees
 }
 
 // Invoker performs a call; [CallInterceptor]s wrap it.
@@ -50,7 +52,9 @@ type Request struct {
 // fields, [Request.Get] is cheaper.
 func (r Request) Msg() any {
 	if r.over != nil {
-		return merged(r.msg.(map[string]any), r.over)
+		if m, ok := r.msg.(map[string]any); ok {
+			return merged(m, r.over)
+		}
 	}
 	return r.msg
 }
@@ -130,6 +134,12 @@ func NewUnaryHandler[Req, Res any](fn func(context.Context, *Req) (*Res, error))
 		}
 		return out, nil
 	}
+}
+
+// handlerSlot is the router's value for a pattern: the current handler,
+// replaced atomically by [Override].
+type handlerSlot struct {
+	cur atomic.Pointer[handlerEntry]
 }
 
 // handlerEntry is one added handler.

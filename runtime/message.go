@@ -124,9 +124,10 @@ func actMessage(dst []Pair, t *target, msg any) ([]Pair, any, *target, error) {
 	case nil:
 		body = make(map[string]any, t.pattern.Len())
 	case map[string]any:
+		// Overlay even with no pairs: the handler's Msg must be a copy.
 		dst = mapPairs(dst, m)
 		if t.pattern.Len() == 0 {
-			return dst, m, nil, nil
+			return dst, m, t, nil
 		}
 		return overlay(dst, t.pattern.pairs()), m, t, nil
 	case map[string]string:
@@ -149,7 +150,13 @@ func actMessage(dst []Pair, t *target, msg any) ([]Pair, any, *target, error) {
 	case proto.Message:
 		dst = append(dst, protoPairs(m.ProtoReflect())...)
 		sortPairs(dst)
-		return overlay(dst, t.pattern.pairs()), msg, nil, nil
+		// The handler gets the message as is; t lets Request.Get see the
+		// pattern's pairs.
+		var over *target
+		if t.pattern.Len() > 0 {
+			over = t
+		}
+		return overlay(dst, t.pattern.pairs()), msg, over, nil
 	default:
 		return dst, nil, nil, unsupported(msg)
 	}
@@ -201,6 +208,9 @@ func decode(src, dst any) error {
 		return nil
 	}
 	if dm, ok := dst.(proto.Message); ok {
+		if !dm.ProtoReflect().IsValid() {
+			return Errorf(CodeInvalidArgument, "wizard: decode needs a non-nil pointer, not a nil %T", dst)
+		}
 		return decodeProto(src, dm)
 	}
 	rv := reflect.ValueOf(dst)
@@ -224,7 +234,9 @@ func decode(src, dst any) error {
 var protojsonIn = protojson.UnmarshalOptions{DiscardUnknown: true}
 
 func decodeProto(src any, dst proto.Message) error {
-	if sm, ok := src.(proto.Message); ok && sm.ProtoReflect().Descriptor().FullName() == dst.ProtoReflect().Descriptor().FullName() {
+	// Copy only between messages of the very same descriptor: proto.Merge
+	// panics on a type of the same name built from another descriptor.
+	if sm, ok := src.(proto.Message); ok && sm.ProtoReflect().Descriptor() == dst.ProtoReflect().Descriptor() {
 		proto.Reset(dst)
 		proto.Merge(dst, sm)
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -18,7 +19,7 @@ import (
 type Node struct {
 	id     string
 	log    *slog.Logger
-	router *Router[*handlerEntry]
+	router *Router[*handlerSlot]
 	gen    atomic.Uint64 // bumped on every routing change; invalidates cached resolutions
 
 	maxInFlight int64
@@ -67,7 +68,7 @@ func New(opts ...Option) (*Node, error) {
 	n := &Node{
 		id:          c.id,
 		log:         c.logger,
-		router:      NewRouter[*handlerEntry](),
+		router:      NewRouter[*handlerSlot](),
 		maxInFlight: int64(c.maxInFlight),
 		drained:     make(chan struct{}),
 		handlerICs:  c.handlerICs,
@@ -112,17 +113,32 @@ func (n *Node) AddPattern(p Pattern, h Handler, opts ...HandlerOption) error {
 	for i := len(n.handlerICs) - 1; i >= 0; i-- {
 		h = n.handlerICs[i](h)
 	}
-	err := n.router.upsert(p, func(old *handlerEntry, exists bool) (*handlerEntry, error) {
-		if exists && !c.override {
+	err := n.router.upsert(p, func(old *handlerSlot, exists bool) (*handlerSlot, error) {
+		if !exists {
+			s := new(handlerSlot)
+			s.cur.Store(&handlerEntry{pattern: p, h: h})
+			return s, nil
+		}
+		if !c.override {
 			return nil, Errorf(CodeAlreadyExists, "wizard: pattern %q is already added; use runtime.Override() to replace it", p.String())
 		}
-		return &handlerEntry{pattern: p, h: h, prior: old}, nil
+		// Replace in the slot, not in the router: callers read the router's
+		// value after its lock is released.
+		old.cur.Store(&handlerEntry{pattern: p, h: h, prior: old.cur.Load()})
+		return nil, errReplaced
 	})
+	if err == errReplaced {
+		err = nil
+	}
 	if err == nil {
 		n.gen.Add(1)
 	}
 	return err
 }
+
+// errReplaced tells AddPattern that its upsert replaced the handler in place
+// (and so left the router unchanged).
+var errReplaced = errors.New("replaced")
 
 // Remove removes the handler for pattern (and its priors) and reports
 // whether there was one.
@@ -158,14 +174,14 @@ func (n *Node) Act(ctx context.Context, pattern string, msg any, opts ...CallOpt
 		return Result{}, err
 	}
 	if n.invoker != nil {
-		if over != nil {
-			body = merged(body.(map[string]any), over)
+		if m, ok := body.(map[string]any); ok && over != nil {
+			body, over = merged(m, over), nil
 		}
-		return n.intercepted(ctx, newPattern(clonePairs(pairs)), body, cfg)
+		return n.intercepted(ctx, newPattern(clonePairs(pairs)), body, over, cfg)
 	}
 	var e *handlerEntry
 	if re := n.router.find(pairs, false); re != nil {
-		e = re.value
+		e = re.value.cur.Load()
 	}
 	if e == nil {
 		return n.notFound(string(appendCanonical(nil, pairs)), cfg)
@@ -210,11 +226,11 @@ func (n *Node) actE(ctx context.Context, t *target, data any, cfg *callConfig) (
 			return Result{}, err
 		}
 		if n.invoker != nil {
-			return n.intercepted(ctx, p, data, cfg)
+			return n.intercepted(ctx, p, data, nil, cfg)
 		}
 		var e *handlerEntry
 		if re := n.router.findPattern(p); re != nil {
-			e = re.value
+			e = re.value.cur.Load()
 		}
 		if e == nil {
 			return n.notFound(p.String(), cfg)
@@ -222,7 +238,7 @@ func (n *Node) actE(ctx context.Context, t *target, data any, cfg *callConfig) (
 		return n.dispatch(ctx, e, data, nil, cfg)
 	}
 	if n.invoker != nil {
-		return n.intercepted(ctx, t.pattern, data, cfg)
+		return n.intercepted(ctx, t.pattern, data, nil, cfg)
 	}
 	e := n.resolve(t)
 	if e == nil {
@@ -256,9 +272,12 @@ func mixinPattern(p Pattern, data any, keys []string) (Pattern, error) {
 func clonePairs(ps []Pair) []Pair { return append([]Pair(nil), ps...) }
 
 // intercepted runs a call through the call interceptors.
-func (n *Node) intercepted(ctx context.Context, p Pattern, msg any, cfg *callConfig) (Result, error) {
+func (n *Node) intercepted(ctx context.Context, p Pattern, msg any, over *target, cfg *callConfig) (Result, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	own := *cfg
-	return n.invoker(ctx, &Call{Pattern: p, Msg: msg, NoReply: cfg.noReply, cfg: &own})
+	return n.invoker(ctx, &Call{Pattern: p, Msg: msg, NoReply: cfg.noReply, cfg: &own, over: over})
 }
 
 // invokeCall is the innermost Invoker: route and dispatch.
@@ -270,12 +289,12 @@ func (n *Node) invokeCall(ctx context.Context, c *Call) (Result, error) {
 	cfg.noReply = c.NoReply
 	var e *handlerEntry
 	if re := n.router.findPattern(c.Pattern); re != nil {
-		e = re.value
+		e = re.value.cur.Load()
 	}
 	if e == nil {
 		return n.notFound(c.Pattern.String(), &cfg)
 	}
-	return n.dispatch(ctx, e, c.Msg, nil, &cfg)
+	return n.dispatch(ctx, e, c.Msg, c.over, &cfg)
 }
 
 // resolve finds t's handler, cached until the routing changes.
@@ -286,18 +305,18 @@ func (n *Node) resolve(t *target) *handlerEntry {
 	}
 	var e *handlerEntry
 	if re := n.router.findPattern(t.pattern); re != nil {
-		e = re.value
+		e = re.value.cur.Load()
 	}
 	t.res.Store(&resolution{gen: g, entry: e})
 	return e
 }
 
 func (n *Node) notFound(pattern string, cfg *callConfig) (Result, error) {
-	if cfg.hasDefault {
-		return Result{v: cfg.def}, nil
-	}
 	if n.closed.Load() {
 		return Result{}, errClosed()
+	}
+	if cfg.hasDefault {
+		return Result{v: cfg.def}, nil
 	}
 	return Result{}, Errorf(CodeNotFound, "wizard: no handler matches %q", pattern)
 }
@@ -327,12 +346,12 @@ func (n *Node) dispatch(ctx context.Context, e *handlerEntry, msg any, over *tar
 		return Result{}, errOverloaded
 	}
 	if cfg.noReply {
-		go n.serveNoReply(context.WithoutCancel(ctx), e, Request{msg: msg, over: over, entry: e, node: n})
+		go n.serveNoReply(context.WithoutCancel(ctx), cfg.timeout, e, Request{msg: msg, over: over, entry: e, node: n})
 		return Result{}, nil
 	}
 	defer n.done()
 	if cfg.timeout > 0 {
-		if _, ok := ctx.Deadline(); !ok {
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > cfg.timeout {
 			return n.serveTimeout(ctx, cfg.timeout, e, Request{msg: msg, over: over, entry: e, node: n})
 		}
 	}
@@ -347,8 +366,13 @@ func (n *Node) serveTimeout(ctx context.Context, d time.Duration, e *handlerEntr
 	return Result{v: v}, err
 }
 
-func (n *Node) serveNoReply(ctx context.Context, e *handlerEntry, req Request) {
+func (n *Node) serveNoReply(ctx context.Context, timeout time.Duration, e *handlerEntry, req Request) {
 	defer n.done()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
 	if _, err := n.serve(ctx, e, req); err != nil {
 		n.log.Warn("wizard: no-reply handler failed", "pattern", e.pattern.String(), "err", err)
 	}
@@ -370,6 +394,9 @@ func (n *Node) serve(ctx context.Context, e *handlerEntry, req Request) (res any
 	}()
 	res, err = e.h(ctx, req)
 	if err != nil {
+		if ce, ok := err.(*Error); ok && ce == nil {
+			return res, nil // a nil *Error returned as an error: no error
+		}
 		return nil, toError(err)
 	}
 	return res, nil
@@ -387,6 +414,14 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	n.closed.Store(true)
 	if n.inflight.Load() == 0 {
 		n.drainOnce.Do(func() { close(n.drained) })
+	}
+	select {
+	case <-n.drained: // drained wins over a done ctx
+		return nil
+	default:
+	}
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	select {
 	case <-n.drained:
