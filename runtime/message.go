@@ -217,8 +217,14 @@ func decode(src, dst any) error {
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return Errorf(CodeInvalidArgument, "wizard: decode needs a non-nil pointer, not %T", dst)
 	}
-	if sv := reflect.ValueOf(src); sv.Type().AssignableTo(rv.Elem().Type()) {
+	sv := reflect.ValueOf(src)
+	if sv.Type().AssignableTo(rv.Elem().Type()) {
 		rv.Elem().Set(sv)
+		return nil
+	}
+	if sv.Type() == rv.Type() && !sv.IsNil() {
+		// A *T result into a *T: copy the value, unexported fields included.
+		rv.Elem().Set(sv.Elem())
 		return nil
 	}
 	data, err := toJSON(src)

@@ -607,3 +607,31 @@ func TestAct_ValueForms(t *testing.T) {
 		})
 	}
 }
+
+// A *T result decoded into a *T is copied as is, unexported fields included.
+func TestDecodeSamePointerType(t *testing.T) {
+	type secret struct {
+		Public  int
+		private string
+	}
+	src := &secret{Public: 1, private: "kept"}
+	var dst secret
+	node, err := runtime.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	if err := node.Add("a:1", func(context.Context, runtime.Request) (any, error) { return src, nil }); err != nil {
+		t.Fatal(err)
+	}
+	res, err := node.ActE(t.Context(), "a:1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Decode(&dst); err != nil {
+		t.Fatal(err)
+	}
+	if dst != *src {
+		t.Errorf("Decode = %+v, want %+v", dst, *src)
+	}
+}
