@@ -1,0 +1,107 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Transport carries calls between nodes. It works at message level, so
+// that transports other than byte streams (a broker, for instance) fit
+// without touching the runtime. runtime/tcp and runtime/quic implement it;
+// a node uses one through [WithTransport].
+type Transport interface {
+	// Name names the transport in catalogs and discovery ("tcp", "quic").
+	Name() string
+	// Listen accepts calls on addr ("host:port"; port 0 picks one) and hands
+	// them to s until the listener is shut down.
+	Listen(addr string, s Server) (Listener, error)
+	// Dial connects to the node listening at addr. The returned connection
+	// carries many concurrent calls.
+	Dial(ctx context.Context, addr string) (Conn, error)
+}
+
+// Listener is the accepting side of a [Transport].
+type Listener interface {
+	// Addr returns the address peers dial, with the port actually bound.
+	Addr() string
+	// Shutdown stops accepting, tells connected callers to go away, and waits
+	// for running calls until ctx is done.
+	Shutdown(ctx context.Context) error
+	// Close stops at once.
+	Close() error
+}
+
+// Conn is a connection to one remote node, safe for concurrent calls.
+type Conn interface {
+	// Call sends m and waits for the reply. The remaining budget of ctx's
+	// deadline travels with the call and cancelling ctx reaches the remote
+	// handler. For a message with NoReply set, Call returns (nil, nil) once m
+	// is sent. An error that matches [ErrNotSent] with errors.Is guarantees
+	// the remote node never saw the call, so it is safe to retry anywhere.
+	Call(ctx context.Context, m *Message) (*Message, error)
+	// Done is closed when the connection is gone.
+	Done() <-chan struct{}
+	Close() error
+}
+
+// Server is what a [Listener] hands inbound calls to; [*Node] implements
+// it. ctx carries the caller's remaining deadline and is cancelled when the
+// caller cancels or goes away. It returns the reply, or nil for a call with
+// NoReply set.
+type Server interface {
+	ServeMessage(ctx context.Context, m *Message) *Message
+}
+
+// Message is one call or reply as a [Transport] carries it.
+type Message struct {
+	// Pattern is, on a call, the pattern to serve (the remote handler's own
+	// pattern, in canonical form).
+	Pattern string
+	// Flags carries NoReply, Idempotent and Retry.
+	Flags MessageFlags
+	// Codec says how Payload is encoded.
+	Codec Codec
+	// Meta carries caller node id, trace context and auth, as key/value
+	// pairs.
+	Meta []MetaPair
+	// Payload is the encoded message or result.
+	Payload []byte
+	// Code and Error are set on a reply that failed; Code is CodeOK on
+	// success.
+	Code  Code
+	Error string
+	// Deadline is, on the serving side, the caller's remaining budget as
+	// received (zero means none); transports set it and the server ctx
+	// already honours it.
+	Deadline time.Duration
+}
+
+// MessageFlags are per-call flags.
+type MessageFlags uint8
+
+// The message flags.
+const (
+	FlagNoReply    MessageFlags = 1 << iota // the caller wants no answer
+	FlagIdempotent                          // safe to run more than once
+	FlagRetry                               // a retry of an earlier attempt
+)
+
+// MetaPair is one metadata entry of a [Message].
+type MetaPair struct{ Key, Value string }
+
+// Codec identifies how a payload is encoded.
+type Codec uint8
+
+// The codecs.
+const (
+	CodecNone  Codec = 0 // empty payload
+	CodecProto Codec = 1 // protobuf binary
+	CodecJSON  Codec = 2 // JSON
+)
+
+// ErrNotSent marks a transport error after which the call surely did not
+// reach the remote node (the connection failed before the request was
+// written), so retrying it elsewhere cannot run it twice. Transports wrap it:
+// fmt.Errorf("tcp: %w: %v", runtime.ErrNotSent, err).
+var ErrNotSent = errors.New("wizard: call not sent")
