@@ -47,7 +47,8 @@ generate: ## regenerate the stubs, the golden-test descriptor sets and goldens (
 	done
 	$(GO) test ./cmd/protoc-gen-wizard -run '^TestGolden$$' -update
 
-checkgenerate: generate ## fail if the committed generated code is stale
+checkgenerate: generate ## lint the protos; fail if the committed generated code is stale
+	$(BUF) lint
 	git diff --exit-code -- $(GENERATED)
 	@untracked=$$(git ls-files --others --exclude-standard -- $(GENERATED)); \
 	if [ -n "$$untracked" ]; then echo "untracked generated files (commit them):"; echo "$$untracked"; exit 1; fi
