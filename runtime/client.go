@@ -79,11 +79,11 @@ func (c *Client[Req, Res]) Call(ctx context.Context, req *Req, opts ...CallOptio
 	var err error
 	switch {
 	case c.node != nil && c.plain && len(opts) == 0 && c.node.invoker == nil:
-		e := c.node.resolve(&c.target)
-		if e == nil {
+		r := c.node.resolve(&c.target)
+		if r == nil {
 			res, err = c.node.notFound(c.target.pattern.String(), &c.cfg)
 		} else {
-			res, err = c.node.dispatch(ctx, e, req, nil, &c.cfg)
+			res, err = c.node.call(ctx, r, req, nil, &c.cfg)
 		}
 	case c.node != nil:
 		cfg := c.cfg

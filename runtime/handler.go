@@ -136,10 +136,11 @@ func NewUnaryHandler[Req, Res any](fn func(context.Context, *Req) (*Res, error))
 	}
 }
 
-// handlerSlot is the router's value for a pattern: the current handler,
-// replaced atomically by [Override].
-type handlerSlot struct {
-	cur atomic.Pointer[handlerEntry]
+// route is the router's value for a pattern: the local handler, if any
+// (replaced atomically by [Override]).
+type route struct {
+	pattern Pattern
+	local   atomic.Pointer[handlerEntry]
 }
 
 // handlerEntry is one added handler.

@@ -19,7 +19,7 @@ import (
 type Node struct {
 	id     string
 	log    *slog.Logger
-	router *Router[*handlerSlot]
+	router *Router[*route]
 	gen    atomic.Uint64 // bumped on every routing change; invalidates cached resolutions
 
 	maxInFlight int64
@@ -68,7 +68,7 @@ func New(opts ...Option) (*Node, error) {
 	n := &Node{
 		id:          c.id,
 		log:         c.logger,
-		router:      NewRouter[*handlerSlot](),
+		router:      NewRouter[*route](),
 		maxInFlight: int64(c.maxInFlight),
 		drained:     make(chan struct{}),
 		handlerICs:  c.handlerICs,
@@ -113,18 +113,19 @@ func (n *Node) AddPattern(p Pattern, h Handler, opts ...HandlerOption) error {
 	for i := len(n.handlerICs) - 1; i >= 0; i-- {
 		h = n.handlerICs[i](h)
 	}
-	err := n.router.upsert(p, func(old *handlerSlot, exists bool) (*handlerSlot, error) {
+	err := n.router.upsert(p, func(old *route, exists bool) (*route, error) {
 		if !exists {
-			s := new(handlerSlot)
-			s.cur.Store(&handlerEntry{pattern: p, h: h})
-			return s, nil
+			r := &route{pattern: p}
+			r.local.Store(&handlerEntry{pattern: p, h: h})
+			return r, nil
 		}
-		if !c.override {
+		prior := old.local.Load()
+		if prior != nil && !c.override {
 			return nil, Errorf(CodeAlreadyExists, "wizard: pattern %q is already added; use runtime.Override() to replace it", p.String())
 		}
-		// Replace in the slot, not in the router: callers read the router's
+		// Replace in the route, not in the router: callers read the router's
 		// value after its lock is released.
-		old.cur.Store(&handlerEntry{pattern: p, h: h, prior: old.cur.Load()})
+		old.local.Store(&handlerEntry{pattern: p, h: h, prior: prior})
 		return nil, errReplaced
 	})
 	if err == errReplaced {
@@ -179,14 +180,14 @@ func (n *Node) Act(ctx context.Context, pattern string, msg any, opts ...CallOpt
 		}
 		return n.intercepted(ctx, newPattern(clonePairs(pairs)), body, over, cfg)
 	}
-	var e *handlerEntry
+	var r *route
 	if re := n.router.find(pairs, false); re != nil {
-		e = re.value.cur.Load()
+		r = re.value
 	}
-	if e == nil {
+	if r == nil {
 		return n.notFound(string(appendCanonical(nil, pairs)), cfg)
 	}
-	return n.dispatch(ctx, e, body, over, cfg)
+	return n.call(ctx, r, body, over, cfg)
 }
 
 // ActE calls the handler that matches pattern, plus the [Mixin] fields of
@@ -228,23 +229,23 @@ func (n *Node) actE(ctx context.Context, t *target, data any, cfg *callConfig) (
 		if n.invoker != nil {
 			return n.intercepted(ctx, p, data, nil, cfg)
 		}
-		var e *handlerEntry
+		var r *route
 		if re := n.router.findPattern(p); re != nil {
-			e = re.value.cur.Load()
+			r = re.value
 		}
-		if e == nil {
+		if r == nil {
 			return n.notFound(p.String(), cfg)
 		}
-		return n.dispatch(ctx, e, data, nil, cfg)
+		return n.call(ctx, r, data, nil, cfg)
 	}
 	if n.invoker != nil {
 		return n.intercepted(ctx, t.pattern, data, nil, cfg)
 	}
-	e := n.resolve(t)
-	if e == nil {
+	r := n.resolve(t)
+	if r == nil {
 		return n.notFound(t.pattern.String(), cfg)
 	}
-	return n.dispatch(ctx, e, data, nil, cfg)
+	return n.call(ctx, r, data, nil, cfg)
 }
 
 // mixinPattern adds data's fields named by keys to p; p wins on a shared key.
@@ -287,28 +288,37 @@ func (n *Node) invokeCall(ctx context.Context, c *Call) (Result, error) {
 		cfg = *c.cfg
 	}
 	cfg.noReply = c.NoReply
-	var e *handlerEntry
+	var r *route
 	if re := n.router.findPattern(c.Pattern); re != nil {
-		e = re.value.cur.Load()
+		r = re.value
 	}
-	if e == nil {
+	if r == nil {
 		return n.notFound(c.Pattern.String(), &cfg)
 	}
-	return n.dispatch(ctx, e, c.Msg, c.over, &cfg)
+	return n.call(ctx, r, c.Msg, c.over, &cfg)
 }
 
-// resolve finds t's handler, cached until the routing changes.
-func (n *Node) resolve(t *target) *handlerEntry {
+// resolve finds t's route, cached until the routing changes.
+func (n *Node) resolve(t *target) *route {
 	g := n.gen.Load()
-	if r := t.res.Load(); r != nil && r.gen == g {
-		return r.entry
+	if res := t.res.Load(); res != nil && res.gen == g {
+		return res.route
 	}
-	var e *handlerEntry
+	var r *route
 	if re := n.router.findPattern(t.pattern); re != nil {
-		e = re.value.cur.Load()
+		r = re.value
 	}
-	t.res.Store(&resolution{gen: g, entry: e})
-	return e
+	t.res.Store(&resolution{gen: g, route: r})
+	return r
+}
+
+// call runs a call on the route the router chose.
+func (n *Node) call(ctx context.Context, r *route, msg any, over *target, cfg *callConfig) (Result, error) {
+	e := r.local.Load()
+	if e == nil {
+		return n.notFound(r.pattern.String(), cfg)
+	}
+	return n.dispatch(ctx, e, msg, over, cfg)
 }
 
 func (n *Node) notFound(pattern string, cfg *callConfig) (Result, error) {
@@ -448,7 +458,7 @@ func newTarget(p Pattern) *target {
 
 type resolution struct {
 	gen   uint64
-	entry *handlerEntry
+	route *route
 }
 
 // targetCache caches parsed pattern strings, bounded: when it holds
