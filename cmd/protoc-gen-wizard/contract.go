@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -42,35 +43,58 @@ type operation struct {
 
 // problem is one reason generation fails, placed in the .proto source.
 type problem struct {
-	pos  string // file:line:col
-	what string // "method pkg.Service.Method" or "service pkg.Service"
-	msg  string
+	file      string
+	line, col int    // 1-based; 0 without source info
+	what      string // "method pkg.Service.Method" or "service pkg.Service"
+	msg       string
 }
 
-func (p problem) Error() string { return p.pos + ": " + p.what + ": " + p.msg }
+func (p problem) Error() string { return p.pos() + ": " + p.what + ": " + p.msg }
 
-// problems collects the problems of a generation, in source order.
-type problems []error
+func (p problem) pos() string {
+	if p.line == 0 {
+		return p.file
+	}
+	return fmt.Sprintf("%s:%d:%d", p.file, p.line, p.col)
+}
+
+// problems collects the problems of a generation.
+type problems []problem
 
 func (ps *problems) add(d protoreflect.Descriptor, format string, args ...any) {
-	what := "service "
+	p := place(d)
+	p.what = "service " + string(d.FullName())
 	if _, ok := d.(protoreflect.MethodDescriptor); ok {
-		what = "method "
+		p.what = "method " + string(d.FullName())
 	}
-	*ps = append(*ps, problem{pos: position(d), what: what + string(d.FullName()), msg: fmt.Sprintf(format, args...)})
+	p.msg = fmt.Sprintf(format, args...)
+	*ps = append(*ps, p)
 }
 
-func (ps problems) err() error { return errors.Join(ps...) }
+// err returns the problems as one error, a line each, in source order.
+func (ps problems) err() error {
+	slices.SortStableFunc(ps, func(a, b problem) int {
+		return cmp.Or(strings.Compare(a.file, b.file), cmp.Compare(a.line, b.line), cmp.Compare(a.col, b.col))
+	})
+	errs := make([]error, len(ps))
+	for i, p := range ps {
+		errs[i] = p
+	}
+	return errors.Join(errs...)
+}
 
-// position returns d's place in its .proto file as file:line:col, 1-based.
-func position(d protoreflect.Descriptor) string {
+// place returns d's place in its .proto file.
+func place(d protoreflect.Descriptor) problem {
 	f := d.ParentFile()
 	loc := f.SourceLocations().ByDescriptor(d)
 	if loc.Path == nil {
-		return f.Path()
+		return problem{file: f.Path()}
 	}
-	return fmt.Sprintf("%s:%d:%d", f.Path(), loc.StartLine+1, loc.StartColumn+1)
+	return problem{file: f.Path(), line: loc.StartLine + 1, col: loc.StartColumn + 1}
 }
+
+// position returns d's place in its .proto file as file:line:col.
+func position(d protoreflect.Descriptor) string { return place(d).pos() }
 
 // contracts returns the wizard services of f, validated. Services without
 // (wizard.v1.service) are skipped; a method of such a service that carries
@@ -109,7 +133,8 @@ func contracts(f *protogen.File, ps *problems) []*contract {
 }
 
 // newOperation validates method m of a service whose pattern is base
-// (written as written), or reports why it cannot be generated.
+// (written in the .proto file as written), or reports why it cannot be
+// generated and returns nil.
 func newOperation(m *protogen.Method, base runtime.Pattern, written string, ps *problems) *operation {
 	d := m.Desc
 	mopts := d.Options().(*descriptorpb.MethodOptions)
