@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
 	"github.com/wizardmesh/wizard/runtime"
 )
 
@@ -82,6 +84,28 @@ func BenchmarkAct_Map(b *testing.B) {
 		res, err := n.Act(ctx, "role:math", msg)
 		if err != nil || res.Value().(int) != 3 {
 			b.Fatal(res, err)
+		}
+	}
+}
+
+// BenchmarkActE_Mixin: a typed client whose pattern is completed by a
+// field of the protobuf request (Mixin), as generated clients do for
+// cmd:{action}-style methods.
+func BenchmarkActE_Mixin(b *testing.B) {
+	n := newBenchNode(b)
+	out := wrapperspb.Int64(42)
+	if err := n.Add("role:math,value:product", runtime.NewUnaryHandler(func(ctx context.Context, r *wrapperspb.StringValue) (*wrapperspb.Int64Value, error) {
+		return out, nil
+	})); err != nil {
+		b.Fatal(err)
+	}
+	c := runtime.NewClient[wrapperspb.StringValue, wrapperspb.Int64Value](n, "role:math", runtime.Mixin("value"))
+	ctx := context.Background()
+	req := wrapperspb.String("product")
+	b.ReportAllocs()
+	for b.Loop() {
+		if r, err := c.Call(ctx, req); err != nil || r.GetValue() != 42 {
+			b.Fatal(r, err)
 		}
 	}
 }

@@ -85,6 +85,8 @@ func (c *Client[Req, Res]) Call(ctx context.Context, req *Req, opts ...CallOptio
 		} else {
 			res, err = c.node.call(ctx, r, req, nil, &c.cfg)
 		}
+	case c.node != nil && len(opts) == 0:
+		res, err = c.node.actE(ctx, &c.target, req, &c.cfg)
 	case c.node != nil:
 		cfg := c.cfg
 		cfg.mixin = append([]string(nil), cfg.mixin...)

@@ -222,19 +222,20 @@ func callOptions(opts []CallOption) *callConfig {
 
 func (n *Node) actE(ctx context.Context, t *target, data any, cfg *callConfig) (Result, error) {
 	if len(cfg.mixin) > 0 {
-		p, err := mixinPattern(t.pattern, data, cfg.mixin)
+		var buf [16]Pair
+		pairs, err := mixinPairs(buf[:0], t.pattern, data, cfg.mixin)
 		if err != nil {
 			return Result{}, err
 		}
 		if n.invoker != nil {
-			return n.intercepted(ctx, p, data, nil, cfg)
+			return n.intercepted(ctx, newPattern(clonePairs(pairs)), data, nil, cfg)
 		}
 		var r *route
-		if re := n.router.findPattern(p); re != nil {
+		if re := n.router.find(pairs, false); re != nil {
 			r = re.value
 		}
 		if r == nil {
-			return n.notFound(p.String(), cfg)
+			return n.notFound(string(appendCanonical(nil, pairs)), cfg)
 		}
 		return n.call(ctx, r, data, nil, cfg)
 	}
@@ -248,26 +249,24 @@ func (n *Node) actE(ctx context.Context, t *target, data any, cfg *callConfig) (
 	return n.call(ctx, r, data, nil, cfg)
 }
 
-// mixinPattern adds data's fields named by keys to p; p wins on a shared key.
-func mixinPattern(p Pattern, data any, keys []string) (Pattern, error) {
-	pairs := make([]Pair, 0, p.Len()+len(keys))
-	pairs = append(pairs, p.pairs()...)
+// mixinPairs appends p's pairs and data's fields named by keys to dst,
+// sorted; p wins on a shared key.
+func mixinPairs(dst []Pair, p Pattern, data any, keys []string) ([]Pair, error) {
+	dst = append(dst, p.pairs()...)
 	for _, k := range keys {
-		if _, ok := p.Get(k); ok || isMetaKey(k) {
+		if _, dup := lookupPair(dst, k); dup || isMetaKey(k) {
 			continue
 		}
 		v, ok, err := fieldValue(data, k)
 		if err != nil {
-			return Pattern{}, err
+			return dst, err
 		}
 		if ok {
-			pairs = append(pairs, Pair{k, v})
+			dst = append(dst, Pair{k, v})
+			sortPairs(dst)
 		}
 	}
-	if len(pairs) == p.Len() {
-		return p, nil
-	}
-	return newPattern(pairs), nil
+	return dst, nil
 }
 
 func clonePairs(ps []Pair) []Pair { return append([]Pair(nil), ps...) }
