@@ -56,6 +56,9 @@ func (r Request) Msg() any {
 			return merged(m, r.over)
 		}
 	}
+	if rw, ok := r.msg.(raw); ok {
+		return rw.value()
+	}
 	return r.msg
 }
 
@@ -69,7 +72,11 @@ func (r Request) Get(key string) any {
 			}
 		}
 	}
-	switch m := r.msg.(type) {
+	msg := r.msg
+	if rw, ok := msg.(raw); ok {
+		msg = rw.value()
+	}
+	switch m := msg.(type) {
 	case map[string]any:
 		return m[key]
 	case map[string]string:
@@ -137,10 +144,13 @@ func NewUnaryHandler[Req, Res any](fn func(context.Context, *Req) (*Res, error))
 }
 
 // route is the router's value for a pattern: the local handler, if any
-// (replaced atomically by [Override]).
+// (replaced atomically by [Override]), and the remote peers serving the same
+// pattern (copy on write). A local handler is preferred.
 type route struct {
 	pattern Pattern
 	local   atomic.Pointer[handlerEntry]
+	peers   atomic.Pointer[[]*peer]
+	next    atomic.Uint32 // round robin over peers
 }
 
 // handlerEntry is one added handler.

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -32,6 +33,11 @@ type Node struct {
 	invoker    Invoker // the call interceptor chain, nil without interceptors
 
 	targets targetCache
+
+	routeMu    sync.Mutex // serialises route changes: local adds and removes, peer catalogs
+	remote     *remote    // nil without a transport
+	remoteStop sync.Once
+	remoteErr  error
 }
 
 // New returns a node configured by opts. With no transport (the only mode
@@ -80,6 +86,26 @@ func New(opts ...Option) (*Node, error) {
 		}
 		n.invoker = inv
 	}
+	if c.transport == nil {
+		if c.listen != "" || c.discovery != nil {
+			return nil, fmt.Errorf("wizard: WithListen and WithDiscovery need WithTransport")
+		}
+		return n, nil
+	}
+	if c.defaultTimeout < 0 || c.refresh < 0 {
+		return nil, fmt.Errorf("wizard: negative timeout or refresh interval")
+	}
+	n.remote = &remote{
+		transport:      c.transport,
+		listenAddr:     c.listen,
+		discovery:      c.discovery,
+		defaultTimeout: cmp.Or(c.defaultTimeout, 5*time.Second),
+		refresh:        cmp.Or(c.refresh, 2*time.Second),
+		peers:          map[string]*peer{},
+	}
+	if err := n.startRemote(); err != nil {
+		return nil, err
+	}
 	return n, nil
 }
 
@@ -113,6 +139,8 @@ func (n *Node) AddPattern(p Pattern, h Handler, opts ...HandlerOption) error {
 	for i := len(n.handlerICs) - 1; i >= 0; i-- {
 		h = n.handlerICs[i](h)
 	}
+	n.routeMu.Lock()
+	defer n.routeMu.Unlock()
 	err := n.router.upsert(p, func(old *route, exists bool) (*route, error) {
 		if !exists {
 			r := &route{pattern: p}
@@ -148,14 +176,22 @@ func (n *Node) Remove(pattern string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	ok := n.router.Remove(p)
-	if ok {
-		n.gen.Add(1)
+	n.routeMu.Lock()
+	defer n.routeMu.Unlock()
+	re := n.router.exactEntry(p)
+	if re == nil || re.value.local.Load() == nil {
+		return false, nil
 	}
-	return ok, nil
+	if ps := re.value.peers.Load(); ps != nil && len(*ps) > 0 {
+		re.value.local.Store(nil) // remote peers still serve it
+	} else {
+		n.router.Remove(p)
+	}
+	n.gen.Add(1)
+	return true, nil
 }
 
-// Patterns returns the patterns of the node's handlers, sorted.
+// Patterns returns the patterns the node routes, local and remote, sorted.
 func (n *Node) Patterns() []Pattern { return n.router.List() }
 
 // Act calls the handler that best matches msg overlaid with the pattern's
@@ -315,7 +351,7 @@ func (n *Node) resolve(t *target) *route {
 func (n *Node) call(ctx context.Context, r *route, msg any, over *target, cfg *callConfig) (Result, error) {
 	e := r.local.Load()
 	if e == nil {
-		return n.notFound(r.pattern.String(), cfg)
+		return n.callRemote(ctx, r, msg, over, cfg)
 	}
 	return n.dispatch(ctx, e, msg, over, cfg)
 }
@@ -420,13 +456,21 @@ func (n *Node) Close() error {
 // Shutdown stops the node like [Node.Close] but waits for running handlers
 // only until ctx is done, then returns ctx's error.
 func (n *Node) Shutdown(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if n.remote != nil {
+		// Remote callers first: stop accepting, send goaway, let their calls
+		// finish; then the peers this node calls.
+		n.remoteStop.Do(func() { n.remoteErr = n.stopRemote(ctx) })
+	}
 	n.closed.Store(true)
 	if n.inflight.Load() == 0 {
 		n.drainOnce.Do(func() { close(n.drained) })
 	}
 	select {
 	case <-n.drained: // drained wins over a done ctx
-		return nil
+		return n.remoteErr
 	default:
 	}
 	if ctx == nil {
@@ -434,7 +478,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	}
 	select {
 	case <-n.drained:
-		return nil
+		return n.remoteErr
 	case <-ctx.Done():
 		return ctx.Err()
 	}

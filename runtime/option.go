@@ -18,6 +18,12 @@ type CallOption interface{ applyCall(*callConfig) }
 type ClientOption interface{ applyClient(*callConfig) }
 
 type nodeConfig struct {
+	transport      Transport
+	listen         string
+	discovery      Discovery
+	defaultTimeout time.Duration
+	refresh        time.Duration
+
 	id          string
 	logger      *slog.Logger
 	maxInFlight int
@@ -44,6 +50,37 @@ func (f nodeOption) applyNode(c *nodeConfig) { f(c) }
 
 // WithID sets the node's id; by default it is random, unique per boot.
 func WithID(id string) Option { return nodeOption(func(c *nodeConfig) { c.id = id }) }
+
+// WithTransport lets the node call and serve other nodes through t
+// (runtime/tcp or runtime/quic). Without a transport a node dispatches
+// in-process only.
+func WithTransport(t Transport) Option {
+	return nodeOption(func(c *nodeConfig) { c.transport = t })
+}
+
+// WithListen makes the node serve its handlers to other nodes on addr
+// ("127.0.0.1:0" picks a port; see [Node.Addr]). It needs [WithTransport].
+func WithListen(addr string) Option {
+	return nodeOption(func(c *nodeConfig) { c.listen = addr })
+}
+
+// WithDiscovery sets how the node finds other nodes: [StaticPeers], or
+// gossip (runtime/swim). It needs [WithTransport].
+func WithDiscovery(d Discovery) Option {
+	return nodeOption(func(c *nodeConfig) { c.discovery = d })
+}
+
+// WithDefaultTimeout bounds remote calls whose context has no deadline
+// (default 5s). The remaining budget travels with each call.
+func WithDefaultTimeout(d time.Duration) Option {
+	return nodeOption(func(c *nodeConfig) { c.defaultTimeout = d })
+}
+
+// WithCatalogRefresh sets how often the node fetches its peers' catalogs
+// again (default 2s). Gossip discovery also triggers a fetch on change.
+func WithCatalogRefresh(d time.Duration) Option {
+	return nodeOption(func(c *nodeConfig) { c.refresh = d })
+}
 
 // WithLogger sets the logger; by default the node logs nothing.
 func WithLogger(l *slog.Logger) Option {

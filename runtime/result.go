@@ -12,7 +12,15 @@ type Result struct {
 
 // Value returns the result as the handler returned it (nil for a [NoReply]
 // call or a handler that returned nil).
-func (r Result) Value() any { return r.v }
+//
+// A result from another node is decoded on demand: JSON into maps, slices
+// and float64s, protobuf into a message of its registered type.
+func (r Result) Value() any {
+	if rw, ok := r.v.(raw); ok {
+		return rw.value()
+	}
+	return r.v
+}
 
 // Decode stores the result into dst, a pointer: to the handler's own result
 // type (assigned as is), a protobuf message, a struct or map (through JSON),

@@ -272,6 +272,13 @@ func (r *Router[V]) Len() int {
 	return len(r.all)
 }
 
+// exactEntry returns the entry added for exactly p, or nil.
+func (r *Router[V]) exactEntry(p Pattern) *rentry[V] {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.all[p.String()]
+}
+
 // findPattern finds the best match for a message whose routed pairs are
 // exactly p's. Used with pre-parsed patterns, it is one hash lookup when p
 // itself is in the router.

@@ -1,0 +1,510 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// CatalogPattern is the built-in system pattern through which nodes fetch
+// each other's pattern catalogs. Every node with a transport serves it.
+const CatalogPattern = "cmd:catalog,sys:wizard"
+
+// Catalog is what a node answers on [CatalogPattern]: its id and the
+// patterns of its local handlers.
+type Catalog struct {
+	ID       string   `json:"id"`
+	Patterns []string `json:"patterns"`
+}
+
+// Peer describes another node as discovery reports it.
+type Peer struct {
+	// ID is the node's id, if known.
+	ID string
+	// Addr is the address its transport listens on.
+	Addr string
+}
+
+// Discovery finds other nodes. [StaticPeers] is the simplest; runtime/swim
+// gossips. A node calls Start once, when it is created, and Close when it
+// shuts down.
+type Discovery interface {
+	Start(host DiscoveryHost) error
+	Close() error
+}
+
+// DiscoveryHost is the node's side of [Discovery]: discovery reports peers
+// that appear (or change) and peers that leave.
+type DiscoveryHost interface {
+	// Self describes this node.
+	Self() Peer
+	// PeerUp reports a peer that appeared, or whose pattern set changed:
+	// the node (re)connects to it and fetches its catalog.
+	PeerUp(p Peer)
+	// PeerDown reports a peer that left or died: its patterns leave routing
+	// at once.
+	PeerDown(p Peer)
+}
+
+type staticPeers []string
+
+// StaticPeers is discovery without gossip: the node connects to each
+// address, fetches its catalog, keeps it fresh, and reconnects with backoff
+// when a connection drops.
+func StaticPeers(addrs ...string) Discovery { return staticPeers(slices.Clone(addrs)) }
+
+func (s staticPeers) Start(h DiscoveryHost) error {
+	for _, a := range s {
+		h.PeerUp(Peer{Addr: a})
+	}
+	return nil
+}
+
+func (staticPeers) Close() error { return nil }
+
+// remote is the node's remote side: its listener and the peers it calls.
+type remote struct {
+	transport      Transport
+	listenAddr     string
+	listener       Listener
+	discovery      Discovery
+	defaultTimeout time.Duration
+	refresh        time.Duration
+
+	mu    sync.Mutex
+	peers map[string]*peer // by address
+}
+
+// peer is one remote node this node calls.
+type peer struct {
+	addr     string
+	conn     atomic.Pointer[connBox]
+	patterns []Pattern // routed now; guarded by Node.routeMu
+	ctx      context.Context
+	cancel   context.CancelFunc
+	refetch  chan struct{}
+	done     chan struct{}
+}
+
+type connBox struct{ c Conn }
+
+// Addr returns the address the node's transport listens on, or "" when it
+// does not listen.
+func (n *Node) Addr() string {
+	if n.remote == nil || n.remote.listener == nil {
+		return ""
+	}
+	return n.remote.listener.Addr()
+}
+
+// startRemote starts the listener and discovery.
+func (n *Node) startRemote() error {
+	r := n.remote
+	if r.listenAddr != "" {
+		l, err := r.transport.Listen(r.listenAddr, n)
+		if err != nil {
+			return fmt.Errorf("wizard: listen on %s: %w", r.listenAddr, err)
+		}
+		r.listener = l
+	}
+	if r.discovery != nil {
+		if err := r.discovery.Start(nodeHost{n}); err != nil {
+			if r.listener != nil {
+				r.listener.Close()
+			}
+			return fmt.Errorf("wizard: start discovery: %w", err)
+		}
+	}
+	return nil
+}
+
+// stopRemote stops discovery and peers, then drains the listener.
+func (n *Node) stopRemote(ctx context.Context) error {
+	r := n.remote
+	var errs []error
+	if r.discovery != nil {
+		errs = append(errs, r.discovery.Close())
+	}
+	r.mu.Lock()
+	peers := r.peers
+	r.peers = map[string]*peer{}
+	r.mu.Unlock()
+	for _, p := range peers {
+		p.cancel()
+	}
+	for _, p := range peers {
+		<-p.done
+	}
+	if r.listener != nil {
+		errs = append(errs, r.listener.Shutdown(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// nodeHost adapts a Node to DiscoveryHost without exporting the methods on
+// Node itself.
+type nodeHost struct{ n *Node }
+
+func (h nodeHost) Self() Peer { return Peer{ID: h.n.id, Addr: h.n.Addr()} }
+
+func (h nodeHost) PeerUp(p Peer) {
+	n := h.n
+	if p.Addr == "" || p.Addr == n.Addr() || n.closed.Load() {
+		return
+	}
+	r := n.remote
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old := r.peers[p.Addr]; old != nil {
+		select { // known: fetch its catalog again
+		case old.refetch <- struct{}{}:
+		default:
+		}
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr := &peer{addr: p.Addr, ctx: ctx, cancel: cancel, refetch: make(chan struct{}, 1), done: make(chan struct{})}
+	r.peers[p.Addr] = pr
+	go n.runPeer(pr)
+}
+
+func (h nodeHost) PeerDown(p Peer) {
+	n := h.n
+	r := n.remote
+	r.mu.Lock()
+	pr := r.peers[p.Addr]
+	delete(r.peers, p.Addr)
+	r.mu.Unlock()
+	if pr != nil {
+		pr.cancel()
+		n.setCatalog(pr, nil) // leave routing at once, not when the loop ends
+	}
+}
+
+// runPeer keeps a connection to p and p's patterns in routing: dial with
+// backoff, fetch the catalog, refresh it, and start over when the
+// connection drops.
+func (n *Node) runPeer(p *peer) {
+	defer close(p.done)
+	defer n.setCatalog(p, nil)
+	const minBackoff, maxBackoff = 20 * time.Millisecond, 2 * time.Second
+	backoff := minBackoff
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	wait := func(d time.Duration) bool {
+		timer.Reset(d)
+		select {
+		case <-timer.C:
+			return true
+		case <-p.ctx.Done():
+			return false
+		}
+	}
+	for p.ctx.Err() == nil {
+		conn, err := n.remote.transport.Dial(p.ctx, p.addr)
+		if err == nil {
+			err = n.fetchCatalog(p, conn)
+			if err != nil {
+				conn.Close()
+			}
+		}
+		if err != nil {
+			n.log.Debug("wizard: peer unreachable", "addr", p.addr, "err", err, "retry", backoff)
+			// Full jitter keeps a fleet from reconnecting in step.
+			if !wait(backoff/2 + rand.N(backoff/2+1)) {
+				return
+			}
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		}
+		backoff = minBackoff
+		p.conn.Store(&connBox{conn})
+		n.log.Debug("wizard: peer connected", "addr", p.addr)
+		n.watchPeer(p, conn)
+		p.conn.Store(nil)
+		n.setCatalog(p, nil)
+		conn.Close()
+	}
+}
+
+// watchPeer refreshes p's catalog until its connection drops or p stops.
+func (n *Node) watchPeer(p *peer, conn Conn) {
+	tick := time.NewTicker(n.remote.refresh)
+	defer tick.Stop()
+	for {
+		select {
+		case <-conn.Done():
+			n.log.Debug("wizard: peer connection lost", "addr", p.addr)
+			return
+		case <-p.ctx.Done():
+			return
+		case <-tick.C:
+		case <-p.refetch:
+		}
+		if err := n.fetchCatalog(p, conn); err != nil {
+			n.log.Warn("wizard: catalog refresh failed", "addr", p.addr, "err", err)
+		}
+	}
+}
+
+// fetchCatalog asks p for its catalog over conn and routes its patterns.
+func (n *Node) fetchCatalog(p *peer, conn Conn) error {
+	ctx, cancel := context.WithTimeout(p.ctx, n.remote.defaultTimeout)
+	defer cancel()
+	reply, err := conn.Call(ctx, &Message{Pattern: CatalogPattern, Meta: []MetaPair{{metaCaller, n.id}}})
+	if err != nil {
+		return err
+	}
+	if reply.Code != CodeOK {
+		return &Error{Code: reply.Code, Message: reply.Error}
+	}
+	var c Catalog
+	if err := json.Unmarshal(reply.Payload, &c); err != nil {
+		return fmt.Errorf("wizard: bad catalog from %s: %w", p.addr, err)
+	}
+	pats := make([]Pattern, 0, len(c.Patterns))
+	for _, s := range c.Patterns {
+		pt, err := ParsePattern(s)
+		if err != nil {
+			n.log.Warn("wizard: bad pattern in catalog", "addr", p.addr, "pattern", s, "err", err)
+			continue
+		}
+		pats = append(pats, pt)
+	}
+	n.setCatalog(p, pats)
+	return nil
+}
+
+// setCatalog makes pats the patterns p serves in routing.
+func (n *Node) setCatalog(p *peer, pats []Pattern) {
+	n.routeMu.Lock()
+	defer n.routeMu.Unlock()
+	if p.ctx.Err() != nil {
+		pats = nil // the peer left: a late catalog must not bring it back
+	}
+	old := p.patterns
+	changed := false
+	for _, o := range old {
+		if !slices.ContainsFunc(pats, o.Equal) {
+			n.removePeerRoute(o, p)
+			changed = true
+		}
+	}
+	for _, pt := range pats {
+		if !slices.ContainsFunc(old, pt.Equal) {
+			n.addPeerRoute(pt, p)
+			changed = true
+		}
+	}
+	p.patterns = pats
+	if changed {
+		n.gen.Add(1)
+	}
+}
+
+// addPeerRoute adds p as a target of pattern pt. Callers hold routeMu.
+func (n *Node) addPeerRoute(pt Pattern, p *peer) {
+	_ = n.router.upsert(pt, func(old *route, exists bool) (*route, error) {
+		r := old
+		if !exists {
+			r = &route{pattern: pt}
+		}
+		var peers []*peer
+		if cur := r.peers.Load(); cur != nil {
+			peers = slices.Clone(*cur)
+		}
+		peers = append(peers, p)
+		r.peers.Store(&peers)
+		if exists {
+			return nil, errReplaced
+		}
+		return r, nil
+	})
+}
+
+// removePeerRoute removes p as a target of pattern pt, and the route when
+// nothing serves it any more. Callers hold routeMu.
+func (n *Node) removePeerRoute(pt Pattern, p *peer) {
+	re := n.router.exactEntry(pt)
+	if re == nil {
+		return
+	}
+	r := re.value
+	if cur := r.peers.Load(); cur != nil {
+		peers := slices.DeleteFunc(slices.Clone(*cur), func(q *peer) bool { return q == p })
+		r.peers.Store(&peers)
+		if len(peers) == 0 && r.local.Load() == nil {
+			n.router.Remove(pt)
+		}
+	}
+}
+
+const (
+	metaCaller = "c" // the calling node's id
+	metaType   = "t" // the protobuf full name of a CodecProto payload
+)
+
+// callRemote sends a call to one of r's peers. A call that surely did not
+// reach a peer (connection refused or lost before the request was written)
+// moves on to the next peer.
+func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, cfg *callConfig) (Result, error) {
+	cur := r.peers.Load()
+	if cur == nil || len(*cur) == 0 || n.remote == nil {
+		return n.notFound(r.pattern.String(), cfg)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, toError(err)
+	}
+	if n.closed.Load() {
+		return Result{}, errClosed()
+	}
+	if over != nil {
+		if m, ok := msg.(map[string]any); ok {
+			msg = merged(m, over)
+		}
+	}
+	codec, payload, typ, err := encodePayload(msg)
+	if err != nil {
+		return Result{}, err
+	}
+	m := &Message{Pattern: r.pattern.String(), Codec: codec, Payload: payload}
+	m.Meta = append(make([]MetaPair, 0, 2), MetaPair{metaCaller, n.id})
+	if typ != "" {
+		m.Meta = append(m.Meta, MetaPair{metaType, typ})
+	}
+	if cfg.noReply {
+		m.Flags |= FlagNoReply
+	}
+	if cfg.idempotent {
+		m.Flags |= FlagIdempotent
+	}
+	timeout := n.remote.defaultTimeout
+	if cfg.timeout > 0 {
+		timeout = cfg.timeout
+	}
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > timeout && cfg.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	peers := *cur
+	start := int(r.next.Add(1))
+	var lastErr error
+	for i := range peers {
+		p := peers[(start+i)%len(peers)]
+		box := p.conn.Load()
+		if box == nil {
+			lastErr = fmt.Errorf("%w: %s is not connected", ErrNotSent, p.addr)
+			continue
+		}
+		reply, err := box.c.Call(ctx, m)
+		if err != nil {
+			if errors.Is(err, ErrNotSent) && ctx.Err() == nil {
+				lastErr = err
+				if i > 0 {
+					m.Flags |= FlagRetry
+				}
+				continue
+			}
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return Result{}, &Error{Code: CodeOf(ctxErr), Message: fmt.Sprintf("wizard: call %q to %s: %v", r.pattern.String(), p.addr, ctxErr), cause: ctxErr}
+			}
+			return Result{}, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("wizard: call %q to %s: %v", r.pattern.String(), p.addr, err), cause: err}
+		}
+		if reply == nil { // NoReply
+			return Result{}, nil
+		}
+		if reply.Code != CodeOK {
+			if reply.Code == CodeNotFound {
+				select { // its catalog changed: fetch it again
+				case p.refetch <- struct{}{}:
+				default:
+				}
+			}
+			return Result{}, &Error{Code: reply.Code, Message: reply.Error}
+		}
+		return Result{v: raw{codec: reply.Codec, data: reply.Payload, typ: metaValue(reply.Meta, metaType)}}, nil
+	}
+	return Result{}, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("wizard: no peer serving %q could be reached: %v", r.pattern.String(), lastErr), cause: lastErr}
+}
+
+func metaValue(meta []MetaPair, key string) string {
+	for _, m := range meta {
+		if m.Key == key {
+			return m.Value
+		}
+	}
+	return ""
+}
+
+// ServeMessage serves a call from another node: the catalog, or the local
+// handler of the call's pattern. It implements [Server], for transports.
+func (n *Node) ServeMessage(ctx context.Context, m *Message) *Message {
+	if m.Pattern == CatalogPattern {
+		return n.catalogReply()
+	}
+	t, err := n.targets.get(m.Pattern)
+	if err != nil {
+		return errorReply(err)
+	}
+	var e *handlerEntry
+	if r := n.resolve(t); r != nil {
+		e = r.local.Load()
+	}
+	if e == nil {
+		// Only local handlers serve remote calls: a node never forwards.
+		return errorReply(Errorf(CodeNotFound, "wizard: node %s has no handler for %q", n.id, m.Pattern))
+	}
+	msg := raw{codec: m.Codec, data: m.Payload, typ: metaValue(m.Meta, metaType)}
+	cfg := callConfig{noReply: m.Flags&FlagNoReply != 0}
+	res, err := n.dispatch(ctx, e, msg, nil, &cfg)
+	if cfg.noReply {
+		if err != nil {
+			n.log.Warn("wizard: no-reply call refused", "pattern", m.Pattern, "err", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return errorReply(err)
+	}
+	codec, payload, typ, err := encodePayload(res.v)
+	if err != nil {
+		return errorReply(err)
+	}
+	reply := &Message{Codec: codec, Payload: payload}
+	if typ != "" {
+		reply.Meta = []MetaPair{{metaType, typ}}
+	}
+	return reply
+}
+
+func errorReply(err error) *Message {
+	e := toError(err)
+	if e.Code == CodeOK {
+		e = &Error{Code: CodeUnknown, Message: e.Message}
+	}
+	return &Message{Code: e.Code, Error: e.Error()}
+}
+
+func (n *Node) catalogReply() *Message {
+	c := Catalog{ID: n.id, Patterns: []string{}}
+	for _, p := range n.router.List() {
+		if re := n.router.exactEntry(p); re != nil && re.value.local.Load() != nil {
+			c.Patterns = append(c.Patterns, p.String())
+		}
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return errorReply(err)
+	}
+	return &Message{Codec: CodecJSON, Payload: b}
+}
