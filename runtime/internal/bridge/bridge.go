@@ -1,0 +1,92 @@
+// Package bridge converts between the runtime's transport messages and
+// the mux's wire frames, for the stream transports (tcp, quic).
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/mux"
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
+)
+
+// Call runs one call over a mux client.
+func Call(ctx context.Context, cl *mux.Client, m *runtime.Message) (*runtime.Message, error) {
+	f := wire.Frame{
+		Type:    wire.TypeRequest,
+		Flags:   wire.Flags(m.Flags),
+		Codec:   wire.Codec(m.Codec),
+		Pattern: m.Pattern,
+		Payload: m.Payload,
+	}
+	if len(m.Meta) > 0 {
+		f.Meta = make([]wire.Meta, len(m.Meta))
+		for i, p := range m.Meta {
+			f.Meta[i] = wire.Meta{Key: p.Key, Value: p.Value}
+		}
+	}
+	resp, err := cl.Call(ctx, &f)
+	if err != nil {
+		if errors.Is(err, mux.ErrNotSent) {
+			return nil, fmt.Errorf("%w: %w", runtime.ErrNotSent, err)
+		}
+		return nil, err
+	}
+	if resp == nil {
+		return nil, nil
+	}
+	if resp.Type == wire.TypeError {
+		code, msg, err := wire.DecodeError(resp.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("wizard: bad error frame: %w", err)
+		}
+		if code == 0 {
+			code = uint32(runtime.CodeUnknown)
+		}
+		return &runtime.Message{Code: runtime.Code(code), Error: msg}, nil
+	}
+	out := &runtime.Message{Codec: runtime.Codec(resp.Codec), Payload: resp.Payload}
+	if len(resp.Meta) > 0 {
+		out.Meta = make([]runtime.MetaPair, len(resp.Meta))
+		for i, p := range resp.Meta {
+			out.Meta[i] = runtime.MetaPair{Key: p.Key, Value: p.Value}
+		}
+	}
+	return out, nil
+}
+
+// Handler adapts a runtime.Server to a mux handler.
+func Handler(s runtime.Server) mux.Handler {
+	return func(ctx context.Context, req *wire.Frame) *wire.Frame {
+		m := &runtime.Message{
+			Pattern:  req.Pattern,
+			Flags:    runtime.MessageFlags(req.Flags),
+			Codec:    runtime.Codec(req.Codec),
+			Payload:  req.Payload,
+			Deadline: req.Deadline,
+		}
+		if len(req.Meta) > 0 {
+			m.Meta = make([]runtime.MetaPair, len(req.Meta))
+			for i, p := range req.Meta {
+				m.Meta[i] = runtime.MetaPair{Key: p.Key, Value: p.Value}
+			}
+		}
+		reply := s.ServeMessage(ctx, m)
+		if reply == nil {
+			return &wire.Frame{Type: wire.TypeResponse}
+		}
+		if reply.Code != runtime.CodeOK {
+			return &wire.Frame{Type: wire.TypeError, Payload: wire.AppendError(nil, uint32(reply.Code), reply.Error)}
+		}
+		f := &wire.Frame{Type: wire.TypeResponse, Codec: wire.Codec(reply.Codec), Payload: reply.Payload}
+		if len(reply.Meta) > 0 {
+			f.Meta = make([]wire.Meta, len(reply.Meta))
+			for i, p := range reply.Meta {
+				f.Meta[i] = wire.Meta{Key: p.Key, Value: p.Value}
+			}
+		}
+		return f
+	}
+}

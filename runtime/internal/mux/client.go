@@ -1,0 +1,288 @@
+package mux
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
+)
+
+// Client is the calling side of one connection. Its methods are safe for
+// concurrent use; a caller's goroutine waits for its own answer, and the
+// connection runs three goroutines in all (reader, writer, keep-alive),
+// whatever the number of calls.
+type Client struct {
+	c *conn
+
+	// Guarded by c.mu.
+	pending map[uint64]*call
+	nextID  uint64
+	lastID  uint64 // with goaway: the highest id the server takes
+	goaway  bool
+	closed  bool // the connection ended and pending calls were failed
+
+	goingAway atomic.Bool
+
+	// calls pools this connection's call records. It is per connection
+	// rather than global so that their channels belong to the
+	// connection's creator (testing/synctest bubbles rely on it).
+	calls sync.Pool
+}
+
+// call is one pending call; its owner waits on ch. Calls are pooled.
+type call struct {
+	ch   chan struct{} // receives one value when resp or err is set
+	resp *wire.Frame
+	err  error
+}
+
+func (cl *Client) getCall() *call {
+	if p, ok := cl.calls.Get().(*call); ok {
+		return p
+	}
+	return &call{ch: make(chan struct{}, 1)}
+}
+
+func (cl *Client) putCall(p *call) {
+	p.resp, p.err = nil, nil
+	cl.calls.Put(p)
+}
+
+// NewClient starts the client side of a connection over rw: it writes the
+// handshake, reads the server's and then serves calls until the stream
+// fails or [Client.Close]. When the handshake fails (the server speaks
+// another version: a *wire.VersionError) NewClient closes rw.
+func NewClient(rw io.ReadWriteCloser, opts Options) (*Client, error) {
+	opts, err := opts.normalize()
+	if err != nil {
+		rw.Close()
+		return nil, err
+	}
+	br := bufio.NewReaderSize(rw, bufferSize)
+	err = handshake(context.Background(), rw, opts.HandshakeTimeout, func() error {
+		if err := wire.WriteHandshake(rw); err != nil {
+			return err
+		}
+		return wire.ReadHandshake(br)
+	})
+	if err != nil {
+		rw.Close()
+		err = fmt.Errorf("wizard: mux: handshake: %w", err)
+		opts.Logger.Warn("wizard: connection closed", "side", "client", "reason", err)
+		return nil, err
+	}
+	cl := &Client{c: newConn(rw, br, opts, "client"), pending: make(map[uint64]*call)}
+	cl.c.start(cl.read)
+	return cl, nil
+}
+
+// Call sends req as a request and waits for the answer: a TypeResponse or
+// TypeError frame that the caller owns, payload included. Call does not
+// modify req; it assigns the request id and, when ctx has a deadline, sets
+// the frame's Deadline to the remaining budget.
+//
+// With [wire.FlagNoReply] Call returns (nil, nil) once the frame is
+// queued. When ctx ends first, Call tells the server with a TypeCancel
+// frame and returns ctx's error. When the connection ends first, the
+// error wraps [ErrNotSent] if the request surely never reached the server
+// (it may be retried anywhere) or [ErrConnLost] if it may have, and the
+// reason the connection ended.
+func (cl *Client) Call(ctx context.Context, req *wire.Frame) (*wire.Frame, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c := cl.c
+	f := *req
+	f.Type = wire.TypeRequest
+	f.ID = 0
+	if dl, ok := ctx.Deadline(); ok {
+		d := time.Until(dl)
+		if d <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+		f.Deadline = d
+	}
+	size := f.Size()
+	if size-4 > c.opts.MaxFrameSize {
+		return nil, fmt.Errorf("wizard: mux: request of %d bytes: %w (limit %d)", size-4, wire.ErrFrameTooLarge, c.opts.MaxFrameSize)
+	}
+	buf := getBuffer(size)
+	*buf = wire.AppendFrame(*buf, &f)
+	noReply := f.Flags&wire.FlagNoReply != 0
+
+	if err := c.lockSpace(ctx); err != nil {
+		putBuffer(buf)
+		if err == errNoWriter { // the connection has ended
+			return nil, cl.refused(cl.goingAway.Load())
+		}
+		return nil, err
+	}
+	if cl.goaway || cl.closed {
+		goaway := cl.goaway
+		c.mu.Unlock()
+		putBuffer(buf)
+		return nil, cl.refused(goaway)
+	}
+	cl.nextID++
+	id := cl.nextID
+	wire.SetFrameID(*buf, id)
+	var p *call
+	if !noReply {
+		p = cl.getCall()
+		cl.pending[id] = p
+	}
+	c.pushLocked(outFrame{buf: buf, id: id})
+	c.mu.Unlock()
+	if noReply {
+		return nil, nil
+	}
+
+	select {
+	case <-p.ch:
+	case <-ctx.Done():
+		c.mu.Lock()
+		mine := cl.pending[id] == p
+		if mine {
+			delete(cl.pending, id)
+		}
+		c.mu.Unlock()
+		if mine {
+			cl.putCall(p)
+			c.pushControl(wire.TypeCancel, id)
+			return nil, ctx.Err()
+		}
+		<-p.ch // the answer won the race
+	}
+	resp, err := p.resp, p.err
+	cl.putCall(p)
+	return resp, err
+}
+
+// refused returns the error of a call refused before it was queued: the
+// server is going away, or the connection has ended.
+func (cl *Client) refused(goaway bool) error {
+	if goaway {
+		return ErrGoingAway
+	}
+	return fmt.Errorf("%w: %w", ErrNotSent, cl.c.reason())
+}
+
+// read is the reader goroutine. When the stream ends it fails the
+// connection, waits for the writer to stop and fails the pending calls:
+// those whose frame the writer never took with ErrNotSent, the others with
+// ErrConnLost.
+func (cl *Client) read() {
+	c := cl.c
+	err := c.readFrames(cl.dispatch)
+	c.fail(err)
+	<-c.writerDone
+	c.drainQueue()
+
+	c.mu.Lock()
+	cl.closed = true
+	pending := cl.pending
+	cl.pending = nil
+	c.mu.Unlock()
+	if len(pending) == 0 {
+		return
+	}
+	reason := c.reason()
+	written := c.written.Load()
+	notSent := fmt.Errorf("%w: %w", ErrNotSent, reason)
+	lost := fmt.Errorf("%w: %w", ErrConnLost, reason)
+	for id, p := range pending {
+		p.err = notSent
+		if id <= written {
+			p.err = lost
+		}
+		p.ch <- struct{}{}
+	}
+}
+
+// dispatch handles one frame from the server.
+func (cl *Client) dispatch(f *wire.Frame) error {
+	c := cl.c
+	switch f.Type {
+	case wire.TypeResponse, wire.TypeError:
+		c.mu.Lock()
+		p := cl.pending[f.ID]
+		if p != nil {
+			delete(cl.pending, f.ID)
+		}
+		c.mu.Unlock()
+		if p == nil {
+			return nil // the caller gave up, or goaway refused it
+		}
+		resp := new(wire.Frame)
+		*resp = *f
+		p.resp = resp
+		p.ch <- struct{}{}
+	case wire.TypePing:
+		c.pushControl(wire.TypePong, f.ID)
+	case wire.TypePong:
+		c.pong(f.ID)
+	case wire.TypeGoAway:
+		cl.goAway(f.ID)
+	default:
+		return protocolError("server sent a %v frame", f.Type)
+	}
+	return nil
+}
+
+// goAway records the server's goaway: requests above lastID will not be
+// served, so their calls fail with ErrGoingAway; calls at or below it
+// finish as usual.
+func (cl *Client) goAway(lastID uint64) {
+	c := cl.c
+	var refused []*call
+	c.mu.Lock()
+	if !cl.goaway || lastID < cl.lastID {
+		cl.goaway, cl.lastID = true, lastID
+	}
+	for id, p := range cl.pending {
+		if id > cl.lastID {
+			delete(cl.pending, id)
+			refused = append(refused, p)
+		}
+	}
+	c.mu.Unlock()
+	cl.goingAway.Store(true)
+	c.log.Debug("wizard: server is going away", "last_id", lastID, "refused", len(refused))
+	for _, p := range refused {
+		p.err = ErrGoingAway
+		p.ch <- struct{}{}
+	}
+}
+
+// GoAway reports whether the server said goaway: new calls fail with
+// [ErrGoingAway] while calls in flight finish.
+func (cl *Client) GoAway() bool { return cl.goingAway.Load() }
+
+// Close closes the connection at once: calls in flight fail (with
+// [ErrNotSent] or [ErrConnLost], wrapping [ErrClosed]). It waits for the
+// connection's goroutines to stop. Close is idempotent and returns nil.
+func (cl *Client) Close() error {
+	cl.c.fail(ErrClosed)
+	cl.c.wg.Wait()
+	return nil
+}
+
+// Done is closed when the connection has ended, by [Client.Close] or by
+// failing.
+func (cl *Client) Done() <-chan struct{} { return cl.c.done }
+
+// Err returns why the connection ended ([ErrClosed] after Close), or nil
+// while it is open.
+func (cl *Client) Err() error {
+	select {
+	case <-cl.c.done:
+		return cl.c.err
+	default:
+		return nil
+	}
+}

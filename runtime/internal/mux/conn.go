@@ -1,0 +1,385 @@
+package mux
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
+)
+
+// conn is what the client and server sides share: the byte stream, the
+// write queue drained by one writer goroutine, keep-alive, and the
+// connection's end.
+type conn struct {
+	rw   io.ReadWriteCloser
+	br   *bufio.Reader
+	bw   *bufio.Writer // the writer goroutine's
+	opts Options
+	log  *slog.Logger
+
+	// mu guards the write queue and, on each side, that side's call
+	// tables (the client's pending calls, the server's in-flight requests).
+	mu      sync.Mutex
+	q       []outFrame    // frames waiting for the writer, in stream order
+	space   chan struct{} // closed when the queue shrinks; nil when no one waits
+	quit    bool          // the writer flushes the queue and stops
+	wclosed bool          // the writer stopped: frames pushed now are never sent
+
+	wake chan struct{} // tells an idle writer that the queue has frames (cap 1)
+
+	// The writer goroutine's own.
+	spare    []outFrame     // spare queue slice
+	cw       countingWriter // under bw: counts the bytes the stream took
+	buffered int64          // bytes handed to bw
+	unsure   []sentMark     // requests in bw since the last good flush
+
+	// written is the id of the last request frame of which at least one
+	// byte may have reached the stream. Ids increase along the stream, so
+	// requests with a higher id have surely not been sent. The writer
+	// updates it after every flush and when it stops.
+	written atomic.Uint64
+
+	pongs chan uint64 // pong ids, from the reader to keep-alive (cap 1)
+
+	failOnce   sync.Once
+	err        error         // why the connection ended; set before done closes
+	done       chan struct{} // closed when the connection ends
+	writerDone chan struct{}
+	wg         sync.WaitGroup // reader, writer, keep-alive
+}
+
+// sentMark records where a request frame starts in the stream.
+type sentMark struct {
+	id     uint64
+	offset int64
+}
+
+// countingWriter counts the bytes its writer took, even from failed
+// writes.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	w.n += int64(n)
+	return n, err
+}
+
+// outFrame is an encoded frame in the write queue.
+type outFrame struct {
+	buf *[]byte
+	id  uint64 // a request's id, for [conn.written]; 0 for other frames
+}
+
+func newConn(rw io.ReadWriteCloser, br *bufio.Reader, opts Options, side string) *conn {
+	log := opts.Logger.With(slog.String("side", side))
+	if a, ok := rw.(interface{ RemoteAddr() net.Addr }); ok && a.RemoteAddr() != nil {
+		log = log.With(slog.String("remote", a.RemoteAddr().String()))
+	}
+	c := &conn{
+		rw:         rw,
+		br:         br,
+		opts:       opts,
+		log:        log,
+		wake:       make(chan struct{}, 1),
+		pongs:      make(chan uint64, 1),
+		done:       make(chan struct{}),
+		writerDone: make(chan struct{}),
+	}
+	c.cw.w = rw
+	c.bw = bufio.NewWriterSize(&c.cw, bufferSize)
+	return c
+}
+
+// start runs the writer and keep-alive goroutines and, with read, the
+// reader goroutine.
+func (c *conn) start(read func()) {
+	c.wg.Add(2)
+	go c.writeLoop()
+	go func() {
+		defer c.wg.Done()
+		read()
+	}()
+	if c.opts.KeepAlive > 0 {
+		c.wg.Add(1)
+		go c.keepAlive()
+	}
+}
+
+// fail ends the connection for reason (the first reason wins): it closes
+// done and the byte stream, which stops the reader and the writer.
+func (c *conn) fail(reason error) {
+	c.failOnce.Do(func() {
+		c.err = reason
+		close(c.done)
+		c.rw.Close()
+		level := slog.LevelWarn
+		if errors.Is(reason, io.EOF) || errors.Is(reason, ErrClosed) || errors.Is(reason, errShutdown) {
+			level = slog.LevelDebug
+		}
+		c.log.LogAttrs(context.Background(), level, "wizard: connection closed", slog.Any("reason", reason))
+	})
+}
+
+// reason returns why the connection ended; call it only after done closed.
+func (c *conn) reason() error {
+	<-c.done
+	return c.err
+}
+
+// lockSpace locks c.mu once the write queue has room. It returns nil with
+// c.mu held, or an error with c.mu unlocked: ctx's error, or errNoWriter
+// when the writer has stopped.
+func (c *conn) lockSpace(ctx context.Context) error {
+	c.mu.Lock()
+	for {
+		if c.wclosed {
+			c.mu.Unlock()
+			return errNoWriter
+		}
+		if len(c.q) < c.opts.WriteQueue {
+			return nil
+		}
+		if c.space == nil {
+			c.space = make(chan struct{})
+		}
+		space := c.space
+		c.mu.Unlock()
+		select {
+		case <-space:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.done:
+			return errNoWriter
+		}
+		c.mu.Lock()
+	}
+}
+
+// errNoWriter is returned by lockSpace when the writer has stopped.
+var errNoWriter = errors.New("wizard: mux: writer stopped")
+
+// pushLocked appends an encoded frame to the write queue; c.mu is held.
+// When the writer has stopped, the frame is dropped.
+func (c *conn) pushLocked(f outFrame) {
+	if c.wclosed {
+		putBuffer(f.buf)
+		return
+	}
+	if len(c.q) == 0 {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	c.q = append(c.q, f)
+}
+
+// pushControl queues a small control frame (ping, pong, cancel, goaway)
+// without waiting for room: control frames may exceed the queue's bound
+// by as much again, beyond which they are dropped (a peer that does not
+// read its pongs fails keep-alive anyway).
+func (c *conn) pushControl(t wire.Type, id uint64) {
+	buf := getBuffer(wire.MinFrameSize + 4)
+	*buf = wire.AppendFrame(*buf, &wire.Frame{Type: t, ID: id})
+	c.mu.Lock()
+	if len(c.q) >= 2*c.opts.WriteQueue {
+		c.mu.Unlock()
+		putBuffer(buf)
+		return
+	}
+	c.pushLocked(outFrame{buf: buf})
+	c.mu.Unlock()
+}
+
+// writeLoop is the writer goroutine: it takes the whole queue at once,
+// writes it into the buffered writer and flushes only when the queue is
+// empty, so that frames queued together leave in one write.
+func (c *conn) writeLoop() {
+	defer c.wg.Done()
+	defer close(c.writerDone)
+	dirty := false
+	for {
+		c.mu.Lock()
+		for len(c.q) == 0 {
+			if dirty {
+				c.mu.Unlock()
+				if err := c.bw.Flush(); err != nil {
+					c.stopWriter(fmt.Errorf("wizard: mux: writing: %w", err))
+					return
+				}
+				if n := len(c.unsure); n > 0 {
+					c.written.Store(c.unsure[n-1].id)
+					c.unsure = c.unsure[:0]
+				}
+				dirty = false
+				c.mu.Lock()
+				continue // frames may have come during the flush
+			}
+			if c.quit {
+				c.wclosed = true
+				c.mu.Unlock()
+				return
+			}
+			c.mu.Unlock()
+			select {
+			case <-c.wake:
+			case <-c.done:
+				c.stopWriter(nil)
+				return
+			}
+			c.mu.Lock()
+		}
+		batch := c.q
+		c.q = c.spare[:0]
+		if c.space != nil {
+			close(c.space)
+			c.space = nil
+		}
+		c.mu.Unlock()
+
+		select {
+		case <-c.done:
+			c.stopWriter(nil)
+			return
+		default:
+		}
+		for i, f := range batch {
+			if f.id != 0 {
+				c.unsure = append(c.unsure, sentMark{f.id, c.buffered})
+			}
+			c.buffered += int64(len(*f.buf))
+			_, err := c.bw.Write(*f.buf)
+			putBuffer(f.buf)
+			batch[i] = outFrame{}
+			if err != nil {
+				c.stopWriter(fmt.Errorf("wizard: mux: writing: %w", err))
+				return
+			}
+		}
+		c.spare = batch[:0]
+		dirty = true
+	}
+}
+
+// stopWriter marks the writer stopped, failing the connection with reason
+// when it is not nil. Requests in the buffered writer count as written
+// when their first byte reached the stream.
+func (c *conn) stopWriter(reason error) {
+	if reason != nil {
+		c.fail(reason)
+	}
+	for _, m := range c.unsure {
+		if m.offset >= c.cw.n {
+			break
+		}
+		c.written.Store(m.id)
+	}
+	c.unsure = nil
+	c.mu.Lock()
+	c.wclosed = true
+	c.mu.Unlock()
+}
+
+// drainQueue releases the buffers of frames that will never be written;
+// call it after the writer stopped.
+func (c *conn) drainQueue() {
+	c.mu.Lock()
+	q := c.q
+	c.q = nil
+	c.mu.Unlock()
+	for _, f := range q {
+		putBuffer(f.buf)
+	}
+}
+
+// keepAlive pings the peer every KeepAlive and fails the connection when a
+// ping goes unanswered for KeepAliveTimeout.
+func (c *conn) keepAlive() {
+	defer c.wg.Done()
+	t := time.NewTimer(c.opts.KeepAlive)
+	defer t.Stop()
+	var id uint64
+	waiting := false
+	for {
+		select {
+		case <-c.done:
+			return
+		case got := <-c.pongs:
+			if waiting && got == id {
+				waiting = false
+				t.Reset(c.opts.KeepAlive)
+			}
+		case <-t.C:
+			if waiting {
+				c.fail(ErrKeepAliveTimeout)
+				return
+			}
+			id++
+			waiting = true
+			c.pushControl(wire.TypePing, id)
+			t.Reset(c.opts.KeepAliveTimeout)
+		}
+	}
+}
+
+// pong hands a pong's id to keep-alive.
+func (c *conn) pong(id uint64) {
+	select {
+	case c.pongs <- id:
+	default: // keep-alive is off, or a stray pong
+	}
+}
+
+// readFrames reads frames until the stream fails, handing each to
+// dispatch, and returns why it stopped: io.EOF for a clean end of stream
+// between frames. A frame passed to dispatch owns its body.
+func (c *conn) readFrames(dispatch func(*wire.Frame) error) error {
+	var f wire.Frame
+	for {
+		f.Meta = nil // every frame gets a Meta slice of its own
+		if _, err := wire.ReadFrame(c.br, c.opts.MaxFrameSize, &f, nil); err != nil {
+			if err == io.EOF {
+				return err
+			}
+			if errors.Is(err, wire.ErrFrameTooLarge) {
+				return fmt.Errorf("wizard: mux: reading frame: %w (limit %d bytes)", err, c.opts.MaxFrameSize)
+			}
+			return fmt.Errorf("wizard: mux: reading frame: %w", err)
+		}
+		if err := dispatch(&f); err != nil {
+			return err
+		}
+	}
+}
+
+// handshake runs fn, the handshake, bounded by the handshake timeout and
+// by ctx: either closes the stream, which ends fn.
+func handshake(ctx context.Context, rw io.ReadWriteCloser, timeout time.Duration, fn func() error) error {
+	var timedOut atomic.Bool
+	t := time.AfterFunc(timeout, func() {
+		timedOut.Store(true)
+		rw.Close()
+	})
+	stop := context.AfterFunc(ctx, func() { rw.Close() })
+	err := fn()
+	fired := !t.Stop()
+	cancelled := !stop()
+	switch {
+	case fired && timedOut.Load():
+		return errHandshakeTimeout
+	case cancelled:
+		return ctx.Err()
+	}
+	return err
+}

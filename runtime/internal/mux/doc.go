@@ -1,0 +1,52 @@
+// Package mux runs many concurrent request/response calls over one byte
+// stream (a TCP connection, a QUIC stream), framed by package wire. The
+// TCP and QUIC transports sit on it: [NewClient] on the dialing side,
+// [Serve] on the accepting side.
+//
+// # Connection
+//
+// After the handshake (the client writes first; a server facing another
+// version still answers, so that the client can name both versions) each
+// side runs:
+//
+//   - one reader goroutine, which decodes frames and hands answers to the
+//     waiting callers (client) or starts a goroutine per request (server);
+//   - one writer goroutine, which takes the whole write queue at once,
+//     writes it into a buffered writer and flushes only when the queue is
+//     empty, so that frames queued together leave in one write;
+//   - one keep-alive goroutine (unless turned off), which pings the peer
+//     and closes the connection when a ping goes unanswered for
+//     [Options.KeepAliveTimeout]. A peer that stalls in the middle of a
+//     frame cannot answer pings either, so it is closed the same way.
+//
+// Callers do not get goroutines: a call waits on its own channel, found by
+// request id in the client's pending table. Encoding buffers and call
+// records are pooled.
+//
+// Request ids are assigned by the client in the order frames enter the
+// write queue, so they increase along the stream. This is what makes the
+// two guarantees below exact.
+//
+// # Errors
+//
+// A malformed, oversized or unexpected frame, a failed handshake, or a
+// peer that does not answer pings closes that connection (never the
+// process): the reason is logged through [Options.Logger] and returned by
+// [Serve] or [Client.Err]. When a connection ends, each pending call fails
+// with an error wrapping the reason and either [ErrNotSent] (the writer had
+// not taken the request: it is safe to retry anywhere) or [ErrConnLost]
+// (the request was written, or may have been, so the handler may have run).
+//
+// # Shutdown
+//
+// When the ctx given to [Serve] is done, the server sends a goaway frame
+// carrying the highest request id it has taken. It serves no request with
+// a higher id; the client fails those calls, and new ones, with
+// [ErrGoingAway] (which wraps ErrNotSent), while the calls at or below the
+// id finish. Once they have (or [Options.DrainTimeout] has passed, and the
+// remaining handlers are cancelled) the server flushes and closes.
+//
+// Handlers get a context that carries the request's deadline and ends when
+// the caller cancels (a cancel frame), when the connection is lost, or
+// when the handler returns. Responses to no-reply requests are never sent.
+package mux

@@ -1,0 +1,49 @@
+package mux
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotSent is wrapped by every [Client.Call] error that guarantees the
+// request never reached the server's handler: it was not written to the
+// connection before the connection failed or was closed, or the server
+// refused it with a goaway. Such a call is safe to retry anywhere.
+var ErrNotSent = errors.New("wizard: request not sent")
+
+// ErrConnLost is wrapped by [Client.Call] errors for calls whose request
+// was written (or may have been) before the connection failed: the handler
+// may have run. Only idempotent calls are safe to retry.
+var ErrConnLost = errors.New("wizard: connection lost after the request was sent")
+
+// ErrGoingAway is the error of calls refused because the server is
+// shutting down. It wraps [ErrNotSent].
+var ErrGoingAway = fmt.Errorf("%w: server is going away", ErrNotSent)
+
+// ErrClosed is the reason of a connection closed by [Client.Close].
+var ErrClosed = errors.New("wizard: mux: connection closed")
+
+// ErrKeepAliveTimeout is the reason of a connection whose peer did not
+// answer a ping within the keep-alive timeout.
+var ErrKeepAliveTimeout = errors.New("wizard: mux: peer did not answer a ping in time")
+
+// ErrProtocol is wrapped by the reason of a connection closed because the
+// peer broke the protocol (a frame of the wrong type for its side, a
+// duplicate request id).
+var ErrProtocol = errors.New("wizard: mux: protocol violation")
+
+// errShutdown is the reason of a connection the server closed after a
+// graceful shutdown; Serve returns nil for it.
+var errShutdown = errors.New("wizard: mux: server shut down")
+
+// errDrainTimeout is the reason of a connection whose handlers outlived
+// the drain timeout.
+var errDrainTimeout = errors.New("wizard: mux: in-flight handlers outlived the drain timeout")
+
+// errHandshakeTimeout is the reason of a handshake that did not complete
+// within the handshake timeout.
+var errHandshakeTimeout = errors.New("wizard: mux: handshake timed out")
+
+func protocolError(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrProtocol}, args...)...)
+}

@@ -1,0 +1,97 @@
+package mux
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
+)
+
+// The defaults for zero [Options] fields.
+const (
+	DefaultKeepAlive        = 15 * time.Second
+	DefaultKeepAliveTimeout = 10 * time.Second
+	DefaultWriteQueue       = 1024
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultDrainTimeout     = 10 * time.Second
+)
+
+// bufferSize is the size of each connection's bufio reader and writer.
+const bufferSize = 32 << 10
+
+// Options configure a connection, client or server side. Zero fields take
+// the defaults.
+type Options struct {
+	// MaxFrameSize is the largest frame this side reads, and writes: a
+	// request or response above it fails locally rather than reaching a
+	// peer that would close the connection over it (peers are expected to
+	// share a limit). 0 means [wire.DefaultMaxFrameSize].
+	MaxFrameSize int
+
+	// KeepAlive is the interval between pings; 0 means
+	// [DefaultKeepAlive], a negative value turns keep-alive off.
+	KeepAlive time.Duration
+
+	// KeepAliveTimeout is how long a peer has to answer a ping before the
+	// connection is closed as dead. 0 means [DefaultKeepAliveTimeout].
+	// Since a peer that stalls in the middle of a frame cannot answer
+	// either, it also bounds how long such a peer holds a connection.
+	KeepAliveTimeout time.Duration
+
+	// Logger receives a record for every connection that closes, with
+	// the reason; nil discards them.
+	Logger *slog.Logger
+
+	// WriteQueue is how many frames may wait for the writer goroutine
+	// before callers and handlers block; 0 means [DefaultWriteQueue].
+	WriteQueue int
+
+	// HandshakeTimeout bounds the handshake; 0 means
+	// [DefaultHandshakeTimeout].
+	HandshakeTimeout time.Duration
+
+	// DrainTimeout bounds, on the server side, how long a shutdown waits
+	// for in-flight handlers after the goaway before it closes the
+	// connection and cancels them; 0 means [DefaultDrainTimeout].
+	DrainTimeout time.Duration
+}
+
+// normalize validates o and fills in the defaults.
+func (o Options) normalize() (Options, error) {
+	switch {
+	case o.MaxFrameSize < 0 || uint64(o.MaxFrameSize) > wire.MaxFrameSize ||
+		(o.MaxFrameSize > 0 && o.MaxFrameSize < wire.MinFrameSize):
+		return o, fmt.Errorf("wizard: mux: MaxFrameSize %d out of range [%d, %d]", o.MaxFrameSize, wire.MinFrameSize, uint64(wire.MaxFrameSize))
+	case o.KeepAliveTimeout < 0:
+		return o, fmt.Errorf("wizard: mux: negative KeepAliveTimeout %v", o.KeepAliveTimeout)
+	case o.WriteQueue < 0:
+		return o, fmt.Errorf("wizard: mux: negative WriteQueue %d", o.WriteQueue)
+	case o.HandshakeTimeout < 0:
+		return o, fmt.Errorf("wizard: mux: negative HandshakeTimeout %v", o.HandshakeTimeout)
+	case o.DrainTimeout < 0:
+		return o, fmt.Errorf("wizard: mux: negative DrainTimeout %v", o.DrainTimeout)
+	}
+	if o.MaxFrameSize == 0 {
+		o.MaxFrameSize = wire.DefaultMaxFrameSize
+	}
+	if o.KeepAlive == 0 {
+		o.KeepAlive = DefaultKeepAlive
+	}
+	if o.KeepAliveTimeout == 0 {
+		o.KeepAliveTimeout = DefaultKeepAliveTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.WriteQueue == 0 {
+		o.WriteQueue = DefaultWriteQueue
+	}
+	if o.HandshakeTimeout == 0 {
+		o.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
+	return o, nil
+}

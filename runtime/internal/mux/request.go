@@ -1,0 +1,130 @@
+package mux
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
+)
+
+// request is a request being served, and the context its handler gets.
+// One allocation holds both: the context is this package's own rather
+// than context.WithDeadline's, so that a request costs no timer and no
+// channel unless its handler asks for Done.
+//
+// The context ends with the request's deadline (context.DeadlineExceeded),
+// or with context.Canceled on the caller's cancel, the loss of the
+// connection or the handler's return. It implements AfterFunc, so that
+// contexts derived from it (context.WithTimeout and the like) need no
+// goroutine of their own.
+type request struct {
+	frame    wire.Frame
+	s        *server
+	deadline time.Time // zero: none
+
+	mu    sync.Mutex
+	err   error
+	done  chan struct{} // made on demand
+	timer *time.Timer   // made with done, when there is a deadline
+	after []*afterFunc
+}
+
+type afterFunc struct{ f func() }
+
+var _ context.Context = (*request)(nil)
+
+// Deadline returns the request's deadline, if the caller gave one.
+func (r *request) Deadline() (time.Time, bool) { return r.deadline, !r.deadline.IsZero() }
+
+// Value returns the value of the ctx given to Serve.
+func (r *request) Value(key any) any { return r.s.base.Value(key) }
+
+// Done returns a channel closed when the request's context ends.
+func (r *request) Done() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.armLocked()
+	return r.done
+}
+
+// Err returns nil until the context ends, then why.
+func (r *request) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil && !r.deadline.IsZero() && !time.Now().Before(r.deadline) {
+		r.cancelLocked(context.DeadlineExceeded)
+	}
+	return r.err
+}
+
+// AfterFunc arranges to call f in its own goroutine once the context
+// ends, as context.AfterFunc does; stop undoes that if f has not started.
+func (r *request) AfterFunc(f func()) (stop func() bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.armLocked()
+	if r.err != nil {
+		go f()
+		return func() bool { return false }
+	}
+	a := &afterFunc{f: f}
+	r.after = append(r.after, a)
+	return func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		i := slices.Index(r.after, a)
+		if i < 0 {
+			return false
+		}
+		r.after = slices.Delete(r.after, i, i+1)
+		return true
+	}
+}
+
+func (r *request) String() string { return "mux.request(" + r.frame.Pattern + ")" }
+
+// armLocked makes the done channel and, for a deadline, the timer that
+// ends the context with it.
+func (r *request) armLocked() {
+	if r.done != nil {
+		return
+	}
+	r.done = make(chan struct{})
+	switch {
+	case r.err != nil:
+		close(r.done)
+	case !r.deadline.IsZero():
+		d := time.Until(r.deadline)
+		if d <= 0 {
+			r.cancelLocked(context.DeadlineExceeded)
+			return
+		}
+		r.timer = time.AfterFunc(d, func() { r.cancel(context.DeadlineExceeded) })
+	}
+}
+
+// cancel ends the context with err, unless it has ended already.
+func (r *request) cancel(err error) {
+	r.mu.Lock()
+	r.cancelLocked(err)
+	r.mu.Unlock()
+}
+
+func (r *request) cancelLocked(err error) {
+	if r.err != nil {
+		return
+	}
+	r.err = err
+	if r.done != nil {
+		close(r.done)
+	}
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	for _, a := range r.after {
+		go a.f()
+	}
+	r.after = nil
+}
