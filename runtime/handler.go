@@ -153,6 +153,11 @@ type route struct {
 	next    atomic.Uint32 // round robin over peers
 }
 
+func (r *route) hasPeers() bool {
+	ps := r.peers.Load()
+	return ps != nil && len(*ps) > 0
+}
+
 // handlerEntry is one added handler.
 type handlerEntry struct {
 	pattern Pattern

@@ -34,8 +34,9 @@ type Node struct {
 
 	targets targetCache
 
-	routeMu    sync.Mutex // serialises route changes: local adds and removes, peer catalogs
-	remote     *remote    // nil without a transport
+	routeMu    sync.Mutex    // serialises route changes: local adds and removes, peer catalogs
+	changed    chan struct{} // closed and replaced on every routing change; guarded by routeMu
+	remote     *remote       // nil without a transport
 	remoteStop sync.Once
 	remoteErr  error
 }
@@ -78,6 +79,7 @@ func New(opts ...Option) (*Node, error) {
 		maxInFlight: int64(c.maxInFlight),
 		drained:     make(chan struct{}),
 		handlerICs:  c.handlerICs,
+		changed:     make(chan struct{}),
 	}
 	if len(c.callICs) > 0 {
 		inv := n.invokeCall
@@ -160,7 +162,7 @@ func (n *Node) AddPattern(p Pattern, h Handler, opts ...HandlerOption) error {
 		err = nil
 	}
 	if err == nil {
-		n.gen.Add(1)
+		n.routingChanged()
 	}
 	return err
 }
@@ -187,8 +189,38 @@ func (n *Node) Remove(pattern string) (bool, error) {
 	} else {
 		n.router.Remove(p)
 	}
-	n.gen.Add(1)
+	n.routingChanged()
 	return true, nil
+}
+
+// routingChanged invalidates cached resolutions and wakes WaitFor.
+// Callers hold routeMu.
+func (n *Node) routingChanged() {
+	n.gen.Add(1)
+	close(n.changed)
+	n.changed = make(chan struct{})
+}
+
+// WaitFor blocks until a call to pattern would find a handler, local or
+// remote, or until ctx is done. Use it to wait for a service to join.
+func (n *Node) WaitFor(ctx context.Context, pattern string) error {
+	t, err := n.targets.get(pattern)
+	if err != nil {
+		return err
+	}
+	for {
+		n.routeMu.Lock()
+		ch := n.changed
+		n.routeMu.Unlock()
+		if r := n.resolve(t); r != nil && (r.local.Load() != nil || r.hasPeers()) {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return toError(ctx.Err())
+		}
+	}
 }
 
 // Patterns returns the patterns the node routes, local and remote, sorted.

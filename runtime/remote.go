@@ -304,7 +304,7 @@ func (n *Node) setCatalog(p *peer, pats []Pattern) {
 	}
 	p.patterns = pats
 	if changed {
-		n.gen.Add(1)
+		n.routingChanged()
 	}
 }
 
