@@ -1,0 +1,60 @@
+// Command mathcaller calls the math service in another process through the
+// generated client: it knows the server's address, not its patterns, which
+// it learns from the server's catalog.
+//
+//	go run ./examples/services/mathcaller -peers 127.0.0.1:7070
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
+	"github.com/wizardmesh/wizard/examples/services/transport"
+	"github.com/wizardmesh/wizard/runtime"
+)
+
+func main() {
+	peers := flag.String("peers", "127.0.0.1:7070", "comma-separated addresses of nodes to call")
+	kind := flag.String("transport", "tcp", "transport: "+transport.Names)
+	flag.Parse()
+	if err := run(strings.Split(*peers, ","), *kind); err != nil {
+		fmt.Fprintln(os.Stderr, "mathcaller:", err)
+		os.Exit(1)
+	}
+}
+
+func run(peers []string, kind string) error {
+	t, err := transport.New(kind)
+	if err != nil {
+		return err
+	}
+	node, err := runtime.New(runtime.WithTransport(t), runtime.WithDiscovery(runtime.StaticPeers(peers...)))
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := node.WaitFor(ctx, mathv1.MathServiceSumPattern); err != nil {
+		return fmt.Errorf("math service not reachable at %v: %w", peers, err)
+	}
+	math := mathv1.NewMathServiceClient(node)
+	sum, err := math.Sum(ctx, &mathv1.SumRequest{Values: []float64{1, 2, 3.5}})
+	if err != nil {
+		return err
+	}
+	fmt.Println("sum(1, 2, 3.5) =", sum.GetSum())
+	prod, err := math.Product(ctx, &mathv1.ProductRequest{Values: []float64{2, 3, 7}})
+	if err != nil {
+		return err
+	}
+	fmt.Println("product(2, 3, 7) =", prod.GetProduct())
+	_, err = math.Divide(ctx, &mathv1.DivideRequest{Dividend: 1, Divisor: 0})
+	fmt.Printf("divide(1, 0) -> %v: %v\n", runtime.CodeOf(err), err)
+	return nil
+}
