@@ -360,3 +360,49 @@ func TestOptionsValidation(t *testing.T) {
 		})
 	}
 }
+
+func TestConnectionLossCancelsHandlers(t *testing.T) {
+	leakCheck(t)
+	const n = 10
+	started := make(chan struct{}, n)
+	ended := make(chan error, n)
+	p := newPair(t, func(ctx context.Context, req *wire.Frame) *wire.Frame {
+		started <- struct{}{}
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return &wire.Frame{Type: wire.TypeResponse}
+	}, Options{}, Options{})
+	if p.client.Err() != nil {
+		t.Fatalf("Err() = %v on an open connection", p.client.Err())
+	}
+	select {
+	case <-p.client.Done():
+		t.Fatal("Done closed on an open connection")
+	default:
+	}
+
+	called := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := p.client.Call(t.Context(), &wire.Frame{})
+			called <- err
+		}()
+	}
+	for range n {
+		recv(t, started)
+	}
+	p.client.Close()
+	for range n {
+		if err := recv(t, ended); err != context.Canceled {
+			t.Errorf("handler's ctx.Err() = %v, want context.Canceled", err)
+		}
+		if err := recv(t, called); !errors.Is(err, ErrConnLost) || !errors.Is(err, ErrClosed) {
+			t.Errorf("Call = %v, want ErrConnLost wrapping ErrClosed", err)
+		}
+	}
+	err := recv(t, p.served)
+	if err != nil {
+		t.Errorf("Serve = %v, want nil", err)
+	}
+	p.served <- err // for the cleanup
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -208,10 +209,21 @@ func (c *conn) pushControl(t wire.Type, id uint64) {
 func (c *conn) writeLoop() {
 	defer c.wg.Done()
 	defer close(c.writerDone)
-	dirty := false
+	dirty := false   // bw holds frames not yet flushed
+	yielded := false // the writer yielded once since its last batch
 	for {
 		c.mu.Lock()
 		for len(c.q) == 0 {
+			if dirty && !yielded {
+				// Before paying for a write, let goroutines that are
+				// about to queue a frame (handlers finishing, callers
+				// sending) do so: they join this write.
+				c.mu.Unlock()
+				runtime.Gosched()
+				yielded = true
+				c.mu.Lock()
+				continue
+			}
 			if dirty {
 				c.mu.Unlock()
 				if err := c.bw.Flush(); err != nil {
@@ -268,7 +280,7 @@ func (c *conn) writeLoop() {
 			}
 		}
 		c.spare = batch[:0]
-		dirty = true
+		dirty, yielded = true, false
 	}
 }
 

@@ -113,7 +113,7 @@ type tcpServer struct {
 	served chan error // one result per connection
 }
 
-func listen(t *testing.T, h Handler, opts Options) *tcpServer {
+func listen(t testing.TB, h Handler, opts Options) *tcpServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -146,7 +146,7 @@ func listen(t *testing.T, h Handler, opts Options) *tcpServer {
 }
 
 // dial connects a client to s, closed at cleanup.
-func (s *tcpServer) dial(t *testing.T, opts Options) *Client {
+func (s *tcpServer) dial(t testing.TB, opts Options) *Client {
 	t.Helper()
 	conn, err := net.Dial("tcp", s.addr)
 	if err != nil {
