@@ -1,0 +1,112 @@
+// Command compare measures wizard's remote calls against gRPC-go, net/http
+// HTTP/1.1 and a raw multiplexed-TCP floor, each server in its own process,
+// and writes a Markdown table and an SVG chart.
+//
+//	cd bench && go run ./cmd/compare
+//	cd bench && go run ./cmd/compare -duration 500ms -runs 1 -concurrency 1,128
+//
+// Profile one contender (client and server CPU profiles in ./profiles):
+//
+//	go run ./cmd/compare -contenders wizard-tcp -concurrency 128 -hops=false -cpuprofile profiles
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wizardmesh/wizard/bench/internal/harness"
+)
+
+func main() {
+	harness.ServeIfChild() // a server process: serves and exits
+
+	var cfg harness.Config
+	flag.DurationVar(&cfg.Duration, "duration", 2*time.Second, "measured time of each run (each cell and the two-hop scenario)")
+	flag.DurationVar(&cfg.Warmup, "warmup", 300*time.Millisecond, "unmeasured time before each run")
+	flag.IntVar(&cfg.Runs, "runs", 3, "runs per cell; the report shows the median")
+	conc := flag.String("concurrency", "1,16,128,1024", "comma-separated numbers of concurrent callers (empty: skip the comparison)")
+	contenders := flag.String("contenders", "", "comma-separated contenders to run (default all: "+harness.Names()+")")
+	flag.Int64Var(&cfg.MaxCalls, "max-calls", 50_000_000, "most calls in one run, whatever the time")
+	flag.BoolVar(&cfg.Hops, "hops", true, "also run the seed article's two-hop scenario")
+	flag.IntVar(&cfg.HopsCallers, "hops-callers", 50, "callers in the two-hop scenario")
+	flag.DurationVar(&cfg.HopsDelay, "hops-delay", 10*time.Millisecond, "service B's delay in the two-hop scenario")
+	flag.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "write CPU profiles of the client and every server process into this directory")
+	out := flag.String("out", "results", "directory for results.md and chart.svg")
+	quiet := flag.Bool("q", false, "no progress lines on stderr")
+	flag.Parse()
+
+	var err error
+	if cfg.Concurrency, err = ints(*conc); err != nil {
+		fail(err)
+	}
+	if *contenders != "" {
+		cfg.Contenders = strings.Split(*contenders, ",")
+	}
+	if !*quiet {
+		cfg.Log = os.Stderr
+	}
+	cfg.Command = "go run ./cmd/compare " + strings.Join(os.Args[1:], " ")
+	cfg.Command = strings.TrimSpace(cfg.Command)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	rep, err := harness.Run(ctx, cfg)
+	if err != nil {
+		fail(err)
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fail(err)
+	}
+	if err := write(filepath.Join(*out, "results.md"), rep.WriteMarkdown); err != nil {
+		fail(err)
+	}
+	if len(cfg.Concurrency) > 0 {
+		if err := write(filepath.Join(*out, "chart.svg"), rep.WriteSVG); err != nil {
+			fail(err)
+		}
+	}
+	if err := rep.WriteMarkdown(os.Stdout); err != nil {
+		fail(err)
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s\n", *out)
+}
+
+func write(path string, fn func(w io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("-concurrency: %q is not a positive number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "compare:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,272 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"time"
+)
+
+// Config is what [Run] measures.
+type Config struct {
+	// Contenders names the contenders to run (all when empty).
+	Contenders []string
+	// Concurrency lists the numbers of concurrent callers.
+	Concurrency []int
+	// Runs is how many times each cell is measured; the report shows the
+	// median.
+	Runs int
+	// Warmup and Duration bound each run: calls that complete in the
+	// Duration window after Warmup count.
+	Warmup, Duration time.Duration
+	// MaxCalls bounds each run's calls (0: the time bounds alone).
+	MaxCalls int64
+
+	// Hops runs the two-hop scenario: Callers callers call A, which calls
+	// B, which answers after Delay.
+	Hops        bool
+	HopsCallers int
+	HopsDelay   time.Duration
+
+	// CPUProfileDir, when set, receives a CPU profile of the client
+	// process (client.pprof) and of each server process.
+	CPUProfileDir string
+	// Log receives progress lines (nil: none).
+	Log io.Writer
+	// Stderr receives the server processes' standard error (nil: the
+	// parent's).
+	Stderr io.Writer
+	// Command is the command line printed in the report.
+	Command string
+}
+
+// Cell is the median of the runs of one contender at one concurrency.
+type Cell struct {
+	Contender string // Title
+	Name      string
+	Callers   int
+	PerSec    float64
+	P50, P99  time.Duration
+	Errors    int
+	FirstErr  string
+	Runs      []Sample
+}
+
+// Report is what [Run] measured.
+type Report struct {
+	Env        Env
+	Config     Config
+	Contenders []Contender
+	Cells      []Cell // by concurrency, then contender order
+	Hops       []Cell // the two-hop scenario; the first row is the in-process sleep baseline
+	Gaps       []Gap
+	Elapsed    time.Duration
+	StartedAt  time.Time
+	LoadEnd    string // the load average when the run ended
+}
+
+// Run starts a server process per contender, measures every cell Runs
+// times (interleaving contenders, so that drift in the machine spreads
+// over all of them), then runs the two-hop scenario.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Runs <= 0 {
+		cfg.Runs = 1
+	}
+	if cfg.HopsCallers <= 0 {
+		cfg.HopsCallers = 50
+	}
+	logf := func(format string, args ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, format+"\n", args...)
+		}
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	cs, err := selectContenders(cfg.Contenders)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Env: environment(), Config: cfg, Contenders: cs, Gaps: Gaps, StartedAt: time.Now()}
+	if cfg.CPUProfileDir != "" {
+		if err := os.MkdirAll(cfg.CPUProfileDir, 0o755); err != nil {
+			return nil, err
+		}
+		f, err := os.Create(filepath.Join(cfg.CPUProfileDir, "client.pprof"))
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	var children []*child
+	defer func() {
+		for _, c := range children {
+			if err := c.stop(); err != nil {
+				logf("%v", err)
+			}
+		}
+	}()
+	profile := func(name string) string {
+		if cfg.CPUProfileDir == "" {
+			return ""
+		}
+		return filepath.Join(cfg.CPUProfileDir, "server-"+name+".pprof")
+	}
+
+	if len(cfg.Concurrency) > 0 {
+		clients := make([]Client, len(cs))
+		defer func() {
+			for _, c := range clients {
+				if c != nil {
+					c.Close()
+				}
+			}
+		}()
+		for i, c := range cs {
+			ch, err := startChild(ctx, ServerSpec{Contender: c.Name, Role: RoleAdd, Listen: "127.0.0.1:0", CPUProfile: profile(c.Name)}, cfg.Stderr)
+			if err != nil {
+				return nil, err
+			}
+			children = append(children, ch)
+			dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			clients[i], err = dialChecked(dctx, c, ch.addr, DialOptions{})
+			cancel()
+			if err != nil {
+				return nil, err
+			}
+			logf("%-14s server pid %d on %s", c.Title, ch.cmd.Process.Pid, ch.addr)
+		}
+		for _, n := range cfg.Concurrency {
+			runs := make([][]Sample, len(cs))
+			for r := range cfg.Runs {
+				for i, c := range cs {
+					s, err := drive(ctx, clients[i], Load{Callers: n, Warmup: cfg.Warmup, Duration: cfg.Duration, MaxCalls: cfg.MaxCalls})
+					if err != nil {
+						return nil, fmt.Errorf("%s, %d callers: %w", c.Title, n, err)
+					}
+					logf("%-14s %5d callers  run %d/%d  %10.0f req/s  p50 %9v  p99 %9v  errors %d",
+						c.Title, n, r+1, cfg.Runs, s.PerSec, s.P50, s.P99, s.Errors)
+					runs[i] = append(runs[i], s)
+				}
+			}
+			for i, c := range cs {
+				rep.Cells = append(rep.Cells, cellOf(c, n, runs[i]))
+			}
+		}
+	}
+
+	if cfg.Hops {
+		if err := runHops(ctx, cfg, cs, rep, &children, profile, logf); err != nil {
+			return nil, err
+		}
+	}
+	rep.Elapsed = time.Since(rep.StartedAt)
+	rep.LoadEnd = loadAverage()
+	return rep, nil
+}
+
+// runHops runs the seed article's scenario: callers -> A -> B, B answers
+// after cfg.HopsDelay, A and B separate processes.
+func runHops(ctx context.Context, cfg Config, cs []Contender, rep *Report, children *[]*child, profile func(string) string, logf func(string, ...any)) error {
+	load := Load{Callers: cfg.HopsCallers, Warmup: cfg.Warmup, Duration: cfg.Duration, MaxCalls: cfg.MaxCalls}
+	type hop struct {
+		c      Contender
+		client Client
+		runs   []Sample
+	}
+	var hops []*hop
+	defer func() {
+		for _, h := range hops {
+			if h.client != nil {
+				h.client.Close()
+			}
+		}
+	}()
+	for _, c := range cs {
+		if !c.Hops {
+			continue
+		}
+		b, err := startChild(ctx, ServerSpec{Contender: c.Name, Role: RoleSleep, Listen: "127.0.0.1:0", Delay: cfg.HopsDelay, CPUProfile: profile(c.Name + "-B")}, cfg.Stderr)
+		if err != nil {
+			return err
+		}
+		*children = append(*children, b)
+		a, err := startChild(ctx, ServerSpec{Contender: c.Name, Role: RoleForward, Listen: "127.0.0.1:0", Upstream: b.addr, CPUProfile: profile(c.Name + "-A")}, cfg.Stderr)
+		if err != nil {
+			return err
+		}
+		*children = append(*children, a)
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		cl, err := dialChecked(dctx, c, a.addr, DialOptions{Pooled: true})
+		cancel()
+		if err != nil {
+			return err
+		}
+		hops = append(hops, &hop{c: c, client: cl})
+		logf("%-14s two hops: A pid %d on %s -> B pid %d on %s", c.Title, a.cmd.Process.Pid, a.addr, b.cmd.Process.Pid, b.addr)
+	}
+	base := &hop{c: Contender{Name: sleepName, Title: fmt.Sprintf("%v sleep, no network", cfg.HopsDelay)}, client: sleepClient{cfg.HopsDelay}}
+	all := append([]*hop{base}, hops...)
+	for r := range cfg.Runs {
+		for _, h := range all {
+			s, err := drive(ctx, h.client, load)
+			if err != nil {
+				return fmt.Errorf("%s, two hops: %w", h.c.Title, err)
+			}
+			logf("%-14s two hops, %d callers  run %d/%d  %8.0f req/s  p50 %9v  p99 %9v  errors %d",
+				h.c.Title, load.Callers, r+1, cfg.Runs, s.PerSec, s.P50, s.P99, s.Errors)
+			h.runs = append(h.runs, s)
+		}
+	}
+	for _, h := range all {
+		rep.Hops = append(rep.Hops, cellOf(h.c, load.Callers, h.runs))
+	}
+	return nil
+}
+
+const sleepName = "sleep"
+
+// sleepClient is the scenario's baseline: the delay alone, in the caller's
+// process, with the same timer B uses.
+type sleepClient struct{ d time.Duration }
+
+func (s sleepClient) Call(ctx context.Context, a, b float64) (float64, error) {
+	t := time.NewTimer(s.d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return a + b, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func (sleepClient) Close() error { return nil }
+
+// cellOf takes the median of each measure over runs.
+func cellOf(c Contender, callers int, runs []Sample) Cell {
+	cell := Cell{Contender: c.Title, Name: c.Name, Callers: callers, Runs: runs}
+	var rates []float64
+	var p50s, p99s []time.Duration
+	for _, s := range runs {
+		rates = append(rates, s.PerSec)
+		p50s = append(p50s, s.P50)
+		p99s = append(p99s, s.P99)
+		cell.Errors += s.Errors
+		if s.FirstErr != nil && cell.FirstErr == "" {
+			cell.FirstErr = s.FirstErr.Error()
+		}
+	}
+	cell.PerSec = median(rates)
+	cell.P50 = median(p50s)
+	cell.P99 = median(p99s)
+	return cell
+}

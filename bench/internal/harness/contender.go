@@ -1,0 +1,119 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Handler answers one call: r = a + b, maybe after a delay or by asking
+// another service (the roles of [ServerSpec]).
+type Handler func(ctx context.Context, a, b float64) (float64, error)
+
+// Client calls one server over one connection; it is safe for concurrent
+// use.
+type Client interface {
+	Call(ctx context.Context, a, b float64) (float64, error)
+	Close() error
+}
+
+// Server is a contender's server running in a child process.
+type Server interface {
+	// Addr returns the address clients dial.
+	Addr() string
+	Close() error
+}
+
+// DialOptions tune a client for a measurement.
+type DialOptions struct {
+	// Pooled lets a contender that cannot multiplex calls over one
+	// connection (HTTP/1.1) open a pool of connections. The main comparison
+	// leaves it false: one connection for everyone.
+	Pooled bool
+}
+
+// Contender is one way of making the call.
+type Contender struct {
+	// Name identifies the contender in flags and child processes
+	// ("wizard-tcp").
+	Name string
+	// Title labels it in tables and charts ("wizard TCP").
+	Title string
+	// Note is printed under the tables.
+	Note string
+	// Serve starts a server on listen that answers with h.
+	Serve func(listen string, h Handler) (Server, error)
+	// Dial connects a client to the server at addr.
+	Dial func(ctx context.Context, addr string, o DialOptions) (Client, error)
+	// Hops says whether the contender takes part in the two-hop scenario
+	// (its server must run handlers concurrently: the floor runs them
+	// inline).
+	Hops bool
+}
+
+// Reference names: ratios in the tables are to these contenders.
+const (
+	gRPCName  = "grpc"
+	floorName = "floor"
+)
+
+// Contenders is the table of contenders, in table order.
+var Contenders = []Contender{
+	wizardContender("wizard-tcp", "wizard TCP", "runtime + runtime/tcp, typed client (runtime.NewClient), proto codec", newTCP),
+	// wizard QUIC joins with one line once runtime/quic lands:
+	// wizardContender("wizard-quic", "wizard QUIC", "runtime + runtime/quic, typed client, proto codec", newQUIC),
+	grpcContender,
+	httpContender,
+	floorContender,
+}
+
+// Gap is a contender the issue asks for that this build cannot run.
+type Gap struct {
+	Title, Reason string
+}
+
+// Gaps lists the contenders that are missing, and why. The report prints
+// them so that a missing row is never mistaken for a measured one.
+var Gaps = []Gap{
+	{"wizard QUIC", "runtime/quic has not landed in the tree this harness was built against; add its entry to Contenders (contender.go) when it does"},
+}
+
+// Lookup returns the contender called name.
+func Lookup(name string) (Contender, error) {
+	for _, c := range Contenders {
+		if c.Name == name {
+			return c, nil
+		}
+	}
+	return Contender{}, fmt.Errorf("unknown contender %q (have %s)", name, Names())
+}
+
+// Names lists the contenders' names, comma separated.
+func Names() string {
+	names := make([]string, len(Contenders))
+	for i, c := range Contenders {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ",")
+}
+
+// selectContenders returns the contenders named in names (all when empty),
+// in table order.
+func selectContenders(names []string) ([]Contender, error) {
+	if len(names) == 0 {
+		return slices.Clone(Contenders), nil
+	}
+	for _, n := range names {
+		if _, err := Lookup(n); err != nil {
+			return nil, err
+		}
+	}
+	var out []Contender
+	for _, c := range Contenders {
+		if slices.Contains(names, c.Name) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,136 @@
+package harness
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	ServeIfChild() // the test binary is re-executed as the server processes
+	os.Exit(m.Run())
+}
+
+// TestRunSmoke runs every contender briefly at 1 and 16 callers, in
+// separate server processes, plus the two-hop scenario, and checks the
+// report: every row is there, the numbers are sane, no call failed.
+func TestRunSmoke(t *testing.T) {
+	levels := []int{1, 16}
+	cfg := Config{
+		Concurrency: levels,
+		Runs:        1,
+		Warmup:      50 * time.Millisecond,
+		Duration:    150 * time.Millisecond,
+		MaxCalls:    1_000_000,
+		Hops:        true,
+		HopsCallers: 8,
+		HopsDelay:   10 * time.Millisecond,
+		Command:     "go test",
+	}
+	if testing.Verbose() {
+		cfg.Log = os.Stderr
+	}
+	rep, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(rep.Cells), len(Contenders)*len(levels); got != want {
+		t.Fatalf("%d cells, want %d", got, want)
+	}
+	for _, n := range levels {
+		for _, c := range Contenders {
+			cell, ok := rep.cell(c.Name, n)
+			if !ok {
+				t.Errorf("no cell for %s at %d callers", c.Title, n)
+				continue
+			}
+			checkCell(t, cell, 0)
+		}
+	}
+	hops := 1 // the timer baseline
+	for _, c := range Contenders {
+		if c.Hops {
+			hops++
+		}
+	}
+	if len(rep.Hops) != hops {
+		t.Fatalf("%d two-hop rows, want %d", len(rep.Hops), hops)
+	}
+	for _, c := range rep.Hops {
+		checkCell(t, c, cfg.HopsDelay)
+	}
+
+	var md bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range Contenders {
+		for _, n := range levels {
+			row := "| " + strconv.Itoa(n) + " | " + c.Title + " | "
+			if !strings.Contains(md.String(), row) {
+				t.Errorf("the table has no row starting %q:\n%s", row, md.String())
+			}
+		}
+	}
+	for _, g := range Gaps {
+		if !strings.Contains(md.String(), "Not measured: "+g.Title) {
+			t.Errorf("the report does not name the gap %q", g.Title)
+		}
+	}
+
+	var svg bytes.Buffer
+	if err := rep.WriteSVG(&svg); err != nil {
+		t.Fatal(err)
+	}
+	checkSVG(t, svg.Bytes(), len(Contenders)*len(levels))
+}
+
+func checkCell(t *testing.T, c Cell, floor time.Duration) {
+	t.Helper()
+	if c.Errors > 0 {
+		t.Errorf("%s, %d callers: %d errors, first: %s", c.Contender, c.Callers, c.Errors, c.FirstErr)
+	}
+	if c.PerSec <= 0 || c.P50 <= 0 || c.P99 < c.P50 || c.P99 > 5*time.Second {
+		t.Errorf("%s, %d callers: insane figures: %.0f req/s, p50 %v, p99 %v", c.Contender, c.Callers, c.PerSec, c.P50, c.P99)
+	}
+	if c.P50 < floor {
+		t.Errorf("%s, %d callers: p50 %v is below the %v the server waits", c.Contender, c.Callers, c.P50, floor)
+	}
+	// Closed loop: each caller has one call in flight, so the rate cannot
+	// exceed callers / p50 by much (p50 of the calls is about their mean).
+	if floor > 0 && c.PerSec > 2*float64(c.Callers)/floor.Seconds() {
+		t.Errorf("%s, %d callers: %.0f req/s is more than the callers can make with a %v wait", c.Contender, c.Callers, c.PerSec, floor)
+	}
+}
+
+// checkSVG checks that the chart is well-formed XML with a bar per cell.
+func checkSVG(t *testing.T, b []byte, bars int) {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(b))
+	got := 0
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("chart.svg is not well-formed: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "rect" {
+			for _, a := range se.Attr {
+				if a.Name.Local == "class" && a.Value == "bar" {
+					got++
+				}
+			}
+		}
+	}
+	if got != bars {
+		t.Errorf("chart has %d bars, want %d", got, bars)
+	}
+}

@@ -1,0 +1,143 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Load is one measured run: callers goroutines call c in a loop over one
+// client for Warmup plus Duration, and the calls that complete within the
+// Duration window count.
+type Load struct {
+	Callers  int
+	Warmup   time.Duration
+	Duration time.Duration
+	// MaxCalls bounds the calls of the run, whatever the time (0: no
+	// bound beyond time).
+	MaxCalls int64
+	// Grace is how long after the window calls in flight may take before
+	// the run is abandoned as stuck (default 10 s).
+	Grace time.Duration
+}
+
+// Sample is what one run measured.
+type Sample struct {
+	Calls    int           // completed in the window
+	Errors   int           // failed or wrong answers, anywhere in the run
+	FirstErr error         // the first of them
+	Window   time.Duration // the window actually measured
+	PerSec   float64
+	P50, P99 time.Duration
+}
+
+// drive runs l against c and returns what it measured.
+func drive(ctx context.Context, c Client, l Load) (Sample, error) {
+	if l.Callers <= 0 || l.Duration <= 0 {
+		return Sample{}, fmt.Errorf("harness: %d callers for %v: nothing to measure", l.Callers, l.Duration)
+	}
+	grace := l.Grace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	start := time.Now()
+	from := start.Add(l.Warmup)
+	to := from.Add(l.Duration)
+	ctx, cancel := context.WithDeadline(ctx, to.Add(grace))
+	defer cancel()
+
+	var (
+		calls    atomic.Int64
+		errs     atomic.Int64
+		firstErr atomic.Pointer[error]
+		stopped  atomic.Bool // by MaxCalls
+		wg       sync.WaitGroup
+	)
+	lat := make([][]time.Duration, l.Callers)
+	for w := range l.Callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine := make([]time.Duration, 0, 1024)
+			a := float64(w)
+			for i := 0; ; i++ {
+				s := time.Now()
+				if !s.Before(to) || stopped.Load() || ctx.Err() != nil {
+					break
+				}
+				if l.MaxCalls > 0 && calls.Add(1) > l.MaxCalls {
+					stopped.Store(true)
+					break
+				}
+				b := float64(i)
+				r, err := c.Call(ctx, a, b)
+				e := time.Now()
+				if err == nil && r != a+b {
+					err = fmt.Errorf("%v + %v answered %v", a, b, r)
+				}
+				if err != nil {
+					if errs.Add(1) == 1 {
+						firstErr.Store(&err)
+					}
+					continue
+				}
+				if !e.Before(from) && e.Before(to) {
+					mine = append(mine, e.Sub(s))
+				}
+			}
+			lat[w] = mine
+		}()
+	}
+	wg.Wait()
+	end := time.Now()
+	if end.After(to) {
+		end = to
+	}
+	if time.Since(to) >= grace {
+		return Sample{}, fmt.Errorf("harness: run with %d callers stuck %v past its window", l.Callers, grace)
+	}
+	var all []time.Duration
+	for _, m := range lat {
+		all = append(all, m...)
+	}
+	slices.Sort(all)
+	s := Sample{Calls: len(all), Errors: int(errs.Load()), Window: end.Sub(from)}
+	if p := firstErr.Load(); p != nil {
+		s.FirstErr = *p
+	}
+	if s.Window > 0 {
+		s.PerSec = float64(s.Calls) / s.Window.Seconds()
+	}
+	s.P50 = percentile(all, 0.50)
+	s.P99 = percentile(all, 0.99)
+	return s, nil
+}
+
+// percentile returns the q-quantile of sorted (nearest rank), or 0 when
+// sorted is empty.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// median returns the median of xs (the mean of the middle two for an even
+// count), or 0 when xs is empty.
+func median[T ~int64 | ~float64](xs []T) T {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}

@@ -1,0 +1,183 @@
+package harness
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// WriteMarkdown writes the report as Markdown: the comparison table, the
+// two-hop table, the issue's targets against what was measured, and notes.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	cfg := r.Config
+	fmt.Fprintf(&b, "# wizard vs gRPC-go vs HTTP/1.1 vs a raw TCP floor\n\n")
+	if cfg.Command != "" {
+		fmt.Fprintf(&b, "Command: `%s`  \n", cfg.Command)
+	}
+	e := r.Env
+	fmt.Fprintf(&b, "Machine: %s, %d CPUs, GOMAXPROCS %d in every process, %s %s/%s", cmp.Or(e.CPU, "unknown CPU"), e.NumCPU, e.GOMAXPROCS, e.GoVersion, e.OS, e.Arch)
+	if e.Commit != "" {
+		fmt.Fprintf(&b, ", wizard at %s", e.Commit)
+	}
+	fmt.Fprintf(&b, "  \nStarted %s, took %v; load average %s at the start, %s at the end.\n\n",
+		r.StartedAt.UTC().Format(time.RFC3339), r.Elapsed.Round(time.Second), cmp.Or(e.LoadStart, "?"), cmp.Or(r.LoadEnd, "?"))
+	fmt.Fprintf(&b, "Each server runs in its own OS process on 127.0.0.1; the client process drives it over one connection. "+
+		"Each cell is the median of %d runs (req/s, p50 and p99 each taken separately); a run counts the calls that complete "+
+		"in a %v window after %v of warm-up. Latency is per call, as the caller sees it.\n\n", cfg.Runs, cfg.Duration, cfg.Warmup)
+
+	if len(r.Cells) > 0 {
+		fmt.Fprintf(&b, "## Unary {a, b} -> {r}, one connection\n\n")
+		fmt.Fprintf(&b, "| callers | contender | req/s | p50 | p99 | req/s vs gRPC-go | p50 vs gRPC-go | req/s vs floor |\n")
+		fmt.Fprintf(&b, "|---:|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, c := range r.Cells {
+			g, gok := r.cell(gRPCName, c.Callers)
+			f, fok := r.cell(floorName, c.Callers)
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s |\n", c.Callers, c.Contender, rate(c.PerSec), dur(c.P50), dur(c.P99),
+				ratioIf(gok, c.PerSec, g.PerSec), ratioIf(gok, float64(c.P50), float64(g.P50)), ratioIf(fok, c.PerSec, f.PerSec))
+		}
+		b.WriteString("\n")
+	}
+	for _, g := range r.Gaps {
+		fmt.Fprintf(&b, "**Not measured: %s** — %s.\n\n", g.Title, g.Reason)
+	}
+
+	if len(r.Hops) > 0 {
+		fmt.Fprintf(&b, "## Two hops: the seed article's scenario\n\n")
+		fmt.Fprintf(&b, "%d callers -> service A -> service B; B answers after a %v timer; A and B are separate processes. "+
+			"The first row is the timer alone in the caller's process: what Go's timers add before any network.\n\n", cfg.HopsCallers, cfg.HopsDelay)
+		fmt.Fprintf(&b, "| contender | req/s | p50 | p99 | p50 above %v | p50 above the timer alone |\n|---|---:|---:|---:|---:|---:|\n", cfg.HopsDelay)
+		base, _ := r.hop(sleepName)
+		for _, c := range r.Hops {
+			above := "—"
+			if c.Name != sleepName {
+				above = dur(c.P50 - base.P50)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", c.Contender, rate(c.PerSec), dur(c.P50), dur(c.P99), dur(c.P50-cfg.HopsDelay), above)
+		}
+		b.WriteString("\n")
+	}
+
+	if t := r.targets(); len(t) > 0 {
+		fmt.Fprintf(&b, "## Targets of issue 4, against this run\n\n| target | measured | met |\n|---|---:|---|\n")
+		for _, t := range t {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", t.what, t.measured, t.met)
+		}
+		b.WriteString("\n")
+	}
+
+	fmt.Fprintf(&b, "## Notes\n\n")
+	for _, c := range r.Contenders {
+		fmt.Fprintf(&b, "- **%s**: %s.\n", c.Title, c.Note)
+	}
+	fmt.Fprintf(&b, "- Every contender carries the same call: protobuf AddRequest{a, b} -> AddResponse{sum} "+
+		"(examples/gen/math/v1) for wizard and gRPC-go, the JSON {\"a\", \"b\"} -> {\"r\"} for HTTP, raw float64s for the floor; "+
+		"every answer is checked.\n")
+	if len(r.Hops) > 0 {
+		fmt.Fprintf(&b, "- Two hops: wizard and gRPC-go use one connection per hop; HTTP/1.1 uses a pool of keep-alive connections "+
+			"on both hops (with one connection, 50 callers would queue behind each 10 ms answer). The floor takes no part: its server answers inline.\n")
+	}
+	for _, c := range append(append([]Cell(nil), r.Cells...), r.Hops...) {
+		if c.Errors > 0 {
+			fmt.Fprintf(&b, "- **%s, %d callers: %d errors** (first: %s).\n", c.Contender, c.Callers, c.Errors, c.FirstErr)
+		}
+	}
+	if cfg.CPUProfileDir != "" {
+		fmt.Fprintf(&b, "- CPU profiles of the client and server processes are in %s; profiling costs a few percent everywhere.\n", cfg.CPUProfileDir)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// cell returns the cell of contender name at callers.
+func (r *Report) cell(name string, callers int) (Cell, bool) {
+	for _, c := range r.Cells {
+		if c.Name == name && c.Callers == callers {
+			return c, true
+		}
+	}
+	return Cell{}, false
+}
+
+func (r *Report) hop(name string) (Cell, bool) {
+	for _, c := range r.Hops {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Cell{}, false
+}
+
+type target struct{ what, measured, met string }
+
+// targets checks the issue's targets against the report; a target whose
+// contenders were not measured says so.
+func (r *Report) targets() []target {
+	var ts []target
+	check := func(what string, got, want float64, atMost bool, format func(float64) string, ok bool) {
+		t := target{what: what, measured: "not measured", met: "—"}
+		if ok {
+			t.measured = format(got)
+			t.met = "no"
+			if atMost && got <= want || !atMost && got >= want {
+				t.met = "yes"
+			}
+		}
+		ts = append(ts, t)
+	}
+	x := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + "x" }
+	tcp128, ok1 := r.cell("wizard-tcp", 128)
+	g128, ok2 := r.cell(gRPCName, 128)
+	f128, ok3 := r.cell(floorName, 128)
+	if len(r.Cells) > 0 {
+		check("wizard TCP, 128 callers: req/s ≥ 3x gRPC-go", tcp128.PerSec/g128.PerSec, 3, false, x, ok1 && ok2)
+		check("wizard TCP, 128 callers: req/s ≥ 0.6x the floor", tcp128.PerSec/f128.PerSec, 0.6, false, x, ok1 && ok3)
+		tcp1, ok1 := r.cell("wizard-tcp", 1)
+		g1, ok2 := r.cell(gRPCName, 1)
+		check("wizard TCP, 1 caller: p50 ≤ 0.5x gRPC-go's", float64(tcp1.P50)/float64(g1.P50), 0.5, true, x, ok1 && ok2)
+		q128, ok1 := r.cell("wizard-quic", 128)
+		check("wizard QUIC, 128 callers: req/s ≥ 1.5x gRPC-go", q128.PerSec/g128.PerSec, 1.5, false, x, ok1 && ok2)
+	}
+	if len(r.Hops) > 0 {
+		h, ok := r.hop("wizard-tcp")
+		check(fmt.Sprintf("two hops, wizard TCP: p50 above %v ≤ 0.5 ms", r.Config.HopsDelay), float64(h.P50-r.Config.HopsDelay), float64(500*time.Microsecond), true,
+			func(v float64) string { return dur(time.Duration(v)) }, ok)
+	}
+	return ts
+}
+
+// rate formats requests per second with thousands separators.
+func rate(v float64) string {
+	s := strconv.FormatInt(int64(v+0.5), 10)
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
+
+// dur formats a latency: µs below 1 ms, ms below 1 s.
+func dur(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-" + dur(-d)
+	case d < time.Millisecond:
+		return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64) + " µs"
+	case d < time.Second:
+		return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + " ms"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + " s"
+}
+
+func ratioIf(ok bool, a, b float64) string {
+	if !ok || b == 0 {
+		return "—"
+	}
+	return strconv.FormatFloat(a/b, 'f', 2, 64) + "x"
+}

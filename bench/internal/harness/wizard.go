@@ -1,0 +1,91 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/tcp"
+)
+
+// wizardPattern is the pattern the wizard contenders serve. The messages
+// are the example contract's AddRequest{a, b} and AddResponse{sum}, the
+// same protobuf messages gRPC-go carries.
+const wizardPattern = "cmd:add,role:bench"
+
+func newTCP() (runtime.Transport, error) { return tcp.New(), nil }
+
+// wizardContender is a wizard node on the transport that newTransport
+// returns: adding a transport to the comparison is one call to it.
+func wizardContender(name, title, note string, newTransport func() (runtime.Transport, error)) Contender {
+	return Contender{
+		Name:  name,
+		Title: title,
+		Note:  note,
+		Hops:  true,
+		Serve: func(listen string, h Handler) (Server, error) {
+			t, err := newTransport()
+			if err != nil {
+				return nil, err
+			}
+			node, err := runtime.New(runtime.WithTransport(t), runtime.WithListen(listen))
+			if err != nil {
+				return nil, err
+			}
+			add := func(ctx context.Context, req *mathv1.AddRequest) (*mathv1.AddResponse, error) {
+				r, err := h(ctx, req.GetA(), req.GetB())
+				if err != nil {
+					return nil, err
+				}
+				return &mathv1.AddResponse{Sum: r}, nil
+			}
+			if err := node.Add(wizardPattern, runtime.NewUnaryHandler(add)); err != nil {
+				node.Close()
+				return nil, err
+			}
+			return wizardServer{node}, nil
+		},
+		Dial: func(ctx context.Context, addr string, _ DialOptions) (Client, error) {
+			t, err := newTransport()
+			if err != nil {
+				return nil, err
+			}
+			node, err := runtime.New(runtime.WithTransport(t), runtime.WithDiscovery(runtime.StaticPeers(addr)))
+			if err != nil {
+				return nil, err
+			}
+			if err := node.WaitFor(ctx, wizardPattern); err != nil {
+				node.Close()
+				return nil, fmt.Errorf("%s at %s: %w", title, addr, err)
+			}
+			return &wizardClient{node: node, add: runtime.NewClient[mathv1.AddRequest, mathv1.AddResponse](node, wizardPattern)}, nil
+		},
+	}
+}
+
+type wizardServer struct{ node *runtime.Node }
+
+func (s wizardServer) Addr() string { return s.node.Addr() }
+
+func (s wizardServer) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.node.Shutdown(ctx)
+}
+
+type wizardClient struct {
+	node *runtime.Node
+	add  *runtime.Client[mathv1.AddRequest, mathv1.AddResponse]
+}
+
+func (c *wizardClient) Call(ctx context.Context, a, b float64) (float64, error) {
+	res, err := c.add.Call(ctx, &mathv1.AddRequest{A: a, B: b})
+	if err != nil {
+		return 0, err
+	}
+	return res.GetSum(), nil
+}
+
+func (c *wizardClient) Close() error { return c.node.Close() }
