@@ -354,15 +354,16 @@ func (c *conn) pong(id uint64) {
 }
 
 // readFrames reads frames until the stream fails, handing each to
-// dispatch, and returns why it stopped: io.EOF for a clean end of stream
-// between frames. A frame passed to dispatch owns its body.
+// dispatch, and returns why it stopped: errPeerClosed (which wraps io.EOF)
+// for a clean end of stream between frames. A frame passed to dispatch
+// owns its body.
 func (c *conn) readFrames(dispatch func(*wire.Frame) error) error {
 	var f wire.Frame
 	for {
 		f.Meta = nil // every frame gets a Meta slice of its own
 		if _, err := wire.ReadFrame(c.br, c.opts.MaxFrameSize, &f, nil); err != nil {
 			if err == io.EOF {
-				return err
+				return errPeerClosed
 			}
 			if errors.Is(err, wire.ErrFrameTooLarge) {
 				return fmt.Errorf("wizard: mux: reading frame: %w (limit %d bytes)", err, c.opts.MaxFrameSize)

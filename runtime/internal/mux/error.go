@@ -3,6 +3,7 @@ package mux
 import (
 	"errors"
 	"fmt"
+	"io"
 )
 
 // ErrNotSent is wrapped by every [Client.Call] error that guarantees the
@@ -31,6 +32,10 @@ var ErrKeepAliveTimeout = errors.New("wizard: mux: peer did not answer a ping in
 // peer broke the protocol (a frame of the wrong type for its side, a
 // duplicate request id).
 var ErrProtocol = errors.New("wizard: mux: protocol violation")
+
+// errPeerClosed is the reason of a connection the peer closed between
+// frames.
+var errPeerClosed = fmt.Errorf("wizard: mux: peer closed the connection: %w", io.EOF)
 
 // errShutdown is the reason of a connection the server closed after a
 // graceful shutdown; Serve returns nil for it.

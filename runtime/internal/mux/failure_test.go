@@ -652,3 +652,75 @@ func TestServeContextDoneDuringHandshake(t *testing.T) {
 		t.Errorf("Serve = %v, want nil", err)
 	}
 }
+
+func TestGoAwayFailsCallsAboveLastID(t *testing.T) {
+	leakCheck(t)
+	// The server has two requests, says goaway naming the first, answers
+	// it and hangs up: the second fails as refused, safe to retry.
+	addr := rawServer(t, func(r *raw) {
+		r.write([]byte("WZRD\x01\x00\x00\x00"))
+		if err := wire.ReadHandshake(r.br); err != nil {
+			t.Error(err)
+			return
+		}
+		var ids []uint64
+		var first string
+		for len(ids) < 2 {
+			f, err := r.read()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if f.Type == wire.TypeRequest {
+				if len(ids) == 0 {
+					first = f.Pattern
+				}
+				ids = append(ids, f.ID)
+			}
+		}
+		r.send(&wire.Frame{Type: wire.TypeGoAway, ID: ids[0]})
+		r.send(&wire.Frame{Type: wire.TypeResponse, ID: ids[0], Payload: []byte(first)})
+		io.Copy(io.Discard, r.br) // until the client hangs up
+	})
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := NewClient(conn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+
+	type result struct {
+		name, answer string
+		err          error
+	}
+	results := make(chan result, 2)
+	for _, name := range []string{"A", "B"} {
+		go func() {
+			resp, err := cl.Call(t.Context(), &wire.Frame{Pattern: name})
+			if err != nil {
+				results <- result{name: name, err: err}
+				return
+			}
+			results <- result{name: name, answer: string(resp.Payload)}
+		}()
+	}
+	r1, r2 := recv(t, results), recv(t, results)
+	if r1.err != nil {
+		r1, r2 = r2, r1
+	}
+	if r1.err != nil || r1.answer != r1.name {
+		t.Errorf("the call below the goaway: %+v, want its answer", r1)
+	}
+	if r2.err != ErrGoingAway || !errors.Is(r2.err, ErrNotSent) {
+		t.Errorf("the call above the goaway: %+v, want ErrGoingAway", r2)
+	}
+	if !cl.GoAway() {
+		t.Error("GoAway() = false")
+	}
+	if _, err := cl.Call(t.Context(), &wire.Frame{}); err != ErrGoingAway {
+		t.Errorf("a new call: %v, want ErrGoingAway", err)
+	}
+}

@@ -83,8 +83,6 @@ func (r *request) AfterFunc(f func()) (stop func() bool) {
 	}
 }
 
-func (r *request) String() string { return "mux.request(" + r.frame.Pattern + ")" }
-
 // armLocked makes the done channel and, for a deadline, the timer that
 // ends the context with it.
 func (r *request) armLocked() {

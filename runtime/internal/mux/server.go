@@ -127,7 +127,7 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 	s.handlers.Wait()
 
 	reason := c.reason()
-	if errors.Is(reason, errShutdown) || reason == io.EOF {
+	if reason == errShutdown || reason == errPeerClosed {
 		return nil
 	}
 	return reason
