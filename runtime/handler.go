@@ -108,7 +108,12 @@ func (r Request) Pattern() Pattern {
 
 // Decode stores the message into dst, a pointer: to a protobuf message, a
 // struct (through JSON), a map, or any value the message is assignable to.
-func (r Request) Decode(dst any) error { return decode(r.Msg(), dst) }
+func (r Request) Decode(dst any) error {
+	if r.over == nil {
+		return decode(r.msg, dst) // a remote payload decodes straight into dst
+	}
+	return decode(r.Msg(), dst)
+}
 
 // Prior calls the handler this one overrode (see [Override]) with msg, in
 // the same goroutine. Without a prior it returns a [CodeNotFound] error.
