@@ -84,7 +84,8 @@ func NewClient(rw io.ReadWriteCloser, opts Options) (*Client, error) {
 // Call sends req as a request and waits for the answer: a TypeResponse or
 // TypeError frame that the caller owns, payload included. Call does not
 // modify req; it assigns the request id and, when ctx has a deadline, sets
-// the frame's Deadline to the remaining budget.
+// the frame's Deadline to the remaining budget (unless req carries a
+// shorter one).
 //
 // With [wire.FlagNoReply] Call returns (nil, nil) once the frame is
 // queued. When ctx ends first, Call tells the server with a TypeCancel
@@ -105,7 +106,9 @@ func (cl *Client) Call(ctx context.Context, req *wire.Frame) (*wire.Frame, error
 		if d <= 0 {
 			return nil, context.DeadlineExceeded
 		}
-		f.Deadline = d
+		if f.Deadline <= 0 || d < f.Deadline {
+			f.Deadline = d
+		}
 	}
 	size := f.Size()
 	if size-4 > c.opts.MaxFrameSize {

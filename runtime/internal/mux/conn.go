@@ -188,13 +188,14 @@ func (c *conn) pushLocked(f outFrame) {
 
 // pushControl queues a small control frame (ping, pong, cancel, goaway)
 // without waiting for room: control frames may exceed the queue's bound
-// by as much again, beyond which they are dropped (a peer that does not
-// read its pongs fails keep-alive anyway).
+// by as much again, beyond which all but goaway are dropped (a peer that
+// does not read its pongs fails keep-alive anyway, and a cancel is only
+// advice).
 func (c *conn) pushControl(t wire.Type, id uint64) {
 	buf := getBuffer(wire.MinFrameSize + 4)
 	*buf = wire.AppendFrame(*buf, &wire.Frame{Type: t, ID: id})
 	c.mu.Lock()
-	if len(c.q) >= 2*c.opts.WriteQueue {
+	if t != wire.TypeGoAway && len(c.q) >= 2*c.opts.WriteQueue {
 		c.mu.Unlock()
 		putBuffer(buf)
 		return

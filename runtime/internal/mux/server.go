@@ -100,11 +100,7 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 		idle:     make(chan struct{}),
 	}
 	c := s.c
-	readerDone := make(chan struct{})
-	c.start(func() {
-		defer close(readerDone)
-		c.fail(c.readFrames(s.dispatch))
-	})
+	c.start(func() { c.fail(c.readFrames(s.dispatch)) })
 	select {
 	case <-ctx.Done():
 		s.shutdown()
