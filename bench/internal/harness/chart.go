@@ -52,8 +52,8 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	fmt.Fprintf(&b, "<title>%s</title>\n", html.EscapeString(title))
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
 	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(title))
-	sub := fmt.Sprintf("server in its own process on 127.0.0.1; median of %d runs of %v; %s, %d CPUs, %s",
-		r.Config.Runs, r.Config.Duration, r.Env.CPU, r.Env.NumCPU, r.Env.GoVersion)
+	sub := fmt.Sprintf("server in its own process on 127.0.0.1; median of %s of %v; %s, %d CPUs, %s",
+		runs(r.Config.Runs), r.Config.Duration, r.Env.CPU, r.Env.NumCPU, r.Env.GoVersion)
 	fmt.Fprintf(&b, `<text x="%d" y="44" fill="#4a5568">%s</text>`+"\n", left, html.EscapeString(sub))
 	colors := map[string]string{}
 	for i, c := range names {

@@ -25,6 +25,13 @@ type Server interface {
 	Close() error
 }
 
+// ServeOptions tell a server what its handler does.
+type ServeOptions struct {
+	// Blocking says the handler may wait (the two-hop roles), so a server
+	// that runs handlers inline in its reader (the floor) must not.
+	Blocking bool
+}
+
 // DialOptions tune a client for a measurement.
 type DialOptions struct {
 	// Pooled lets a contender that cannot multiplex calls over one
@@ -43,12 +50,10 @@ type Contender struct {
 	// Note is printed under the tables.
 	Note string
 	// Serve starts a server on listen that answers with h.
-	Serve func(listen string, h Handler) (Server, error)
+	Serve func(listen string, h Handler, o ServeOptions) (Server, error)
 	// Dial connects a client to the server at addr.
 	Dial func(ctx context.Context, addr string, o DialOptions) (Client, error)
-	// Hops says whether the contender takes part in the two-hop scenario
-	// (its server must run handlers concurrently: the floor runs them
-	// inline).
+	// Hops says whether the contender takes part in the two-hop scenario.
 	Hops bool
 }
 

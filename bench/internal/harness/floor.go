@@ -28,7 +28,10 @@ const (
 var floorContender = Contender{
 	Name:  floorName,
 	Title: "raw TCP floor",
-	Note:  "written in the harness: length + request id + two float64s, one coalescing writer and one reader goroutine on the client, the server answers inline in its reader; no codec, routing, deadlines or cancellation",
+	Note: "written in the harness: length + request id + two float64s, one coalescing writer and one reader goroutine on the client, " +
+		"the server answers inline in its reader (in the two-hop scenario, where handlers wait, it runs each call in its own goroutine " +
+		"and answers through one coalescing writer); no codec, routing, deadlines or cancellation",
+	Hops:  true,
 	Serve: serveFloor,
 	Dial: func(ctx context.Context, addr string, _ DialOptions) (Client, error) {
 		var d net.Dialer
@@ -43,18 +46,19 @@ var floorContender = Contender{
 var errClosed = errors.New("harness: connection closed")
 
 type floorServer struct {
-	l  net.Listener
-	h  Handler
-	mu sync.Mutex
-	cs map[net.Conn]struct{}
+	l        net.Listener
+	h        Handler
+	blocking bool
+	mu       sync.Mutex
+	cs       map[net.Conn]struct{}
 }
 
-func serveFloor(listen string, h Handler) (Server, error) {
+func serveFloor(listen string, h Handler, o ServeOptions) (Server, error) {
 	l, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, err
 	}
-	s := &floorServer{l: l, h: h, cs: map[net.Conn]struct{}{}}
+	s := &floorServer{l: l, h: h, blocking: o.Blocking, cs: map[net.Conn]struct{}{}}
 	go s.accept()
 	return s, nil
 }
@@ -81,7 +85,11 @@ func (s *floorServer) accept() {
 		s.cs[nc] = struct{}{}
 		s.mu.Unlock()
 		go func() {
-			s.serve(nc)
+			if s.blocking {
+				s.serveConcurrent(nc)
+			} else {
+				s.serve(nc)
+			}
 			nc.Close()
 			s.mu.Lock()
 			delete(s.cs, nc)
@@ -90,6 +98,28 @@ func (s *floorServer) accept() {
 	}
 }
 
+// readRequest reads one request frame into in and returns its id, a and b.
+func readRequest(br *bufio.Reader, in *[floorRequest]byte) (id uint64, a, b float64, err error) {
+	if _, err := io.ReadFull(br, in[:]); err != nil {
+		return 0, 0, 0, err
+	}
+	if binary.BigEndian.Uint32(in[:4]) != floorRequest-4 {
+		return 0, 0, 0, errors.New("harness: bad floor frame")
+	}
+	id = binary.BigEndian.Uint64(in[4:])
+	a = math.Float64frombits(binary.BigEndian.Uint64(in[12:]))
+	b = math.Float64frombits(binary.BigEndian.Uint64(in[20:]))
+	return id, a, b, nil
+}
+
+func putResponse(out *[floorResponse]byte, id uint64, r float64) {
+	binary.BigEndian.PutUint32(out[:4], floorResponse-4)
+	binary.BigEndian.PutUint64(out[4:], id)
+	binary.BigEndian.PutUint64(out[12:], math.Float64bits(r))
+}
+
+// serve answers each request inline in the reader and flushes when the
+// input is drained: the least work there is, for handlers that never wait.
 func (s *floorServer) serve(nc net.Conn) {
 	br := bufio.NewReaderSize(nc, 64<<10)
 	bw := bufio.NewWriterSize(nc, 64<<10)
@@ -97,21 +127,15 @@ func (s *floorServer) serve(nc net.Conn) {
 	var in [floorRequest]byte
 	var out [floorResponse]byte
 	for {
-		if _, err := io.ReadFull(br, in[:]); err != nil {
+		id, a, b, err := readRequest(br, &in)
+		if err != nil {
 			return
 		}
-		if binary.BigEndian.Uint32(in[:4]) != floorRequest-4 {
-			return
-		}
-		a := math.Float64frombits(binary.BigEndian.Uint64(in[12:]))
-		b := math.Float64frombits(binary.BigEndian.Uint64(in[20:]))
 		r, err := s.h(ctx, a, b)
 		if err != nil {
 			return
 		}
-		binary.BigEndian.PutUint32(out[:4], floorResponse-4)
-		copy(out[4:12], in[4:12])
-		binary.BigEndian.PutUint64(out[12:], math.Float64bits(r))
+		putResponse(&out, id, r)
 		if _, err := bw.Write(out[:]); err != nil {
 			return
 		}
@@ -119,6 +143,64 @@ func (s *floorServer) serve(nc net.Conn) {
 			if err := bw.Flush(); err != nil {
 				return
 			}
+		}
+	}
+}
+
+// serveConcurrent runs each request in its own goroutine and answers
+// through one coalescing writer: the least a server whose handlers may
+// wait (the two-hop roles) can do.
+func (s *floorServer) serveConcurrent(nc net.Conn) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	queue := make(chan [floorResponse]byte, 4096)
+	go writeQueue(nc, queue, func(f *[floorResponse]byte) []byte { return f[:] }, ctx.Done(), cancel)
+	br := bufio.NewReaderSize(nc, 64<<10)
+	var in [floorRequest]byte
+	for {
+		id, a, b, err := readRequest(br, &in)
+		if err != nil {
+			return
+		}
+		go func() {
+			r, err := s.h(ctx, a, b)
+			if err != nil {
+				cancel()
+				return
+			}
+			var out [floorResponse]byte
+			putResponse(&out, id, r)
+			select {
+			case queue <- out:
+			case <-ctx.Done():
+			}
+		}()
+	}
+}
+
+// writeQueue writes the frames queued on q to nc, flushing when q is empty,
+// until done is closed or a write fails (then it calls fail).
+func writeQueue[F any](nc net.Conn, q chan F, bytes func(*F) []byte, done <-chan struct{}, fail func()) {
+	bw := bufio.NewWriterSize(nc, 64<<10)
+	for {
+		select {
+		case f := <-q:
+			bw.Write(bytes(&f))
+		case <-done:
+			return
+		}
+	drain:
+		for {
+			select {
+			case f := <-q:
+				bw.Write(bytes(&f))
+			default:
+				break drain
+			}
+		}
+		if err := bw.Flush(); err != nil {
+			fail()
+			return
 		}
 	}
 }
@@ -144,7 +226,7 @@ func newFloorClient(nc net.Conn) *floorClient {
 		done:  make(chan struct{}),
 	}
 	c.pool.New = func() any { return &floorCall{r: make(chan float64, 1)} }
-	go c.write()
+	go writeQueue(nc, c.queue, func(f *[floorRequest]byte) []byte { return f[:] }, c.done, func() { c.Close() })
 	go c.read()
 	return c
 }
@@ -181,31 +263,6 @@ func (c *floorClient) forget(id uint64) {
 	c.mu.Lock()
 	delete(c.wait, id)
 	c.mu.Unlock()
-}
-
-func (c *floorClient) write() {
-	bw := bufio.NewWriterSize(c.nc, 64<<10)
-	for {
-		select {
-		case f := <-c.queue:
-			bw.Write(f[:])
-		case <-c.done:
-			return
-		}
-	drain:
-		for {
-			select {
-			case f := <-c.queue:
-				bw.Write(f[:])
-			default:
-				break drain
-			}
-		}
-		if err := bw.Flush(); err != nil {
-			c.Close()
-			return
-		}
-	}
 }
 
 func (c *floorClient) read() {

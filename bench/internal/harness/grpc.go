@@ -55,7 +55,7 @@ var grpcContender = Contender{
 	Title: "gRPC-go",
 	Note:  "google.golang.org/grpc defaults, one grpc.ClientConn (one HTTP/2 connection), insecure credentials on loopback, proto codec",
 	Hops:  true,
-	Serve: func(listen string, h Handler) (Server, error) {
+	Serve: func(listen string, h Handler, _ ServeOptions) (Server, error) {
 		l, err := net.Listen("tcp", listen)
 		if err != nil {
 			return nil, err

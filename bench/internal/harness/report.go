@@ -26,8 +26,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "  \nStarted %s, took %v; load average %s at the start, %s at the end.\n\n",
 		r.StartedAt.UTC().Format(time.RFC3339), r.Elapsed.Round(time.Second), cmp.Or(e.LoadStart, "?"), cmp.Or(r.LoadEnd, "?"))
 	fmt.Fprintf(&b, "Each server runs in its own OS process on 127.0.0.1; the client process drives it over one connection. "+
-		"Each cell is the median of %d runs (req/s, p50 and p99 each taken separately); a run counts the calls that complete "+
-		"in a %v window after %v of warm-up. Latency is per call, as the caller sees it.\n\n", cfg.Runs, cfg.Duration, cfg.Warmup)
+		"Each cell is the median of %s (req/s, p50 and p99 each taken separately); a run counts the calls that complete "+
+		"in a %v window after %v of warm-up. Latency is per call, as the caller sees it.\n\n", runs(cfg.Runs), cfg.Duration, cfg.Warmup)
 
 	if len(r.Cells) > 0 {
 		fmt.Fprintf(&b, "## Unary {a, b} -> {r}, one connection\n\n")
@@ -77,8 +77,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		"(examples/gen/math/v1) for wizard and gRPC-go, the JSON {\"a\", \"b\"} -> {\"r\"} for HTTP, raw float64s for the floor; "+
 		"every answer is checked.\n")
 	if len(r.Hops) > 0 {
-		fmt.Fprintf(&b, "- Two hops: wizard and gRPC-go use one connection per hop; HTTP/1.1 uses a pool of keep-alive connections "+
-			"on both hops (with one connection, 50 callers would queue behind each 10 ms answer). The floor takes no part: its server answers inline.\n")
+		fmt.Fprintf(&b, "- Two hops: wizard, gRPC-go and the floor use one connection per hop; HTTP/1.1 uses a pool of keep-alive connections "+
+			"on both hops (with one connection, 50 callers would queue behind each 10 ms answer).\n")
 	}
 	for _, c := range append(append([]Cell(nil), r.Cells...), r.Hops...) {
 		if c.Errors > 0 {
@@ -180,4 +180,11 @@ func ratioIf(ok bool, a, b float64) string {
 		return "—"
 	}
 	return strconv.FormatFloat(a/b, 'f', 2, 64) + "x"
+}
+
+func runs(n int) string {
+	if n == 1 {
+		return "1 run"
+	}
+	return strconv.Itoa(n) + " runs"
 }

@@ -98,7 +98,7 @@ func serve(s ServerSpec, in io.Reader, out io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	srv, err := c.Serve(s.Listen, h)
+	srv, err := c.Serve(s.Listen, h, ServeOptions{Blocking: s.Role != RoleAdd})
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ func wizardContender(name, title, note string, newTransport func() (runtime.Tran
 		Title: title,
 		Note:  note,
 		Hops:  true,
-		Serve: func(listen string, h Handler) (Server, error) {
+		Serve: func(listen string, h Handler, _ ServeOptions) (Server, error) {
 			t, err := newTransport()
 			if err != nil {
 				return nil, err
