@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -87,9 +86,8 @@ func (c *child) stop() error {
 		<-c.done
 		return fmt.Errorf("server %s/%s did not stop in 10s; killed", c.spec.Contender, c.spec.Role)
 	}
-	var ee *exec.ExitError
-	if errors.As(c.err, &ee) {
+	if c.err != nil {
 		return fmt.Errorf("server %s/%s: %w", c.spec.Contender, c.spec.Role, c.err)
 	}
-	return c.err
+	return nil
 }

@@ -69,6 +69,18 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		b.WriteString("\n")
 	}
 
+	if r.Config.Runs > 1 {
+		fmt.Fprintf(&b, "<details><summary>Every run (req/s, p50, p99), to judge the spread behind each median</summary>\n\n")
+		fmt.Fprintf(&b, "| callers | contender | runs |\n|---:|---|---|\n")
+		for _, c := range r.Cells {
+			fmt.Fprintf(&b, "| %d | %s | %s |\n", c.Callers, c.Contender, everyRun(c.Runs))
+		}
+		for _, c := range r.Hops {
+			fmt.Fprintf(&b, "| %d, two hops | %s | %s |\n", c.Callers, c.Contender, everyRun(c.Runs))
+		}
+		fmt.Fprintf(&b, "\n</details>\n\n")
+	}
+
 	fmt.Fprintf(&b, "## Notes\n\n")
 	for _, c := range r.Contenders {
 		fmt.Fprintf(&b, "- **%s**: %s.\n", c.Title, c.Note)
@@ -195,4 +207,12 @@ func runs(n int) string {
 		return "1 run"
 	}
 	return strconv.Itoa(n) + " runs"
+}
+
+func everyRun(runs []Sample) string {
+	parts := make([]string, len(runs))
+	for i, s := range runs {
+		parts[i] = rate(s.PerSec) + ", " + dur(s.P50) + ", " + dur(s.P99)
+	}
+	return strings.Join(parts, " · ")
 }
