@@ -1,12 +1,14 @@
 package runtime
 
 import (
+	"encoding/binary"
 	"encoding/json"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // raw is an encoded message or result received from another node. It is
@@ -126,4 +128,47 @@ func (r raw) jsonOf() ([]byte, error) {
 		return nil, err
 	}
 	return protojson.Marshal(m)
+}
+
+// appendDetails appends an error's details to dst as they cross the wire:
+// each one a uvarint length and a google.protobuf.Any. A detail that
+// cannot be encoded is left out.
+func appendDetails(dst []byte, details []proto.Message) []byte {
+	for _, d := range details {
+		a, err := anypb.New(d)
+		if err != nil {
+			continue
+		}
+		b, err := proto.Marshal(a)
+		if err != nil {
+			continue
+		}
+		dst = binary.AppendUvarint(dst, uint64(len(b)))
+		dst = append(dst, b...)
+	}
+	return dst
+}
+
+// decodeDetails decodes what appendDetails encoded. A detail of a type
+// this binary does not register stays a *anypb.Any; malformed input ends
+// the list.
+func decodeDetails(b []byte) []proto.Message {
+	var details []proto.Message
+	for len(b) > 0 {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || l > uint64(len(b)-n) {
+			break
+		}
+		a := new(anypb.Any)
+		if err := proto.Unmarshal(b[n:n+int(l)], a); err != nil {
+			break
+		}
+		b = b[n+int(l):]
+		if m, err := a.UnmarshalNew(); err == nil {
+			details = append(details, m)
+		} else {
+			details = append(details, a)
+		}
+	}
+	return details
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,10 +125,14 @@ func (n *Node) startRemote() error {
 	return nil
 }
 
-// stopRemote stops discovery and peers, then drains the listener.
+// stopRemote drains the listener, then stops discovery and peers: the
+// calls being drained may still call peers.
 func (n *Node) stopRemote(ctx context.Context) error {
 	r := n.remote
 	var errs []error
+	if r.listener != nil {
+		errs = append(errs, r.listener.Shutdown(ctx))
+	}
 	if r.discovery != nil {
 		errs = append(errs, r.discovery.Close())
 	}
@@ -140,9 +145,6 @@ func (n *Node) stopRemote(ctx context.Context) error {
 	}
 	for _, p := range peers {
 		<-p.done
-	}
-	if r.listener != nil {
-		errs = append(errs, r.listener.Shutdown(ctx))
 	}
 	return errors.Join(errs...)
 }
@@ -209,8 +211,12 @@ func (n *Node) runPeer(p *peer) {
 	for p.ctx.Err() == nil {
 		conn, err := n.remote.transport.Dial(p.ctx, p.addr)
 		if err == nil {
+			// Connected before routed: a caller that sees p's patterns
+			// finds its connection.
+			p.conn.Store(&connBox{conn})
 			err = n.fetchCatalog(p, conn)
 			if err != nil {
+				p.conn.Store(nil)
 				conn.Close()
 			}
 		}
@@ -224,7 +230,6 @@ func (n *Node) runPeer(p *peer) {
 			continue
 		}
 		backoff = minBackoff
-		p.conn.Store(&connBox{conn})
 		n.log.Debug("wizard: peer connected", "addr", p.addr)
 		n.watchPeer(p, conn)
 		p.conn.Store(nil)
@@ -348,6 +353,7 @@ func (n *Node) removePeerRoute(pt Pattern, p *peer) {
 const (
 	metaCaller = "c" // the calling node's id
 	metaType   = "t" // the protobuf full name of a CodecProto payload
+	metaOver   = "o" // Act with a protobuf message: the pattern Request.Get sees
 )
 
 // callRemote sends a call to one of r's peers. A call that surely did not
@@ -369,7 +375,7 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 	}
 	if over != nil {
 		if m, ok := msg.(map[string]any); ok {
-			msg = merged(m, over)
+			msg, over = merged(m, over), nil
 		}
 	}
 	codec, payload, typ, err := encodePayload(msg)
@@ -377,9 +383,12 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 		return Result{}, err
 	}
 	m := &Message{Pattern: r.pattern.String(), Codec: codec, Payload: payload}
-	m.Meta = append(make([]MetaPair, 0, 2), MetaPair{metaCaller, n.id})
+	m.Meta = append(make([]MetaPair, 0, 3), MetaPair{metaCaller, n.id})
 	if typ != "" {
 		m.Meta = append(m.Meta, MetaPair{metaType, typ})
+	}
+	if over != nil {
+		m.Meta = append(m.Meta, MetaPair{metaOver, over.pattern.String()})
 	}
 	if cfg.noReply {
 		m.Flags |= FlagNoReply
@@ -410,13 +419,15 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 		if err != nil {
 			if errors.Is(err, ErrNotSent) && ctx.Err() == nil {
 				lastErr = err
-				if i > 0 {
-					m.Flags |= FlagRetry
-				}
+				m.Flags |= FlagRetry // the next peer gets a retry
 				continue
 			}
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return Result{}, &Error{Code: CodeOf(ctxErr), Message: fmt.Sprintf("wizard: call %q to %s: %v", r.pattern.String(), p.addr, ctxErr), cause: ctxErr}
+			}
+			var e *Error
+			if errors.As(err, &e) { // the transport refused it with a code
+				return Result{}, e
 			}
 			return Result{}, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("wizard: call %q to %s: %v", r.pattern.String(), p.addr, err), cause: err}
 		}
@@ -430,7 +441,14 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 				default:
 				}
 			}
-			return Result{}, &Error{Code: reply.Code, Message: reply.Error}
+			e := &Error{Code: reply.Code, Message: reply.Error}
+			if len(reply.Payload) > 0 {
+				e.Details = decodeDetails(reply.Payload)
+			}
+			return Result{}, e
+		}
+		if reply.Codec == CodecNone && len(reply.Payload) == 0 {
+			return Result{}, nil // nil, as in-process
 		}
 		return Result{v: raw{codec: reply.Codec, data: reply.Payload, typ: metaValue(reply.Meta, metaType)}}, nil
 	}
@@ -452,7 +470,7 @@ func (n *Node) ServeMessage(ctx context.Context, m *Message) *Message {
 	if m.Pattern == CatalogPattern {
 		return n.catalogReply()
 	}
-	t, err := n.targets.get(m.Pattern)
+	t, err := n.wireTarget(m.Pattern)
 	if err != nil {
 		return errorReply(err)
 	}
@@ -464,9 +482,19 @@ func (n *Node) ServeMessage(ctx context.Context, m *Message) *Message {
 		// Only local handlers serve remote calls: a node never forwards.
 		return errorReply(Errorf(CodeNotFound, "wizard: node %s has no handler for %q", n.id, m.Pattern))
 	}
+	var over *target
+	if o := metaValue(m.Meta, metaOver); o != "" {
+		if over, err = n.wireTarget(o); err != nil {
+			return errorReply(err)
+		}
+	}
 	msg := raw{codec: m.Codec, data: m.Payload, typ: metaValue(m.Meta, metaType)}
 	cfg := callConfig{noReply: m.Flags&FlagNoReply != 0}
-	res, err := n.dispatch(ctx, e, msg, nil, &cfg)
+	if cfg.noReply {
+		// A no-reply handler outlives ctx: give it the caller's budget.
+		cfg.timeout = m.Deadline
+	}
+	res, err := n.dispatch(ctx, e, msg, over, &cfg)
 	if cfg.noReply {
 		if err != nil {
 			n.log.Warn("wizard: no-reply call refused", "pattern", m.Pattern, "err", err)
@@ -487,12 +515,29 @@ func (n *Node) ServeMessage(ctx context.Context, m *Message) *Message {
 	return reply
 }
 
+// wireTarget is n.targets.get for a pattern received from another node.
+// The string may alias the buffer of a whole frame, payload included: the
+// cache keeps a copy of it, never the frame.
+func (n *Node) wireTarget(s string) (*target, error) {
+	if v, ok := n.targets.m.Load(s); ok {
+		return v.(*target), nil
+	}
+	return n.targets.get(strings.Clone(s))
+}
+
+// errorReply is the reply for a failed call: its code, message and
+// details (encoded in the payload).
 func errorReply(err error) *Message {
 	e := toError(err)
-	if e.Code == CodeOK {
-		e = &Error{Code: CodeUnknown, Message: e.Message}
+	code := e.Code
+	if code == CodeOK {
+		code = CodeUnknown
 	}
-	return &Message{Code: e.Code, Error: e.Error()}
+	reply := &Message{Code: code, Error: e.Message}
+	if len(e.Details) > 0 {
+		reply.Payload = appendDetails(nil, e.Details)
+	}
+	return reply
 }
 
 func (n *Node) catalogReply() *Message {

@@ -14,8 +14,10 @@
 package tcp
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -50,8 +52,9 @@ func WithServerTLS(cfg *tls.Config) Option {
 	return optionFunc(func(t *Transport) { t.serverTLS = cfg })
 }
 
-// WithClientTLS dials over TLS with cfg (RootCAs, ServerName; Certificates
-// for mutual TLS).
+// WithClientTLS dials over TLS with cfg (RootCAs; Certificates for mutual
+// TLS). Without a ServerName, each peer is verified against the host part
+// of its address, as [tls.Dial] does.
 func WithClientTLS(cfg *tls.Config) Option {
 	return optionFunc(func(t *Transport) { t.clientTLS = cfg })
 }
@@ -87,24 +90,42 @@ func New(opts ...Option) *Transport {
 // Name returns "tcp".
 func (t *Transport) Name() string { return "tcp" }
 
-// Dial connects to the node listening at addr.
+// Dial connects to the node listening at addr. The handshakes (TLS, then
+// wizard's) end with ctx, and within the handshake timeout.
 func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error) {
-	nc, err := t.dialer.DialContext(ctx, "tcp", addr)
+	tc, err := t.dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: tcp: dial %s: %w", runtime.ErrNotSent, addr, err)
 	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
+	if c, ok := tc.(*net.TCPConn); ok {
+		_ = c.SetNoDelay(true)
 	}
+	hctx, cancel := context.WithTimeout(ctx, cmp.Or(t.mux.HandshakeTimeout, mux.DefaultHandshakeTimeout))
+	defer cancel()
+	stop := context.AfterFunc(hctx, func() { tc.Close() })
+	nc := tc
 	if t.clientTLS != nil {
-		tlsConn := tls.Client(nc, t.clientTLS)
-		if err := tlsConn.HandshakeContext(ctx); err != nil {
-			nc.Close()
+		cfg := t.clientTLS
+		if cfg.ServerName == "" {
+			// Verify the peer against the host dialled, as tls.Dial does.
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tlsConn := tls.Client(tc, cfg)
+		if err := tlsConn.HandshakeContext(hctx); err != nil {
+			stop()
+			tc.Close()
 			return nil, fmt.Errorf("%w: tcp: tls handshake with %s: %w", runtime.ErrNotSent, addr, err)
 		}
 		nc = tlsConn
 	}
 	cl, err := mux.NewClient(nc, t.mux)
+	if !stop() { // hctx ended and closed the connection
+		if err == nil {
+			cl.Close()
+		}
+		return nil, fmt.Errorf("%w: tcp: handshake with %s: %w", runtime.ErrNotSent, addr, hctx.Err())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: tcp: %s: %w", runtime.ErrNotSent, addr, err)
 	}
@@ -173,11 +194,35 @@ func (l *Listener) Addr() string { return l.nl.Addr().String() }
 
 func (l *Listener) accept() {
 	defer l.wg.Done()
+	const minBackoff, maxBackoff = 5 * time.Millisecond, time.Second
+	backoff := minBackoff
+	var timer *time.Timer
 	for {
 		nc, err := l.nl.Accept()
 		if err != nil {
-			return // closed by Shutdown or Close
+			if errors.Is(err, net.ErrClosed) {
+				return // closed by Shutdown or Close
+			}
+			// Out of file descriptors, say: keep accepting once some are
+			// released, as net/http does.
+			if l.t.mux.Logger != nil {
+				l.t.mux.Logger.Warn("tcp: accept failed", "addr", l.Addr(), "err", err, "retry", backoff)
+			}
+			if timer == nil {
+				timer = time.NewTimer(backoff)
+				defer timer.Stop()
+			} else {
+				timer.Reset(backoff)
+			}
+			select {
+			case <-timer.C:
+			case <-l.ctx.Done():
+				return
+			}
+			backoff = min(2*backoff, maxBackoff)
+			continue
 		}
+		backoff = minBackoff
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}

@@ -3,6 +3,12 @@ package tcp_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,36 +19,200 @@ import (
 )
 
 // newServer starts a node serving on 127.0.0.1 with the given handlers.
-func newServer(t *testing.T, opts ...runtime.Option) *runtime.Node {
+// A transport among opts replaces the default one.
+func newServer(t testing.TB, opts ...runtime.Option) *runtime.Node {
 	t.Helper()
-	n, err := runtime.New(append([]runtime.Option{runtime.WithTransport(tcp.New()), runtime.WithListen("127.0.0.1:0")}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	return n
+	return newNode(t, append([]runtime.Option{runtime.WithTransport(tcp.New()), runtime.WithListen("127.0.0.1:0")}, opts...)...)
 }
 
 // newClient starts a node that calls addrs, and waits until pattern is routable.
-func newClient(t *testing.T, pattern string, addrs ...string) *runtime.Node {
+func newClient(t testing.TB, pattern string, addrs ...string) *runtime.Node {
 	t.Helper()
-	n, err := runtime.New(runtime.WithTransport(tcp.New()), runtime.WithDiscovery(runtime.StaticPeers(addrs...)), runtime.WithCatalogRefresh(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
+	return newClientWith(t, pattern, nil, addrs...)
+}
+
+// newClientWith is newClient with more options (a transport among them
+// replaces the default one).
+func newClientWith(t testing.TB, pattern string, opts []runtime.Option, addrs ...string) *runtime.Node {
+	t.Helper()
+	n := newNode(t, append([]runtime.Option{runtime.WithTransport(tcp.New()), runtime.WithDiscovery(runtime.StaticPeers(addrs...)), runtime.WithCatalogRefresh(50 * time.Millisecond)}, opts...)...)
 	waitRoutable(t, n, pattern)
 	return n
 }
 
-func waitRoutable(t *testing.T, n *runtime.Node, pattern string) {
+// newNode starts a node that is closed when the test ends.
+func newNode(t testing.TB, opts ...runtime.Option) *runtime.Node {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	n, err := runtime.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+func waitRoutable(t testing.TB, n *runtime.Node, pattern string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := n.WaitFor(ctx, pattern); err != nil {
 		t.Fatalf("pattern %q never became routable: %v; have %v", pattern, err, n.Patterns())
 	}
 }
+
+// waitUntil polls cond, for conditions that no event announces; the
+// deadline is a guard only.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// routes reports whether n routes exactly pattern (local or remote).
+func routes(n *runtime.Node, pattern string) bool {
+	p := runtime.MustParsePattern(pattern)
+	return slices.ContainsFunc(n.Patterns(), p.Equal)
+}
+
+func mustAdd(t testing.TB, n *runtime.Node, pattern string, h runtime.Handler) {
+	t.Helper()
+	if err := n.Add(pattern, h); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recv receives from ch; the timeout is a guard against a hung test.
+func recv[T any](t testing.TB, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting on a %T channel", *new(T))
+		panic("unreachable")
+	}
+}
+
+// gate is a channel that blocked handlers wait on. It opens by Open or,
+// at the latest, when the test ends (before its nodes close, so that a
+// failing test does not hang in Close).
+type gate struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+func newGate(t testing.TB) *gate {
+	g := &gate{ch: make(chan struct{})}
+	t.Cleanup(g.Open)
+	return g
+}
+
+func (g *gate) Open()              { g.once.Do(func() { close(g.ch) }) }
+func (g *gate) C() <-chan struct{} { return g.ch }
+
+// freeAddr returns a loopback address whose port was free a moment ago,
+// to restart a server on the same address.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func wantCode(t testing.TB, err error, want runtime.Code) {
+	t.Helper()
+	if got := runtime.CodeOf(err); got != want {
+		t.Fatalf("code %v (err %v), want %v", got, err, want)
+	}
+}
+
+// logSink records log lines ("message key=value ...") and announces the
+// first line containing a given string: the events of a connection's life
+// that the API does not expose (a goaway reaching a client, a connection
+// closed for bad input).
+type logSink struct {
+	mu    sync.Mutex
+	lines []string
+	waits []logWait
+}
+
+type logWait struct {
+	substr string
+	ch     chan struct{}
+}
+
+func (s *logSink) logger() *slog.Logger { return slog.New(logHandler{sink: s}) }
+
+// seen returns a channel closed once a line containing substr is logged.
+func (s *logSink) seen(substr string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := make(chan struct{})
+	for _, l := range s.lines {
+		if strings.Contains(l, substr) {
+			close(ch)
+			return ch
+		}
+	}
+	s.waits = append(s.waits, logWait{substr, ch})
+	return ch
+}
+
+func (s *logSink) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.lines, "\n")
+}
+
+func (s *logSink) add(line string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lines = append(s.lines, line)
+	s.waits = slices.DeleteFunc(s.waits, func(w logWait) bool {
+		if strings.Contains(line, w.substr) {
+			close(w.ch)
+			return true
+		}
+		return false
+	})
+}
+
+type logHandler struct {
+	sink  *logSink
+	attrs []slog.Attr
+}
+
+func (h logHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h logHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Level.String() + " " + r.Message)
+	write := func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	}
+	for _, a := range h.attrs {
+		write(a)
+	}
+	r.Attrs(write)
+	h.sink.add(b.String())
+	return nil
+}
+
+func (h logHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return logHandler{sink: h.sink, attrs: append(slices.Clip(h.attrs), as...)}
+}
+
+func (h logHandler) WithGroup(string) slog.Handler { return h }
 
 func TestRemoteRoundTrip(t *testing.T) {
 	srv := newServer(t)

@@ -32,20 +32,24 @@ func Call(ctx context.Context, cl *mux.Client, m *runtime.Message) (*runtime.Mes
 		if errors.Is(err, mux.ErrNotSent) {
 			return nil, fmt.Errorf("%w: %w", runtime.ErrNotSent, err)
 		}
+		if errors.Is(err, wire.ErrFrameTooLarge) { // refused here, as the server refuses a large response
+			return nil, runtime.NewError(runtime.CodeResourceExhausted, err.Error())
+		}
 		return nil, err
 	}
 	if resp == nil {
 		return nil, nil
 	}
 	if resp.Type == wire.TypeError {
-		code, msg, err := wire.DecodeError(resp.Payload)
+		code, msg, details, err := wire.DecodeErrorDetails(resp.Payload)
 		if err != nil {
 			return nil, fmt.Errorf("wizard: bad error frame: %w", err)
 		}
 		if code == 0 {
 			code = uint32(runtime.CodeUnknown)
 		}
-		return &runtime.Message{Code: runtime.Code(code), Error: msg}, nil
+		// An error reply's payload carries the error's details.
+		return &runtime.Message{Code: runtime.Code(code), Error: msg, Payload: details}, nil
 	}
 	out := &runtime.Message{Codec: runtime.Codec(resp.Codec), Payload: resp.Payload}
 	if len(resp.Meta) > 0 {
@@ -78,7 +82,7 @@ func Handler(s runtime.Server) mux.Handler {
 			return &wire.Frame{Type: wire.TypeResponse}
 		}
 		if reply.Code != runtime.CodeOK {
-			return &wire.Frame{Type: wire.TypeError, Payload: wire.AppendError(nil, uint32(reply.Code), reply.Error)}
+			return &wire.Frame{Type: wire.TypeError, Payload: append(wire.AppendError(nil, uint32(reply.Code), reply.Error), reply.Payload...)}
 		}
 		f := &wire.Frame{Type: wire.TypeResponse, Codec: wire.Codec(reply.Codec), Payload: reply.Payload}
 		if len(reply.Meta) > 0 {
