@@ -19,6 +19,9 @@ type Env struct {
 	// LoadStart is the 1, 5 and 15 minute load averages when the run
 	// started: on a shared machine, other work skews every figure.
 	LoadStart string
+	// UDPBuffers is the most a socket may ask for (Linux rmem_max and
+	// wmem_max): QUIC wants 7 MiB each way.
+	UDPBuffers string
 }
 
 func environment() Env {
@@ -30,6 +33,7 @@ func environment() Env {
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 		CPU:        cpuModel(),
 		LoadStart:  loadAverage(),
+		UDPBuffers: udpBuffers(),
 	}
 	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		e.Commit = strings.TrimSpace(string(out))
@@ -66,4 +70,16 @@ func loadAverage() string {
 		return ""
 	}
 	return strings.Join(f[:3], " ")
+}
+
+func udpBuffers() string {
+	var parts []string
+	for _, k := range []string{"rmem_max", "wmem_max"} {
+		b, err := os.ReadFile("/proc/sys/net/core/" + k)
+		if err != nil {
+			return ""
+		}
+		parts = append(parts, "net.core."+k+" = "+strings.TrimSpace(string(b)))
+	}
+	return strings.Join(parts, ", ")
 }

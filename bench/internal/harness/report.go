@@ -84,6 +84,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "## Notes\n\n")
 	for _, c := range r.Contenders {
 		fmt.Fprintf(&b, "- **%s**: %s.\n", c.Title, c.Note)
+		if strings.Contains(c.Name, "quic") && r.Env.UDPBuffers != "" {
+			fmt.Fprintf(&b, "  UDP socket buffers on this machine: %s (quic-go asks for 7 MiB each way).\n", r.Env.UDPBuffers)
+		}
 	}
 	fmt.Fprintf(&b, "- Every contender carries the same call: protobuf AddRequest{a, b} -> AddResponse{sum} "+
 		"(examples/gen/math/v1) for wizard and gRPC-go, the JSON {\"a\", \"b\"} -> {\"r\"} for HTTP, raw float64s for the floor; "+
