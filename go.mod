@@ -1,8 +1,15 @@
 module github.com/wizardmesh/wizard
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/google/go-cmp v0.7.0
+	github.com/quic-go/quic-go v0.65.0
 	google.golang.org/protobuf v1.36.12
+)
+
+require (
+	golang.org/x/crypto v0.54.0 // indirect
+	golang.org/x/net v0.56.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 )

@@ -1,0 +1,97 @@
+package quic
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	quicgo "github.com/quic-go/quic-go"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/bridge"
+	"github.com/wizardmesh/wizard/runtime/internal/mux"
+)
+
+// Conn is a client connection to one node: one QUIC connection carrying a
+// few long-lived streams, each multiplexing many calls.
+type Conn struct {
+	qc      *quicgo.Conn
+	tr      *quicgo.Transport
+	udp     *net.UDPConn
+	clients []*mux.Client // one per stream
+	next    atomic.Uint32 // round robin over clients
+	live    atomic.Int32  // clients not yet ended
+	wg      sync.WaitGroup
+	once    sync.Once
+}
+
+var _ runtime.Conn = (*Conn)(nil)
+
+func newConn(qc *quicgo.Conn, tr *quicgo.Transport, udp *net.UDPConn, clients []*mux.Client) *Conn {
+	c := &Conn{qc: qc, tr: tr, udp: udp, clients: clients}
+	c.live.Store(int32(len(clients)))
+	for _, cl := range clients {
+		c.wg.Add(1)
+		go c.watch(cl)
+	}
+	return c
+}
+
+// watch closes the QUIC connection when cl ends abnormally, or when it is
+// the last stream to end. A stream the server ended in order (a goaway,
+// or a clean end of stream: a server shutting down before it finished
+// setting a stream up closes it without a goaway) leaves the others to
+// finish their calls.
+func (c *Conn) watch(cl *mux.Client) {
+	defer c.wg.Done()
+	<-cl.Done()
+	last := c.live.Add(-1) == 0
+	switch {
+	case !cl.GoAway() && !errors.Is(cl.Err(), io.EOF):
+		c.qc.CloseWithError(codeError, "stream failed")
+	case last:
+		c.qc.CloseWithError(codeNoError, "")
+	}
+}
+
+// Call sends m over the next stream in turn and waits for the reply.
+// Streams that are going away are passed over.
+func (c *Conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, error) {
+	n := uint32(len(c.clients))
+	i := c.next.Add(1)
+	cl := c.clients[i%n]
+	if !usable(cl) {
+		for k := uint32(1); k < n; k++ {
+			if o := c.clients[(i+k)%n]; usable(o) {
+				cl = o
+				break
+			}
+		}
+	}
+	return bridge.Call(ctx, cl, m)
+}
+
+// usable reports whether cl takes new calls.
+func usable(cl *mux.Client) bool { return !cl.GoAway() && cl.Err() == nil }
+
+// Done is closed when the QUIC connection is gone: the peer closed it or
+// went silent, a stream failed, or every stream finished after a goaway.
+func (c *Conn) Done() <-chan struct{} { return c.qc.Context().Done() }
+
+// Close closes the connection, and its UDP socket; calls in flight fail.
+// It is idempotent and returns nil.
+func (c *Conn) Close() error {
+	c.once.Do(func() {
+		for _, cl := range c.clients {
+			cl.Close()
+		}
+		c.qc.CloseWithError(codeNoError, "")
+		c.wg.Wait()
+		c.tr.Close()
+		c.udp.Close()
+	})
+	return nil
+}

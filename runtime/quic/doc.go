@@ -1,0 +1,75 @@
+// Package quic is wizard's QUIC transport, on quic-go: TLS 1.3 always,
+// ALPN "wizard/1", and a few long-lived streams per connection, each
+// multiplexing many concurrent calls as a TCP connection does in package
+// tcp. Swapping transports is one option:
+//
+//	node, err := runtime.New(
+//		runtime.WithTransport(quic.New(
+//			quic.WithServerTLS(serverTLS), // Certificates; ClientAuth and ClientCAs for mutual TLS
+//			quic.WithClientTLS(clientTLS), // RootCAs; Certificates for mutual TLS
+//		)),
+//		runtime.WithListen("0.0.0.0:7070"), // a UDP port
+//		runtime.WithDiscovery(runtime.StaticPeers("10.0.0.7:7070")),
+//	)
+//
+// # Streams
+//
+// A dialed connection opens [WithStreams] bidirectional streams (4 by
+// default) and keeps them for its whole life; calls take them in turn.
+// Each stream carries the wizard wire format exactly as a TCP connection
+// does (handshake, then request, response, cancel, ping and goaway frames,
+// written by one goroutine that coalesces them), so a call costs no stream
+// setup: opening a stream per call measured about ten times slower than
+// coalesced TCP. Several streams rather than one keep a lost packet from
+// stalling every call, and let several writers work at once.
+//
+// # TLS
+//
+// QUIC cannot run without TLS, so a listener needs a certificate:
+// [Transport.Listen] fails with a clear error when there is none. Give one
+// with [WithServerTLS]; dialers verify it against [WithClientTLS]'s RootCAs
+// (the system roots by default), with the dialed host as server name unless
+// the configuration names one. For mutual TLS set ClientAuth and ClientCAs
+// on the server's configuration and Certificates on the client's. Both
+// sides are pinned to TLS 1.3 and ALPN "wizard/1": a peer offering another
+// protocol is refused during the handshake.
+//
+// For development and tests only, [WithInsecureSelfSigned] makes listeners
+// without a certificate serve a self-signed one and dialers without a
+// configuration accept any certificate: encrypted, but not authenticated.
+//
+// # UDP buffers
+//
+// Under load QUIC needs larger UDP socket buffers than most systems allow
+// by default: quic-go asks for 7 MiB in each direction. On Linux an
+// unprivileged process gets at most net.core.rmem_max and
+// net.core.wmem_max; raise them once per host, and in /etc/sysctl.d to
+// keep them across reboots:
+//
+//	sysctl -w net.core.rmem_max=7500000
+//	sysctl -w net.core.wmem_max=7500000
+//
+// On BSDs and macOS, raise kern.ipc.maxsockbuf (sysctl -w
+// kern.ipc.maxsockbuf=8441037). When a socket's buffers stay short, the
+// transport logs a warning through [WithLogger] (then debug records).
+// quic-go also prints one line of its own to the standard library's log
+// package, once per process; since the transport's logger already reports
+// the condition, set QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING=true in the
+// environment to silence it.
+//
+// # Lifecycle and errors
+//
+// [Conn.Done] is closed when the QUIC connection ends: the peer closed it,
+// it went silent past the keep-alive timeout or QUIC's idle timeout, or a
+// stream failed (a failed stream closes the whole connection, so that the
+// node reconnects). Errors before a request was written, dial errors
+// included, wrap [runtime.ErrNotSent], so the node may retry the call
+// elsewhere. [Listener.Shutdown] stops accepting connections, sends goaway
+// on every stream, lets the calls in flight finish and waits for clients
+// to close their connections, then frees the UDP port; a node that
+// restarts on the same port is found again by its clients, which redial
+// with backoff.
+//
+// A malformed or oversized frame closes that connection with a logged
+// reason, never the process.
+package quic

@@ -1,0 +1,280 @@
+package quic
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+
+	quicgo "github.com/quic-go/quic-go"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/mux"
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
+)
+
+// ALPN is the application protocol wizard negotiates in the TLS handshake;
+// a peer that does not offer it is refused.
+const ALPN = "wizard/1"
+
+// The stream defaults and bounds of [WithStreams].
+const (
+	defaultStreams = 4
+	maxStreams     = 64
+)
+
+// The application error codes a connection is closed with.
+const (
+	codeNoError quicgo.ApplicationErrorCode = 0 // an orderly close
+	codeError   quicgo.ApplicationErrorCode = 1 // a stream failed, or the listener closed at once
+)
+
+// Transport is the QUIC transport. Create it with [New]; it is safe for
+// concurrent use, and one value serves any number of listeners and
+// connections.
+type Transport struct {
+	serverTLS *tls.Config
+	clientTLS *tls.Config
+	insecure  bool
+	quicConf  *quicgo.Config
+	streams   int
+	mux       mux.Options
+	log       *slog.Logger
+	err       error // an invalid option, returned by Listen and Dial
+
+	certOnce sync.Once // the self-signed certificate of WithInsecureSelfSigned
+	cert     tls.Certificate
+	certErr  error
+
+	warnOnce sync.Once // the first small-buffer report is a warning
+}
+
+var _ runtime.Transport = (*Transport)(nil)
+
+// New returns a QUIC transport. It does not fail: an invalid option makes
+// [Transport.Listen] and [Transport.Dial] return the error.
+func New(opts ...Option) *Transport {
+	t := &Transport{}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(t)
+		}
+	}
+	if t.log == nil {
+		t.log = slog.New(slog.DiscardHandler)
+	}
+	t.err = t.validate()
+	if t.streams == 0 {
+		t.streams = defaultStreams
+	}
+	return t
+}
+
+// validate checks the options; mux checks them again per stream, but a
+// listener would only find out when a connection comes.
+func (t *Transport) validate() error {
+	switch n := t.mux.MaxFrameSize; {
+	case t.streams < 0 || t.streams > maxStreams:
+		return fmt.Errorf("quic: WithStreams(%d) out of range [1, %d]", t.streams, maxStreams)
+	case n < 0 || uint64(n) > wire.MaxFrameSize || (n > 0 && n < wire.MinFrameSize):
+		return fmt.Errorf("quic: WithMaxFrameSize(%d) out of range [%d, %d]", n, wire.MinFrameSize, uint64(wire.MaxFrameSize))
+	case t.mux.KeepAliveTimeout < 0:
+		return fmt.Errorf("quic: negative keep-alive timeout %v", t.mux.KeepAliveTimeout)
+	}
+	return nil
+}
+
+// Name returns "quic".
+func (t *Transport) Name() string { return "quic" }
+
+// errNoCertificate is Listen's error when no server certificate is
+// configured.
+var errNoCertificate = errors.New("quic: listening needs a server certificate: configure one with WithServerTLS (QUIC always runs TLS 1.3), or use WithInsecureSelfSigned for development")
+
+// serverTLSConfig returns the TLS configuration Listen serves with.
+func (t *Transport) serverTLSConfig() (*tls.Config, error) {
+	switch {
+	case t.serverTLS != nil:
+		cfg := t.serverTLS.Clone()
+		if len(cfg.Certificates) == 0 && cfg.GetCertificate == nil && cfg.GetConfigForClient == nil {
+			return nil, fmt.Errorf("quic: the WithServerTLS configuration has no certificate: %w", errNoCertificate)
+		}
+		return withALPN(cfg), nil
+	case t.insecure:
+		t.certOnce.Do(func() { t.cert, t.certErr = selfSigned() })
+		if t.certErr != nil {
+			return nil, fmt.Errorf("quic: self-signed certificate: %w", t.certErr)
+		}
+		return withALPN(&tls.Config{Certificates: []tls.Certificate{t.cert}}), nil
+	default:
+		return nil, errNoCertificate
+	}
+}
+
+// clientTLSConfig returns the TLS configuration Dial uses for host.
+func (t *Transport) clientTLSConfig(host string) *tls.Config {
+	var cfg *tls.Config
+	switch {
+	case t.clientTLS != nil:
+		cfg = t.clientTLS.Clone()
+	case t.insecure:
+		cfg = &tls.Config{InsecureSkipVerify: true} // documented on WithInsecureSelfSigned
+	default:
+		cfg = &tls.Config{} // the system roots
+	}
+	if cfg.ServerName == "" {
+		cfg.ServerName = host
+	}
+	return withALPN(cfg)
+}
+
+// withALPN pins cfg to TLS 1.3 and wizard's ALPN, in the configurations a
+// GetConfigForClient callback returns too.
+func withALPN(cfg *tls.Config) *tls.Config {
+	cfg.MinVersion = tls.VersionTLS13
+	cfg.NextProtos = []string{ALPN}
+	if get := cfg.GetConfigForClient; get != nil {
+		cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			c, err := get(hello)
+			if c == nil || err != nil {
+				return c, err
+			}
+			c = c.Clone()
+			c.GetConfigForClient = nil
+			return withALPN(c), nil
+		}
+	}
+	return cfg
+}
+
+// quicConfig returns the QUIC configuration for a listener or a dial.
+func (t *Transport) quicConfig() *quicgo.Config {
+	if t.quicConf != nil {
+		return t.quicConf.Clone()
+	}
+	c := &quicgo.Config{
+		MaxIncomingStreams:    maxStreams,
+		MaxIncomingUniStreams: -1,
+	}
+	switch ka := t.mux.KeepAlive; {
+	case ka == 0:
+		c.KeepAlivePeriod = mux.DefaultKeepAlive
+	case ka > 0:
+		c.KeepAlivePeriod = ka
+	}
+	return c
+}
+
+// Dial connects to the node listening at addr: one QUIC connection, over
+// which it opens the streams (see [WithStreams]) and shakes hands on each.
+// ctx bounds all of it. Every error wraps [runtime.ErrNotSent].
+func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error) {
+	if t.err != nil {
+		return nil, fmt.Errorf("%w: %w", runtime.ErrNotSent, t.err)
+	}
+	host, raddr, err := resolve(ctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: quic: dial %s: %w", runtime.ErrNotSent, addr, err)
+	}
+	network := "udp4"
+	if raddr.IP.To4() == nil {
+		network = "udp6"
+	}
+	udp, err := net.ListenUDP(network, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: quic: dial %s: %w", runtime.ErrNotSent, addr, err)
+	}
+	tr := &quicgo.Transport{Conn: udp}
+	release := func() {
+		tr.Close()
+		udp.Close()
+	}
+	qc, err := tr.Dial(ctx, raddr, t.clientTLSConfig(host), t.quicConfig())
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("%w: quic: dial %s: %w", runtime.ErrNotSent, addr, err)
+	}
+	t.checkBuffers(udp)
+	if p := qc.ConnectionState().TLS.NegotiatedProtocol; p != ALPN {
+		qc.CloseWithError(codeError, "wrong application protocol")
+		release()
+		return nil, fmt.Errorf("%w: quic: dial %s: the server negotiated application protocol %q, not %q", runtime.ErrNotSent, addr, p, ALPN)
+	}
+
+	// Open the streams and shake hands on all of them at once. Cancelling
+	// ctx closes the connection, which ends the handshakes.
+	stop := context.AfterFunc(ctx, func() { qc.CloseWithError(codeError, "dial cancelled") })
+	clients := make([]*mux.Client, t.streams)
+	errs := make([]error, t.streams)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Go(func() {
+			s, err := qc.OpenStreamSync(ctx)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			clients[i], errs[i] = mux.NewClient(stream{s, qc}, t.mux)
+		})
+	}
+	wg.Wait()
+	stop()
+	if err := firstError(errs); err != nil {
+		for _, cl := range clients {
+			if cl != nil {
+				cl.Close()
+			}
+		}
+		qc.CloseWithError(codeError, "")
+		release()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		} else if cause := context.Cause(qc.Context()); cause != nil && !errors.Is(err, cause) {
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
+		return nil, fmt.Errorf("%w: quic: %s: %w", runtime.ErrNotSent, addr, err)
+	}
+	return newConn(qc, tr, udp, clients), nil
+}
+
+// firstError returns the first non-nil error of errs.
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resolve splits addr and resolves its host, bounded by ctx. It returns the
+// host (for the TLS server name) and the UDP address.
+func resolve(ctx context.Context, addr string) (string, *net.UDPAddr, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", nil, err
+	}
+	p, err := net.DefaultResolver.LookupPort(ctx, "udp", port)
+	if err != nil {
+		return "", nil, err
+	}
+	if host == "" { // as net.Dial: the local system
+		return "", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: p}, nil
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return "", nil, err
+		}
+		if len(ips) == 0 {
+			return "", nil, fmt.Errorf("no address for %s", host)
+		}
+		ip = ips[0]
+	}
+	return host, net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip.Unmap(), uint16(p))), nil
+}

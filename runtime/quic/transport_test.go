@@ -1,0 +1,373 @@
+package quic
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	quicgo "github.com/quic-go/quic-go"
+
+	wizard "github.com/wizardmesh/wizard/runtime"
+)
+
+// guard bounds every wait in these tests: on a loaded machine things are
+// slow, but nothing should take this long.
+const guard = 15 * time.Second
+
+// leakCheck fails the test when, at cleanup, more goroutines run than at
+// the start; it polls for a while, since goroutines take a moment to end.
+// Register it first so that it runs after the other cleanups.
+func leakCheck(t *testing.T) {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(guard)
+		for runtime.NumGoroutine() > before {
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<20)
+				buf = buf[:runtime.Stack(buf, true)]
+				t.Errorf("goroutine leak: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf)
+				return
+			}
+			time.Sleep(5 * time.Millisecond) // a bounded polling guard, not synchronisation
+		}
+	})
+}
+
+// recv receives from ch, failing the test after the guard.
+func recv[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(guard):
+		t.Fatalf("timed out after %v", guard)
+		panic("unreachable")
+	}
+}
+
+// serverFunc adapts a function to wizard.Server.
+type serverFunc func(context.Context, *wizard.Message) *wizard.Message
+
+func (f serverFunc) ServeMessage(ctx context.Context, m *wizard.Message) *wizard.Message {
+	return f(ctx, m)
+}
+
+// echo answers with the call's payload.
+func echo(_ context.Context, m *wizard.Message) *wizard.Message {
+	return &wizard.Message{Codec: m.Codec, Payload: m.Payload}
+}
+
+// pair listens with s on 127.0.0.1 and dials the listener, both with a
+// transport made of opts and a self-signed certificate.
+func pair(t *testing.T, s wizard.Server, opts ...Option) (*Transport, *Listener, *Conn) {
+	t.Helper()
+	tr := New(append([]Option{WithInsecureSelfSigned()}, opts...)...)
+	l, err := tr.Listen("127.0.0.1:0", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), guard)
+	defer cancel()
+	c, err := tr.Dial(ctx, l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return tr, l.(*Listener), c.(*Conn)
+}
+
+func call(t *testing.T, c *Conn, pattern, payload string) (*wizard.Message, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), guard)
+	defer cancel()
+	return c.Call(ctx, &wizard.Message{Pattern: pattern, Codec: wizard.CodecJSON, Payload: []byte(payload)})
+}
+
+// TestCallsSpreadOverStreams: calls take the streams in turn, serial or
+// concurrent, so each stream carries exactly its share.
+func TestCallsSpreadOverStreams(t *testing.T) {
+	leakCheck(t)
+	const streams = 4
+	var mu sync.Mutex
+	perStream := map[quicgo.StreamID]int{}
+	srv := serverFunc(func(ctx context.Context, m *wizard.Message) *wizard.Message {
+		id, ok := ctx.Value(streamKey{}).(quicgo.StreamID)
+		if !ok {
+			return &wizard.Message{Code: wizard.CodeInternal, Error: "no stream id in ctx"}
+		}
+		mu.Lock()
+		perStream[id]++
+		mu.Unlock()
+		return echo(ctx, m)
+	})
+	_, _, c := pair(t, srv, WithStreams(streams))
+
+	const serial = 2 * streams
+	for range serial {
+		if _, err := call(t, c, "a:1", `{}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const goroutines, each = 32, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				want := []byte{'"', byte('a' + g%26), byte('a' + i%26), '"'}
+				got, err := c.Call(t.Context(), &wizard.Message{Pattern: "a:1", Codec: wizard.CodecJSON, Payload: want})
+				if err == nil && !bytes.Equal(got.Payload, want) {
+					err = errors.New("answer " + string(got.Payload) + " to " + string(want))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	share := (serial + goroutines*each) / streams
+	want := map[quicgo.StreamID]int{0: share, 4: share, 8: share, 12: share} // client-initiated bidirectional ids
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(want, perStream); diff != "" {
+		t.Errorf("calls per stream (-want +got):\n%s", diff)
+	}
+}
+
+// TestShutdown: Shutdown refuses new calls (ErrNotSent), lets the call in
+// flight finish, waits for the client to close the connection (not for
+// the linger timeout) and frees the port.
+func TestShutdown(t *testing.T) {
+	leakCheck(t)
+	defer func(d time.Duration) { lingerTimeout = d }(lingerTimeout)
+	lingerTimeout = time.Hour // only the client closing ends the wait
+	started, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	defer unblock() // a failing test must not leave the handler blocked
+	srv := serverFunc(func(ctx context.Context, m *wizard.Message) *wizard.Message {
+		if m.Pattern == "block:1" {
+			close(started)
+			<-release
+		}
+		return echo(ctx, m)
+	})
+	_, l, c := pair(t, srv)
+
+	type result struct {
+		m   *wizard.Message
+		err error
+	}
+	blocked := make(chan result, 1)
+	go func() {
+		m, err := call(t, c, "block:1", `"slow"`)
+		blocked <- result{m, err}
+	}()
+	recv(t, started)
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- l.Shutdown(context.Background()) }()
+
+	// New calls are refused once the goaway has come (calls before it are
+	// served).
+	deadline := time.Now().Add(guard)
+	for {
+		_, err := call(t, c, "a:1", `"fast"`)
+		if errors.Is(err, wizard.ErrNotSent) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("call during shutdown: %v", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("calls still accepted long after Shutdown")
+		}
+	}
+	select {
+	case err := <-shutdown:
+		t.Fatalf("Shutdown returned %v with a call in flight", err)
+	case r := <-blocked:
+		t.Fatalf("the call in flight ended early: %v, %v", r.m, r.err)
+	default:
+	}
+
+	unblock()
+	if r := recv(t, blocked); r.err != nil || string(r.m.Payload) != `"slow"` {
+		t.Fatalf("call in flight: %v, %v", r.m, r.err)
+	}
+	if err := recv(t, shutdown); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	recv(t, c.Done())
+	udp, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(mustAddrPort(t, l.Addr())))
+	if err != nil {
+		t.Fatalf("port not freed: %v", err)
+	}
+	udp.Close()
+}
+
+// TestShutdownTimeout: when Shutdown's ctx ends first, connections close
+// at once and the handlers' ctx ends.
+func TestShutdownTimeout(t *testing.T) {
+	leakCheck(t)
+	started, ended := make(chan struct{}), make(chan error, 1)
+	srv := serverFunc(func(ctx context.Context, m *wizard.Message) *wizard.Message {
+		close(started)
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return echo(ctx, m)
+	})
+	_, l, c := pair(t, srv)
+	failed := make(chan error, 1)
+	go func() {
+		_, err := call(t, c, "a:1", `{}`)
+		failed <- err
+	}()
+	recv(t, started)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := l.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Shutdown = %v, want context.Canceled", err)
+	}
+	if err := recv(t, ended); err == nil {
+		t.Fatal("handler ctx not done")
+	}
+	if err := recv(t, failed); err == nil {
+		t.Fatal("call succeeded after its connection was closed")
+	}
+	recv(t, c.Done())
+}
+
+// TestConnEnds: Done closes when the server closes at once, and when one
+// stream fails; later calls fail with ErrNotSent.
+func TestConnEnds(t *testing.T) {
+	t.Run("listener closed", func(t *testing.T) {
+		leakCheck(t)
+		_, l, c := pair(t, serverFunc(echo))
+		if _, err := call(t, c, "a:1", `{}`); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		recv(t, c.Done())
+		if _, err := call(t, c, "a:1", `{}`); !errors.Is(err, wizard.ErrNotSent) {
+			t.Fatalf("call after close: %v, want ErrNotSent", err)
+		}
+	})
+	t.Run("stream failed", func(t *testing.T) {
+		leakCheck(t)
+		_, _, c := pair(t, serverFunc(echo))
+		c.clients[1].Close()
+		recv(t, c.Done())
+		if _, err := call(t, c, "a:1", `{}`); !errors.Is(err, wizard.ErrNotSent) {
+			t.Fatalf("call after close: %v, want ErrNotSent", err)
+		}
+	})
+	t.Run("closed twice", func(t *testing.T) {
+		leakCheck(t)
+		_, l, c := pair(t, serverFunc(echo))
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Shutdown(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestCheckBuffers: a socket with small buffers is reported through the
+// logger, with the sysctl to run: a warning once, then debug records.
+func TestCheckBuffers(t *testing.T) {
+	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	if err := udp.SetReadBuffer(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := socketBuffers(udp); !ok {
+		t.Skip("socket buffer sizes not readable on this system")
+	}
+	var logs bytes.Buffer
+	tr := New(WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	tr.checkBuffers(udp)
+	tr.checkBuffers(udp)
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("got %d records, want 2:\n%s", len(lines), logs.String())
+	}
+	for i, want := range []string{"level=WARN", "level=DEBUG"} {
+		if !strings.Contains(lines[i], want) || !strings.Contains(lines[i], "net.core.rmem_max=7500000") {
+			t.Errorf("record %d = %s; want %s and the sysctl", i, lines[i], want)
+		}
+	}
+}
+
+// TestOptions: bad options and a missing certificate fail Listen and Dial
+// with a clear error.
+func TestOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []Option
+		want string // in Listen's error
+	}{
+		{"no certificate", nil, "WithServerTLS"},
+		{"empty server TLS", []Option{WithServerTLS(&tls.Config{})}, "no certificate"},
+		{"too many streams", []Option{WithInsecureSelfSigned(), WithStreams(maxStreams + 1)}, "WithStreams"},
+		{"negative streams", []Option{WithInsecureSelfSigned(), WithStreams(-1)}, "WithStreams"},
+		{"tiny frames", []Option{WithInsecureSelfSigned(), WithMaxFrameSize(3)}, "WithMaxFrameSize"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := New(tt.opts...).Listen("127.0.0.1:0", serverFunc(echo))
+			if err == nil {
+				l.Close()
+				t.Fatal("Listen succeeded")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Listen: %v; want it to mention %q", err, tt.want)
+			}
+		})
+	}
+	t.Run("dial with a bad option", func(t *testing.T) {
+		_, err := New(WithStreams(-1)).Dial(t.Context(), "127.0.0.1:1")
+		if !errors.Is(err, wizard.ErrNotSent) || !strings.Contains(err.Error(), "WithStreams") {
+			t.Errorf("Dial: %v", err)
+		}
+	})
+}
+
+func mustAddrPort(t *testing.T, addr string) netip.AddrPort {
+	t.Helper()
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ap
+}
