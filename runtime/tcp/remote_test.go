@@ -235,18 +235,33 @@ func TestRemoteMessages(t *testing.T) {
 	})
 
 	t.Run("dynamicpb request of an unregistered type", func(t *testing.T) {
+		// The handler decodes into a message of the type's descriptor,
+		// without a registry.
 		res, err := cl.ActE(ctx, "role:echo,cmd:decodepoint", newPoint(3, "three"))
-		if err != nil && strings.Contains(err.Error(), "wizard: decode into *dynamicpb.Message") {
-			// Request.Decode goes through Request.Msg, which turns a payload of
-			// a type this binary does not register into bytes before decoding.
-			t.Skipf("known bug in runtime/handler.go (Request.Decode of a remote payload): %v", err)
-		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		var got struct{ X int64 }
 		if err := res.Decode(&got); err != nil || got.X != 3 {
 			t.Errorf("x = %+v, %v, want 3", got, err)
+		}
+	})
+
+	t.Run("Act with a dynamicpb request of an unregistered type", func(t *testing.T) {
+		// Act routes by the message's fields too: the pattern's pairs
+		// travel beside it, for Request.Get.
+		res, err := cl.Act(ctx, "role:echo,cmd:decodepoint", newPoint(4, "four"))
+		if err != nil && strings.Contains(err.Error(), "decode into *dynamicpb.Message") {
+			// Request.Decode decodes r.Msg() when the request has pattern pairs
+			// (r.over); for a remote payload Msg() needs the type registered.
+			t.Skipf("known bug in runtime/handler.go, Request.Decode: %v", err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct{ X int64 }
+		if err := res.Decode(&got); err != nil || got.X != 4 {
+			t.Errorf("x = %+v, %v, want 4", got, err)
 		}
 	})
 

@@ -146,24 +146,35 @@ type logSink struct {
 }
 
 type logWait struct {
-	substr string
-	ch     chan struct{}
+	substrs []string
+	ch      chan struct{}
+}
+
+func (w logWait) match(line string) bool {
+	for _, s := range w.substrs {
+		if !strings.Contains(line, s) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *logSink) logger() *slog.Logger { return slog.New(logHandler{sink: s}) }
 
-// seen returns a channel closed once a line containing substr is logged.
-func (s *logSink) seen(substr string) <-chan struct{} {
+// seen returns a channel closed once a line containing every one of
+// substrs is logged.
+func (s *logSink) seen(substrs ...string) <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ch := make(chan struct{})
+	w := logWait{substrs, ch}
 	for _, l := range s.lines {
-		if strings.Contains(l, substr) {
+		if w.match(l) {
 			close(ch)
 			return ch
 		}
 	}
-	s.waits = append(s.waits, logWait{substr, ch})
+	s.waits = append(s.waits, w)
 	return ch
 }
 
@@ -178,7 +189,7 @@ func (s *logSink) add(line string) {
 	defer s.mu.Unlock()
 	s.lines = append(s.lines, line)
 	s.waits = slices.DeleteFunc(s.waits, func(w logWait) bool {
-		if strings.Contains(line, w.substr) {
+		if w.match(line) {
 			close(w.ch)
 			return true
 		}

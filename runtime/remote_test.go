@@ -1,0 +1,130 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// TestServeMessageKeepsNoFrame: the strings of a received call alias the
+// buffer of its whole frame, payload included; what the node caches from
+// them (parsed patterns) must be copies, or one large call per pattern
+// would stay in memory for as long as the cache.
+func TestServeMessageKeepsNoFrame(t *testing.T) {
+	n, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if err := n.Add("role:frame", func(ctx context.Context, r Request) (any, error) { return r.Get("role"), nil }); err != nil {
+		t.Fatal(err)
+	}
+	frame := []byte("role:frame" + "cmd:over" + strings.Repeat("p", 1<<20))
+	pattern := unsafe.String(&frame[0], len("role:frame"))
+	over := unsafe.String(&frame[len("role:frame")], len("cmd:over"))
+	reply := n.ServeMessage(t.Context(), &Message{
+		Pattern: pattern,
+		Codec:   CodecProto,
+		Meta:    []MetaPair{{metaType, "google.protobuf.Empty"}, {metaOver, over}},
+	})
+	if reply.Code != CodeOK {
+		t.Fatalf("reply: %v %s", reply.Code, reply.Error)
+	}
+	start, end := uintptr(unsafe.Pointer(&frame[0])), uintptr(unsafe.Pointer(&frame[len(frame)-1]))
+	inFrame := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return len(s) > 0 && p >= start && p <= end
+	}
+	cached := 0
+	n.targets.m.Range(func(k, v any) bool {
+		cached++
+		tg := v.(*target)
+		strs := []string{k.(string), tg.pattern.String()}
+		for _, pr := range tg.pattern.pairs() {
+			strs = append(strs, pr.Key, pr.Value)
+		}
+		for _, s := range strs {
+			if inFrame(s) {
+				t.Errorf("the target cache keeps %q, which points into the frame", s)
+			}
+		}
+		return true
+	})
+	if cached != 2 {
+		t.Errorf("%d cached targets, want the pattern and Act's", cached)
+	}
+}
+
+// retryTransport is a message-level transport whose connections serve the
+// catalog {role:r} and record the flags of other calls; the first of them
+// fails before it is sent.
+type retryTransport struct {
+	flags  chan MessageFlags
+	failed atomic.Bool
+}
+
+func (*retryTransport) Name() string { return "retry" }
+
+func (*retryTransport) Listen(string, Server) (Listener, error) {
+	return nil, fmt.Errorf("retryTransport does not listen")
+}
+
+func (t *retryTransport) Dial(ctx context.Context, addr string) (Conn, error) {
+	return &retryConn{t: t, done: make(chan struct{})}, nil
+}
+
+type retryConn struct {
+	t    *retryTransport
+	done chan struct{}
+	once sync.Once
+}
+
+func (c *retryConn) Call(ctx context.Context, m *Message) (*Message, error) {
+	if m.Pattern == CatalogPattern {
+		b, err := json.Marshal(Catalog{ID: "peer", Patterns: []string{"role:r"}})
+		return &Message{Codec: CodecJSON, Payload: b}, err
+	}
+	c.t.flags <- m.Flags
+	if c.t.failed.CompareAndSwap(false, true) {
+		return nil, fmt.Errorf("%w: the first attempt", ErrNotSent)
+	}
+	return &Message{}, nil
+}
+
+func (c *retryConn) Done() <-chan struct{} { return c.done }
+func (c *retryConn) Close() error          { c.once.Do(func() { close(c.done) }); return nil }
+
+// TestCallRemoteRetryFlag: a call that surely was not sent moves on to the
+// next peer, marked as a retry.
+func TestCallRemoteRetryFlag(t *testing.T) {
+	tr := &retryTransport{flags: make(chan MessageFlags, 4)}
+	n, err := New(WithTransport(tr), WithDiscovery(StaticPeers("a", "b")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for { // both peers' catalogs (no event says so)
+		if re := n.router.exactEntry(MustParsePattern("role:r")); re != nil {
+			if ps := re.value.peers.Load(); ps != nil && len(*ps) == 2 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the peers' catalogs never arrived")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := n.ActE(t.Context(), "role:r", nil, Idempotent()); err != nil {
+		t.Fatal(err)
+	}
+	if first, second := <-tr.flags, <-tr.flags; first != FlagIdempotent || second != FlagIdempotent|FlagRetry {
+		t.Errorf("flags %03b then %03b, want %03b then %03b", first, second, FlagIdempotent, FlagIdempotent|FlagRetry)
+	}
+}

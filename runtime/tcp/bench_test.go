@@ -1,0 +1,84 @@
+package tcp_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
+)
+
+// mathService is the server side of the benchmark.
+type mathService struct {
+	mathv1.UnimplementedMathServiceHandler
+}
+
+func (mathService) Sum(ctx context.Context, r *mathv1.SumRequest) (*mathv1.SumResponse, error) {
+	var s float64
+	for _, v := range r.GetValues() {
+		s += v
+	}
+	return &mathv1.SumResponse{Sum: s}, nil
+}
+
+// BenchmarkRemoteCall is a generated client's call over loopback TCP:
+// typed protobuf request and response, one connection, client and server
+// nodes in this process.
+func BenchmarkRemoteCall(b *testing.B) {
+	srv := newServer(b)
+	if err := mathv1.RegisterMathServiceHandler(srv, mathService{}); err != nil {
+		b.Fatal(err)
+	}
+	cl := newClient(b, mathv1.MathServiceSumPattern, srv.Addr())
+	math := mathv1.NewMathServiceClient(cl)
+	req := &mathv1.SumRequest{Values: []float64{1, 2}}
+	call := func(ctx context.Context) {
+		res, err := math.Sum(ctx, req)
+		if err != nil || res.GetSum() != 3 {
+			b.Fatal(res, err)
+		}
+	}
+
+	// The caller's ctx has no deadline: the default timeout applies.
+	b.Run("serial", func(b *testing.B) {
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			call(ctx)
+		}
+	})
+	// The caller's ctx has a deadline: it travels as is.
+	b.Run("serial_deadline", func(b *testing.B) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		b.ReportAllocs()
+		for b.Loop() {
+			call(ctx)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			ctx := context.Background()
+			for pb.Next() {
+				call(ctx)
+			}
+		})
+	})
+	// Act with a map: the dynamic path, JSON on the wire.
+	b.Run("act_map", func(b *testing.B) {
+		ctx := context.Background()
+		msg := map[string]any{"values": []float64{1, 2}}
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := cl.Act(ctx, "role:math,cmd:sum", msg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var out mathv1.SumResponse
+			if err := res.Decode(&out); err != nil || out.GetSum() != 3 {
+				b.Fatal(&out, err)
+			}
+		}
+	})
+}
