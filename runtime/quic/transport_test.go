@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -18,6 +19,9 @@ import (
 	quicgo "github.com/quic-go/quic-go"
 
 	wizard "github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/bridge"
+	"github.com/wizardmesh/wizard/runtime/internal/mux"
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
 // guard bounds every wait in these tests: on a loaded machine things are
@@ -171,6 +175,14 @@ func TestShutdown(t *testing.T) {
 		return echo(ctx, m)
 	})
 	_, l, c := pair(t, srv)
+	// One call per stream first: a stream whose server is still finishing
+	// its handshake when Shutdown comes is closed without a goaway (see
+	// TestConnEnds), which would fail a call sent on it.
+	for range len(c.clients) {
+		if _, err := call(t, c, "a:1", `"warm"`); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	type result struct {
 		m   *wizard.Message
@@ -279,6 +291,73 @@ func TestConnEnds(t *testing.T) {
 			t.Fatalf("call after close: %v, want ErrNotSent", err)
 		}
 	})
+	t.Run("a stream ended in order", func(t *testing.T) {
+		// A server may close a stream at a frame boundary without a
+		// goaway (it shut down while finishing the stream's handshake):
+		// the other streams carry on.
+		leakCheck(t)
+		tr := New(WithInsecureSelfSigned())
+		tlsConf, err := tr.serverTLSConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ql, err := quicgo.ListenAddr("127.0.0.1:0", tlsConf, tr.quicConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer ql.Close() // closes the server's connections too
+		h := bridge.Handler(serverFunc(echo))
+		wg.Go(func() {
+			qc, err := ql.Accept(t.Context())
+			if err != nil {
+				return
+			}
+			for {
+				s, err := qc.AcceptStream(t.Context())
+				if err != nil {
+					return
+				}
+				rw := io.ReadWriteCloser(stream{s, qc})
+				if s.StreamID() == 4 {
+					rw = &endAfter{ReadWriteCloser: rw, n: wire.HandshakeSize}
+				}
+				wg.Go(func() { mux.Serve(context.Background(), rw, h, mux.Options{}) })
+			}
+		})
+		ctx, cancel := context.WithTimeout(t.Context(), guard)
+		defer cancel()
+		conn, err := tr.Dial(ctx, ql.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := conn.(*Conn)
+		defer c.Close()
+		ended := make(chan *mux.Client, len(c.clients))
+		for _, cl := range c.clients {
+			go func() {
+				select {
+				case <-cl.Done():
+					ended <- cl
+				case <-c.Done():
+				}
+			}()
+		}
+		if err := recv(t, ended).Err(); !errors.Is(err, io.EOF) {
+			t.Fatalf("the stream ended with %v, want EOF", err)
+		}
+		for range 2 * len(c.clients) {
+			if _, err := call(t, c, "a:1", `{}`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		select {
+		case <-c.Done():
+			t.Fatal("the connection closed with one stream ended in order")
+		default:
+		}
+	})
 	t.Run("closed twice", func(t *testing.T) {
 		leakCheck(t)
 		_, l, c := pair(t, serverFunc(echo))
@@ -370,4 +449,19 @@ func mustAddrPort(t *testing.T, addr string) netip.AddrPort {
 		t.Fatal(err)
 	}
 	return ap
+}
+
+// endAfter ends its stream (io.EOF) once n bytes have been read.
+type endAfter struct {
+	io.ReadWriteCloser
+	n int
+}
+
+func (e *endAfter) Read(p []byte) (int, error) {
+	if e.n <= 0 {
+		return 0, io.EOF
+	}
+	n, err := e.ReadWriteCloser.Read(p[:min(len(p), e.n)])
+	e.n -= n
+	return n, err
 }
