@@ -5,11 +5,16 @@ go 1.26.0
 replace github.com/wizardmesh/wizard => ../
 
 require (
-	github.com/wizardmesh/wizard v0.0.0-00010101000000-000000000000 // indirect
+	github.com/wizardmesh/wizard v0.0.0-00010101000000-000000000000
+	google.golang.org/grpc v1.85.0
+)
+
+require (
+	github.com/quic-go/quic-go v0.65.0 // indirect
+	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
-	google.golang.org/grpc v1.85.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

@@ -7,6 +7,7 @@ import (
 
 	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/quic"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
 
@@ -16,6 +17,8 @@ import (
 const wizardPattern = "cmd:add,role:bench"
 
 func newTCP() (runtime.Transport, error) { return tcp.New(), nil }
+
+func newQUIC() (runtime.Transport, error) { return quic.New(quic.WithInsecureSelfSigned()), nil }
 
 // wizardContender is a wizard node on the transport that newTransport
 // returns: adding a transport to the comparison is one call to it.
