@@ -11,7 +11,8 @@ import (
 )
 
 // TestTwoProcesses builds mathserver and mathcaller, runs them as two OS
-// processes over TCP on 127.0.0.1, and checks the caller's answers.
+// processes on 127.0.0.1, over TCP and over QUIC, and checks the caller's
+// answers.
 func TestTwoProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs two binaries")
@@ -26,7 +27,13 @@ func TestTwoProcesses(t *testing.T) {
 		}
 	}
 
-	server := exec.CommandContext(ctx, filepath.Join(dir, "mathserver"), "-listen", "127.0.0.1:0")
+	for _, kind := range []string{"tcp", "quic"} {
+		t.Run(kind, func(t *testing.T) { twoProcesses(t, ctx, dir, kind) })
+	}
+}
+
+func twoProcesses(t *testing.T, ctx context.Context, dir, kind string) {
+	server := exec.CommandContext(ctx, filepath.Join(dir, "mathserver"), "-listen", "127.0.0.1:0", "-transport", kind)
 	stdout, err := server.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -42,10 +49,10 @@ func TestTwoProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading the server's address: %v", err)
 	}
-	fields := strings.Fields(line) // mathserver: serving N patterns on tcp ADDR
+	fields := strings.Fields(line) // mathserver: serving N patterns on KIND ADDR
 	addr := fields[len(fields)-1]
 
-	out, err := exec.CommandContext(ctx, filepath.Join(dir, "mathcaller"), "-peers", addr).CombinedOutput()
+	out, err := exec.CommandContext(ctx, filepath.Join(dir, "mathcaller"), "-peers", addr, "-transport", kind).CombinedOutput()
 	if err != nil {
 		t.Fatalf("mathcaller: %v\n%s", err, out)
 	}
