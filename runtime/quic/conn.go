@@ -78,7 +78,8 @@ func (c *Conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, 
 func usable(cl *mux.Client) bool { return !cl.GoAway() && cl.Err() == nil }
 
 // Done is closed when the QUIC connection is gone: the peer closed it or
-// went silent, a stream failed, or every stream finished after a goaway.
+// went silent, a stream failed, or every stream was ended by the server
+// (after a goaway, when it shuts down).
 func (c *Conn) Done() <-chan struct{} { return c.qc.Context().Done() }
 
 // Close closes the connection, and its UDP socket; calls in flight fail.

@@ -51,9 +51,11 @@ func WithQUICConfig(cfg *quicgo.Config) Option {
 }
 
 // WithStreams sets how many long-lived streams a dialed connection opens,
-// from 1 to 64 (default 4). Calls are spread over them in turn; each runs
-// its own multiplexer, so more streams mean more writers working in
-// parallel and less head-of-line blocking when a packet is lost.
+// from 1 to 64 (default 4); the server must allow as many incoming
+// streams (its default allows 64). Calls are spread over them in turn;
+// each runs its own multiplexer, so more streams mean more writers
+// working in parallel and less head-of-line blocking when a packet is
+// lost, fewer mean more calls coalesced into each packet.
 func WithStreams(n int) Option {
 	return optionFunc(func(t *Transport) { t.streams = n })
 }

@@ -236,7 +236,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 		} else if cause := context.Cause(qc.Context()); cause != nil && !errors.Is(err, cause) {
 			err = fmt.Errorf("%w (%w)", err, cause)
 		}
-		return nil, fmt.Errorf("%w: quic: %s: %w", runtime.ErrNotSent, addr, err)
+		return nil, fmt.Errorf("%w: quic: dial %s: %w", runtime.ErrNotSent, addr, err)
 	}
 	return newConn(qc, tr, udp, clients), nil
 }
