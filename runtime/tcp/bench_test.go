@@ -2,6 +2,7 @@ package tcp_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -56,15 +57,23 @@ func BenchmarkRemoteCall(b *testing.B) {
 			call(ctx)
 		}
 	})
-	b.Run("parallel", func(b *testing.B) {
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			ctx := context.Background()
-			for pb.Next() {
-				call(ctx)
-			}
+	// GOMAXPROCS callers, then 64 per P: their frames share writes.
+	for _, perP := range []int{1, 64} {
+		name := "parallel"
+		if perP > 1 {
+			name = fmt.Sprintf("parallel_%dperP", perP)
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetParallelism(perP)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				for pb.Next() {
+					call(ctx)
+				}
+			})
 		})
-	})
+	}
 	// Act with a map: the dynamic path, JSON on the wire.
 	b.Run("act_map", func(b *testing.B) {
 		ctx := context.Background()
