@@ -109,7 +109,7 @@ func (r Request) Pattern() Pattern {
 // Decode stores the message into dst, a pointer: to a protobuf message, a
 // struct (through JSON), a map, or any value the message is assignable to.
 func (r Request) Decode(dst any) error {
-	if r.over == nil {
+	if _, remote := r.msg.(raw); remote || r.over == nil {
 		return decode(r.msg, dst) // a remote payload decodes straight into dst
 	}
 	return decode(r.Msg(), dst)

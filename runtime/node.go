@@ -34,11 +34,13 @@ type Node struct {
 
 	targets targetCache
 
-	routeMu    sync.Mutex    // serialises route changes: local adds and removes, peer catalogs
-	changed    chan struct{} // closed and replaced on every routing change; guarded by routeMu
-	remote     *remote       // nil without a transport
-	remoteStop sync.Once
-	remoteErr  error
+	routeMu      sync.Mutex    // serialises route changes: local adds and removes, peer catalogs
+	changed      chan struct{} // closed and replaced on every routing change; guarded by routeMu
+	remote       *remote       // nil without a transport
+	listenerStop sync.Once
+	listenerErr  error
+	peersStop    sync.Once
+	peersErr     error
 }
 
 // New returns a node configured by opts. With no transport (the only mode
@@ -491,29 +493,33 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// Remote callers first: stop accepting, send goaway, let their calls
+	// finish. Then local calls drain, while the peers they may call are
+	// still connected. Then the peers go.
 	if n.remote != nil {
-		// Remote callers first: stop accepting, send goaway, let their calls
-		// finish; then the peers this node calls.
-		n.remoteStop.Do(func() { n.remoteErr = n.stopRemote(ctx) })
+		n.listenerStop.Do(func() { n.listenerErr = n.stopListener(ctx) })
 	}
 	n.closed.Store(true)
 	if n.inflight.Load() == 0 {
 		n.drainOnce.Do(func() { close(n.drained) })
 	}
+	var err error
 	select {
 	case <-n.drained: // drained wins over a done ctx
-		return n.remoteErr
 	default:
+		select {
+		case <-n.drained:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
 	}
-	if ctx == nil {
-		ctx = context.Background()
+	if n.remote != nil {
+		n.peersStop.Do(func() { n.peersErr = n.stopPeers() })
+		if err == nil {
+			err = errors.Join(n.listenerErr, n.peersErr)
+		}
 	}
-	select {
-	case <-n.drained:
-		return n.remoteErr
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return err
 }
 
 // target is a parsed pattern with its cached resolution.

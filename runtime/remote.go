@@ -125,16 +125,20 @@ func (n *Node) startRemote() error {
 	return nil
 }
 
-// stopRemote drains the listener, then stops discovery and peers: the
-// calls being drained may still call peers.
-func (n *Node) stopRemote(ctx context.Context) error {
-	r := n.remote
-	var errs []error
-	if r.listener != nil {
-		errs = append(errs, r.listener.Shutdown(ctx))
+// stopListener stops accepting remote calls: goaway, then drain.
+func (n *Node) stopListener(ctx context.Context) error {
+	if l := n.remote.listener; l != nil {
+		return l.Shutdown(ctx)
 	}
+	return nil
+}
+
+// stopPeers stops discovery and the connections to peers.
+func (n *Node) stopPeers() error {
+	r := n.remote
+	var err error
 	if r.discovery != nil {
-		errs = append(errs, r.discovery.Close())
+		err = r.discovery.Close()
 	}
 	r.mu.Lock()
 	peers := r.peers
@@ -146,7 +150,7 @@ func (n *Node) stopRemote(ctx context.Context) error {
 	for _, p := range peers {
 		<-p.done
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 // nodeHost adapts a Node to DiscoveryHost without exporting the methods on

@@ -65,7 +65,9 @@ type Message struct {
 	// Meta carries caller node id, trace context and auth, as key/value
 	// pairs.
 	Meta []MetaPair
-	// Payload is the encoded message or result.
+	// Payload is the encoded message or result. On a failed reply it
+	// carries the error's Details, each a length-prefixed
+	// google.protobuf.Any.
 	Payload []byte
 	// Code and Error are set on a reply that failed; Code is CodeOK on
 	// success.

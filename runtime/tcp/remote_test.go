@@ -251,11 +251,6 @@ func TestRemoteMessages(t *testing.T) {
 		// Act routes by the message's fields too: the pattern's pairs
 		// travel beside it, for Request.Get.
 		res, err := cl.Act(ctx, "role:echo,cmd:decodepoint", newPoint(4, "four"))
-		if err != nil && strings.Contains(err.Error(), "decode into *dynamicpb.Message") {
-			// Request.Decode decodes r.Msg() when the request has pattern pairs
-			// (r.over); for a remote payload Msg() needs the type registered.
-			t.Skipf("known bug in runtime/handler.go, Request.Decode: %v", err)
-		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/mux"
@@ -21,12 +22,7 @@ func Call(ctx context.Context, cl *mux.Client, m *runtime.Message) (*runtime.Mes
 		Pattern: m.Pattern,
 		Payload: m.Payload,
 	}
-	if len(m.Meta) > 0 {
-		f.Meta = make([]wire.Meta, len(m.Meta))
-		for i, p := range m.Meta {
-			f.Meta[i] = wire.Meta{Key: p.Key, Value: p.Value}
-		}
-	}
+	f.Meta = toWire(m.Meta)
 	resp, err := cl.Call(ctx, &f)
 	if err != nil {
 		if errors.Is(err, mux.ErrNotSent) {
@@ -52,12 +48,7 @@ func Call(ctx context.Context, cl *mux.Client, m *runtime.Message) (*runtime.Mes
 		return &runtime.Message{Code: runtime.Code(code), Error: msg, Payload: details}, nil
 	}
 	out := &runtime.Message{Codec: runtime.Codec(resp.Codec), Payload: resp.Payload}
-	if len(resp.Meta) > 0 {
-		out.Meta = make([]runtime.MetaPair, len(resp.Meta))
-		for i, p := range resp.Meta {
-			out.Meta[i] = runtime.MetaPair{Key: p.Key, Value: p.Value}
-		}
-	}
+	out.Meta = fromWire(resp.Meta)
 	return out, nil
 }
 
@@ -71,12 +62,7 @@ func Handler(s runtime.Server) mux.Handler {
 			Payload:  req.Payload,
 			Deadline: req.Deadline,
 		}
-		if len(req.Meta) > 0 {
-			m.Meta = make([]runtime.MetaPair, len(req.Meta))
-			for i, p := range req.Meta {
-				m.Meta[i] = runtime.MetaPair{Key: p.Key, Value: p.Value}
-			}
-		}
+		m.Meta = fromWire(req.Meta)
 		reply := s.ServeMessage(ctx, m)
 		if reply == nil {
 			return &wire.Frame{Type: wire.TypeResponse}
@@ -85,12 +71,26 @@ func Handler(s runtime.Server) mux.Handler {
 			return &wire.Frame{Type: wire.TypeError, Payload: append(wire.AppendError(nil, uint32(reply.Code), reply.Error), reply.Payload...)}
 		}
 		f := &wire.Frame{Type: wire.TypeResponse, Codec: wire.Codec(reply.Codec), Payload: reply.Payload}
-		if len(reply.Meta) > 0 {
-			f.Meta = make([]wire.Meta, len(reply.Meta))
-			for i, p := range reply.Meta {
-				f.Meta[i] = wire.Meta{Key: p.Key, Value: p.Value}
-			}
-		}
+		f.Meta = toWire(reply.Meta)
 		return f
 	}
+}
+
+// wire.Meta and runtime.MetaPair have identical fields (the conversion
+// below would not compile otherwise), so a slice of one is a slice of the
+// other: metadata crosses the bridge without a copy.
+var _ = wire.Meta(runtime.MetaPair{})
+
+func toWire(m []runtime.MetaPair) []wire.Meta {
+	if len(m) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*wire.Meta)(unsafe.Pointer(unsafe.SliceData(m))), len(m))
+}
+
+func fromWire(m []wire.Meta) []runtime.MetaPair {
+	if len(m) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*runtime.MetaPair)(unsafe.Pointer(unsafe.SliceData(m))), len(m))
 }
