@@ -92,7 +92,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		"(examples/gen/math/v1) for wizard and gRPC-go, the JSON {\"a\", \"b\"} -> {\"r\"} for HTTP, raw float64s for the floor; "+
 		"every answer is checked.\n")
 	if len(r.Hops) > 0 {
-		fmt.Fprintf(&b, "- Two hops: wizard, gRPC-go and the floor use one connection per hop; HTTP/1.1 uses a pool of keep-alive connections "+
+		fmt.Fprintf(&b, "- Two hops: every contender but HTTP/1.1 uses one connection per hop; HTTP/1.1 uses a pool of keep-alive connections "+
 			"on both hops (with one connection, 50 callers would queue behind each 10 ms answer).\n")
 	}
 	for _, c := range append(append([]Cell(nil), r.Cells...), r.Hops...) {
