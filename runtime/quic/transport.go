@@ -224,6 +224,10 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 	wg.Wait()
 	stop()
 	if err := firstError(errs); err != nil {
+		var cause error // why the connection ended, when it did
+		if qc.Context().Err() != nil {
+			cause = context.Cause(qc.Context())
+		}
 		for _, cl := range clients {
 			if cl != nil {
 				cl.Close()
@@ -231,10 +235,11 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 		}
 		qc.CloseWithError(codeError, "")
 		release()
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			err = ctx.Err()
-		} else if cause := context.Cause(qc.Context()); cause != nil && !errors.Is(err, cause) {
-			err = fmt.Errorf("%w (%w)", err, cause)
+		case cause != nil && !errors.Is(err, cause):
+			err = fmt.Errorf("%w (connection: %w)", err, cause)
 		}
 		return nil, fmt.Errorf("%w: quic: dial %s: %w", runtime.ErrNotSent, addr, err)
 	}
