@@ -33,8 +33,8 @@ func WithClientTLS(cfg *tls.Config) Option {
 }
 
 // WithInsecureSelfSigned is for development and tests: when no
-// [WithServerTLS] is given, Listen serves a self-signed certificate made
-// for the listener, and when no [WithClientTLS] is given, Dial accepts any
+// [WithServerTLS] is given, Listen serves a self-signed certificate (one
+// per transport, made when first needed), and when no [WithClientTLS] is given, Dial accepts any
 // server certificate. Traffic is still encrypted, but nodes do not
 // authenticate each other, so anyone on the path can impersonate a server.
 func WithInsecureSelfSigned() Option {
@@ -69,7 +69,8 @@ func WithMaxFrameSize(n int) Option {
 // before its connection is closed as dead (defaults 15s and 10s; a negative
 // interval turns pings off). Every stream pings; unless [WithQUICConfig] is
 // given, QUIC keep-alives are sent at the same interval so that idle
-// connections outlive QUIC's idle timeout.
+// connections outlive QUIC's idle timeout (30s). With pings off, an idle
+// connection ends after that timeout and the node dials again when needed.
 func WithKeepAlive(interval, timeout time.Duration) Option {
 	return optionFunc(func(t *Transport) { t.mux.KeepAlive, t.mux.KeepAliveTimeout = interval, timeout })
 }
