@@ -70,7 +70,7 @@ func WithMaxFrameSize(n int) Option {
 // interval turns pings off). Every stream pings; unless [WithQUICConfig] is
 // given, QUIC keep-alives are sent at the same interval so that idle
 // connections outlive QUIC's idle timeout (30s). With pings off, an idle
-// connection ends after that timeout and the node dials again when needed.
+// connection ends after that timeout and the node dials again.
 func WithKeepAlive(interval, timeout time.Duration) Option {
 	return optionFunc(func(t *Transport) { t.mux.KeepAlive, t.mux.KeepAliveTimeout = interval, timeout })
 }
