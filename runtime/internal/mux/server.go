@@ -44,6 +44,43 @@ type server struct {
 	idle     chan struct{} // closed when draining and nothing is in flight
 
 	handlers sync.WaitGroup
+
+	// work hands requests to idle workers. A worker goroutine serves
+	// requests one after another and waits a while for the next, so its
+	// stack, grown by the first request, serves the next ones too: a fresh
+	// goroutine per request spent most of the server's CPU growing stacks.
+	work chan *request
+}
+
+// workerIdle is how long an idle worker waits for another request.
+const workerIdle = time.Second
+
+// start serves r on an idle worker, or on a new one.
+func (s *server) start(r *request) {
+	select {
+	case s.work <- r:
+	default:
+		go s.worker(r)
+	}
+}
+
+// worker serves r, then the requests handed to it, until it has been idle
+// for workerIdle or the connection is done.
+func (s *server) worker(r *request) {
+	r.serve()
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		select {
+		case r = <-s.work:
+			r.serve()
+			idle.Reset(workerIdle)
+		case <-idle.C:
+			return
+		case <-s.c.done:
+			return
+		}
+	}
 }
 
 // Serve runs the server side of a connection over rw: it reads the
@@ -98,6 +135,7 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 		base:     context.WithoutCancel(ctx),
 		inflight: make(map[uint64]*request),
 		idle:     make(chan struct{}),
+		work:     make(chan *request),
 	}
 	c := s.c
 	c.start(func() { c.fail(c.readFrames(s.dispatch)) })
@@ -191,7 +229,7 @@ func (s *server) dispatch(f *wire.Frame) error {
 		s.maxID = max(s.maxID, f.ID)
 		s.handlers.Add(1)
 		c.mu.Unlock()
-		go r.serve()
+		s.start(r)
 	case wire.TypeCancel:
 		c.mu.Lock()
 		r := s.inflight[f.ID]
