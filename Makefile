@@ -1,7 +1,7 @@
 # wizard — common tasks. `make help` lists them.
 GO ?= go
 
-.PHONY: help demo test race fuzz bench bench-short lint ci
+.PHONY: help demo test race fuzz bench bench-short compare lint ci
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
@@ -19,6 +19,9 @@ bench: ## run the runtime benchmarks (the README's figures)
 
 bench-short: ## run every benchmark once at a tiny benchtime, so none rots
 	$(GO) test ./... -run '^$$' -bench . -benchtime 100x
+
+compare: ## the side-by-side comparison vs gRPC-go, HTTP/1.1 and a raw TCP floor (bench/, a few minutes)
+	$(MAKE) -C bench compare
 
 lint: ## gofmt and vet
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && exit 1)
