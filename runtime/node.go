@@ -145,33 +145,24 @@ func (n *Node) AddPattern(p Pattern, h Handler, opts ...HandlerOption) error {
 	}
 	n.routeMu.Lock()
 	defer n.routeMu.Unlock()
-	err := n.router.upsert(p, func(old *route, exists bool) (*route, error) {
-		if !exists {
-			r := &route{pattern: p}
-			r.local.Store(&handlerEntry{pattern: p, h: h})
-			return r, nil
+	entry := &handlerEntry{pattern: p, h: h}
+	if re := n.router.exactEntry(p); re != nil {
+		r := re.value
+		entry.prior = r.local.Load()
+		if entry.prior != nil && !c.override {
+			return Errorf(CodeAlreadyExists, "wizard: pattern %q is already added; use runtime.Override() to replace it", p.String())
 		}
-		prior := old.local.Load()
-		if prior != nil && !c.override {
-			return nil, Errorf(CodeAlreadyExists, "wizard: pattern %q is already added; use runtime.Override() to replace it", p.String())
-		}
-		// Replace in the route, not in the router: callers read the router's
-		// value after its lock is released.
-		old.local.Store(&handlerEntry{pattern: p, h: h, prior: prior})
-		return nil, errReplaced
-	})
-	if err == errReplaced {
-		err = nil
+		// Replace in the route, never in the router: callers use the route
+		// after the router's lock is released.
+		r.local.Store(entry)
+	} else {
+		r := &route{pattern: p}
+		r.local.Store(entry)   // complete before any caller can see it
+		_ = n.router.Add(p, r) // cannot fail: p is absent and routeMu is held
 	}
-	if err == nil {
-		n.routingChanged()
-	}
-	return err
+	n.routingChanged()
+	return nil
 }
-
-// errReplaced tells AddPattern that its upsert replaced the handler in place
-// (and so left the router unchanged).
-var errReplaced = errors.New("replaced")
 
 // Remove removes the handler for pattern (and its priors) and reports
 // whether there was one.

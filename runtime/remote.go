@@ -319,22 +319,19 @@ func (n *Node) setCatalog(p *peer, pats []Pattern) {
 
 // addPeerRoute adds p as a target of pattern pt. Callers hold routeMu.
 func (n *Node) addPeerRoute(pt Pattern, p *peer) {
-	_ = n.router.upsert(pt, func(old *route, exists bool) (*route, error) {
-		r := old
-		if !exists {
-			r = &route{pattern: pt}
-		}
+	if re := n.router.exactEntry(pt); re != nil {
+		r := re.value
 		var peers []*peer
 		if cur := r.peers.Load(); cur != nil {
 			peers = slices.Clone(*cur)
 		}
 		peers = append(peers, p)
 		r.peers.Store(&peers)
-		if exists {
-			return nil, errReplaced
-		}
-		return r, nil
-	})
+		return
+	}
+	r := &route{pattern: pt}
+	r.peers.Store(&[]*peer{p}) // complete before any caller can see it
+	_ = n.router.Add(pt, r)    // cannot fail: pt is absent and routeMu is held
 }
 
 // removePeerRoute removes p as a target of pattern pt, and the route when
@@ -347,10 +344,12 @@ func (n *Node) removePeerRoute(pt Pattern, p *peer) {
 	r := re.value
 	if cur := r.peers.Load(); cur != nil {
 		peers := slices.DeleteFunc(slices.Clone(*cur), func(q *peer) bool { return q == p })
-		r.peers.Store(&peers)
 		if len(peers) == 0 && r.local.Load() == nil {
+			// Out of the router first, so no caller finds an empty route
+			// where a wider pattern would answer.
 			n.router.Remove(pt)
 		}
+		r.peers.Store(&peers)
 	}
 }
 

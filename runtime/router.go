@@ -55,34 +55,15 @@ func NewRouter[V any]() *Router[V] {
 }
 
 // Add adds p with its value. Adding a pattern identical to one already in
-// the router is an error.
+// the router is an error. Values are never replaced in place: to change
+// what a pattern maps to, store something mutable (as Node does) or Remove
+// and Add.
 func (r *Router[V]) Add(p Pattern, v V) error {
-	return r.upsert(p, func(_ V, exists bool) (V, error) {
-		if exists {
-			return v, fmt.Errorf("wizard: pattern %q is already added", p.String())
-		}
-		return v, nil
-	})
-}
-
-// upsert adds p or replaces its value; f receives the old value, if any,
-// and returns the new one or an error that leaves the router unchanged.
-func (r *Router[V]) upsert(p Pattern, f func(old V, exists bool) (V, error)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := p.String()
-	if e, ok := r.all[key]; ok {
-		v, err := f(e.value, true)
-		if err != nil {
-			return err
-		}
-		e.value = v
-		return nil
-	}
-	var zero V
-	v, err := f(zero, false)
-	if err != nil {
-		return err
+	if _, ok := r.all[key]; ok {
+		return fmt.Errorf("wizard: pattern %q is already added", key)
 	}
 	r.seq++
 	e := &rentry[V]{pattern: p, value: v, seq: r.seq}
