@@ -25,7 +25,7 @@ func encodePayload(v any) (Codec, []byte, string, error) {
 	switch m := v.(type) {
 	case nil:
 		return CodecNone, nil, "", nil
-	case raw:
+	case *raw:
 		return m.codec, m.data, m.typ, nil
 	case proto.Message:
 		b, err := proto.Marshal(m)
@@ -48,7 +48,7 @@ func encodePayload(v any) (Codec, []byte, string, error) {
 // value decodes r without a target type: JSON into maps, slices and
 // float64s; protobuf into a message of its registered type, or the bytes
 // when the type is not linked into this binary.
-func (r raw) value() any {
+func (r *raw) value() any {
 	switch r.codec {
 	case CodecNone:
 		return nil
@@ -67,7 +67,7 @@ func (r raw) value() any {
 }
 
 // message decodes a protobuf payload into a new message of its type.
-func (r raw) message() (proto.Message, error) {
+func (r *raw) message() (proto.Message, error) {
 	mt, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(r.typ))
 	if err != nil {
 		return nil, Errorf(CodeInvalidArgument, "wizard: protobuf payload of unknown type %q", r.typ)
@@ -80,7 +80,7 @@ func (r raw) message() (proto.Message, error) {
 }
 
 // decodeRaw decodes r into dst.
-func decodeRaw(r raw, dst any) error {
+func decodeRaw(r *raw, dst any) error {
 	switch r.codec {
 	case CodecNone:
 		return nil
@@ -119,7 +119,7 @@ func decodeRaw(r raw, dst any) error {
 
 // jsonOf returns r as JSON, for callers that want a map of a protobuf
 // payload.
-func (r raw) jsonOf() ([]byte, error) {
+func (r *raw) jsonOf() ([]byte, error) {
 	if r.codec == CodecJSON {
 		return r.data, nil
 	}

@@ -56,7 +56,7 @@ func (r Request) Msg() any {
 			return merged(m, r.over)
 		}
 	}
-	if rw, ok := r.msg.(raw); ok {
+	if rw, ok := r.msg.(*raw); ok {
 		return rw.value()
 	}
 	return r.msg
@@ -73,7 +73,7 @@ func (r Request) Get(key string) any {
 		}
 	}
 	msg := r.msg
-	if rw, ok := msg.(raw); ok {
+	if rw, ok := msg.(*raw); ok {
 		msg = rw.value()
 	}
 	switch m := msg.(type) {
@@ -109,7 +109,7 @@ func (r Request) Pattern() Pattern {
 // Decode stores the message into dst, a pointer: to a protobuf message, a
 // struct (through JSON), a map, or any value the message is assignable to.
 func (r Request) Decode(dst any) error {
-	if _, remote := r.msg.(raw); remote || r.over == nil {
+	if _, remote := r.msg.(*raw); remote || r.over == nil {
 		return decode(r.msg, dst) // a remote payload decodes straight into dst
 	}
 	return decode(r.Msg(), dst)

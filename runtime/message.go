@@ -200,7 +200,7 @@ func decode(src, dst any) error {
 	if dst == nil {
 		return Errorf(CodeInvalidArgument, "wizard: decode into nil")
 	}
-	if r, ok := src.(raw); ok {
+	if r, ok := src.(*raw); ok {
 		if p, ok := dst.(*any); ok {
 			*p = r.value()
 			return nil
@@ -268,7 +268,7 @@ func decodeProto(src any, dst proto.Message) error {
 // toJSON encodes src as JSON; JSON bytes pass through.
 func toJSON(src any) ([]byte, error) {
 	switch s := src.(type) {
-	case raw:
+	case *raw:
 		return s.jsonOf()
 	case []byte:
 		return s, nil

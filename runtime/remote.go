@@ -353,6 +353,14 @@ func (n *Node) removePeerRoute(pt Pattern, p *peer) {
 	}
 }
 
+// outMessage is a Message with room for the metadata the node itself
+// sends (caller, payload type, pattern pairs), so that both take one
+// allocation.
+type outMessage struct {
+	Message
+	meta [3]MetaPair
+}
+
 const (
 	metaCaller = "c" // the calling node's id
 	metaType   = "t" // the protobuf full name of a CodecProto payload
@@ -385,8 +393,10 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 	if err != nil {
 		return Result{}, err
 	}
-	m := &Message{Pattern: r.pattern.String(), Codec: codec, Payload: payload}
-	m.Meta = append(make([]MetaPair, 0, 3), MetaPair{metaCaller, n.id})
+	om := new(outMessage) // the message and room for its metadata, in one allocation
+	m := &om.Message
+	*m = Message{Pattern: r.pattern.String(), Codec: codec, Payload: payload}
+	m.Meta = append(om.meta[:0], MetaPair{metaCaller, n.id})
 	if typ != "" {
 		m.Meta = append(m.Meta, MetaPair{metaType, typ})
 	}
@@ -453,7 +463,10 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 		if reply.Codec == CodecNone && len(reply.Payload) == 0 {
 			return Result{}, nil // nil, as in-process
 		}
-		return Result{v: raw{codec: reply.Codec, data: reply.Payload, typ: metaValue(reply.Meta, metaType)}}, nil
+		// The payload decodes lazily, into the type the caller asks for; the
+		// raw view lives in the reply, so boxing it allocates nothing.
+		reply.in = raw{codec: reply.Codec, data: reply.Payload, typ: metaValue(reply.Meta, metaType)}
+		return Result{v: &reply.in}, nil
 	}
 	return Result{}, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("wizard: no peer serving %q could be reached: %v", r.pattern.String(), lastErr), cause: lastErr}
 }
@@ -491,7 +504,8 @@ func (n *Node) ServeMessage(ctx context.Context, m *Message) *Message {
 			return errorReply(err)
 		}
 	}
-	msg := raw{codec: m.Codec, data: m.Payload, typ: metaValue(m.Meta, metaType)}
+	m.in = raw{codec: m.Codec, data: m.Payload, typ: metaValue(m.Meta, metaType)}
+	msg := &m.in // lives in m: boxing it allocates nothing
 	cfg := callConfig{noReply: m.Flags&FlagNoReply != 0}
 	if cfg.noReply {
 		// A no-reply handler outlives ctx: give it the caller's budget.
@@ -511,9 +525,11 @@ func (n *Node) ServeMessage(ctx context.Context, m *Message) *Message {
 	if err != nil {
 		return errorReply(err)
 	}
-	reply := &Message{Codec: codec, Payload: payload}
+	om := new(outMessage)
+	reply := &om.Message
+	*reply = Message{Codec: codec, Payload: payload}
 	if typ != "" {
-		reply.Meta = []MetaPair{{metaType, typ}}
+		reply.Meta = append(om.meta[:0], MetaPair{metaType, typ})
 	}
 	return reply
 }

@@ -16,7 +16,7 @@ type Result struct {
 // A result from another node is decoded on demand: JSON into maps, slices
 // and float64s, protobuf into a message of its registered type.
 func (r Result) Value() any {
-	if rw, ok := r.v.(raw); ok {
+	if rw, ok := r.v.(*raw); ok {
 		return rw.value()
 	}
 	return r.v

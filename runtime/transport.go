@@ -73,6 +73,9 @@ type Message struct {
 	// success.
 	Code  Code
 	Error string
+	// in is the node's lazily decoded view of Payload.
+	in raw
+
 	// Deadline is, on the serving side, the caller's remaining budget as
 	// received (zero means none); transports set it and the server ctx
 	// already honours it.
