@@ -55,25 +55,37 @@ func Call(ctx context.Context, cl *mux.Client, m *runtime.Message) (*runtime.Mes
 // Handler adapts a runtime.Server to a mux handler.
 func Handler(s runtime.Server) mux.Handler {
 	return func(ctx context.Context, req *wire.Frame) *wire.Frame {
-		m := &runtime.Message{
+		// The message handed to the node and the frame answered take one
+		// allocation; mux encodes the frame before the handler's goroutine
+		// moves on and keeps neither.
+		x := new(exchange)
+		m := &x.m
+		*m = runtime.Message{
 			Pattern:  req.Pattern,
 			Flags:    runtime.MessageFlags(req.Flags),
 			Codec:    runtime.Codec(req.Codec),
 			Payload:  req.Payload,
 			Deadline: req.Deadline,
+			Meta:     fromWire(req.Meta),
 		}
-		m.Meta = fromWire(req.Meta)
 		reply := s.ServeMessage(ctx, m)
-		if reply == nil {
-			return &wire.Frame{Type: wire.TypeResponse}
+		f := &x.f
+		switch {
+		case reply == nil:
+			*f = wire.Frame{Type: wire.TypeResponse}
+		case reply.Code != runtime.CodeOK:
+			*f = wire.Frame{Type: wire.TypeError, Payload: append(wire.AppendError(nil, uint32(reply.Code), reply.Error), reply.Payload...)}
+		default:
+			*f = wire.Frame{Type: wire.TypeResponse, Codec: wire.Codec(reply.Codec), Payload: reply.Payload, Meta: toWire(reply.Meta)}
 		}
-		if reply.Code != runtime.CodeOK {
-			return &wire.Frame{Type: wire.TypeError, Payload: append(wire.AppendError(nil, uint32(reply.Code), reply.Error), reply.Payload...)}
-		}
-		f := &wire.Frame{Type: wire.TypeResponse, Codec: wire.Codec(reply.Codec), Payload: reply.Payload}
-		f.Meta = toWire(reply.Meta)
 		return f
 	}
+}
+
+// exchange is one served call's message and answer frame.
+type exchange struct {
+	m runtime.Message
+	f wire.Frame
 }
 
 // wire.Meta and runtime.MetaPair have identical fields (the conversion
