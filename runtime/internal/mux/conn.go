@@ -380,17 +380,31 @@ func (c *conn) readFrames(dispatch func(*wire.Frame) error) error {
 // handshake runs fn, the handshake, bounded by the handshake timeout and
 // by ctx: either closes the stream, which ends fn.
 func handshake(ctx context.Context, rw io.ReadWriteCloser, timeout time.Duration, fn func() error) error {
-	var timedOut atomic.Bool
-	t := time.AfterFunc(timeout, func() {
-		timedOut.Store(true)
-		rw.Close()
-	})
-	stop := context.AfterFunc(ctx, func() { rw.Close() })
+	// state decides, once, who ends the handshake: fn finishing (done) or
+	// the timer or ctx closing the stream (timedOut, cancelled). A cancel
+	// that comes after fn has finished closes nothing: the caller goes on
+	// and, for a server, shuts down gracefully with a goaway instead of
+	// dropping a stream its client may already be writing requests on.
+	const (
+		running int32 = iota
+		done
+		timedOut
+		cancelled
+	)
+	var state atomic.Int32
+	end := func(why int32) {
+		if state.CompareAndSwap(running, why) {
+			rw.Close()
+		}
+	}
+	t := time.AfterFunc(timeout, func() { end(timedOut) })
+	stop := context.AfterFunc(ctx, func() { end(cancelled) })
 	err := fn()
-	fired := !t.Stop()
-	cancelled := !stop()
-	switch {
-	case fired && timedOut.Load():
+	state.CompareAndSwap(running, done)
+	t.Stop()
+	stop()
+	switch state.Load() {
+	case timedOut:
 		return errHandshakeTimeout
 	case cancelled:
 		return ctx.Err()
