@@ -24,6 +24,12 @@
 // and [Result.Decode] converts it into a typed value (a protobuf message, a
 // struct, a map).
 //
+// The same calls reach handlers on other nodes: give the node a [Transport]
+// (runtime/tcp, runtime/quic) with [WithTransport], serve with [WithListen],
+// and find peers with [WithDiscovery] ([StaticPeers], or gossip). The best
+// match over local and remote patterns wins; a local handler is preferred
+// for the same pattern.
+//
 // Messages are protobuf messages (what generated stubs use), maps
 // (map[string]any or map[string]string), JSON object bytes, or nil.
 //

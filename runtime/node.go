@@ -43,8 +43,9 @@ type Node struct {
 	peersErr     error
 }
 
-// New returns a node configured by opts. With no transport (the only mode
-// today) a node dispatches in-process.
+// New returns a node configured by opts. Without [WithTransport] a node
+// dispatches in-process only; with one it also serves its handlers
+// ([WithListen]) and calls the nodes [WithDiscovery] finds.
 func New(opts ...Option) (*Node, error) {
 	var c nodeConfig
 	for _, o := range opts {
