@@ -1,14 +1,12 @@
 package runtime_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
-	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +19,8 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/leak"
+	"github.com/wizardmesh/wizard/runtime/internal/testlog"
 )
 
 // guard bounds every wait in these tests. It only turns a hang into a
@@ -76,50 +76,6 @@ func wait[T any](t *testing.T, ch <-chan T, what string) T {
 		t.Fatalf("timed out waiting for %s", what)
 		panic("unreachable")
 	}
-}
-
-// checkGoroutines returns a function that fails the test if more
-// goroutines are running than when checkGoroutines was called. Goroutines
-// that have finished their work may take a moment to exit, so it polls,
-// bounded by the guard.
-func checkGoroutines(t *testing.T) func() {
-	t.Helper()
-	before := goruntime.NumGoroutine()
-	return func() {
-		t.Helper()
-		deadline := time.Now().Add(guard)
-		for {
-			now := goruntime.NumGoroutine()
-			if now <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:goruntime.Stack(buf, true)]
-				t.Errorf("goroutine leak: %d before, %d after\n%s", before, now, buf)
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-}
-
-// logBuffer is a concurrency-safe log sink.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func TestNew_Options(t *testing.T) {
@@ -665,7 +621,7 @@ func TestNoReply(t *testing.T) {
 	})
 
 	t.Run("a failing handler is logged", func(t *testing.T) {
-		var logs logBuffer
+		var logs testlog.Buffer
 		n, err := runtime.New(runtime.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		if err != nil {
 			t.Fatal(err)
@@ -1050,7 +1006,7 @@ func TestMaxInFlight(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
-	checkLeaks := checkGoroutines(t)
+	checkLeaks := leak.Mark(t)
 	n, err := runtime.New()
 	if err != nil {
 		t.Fatal(err)
@@ -1143,7 +1099,7 @@ func TestClose(t *testing.T) {
 }
 
 func TestClose_WaitsForNoReply(t *testing.T) {
-	checkLeaks := checkGoroutines(t)
+	checkLeaks := leak.Mark(t)
 	n, err := runtime.New()
 	if err != nil {
 		t.Fatal(err)
@@ -1360,7 +1316,7 @@ func TestBadInput(t *testing.T) {
 	})
 
 	t.Run("handler panic", func(t *testing.T) {
-		var logs logBuffer
+		var logs testlog.Buffer
 		n := newTestNode(t, runtime.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		mustAdd(t, n, "panic:1", func(ctx context.Context, r runtime.Request) (any, error) {
 			if r.Get("ok") == true {

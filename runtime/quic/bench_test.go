@@ -8,13 +8,14 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testpki"
 )
 
 // BenchmarkRemoteCall is a typed call (wrapperspb in and out) through a
 // generic client over loopback QUIC: one connection with the default
 // streams, client and server nodes in this process.
 func BenchmarkRemoteCall(b *testing.B) {
-	tr := transport(newPKI(b))
+	tr := transport(testpki.New(b))
 	srv := newServer(b, tr, "")
 	mustAdd(b, srv, "role:math,cmd:neg", neg)
 	cl := newClient(b, tr, "role:math,cmd:neg", srv.Addr())

@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	goruntime "runtime"
-	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +14,9 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/leak"
+	"github.com/wizardmesh/wizard/runtime/internal/testpki"
+	"github.com/wizardmesh/wizard/runtime/internal/testwait"
 	"github.com/wizardmesh/wizard/runtime/quic"
 )
 
@@ -25,8 +26,8 @@ const guard = 15 * time.Second
 
 // transport returns a QUIC transport that serves p's server certificate
 // and trusts p's CA.
-func transport(p *pki, opts ...quic.Option) *quic.Transport {
-	return quic.New(append([]quic.Option{quic.WithServerTLS(p.serverTLS(false)), quic.WithClientTLS(p.clientTLS(false))}, opts...)...)
+func transport(p *testpki.CA, opts ...quic.Option) *quic.Transport {
+	return quic.New(append([]quic.Option{quic.WithServerTLS(p.ServerConfig()), quic.WithClientTLS(p.ClientConfig())}, opts...)...)
 }
 
 // newServer starts a node listening on addr (127.0.0.1:0 when empty).
@@ -69,25 +70,13 @@ func mustAdd(t testing.TB, n *runtime.Node, pattern string, h runtime.Handler) {
 	}
 }
 
-// recv receives from ch, failing the test after the guard.
-func recv[T any](t testing.TB, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(guard):
-		t.Fatalf("timed out waiting on a %T channel", *new(T))
-		panic("unreachable")
-	}
-}
-
 // neg is a typed handler: it negates an Int64Value.
 var neg = runtime.NewUnaryHandler(func(ctx context.Context, r *wrapperspb.Int64Value) (*wrapperspb.Int64Value, error) {
 	return wrapperspb.Int64(-r.GetValue()), nil
 })
 
 func TestRemoteRoundTrip(t *testing.T) {
-	tr := transport(newPKI(t))
+	tr := transport(testpki.New(t))
 	srv := newServer(t, tr, "")
 	mustAdd(t, srv, "role:math,cmd:sum", func(ctx context.Context, r runtime.Request) (any, error) {
 		return map[string]any{"r": r.Get("a").(float64) + r.Get("b").(float64)}, nil
@@ -131,7 +120,7 @@ func TestRemoteRoundTrip(t *testing.T) {
 // TestRemoteDeadlineAndCancel: the caller's remaining budget travels and
 // ends the remote handler's ctx; a cancel reaches the remote handler.
 func TestRemoteDeadlineAndCancel(t *testing.T) {
-	tr := transport(newPKI(t))
+	tr := transport(testpki.New(t))
 	srv := newServer(t, tr, "")
 	type report struct {
 		deadline time.Time
@@ -162,7 +151,7 @@ func TestRemoteDeadlineAndCancel(t *testing.T) {
 		}
 		// The budget travels, not the instant: the remote deadline is
 		// the caller's, moved by the transit time at most.
-		r := recv(t, reports)
+		r := testwait.Recv(t, reports)
 		if d := r.deadline.Sub(callerDL); !r.ok || d < -time.Millisecond || d > 5*time.Second {
 			t.Errorf("remote deadline %v (set %v), caller's %v (diff %v)", r.deadline, r.ok, callerDL, d)
 		}
@@ -174,8 +163,8 @@ func TestRemoteDeadlineAndCancel(t *testing.T) {
 		if runtime.CodeOf(err) != runtime.CodeDeadlineExceeded {
 			t.Errorf("call: %v (code %v), want DeadlineExceeded", err, runtime.CodeOf(err))
 		}
-		recv(t, started)
-		if err := recv(t, ended); err == nil {
+		testwait.Recv(t, started)
+		if err := testwait.Recv(t, ended); err == nil {
 			t.Error("remote ctx ended without an error")
 		}
 	})
@@ -186,19 +175,19 @@ func TestRemoteDeadlineAndCancel(t *testing.T) {
 			_, err := cl.ActE(ctx, "role:dl,cmd:block", nil)
 			errc <- err
 		}()
-		recv(t, started)
+		testwait.Recv(t, started)
 		cancel()
-		if err := recv(t, ended); !errors.Is(err, context.Canceled) {
+		if err := testwait.Recv(t, ended); !errors.Is(err, context.Canceled) {
 			t.Errorf("remote ctx: %v, want context.Canceled", err)
 		}
-		if err := recv(t, errc); runtime.CodeOf(err) != runtime.CodeCanceled {
+		if err := testwait.Recv(t, errc); runtime.CodeOf(err) != runtime.CodeCanceled {
 			t.Errorf("call: %v (code %v), want Canceled", err, runtime.CodeOf(err))
 		}
 	})
 }
 
 func TestRemoteNoReply(t *testing.T) {
-	tr := transport(newPKI(t))
+	tr := transport(testpki.New(t))
 	srv := newServer(t, tr, "")
 	got := make(chan string, 1)
 	mustAdd(t, srv, "role:log,cmd:put", func(ctx context.Context, r runtime.Request) (any, error) {
@@ -210,7 +199,7 @@ func TestRemoteNoReply(t *testing.T) {
 	if err != nil || res.Value() != nil {
 		t.Fatalf("NoReply call = %v, %v; want an empty result", res.Value(), err)
 	}
-	if msg := recv(t, got); msg != "hello" {
+	if msg := testwait.Recv(t, got); msg != "hello" {
 		t.Errorf("handler got %q", msg)
 	}
 }
@@ -218,7 +207,7 @@ func TestRemoteNoReply(t *testing.T) {
 // TestRemoteConcurrentCalls runs many concurrent calls of both codecs over
 // one connection (its streams), for the race detector.
 func TestRemoteConcurrentCalls(t *testing.T) {
-	tr := transport(newPKI(t), quic.WithStreams(3))
+	tr := transport(testpki.New(t), quic.WithStreams(3))
 	srv := newServer(t, tr, "")
 	mustAdd(t, srv, "role:math,cmd:neg", neg)
 	mustAdd(t, srv, "role:math,cmd:sum", func(ctx context.Context, r runtime.Request) (any, error) {
@@ -265,13 +254,13 @@ func TestRemoteConcurrentCalls(t *testing.T) {
 // client that has one and refuses one that has none; a client refuses a
 // server its CA did not sign.
 func TestMutualTLS(t *testing.T) {
-	p := newPKI(t)
-	srvT := quic.New(quic.WithServerTLS(p.serverTLS(true)))
+	p := testpki.New(t)
+	srvT := quic.New(quic.WithServerTLS(p.MutualServerConfig()))
 	srv := newServer(t, srvT, "")
 	mustAdd(t, srv, "role:math,cmd:neg", neg)
 
 	t.Run("client with a certificate", func(t *testing.T) {
-		cl := newClient(t, quic.New(quic.WithClientTLS(p.clientTLS(true))), "role:math,cmd:neg", srv.Addr())
+		cl := newClient(t, quic.New(quic.WithClientTLS(p.ClientCertConfig())), "role:math,cmd:neg", srv.Addr())
 		c := runtime.NewClient[wrapperspb.Int64Value, wrapperspb.Int64Value](cl, "role:math,cmd:neg")
 		if r, err := c.Call(t.Context(), wrapperspb.Int64(2)); err != nil || r.GetValue() != -2 {
 			t.Fatalf("neg = %v, %v", r, err)
@@ -291,24 +280,24 @@ func TestMutualTLS(t *testing.T) {
 		}
 	}
 	t.Run("client without a certificate", func(t *testing.T) {
-		refused(t, quic.New(quic.WithClientTLS(p.clientTLS(false))), "certificate required")
+		refused(t, quic.New(quic.WithClientTLS(p.ClientConfig())), "certificate required")
 	})
 	t.Run("server from another CA", func(t *testing.T) {
-		other := newPKI(t)
-		refused(t, quic.New(quic.WithClientTLS(other.clientTLS(true))), "certificate signed by unknown authority")
+		other := testpki.New(t)
+		refused(t, quic.New(quic.WithClientTLS(other.ClientCertConfig())), "certificate signed by unknown authority")
 	})
 }
 
 // TestALPN: a client offering another application protocol is refused,
 // and so is a server that speaks another one.
 func TestALPN(t *testing.T) {
-	p := newPKI(t)
+	p := testpki.New(t)
 	srv := newServer(t, transport(p), "")
 
 	t.Run("client offers h3", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), guard)
 		defer cancel()
-		cfg := p.clientTLS(false)
+		cfg := p.ClientConfig()
 		cfg.NextProtos = []string{"h3"}
 		qc, err := quicgo.DialAddr(ctx, srv.Addr(), cfg, nil)
 		if err == nil {
@@ -320,7 +309,7 @@ func TestALPN(t *testing.T) {
 		}
 	})
 	t.Run("server speaks h3", func(t *testing.T) {
-		cfg := p.serverTLS(false)
+		cfg := p.ServerConfig()
 		cfg.NextProtos = []string{"h3"}
 		ql, err := quicgo.ListenAddr("127.0.0.1:0", cfg, nil)
 		if err != nil {
@@ -354,7 +343,7 @@ func TestInsecureSelfSigned(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), guard)
 	defer cancel()
-	conn, err := quic.New(quic.WithClientTLS(&tls.Config{RootCAs: newPKI(t).pool})).Dial(ctx, srv.Addr())
+	conn, err := quic.New(quic.WithClientTLS(&tls.Config{RootCAs: testpki.New(t).Pool})).Dial(ctx, srv.Addr())
 	if err == nil {
 		conn.Close()
 		t.Fatal("a verifying client accepted a self-signed server")
@@ -367,7 +356,7 @@ func TestInsecureSelfSigned(t *testing.T) {
 // TestRemoteReconnect stops a server and starts a new one on the same UDP
 // port: the client reconnects by itself and later calls succeed.
 func TestRemoteReconnect(t *testing.T) {
-	tr := transport(newPKI(t))
+	tr := transport(testpki.New(t))
 	start := func(addr, gen string) *runtime.Node {
 		t.Helper()
 		n := newServer(t, tr, addr)
@@ -406,7 +395,7 @@ func TestRemoteReconnect(t *testing.T) {
 // TestRemoteGracefulShutdown shuts a server down while a call runs on it:
 // Shutdown waits for that call, which succeeds.
 func TestRemoteGracefulShutdown(t *testing.T) {
-	tr := transport(newPKI(t))
+	tr := transport(testpki.New(t))
 	srv := newServer(t, tr, "")
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	var once sync.Once
@@ -428,7 +417,7 @@ func TestRemoteGracefulShutdown(t *testing.T) {
 		r, err := cl.ActE(t.Context(), "role:slow,cmd:run", nil)
 		res <- result{r.Value(), err}
 	}()
-	recv(t, started)
+	testwait.Recv(t, started)
 	shut := make(chan error, 1)
 	go func() { shut <- srv.Shutdown(context.Background()) }()
 	select {
@@ -439,10 +428,10 @@ func TestRemoteGracefulShutdown(t *testing.T) {
 	default:
 	}
 	open()
-	if r := recv(t, res); r.v != "done" || r.err != nil {
+	if r := testwait.Recv(t, res); r.v != "done" || r.err != nil {
 		t.Errorf("call in flight: %v, %v", r.v, r.err)
 	}
-	if err := recv(t, shut); err != nil {
+	if err := testwait.Recv(t, shut); err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
 }
@@ -450,9 +439,9 @@ func TestRemoteGracefulShutdown(t *testing.T) {
 // TestNoGoroutineLeaks runs calls of every kind, closes the nodes and
 // checks that their goroutines are gone.
 func TestNoGoroutineLeaks(t *testing.T) {
-	before := goruntime.NumGoroutine()
+	checkLeaks := leak.Mark(t)
 	func() {
-		tr := transport(newPKI(t))
+		tr := transport(testpki.New(t))
 		srv, err := runtime.New(runtime.WithTransport(tr), runtime.WithListen("127.0.0.1:0"))
 		if err != nil {
 			t.Fatal(err)
@@ -488,15 +477,7 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		}
 		// A call in flight when the nodes close.
 		go cl.ActE(ctx, "role:leak,cmd:block", nil)
-		recv(t, blocked)
+		testwait.Recv(t, blocked)
 	}()
-	deadline := time.Now().Add(guard)
-	for goruntime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			var b strings.Builder
-			pprof.Lookup("goroutine").WriteTo(&b, 1)
-			t.Fatalf("%d goroutines before, %d after closing the nodes:\n%s", before, goruntime.NumGoroutine(), b.String())
-		}
-		time.Sleep(5 * time.Millisecond) // a bounded polling guard, not synchronisation
-	}
+	checkLeaks()
 }

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -20,45 +19,15 @@ import (
 
 	wizard "github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
+	"github.com/wizardmesh/wizard/runtime/internal/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/mux"
+	"github.com/wizardmesh/wizard/runtime/internal/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
 // guard bounds every wait in these tests: on a loaded machine things are
 // slow, but nothing should take this long.
 const guard = 15 * time.Second
-
-// leakCheck fails the test when, at cleanup, more goroutines run than at
-// the start; it polls for a while, since goroutines take a moment to end.
-// Register it first so that it runs after the other cleanups.
-func leakCheck(t *testing.T) {
-	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(guard)
-		for runtime.NumGoroutine() > before {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutine leak: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf)
-				return
-			}
-			time.Sleep(5 * time.Millisecond) // a bounded polling guard, not synchronisation
-		}
-	})
-}
-
-// recv receives from ch, failing the test after the guard.
-func recv[T any](t *testing.T, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(guard):
-		t.Fatalf("timed out after %v", guard)
-		panic("unreachable")
-	}
-}
 
 // serverFunc adapts a function to wizard.Server.
 type serverFunc func(context.Context, *wizard.Message) *wizard.Message
@@ -102,7 +71,7 @@ func call(t *testing.T, c *Conn, pattern, payload string) (*wizard.Message, erro
 // TestCallsSpreadOverStreams: calls take the streams in turn, serial or
 // concurrent, so each stream carries exactly its share.
 func TestCallsSpreadOverStreams(t *testing.T) {
-	leakCheck(t)
+	leak.Check(t)
 	const streams = 4
 	var mu sync.Mutex
 	perStream := map[quicgo.StreamID]int{}
@@ -160,7 +129,7 @@ func TestCallsSpreadOverStreams(t *testing.T) {
 // flight finish, waits for the client to close the connection (not for
 // the linger timeout) and frees the port.
 func TestShutdown(t *testing.T) {
-	leakCheck(t)
+	leak.Check(t)
 	defer func(d time.Duration) { lingerTimeout = d }(lingerTimeout)
 	lingerTimeout = time.Hour // only the client closing ends the wait
 	started, release := make(chan struct{}), make(chan struct{})
@@ -193,7 +162,7 @@ func TestShutdown(t *testing.T) {
 		m, err := call(t, c, "block:1", `"slow"`)
 		blocked <- result{m, err}
 	}()
-	recv(t, started)
+	testwait.Recv(t, started)
 	shutdown := make(chan error, 1)
 	go func() { shutdown <- l.Shutdown(context.Background()) }()
 
@@ -221,13 +190,13 @@ func TestShutdown(t *testing.T) {
 	}
 
 	unblock()
-	if r := recv(t, blocked); r.err != nil || string(r.m.Payload) != `"slow"` {
+	if r := testwait.Recv(t, blocked); r.err != nil || string(r.m.Payload) != `"slow"` {
 		t.Fatalf("call in flight: %v, %v", r.m, r.err)
 	}
-	if err := recv(t, shutdown); err != nil {
+	if err := testwait.Recv(t, shutdown); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	recv(t, c.Done())
+	testwait.Recv(t, c.Done())
 	udp, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(mustAddrPort(t, l.Addr())))
 	if err != nil {
 		t.Fatalf("port not freed: %v", err)
@@ -238,7 +207,7 @@ func TestShutdown(t *testing.T) {
 // TestShutdownTimeout: when Shutdown's ctx ends first, connections close
 // at once and the handlers' ctx ends.
 func TestShutdownTimeout(t *testing.T) {
-	leakCheck(t)
+	leak.Check(t)
 	started, ended := make(chan struct{}), make(chan error, 1)
 	srv := serverFunc(func(ctx context.Context, m *wizard.Message) *wizard.Message {
 		close(started)
@@ -252,41 +221,41 @@ func TestShutdownTimeout(t *testing.T) {
 		_, err := call(t, c, "a:1", `{}`)
 		failed <- err
 	}()
-	recv(t, started)
+	testwait.Recv(t, started)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if err := l.Shutdown(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Shutdown = %v, want context.Canceled", err)
 	}
-	if err := recv(t, ended); err == nil {
+	if err := testwait.Recv(t, ended); err == nil {
 		t.Fatal("handler ctx not done")
 	}
-	if err := recv(t, failed); err == nil {
+	if err := testwait.Recv(t, failed); err == nil {
 		t.Fatal("call succeeded after its connection was closed")
 	}
-	recv(t, c.Done())
+	testwait.Recv(t, c.Done())
 }
 
 // TestConnEnds: Done closes when the server closes at once, and when one
 // stream fails; later calls fail with ErrNotSent.
 func TestConnEnds(t *testing.T) {
 	t.Run("listener closed", func(t *testing.T) {
-		leakCheck(t)
+		leak.Check(t)
 		_, l, c := pair(t, serverFunc(echo))
 		if _, err := call(t, c, "a:1", `{}`); err != nil {
 			t.Fatal(err)
 		}
 		l.Close()
-		recv(t, c.Done())
+		testwait.Recv(t, c.Done())
 		if _, err := call(t, c, "a:1", `{}`); !errors.Is(err, wizard.ErrNotSent) {
 			t.Fatalf("call after close: %v, want ErrNotSent", err)
 		}
 	})
 	t.Run("stream failed", func(t *testing.T) {
-		leakCheck(t)
+		leak.Check(t)
 		_, _, c := pair(t, serverFunc(echo))
 		c.clients[1].Close()
-		recv(t, c.Done())
+		testwait.Recv(t, c.Done())
 		if _, err := call(t, c, "a:1", `{}`); !errors.Is(err, wizard.ErrNotSent) {
 			t.Fatalf("call after close: %v, want ErrNotSent", err)
 		}
@@ -295,7 +264,7 @@ func TestConnEnds(t *testing.T) {
 		// A server may close a stream at a frame boundary without a
 		// goaway (it shut down while finishing the stream's handshake):
 		// the other streams carry on.
-		leakCheck(t)
+		leak.Check(t)
 		tr := New(WithInsecureSelfSigned())
 		tlsConf, err := tr.serverTLSConfig()
 		if err != nil {
@@ -344,7 +313,7 @@ func TestConnEnds(t *testing.T) {
 				}
 			}()
 		}
-		if err := recv(t, ended).Err(); !errors.Is(err, io.EOF) {
+		if err := testwait.Recv(t, ended).Err(); !errors.Is(err, io.EOF) {
 			t.Fatalf("the stream ended with %v, want EOF", err)
 		}
 		for range 2 * len(c.clients) {
@@ -359,7 +328,7 @@ func TestConnEnds(t *testing.T) {
 		}
 	})
 	t.Run("closed twice", func(t *testing.T) {
-		leakCheck(t)
+		leak.Check(t)
 		_, l, c := pair(t, serverFunc(echo))
 		if err := c.Close(); err != nil {
 			t.Fatal(err)

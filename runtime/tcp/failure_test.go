@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
@@ -223,7 +224,7 @@ func TestBadRequests(t *testing.T) {
 		// A no-reply request, then a normal one: the first answer is the
 		// normal one's.
 		r.send(&wire.Frame{Type: wire.TypeRequest, ID: 100, Flags: wire.FlagNoReply, Pattern: "cmd:forget,role:raw"})
-		if got := recv(t, ran); got != "forget" {
+		if got := testwait.Recv(t, ran); got != "forget" {
 			t.Fatal(got)
 		}
 		r.send(&wire.Frame{Type: wire.TypeRequest, ID: 101, Pattern: "cmd:map,role:raw", Codec: wire.CodecJSON, Payload: []byte(`{"a":1}`)})

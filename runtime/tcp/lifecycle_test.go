@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	goruntime "runtime"
-	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +14,8 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/leak"
+	"github.com/wizardmesh/wizard/runtime/internal/testwait"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
 
@@ -90,12 +90,12 @@ func TestRemoteGracefulShutdown(t *testing.T) {
 		}
 		inflight <- res
 	}()
-	recv(t, started)
+	testwait.Recv(t, started)
 
 	goaway := sink.seen("going away")
 	shut := make(chan error, 1)
 	go func() { shut <- srv.Shutdown(context.Background()) }()
-	recv(t, goaway)
+	testwait.Recv(t, goaway)
 
 	_, err := cl.ActE(t.Context(), "role:fast", nil)
 	wantCode(t, err, runtime.CodeUnavailable)
@@ -111,10 +111,10 @@ func TestRemoteGracefulShutdown(t *testing.T) {
 	}
 
 	release.Open()
-	if res := recv(t, inflight); res.Value() != "slow done" {
+	if res := testwait.Recv(t, inflight); res.Value() != "slow done" {
 		t.Errorf("the call in flight = %v", res.Value())
 	}
-	if err := recv(t, shut); err != nil {
+	if err := testwait.Recv(t, shut); err != nil {
 		t.Errorf("Shutdown = %v", err)
 	}
 	// Once the server is gone, its patterns leave the client.
@@ -158,11 +158,11 @@ func TestRemoteShutdownMovesOn(t *testing.T) {
 		_, err := cl.ActE(context.Background(), "role:only-a", nil)
 		inflight <- err
 	}()
-	recv(t, started)
+	testwait.Recv(t, started)
 	goaway := sink.seen("going away")
 	shut := make(chan error, 1)
 	go func() { shut <- a.Shutdown(context.Background()) }()
-	recv(t, goaway)
+	testwait.Recv(t, goaway)
 
 	for i := range 10 {
 		res, err := cl.ActE(t.Context(), "role:both", nil)
@@ -174,10 +174,10 @@ func TestRemoteShutdownMovesOn(t *testing.T) {
 	wantCode(t, err, runtime.CodeUnavailable)
 
 	release.Open()
-	if err := recv(t, inflight); err != nil {
+	if err := testwait.Recv(t, inflight); err != nil {
 		t.Errorf("the call in flight on a: %v", err)
 	}
-	if err := recv(t, shut); err != nil {
+	if err := testwait.Recv(t, shut); err != nil {
 		t.Errorf("Shutdown = %v", err)
 	}
 }
@@ -211,16 +211,16 @@ func TestRemoteShutdownDrainsChainedCalls(t *testing.T) {
 		res, err := cl.ActE(context.Background(), "role:front", nil)
 		done <- result{res.Value(), err}
 	}()
-	recv(t, started)
+	testwait.Recv(t, started)
 	goaway := sink.seen("going away")
 	shut := make(chan error, 1)
 	go func() { shut <- front.Shutdown(context.Background()) }()
-	recv(t, goaway)
+	testwait.Recv(t, goaway)
 	release.Open()
-	if r := recv(t, done); r.err != nil || r.v != "back done" {
+	if r := testwait.Recv(t, done); r.err != nil || r.v != "back done" {
 		t.Errorf("the chained call = %v, %v", r.v, r.err)
 	}
-	if err := recv(t, shut); err != nil {
+	if err := testwait.Recv(t, shut); err != nil {
 		t.Errorf("Shutdown = %v", err)
 	}
 }
@@ -243,16 +243,16 @@ func TestRemoteShutdownDeadline(t *testing.T) {
 		_, err := cl.ActE(context.Background(), "role:stuck", nil)
 		errc <- err
 	}()
-	recv(t, started)
+	testwait.Recv(t, started)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if err := srv.Shutdown(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("Shutdown = %v, want context.Canceled", err)
 	}
-	if err := recv(t, ended); err != context.Canceled {
+	if err := testwait.Recv(t, ended); err != context.Canceled {
 		t.Errorf("the handler's ctx ended with %v", err)
 	}
-	err := recv(t, errc)
+	err := testwait.Recv(t, errc)
 	wantCode(t, err, runtime.CodeUnavailable)
 	if errors.Is(err, runtime.ErrNotSent) {
 		t.Errorf("%v says the call was not sent, but it ran", err)
@@ -301,7 +301,7 @@ func TestCloseWhileDialing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv(t, accepted) // the client waits for the server's handshake
+	testwait.Recv(t, accepted) // the client waits for the server's handshake
 	closed := make(chan error, 1)
 	go func() { closed <- cl.Close() }()
 	select {
@@ -356,7 +356,7 @@ func TestDialHonoursContext(t *testing.T) {
 // TestNoGoroutineLeaks runs calls of every kind, closes the nodes and
 // checks that their goroutines are gone.
 func TestNoGoroutineLeaks(t *testing.T) {
-	before := goruntime.NumGoroutine()
+	checkLeaks := leak.Mark(t)
 	func() {
 		srv, err := runtime.New(runtime.WithTransport(tcp.New()), runtime.WithListen("127.0.0.1:0"))
 		if err != nil {
@@ -390,17 +390,9 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		}
 		// A call in flight when the nodes close.
 		go cl.ActE(ctx, "role:leak,cmd:block", nil)
-		recv(t, blocked)
+		testwait.Recv(t, blocked)
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for goruntime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			var b strings.Builder
-			pprof.Lookup("goroutine").WriteTo(&b, 1)
-			t.Fatalf("%d goroutines before, %d after closing the nodes:\n%s", before, goruntime.NumGoroutine(), b.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	checkLeaks()
 }
 
 // TestRemoteConcurrentLoad runs many concurrent calls of several kinds

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testwait"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
 
@@ -387,7 +388,7 @@ func TestRemoteActOverlay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := recv(t, got)
+		s := testwait.Recv(t, got)
 		if diff := cmp.Diff(map[string]any{"role": "user", "cmd": "get", "id": 7.0}, s.msg); diff != "" {
 			t.Errorf("handler's message mismatch (-want +got):\n%s", diff)
 		}
@@ -404,7 +405,7 @@ func TestRemoteActOverlay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := recv(t, got)
+		s := testwait.Recv(t, got)
 		if diff := cmp.Diff(map[string]any{"role": "user", "cmd": "get", "kind": "admin"}, s.msg); diff != "" {
 			t.Errorf("handler's message mismatch (-want +got):\n%s", diff)
 		}
@@ -418,7 +419,7 @@ func TestRemoteActOverlay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := recv(t, got)
+		s := testwait.Recv(t, got)
 		if res.Value() != "cmd:get,role:user,value:admin" {
 			t.Errorf("served by %v", res.Value())
 		}
@@ -436,7 +437,7 @@ func TestRemoteActOverlay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := recv(t, got)
+		s := testwait.Recv(t, got)
 		if diff := cmp.Diff(map[string]any{"kind": "admin", "id": 7.0}, s.msg); diff != "" {
 			t.Errorf("handler's message mismatch (-want +got):\n%s", diff)
 		}
@@ -450,7 +451,7 @@ func TestRemoteActOverlay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := recv(t, got)
+		s := testwait.Recv(t, got)
 		if diff := cmp.Diff(map[string]any{"kind": "admin", "id": 7.0}, s.msg); diff != "" {
 			t.Errorf("handler's message mismatch (-want +got):\n%s", diff)
 		}
@@ -464,7 +465,7 @@ func TestRemoteActOverlay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := recv(t, got)
+		s := testwait.Recv(t, got)
 		if diff := cmp.Diff(wrapperspb.String("admin"), s.msg, protocmp.Transform()); diff != "" {
 			t.Errorf("handler's message mismatch (-want +got):\n%s", diff)
 		}
@@ -481,7 +482,7 @@ func TestRemoteActOverlay(t *testing.T) {
 		if err != nil || out.GetValue() != "cmd:get,role:user,value:admin" {
 			t.Fatalf("served by %v, %v", out, err)
 		}
-		s := recv(t, got)
+		s := testwait.Recv(t, got)
 		if diff := cmp.Diff(wrapperspb.String("admin"), s.msg, protocmp.Transform()); diff != "" {
 			t.Errorf("handler's message mismatch (-want +got):\n%s", diff)
 		}
@@ -654,7 +655,7 @@ func TestRemoteDeadline(t *testing.T) {
 	// remaining checks that the handler's budget is within (want-slack, want].
 	remaining := func(t *testing.T, want time.Duration) {
 		t.Helper()
-		r := recv(t, reports)
+		r := testwait.Recv(t, reports)
 		if !r.ok {
 			t.Fatal("the remote handler's ctx has no deadline")
 		}
@@ -671,7 +672,7 @@ func TestRemoteDeadline(t *testing.T) {
 		if _, err := cl.ActE(ctx, "role:dl,cmd:report", nil); err != nil {
 			t.Fatal(err)
 		}
-		r := recv(t, reports)
+		r := testwait.Recv(t, reports)
 		// The budget, not the instant, travels: the deadline moves by the
 		// transit time at most.
 		if d := r.deadline.Sub(callerDL); !r.ok || d < -time.Millisecond || d > time.Second {
@@ -728,10 +729,10 @@ func TestRemoteDeadline(t *testing.T) {
 		defer cancel()
 		_, err := cl.ActE(ctx, "role:dl,cmd:block", nil)
 		wantCode(t, err, runtime.CodeDeadlineExceeded)
-		recv(t, started)
+		testwait.Recv(t, started)
 		// The remote deadline, or the cancel the caller sends when its own
 		// deadline (a little earlier: the budget left at sending) passes.
-		if err := recv(t, ended); err != context.DeadlineExceeded && err != context.Canceled {
+		if err := testwait.Recv(t, ended); err != context.DeadlineExceeded && err != context.Canceled {
 			t.Errorf("the handler's ctx ended with %v", err)
 		}
 	})
@@ -743,10 +744,10 @@ func TestRemoteDeadline(t *testing.T) {
 			_, err := cl.ActE(ctx, "role:dl,cmd:block", nil)
 			errc <- err
 		}()
-		recv(t, started)
+		testwait.Recv(t, started)
 		cancel()
-		wantCode(t, recv(t, errc), runtime.CodeCanceled)
-		if err := recv(t, ended); err != context.Canceled {
+		wantCode(t, testwait.Recv(t, errc), runtime.CodeCanceled)
+		if err := testwait.Recv(t, ended); err != context.Canceled {
 			t.Errorf("the handler's ctx ended with %v", err)
 		}
 	})
@@ -787,7 +788,7 @@ func TestRemoteNoReply(t *testing.T) {
 	if err != nil || res.Value() != nil {
 		t.Fatalf("NoReply call = %v, %v", res.Value(), err)
 	}
-	if got := recv(t, started); got != 1.0 {
+	if got := testwait.Recv(t, started); got != 1.0 {
 		t.Errorf("the handler got n = %v", got)
 	}
 	// Through a typed client too.
@@ -796,12 +797,12 @@ func TestRemoteNoReply(t *testing.T) {
 	if err != nil || out != nil {
 		t.Fatalf("typed NoReply call = %v, %v", out, err)
 	}
-	if got := recv(t, started); got != 2.0 {
+	if got := testwait.Recv(t, started); got != 2.0 {
 		t.Errorf("the handler got n = %v", got)
 	}
 	release.Open()
-	recv(t, done)
-	recv(t, done)
+	testwait.Recv(t, done)
+	testwait.Recv(t, done)
 	// A later call on the same connection: had an answer been sent for the
 	// no-reply calls, the client would have dropped it by now.
 	if res, err := cl.ActE(t.Context(), "role:fire,cmd:sync", nil); err != nil || res.Value() != "ok" {
@@ -923,14 +924,14 @@ func TestRemoteMaxInFlight(t *testing.T) {
 		_, err := cl.ActE(t.Context(), "role:slow", nil)
 		first <- err
 	}()
-	recv(t, started)
+	testwait.Recv(t, started)
 	_, err := cl.ActE(t.Context(), "role:fast", nil)
 	wantCode(t, err, runtime.CodeResourceExhausted)
 	if !errors.Is(err, runtime.ErrOverloaded) {
 		t.Errorf("errors.Is(%v, ErrOverloaded) = false", err)
 	}
 	release.Open()
-	if err := recv(t, first); err != nil {
+	if err := testwait.Recv(t, first); err != nil {
 		t.Errorf("the first call: %v", err)
 	}
 	if res, err := cl.ActE(t.Context(), "role:fast", nil); err != nil || res.Value() != "fast" {

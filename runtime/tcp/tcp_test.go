@@ -86,18 +86,6 @@ func mustAdd(t testing.TB, n *runtime.Node, pattern string, h runtime.Handler) {
 	}
 }
 
-// recv receives from ch; the timeout is a guard against a hung test.
-func recv[T any](t testing.TB, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting on a %T channel", *new(T))
-		panic("unreachable")
-	}
-}
-
 // gate is a channel that blocked handlers wait on. It opens by Open or,
 // at the latest, when the test ends (before its nodes close, so that a
 // failing test does not hang in Close).

@@ -13,11 +13,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/wizardmesh/wizard/runtime/internal/leak"
+	"github.com/wizardmesh/wizard/runtime/internal/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
 func TestCallRoundTrip(t *testing.T) {
-	leakCheck(t)
+	leak.Check(t)
 	got := make(chan *wire.Frame, 1)
 	p := newPair(t, func(ctx context.Context, req *wire.Frame) *wire.Frame {
 		got <- req
@@ -44,7 +46,7 @@ func TestCallRoundTrip(t *testing.T) {
 
 	wantReq := before
 	wantReq.Type, wantReq.ID = wire.TypeRequest, 1
-	if diff := cmp.Diff(&wantReq, recv(t, got)); diff != "" {
+	if diff := cmp.Diff(&wantReq, testwait.Recv(t, got)); diff != "" {
 		t.Errorf("handler's request (-want +got):\n%s", diff)
 	}
 	wantResp := &wire.Frame{Type: wire.TypeResponse, ID: 1, Codec: wire.CodecJSON, Flags: wire.FlagIdempotent,
@@ -55,7 +57,7 @@ func TestCallRoundTrip(t *testing.T) {
 }
 
 func TestErrorFrames(t *testing.T) {
-	leakCheck(t)
+	leak.Check(t)
 	p := newPair(t, func(ctx context.Context, req *wire.Frame) *wire.Frame {
 		switch req.Pattern {
 		case "error":
@@ -145,21 +147,21 @@ func testConcurrentCalls(t *testing.T, cl *Client) {
 
 func TestConcurrentCalls(t *testing.T) {
 	t.Run("pipe", func(t *testing.T) {
-		leakCheck(t)
+		leak.Check(t)
 		testConcurrentCalls(t, newPair(t, echo, Options{}, Options{}).client)
 	})
 	t.Run("tcp", func(t *testing.T) {
-		leakCheck(t)
+		leak.Check(t)
 		testConcurrentCalls(t, listen(t, echo, Options{}).dial(t, Options{}))
 	})
 	t.Run("tiny write queue", func(t *testing.T) {
-		leakCheck(t)
+		leak.Check(t)
 		testConcurrentCalls(t, newPair(t, echo, Options{WriteQueue: 1}, Options{WriteQueue: 1}).client)
 	})
 }
 
 func TestCancelReachesHandler(t *testing.T) {
-	leakCheck(t)
+	leak.Check(t)
 	started := make(chan struct{})
 	ended := make(chan error, 1)
 	p := newPair(t, func(ctx context.Context, req *wire.Frame) *wire.Frame {
@@ -175,12 +177,12 @@ func TestCancelReachesHandler(t *testing.T) {
 		_, err := p.client.Call(ctx, &wire.Frame{Pattern: "role:slow"})
 		called <- err
 	}()
-	recv(t, started)
+	testwait.Recv(t, started)
 	cancel()
-	if err := recv(t, called); err != context.Canceled {
+	if err := testwait.Recv(t, called); err != context.Canceled {
 		t.Errorf("Call = %v, want context.Canceled", err)
 	}
-	if err := recv(t, ended); err != context.Canceled {
+	if err := testwait.Recv(t, ended); err != context.Canceled {
 		t.Errorf("handler's ctx.Err() = %v, want context.Canceled", err)
 	}
 	// The connection is fine, and the late answer was dropped.
@@ -284,7 +286,7 @@ func TestDeadlineExpires(t *testing.T) {
 }
 
 func TestNoReply(t *testing.T) {
-	leakCheck(t)
+	leak.Check(t)
 	ran := make(chan string, 10)
 	h := func(ctx context.Context, req *wire.Frame) *wire.Frame {
 		ran <- string(req.Payload)
@@ -297,7 +299,7 @@ func TestNoReply(t *testing.T) {
 		if resp != nil || err != nil {
 			t.Fatalf("Call = %v, %v; want nil, nil", resp, err)
 		}
-		if got := recv(t, ran); got != "fire" {
+		if got := testwait.Recv(t, ran); got != "fire" {
 			t.Errorf("handler ran with %q", got)
 		}
 		p.client.c.mu.Lock()
@@ -324,7 +326,7 @@ func TestNoReply(t *testing.T) {
 			r.send(f)
 		}
 		for range 3 {
-			recv(t, ran)
+			testwait.Recv(t, ran)
 		}
 		stop()
 		frames := r.readAll()
@@ -332,7 +334,7 @@ func TestNoReply(t *testing.T) {
 		if diff := cmp.Diff(want, frames, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("frames from the server (-want +got):\n%s", diff)
 		}
-		if err := recv(t, served); err != nil {
+		if err := testwait.Recv(t, served); err != nil {
 			t.Errorf("Serve = %v", err)
 		}
 	})
@@ -362,7 +364,7 @@ func TestOptionsValidation(t *testing.T) {
 }
 
 func TestConnectionLossCancelsHandlers(t *testing.T) {
-	leakCheck(t)
+	leak.Check(t)
 	const n = 10
 	started := make(chan struct{}, n)
 	ended := make(chan error, n)
@@ -389,18 +391,18 @@ func TestConnectionLossCancelsHandlers(t *testing.T) {
 		}()
 	}
 	for range n {
-		recv(t, started)
+		testwait.Recv(t, started)
 	}
 	p.client.Close()
 	for range n {
-		if err := recv(t, ended); err != context.Canceled {
+		if err := testwait.Recv(t, ended); err != context.Canceled {
 			t.Errorf("handler's ctx.Err() = %v, want context.Canceled", err)
 		}
-		if err := recv(t, called); !errors.Is(err, ErrConnLost) || !errors.Is(err, ErrClosed) {
+		if err := testwait.Recv(t, called); !errors.Is(err, ErrConnLost) || !errors.Is(err, ErrClosed) {
 			t.Errorf("Call = %v, want ErrConnLost wrapping ErrClosed", err)
 		}
 	}
-	err := recv(t, p.served)
+	err := testwait.Recv(t, p.served)
 	if err != nil {
 		t.Errorf("Serve = %v, want nil", err)
 	}

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/wizardmesh/wizard/runtime/internal/leak"
+	"github.com/wizardmesh/wizard/runtime/internal/testlog"
+	"github.com/wizardmesh/wizard/runtime/internal/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
@@ -127,10 +130,10 @@ func TestServerBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leakCheck(t)
-			var logs logBuffer
+			leak.Check(t)
+			var logs testlog.Buffer
 			opts := tt.opts
-			opts.Logger = logs.logger()
+			opts.Logger = logs.Logger()
 			h := tt.handler
 			if h == nil {
 				h = echo
@@ -146,7 +149,7 @@ func TestServerBadInput(t *testing.T) {
 				r.handshake()
 			}
 			tt.act(t, r)
-			err := recv(t, s.served)
+			err := testwait.Recv(t, s.served)
 			switch {
 			case tt.wantAs != nil:
 				if !errors.As(err, tt.wantAs) {
@@ -212,7 +215,7 @@ func TestClientBadHandshake(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leakCheck(t)
+			leak.Check(t)
 			addr := rawServer(t, func(r *raw) {
 				io.ReadFull(r.br, make([]byte, 8))
 				r.conn.Write([]byte(tt.answer))
@@ -243,8 +246,8 @@ func TestClientBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leakCheck(t)
-			var logs logBuffer
+			leak.Check(t)
+			var logs testlog.Buffer
 			addr := rawServer(t, func(r *raw) {
 				r.write([]byte("WZRD\x01\x00\x00\x00"))
 				if err := wire.ReadHandshake(r.br); err != nil {
@@ -262,7 +265,7 @@ func TestClientBadInput(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cl, err := NewClient(conn, Options{Logger: logs.logger()})
+			cl, err := NewClient(conn, Options{Logger: logs.Logger()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -271,7 +274,7 @@ func TestClientBadInput(t *testing.T) {
 			if !errors.Is(err, ErrConnLost) || !errors.Is(err, tt.want) {
 				t.Errorf("Call = %v, want ErrConnLost and %v", err, tt.want)
 			}
-			recv(t, cl.Done())
+			testwait.Recv(t, cl.Done())
 			if !errors.Is(cl.Err(), tt.want) {
 				t.Errorf("Err() = %v, want %v", cl.Err(), tt.want)
 			}
@@ -288,7 +291,7 @@ func TestClientBadInput(t *testing.T) {
 
 func TestNotSentVersusConnLost(t *testing.T) {
 	t.Run("lost before writing", func(t *testing.T) {
-		leakCheck(t)
+		leak.Check(t)
 		// The server hangs up right after the handshake, reading nothing.
 		hungUp := make(chan struct{})
 		addr := rawServer(t, func(r *raw) {
@@ -307,8 +310,8 @@ func TestNotSentVersusConnLost(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cl.Close()
-		recv(t, hungUp)
-		recv(t, cl.Done())
+		testwait.Recv(t, hungUp)
+		testwait.Recv(t, cl.Done())
 		_, err = cl.Call(t.Context(), reqFrame(0, "x"))
 		if !errors.Is(err, ErrNotSent) || errors.Is(err, ErrConnLost) {
 			t.Errorf("Call = %v, want ErrNotSent", err)
@@ -316,7 +319,7 @@ func TestNotSentVersusConnLost(t *testing.T) {
 	})
 
 	t.Run("lost after writing", func(t *testing.T) {
-		leakCheck(t)
+		leak.Check(t)
 		// The server reads the whole request, then hangs up.
 		addr := rawServer(t, func(r *raw) {
 			r.write([]byte("WZRD\x01\x00\x00\x00"))
@@ -393,7 +396,7 @@ func TestNotSentVersusConnLost(t *testing.T) {
 	})
 
 	t.Run("closed client", func(t *testing.T) {
-		leakCheck(t)
+		leak.Check(t)
 		p := newPair(t, echo, Options{}, Options{})
 		p.client.Close()
 		p.client.Close() // idempotent
@@ -404,7 +407,7 @@ func TestNotSentVersusConnLost(t *testing.T) {
 			t.Errorf("Err() = %v, want ErrClosed", err)
 		}
 		// The server saw a clean end of stream.
-		err := recv(t, p.served)
+		err := testwait.Recv(t, p.served)
 		if err != nil {
 			t.Errorf("Serve = %v, want nil", err)
 		}
@@ -641,20 +644,20 @@ func TestDrainTimeout(t *testing.T) {
 }
 
 func TestServeContextDoneDuringHandshake(t *testing.T) {
-	leakCheck(t)
+	leak.Check(t)
 	cconn, sconn := net.Pipe()
 	defer cconn.Close()
 	ctx, cancel := context.WithCancel(t.Context())
 	served := make(chan error, 1)
 	go func() { served <- Serve(ctx, sconn, echo, Options{}) }()
 	cancel()
-	if err := recv(t, served); err != nil {
+	if err := testwait.Recv(t, served); err != nil {
 		t.Errorf("Serve = %v, want nil", err)
 	}
 }
 
 func TestGoAwayFailsCallsAboveLastID(t *testing.T) {
-	leakCheck(t)
+	leak.Check(t)
 	// The server has two requests, says goaway naming the first, answers
 	// it and hangs up: the second fails as refused, safe to retry.
 	addr := rawServer(t, func(r *raw) {
@@ -707,7 +710,7 @@ func TestGoAwayFailsCallsAboveLastID(t *testing.T) {
 			results <- result{name: name, answer: string(resp.Payload)}
 		}()
 	}
-	r1, r2 := recv(t, results), recv(t, results)
+	r1, r2 := testwait.Recv(t, results), testwait.Recv(t, results)
 	if r1.err != nil {
 		r1, r2 = r2, r1
 	}

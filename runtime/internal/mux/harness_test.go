@@ -2,13 +2,10 @@ package mux
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -20,63 +17,9 @@ import (
 // slow, but nothing should take this long.
 const guard = 30 * time.Second
 
-// leakCheck fails the test when, at cleanup, more goroutines run than at
-// the start; it polls for a while, since goroutines take a moment to end.
-// Register it first so that it runs after the other cleanups.
-func leakCheck(t *testing.T) {
-	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(guard)
-		for runtime.NumGoroutine() > before {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutine leak: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf)
-				return
-			}
-			time.Sleep(5 * time.Millisecond) // a bounded polling guard, not synchronisation
-		}
-	})
-}
-
-// recv receives from ch, failing the test after the guard.
-func recv[T any](t *testing.T, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(guard):
-		t.Fatalf("timed out after %v", guard)
-		panic("unreachable")
-	}
-}
-
 // echo answers a request with its own payload, codec and meta.
 func echo(_ context.Context, req *wire.Frame) *wire.Frame {
 	return &wire.Frame{Type: wire.TypeResponse, Codec: req.Codec, Meta: req.Meta, Payload: req.Payload}
-}
-
-// logBuffer collects log output.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // pair is a client and a server over one net.Pipe.

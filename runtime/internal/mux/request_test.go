@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/wizardmesh/wizard/runtime/internal/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
@@ -138,7 +139,7 @@ func TestRequestContextAfterFunc(t *testing.T) {
 		t.Error("second stop returned true")
 	}
 	r.cancel(context.Canceled)
-	if got := recv(t, ran); got != "first" {
+	if got := testwait.Recv(t, ran); got != "first" {
 		t.Errorf("ran %q", got)
 	}
 	if stop1() {
@@ -146,7 +147,7 @@ func TestRequestContextAfterFunc(t *testing.T) {
 	}
 	// After the end, AfterFunc runs f at once.
 	context.AfterFunc(r, func() { ran <- "late" })
-	if got := recv(t, ran); got != "late" {
+	if got := testwait.Recv(t, ran); got != "late" {
 		t.Errorf("ran %q", got)
 	}
 	if len(ran) != 0 {

@@ -1,0 +1,115 @@
+package testpki
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
+	"net"
+	"testing"
+	"time"
+)
+
+// CA is a certificate authority made for one test, with a server and a
+// client certificate it issued for 127.0.0.1 and localhost.
+type CA struct {
+	Pool   *x509.CertPool  // trusts the CA alone
+	Server tls.Certificate // for server authentication
+	Client tls.Certificate // for client authentication
+}
+
+// New makes a CA and its two certificates, failing t on error.
+func New(t testing.TB) *CA {
+	t.Helper()
+	now := time.Now()
+	key := newKey(t)
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(t),
+		Subject:               pkix.Name{CommonName: "wizard test CA"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := func(name string, usage x509.ExtKeyUsage) tls.Certificate {
+		lkey := newKey(t)
+		tmpl := &x509.Certificate{
+			SerialNumber: serial(t),
+			Subject:      pkix.Name{CommonName: name},
+			NotBefore:    now.Add(-time.Hour),
+			NotAfter:     now.Add(24 * time.Hour),
+			KeyUsage:     x509.KeyUsageDigitalSignature,
+			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+			IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+			DNSNames:     []string{"localhost"},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &lkey.PublicKey, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tls.Certificate{Certificate: [][]byte{der, ca.Raw}, PrivateKey: lkey}
+	}
+	c := &CA{
+		Pool:   x509.NewCertPool(),
+		Server: leaf("server", x509.ExtKeyUsageServerAuth),
+		Client: leaf("client", x509.ExtKeyUsageClientAuth),
+	}
+	c.Pool.AddCert(ca)
+	return c
+}
+
+// ServerConfig serves the server certificate.
+func (c *CA) ServerConfig() *tls.Config {
+	return &tls.Config{Certificates: []tls.Certificate{c.Server}}
+}
+
+// MutualServerConfig serves the server certificate and requires a client
+// certificate from the CA.
+func (c *CA) MutualServerConfig() *tls.Config {
+	cfg := c.ServerConfig()
+	cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	cfg.ClientCAs = c.Pool
+	return cfg
+}
+
+// ClientConfig trusts the CA and presents no certificate.
+func (c *CA) ClientConfig() *tls.Config {
+	return &tls.Config{RootCAs: c.Pool}
+}
+
+// ClientCertConfig trusts the CA and presents the client certificate.
+func (c *CA) ClientCertConfig() *tls.Config {
+	cfg := c.ClientConfig()
+	cfg.Certificates = []tls.Certificate{c.Client}
+	return cfg
+}
+
+func newKey(t testing.TB) *ecdsa.PrivateKey {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+func serial(t testing.TB) *big.Int {
+	t.Helper()
+	n, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
