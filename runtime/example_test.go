@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/tcp"
 )
 
 func ExampleParsePattern() {
@@ -119,4 +121,37 @@ func ExampleNode_ActE() {
 	// 5
 	// 6
 	// 42
+}
+
+// Two nodes: one serves the math patterns over TCP, the other finds them in
+// its peer's catalog and calls them as if they were local.
+func Example_twoNodes() {
+	server, err := runtime.New(runtime.WithTransport(tcp.New()), runtime.WithListen("127.0.0.1:0"))
+	if err != nil {
+		panic(err)
+	}
+	defer server.Close()
+	_ = server.Add("role:math,cmd:sum", runtime.NewUnaryHandler(func(ctx context.Context, req *SumRequest) (*SumResponse, error) {
+		return &SumResponse{R: req.A + req.B}, nil
+	}))
+
+	caller, err := runtime.New(runtime.WithTransport(tcp.New()), runtime.WithDiscovery(runtime.StaticPeers(server.Addr())))
+	if err != nil {
+		panic(err)
+	}
+	defer caller.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := caller.WaitFor(ctx, "role:math,cmd:sum"); err != nil {
+		panic(err)
+	}
+
+	sum := runtime.NewClient[SumRequest, SumResponse](caller, "role:math,cmd:sum")
+	r, err := sum.Call(ctx, &SumRequest{A: 20, B: 22})
+	fmt.Println(r.R, err)
+	_, err = caller.Act(ctx, "role:math,cmd:divide", nil)
+	fmt.Println(runtime.CodeOf(err))
+	// Output:
+	// 42 <nil>
+	// not_found
 }
