@@ -23,7 +23,9 @@ func Call(ctx context.Context, cl *mux.Client, m *runtime.Message) (*runtime.Mes
 		Payload: m.Payload,
 	}
 	f.Meta = toWire(m.Meta)
-	resp, err := cl.Call(ctx, &f)
+	x := new(exchange) // the answer frame and the message made of it, in one allocation
+	resp, out := &x.f, &x.m
+	answered, err := cl.Do(ctx, &f, resp)
 	if err != nil {
 		if errors.Is(err, mux.ErrNotSent) {
 			return nil, fmt.Errorf("%w: %w", runtime.ErrNotSent, err)
@@ -33,7 +35,7 @@ func Call(ctx context.Context, cl *mux.Client, m *runtime.Message) (*runtime.Mes
 		}
 		return nil, err
 	}
-	if resp == nil {
+	if !answered {
 		return nil, nil
 	}
 	if resp.Type == wire.TypeError {
@@ -45,10 +47,10 @@ func Call(ctx context.Context, cl *mux.Client, m *runtime.Message) (*runtime.Mes
 			code = uint32(runtime.CodeUnknown)
 		}
 		// An error reply's payload carries the error's details.
-		return &runtime.Message{Code: runtime.Code(code), Error: msg, Payload: details}, nil
+		*out = runtime.Message{Code: runtime.Code(code), Error: msg, Payload: details}
+		return out, nil
 	}
-	out := &runtime.Message{Codec: runtime.Codec(resp.Codec), Payload: resp.Payload}
-	out.Meta = fromWire(resp.Meta)
+	*out = runtime.Message{Codec: runtime.Codec(resp.Codec), Payload: resp.Payload, Meta: fromWire(resp.Meta)}
 	return out, nil
 }
 
@@ -82,7 +84,9 @@ func Handler(s runtime.Server) mux.Handler {
 	}
 }
 
-// exchange is one served call's message and answer frame.
+// exchange is one call's message and frame: on the serving side the
+// request message and the answer frame, on the calling side the answer
+// frame and the reply message made of it.
 type exchange struct {
 	m runtime.Message
 	f wire.Frame

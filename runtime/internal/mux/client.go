@@ -37,7 +37,7 @@ type Client struct {
 // call is one pending call; its owner waits on ch. Calls are pooled.
 type call struct {
 	ch   chan struct{} // receives one value when resp or err is set
-	resp *wire.Frame
+	resp wire.Frame    // by value: the record is pooled, the answer costs no allocation
 	err  error
 }
 
@@ -49,7 +49,7 @@ func (cl *Client) getCall() *call {
 }
 
 func (cl *Client) putCall(p *call) {
-	p.resp, p.err = nil, nil
+	p.resp, p.err = wire.Frame{}, nil
 	cl.calls.Put(p)
 }
 
@@ -94,8 +94,21 @@ func NewClient(rw io.ReadWriteCloser, opts Options) (*Client, error) {
 // (it may be retried anywhere) or [ErrConnLost] if it may have, and the
 // reason the connection ended.
 func (cl *Client) Call(ctx context.Context, req *wire.Frame) (*wire.Frame, error) {
-	if err := ctx.Err(); err != nil {
+	resp := new(wire.Frame)
+	answered, err := cl.Do(ctx, req, resp)
+	if !answered {
 		return nil, err
+	}
+	return resp, err
+}
+
+// Do is [Client.Call] with the answer written into resp, which the caller
+// provides (and may allocate together with other things). It reports
+// whether resp was written: false for an error, and for a no-reply request
+// once it is queued.
+func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
 	}
 	c := cl.c
 	f := *req
@@ -104,7 +117,7 @@ func (cl *Client) Call(ctx context.Context, req *wire.Frame) (*wire.Frame, error
 	if dl, ok := ctx.Deadline(); ok {
 		d := time.Until(dl)
 		if d <= 0 {
-			return nil, context.DeadlineExceeded
+			return false, context.DeadlineExceeded
 		}
 		if f.Deadline <= 0 || d < f.Deadline {
 			f.Deadline = d
@@ -112,7 +125,7 @@ func (cl *Client) Call(ctx context.Context, req *wire.Frame) (*wire.Frame, error
 	}
 	size := f.Size()
 	if size-4 > c.opts.MaxFrameSize {
-		return nil, fmt.Errorf("wizard: mux: request of %d bytes: %w (limit %d)", size-4, wire.ErrFrameTooLarge, c.opts.MaxFrameSize)
+		return false, fmt.Errorf("wizard: mux: request of %d bytes: %w (limit %d)", size-4, wire.ErrFrameTooLarge, c.opts.MaxFrameSize)
 	}
 	buf := getBuffer(size)
 	*buf = wire.AppendFrame(*buf, &f)
@@ -121,15 +134,15 @@ func (cl *Client) Call(ctx context.Context, req *wire.Frame) (*wire.Frame, error
 	if err := c.lockSpace(ctx); err != nil {
 		putBuffer(buf)
 		if err == errNoWriter { // the connection has ended
-			return nil, cl.refused(cl.goingAway.Load())
+			return false, cl.refused(cl.goingAway.Load())
 		}
-		return nil, err
+		return false, err
 	}
 	if cl.goaway || cl.closed {
 		goaway := cl.goaway
 		c.mu.Unlock()
 		putBuffer(buf)
-		return nil, cl.refused(goaway)
+		return false, cl.refused(goaway)
 	}
 	cl.nextID++
 	id := cl.nextID
@@ -142,7 +155,7 @@ func (cl *Client) Call(ctx context.Context, req *wire.Frame) (*wire.Frame, error
 	c.pushLocked(outFrame{buf: buf, id: id})
 	c.mu.Unlock()
 	if noReply {
-		return nil, nil
+		return false, nil
 	}
 
 	select {
@@ -157,13 +170,16 @@ func (cl *Client) Call(ctx context.Context, req *wire.Frame) (*wire.Frame, error
 		if mine {
 			cl.putCall(p)
 			c.pushControl(wire.TypeCancel, id)
-			return nil, ctx.Err()
+			return false, ctx.Err()
 		}
 		<-p.ch // the answer won the race
 	}
-	resp, err := p.resp, p.err
+	err := p.err
+	if err == nil {
+		*resp = p.resp
+	}
 	cl.putCall(p)
-	return resp, err
+	return err == nil, err
 }
 
 // refused returns the error of a call refused before it was queued: the
@@ -221,9 +237,7 @@ func (cl *Client) dispatch(f *wire.Frame) error {
 		if p == nil {
 			return nil // the caller gave up, or goaway refused it
 		}
-		resp := new(wire.Frame)
-		*resp = *f
-		p.resp = resp
+		p.resp = *f
 		p.ch <- struct{}{}
 	case wire.TypePing:
 		c.pushControl(wire.TypePong, f.ID)
