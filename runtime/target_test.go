@@ -1,0 +1,44 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// TestTargetCacheSize: the cache of parsed pattern strings stays bounded
+// (counted from inside; TestTargetCache_Bound checks the answers) however many distinct
+// patterns callers send, and cached resolutions follow Add and Remove.
+func TestTargetCacheSize(t *testing.T) {
+	n, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	for i := range maxTargets + 500 {
+		_, _ = n.ActE(context.Background(), fmt.Sprintf("role:x,id:%d", i), nil)
+	}
+	count := 0
+	n.targets.m.Range(func(any, any) bool { count++; return true })
+	if count > maxTargets {
+		t.Errorf("target cache holds %d entries, want at most %d", count, maxTargets)
+	}
+
+	// A cached resolution is dropped when the routing changes.
+	ctx := t.Context()
+	if _, err := n.ActE(ctx, "role:y", nil); CodeOf(err) != CodeNotFound {
+		t.Fatalf("before Add: %v", err)
+	}
+	if err := n.Add("role:y", func(context.Context, Request) (any, error) { return "y", nil }); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := n.ActE(ctx, "role:y", nil); err != nil || res.Value() != "y" {
+		t.Fatalf("after Add: %v, %v", res.Value(), err)
+	}
+	if ok, err := n.Remove("role:y"); !ok || err != nil {
+		t.Fatalf("Remove: %v, %v", ok, err)
+	}
+	if _, err := n.ActE(ctx, "role:y", nil); CodeOf(err) != CodeNotFound {
+		t.Fatalf("after Remove: %v", err)
+	}
+}
