@@ -48,7 +48,6 @@ var (
 	errMetaCount      = &malformed{"bad meta count"}
 	errMetaCountRange = &malformed{"meta count exceeds the frame"}
 	errMetaLen        = &malformed{"bad meta length"}
-	errMetaTrunc      = &malformed{"truncated meta"}
 	errCode           = &malformed{"bad error code"}
 	errCodeRange      = &malformed{"error code out of range"}
 	errMessageLen     = &malformed{"bad error message length"}
