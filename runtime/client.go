@@ -79,6 +79,8 @@ func (c *Client[Req, Res]) Call(ctx context.Context, req *Req, opts ...CallOptio
 	var err error
 	switch {
 	case c.node != nil && c.plain && len(opts) == 0 && c.node.invoker == nil:
+		// Node.actE's plain path, inlined: going through actE costs ~3 ns
+		// (about 9%) on the generated-client path (BenchmarkActE_Precomputed).
 		r := c.node.resolve(&c.target)
 		if r == nil {
 			res, err = c.node.notFound(c.target.pattern.String(), &c.cfg)
