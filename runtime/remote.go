@@ -17,19 +17,33 @@ import (
 // each other's pattern catalogs. Every node with a transport serves it.
 const CatalogPattern = "cmd:catalog,sys:wizard"
 
-// Catalog is what a node answers on [CatalogPattern]: its id and the
-// patterns of its local handlers.
+// Catalog is what a node answers on [CatalogPattern]: its id, the digest
+// of its pattern set (see [Peer].Digest) and the patterns of its local
+// handlers.
 type Catalog struct {
 	ID       string   `json:"id"`
+	Digest   string   `json:"digest,omitempty"`
 	Patterns []string `json:"patterns"`
 }
 
-// Peer describes another node as discovery reports it.
+// Peer describes a node as discovery reports it.
 type Peer struct {
 	// ID is the node's id, if known.
 	ID string
 	// Addr is the address its transport listens on.
 	Addr string
+	// Transport names the transport Addr belongs to ("tcp", "quic"); empty
+	// means this node's own. A node ignores peers on another transport.
+	Transport string
+	// Digest identifies the peer's pattern set: a short hash of its
+	// patterns in canonical form, at most 32 bytes. A node fetches a peer's
+	// catalog when it sees a digest it has not seen before; nodes with the
+	// same digest share one cached catalog. Empty means unknown: the node
+	// fetches the catalog and refreshes it periodically.
+	Digest string
+	// Suspect says discovery suspects the peer is down. A suspect peer gets
+	// no new calls while another target serves the pattern.
+	Suspect bool
 }
 
 // Discovery finds other nodes. [StaticPeers] is the simplest; runtime/swim
@@ -41,16 +55,28 @@ type Discovery interface {
 }
 
 // DiscoveryHost is the node's side of [Discovery]: discovery reports peers
-// that appear (or change) and peers that leave.
+// that appear or change and peers that leave. Its methods are safe for
+// concurrent use and do not block on the network.
 type DiscoveryHost interface {
-	// Self describes this node.
+	// Self describes this node: id, listen address, transport and the
+	// digest of its current pattern set.
 	Self() Peer
-	// PeerUp reports a peer that appeared, or whose pattern set changed:
-	// the node (re)connects to it and fetches its catalog.
+	// PeerUp reports a peer that appeared or changed (address, digest,
+	// suspicion): the node connects to it and fetches its catalog when the
+	// digest is new to it.
 	PeerUp(p Peer)
 	// PeerDown reports a peer that left or died: its patterns leave routing
-	// at once.
+	// at once. A PeerDown whose ID differs from the one the node knows at
+	// that address (a restarted node reusing it) is ignored.
 	PeerDown(p Peer)
+}
+
+// SelfAnnouncer is implemented by a [Discovery] that announces this node's
+// pattern set to others. The node calls SelfChanged after its local
+// patterns change; the discovery then reads [DiscoveryHost.Self] again and
+// re-announces. SelfChanged must not block.
+type SelfAnnouncer interface {
+	SelfChanged()
 }
 
 type staticPeers []string
