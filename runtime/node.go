@@ -107,6 +107,7 @@ func New(opts ...Option) (*Node, error) {
 		defaultTimeout: cmp.Or(c.defaultTimeout, 5*time.Second),
 		refresh:        cmp.Or(c.refresh, 2*time.Second),
 		peers:          map[string]*peer{},
+		catalogs:       map[string][]Pattern{},
 	}
 	if err := n.startRemote(); err != nil {
 		return nil, err
@@ -162,6 +163,7 @@ func (n *Node) AddPattern(p Pattern, h Handler, opts ...HandlerOption) error {
 		_ = n.router.Add(p, r) // cannot fail: p is absent and routeMu is held
 	}
 	n.routingChanged()
+	n.localChanged()
 	return nil
 }
 
@@ -184,6 +186,7 @@ func (n *Node) Remove(pattern string) (bool, error) {
 		n.router.Remove(p)
 	}
 	n.routingChanged()
+	n.localChanged()
 	return true, nil
 }
 
@@ -216,9 +219,6 @@ func (n *Node) WaitFor(ctx context.Context, pattern string) error {
 		}
 	}
 }
-
-// Patterns returns the patterns the node routes, local and remote, sorted.
-func (n *Node) Patterns() []Pattern { return n.router.List() }
 
 // Act calls the handler that best matches msg overlaid with the pattern's
 // pairs (the pattern wins on a shared key); every routed root key of the

@@ -536,10 +536,10 @@ func TestAdd_OverridePriorRemove(t *testing.T) {
 	})
 }
 
-func patternStringsOf(ps []runtime.Pattern) []string {
+func patternStringsOf(ps []runtime.PatternInfo) []string {
 	out := make([]string, len(ps))
 	for i, p := range ps {
-		out[i] = p.String()
+		out[i] = p.Pattern.String()
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,6 +31,11 @@ type Catalog struct {
 type Peer struct {
 	// ID is the node's id, if known.
 	ID string
+	// Instance identifies one run of the node, if known: a node restarted
+	// under the same id (and maybe the same address) has a new instance. A
+	// PeerDown for an instance other than the one known at that address is
+	// ignored, so a late death notice never removes the node's next run.
+	Instance string
 	// Addr is the address its transport listens on.
 	Addr string
 	// Transport names the transport Addr belongs to ("tcp", "quic"); empty
@@ -66,8 +72,8 @@ type DiscoveryHost interface {
 	// digest is new to it.
 	PeerUp(p Peer)
 	// PeerDown reports a peer that left or died: its patterns leave routing
-	// at once. A PeerDown whose ID differs from the one the node knows at
-	// that address (a restarted node reusing it) is ignored.
+	// at once. A PeerDown whose Instance differs from the one the node knows
+	// at that address (a restarted node reusing it) is ignored.
 	PeerDown(p Peer)
 }
 
@@ -104,13 +110,25 @@ type remote struct {
 	defaultTimeout time.Duration
 	refresh        time.Duration
 
-	mu    sync.Mutex
-	peers map[string]*peer // by address
+	mu       sync.Mutex
+	peers    map[string]*peer     // by address
+	catalogs map[string][]Pattern // fetched pattern sets by digest
+
+	self selfDigest
 }
+
+// maxCachedCatalogs bounds the catalogs a node keeps by digest; past it the
+// cache starts over (the catalogs in routing stay routed).
+const maxCachedCatalogs = 4096
 
 // peer is one remote node this node calls.
 type peer struct {
 	addr     string
+	id       string // guarded by remote.mu
+	instance string // guarded by remote.mu
+	digest   string // guarded by remote.mu
+	suspect  atomic.Bool
+	force    atomic.Bool // the next catalog load bypasses the cache
 	conn     atomic.Pointer[connBox]
 	patterns []Pattern // routed now; guarded by Node.routeMu
 	ctx      context.Context
@@ -183,7 +201,10 @@ func (n *Node) stopPeers() error {
 // Node itself.
 type nodeHost struct{ n *Node }
 
-func (h nodeHost) Self() Peer { return Peer{ID: h.n.id, Addr: h.n.Addr()} }
+func (h nodeHost) Self() Peer {
+	n := h.n
+	return Peer{ID: n.id, Addr: n.Addr(), Transport: n.remote.transport.Name(), Digest: n.digest()}
+}
 
 func (h nodeHost) PeerUp(p Peer) {
 	n := h.n
@@ -191,17 +212,33 @@ func (h nodeHost) PeerUp(p Peer) {
 		return
 	}
 	r := n.remote
+	if p.Transport != "" && p.Transport != r.transport.Name() {
+		n.log.Debug("wizard: peer on another transport ignored", "addr", p.Addr, "transport", p.Transport)
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if old := r.peers[p.Addr]; old != nil {
-		select { // known: fetch its catalog again
-		case old.refetch <- struct{}{}:
-		default:
+		old.suspect.Store(p.Suspect)
+		refetch := p.Digest == "" || p.Digest != old.digest
+		if p.Instance != old.instance || p.ID != "" && p.ID != old.id {
+			// Another run of the node at this address: whatever its digest,
+			// ask it.
+			old.force.Store(true)
+			refetch = true
+		}
+		old.id, old.instance, old.digest = cmp.Or(p.ID, old.id), p.Instance, p.Digest
+		if refetch {
+			old.signalRefetch()
 		}
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	pr := &peer{addr: p.Addr, ctx: ctx, cancel: cancel, refetch: make(chan struct{}, 1), done: make(chan struct{})}
+	pr := &peer{
+		addr: p.Addr, id: p.ID, instance: p.Instance, digest: p.Digest,
+		ctx: ctx, cancel: cancel, refetch: make(chan struct{}, 1), done: make(chan struct{}),
+	}
+	pr.suspect.Store(p.Suspect)
 	r.peers[p.Addr] = pr
 	go n.runPeer(pr)
 }
@@ -211,11 +248,23 @@ func (h nodeHost) PeerDown(p Peer) {
 	r := n.remote
 	r.mu.Lock()
 	pr := r.peers[p.Addr]
+	if pr != nil && p.Instance != "" && pr.instance != "" && p.Instance != pr.instance {
+		r.mu.Unlock()
+		n.log.Debug("wizard: death notice of an earlier run ignored", "addr", p.Addr, "instance", p.Instance)
+		return
+	}
 	delete(r.peers, p.Addr)
 	r.mu.Unlock()
 	if pr != nil {
 		pr.cancel()
 		n.setCatalog(pr, nil) // leave routing at once, not when the loop ends
+	}
+}
+
+func (p *peer) signalRefetch() {
+	select {
+	case p.refetch <- struct{}{}:
+	default: // one is pending already
 	}
 }
 
@@ -244,7 +293,7 @@ func (n *Node) runPeer(p *peer) {
 			// Connected before routed: a caller that sees p's patterns
 			// finds its connection.
 			p.conn.Store(&connBox{conn})
-			err = n.fetchCatalog(p, conn)
+			err = n.loadCatalog(p, conn)
 			if err != nil {
 				p.conn.Store(nil)
 				conn.Close()
@@ -280,12 +329,48 @@ func (n *Node) watchPeer(p *peer, conn Conn) {
 		case <-p.ctx.Done():
 			return
 		case <-tick.C:
+			n.remote.mu.Lock()
+			gossiped := p.digest != ""
+			n.remote.mu.Unlock()
+			if gossiped {
+				continue // discovery tells when its patterns change
+			}
 		case <-p.refetch:
 		}
-		if err := n.fetchCatalog(p, conn); err != nil {
+		if err := n.loadCatalog(p, conn); err != nil {
 			n.log.Warn("wizard: catalog refresh failed", "addr", p.addr, "err", err)
 		}
 	}
+}
+
+// catalogJitter spreads the catalog fetches that one gossiped change
+// starts across a cluster.
+const catalogJitter = 20 * time.Millisecond
+
+// loadCatalog routes p's patterns: from the cache when p's digest is known
+// there, else fetched over conn.
+func (n *Node) loadCatalog(p *peer, conn Conn) error {
+	r := n.remote
+	force := p.force.Swap(false)
+	r.mu.Lock()
+	d := p.digest
+	pats, cached := r.catalogs[d]
+	r.mu.Unlock()
+	if d != "" && cached && !force {
+		n.setCatalog(p, pats)
+		return nil
+	}
+	if d != "" {
+		// A gossiped change reaches every node at about the same time.
+		t := time.NewTimer(rand.N(catalogJitter))
+		select {
+		case <-t.C:
+		case <-p.ctx.Done():
+			t.Stop()
+			return p.ctx.Err()
+		}
+	}
+	return n.fetchCatalog(p, conn)
 }
 
 // fetchCatalog asks p for its catalog over conn and routes its patterns.
@@ -299,19 +384,21 @@ func (n *Node) fetchCatalog(p *peer, conn Conn) error {
 	if reply.Code != CodeOK {
 		return &Error{Code: reply.Code, Message: reply.Error}
 	}
-	var c Catalog
-	if err := json.Unmarshal(reply.Payload, &c); err != nil {
+	c, pats, err := decodeCatalog(reply.Payload)
+	if err != nil {
+		n.log.Warn("wizard: catalog rejected", "addr", p.addr, "err", err)
 		return fmt.Errorf("wizard: bad catalog from %s: %w", p.addr, err)
 	}
-	pats := make([]Pattern, 0, len(c.Patterns))
-	for _, s := range c.Patterns {
-		pt, err := ParsePattern(s)
-		if err != nil {
-			n.log.Warn("wizard: bad pattern in catalog", "addr", p.addr, "pattern", s, "err", err)
-			continue
-		}
-		pats = append(pats, pt)
+	r := n.remote
+	r.mu.Lock()
+	if p.id == "" {
+		p.id = c.ID
 	}
+	if len(r.catalogs) >= maxCachedCatalogs {
+		clear(r.catalogs)
+	}
+	r.catalogs[digestOf(pats)] = pats
+	r.mu.Unlock()
 	n.setCatalog(p, pats)
 	return nil
 }
@@ -447,8 +534,15 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 	peers := *cur
 	start := int(r.next.Add(1))
 	var lastErr error
-	for i := range peers {
+	tried := 0
+	for i := range 2 * len(peers) {
 		p := peers[(start+i)%len(peers)]
+		// The first round skips suspect peers; the second tries them only
+		// when no other peer was there to try.
+		if suspect := p.suspect.Load(); i < len(peers) && suspect || i >= len(peers) && (!suspect || tried > 0) {
+			continue
+		}
+		tried++
 		box := p.conn.Load()
 		if box == nil {
 			lastErr = fmt.Errorf("%w: %s is not connected", ErrNotSent, p.addr)
@@ -586,11 +680,10 @@ func errorReply(err error) *Message {
 }
 
 func (n *Node) catalogReply() *Message {
-	c := Catalog{ID: n.id, Patterns: []string{}}
-	for _, p := range n.router.List() {
-		if re := n.router.exactEntry(p); re != nil && re.value.local.Load() != nil {
-			c.Patterns = append(c.Patterns, p.String())
-		}
+	pats := n.localPatterns()
+	c := Catalog{ID: n.id, Digest: digestOf(pats), Patterns: make([]string, len(pats))}
+	for i, p := range pats {
+		c.Patterns[i] = p.String()
 	}
 	b, err := json.Marshal(c)
 	if err != nil {

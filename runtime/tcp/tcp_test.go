@@ -76,7 +76,7 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 // routes reports whether n routes exactly pattern (local or remote).
 func routes(n *runtime.Node, pattern string) bool {
 	p := runtime.MustParsePattern(pattern)
-	return slices.ContainsFunc(n.Patterns(), p.Equal)
+	return slices.ContainsFunc(n.Patterns(), func(pi runtime.PatternInfo) bool { return pi.Pattern.Equal(p) })
 }
 
 func mustAdd(t testing.TB, n *runtime.Node, pattern string, h runtime.Handler) {

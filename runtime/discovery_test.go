@@ -1,0 +1,392 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/wizardmesh/wizard/runtime/internal/testlog"
+)
+
+// memNet is a message-level transport in memory: a node listening on an
+// address serves the calls of nodes dialling it, in the caller's
+// goroutine. It counts catalog fetches per address.
+type memNet struct {
+	name string
+
+	mu       sync.Mutex
+	servers  map[string]Server
+	catalogs map[string]int
+	calls    map[string]int
+}
+
+func newMemNet() *memNet {
+	return &memNet{name: "mem", servers: map[string]Server{}, catalogs: map[string]int{}, calls: map[string]int{}}
+}
+
+func (t *memNet) Name() string { return t.name }
+
+func (t *memNet) Listen(addr string, s Server) (Listener, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.servers[addr] != nil {
+		return nil, fmt.Errorf("%s in use", addr)
+	}
+	t.servers[addr] = s
+	return &memListener{t: t, addr: addr}, nil
+}
+
+func (t *memNet) Dial(ctx context.Context, addr string) (Conn, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.servers[addr]
+	if s == nil {
+		return nil, fmt.Errorf("%w: nothing listens on %s", ErrNotSent, addr)
+	}
+	return &memConn{t: t, addr: addr, s: s, done: make(chan struct{})}, nil
+}
+
+func (t *memNet) count(m map[string]int, addr string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return m[addr]
+}
+
+type memListener struct {
+	t    *memNet
+	addr string
+}
+
+func (l *memListener) Addr() string { return l.addr }
+func (l *memListener) Close() error {
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
+	delete(l.t.servers, l.addr)
+	return nil
+}
+func (l *memListener) Shutdown(context.Context) error { return l.Close() }
+
+type memConn struct {
+	t    *memNet
+	addr string
+	s    Server
+	done chan struct{}
+	once sync.Once
+}
+
+func (c *memConn) Call(ctx context.Context, m *Message) (*Message, error) {
+	c.t.mu.Lock()
+	if m.Pattern == CatalogPattern {
+		c.t.catalogs[c.addr]++
+	} else {
+		c.t.calls[c.addr]++
+	}
+	c.t.mu.Unlock()
+	in := *m // the server owns what it receives
+	reply := c.s.ServeMessage(ctx, &in)
+	if m.Flags&FlagNoReply != 0 {
+		return nil, nil
+	}
+	return reply, nil
+}
+
+func (c *memConn) Done() <-chan struct{} { return c.done }
+func (c *memConn) Close() error          { c.once.Do(func() { close(c.done) }); return nil }
+
+// hostDiscovery hands the test the node's DiscoveryHost and counts the
+// SelfChanged calls.
+type hostDiscovery struct {
+	host    DiscoveryHost
+	changed atomic.Int32
+}
+
+func (d *hostDiscovery) Start(h DiscoveryHost) error { d.host = h; return nil }
+func (d *hostDiscovery) Close() error                { return nil }
+func (d *hostDiscovery) SelfChanged()                { d.changed.Add(1) }
+
+// memNode starts a node listening on addr in net, serving patterns.
+func memNode(t *testing.T, net *memNet, addr string, patterns ...string) (*Node, *hostDiscovery) {
+	t.Helper()
+	d := &hostDiscovery{}
+	n, err := New(WithID(addr), WithTransport(net), WithListen(addr), WithDiscovery(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	for _, p := range patterns {
+		if err := n.Add(p, func(ctx context.Context, r Request) (any, error) { return addr, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n, d
+}
+
+// waitRoute waits until n routes pattern to exactly want (peer ids).
+func waitRoute(t *testing.T, n *Node, pattern string, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var got []string
+		for _, pi := range n.Patterns() {
+			if pi.Pattern.String() == pattern {
+				got = pi.Remote
+			}
+		}
+		if slices.Equal(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s routes %q to %v, want %v", n.ID(), pattern, got, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestDigest(t *testing.T) {
+	a := []Pattern{MustParsePattern("b:2,a:1"), MustParsePattern("c:3")}
+	b := []Pattern{MustParsePattern("c:3"), MustParsePattern("a:1,b:2"), MustParsePattern("c:3")}
+	if digestOf(a) != digestOf(b) {
+		t.Errorf("order or duplicates change the digest: %s vs %s", digestOf(a), digestOf(b))
+	}
+	if d := digestOf(a); len(d) != 22 {
+		t.Errorf("digest %q: want 22 characters", d)
+	}
+	if digestOf(a) == digestOf(a[:1]) || digestOf(nil) == digestOf(a[:1]) {
+		t.Error("different sets share a digest")
+	}
+
+	net := newMemNet()
+	n, d := memNode(t, net, "a")
+	self := d.host.Self()
+	if self.Digest != digestOf(nil) || self.Transport != "mem" || self.ID != "a" || self.Addr != "a" {
+		t.Errorf("Self() = %+v", self)
+	}
+	if err := n.Add("role:x", func(context.Context, Request) (any, error) { return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := d.host.Self().Digest, digestOf([]Pattern{MustParsePattern("role:x")}); got != want {
+		t.Errorf("after Add: digest %s, want %s", got, want)
+	}
+	if got := d.changed.Load(); got != 1 {
+		t.Errorf("SelfChanged called %d times after one Add, want 1", got)
+	}
+	if ok, err := n.Remove("role:x"); !ok || err != nil {
+		t.Fatalf("Remove: %v %v", ok, err)
+	}
+	if d.host.Self().Digest != digestOf(nil) || d.changed.Load() != 2 {
+		t.Errorf("after Remove: digest %s, %d SelfChanged calls", d.host.Self().Digest, d.changed.Load())
+	}
+}
+
+// TestCatalogCacheByDigest: a node fetches a catalog once per digest; a
+// second peer with the same digest is routed from the cache, and a new
+// digest is fetched.
+func TestCatalogCacheByDigest(t *testing.T) {
+	net := newMemNet()
+	s1, _ := memNode(t, net, "s1", "role:math,cmd:sum")
+	s2, _ := memNode(t, net, "s2", "role:math,cmd:sum")
+	c, d := memNode(t, net, "c")
+	h := d.host
+	h.PeerUp(Peer{ID: "s1", Addr: "s1", Digest: s1.digest()})
+	waitRoute(t, c, "cmd:sum,role:math", "s1")
+	h.PeerUp(Peer{ID: "s2", Addr: "s2", Digest: s2.digest()})
+	waitRoute(t, c, "cmd:sum,role:math", "s1", "s2")
+	if got := net.count(net.catalogs, "s2"); got != 0 {
+		t.Errorf("s2's catalog fetched %d times; its digest was cached", got)
+	}
+	// The same digest again (a suspicion cleared, say): nothing fetched.
+	h.PeerUp(Peer{ID: "s1", Addr: "s1", Digest: s1.digest()})
+	// s1 changes: its new digest is fetched.
+	if err := s1.Add("role:math,cmd:mul", func(context.Context, Request) (any, error) { return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	h.PeerUp(Peer{ID: "s1", Addr: "s1", Digest: s1.digest()})
+	waitRoute(t, c, "cmd:mul,role:math", "s1")
+	if got := net.count(net.catalogs, "s1"); got != 2 {
+		t.Errorf("s1's catalog fetched %d times, want 2 (two digests)", got)
+	}
+	if got := net.count(net.catalogs, "s2"); got != 0 {
+		t.Errorf("s2's catalog fetched %d times, want 0", got)
+	}
+}
+
+// TestSuspectPeer: a suspect peer gets no calls while another serves the
+// pattern, and gets them again when it is the only one.
+func TestSuspectPeer(t *testing.T) {
+	net := newMemNet()
+	s1, _ := memNode(t, net, "s1", "role:r")
+	s2, _ := memNode(t, net, "s2", "role:r")
+	c, d := memNode(t, net, "c")
+	d.host.PeerUp(Peer{ID: "s1", Addr: "s1", Digest: s1.digest()})
+	d.host.PeerUp(Peer{ID: "s2", Addr: "s2", Digest: s2.digest()})
+	waitRoute(t, c, "role:r", "s1", "s2")
+	d.host.PeerUp(Peer{ID: "s1", Addr: "s1", Digest: s1.digest(), Suspect: true})
+	before := net.count(net.calls, "s1")
+	for range 10 {
+		res, err := c.ActE(t.Context(), "role:r", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Value(); got != "s2" {
+			t.Fatalf("answered by %v while s1 is suspect", got)
+		}
+	}
+	if got := net.count(net.calls, "s1"); got != before {
+		t.Errorf("the suspect peer got %d calls", got-before)
+	}
+	if ms := c.Members(); !ms[1].Suspect || ms[2].Suspect {
+		t.Errorf("Members() = %+v: want s1 suspect, s2 not", ms)
+	}
+	d.host.PeerDown(Peer{ID: "s2", Addr: "s2"})
+	waitRoute(t, c, "role:r", "s1")
+	res, err := c.ActE(t.Context(), "role:r", nil)
+	if err != nil || res.Value() != "s1" {
+		t.Errorf("the only peer, suspect: %v, %v; want its answer", res.Value(), err)
+	}
+}
+
+// TestPeerDownOfAnEarlierRun: a death notice for an earlier instance at an
+// address does not remove the instance running there now.
+func TestPeerDownOfAnEarlierRun(t *testing.T) {
+	net := newMemNet()
+	s, _ := memNode(t, net, "s", "role:r")
+	c, d := memNode(t, net, "c")
+	d.host.PeerUp(Peer{ID: "s", Instance: "run1", Addr: "s", Digest: s.digest()})
+	waitRoute(t, c, "role:r", "s")
+	d.host.PeerUp(Peer{ID: "s", Instance: "run2", Addr: "s", Digest: s.digest()})
+	d.host.PeerDown(Peer{ID: "s", Instance: "run1", Addr: "s"})
+	if _, err := c.ActE(t.Context(), "role:r", nil); err != nil {
+		t.Errorf("after the earlier run's death notice: %v", err)
+	}
+	d.host.PeerDown(Peer{ID: "s", Instance: "run2", Addr: "s"})
+	if _, err := c.ActE(t.Context(), "role:r", nil); !errors.Is(err, ErrNotFound) {
+		t.Errorf("after the current run's death notice: %v, want ErrNotFound at once", err)
+	}
+}
+
+func TestPeerOnAnotherTransportIgnored(t *testing.T) {
+	net := newMemNet()
+	_, _ = memNode(t, net, "s", "role:r")
+	c, d := memNode(t, net, "c")
+	d.host.PeerUp(Peer{Addr: "s", Transport: "quic"})
+	if ms := c.Members(); len(ms) != 1 {
+		t.Errorf("Members() = %+v: a peer on another transport was added", ms)
+	}
+}
+
+func TestMembersAndPatterns(t *testing.T) {
+	net := newMemNet()
+	s, _ := memNode(t, net, "s", "role:r", "role:only-s")
+	c, d := memNode(t, net, "c", "role:r", "role:only-c")
+	d.host.PeerUp(Peer{Addr: "s", Digest: s.digest()}) // no id: learnt from the catalog
+	waitRoute(t, c, "role:only-s", "s")
+	want := []PatternInfo{
+		{Pattern: MustParsePattern("role:only-c"), Local: true},
+		{Pattern: MustParsePattern("role:only-s"), Remote: []string{"s"}},
+		{Pattern: MustParsePattern("role:r"), Local: true, Remote: []string{"s"}},
+	}
+	if diff := cmp.Diff(want, c.Patterns(), cmp.Comparer(Pattern.Equal)); diff != "" {
+		t.Errorf("Patterns() mismatch (-want +got):\n%s", diff)
+	}
+	ms := c.Members()
+	wantMembers := []Member{
+		{ID: "c", Addr: "c", Digest: c.digest(), Self: true, Connected: true, Patterns: 2},
+		{ID: "s", Addr: "s", Digest: s.digest(), Connected: true, Patterns: 2},
+	}
+	if diff := cmp.Diff(wantMembers, ms); diff != "" {
+		t.Errorf("Members() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestDecodeCatalog(t *testing.T) {
+	pats := []Pattern{MustParsePattern("role:a"), MustParsePattern("role:b")}
+	good, _ := json.Marshal(Catalog{ID: "x", Digest: digestOf(pats), Patterns: []string{"role:a", "role:b", "role:a"}})
+	c, got, err := decodeCatalog(good)
+	if err != nil || c.ID != "x" || len(got) != 2 {
+		t.Errorf("decodeCatalog(good) = %+v, %v, %v", c, got, err)
+	}
+	many := Catalog{Patterns: make([]string, maxCatalogPatterns+1)}
+	for i := range many.Patterns {
+		many.Patterns[i] = "a:1"
+	}
+	tooMany, _ := json.Marshal(many)
+	for name, b := range map[string][]byte{
+		"not json":        []byte("{"),
+		"not an object":   []byte("[]"),
+		"bad pattern":     []byte(`{"id":"x","patterns":["role:a","a:b:c,,"]}`),
+		"wrong type":      []byte(`{"id":"x","patterns":"role:a"}`),
+		"digest mismatch": []byte(`{"id":"x","digest":"AAAAAAAAAAAAAAAAAAAAAA","patterns":["role:a"]}`),
+		"too many":        tooMany,
+	} {
+		if _, _, err := decodeCatalog(b); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestBadCatalogLogged: a peer that answers a malformed catalog is not
+// routed, and the node says why.
+func TestBadCatalogLogged(t *testing.T) {
+	var logs testlog.Buffer
+	net := newMemNet()
+	net.servers["bad"] = serverFunc(func(ctx context.Context, m *Message) *Message {
+		return &Message{Codec: CodecJSON, Payload: []byte(`{"patterns":["role:a,,"]}`)}
+	})
+	c, d := memNode(t, net, "c")
+	c.log = logs.Logger()
+	d.host.PeerUp(Peer{Addr: "bad"})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := logs.String()
+		if strings.Contains(s, "catalog rejected") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line for the bad catalog; logs:\n%s", s)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if ps := c.Patterns(); len(ps) != 0 {
+		t.Errorf("Patterns() = %v after a bad catalog", ps)
+	}
+}
+
+func FuzzDecodeCatalog(f *testing.F) {
+	f.Add([]byte(`{"id":"x","patterns":["role:a","cmd:b,role:a"]}`))
+	f.Add([]byte(`{"id":"x","digest":"` + digestOf([]Pattern{MustParsePattern("role:a")}) + `","patterns":["role:a"]}`))
+	f.Add([]byte(`{"patterns":["a:*","b:1.5e3"]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, pats, err := decodeCatalog(b)
+		if err != nil {
+			return
+		}
+		if c.Digest != "" && c.Digest != digestOf(pats) {
+			t.Errorf("accepted digest %q for patterns %v", c.Digest, pats)
+		}
+		for i, p := range pats {
+			q, err := ParsePattern(p.String())
+			if err != nil || !q.Equal(p) {
+				t.Errorf("pattern %d %q does not round-trip: %v", i, p.String(), err)
+			}
+			for _, o := range pats[:i] {
+				if o.Equal(p) {
+					t.Errorf("duplicate pattern %q accepted", p.String())
+				}
+			}
+		}
+	})
+}
+
+type serverFunc func(ctx context.Context, m *Message) *Message
+
+func (f serverFunc) ServeMessage(ctx context.Context, m *Message) *Message { return f(ctx, m) }
