@@ -390,3 +390,33 @@ func FuzzDecodeCatalog(f *testing.F) {
 type serverFunc func(ctx context.Context, m *Message) *Message
 
 func (f serverFunc) ServeMessage(ctx context.Context, m *Message) *Message { return f(ctx, m) }
+
+// BenchmarkCatalogPull is the CPU a catalog pull costs both sides, network
+// aside: the serving node builds and encodes its catalog, the fetching
+// node decodes it, parses every pattern and checks the digest.
+func BenchmarkCatalogPull(b *testing.B) {
+	for _, size := range []int{10, 500, 5000} {
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			n, err := New()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer n.Close()
+			for i := range size {
+				if err := n.Add(fmt.Sprintf("role:svc%d,cmd:op%d", i%50, i), func(context.Context, Request) (any, error) { return nil, nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var bytes int
+			for b.Loop() {
+				reply := n.ServeMessage(context.Background(), &Message{Pattern: CatalogPattern})
+				_, pats, err := decodeCatalog(reply.Payload)
+				if err != nil || len(pats) != size {
+					b.Fatalf("%d patterns, %v", len(pats), err)
+				}
+				bytes = len(reply.Payload)
+			}
+			b.ReportMetric(float64(bytes), "catalog-bytes")
+		})
+	}
+}
