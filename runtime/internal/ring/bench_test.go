@@ -2,6 +2,7 @@ package ring
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -29,6 +30,25 @@ func BenchmarkPick(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			r, _ := benchRing(n)
+			b.ReportAllocs()
+			for b.Loop() {
+				r.Pick(nil)
+			}
+		})
+	}
+}
+
+// BenchmarkPickScattered picks from a ring whose order no longer follows
+// memory: built from twice the targets with half removed at random, as a
+// long-lived ring ends up after churn.
+func BenchmarkPickScattered(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			r, ts := benchRing(2 * n)
+			rng := rand.New(rand.NewPCG(1, 2))
+			for _, i := range rng.Perm(2 * n)[:n] {
+				r.Remove(ts[i])
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				r.Pick(nil)
