@@ -1,0 +1,301 @@
+package swim_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/leak"
+	"github.com/wizardmesh/wizard/runtime/internal/testwait"
+	"github.com/wizardmesh/wizard/runtime/swim"
+	"github.com/wizardmesh/wizard/runtime/tcp"
+)
+
+// testLogger logs to stderr when WIZARD_SWIM_LOG is set, else nowhere.
+func testLogger() *slog.Logger {
+	if os.Getenv("WIZARD_SWIM_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// member is one node of a test cluster.
+type member struct {
+	id string
+	n  *runtime.Node
+	d  *swim.Discovery
+}
+
+// pattern is the pattern only m serves.
+func (m *member) pattern() string { return patternOf(m.id) }
+
+func patternOf(id string) string { return "role:swimtest,node:" + id }
+
+// startMember starts a node with TCP and Fast-preset gossip on loopback,
+// serving its own pattern, and closes it when the test ends.
+func startMember(t testing.TB, id string, opts ...swim.Option) *member {
+	t.Helper()
+	return startMemberAt(t, id, "127.0.0.1:0", opts...)
+}
+
+// startMemberAt is startMember with the node's transport on listen.
+func startMemberAt(t testing.TB, id, listen string, opts ...swim.Option) *member {
+	t.Helper()
+	d := swim.New(append([]swim.Option{swim.WithBindAddr("127.0.0.1:0"), swim.WithPreset(swim.Fast), swim.WithLogger(testLogger())}, opts...)...)
+	n, err := runtime.New(
+		runtime.WithID(id),
+		runtime.WithTransport(tcp.New()),
+		runtime.WithListen(listen),
+		runtime.WithDiscovery(d),
+		runtime.WithLogger(testLogger()),
+	)
+	if err != nil {
+		t.Fatalf("start %s: %v", id, err)
+	}
+	t.Cleanup(func() { n.Close() })
+	m := &member{id: id, n: n, d: d}
+	if err := n.Add(m.pattern(), func(ctx context.Context, r runtime.Request) (any, error) {
+		return map[string]any{"id": id}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// startCluster starts size members; all but the first have the first as
+// their seed.
+func startCluster(t testing.TB, prefix string, size int, opts ...swim.Option) []*member {
+	t.Helper()
+	ms := []*member{startMember(t, prefix+"0", opts...)}
+	seed := swim.WithSeeds(ms[0].d.GossipAddr())
+	for i := 1; i < size; i++ {
+		ms = append(ms, startMember(t, fmt.Sprintf("%s%d", prefix, i), append(opts, seed)...))
+	}
+	t.Cleanup(func() { closeAll(ms) }) // before each member's own cleanup
+	return ms
+}
+
+// closeAll closes the members' nodes in parallel.
+func closeAll(ms []*member) {
+	var wg sync.WaitGroup
+	for _, m := range ms {
+		wg.Go(func() { m.n.Close() })
+	}
+	wg.Wait()
+}
+
+// waitRoutable waits until every node of from can route each pattern.
+func waitRoutable(t testing.TB, from []*member, patterns ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Guard)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(from)*len(patterns))
+	for _, m := range from {
+		for _, p := range patterns {
+			wg.Go(func() {
+				if err := m.n.WaitFor(ctx, p); err != nil {
+					errs <- fmt.Errorf("%s waiting for %q: %w", m.id, p, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// call calls pattern from m and returns the id of the node that answered.
+func call(ctx context.Context, m *member, pattern string) (string, error) {
+	res, err := m.n.Act(ctx, pattern, map[string]any{})
+	if err != nil {
+		return "", err
+	}
+	var out struct{ ID string }
+	if err := res.Decode(&out); err != nil {
+		return "", err
+	}
+	return out.ID, nil
+}
+
+// notFound says whether a call to pattern from m finds no handler.
+func notFound(ctx context.Context, m *member, pattern string) bool {
+	_, err := m.n.Act(ctx, pattern, map[string]any{})
+	return runtime.CodeOf(err) == runtime.CodeNotFound
+}
+
+// callEventually calls pattern from m until it reaches the node want,
+// failing the test after the guard. Calls can miss while membership
+// settles: a member falsely declared dead on a loaded machine rejoins
+// within a second.
+func callEventually(t testing.TB, m *member, pattern, want string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Guard)
+	defer cancel()
+	for {
+		if err := m.n.WaitFor(ctx, pattern); err != nil {
+			t.Fatalf("%s waiting for %q: %v", m.id, pattern, err)
+		}
+		got, err := call(ctx, m, pattern)
+		if err == nil && got == want {
+			return
+		}
+		if err == nil || ctx.Err() != nil {
+			t.Fatalf("%s calling %q: answered by %q, %v; want %q", m.id, pattern, got, err, want)
+		}
+		time.Sleep(5 * time.Millisecond) // a polling interval, not synchronisation
+	}
+}
+
+// poll calls cond until it holds, failing the test after d.
+func poll(t testing.TB, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > d {
+			t.Fatalf("after %v: %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond) // a polling interval, not synchronisation
+	}
+	return time.Since(start)
+}
+
+// others is ms without m.
+func others(ms []*member, m *member) []*member {
+	var out []*member
+	for _, o := range ms {
+		if o != m {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// waitGone waits until no node of from routes pattern, and returns how
+// long that took.
+func waitGone(t testing.TB, from []*member, pattern string) time.Duration {
+	t.Helper()
+	return poll(t, testwait.Guard, pattern+" still routed", func() bool {
+		for _, m := range from {
+			if !notFound(context.Background(), m, pattern) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestCluster forms a cluster of ten nodes, each seeded with the first,
+// and follows it through changes: every node's pattern becomes routable
+// on every other node and calls land on the node that serves it; a
+// pattern added at run time spreads, and leaves when removed; a node
+// that leaves, and one that crashes (stops gossiping without leaving),
+// leave routing everywhere; a crashed node restarted under its id, on a
+// new address or on its old one, serves again.
+func TestCluster(t *testing.T) {
+	leak.Check(t)
+	top := t // nodes started in subtests live as long as the cluster
+	ms := startCluster(t, "c", 10)
+	for _, m := range ms {
+		waitRoutable(t, ms, m.pattern())
+	}
+	t.Run("calls", func(t *testing.T) {
+		for _, from := range ms {
+			for _, to := range ms {
+				callEventually(t, from, to.pattern(), to.id)
+			}
+		}
+	})
+
+	t.Run("added at run time", func(t *testing.T) {
+		m := ms[3]
+		const added = "role:swimtest,added:yes"
+		if err := m.n.Add(added, func(ctx context.Context, r runtime.Request) (any, error) {
+			return map[string]any{"id": m.id}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		waitRoutable(t, ms, added)
+		for _, from := range ms {
+			callEventually(t, from, added, m.id)
+		}
+		if _, err := m.n.Remove(added); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, ms, added)
+	})
+
+	live := ms
+	t.Run("left", func(t *testing.T) {
+		m := live[9]
+		live = others(live, m)
+		if err := m.n.Close(); err != nil {
+			t.Fatal(err)
+		}
+		took := waitGone(t, live, m.pattern())
+		t.Logf("a node that left was out of routing on %d nodes after %v", len(live), took)
+	})
+
+	t.Run("crashed", func(t *testing.T) {
+		m := live[8]
+		live = others(live, m)
+		nominal := swim.Fast.SuspicionTimeout(len(live) + 1)
+		start := time.Now()
+		m.d.Crash() // its transport still answers: only gossip can tell
+		took := waitGone(t, live, m.pattern())
+		t.Logf("a crashed node was out of routing on %d nodes after %v (suspicion timeout %v)", len(live), took, nominal)
+		// The suspicion timeout is nominal; it stretches up to 3x until
+		// other members confirm the suspicion, and a loaded machine adds
+		// more. The guard is generous; the figure is in the log.
+		if limit := 3*nominal + 3*time.Second; took > limit {
+			t.Errorf("removal took %v, over %v", took, limit)
+		}
+		if time.Since(start) < nominal {
+			t.Errorf("removed after %v, before the suspicion timeout %v", took, nominal)
+		}
+		m.n.Close()
+
+		t.Run("restarted on a new address", func(t *testing.T) {
+			r := startMember(top, m.id, swim.WithSeeds(live[0].d.GossipAddr()))
+			waitRoutable(t, live, r.pattern())
+			for _, from := range live {
+				callEventually(t, from, r.pattern(), r.id)
+			}
+			live = append(live, r)
+		})
+	})
+
+	t.Run("restarted on its address", func(t *testing.T) {
+		m := live[7]
+		live = others(live, m)
+		addr := m.n.Addr()
+		m.d.Crash()
+		m.n.Close()
+		// Back before the others declare the first run dead; its death,
+		// when they do, must not take the new run out of routing.
+		r := startMemberAt(top, m.id, addr, swim.WithSeeds(live[0].d.GossipAddr()))
+		waitRoutable(t, live, r.pattern())
+		want := len(live) + 1
+		poll(t, testwait.Guard, "the first run never declared dead", func() bool {
+			for _, o := range live {
+				if o.d.NumMembers() != want {
+					return false
+				}
+			}
+			return true
+		})
+		for _, from := range live {
+			callEventually(t, from, r.pattern(), r.id)
+			if notFound(t.Context(), from, r.pattern()) {
+				t.Errorf("%s: the restarted node left routing", from.id)
+			}
+		}
+	})
+}

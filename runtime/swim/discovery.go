@@ -1,0 +1,380 @@
+package swim
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/wizardmesh/wizard/runtime"
+)
+
+// Discovery finds the other nodes of a cluster by SWIM gossip
+// (hashicorp/memberlist) and tells its node about them. Create it with
+// [New] and hand it to runtime.WithDiscovery; the node starts and closes
+// it. A Discovery serves one node, once.
+type Discovery struct {
+	cfg     config
+	cfgErr  error // from New, returned by Start
+	log     *slog.Logger
+	keyring *memberlist.Keyring // nil without WithKeys
+
+	mu       sync.Mutex // guards the fields below it up to the blank line
+	started  bool
+	closed   bool
+	host     runtime.DiscoveryHost
+	ml       *memberlist.Memberlist
+	mlConfig *memberlist.Config
+
+	name       string // this node's memberlist name: node id + "/" + instance
+	gossipAddr string // advertised ip:port, set in Start
+	gossipIP   net.IP
+
+	meta     atomic.Pointer[[]byte] // what NodeMeta hands memberlist; always valid
+	announce chan struct{}          // SelfChanged's signal, capacity 1
+	ctx      context.Context        // ends at Close; stops the goroutines
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+
+	events eventQueue
+
+	joinAttempts atomic.Int64 // for tests
+}
+
+var (
+	_ runtime.Discovery     = (*Discovery)(nil)
+	_ runtime.SelfAnnouncer = (*Discovery)(nil)
+)
+
+// New returns a Discovery configured by opts. Configuration errors
+// surface when the node starts it (runtime.New fails).
+func New(opts ...Option) *Discovery {
+	d := &Discovery{announce: make(chan struct{}, 1)}
+	for _, o := range opts {
+		if o == nil {
+			d.cfgErr = errors.New("wizard: swim: nil option")
+			continue
+		}
+		o.apply(&d.cfg)
+	}
+	d.log = d.cfg.logger
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	if d.cfg.resolver == nil {
+		d.cfg.resolver = net.DefaultResolver
+	}
+	if d.cfgErr == nil {
+		d.cfgErr = d.validate()
+	}
+	return d
+}
+
+// validate checks the configuration and builds the keyring.
+func (d *Discovery) validate() error {
+	c := &d.cfg
+	if !c.preset.valid() {
+		return fmt.Errorf("wizard: swim: unknown preset %v", c.preset)
+	}
+	if len(c.segment) > maxSegmentLen {
+		return fmt.Errorf("wizard: swim: segment is %d bytes, the limit is %d", len(c.segment), maxSegmentLen)
+	}
+	if c.bind != "" {
+		if _, _, err := splitBind(c.bind); err != nil {
+			return err
+		}
+	}
+	if c.advertise != "" {
+		if _, _, err := splitAdvertise(c.advertise); err != nil {
+			return err
+		}
+	}
+	for _, f := range c.seedFuncs {
+		if f == nil {
+			return errors.New("wizard: swim: nil seed function")
+		}
+	}
+	for _, f := range c.memberlistFuncs {
+		if f == nil {
+			return errors.New("wizard: swim: nil memberlist config function")
+		}
+	}
+	if len(c.keys) > 0 {
+		for i, k := range c.keys {
+			if err := memberlist.ValidateKey(k); err != nil {
+				which := "primary key"
+				if i > 0 {
+					which = "secondary key " + strconv.Itoa(i)
+				}
+				return fmt.Errorf("wizard: swim: %s is %d bytes; a key is 16, 24 or 32 bytes (AES-128, -192, -256)", which, len(k))
+			}
+		}
+		kr, err := memberlist.NewKeyring(c.keys[1:], c.keys[0])
+		if err != nil {
+			return fmt.Errorf("wizard: swim: keyring: %w", err)
+		}
+		d.keyring = kr
+	}
+	return nil
+}
+
+// splitBind parses a bind address, "host:port" (an empty host binds every
+// interface).
+func splitBind(addr string) (string, int, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("wizard: swim: bind address %q: %w", addr, err)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return "", 0, fmt.Errorf("wizard: swim: bind address %q: bad port", addr)
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	if net.ParseIP(host) == nil {
+		return "", 0, fmt.Errorf("wizard: swim: bind address %q: the host must be an IP address", addr)
+	}
+	return host, int(p), nil
+}
+
+// splitAdvertise parses an advertise address, "ip:port" or "ip"; port 0
+// means the bind port.
+func splitAdvertise(addr string) (string, int, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		host, port = addr, "0"
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return "", 0, fmt.Errorf("wizard: swim: advertise address %q: bad port", addr)
+	}
+	if net.ParseIP(host) == nil {
+		return "", 0, fmt.Errorf("wizard: swim: advertise address %q: the host must be an IP address", addr)
+	}
+	return host, int(p), nil
+}
+
+// Start joins the node to its cluster: it starts memberlist on the gossip
+// address, then joins the seeds in the background. It implements
+// runtime.Discovery; the node calls it.
+func (d *Discovery) Start(host runtime.DiscoveryHost) error {
+	if d.cfgErr != nil {
+		return d.cfgErr
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.closed:
+		return errors.New("wizard: swim: Start after Close")
+	case d.started:
+		return errors.New("wizard: swim: a Discovery serves one node: Start called twice")
+	}
+	self := host.Self()
+	if self.ID == "" {
+		return errors.New("wizard: swim: the node has no id")
+	}
+	d.host = host
+	// Fail before binding if the node's own meta cannot be announced.
+	b, err := d.encodeSelf(self)
+	if err != nil {
+		return err
+	}
+	d.meta.Store(&b)
+
+	// A name unique per run: memberlist refuses a second member under a
+	// live member's name, so a restarted node needs a new one.
+	boot := self.Instance
+	if boot == "" || strings.ContainsRune(boot, '/') {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		boot = hex.EncodeToString(b[:])
+	}
+	d.name = self.ID + "/" + boot
+
+	c, err := d.memberlistConfig()
+	if err != nil {
+		return err
+	}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	d.events.init()
+	ml, err := memberlist.Create(c)
+	if err != nil {
+		d.cancel()
+		return fmt.Errorf("wizard: swim: start gossip on %s:%d: %w", c.BindAddr, c.BindPort, err)
+	}
+	d.ml, d.mlConfig, d.started = ml, c, true
+	ln := ml.LocalNode() // written in Create, on this goroutine
+	d.gossipIP = ln.Addr
+	d.gossipAddr = net.JoinHostPort(ln.Addr.String(), strconv.Itoa(int(ln.Port)))
+	d.log.Info("wizard: swim: gossip started", "node", d.name, "addr", d.gossipAddr, "segment", d.cfg.segment, "preset", d.cfg.preset, "encrypted", d.keyring != nil)
+
+	// The RPC address may need the advertised IP, known only now.
+	d.reannounce()
+
+	d.wg.Add(3)
+	go d.runEvents()
+	go d.runAnnouncer()
+	go d.runSuspicionWatch()
+	if d.hasSeeds() {
+		d.wg.Add(1)
+		go d.runJoin()
+	}
+	return nil
+}
+
+// memberlistConfig builds memberlist's configuration: the preset's
+// timings, the options, then WithMemberlistConfig's functions.
+func (d *Discovery) memberlistConfig() (*memberlist.Config, error) {
+	c := memberlist.DefaultLANConfig()
+	d.cfg.preset.apply(c)
+	c.Name = d.name
+	c.BindAddr, c.BindPort = "0.0.0.0", DefaultPort
+	if d.cfg.bind != "" {
+		c.BindAddr, c.BindPort, _ = splitBind(d.cfg.bind)
+	}
+	c.AdvertiseAddr, c.AdvertisePort = "", c.BindPort
+	if d.cfg.advertise != "" {
+		host, port, _ := splitAdvertise(d.cfg.advertise)
+		c.AdvertiseAddr = host
+		if port != 0 {
+			c.AdvertisePort = port
+		}
+	}
+	c.Label = d.cfg.segment
+	c.Keyring = d.keyring
+	c.SecretKey = nil
+	del := &delegate{d}
+	c.Delegate, c.Events, c.Alive = del, del, del
+	c.LogOutput = nil
+	c.Logger = log.New(logWriter{d.log}, "", 0)
+	for _, f := range d.cfg.memberlistFuncs {
+		f(c)
+	}
+	if c.ProbeInterval <= 0 || c.GossipInterval <= 0 {
+		return nil, errors.New("wizard: swim: memberlist config: ProbeInterval and GossipInterval must be positive")
+	}
+	return c, nil
+}
+
+// GossipAddr returns the gossip address other members reach this node at
+// ("ip:port"), for use as their seed; "" before Start.
+func (d *Discovery) GossipAddr() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.gossipAddr
+}
+
+// SelfChanged tells the Discovery that the node's pattern set changed; it
+// re-announces the node's meta in the background. It never blocks, and
+// changes in quick succession coalesce into one announcement. It
+// implements runtime.SelfAnnouncer; the node calls it.
+func (d *Discovery) SelfChanged() {
+	select {
+	case d.announce <- struct{}{}:
+	default:
+	}
+}
+
+// runAnnouncer re-announces on SelfChanged until Close.
+func (d *Discovery) runAnnouncer() {
+	defer d.wg.Done()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-d.announce:
+		}
+		d.reannounce()
+	}
+}
+
+// reannounce reads the node's state and, when its meta changed, has
+// memberlist gossip it. A state that cannot be encoded is logged and the
+// members keep the last good one.
+func (d *Discovery) reannounce() {
+	b, err := d.encodeSelf(d.host.Self())
+	if err != nil {
+		d.log.Error("wizard: swim: cannot announce the node's new state; members keep the previous one", "err", err)
+		return
+	}
+	if old := d.meta.Load(); old != nil && bytes.Equal(*old, b) {
+		return
+	}
+	d.meta.Store(&b)
+	// UpdateNode waits until the update went out to a member; it is
+	// queued either way, so the timeout only bounds the wait.
+	timeout := min(max(5*d.mlConfig.GossipInterval, 100*time.Millisecond), time.Second)
+	if err := d.ml.UpdateNode(timeout); err != nil {
+		d.log.Debug("wizard: swim: update not yet gossiped", "err", err)
+	}
+}
+
+// encodeSelf is the meta announcing self.
+func (d *Discovery) encodeSelf(self runtime.Peer) ([]byte, error) {
+	return encodeMeta(meta{
+		Protocol:  protocolVersion,
+		Addr:      rpcAddr(self.Addr, d.gossipIP),
+		Transport: self.Transport,
+		Segment:   d.cfg.segment,
+		Digest:    self.Digest,
+	})
+}
+
+// Close leaves the cluster (announcing it, so the others drop this node at
+// once rather than after failure detection) and stops gossip and every
+// goroutine of the Discovery. It is idempotent; the node calls it when it
+// shuts down.
+func (d *Discovery) Close() error {
+	return d.stop(true)
+}
+
+// stop stops the Discovery, leaving the cluster first if leave is set.
+func (d *Discovery) stop(leave bool) error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	ml := d.ml
+	d.mu.Unlock()
+	if ml == nil {
+		return nil // never started
+	}
+	d.cancel()
+	d.wg.Wait()
+	if leave {
+		timeout := min(max(5*d.mlConfig.GossipInterval, 100*time.Millisecond), time.Second)
+		if err := ml.Leave(timeout); err != nil {
+			d.log.Debug("wizard: swim: leave not yet gossiped", "err", err)
+		}
+	}
+	if err := ml.Shutdown(); err != nil {
+		return fmt.Errorf("wizard: swim: shutdown: %w", err)
+	}
+	d.log.Info("wizard: swim: gossip stopped", "node", d.name, "left", leave)
+	return nil
+}
+
+// splitName splits a memberlist name into the wizard node id and its
+// instance (the run of the node; a random boot id when the node has none).
+func splitName(name string) (id, boot string, ok bool) {
+	i := strings.LastIndexByte(name, '/')
+	if i <= 0 || i == len(name)-1 {
+		return "", "", false
+	}
+	return name[:i], name[i+1:], true
+}

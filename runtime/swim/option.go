@@ -1,0 +1,125 @@
+package swim
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"slices"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Option configures a [Discovery] in [New].
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	bind, advertise string
+	seeds           []string
+	dnsSeeds        []string
+	seedFuncs       []func(context.Context) ([]string, error)
+	resolver        *net.Resolver
+	segment         string
+	keys            [][]byte // primary first
+	preset          Preset
+	memberlistFuncs []func(*memberlist.Config)
+	logger          *slog.Logger
+}
+
+// DefaultPort is the gossip port when none is given: memberlist's, 7946.
+const DefaultPort = 7946
+
+// WithBindAddr sets the address gossip listens on, "host:port", for both
+// UDP and TCP. Port 0 lets the system pick a free port, which
+// [Discovery.GossipAddr] reports after Start. The default is
+// "0.0.0.0:7946".
+func WithBindAddr(addr string) Option {
+	return optionFunc(func(c *config) { c.bind = addr })
+}
+
+// WithAdvertiseAddr sets the gossip address other members reach this
+// node at, "host:port", when it differs from the bind address (NAT,
+// containers). By default memberlist advertises the bind address, or a
+// private address of this host when bound to all interfaces. The host
+// must be an IP address.
+func WithAdvertiseAddr(addr string) Option {
+	return optionFunc(func(c *config) { c.advertise = addr })
+}
+
+// WithSeeds adds gossip addresses of members to join: "host:port", or a
+// host alone for the default port (the bind port if set, else
+// [DefaultPort]). Host names resolve through the resolver on every join
+// attempt.
+func WithSeeds(addrs ...string) Option {
+	return optionFunc(func(c *config) { c.seeds = append(c.seeds, addrs...) })
+}
+
+// WithDNSSeeds adds DNS names whose records list members to join,
+// resolved again on every join attempt. A name whose first label starts
+// with an underscore is an SRV name (a Kubernetes headless service:
+// "_gossip._udp.wizard.default.svc.cluster.local"): its records give
+// hosts and ports. Any other name is looked up for A and AAAA records,
+// "host" or "host:port"; without a port the default applies (the bind
+// port if set, else [DefaultPort]).
+func WithDNSSeeds(names ...string) Option {
+	return optionFunc(func(c *config) { c.dnsSeeds = append(c.dnsSeeds, names...) })
+}
+
+// WithSeedFunc adds a function that returns gossip addresses to join, in
+// the forms [WithSeeds] takes. It is called on every join attempt, with a
+// context that ends with the attempt; an error counts as no seeds from it
+// and is logged.
+func WithSeedFunc(f func(ctx context.Context) ([]string, error)) Option {
+	return optionFunc(func(c *config) { c.seedFuncs = append(c.seedFuncs, f) })
+}
+
+// WithResolver sets the resolver for seed host names and [WithDNSSeeds];
+// the default is net.DefaultResolver.
+func WithResolver(r *net.Resolver) Option {
+	return optionFunc(func(c *config) { c.resolver = r })
+}
+
+// WithSegment puts the node in a segment: members of different segments
+// never see each other, even when one is given the other's address as a
+// seed. The segment travels as memberlist's label on every packet and
+// stream (authenticated data when gossip is encrypted). The default is
+// the empty segment; a name is at most 128 bytes.
+func WithSegment(name string) Option {
+	return optionFunc(func(c *config) { c.segment = name })
+}
+
+// WithKeys encrypts gossip with AES-GCM: primary encrypts what this node
+// sends; primary and the secondary keys decrypt what it receives. Each key
+// is 16, 24 or 32 bytes (AES-128, -192, -256). Members without a key that
+// decrypts a packet drop it, so a node without the cluster's keys can
+// neither join nor inject members. Rotate keys at run time with
+// [Discovery.InstallKey], [Discovery.UseKey] and [Discovery.RemoveKey].
+func WithKeys(primary []byte, secondary ...[]byte) Option {
+	keys := [][]byte{slices.Clone(primary)}
+	for _, k := range secondary {
+		keys = append(keys, slices.Clone(k))
+	}
+	return optionFunc(func(c *config) { c.keys = keys })
+}
+
+// WithPreset sets the gossip timings: [LAN] (the default) or [Fast].
+func WithPreset(p Preset) Option {
+	return optionFunc(func(c *config) { c.preset = p })
+}
+
+// WithMemberlistConfig is the escape hatch to memberlist: f may change the
+// configuration after everything else is set, just before memberlist
+// starts. Changing Name, Delegate, Events or Alive breaks discovery.
+func WithMemberlistConfig(f func(*memberlist.Config)) Option {
+	return optionFunc(func(c *config) { c.memberlistFuncs = append(c.memberlistFuncs, f) })
+}
+
+// WithLogger sets the logger, for this package's lines and memberlist's
+// (their levels mapped from memberlist's [DEBUG], [INFO], [WARN] and [ERR]
+// prefixes). By default nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *config) { c.logger = l })
+}

@@ -1,0 +1,97 @@
+package swim
+
+import (
+	"errors"
+	"maps"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// memberlist reports joins, updates and leaves, but not suspicion: a
+// member turning suspect, or alive again after refuting it, changes only
+// the State of memberlist's internal record of it (the State of the
+// memberlist.Node that Members returns is never updated). memberlist
+// exports no way to read that state, so stateReader reads its node table
+// by reflection, under memberlist's own lock, once per probe interval. If
+// a memberlist release changes those internals, suspicion goes unreported
+// (logged once) and everything else works; TestStateReader catches it.
+
+// stateReader reads the states of memberlist's members.
+type stateReader struct {
+	mu    *sync.RWMutex // memberlist's nodeLock
+	nodes reflect.Value // memberlist's nodes field, a []*nodeState
+	name  []int         // index of Name in nodeState (promoted from Node)
+	state []int         // index of nodeState's own State
+}
+
+func newStateReader(ml *memberlist.Memberlist) (*stateReader, error) {
+	v := reflect.ValueOf(ml).Elem()
+	lock := v.FieldByName("nodeLock")
+	if !lock.IsValid() || lock.Type() != reflect.TypeFor[sync.RWMutex]() {
+		return nil, errors.New("no nodeLock sync.RWMutex in memberlist.Memberlist")
+	}
+	nodes := v.FieldByName("nodes")
+	if !nodes.IsValid() || nodes.Kind() != reflect.Slice || nodes.Type().Elem().Kind() != reflect.Pointer ||
+		nodes.Type().Elem().Elem().Kind() != reflect.Struct {
+		return nil, errors.New("no nodes []*nodeState in memberlist.Memberlist")
+	}
+	st := nodes.Type().Elem().Elem()
+	name, ok := st.FieldByName("Name")
+	if !ok || name.Type.Kind() != reflect.String {
+		return nil, errors.New("no Name string in memberlist's nodeState")
+	}
+	state, ok := st.FieldByName("State")
+	if !ok || state.Type != reflect.TypeFor[memberlist.NodeStateType]() || len(state.Index) != 1 {
+		return nil, errors.New("no State NodeStateType of its own in memberlist's nodeState")
+	}
+	return &stateReader{
+		mu:    (*sync.RWMutex)(lock.Addr().UnsafePointer()),
+		nodes: nodes,
+		name:  name.Index,
+		state: state.Index,
+	}, nil
+}
+
+// read returns every live member (alive or suspect): name → suspect.
+func (r *stateReader) read() map[string]bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make(map[string]bool, r.nodes.Len())
+	for i := range r.nodes.Len() {
+		n := r.nodes.Index(i).Elem()
+		switch memberlist.NodeStateType(n.FieldByIndex(r.state).Int()) {
+		case memberlist.StateAlive:
+			out[n.FieldByIndex(r.name).String()] = false
+		case memberlist.StateSuspect:
+			out[n.FieldByIndex(r.name).String()] = true
+		}
+	}
+	return out
+}
+
+// runSuspicionWatch reports suspicion changes until Close.
+func (d *Discovery) runSuspicionWatch() {
+	defer d.wg.Done()
+	r, err := newStateReader(d.ml)
+	if err != nil {
+		d.log.Warn("wizard: swim: cannot read memberlist's member states; suspect members will not be reported", "err", err)
+		return
+	}
+	tick := time.NewTicker(d.mlConfig.ProbeInterval)
+	defer tick.Stop()
+	var last map[string]bool
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if states := r.read(); !maps.Equal(states, last) {
+			d.events.push(event{suspect: states})
+			last = states
+		}
+	}
+}
