@@ -2,10 +2,10 @@ package runtime
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // dedupTable remembers a node's recent remote calls by caller and call id,
@@ -34,9 +34,15 @@ type dedupKey struct {
 // dedupEntry is one call: running until reply is set.
 type dedupEntry struct {
 	key   dedupKey
-	reply *Message      // guarded by the table's mu; a private copy
+	reply *Message      // guarded by the table's mu: nil while running, then &stored (or nil: no answer)
 	done  chan struct{} // made by the first duplicate that waits
 	at    time.Time     // when it was answered
+
+	// stored is the entry's own copy of the answer; its strings and
+	// payload live in one buffer, and meta holds up to two pairs.
+	stored   Message
+	meta     [2]MetaPair
+	answered bool
 }
 
 // maxInternedCallers bounds the interned caller ids; past it the interning
@@ -69,7 +75,7 @@ func (t *dedupTable) begin(caller string, id uint64) (*dedupEntry, bool) {
 	}
 	k := dedupKey{c, id}
 	if e := t.m[k]; e != nil {
-		if e.reply == nil && e.done == nil {
+		if !e.answered && e.done == nil {
 			e.done = make(chan struct{})
 		}
 		return e, true
@@ -83,11 +89,16 @@ func (t *dedupTable) begin(caller string, id uint64) (*dedupEntry, bool) {
 // keep is false (the call was refused without running) the call is
 // forgotten, so that a later attempt runs it.
 func (t *dedupTable) finish(e *dedupEntry, reply *Message, keep bool) {
-	r := cloneReply(reply)
+	if reply != nil {
+		e.store(reply) // no duplicate reads it before reply is set
+	}
 	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e.reply, e.at = r, now
+	e.answered, e.at = true, now
+	if reply != nil {
+		e.reply = &e.stored
+	}
 	if e.done != nil {
 		close(e.done)
 	}
@@ -131,9 +142,9 @@ func (t *dedupTable) len() int {
 // means the call wanted none.
 func (t *dedupTable) wait(ctx context.Context, e *dedupEntry) (*Message, error) {
 	t.mu.Lock()
-	r, done := e.reply, e.done
+	r, done, answered := e.reply, e.done, e.answered
 	t.mu.Unlock()
-	if done == nil { // answered before begin returned
+	if answered {
 		return r, nil
 	}
 	select {
@@ -146,21 +157,37 @@ func (t *dedupTable) wait(ctx context.Context, e *dedupEntry) (*Message, error) 
 	}
 }
 
-// cloneReply copies a reply so that the table owns it: a reply may alias
-// the buffer of the request's frame, which the transport reuses.
-func cloneReply(m *Message) *Message {
-	if m == nil {
-		return nil
+// store copies reply into e: a reply may alias the buffer of the
+// request's frame, which the transport reuses. The copy takes one
+// allocation: payload, error and metadata share one buffer.
+func (e *dedupEntry) store(m *Message) {
+	size := len(m.Payload) + len(m.Error)
+	for _, p := range m.Meta {
+		size += len(p.Key) + len(p.Value)
 	}
-	c := &Message{Code: m.Code, Codec: m.Codec, Flags: m.Flags, Error: strings.Clone(m.Error)}
+	buf := make([]byte, 0, size)
+	take := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		start := len(buf)
+		buf = append(buf, s...)
+		return unsafe.String(&buf[start], len(s)) // buf never changes once written
+	}
+	e.stored = Message{Code: m.Code, Codec: m.Codec, Flags: m.Flags, Error: take(m.Error)}
 	if len(m.Payload) > 0 {
-		c.Payload = slices.Clone(m.Payload)
+		start := len(buf)
+		buf = append(buf, m.Payload...)
+		e.stored.Payload = buf[start:len(buf):len(buf)]
 	}
 	if len(m.Meta) > 0 {
-		c.Meta = make([]MetaPair, len(m.Meta))
-		for i, p := range m.Meta {
-			c.Meta[i] = MetaPair{strings.Clone(p.Key), strings.Clone(p.Value)}
+		meta := e.meta[:0]
+		if len(m.Meta) > len(e.meta) {
+			meta = make([]MetaPair, 0, len(m.Meta))
 		}
+		for _, p := range m.Meta {
+			meta = append(meta, MetaPair{take(p.Key), take(p.Value)})
+		}
+		e.stored.Meta = meta
 	}
-	return c
 }

@@ -106,7 +106,7 @@ func TestDedupOwnsItsCopies(t *testing.T) {
 	caller := unsafe.String(&frame[0], 9)
 	e, _ := tab.begin(caller, 7)
 	reply := &Message{Codec: CodecJSON, Payload: frame[10:], Meta: []MetaPair{{"t", unsafe.String(&frame[0], 6)}}}
-	want := cloneReply(reply)
+	want := &Message{Codec: CodecJSON, Payload: []byte("payload"), Meta: []MetaPair{{"t", "caller"}}}
 	tab.finish(e, reply, true)
 	copy(frame, "XXXXXXXXXXXXXXXXX")
 	d, dup := tab.begin("caller-id", 7)

@@ -18,10 +18,11 @@ import (
 // and dispatches calls ([Node.Act], [Node.ActE]) to the best matching one.
 // A Node is safe for concurrent use.
 type Node struct {
-	id     string
-	log    *slog.Logger
-	router *Router[*route]
-	gen    atomic.Uint64 // bumped on every routing change; invalidates cached resolutions
+	id       string
+	instance string // this run of the node: random, new on every start
+	log      *slog.Logger
+	router   *Router[*route]
+	gen      atomic.Uint64 // bumped on every routing change; invalidates cached resolutions
 
 	maxInFlight int64
 	inflight    atomic.Int64
@@ -37,6 +38,8 @@ type Node struct {
 	routeMu      sync.Mutex    // serialises route changes: local adds and removes, peer catalogs
 	changed      chan struct{} // closed and replaced on every routing change; guarded by routeMu
 	remote       *remote       // nil without a transport
+	dedup        *dedupTable   // nil without a listener or with WithDedup(0, _)
+	callSeq      atomic.Uint64 // ids of the remote calls this node makes
 	listenerStop sync.Once
 	listenerErr  error
 	peersStop    sync.Once
@@ -72,11 +75,14 @@ func New(opts ...Option) (*Node, error) {
 		_, _ = rand.Read(b[:])
 		c.id = hex.EncodeToString(b[:])
 	}
+	var boot [8]byte
+	_, _ = rand.Read(boot[:])
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
 	n := &Node{
 		id:          c.id,
+		instance:    hex.EncodeToString(boot[:]),
 		log:         c.logger,
 		router:      NewRouter[*route](),
 		maxInFlight: int64(c.maxInFlight),
@@ -97,8 +103,14 @@ func New(opts ...Option) (*Node, error) {
 		}
 		return n, nil
 	}
-	if c.defaultTimeout < 0 || c.refresh < 0 {
-		return nil, fmt.Errorf("wizard: negative timeout or refresh interval")
+	if c.defaultTimeout < 0 || c.refresh < 0 || c.dedupSize < 0 || c.dedupTTL < 0 {
+		return nil, fmt.Errorf("wizard: negative timeout, refresh interval or de-duplication bound")
+	}
+	if !c.dedupSet {
+		c.dedupSize, c.dedupTTL = 16384, 30*time.Second
+	}
+	if c.listen != "" && c.dedupSize > 0 {
+		n.dedup = newDedupTable(c.dedupSize, cmp.Or(c.dedupTTL, 30*time.Second))
 	}
 	n.remote = &remote{
 		transport:      c.transport,

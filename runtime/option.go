@@ -23,6 +23,9 @@ type nodeConfig struct {
 	discovery      Discovery
 	defaultTimeout time.Duration
 	refresh        time.Duration
+	dedupSize      int
+	dedupTTL       time.Duration
+	dedupSet       bool
 
 	id          string
 	logger      *slog.Logger
@@ -80,6 +83,16 @@ func WithDefaultTimeout(d time.Duration) Option {
 // again (default 2s). Gossip discovery also triggers a fetch on change.
 func WithCatalogRefresh(d time.Duration) Option {
 	return nodeOption(func(c *nodeConfig) { c.refresh = d })
+}
+
+// WithDedup sizes the table of recent calls by which a node answers a call
+// sent to it again (refed after its connection dropped) without running the
+// handler twice: a duplicate joins the running call or receives the stored
+// answer. At most size answers are kept, none for longer than ttl (default
+// 16384 and 30s). Size 0 turns de-duplication off: a refed call then runs
+// again.
+func WithDedup(size int, ttl time.Duration) Option {
+	return nodeOption(func(c *nodeConfig) { c.dedupSize, c.dedupTTL, c.dedupSet = size, ttl, true })
 }
 
 // WithLogger sets the logger; by default the node logs nothing.

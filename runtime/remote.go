@@ -3,6 +3,7 @@ package runtime
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // CatalogPattern is the built-in system pattern through which nodes fetch
@@ -24,6 +26,7 @@ const CatalogPattern = "cmd:catalog,sys:wizard"
 type Catalog struct {
 	ID       string   `json:"id"`
 	Digest   string   `json:"digest,omitempty"`
+	Instance string   `json:"instance,omitempty"`
 	Patterns []string `json:"patterns"`
 }
 
@@ -137,7 +140,20 @@ type peer struct {
 	done     chan struct{}
 }
 
-type connBox struct{ c Conn }
+// connBox is one connection to a peer and the instance (run) of the peer
+// it reaches, known once the peer's catalog is loaded on it.
+type connBox struct {
+	c    Conn
+	inst atomic.Pointer[string]
+}
+
+// instance returns the peer's instance on b, or "" while it is not known.
+func (b *connBox) instance() string {
+	if s := b.inst.Load(); s != nil {
+		return *s
+	}
+	return ""
+}
 
 // Addr returns the address the node's transport listens on, or "" when it
 // does not listen.
@@ -203,7 +219,7 @@ type nodeHost struct{ n *Node }
 
 func (h nodeHost) Self() Peer {
 	n := h.n
-	return Peer{ID: n.id, Addr: n.Addr(), Transport: n.remote.transport.Name(), Digest: n.digest()}
+	return Peer{ID: n.id, Instance: n.instance, Addr: n.Addr(), Transport: n.remote.transport.Name(), Digest: n.digest()}
 }
 
 func (h nodeHost) PeerUp(p Peer) {
@@ -287,13 +303,20 @@ func (n *Node) runPeer(p *peer) {
 			return false
 		}
 	}
+	reconnect := false
 	for p.ctx.Err() == nil {
 		conn, err := n.remote.transport.Dial(p.ctx, p.addr)
 		if err == nil {
 			// Connected before routed: a caller that sees p's patterns
 			// finds its connection.
-			p.conn.Store(&connBox{conn})
-			err = n.loadCatalog(p, conn)
+			box := &connBox{c: conn}
+			p.conn.Store(box)
+			if reconnect {
+				// Ask the peer itself which run answers now: a refed call
+				// goes only to the run it was first sent to.
+				p.force.Store(true)
+			}
+			err = n.loadCatalog(p, box)
 			if err != nil {
 				p.conn.Store(nil)
 				conn.Close()
@@ -309,6 +332,7 @@ func (n *Node) runPeer(p *peer) {
 			continue
 		}
 		backoff = minBackoff
+		reconnect = true
 		n.log.Debug("wizard: peer connected", "addr", p.addr)
 		n.watchPeer(p, conn)
 		p.conn.Store(nil)
@@ -337,7 +361,7 @@ func (n *Node) watchPeer(p *peer, conn Conn) {
 			}
 		case <-p.refetch:
 		}
-		if err := n.loadCatalog(p, conn); err != nil {
+		if err := n.loadCatalog(p, p.conn.Load()); err != nil {
 			n.log.Warn("wizard: catalog refresh failed", "addr", p.addr, "err", err)
 		}
 	}
@@ -349,14 +373,20 @@ const catalogJitter = 20 * time.Millisecond
 
 // loadCatalog routes p's patterns: from the cache when p's digest is known
 // there, else fetched over conn.
-func (n *Node) loadCatalog(p *peer, conn Conn) error {
+func (n *Node) loadCatalog(p *peer, box *connBox) error {
+	if box == nil {
+		return ErrNotSent // the connection is gone; runPeer starts over
+	}
 	r := n.remote
 	force := p.force.Swap(false)
 	r.mu.Lock()
-	d := p.digest
+	d, inst := p.digest, p.instance
 	pats, cached := r.catalogs[d]
 	r.mu.Unlock()
 	if d != "" && cached && !force {
+		if inst != "" && box.inst.Load() == nil {
+			box.inst.Store(&inst)
+		}
 		n.setCatalog(p, pats)
 		return nil
 	}
@@ -370,14 +400,14 @@ func (n *Node) loadCatalog(p *peer, conn Conn) error {
 			return p.ctx.Err()
 		}
 	}
-	return n.fetchCatalog(p, conn)
+	return n.fetchCatalog(p, box)
 }
 
 // fetchCatalog asks p for its catalog over conn and routes its patterns.
-func (n *Node) fetchCatalog(p *peer, conn Conn) error {
+func (n *Node) fetchCatalog(p *peer, box *connBox) error {
 	ctx, cancel := context.WithTimeout(p.ctx, n.remote.defaultTimeout)
 	defer cancel()
-	reply, err := conn.Call(ctx, &Message{Pattern: CatalogPattern, Meta: []MetaPair{{metaCaller, n.id}}})
+	reply, err := box.c.Call(ctx, &Message{Pattern: CatalogPattern, Meta: []MetaPair{{metaCaller, n.id}}})
 	if err != nil {
 		return err
 	}
@@ -393,6 +423,10 @@ func (n *Node) fetchCatalog(p *peer, conn Conn) error {
 	r.mu.Lock()
 	if p.id == "" {
 		p.id = c.ID
+	}
+	if c.Instance != "" {
+		p.instance = c.Instance
+		box.inst.Store(&c.Instance)
 	}
 	if len(r.catalogs) >= maxCachedCatalogs {
 		clear(r.catalogs)
@@ -471,10 +505,12 @@ func (n *Node) removePeerRoute(pt Pattern, p *peer) {
 // allocation.
 type outMessage struct {
 	Message
-	meta [3]MetaPair
+	meta [4]MetaPair
+	id   [8]byte // the call id's bytes, which a meta value points into
 }
 
 const (
+	metaCall   = "i" // the call's id among the caller's calls, 8 bytes big-endian
 	metaCaller = "c" // the calling node's id
 	metaType   = "t" // the protobuf full name of a CodecProto payload
 	metaOver   = "o" // Act with a protobuf message: the pattern Request.Get sees
@@ -522,6 +558,13 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 	if cfg.idempotent {
 		m.Flags |= FlagIdempotent
 	}
+	refeed := !cfg.noReply && !cfg.idempotent
+	if refeed {
+		// An id the call keeps if it is sent again: the serving node runs
+		// it once however often it arrives.
+		binary.BigEndian.PutUint64(om.id[:], n.callSeq.Add(1))
+		m.Meta = append(m.Meta, MetaPair{metaCall, unsafe.String(&om.id[0], len(om.id))})
+	}
 	timeout := n.remote.defaultTimeout
 	if cfg.timeout > 0 {
 		timeout = cfg.timeout
@@ -548,7 +591,21 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 			lastErr = fmt.Errorf("%w: %s is not connected", ErrNotSent, p.addr)
 			continue
 		}
+		inst := box.instance()
 		reply, err := box.c.Call(ctx, m)
+		for refeed && inst != "" && lostAfterSent(err) && ctx.Err() == nil {
+			// The connection dropped after the call was written: it may
+			// have run. Send it again, same id, once the same run of p is
+			// back; its de-duplication runs the call at most once. Another
+			// run of p (a restart) does not know the call: it gets nothing.
+			next := n.awaitReconnect(ctx, p, box)
+			if next == nil || next.instance() != inst {
+				break
+			}
+			box = next
+			m.Flags |= FlagRetry
+			reply, err = box.c.Call(ctx, m)
+		}
 		if err != nil {
 			if errors.Is(err, ErrNotSent) && ctx.Err() == nil {
 				lastErr = err
@@ -591,6 +648,50 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 	return Result{}, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("wizard: no peer serving %q could be reached: %v", r.pattern.String(), lastErr), cause: lastErr}
 }
 
+// refeedWindow bounds how long a call whose connection dropped waits for
+// its peer to come back before it fails.
+const refeedWindow = time.Second
+
+// lostAfterSent reports whether err says the connection was lost after the
+// call was written (not refused with a code, not surely unsent).
+func lostAfterSent(err error) bool {
+	var e *Error
+	return err != nil && !errors.Is(err, ErrNotSent) && !errors.As(err, &e)
+}
+
+// awaitReconnect waits until p has a connection other than old whose
+// peer instance is known, polling with jittered backoff. It returns nil
+// when ctx ends, p leaves or refeedWindow passes.
+func (n *Node) awaitReconnect(ctx context.Context, p *peer, old *connBox) *connBox {
+	const minWait, maxWait = time.Millisecond, 100 * time.Millisecond
+	wait := minWait
+	giveUp := time.Now().Add(refeedWindow)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		if b := p.conn.Load(); b != nil && b != old && b.instance() != "" {
+			select {
+			case <-b.c.Done():
+			default:
+				return b
+			}
+		}
+		left := time.Until(giveUp)
+		if left <= 0 {
+			return nil
+		}
+		t.Reset(min(wait/2+rand.N(wait/2+1), left))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil
+		case <-p.ctx.Done():
+			return nil
+		}
+		wait = min(2*wait, maxWait)
+	}
+}
+
 func metaValue(meta []MetaPair, key string) string {
 	for _, m := range meta {
 		if m.Key == key {
@@ -624,6 +725,25 @@ func (n *Node) ServeMessage(ctx context.Context, m *Message) *Message {
 			return errorReply(err)
 		}
 	}
+	if id := metaValue(m.Meta, metaCall); n.dedup != nil && len(id) == 8 && m.Flags&FlagNoReply == 0 {
+		de, dup := n.dedup.begin(metaValue(m.Meta, metaCaller), binary.BigEndian.Uint64([]byte(id)))
+		if dup {
+			reply, err := n.dedup.wait(ctx, de)
+			if err != nil {
+				return errorReply(err)
+			}
+			return reply
+		}
+		reply := n.serveLocal(ctx, m, e, over)
+		// A refusal did not run the handler: its retry must.
+		n.dedup.finish(de, reply, reply.Code != CodeResourceExhausted)
+		return reply
+	}
+	return n.serveLocal(ctx, m, e, over)
+}
+
+// serveLocal runs a remote call on its local handler e.
+func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over *target) *Message {
 	m.in = raw{codec: m.Codec, data: m.Payload, typ: metaValue(m.Meta, metaType)}
 	msg := &m.in // lives in m: boxing it allocates nothing
 	cfg := callConfig{noReply: m.Flags&FlagNoReply != 0}
@@ -681,7 +801,7 @@ func errorReply(err error) *Message {
 
 func (n *Node) catalogReply() *Message {
 	pats := n.localPatterns()
-	c := Catalog{ID: n.id, Digest: digestOf(pats), Patterns: make([]string, len(pats))}
+	c := Catalog{ID: n.id, Digest: digestOf(pats), Instance: n.instance, Patterns: make([]string, len(pats))}
 	for i, p := range pats {
 		c.Patterns[i] = p.String()
 	}

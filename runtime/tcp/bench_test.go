@@ -57,6 +57,24 @@ func BenchmarkRemoteCall(b *testing.B) {
 			call(ctx)
 		}
 	})
+	// The same call, not marked idempotent (the generated Sum is): it
+	// carries a call id and the server keeps its answer for
+	// de-duplication.
+	b.Run("serial_deadline_dedup", func(b *testing.B) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		var out mathv1.SumResponse
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := cl.ActE(ctx, mathv1.MathServiceSumPattern, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := res.Decode(&out); err != nil || out.GetSum() != 3 {
+				b.Fatal(&out, err)
+			}
+		}
+	})
 	// GOMAXPROCS callers, then 64 per P: their frames share writes.
 	for _, perP := range []int{1, 64} {
 		name := "parallel"

@@ -95,7 +95,7 @@ func run() error {
 
 	fmt.Println("patterns:")
 	for _, p := range node.Patterns() {
-		fmt.Println(" ", p)
+		fmt.Println(" ", p.Pattern)
 	}
 
 	fmt.Println("calls:")

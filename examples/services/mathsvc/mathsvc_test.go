@@ -91,7 +91,7 @@ func TestPatterns(t *testing.T) {
 	}
 	var got []string
 	for _, p := range node.Patterns() {
-		got = append(got, p.String())
+		got = append(got, p.Pattern.String())
 	}
 	want := []string{
 		mathv1.MathServiceAddPattern, // "cmd:add,role:math"

@@ -1,0 +1,227 @@
+package tcp_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wizardmesh/wizard/runtime"
+)
+
+// cutProxy forwards TCP connections to a target and cuts all of them on
+// demand; connections made after a cut are forwarded again.
+type cutProxy struct {
+	l      net.Listener
+	target string
+
+	mu    sync.Mutex
+	conns []net.Conn
+	wg    sync.WaitGroup
+}
+
+func newCutProxy(t *testing.T, target string) *cutProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{l: l, target: target}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(func() {
+		l.Close()
+		p.cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *cutProxy) Addr() string { return p.l.Addr().String() }
+
+func (p *cutProxy) accept() {
+	defer p.wg.Done()
+	for {
+		in, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		target := p.target
+		p.mu.Unlock()
+		out, err := net.Dial("tcp", target)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, in, out)
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go p.pipe(in, out)
+		go p.pipe(out, in)
+	}
+}
+
+func (p *cutProxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+}
+
+// retarget makes later connections reach addr.
+func (p *cutProxy) retarget(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = addr
+}
+
+// cut closes every connection forwarded so far.
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// TestRefeedRunsOnce: the connection is cut while non-idempotent calls
+// run on the server; the caller sends them again, same ids, once it is
+// connected again, and every call runs exactly once and gets its answer.
+func TestRefeedRunsOnce(t *testing.T) {
+	const calls = 8
+	release := newGate(t)
+	var (
+		started sync.WaitGroup
+		mu      sync.Mutex
+		runs    = map[string]int{}
+	)
+	started.Add(calls)
+	srv := newServer(t)
+	mustAdd(t, srv, "role:pay", func(ctx context.Context, r runtime.Request) (any, error) {
+		id := r.Get("id").(string)
+		mu.Lock()
+		runs[id]++
+		first := runs[id] == 1
+		mu.Unlock()
+		if first {
+			started.Done()
+		}
+		<-release.C() // outlives the connection it came on
+		return "paid " + id, nil
+	})
+	proxy := newCutProxy(t, srv.Addr())
+	cl := newClient(t, "role:pay", proxy.Addr())
+
+	type answer struct {
+		id  string
+		v   any
+		err error
+	}
+	answers := make(chan answer, calls)
+	for i := range calls {
+		id := fmt.Sprint(i)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			res, err := cl.Act(ctx, "role:pay", map[string]any{"id": id})
+			answers <- answer{id, res.Value(), err}
+		}()
+	}
+	started.Wait() // every call runs on the server
+	proxy.cut()
+	// The answers go back on the cut connection, or are stored by the
+	// de-duplication table; either way the refed calls get them.
+	release.Open()
+	for range calls {
+		a := <-answers
+		if a.err != nil || a.v != "paid "+a.id {
+			t.Errorf("call %s: %v, %v; want its answer", a.id, a.v, a.err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id, n := range runs {
+		if n != 1 {
+			t.Errorf("call %s ran %d times", id, n)
+		}
+	}
+}
+
+// TestRefeedWithoutDedupRunsAgain: with de-duplication off, the same cut
+// runs a refed call again, which is what the table prevents.
+func TestRefeedWithoutDedupRunsAgain(t *testing.T) {
+	release := newGate(t)
+	var runs atomic.Int32
+	started := make(chan struct{}, 2)
+	srv := newServer(t, runtime.WithDedup(0, 0))
+	mustAdd(t, srv, "role:pay", func(ctx context.Context, r runtime.Request) (any, error) {
+		runs.Add(1)
+		started <- struct{}{}
+		<-release.C()
+		return "paid", nil
+	})
+	proxy := newCutProxy(t, srv.Addr())
+	cl := newClient(t, "role:pay", proxy.Addr())
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_, err := cl.ActE(ctx, "role:pay", nil)
+		done <- err
+	}()
+	<-started
+	proxy.cut()
+	<-started // the refed call runs again
+	release.Open()
+	if err := <-done; err != nil {
+		t.Errorf("call: %v", err)
+	}
+	if n := runs.Load(); n != 2 {
+		t.Errorf("ran %d times, want 2 without de-duplication", n)
+	}
+}
+
+// TestNoRefeedToAnotherRun: when the address of a cut connection leads to
+// another run of the node (a restart), the call is not sent there — it
+// would run a second time — and the caller learns it may have run.
+func TestNoRefeedToAnotherRun(t *testing.T) {
+	release := newGate(t)
+	defer release.Open() // before the nodes close
+	started := make(chan struct{}, 1)
+	first := newServer(t)
+	mustAdd(t, first, "role:pay", func(ctx context.Context, r runtime.Request) (any, error) {
+		started <- struct{}{}
+		<-release.C()
+		return "paid", nil
+	})
+	var secondRuns atomic.Int32
+	second := newServer(t)
+	mustAdd(t, second, "role:pay", func(ctx context.Context, r runtime.Request) (any, error) {
+		secondRuns.Add(1)
+		return "paid again", nil
+	})
+	proxy := newCutProxy(t, first.Addr())
+	cl := newClient(t, "role:pay", proxy.Addr())
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_, err := cl.ActE(ctx, "role:pay", nil)
+		done <- err
+	}()
+	<-started
+	proxy.retarget(second.Addr())
+	proxy.cut()
+	err := <-done
+	wantCode(t, err, runtime.CodeUnavailable)
+	if n := secondRuns.Load(); n != 0 {
+		t.Errorf("the other run ran the call %d times", n)
+	}
+}
