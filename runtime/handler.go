@@ -154,8 +154,8 @@ func NewUnaryHandler[Req, Res any](fn func(context.Context, *Req) (*Res, error))
 type route struct {
 	pattern Pattern
 	local   atomic.Pointer[handlerEntry]
-	peers   atomic.Pointer[[]*peer]
-	next    atomic.Uint32 // round robin over peers
+	peers   atomic.Pointer[[]*peer]     // for introspection; calls go through bal
+	bal     atomic.Pointer[balancerBox] // set with the first peer
 }
 
 func (r *route) hasPeers() bool {

@@ -40,6 +40,7 @@ type Node struct {
 	remote       *remote       // nil without a transport
 	dedup        *dedupTable   // nil without a listener or with WithDedup(0, _)
 	callSeq      atomic.Uint64 // ids of the remote calls this node makes
+	stats        stats
 	listenerStop sync.Once
 	listenerErr  error
 	peersStop    sync.Once
@@ -119,6 +120,9 @@ func New(opts ...Option) (*Node, error) {
 		defaultTimeout: cmp.Or(c.defaultTimeout, 5*time.Second),
 		refresh:        cmp.Or(c.refresh, 2*time.Second),
 		peers:          map[string]*peer{},
+		newBalancer:    c.newBalancer,
+		newBreaker:     c.newBreaker,
+		budget:         newRetryBudget(),
 		catalogs:       map[string][]Pattern{},
 	}
 	if err := n.startRemote(); err != nil {
@@ -408,7 +412,12 @@ func errClosed() *Error {
 	return &Error{Code: CodeUnavailable, Message: ErrClosed.Error(), cause: ErrClosed}
 }
 
-var errOverloaded = &Error{Code: CodeResourceExhausted, Message: "wizard: node is over its in-flight limit"}
+// The refusals of dispatch: the handler did not run. Remote callers learn
+// it (FlagRefused) and may go to another target.
+var (
+	errOverloaded = &Error{Code: CodeResourceExhausted, Message: "wizard: node is over its in-flight limit"}
+	errClosing    = errClosed()
+)
 
 // dispatch runs e's handler under the node's in-flight accounting.
 // over, if not nil, is a pattern whose pairs overlay the map msg.
@@ -422,10 +431,11 @@ func (n *Node) dispatch(ctx context.Context, e *handlerEntry, msg any, over *tar
 	c := n.inflight.Add(1)
 	if n.closed.Load() {
 		n.done()
-		return Result{}, errClosed()
+		return Result{}, errClosing
 	}
 	if n.maxInFlight > 0 && c > n.maxInFlight {
 		n.done()
+		n.stats.shed.Add(1)
 		return Result{}, errOverloaded
 	}
 	if cfg.noReply {

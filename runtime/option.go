@@ -26,6 +26,8 @@ type nodeConfig struct {
 	dedupSize      int
 	dedupTTL       time.Duration
 	dedupSet       bool
+	newBalancer    func(Pattern) Balancer
+	newBreaker     func(*Target) Breaker
 
 	id          string
 	logger      *slog.Logger
@@ -45,6 +47,7 @@ type callConfig struct {
 	mixin      []string
 	timeout    time.Duration
 	idempotent bool
+	key        string
 }
 
 type nodeOption func(*nodeConfig)
@@ -199,3 +202,14 @@ func Idempotent() interface {
 } {
 	return idempotentOption{}
 }
+
+type routeKeyOption string
+
+func (o routeKeyOption) applyCall(c *callConfig) { c.key = string(o) }
+
+// RouteKey sets the key by which a consistent-hash balancer picks the
+// call's target (runtime/lb's ConsistentHash): calls with the same key go
+// to the same target while the set of targets is unchanged. Pass a field
+// of the message — a user id, an order id — for sticky routing. Other
+// balancers ignore it.
+func RouteKey(key string) CallOption { return routeKeyOption(key) }

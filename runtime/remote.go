@@ -112,6 +112,9 @@ type remote struct {
 	discovery      Discovery
 	defaultTimeout time.Duration
 	refresh        time.Duration
+	newBalancer    func(Pattern) Balancer
+	newBreaker     func(*Target) Breaker
+	budget         *retryBudget
 
 	mu       sync.Mutex
 	peers    map[string]*peer     // by address
@@ -132,6 +135,9 @@ type peer struct {
 	digest   string // guarded by remote.mu
 	suspect  atomic.Bool
 	force    atomic.Bool // the next catalog load bypasses the cache
+	node     *Node
+	target   Target // what balancers hold; target.p is this peer
+	breaker  atomic.Pointer[breakerBox]
 	conn     atomic.Pointer[connBox]
 	patterns []Pattern // routed now; guarded by Node.routeMu
 	ctx      context.Context
@@ -255,6 +261,7 @@ func (h nodeHost) PeerUp(p Peer) {
 		ctx: ctx, cancel: cancel, refetch: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	pr.suspect.Store(p.Suspect)
+	pr.node, pr.target.p = n, pr
 	r.peers[p.Addr] = pr
 	go n.runPeer(pr)
 }
@@ -473,10 +480,12 @@ func (n *Node) addPeerRoute(pt Pattern, p *peer) {
 			peers = slices.Clone(*cur)
 		}
 		peers = append(peers, p)
+		n.balancerOf(r).Add(&p.target, 1)
 		r.peers.Store(&peers)
 		return
 	}
 	r := &route{pattern: pt}
+	n.balancerOf(r).Add(&p.target, 1)
 	r.peers.Store(&[]*peer{p}) // complete before any caller can see it
 	_ = n.router.Add(pt, r)    // cannot fail: pt is absent and routeMu is held
 }
@@ -491,6 +500,7 @@ func (n *Node) removePeerRoute(pt Pattern, p *peer) {
 	r := re.value
 	if cur := r.peers.Load(); cur != nil {
 		peers := slices.DeleteFunc(slices.Clone(*cur), func(q *peer) bool { return q == p })
+		n.balancerOf(r).Remove(&p.target)
 		if len(peers) == 0 && r.local.Load() == nil {
 			// Out of the router first, so no caller finds an empty route
 			// where a wider pattern would answer.
@@ -574,63 +584,104 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	peers := *cur
-	start := int(r.next.Add(1))
+	box := r.bal.Load()
+	if box == nil {
+		return n.notFound(r.pattern.String(), cfg)
+	}
+	bal := box.b
+	n.remote.budget.deposit()
+	pk := picker{n: n}
 	var lastErr error
-	tried := 0
-	for i := range 2 * len(peers) {
-		p := peers[(start+i)%len(peers)]
-		// The first round skips suspect peers; the second tries them only
-		// when no other peer was there to try.
-		if suspect := p.suspect.Load(); i < len(peers) && suspect || i >= len(peers) && (!suspect || tried > 0) {
-			continue
+	var lastRefusal *Error
+	refused, overloaded, tried := 0, 0, 0
+	for attempt := 0; ; attempt++ {
+		t, ok := bal.Pick(cfg.key, pk.skip)
+		if !ok && !pk.suspects {
+			// Suspect peers get calls only when no other peer can.
+			pk.suspects = true
+			t, ok = bal.Pick(cfg.key, pk.skip)
 		}
-		tried++
-		box := p.conn.Load()
-		if box == nil {
-			lastErr = fmt.Errorf("%w: %s is not connected", ErrNotSent, p.addr)
-			continue
+		if !ok {
+			break
 		}
-		inst := box.instance()
-		reply, err := box.c.Call(ctx, m)
-		for refeed && inst != "" && lostAfterSent(err) && ctx.Err() == nil {
-			// The connection dropped after the call was written: it may
-			// have run. Send it again, same id, once the same run of p is
-			// back; its de-duplication runs the call at most once. Another
-			// run of p (a restart) does not know the call: it gets nothing.
-			next := n.awaitReconnect(ctx, p, box)
-			if next == nil || next.instance() != inst {
-				break
-			}
-			box = next
+		if attempt > 0 {
 			m.Flags |= FlagRetry
-			reply, err = box.c.Call(ctx, m)
+			n.stats.retries.Add(1)
+		}
+		p, br := t.p, pk.br
+		pk.add(p)
+		tried++
+		reply, err := n.callPeer(ctx, p, m, refeed)
+		bal.Done(t)
+		if err == nil && reply != nil && reply.Flags&FlagRefused != 0 {
+			// Refused without running: shed by an overloaded node, not
+			// served there any more, or closing. Another target may take
+			// it.
+			refused++
+			switch {
+			case reply.Code == CodeResourceExhausted:
+				overloaded++
+				if br != nil {
+					br.Open()
+				}
+			case reply.Code == CodeNotFound:
+				p.signalRefetch() // its catalog changed
+				if br != nil {
+					br.Success()
+				}
+			case br != nil:
+				br.Failure()
+			}
+			lastRefusal = &Error{Code: reply.Code, Message: reply.Error}
+			lastErr = lastRefusal
+			continue
 		}
 		if err != nil {
-			if errors.Is(err, ErrNotSent) && ctx.Err() == nil {
-				lastErr = err
-				m.Flags |= FlagRetry // the next peer gets a retry
-				continue
-			}
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				return Result{}, &Error{Code: CodeOf(ctxErr), Message: fmt.Sprintf("wizard: call %q to %s: %v", r.pattern.String(), p.addr, ctxErr), cause: ctxErr}
-			}
 			var e *Error
-			if errors.As(err, &e) { // the transport refused it with a code
+			switch ctxErr := ctx.Err(); {
+			case ctxErr != nil:
+				if br != nil {
+					br.Failure()
+				}
+				return Result{}, &Error{Code: CodeOf(ctxErr), Message: fmt.Sprintf("wizard: call %q to %s: %v", r.pattern.String(), p.addr, ctxErr), cause: ctxErr}
+			case errors.Is(err, ErrNotSent):
+				if br != nil {
+					br.Failure()
+				}
+				lastErr = err
+				continue // surely not run: the next target
+			case errors.As(err, &e): // the transport refused it with a code
+				if br != nil {
+					br.Success()
+				}
 				return Result{}, e
 			}
+			if br != nil {
+				br.Failure()
+			}
+			if cfg.idempotent {
+				// It may have run; it is safe to run again elsewhere, within
+				// the retry budget. (Refused and unsent calls cost their
+				// target nothing and go on without it.)
+				lastErr = err
+				if !n.remote.budget.withdraw() {
+					lastErr = fmt.Errorf("retry budget spent, last error: %w", err)
+					break
+				}
+				if !n.retryBackoff(ctx, attempt) {
+					break
+				}
+				continue
+			}
 			return Result{}, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("wizard: call %q to %s: %v", r.pattern.String(), p.addr, err), cause: err}
+		}
+		if br != nil {
+			br.Success()
 		}
 		if reply == nil { // NoReply
 			return Result{}, nil
 		}
 		if reply.Code != CodeOK {
-			if reply.Code == CodeNotFound {
-				select { // its catalog changed: fetch it again
-				case p.refetch <- struct{}{}:
-				default:
-				}
-			}
 			e := &Error{Code: reply.Code, Message: reply.Error}
 			if len(reply.Payload) > 0 {
 				e.Details = decodeDetails(reply.Payload)
@@ -645,7 +696,105 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 		reply.in = raw{codec: reply.Codec, data: reply.Payload, typ: metaValue(reply.Meta, metaType)}
 		return Result{v: &reply.in}, nil
 	}
-	return Result{}, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("wizard: no peer serving %q could be reached: %v", r.pattern.String(), lastErr), cause: lastErr}
+	if refused > 0 && refused == tried {
+		if overloaded == tried {
+			return Result{}, &Error{Code: CodeResourceExhausted, Message: fmt.Sprintf("wizard: every target serving %q refused the call as overloaded (%d tried)", r.pattern.String(), tried), cause: ErrOverloaded}
+		}
+		return Result{}, lastRefusal // as the last target refused it
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return Result{}, &Error{Code: CodeOf(ctxErr), Message: fmt.Sprintf("wizard: call %q: %v (last error: %v)", r.pattern.String(), ctxErr, lastErr), cause: ctxErr}
+	}
+	if lastErr == nil {
+		lastErr = errors.New("no target is connected")
+	}
+	return Result{}, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("wizard: no peer serving %q could take the call (%d tried): %v", r.pattern.String(), tried, lastErr), cause: lastErr}
+}
+
+// callPeer sends m to p, and sends it again to the same run of p when the
+// connection drops after m was written and refeed is set.
+func (n *Node) callPeer(ctx context.Context, p *peer, m *Message, refeed bool) (*Message, error) {
+	box := p.conn.Load()
+	if box == nil {
+		return nil, fmt.Errorf("%w: %s is not connected", ErrNotSent, p.addr)
+	}
+	inst := box.instance()
+	reply, err := box.c.Call(ctx, m)
+	for refeed && inst != "" && lostAfterSent(err) && ctx.Err() == nil {
+		// The connection dropped after the call was written: it may have
+		// run. Send it again, same id, once the same run of p is back; its
+		// de-duplication runs the call at most once. Another run of p (a
+		// restart) does not know the call: it gets nothing.
+		next := n.awaitReconnect(ctx, p, box)
+		if next == nil || next.instance() != inst {
+			break
+		}
+		box = next
+		m.Flags |= FlagRetry
+		n.stats.refeeds.Add(1)
+		reply, err = box.c.Call(ctx, m)
+	}
+	return reply, err
+}
+
+// picker is the skip function of one call's picks: it passes over targets
+// that are not connected, suspect (until suspects are allowed), tried
+// already, or whose breaker refuses; for the target it accepts it holds
+// the breaker permit it took.
+type picker struct {
+	n        *Node
+	suspects bool
+	br       Breaker
+	tried    [4]*peer
+	more     []*peer
+	ntried   int
+}
+
+func (pk *picker) skip(t *Target) bool {
+	p := t.p
+	if p.conn.Load() == nil || !pk.suspects && p.suspect.Load() || pk.wasTried(p) {
+		return true
+	}
+	pk.br = pk.n.breaker(p)
+	return pk.br != nil && !pk.br.Allow()
+}
+
+func (pk *picker) add(p *peer) {
+	if pk.ntried < len(pk.tried) {
+		pk.tried[pk.ntried] = p
+		pk.ntried++
+		return
+	}
+	pk.more = append(pk.more, p)
+}
+
+func (pk *picker) wasTried(p *peer) bool {
+	for _, q := range pk.tried[:pk.ntried] {
+		if q == p {
+			return true
+		}
+	}
+	for _, q := range pk.more {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// retryBackoff waits before the retry after attempt: full jitter over an
+// exponential bound (2ms, 4ms, … 100ms). It reports false when ctx ends
+// first.
+func (n *Node) retryBackoff(ctx context.Context, attempt int) bool {
+	bound := min(2*time.Millisecond<<min(attempt, 6), 100*time.Millisecond)
+	t := time.NewTimer(rand.N(bound) + 1)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // refeedWindow bounds how long a call whose connection dropped waits for
@@ -717,7 +866,7 @@ func (n *Node) ServeMessage(ctx context.Context, m *Message) *Message {
 	}
 	if e == nil {
 		// Only local handlers serve remote calls: a node never forwards.
-		return errorReply(Errorf(CodeNotFound, "wizard: node %s has no handler for %q", n.id, m.Pattern))
+		return refusedReply(Errorf(CodeNotFound, "wizard: node %s has no handler for %q", n.id, m.Pattern))
 	}
 	var over *target
 	if o := metaValue(m.Meta, metaOver); o != "" {
@@ -736,7 +885,7 @@ func (n *Node) ServeMessage(ctx context.Context, m *Message) *Message {
 		}
 		reply := n.serveLocal(ctx, m, e, over)
 		// A refusal did not run the handler: its retry must.
-		n.dedup.finish(de, reply, reply.Code != CodeResourceExhausted)
+		n.dedup.finish(de, reply, reply.Flags&FlagRefused == 0)
 		return reply
 	}
 	return n.serveLocal(ctx, m, e, over)
@@ -757,6 +906,9 @@ func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over
 			n.log.Warn("wizard: no-reply call refused", "pattern", m.Pattern, "err", err)
 		}
 		return nil
+	}
+	if err == errOverloaded || err == errClosing {
+		return refusedReply(err)
 	}
 	if err != nil {
 		return errorReply(err)
@@ -786,6 +938,13 @@ func (n *Node) wireTarget(s string) (*target, error) {
 
 // errorReply is the reply for a failed call: its code, message and
 // details (encoded in the payload).
+// refusedReply is the reply for a call refused without running a handler.
+func refusedReply(err error) *Message {
+	r := errorReply(err)
+	r.Flags |= FlagRefused
+	return r
+}
+
 func errorReply(err error) *Message {
 	e := toError(err)
 	code := e.Code

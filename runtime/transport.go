@@ -90,6 +90,10 @@ const (
 	FlagNoReply    MessageFlags = 1 << iota // the caller wants no answer
 	FlagIdempotent                          // safe to run more than once
 	FlagRetry                               // a retry of an earlier attempt
+	// FlagRefused marks a failed reply the node gave without running a
+	// handler (over its in-flight limit, no handler, closing): the call
+	// did not run, so the caller may send it to another target.
+	FlagRefused
 )
 
 // MetaPair is one metadata entry of a [Message].

@@ -47,7 +47,7 @@ func Call(ctx context.Context, cl *mux.Client, m *runtime.Message) (*runtime.Mes
 			code = uint32(runtime.CodeUnknown)
 		}
 		// An error reply's payload carries the error's details.
-		*out = runtime.Message{Code: runtime.Code(code), Error: msg, Payload: details}
+		*out = runtime.Message{Code: runtime.Code(code), Error: msg, Payload: details, Flags: runtime.MessageFlags(resp.Flags & wire.FlagRefused)}
 		return out, nil
 	}
 	*out = runtime.Message{Codec: runtime.Codec(resp.Codec), Payload: resp.Payload, Meta: fromWire(resp.Meta)}
@@ -76,7 +76,7 @@ func Handler(s runtime.Server) mux.Handler {
 		case reply == nil:
 			*f = wire.Frame{Type: wire.TypeResponse}
 		case reply.Code != runtime.CodeOK:
-			*f = wire.Frame{Type: wire.TypeError, Payload: append(wire.AppendError(nil, uint32(reply.Code), reply.Error), reply.Payload...)}
+			*f = wire.Frame{Type: wire.TypeError, Flags: wire.Flags(reply.Flags & runtime.FlagRefused), Payload: append(wire.AppendError(nil, uint32(reply.Code), reply.Error), reply.Payload...)}
 		default:
 			*f = wire.Frame{Type: wire.TypeResponse, Codec: wire.Codec(reply.Codec), Payload: reply.Payload, Meta: toWire(reply.Meta)}
 		}

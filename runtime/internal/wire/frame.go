@@ -61,6 +61,7 @@ const (
 	FlagNoReply    Flags = 1 << iota // the caller wants no answer
 	FlagIdempotent                   // the call may safely run more than once
 	FlagRetry                        // the call is a retry of an earlier attempt
+	FlagRefused                      // on an error: refused without running a handler
 )
 
 // Codec identifies the encoding of a frame's payload.

@@ -1,0 +1,243 @@
+package tcp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/lb"
+)
+
+// replicas starts n servers of role:work (answering their index); the
+// first also serves role:hold, which blocks on hold, so that a test can
+// fill its in-flight slots. opts apply to the first server.
+func replicas(t *testing.T, n int, hold *gate, opts ...runtime.Option) []*runtime.Node {
+	t.Helper()
+	var out []*runtime.Node
+	for i := range n {
+		var srv *runtime.Node
+		if i == 0 {
+			srv = newServer(t, opts...)
+		} else {
+			srv = newServer(t)
+		}
+		mustAdd(t, srv, "role:work", func(ctx context.Context, r runtime.Request) (any, error) { return i, nil })
+		mustAdd(t, srv, "role:hold", func(ctx context.Context, r runtime.Request) (any, error) {
+			<-hold.C()
+			return nil, nil
+		})
+		out = append(out, srv)
+	}
+	return out
+}
+
+func addrsOf(nodes []*runtime.Node) []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.Addr())
+	}
+	return out
+}
+
+// waitTargets waits until cl routes pattern to want targets.
+func waitTargets(t *testing.T, cl *runtime.Node, pattern string, want int) {
+	t.Helper()
+	waitUntil(t, fmt.Sprintf("%d targets for %s", want, pattern), func() bool {
+		for _, pi := range cl.Patterns() {
+			if pi.Pattern.String() == pattern {
+				return len(pi.Remote) == want
+			}
+		}
+		return false
+	})
+}
+
+// holdSlot fills one in-flight slot of srv with a role:hold call from a
+// client of its own, and waits until the slot is taken.
+func holdSlot(t *testing.T, srv *runtime.Node) {
+	t.Helper()
+	cl := newClient(t, "role:hold", srv.Addr())
+	go cl.ActE(context.Background(), "role:hold", nil, runtime.Timeout(time.Minute))
+	waitUntil(t, "the slot is taken", func() bool {
+		_, err := srv.ActE(t.Context(), "role:work", nil)
+		return errors.Is(err, runtime.ErrOverloaded)
+	})
+}
+
+// TestOverloadedReplicaRoutedAround: one of three replicas is over its
+// in-flight limit; every call succeeds through the other two, and the
+// overloaded one's refusals are counted. With breakers, its breaker opens
+// at the first refusal and it gets no more calls.
+func TestOverloadedReplicaRoutedAround(t *testing.T) {
+	for _, withBreakers := range []bool{false, true} {
+		t.Run(fmt.Sprintf("breakers=%v", withBreakers), func(t *testing.T) {
+			hold := newGate(t)
+			defer hold.Open()
+			reps := replicas(t, 3, hold, runtime.WithMaxInFlight(1))
+			holdSlot(t, reps[0])
+			shedBefore := reps[0].Stats().Shed
+			var opts []runtime.Option
+			if withBreakers {
+				br, err := lb.NewBreakers[*runtime.Target](lb.WithDelay(time.Minute))
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts = append(opts, runtime.WithBreakers(func(tg *runtime.Target) runtime.Breaker { return br.Get(tg) }))
+			}
+			cl := newClientWith(t, "role:work", opts, addrsOf(reps)...)
+			waitTargets(t, cl, "role:work", 3)
+			const calls = 30
+			answered := map[any]int{}
+			for range calls {
+				res, err := cl.ActE(t.Context(), "role:work", nil)
+				if err != nil {
+					t.Fatalf("call: %v", err)
+				}
+				answered[res.Value()]++
+			}
+			if answered[0.0] != 0 {
+				t.Errorf("the overloaded replica answered %d calls", answered[0.0])
+			}
+			shed := reps[0].Stats().Shed - shedBefore
+			if shed == 0 {
+				t.Error("the overloaded replica refused no call: the test did not exercise shedding")
+			}
+			if got := cl.Stats().Retries; got != shed {
+				t.Errorf("the caller retried %d times for %d refusals", got, shed)
+			}
+			if withBreakers && shed != 1 {
+				t.Errorf("with breakers the overloaded replica was asked %d times, want 1 (its breaker opens)", shed)
+			}
+			t.Logf("answers by replica %v; refusals %d", answered, shed)
+		})
+	}
+}
+
+// TestAllReplicasOverloaded: when every target refuses, the caller gets
+// one clear error that says so.
+func TestAllReplicasOverloaded(t *testing.T) {
+	hold := newGate(t)
+	defer hold.Open()
+	var reps []*runtime.Node
+	for range 2 {
+		srv := newServer(t, runtime.WithMaxInFlight(1))
+		mustAdd(t, srv, "role:work", func(ctx context.Context, r runtime.Request) (any, error) { return nil, nil })
+		mustAdd(t, srv, "role:hold", func(ctx context.Context, r runtime.Request) (any, error) {
+			<-hold.C()
+			return nil, nil
+		})
+		holdSlot(t, srv)
+		reps = append(reps, srv)
+	}
+	cl := newClient(t, "role:work", addrsOf(reps)...)
+	waitTargets(t, cl, "role:work", 2)
+	_, err := cl.ActE(t.Context(), "role:work", nil)
+	wantCode(t, err, runtime.CodeResourceExhausted)
+	if !errors.Is(err, runtime.ErrOverloaded) {
+		t.Errorf("errors.Is(%v, ErrOverloaded) = false", err)
+	}
+	const want = `wizard: every target serving "role:work" refused the call as overloaded (2 tried)`
+	if err.Error() != want {
+		t.Errorf("error %q, want %q", err.Error(), want)
+	}
+}
+
+// TestReplicaKilledUnderLoad: three replicas under steady, bounded load of
+// idempotent calls; one is killed mid-run. No call fails, and the
+// handlers' counters show how often each call ran. A graceful kill
+// (Shutdown: goaway, drain) runs no call twice; a hard kill (Close) can run
+// a call twice only if it ran on the killed replica, whose answer was
+// lost — at most one per caller.
+func TestReplicaKilledUnderLoad(t *testing.T) {
+	for _, hard := range []bool{false, true} {
+		name := "graceful"
+		if hard {
+			name = "hard"
+		}
+		t.Run(name, func(t *testing.T) { replicaKilledUnderLoad(t, hard) })
+	}
+}
+
+func replicaKilledUnderLoad(t *testing.T, hard bool) {
+	const callers, perCaller = 8, 60
+	var mu sync.Mutex
+	runs := map[string]int{}
+	var reps []*runtime.Node
+	for range 3 {
+		srv := newServer(t)
+		mustAdd(t, srv, "role:work", func(ctx context.Context, r runtime.Request) (any, error) {
+			id := r.Get("id").(string)
+			time.Sleep(200 * time.Microsecond) // work, so that calls overlap the kill
+			mu.Lock()
+			runs[id]++
+			mu.Unlock()
+			return id, nil
+		})
+		reps = append(reps, srv)
+	}
+	cl := newClient(t, "role:work", addrsOf(reps)...)
+	waitTargets(t, cl, "role:work", 3)
+
+	var done atomic.Int32
+	killAt := int32(callers * perCaller / 3)
+	killed := make(chan struct{})
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perCaller {
+				id := fmt.Sprintf("%d/%d", c, i)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				res, err := cl.Act(ctx, "role:work", map[string]any{"id": id}, runtime.Idempotent())
+				cancel()
+				if err != nil || res.Value() != id {
+					failed.Add(1)
+					t.Errorf("call %s: %v, %v", id, res.Value(), err)
+				}
+				if done.Add(1) == killAt {
+					close(killed)
+				}
+			}
+		}()
+	}
+	<-killed
+	if hard {
+		reps[1].Close()
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := reps[1].Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		cancel()
+	}
+	wg.Wait()
+	if n := failed.Load(); n != 0 {
+		t.Errorf("%d idempotent calls failed", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	dups := 0
+	for id, n := range runs {
+		if n == 0 || n > 2 {
+			t.Errorf("call %s ran %d times", id, n)
+		}
+		dups += n - 1
+	}
+	if len(runs) != callers*perCaller {
+		t.Errorf("%d calls ran, want %d", len(runs), callers*perCaller)
+	}
+	switch {
+	case !hard && dups != 0:
+		t.Errorf("a graceful kill ran %d calls twice", dups)
+	case hard && dups > callers:
+		t.Errorf("a hard kill ran %d calls twice; at most one per caller can be in flight", dups)
+	}
+	t.Logf("%s kill: retries %d, calls run twice %d", map[bool]string{false: "graceful", true: "hard"}[hard], cl.Stats().Retries, dups)
+}
