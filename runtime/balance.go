@@ -173,6 +173,9 @@ func (b *retryBudget) deposit() {
 	}
 }
 
+// refund gives back a withdrawal that paid for no retry.
+func (b *retryBudget) refund() { b.milli.Add(budgetCost) }
+
 // withdraw takes the cost of one retry, or reports false.
 func (b *retryBudget) withdraw() bool {
 	for {

@@ -27,6 +27,7 @@ type memNet struct {
 	servers  map[string]Server
 	catalogs map[string]int
 	calls    map[string]int
+	lose     map[string]bool // calls (not catalogs) to these addresses are lost after they ran
 }
 
 func newMemNet() *memNet {
@@ -90,9 +91,13 @@ func (c *memConn) Call(ctx context.Context, m *Message) (*Message, error) {
 	} else {
 		c.t.calls[c.addr]++
 	}
+	lose := c.t.lose[c.addr] && m.Pattern != CatalogPattern
 	c.t.mu.Unlock()
 	in := *m // the server owns what it receives
 	reply := c.s.ServeMessage(ctx, &in)
+	if lose {
+		return nil, errLost
+	}
 	if m.Flags&FlagNoReply != 0 {
 		return nil, nil
 	}
@@ -386,6 +391,8 @@ func FuzzDecodeCatalog(f *testing.F) {
 		}
 	})
 }
+
+var errLost = errors.New("mem: connection lost after the call was sent")
 
 type serverFunc func(ctx context.Context, m *Message) *Message
 

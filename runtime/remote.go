@@ -590,20 +590,26 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 	}
 	bal := box.b
 	n.remote.budget.deposit()
-	pk := picker{n: n}
+	pk := getPicker(n)
+	defer putPicker(pk)
 	var lastErr error
 	var lastRefusal *Error
 	refused, overloaded, tried := 0, 0, 0
+	withdrawn := false // the budget paid for the next attempt
 	for attempt := 0; ; attempt++ {
-		t, ok := bal.Pick(cfg.key, pk.skip)
+		t, ok := bal.Pick(cfg.key, pk.skipFn)
 		if !ok && !pk.suspects {
 			// Suspect peers get calls only when no other peer can.
 			pk.suspects = true
-			t, ok = bal.Pick(cfg.key, pk.skip)
+			t, ok = bal.Pick(cfg.key, pk.skipFn)
 		}
 		if !ok {
+			if withdrawn {
+				n.remote.budget.refund() // no target left to retry on
+			}
 			break
 		}
+		withdrawn = false
 		if attempt > 0 {
 			m.Flags |= FlagRetry
 			n.stats.retries.Add(1)
@@ -668,6 +674,7 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 					lastErr = fmt.Errorf("retry budget spent, last error: %w", err)
 					break
 				}
+				withdrawn = true
 				if !n.retryBackoff(ctx, attempt) {
 					break
 				}
@@ -748,6 +755,25 @@ type picker struct {
 	tried    [4]*peer
 	more     []*peer
 	ntried   int
+	skipFn   func(*Target) bool // skip, bound once: passing it allocates nothing
+}
+
+var pickers sync.Pool
+
+func getPicker(n *Node) *picker {
+	pk, _ := pickers.Get().(*picker)
+	if pk == nil {
+		pk = new(picker)
+		pk.skipFn = pk.skip
+	}
+	pk.n = n
+	return pk
+}
+
+func putPicker(pk *picker) {
+	fn := pk.skipFn
+	*pk = picker{skipFn: fn} // nothing of the call stays reachable
+	pickers.Put(pk)
 }
 
 func (pk *picker) skip(t *Target) bool {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/lb"
 )
 
 // mathService is the server side of the benchmark.
@@ -55,6 +57,25 @@ func BenchmarkRemoteCall(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			call(ctx)
+		}
+	})
+	// The same call with a failsafe-go breaker per target (runtime/lb): a
+	// permit taken and given back on every call.
+	b.Run("serial_deadline_breakers", func(b *testing.B) {
+		br, err := lb.NewBreakers[*runtime.Target]()
+		if err != nil {
+			b.Fatal(err)
+		}
+		clb := newClientWith(b, mathv1.MathServiceSumPattern, []runtime.Option{runtime.WithBreakers(func(t *runtime.Target) runtime.Breaker { return br.Get(t) })}, srv.Addr())
+		mathb := mathv1.NewMathServiceClient(clb)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := mathb.Sum(ctx, req)
+			if err != nil || res.GetSum() != 3 {
+				b.Fatal(res, err)
+			}
 		}
 	})
 	// The same call, not marked idempotent (the generated Sum is): it
