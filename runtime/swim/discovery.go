@@ -204,7 +204,7 @@ func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 	}
 	d.name = self.ID + "/" + boot
 
-	c, err := d.memberlistConfig()
+	c, tr, err := d.memberlistConfig()
 	if err != nil {
 		return err
 	}
@@ -213,7 +213,10 @@ func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 	ml, err := memberlist.Create(c)
 	if err != nil {
 		d.cancel()
-		return fmt.Errorf("wizard: swim: start gossip on %s:%d: %w", c.BindAddr, c.BindPort, err)
+		if tr != nil {
+			tr.Shutdown()
+		}
+		return fmt.Errorf("wizard: swim: start gossip on %s: %w", net.JoinHostPort(c.BindAddr, strconv.Itoa(c.BindPort)), err)
 	}
 	d.ml, d.mlConfig, d.started = ml, c, true
 	ln := ml.LocalNode() // written in Create, on this goroutine
@@ -237,10 +240,12 @@ func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 
 // memberlistConfig builds memberlist's configuration: the preset's
 // timings, the options, then WithMemberlistConfig's functions.
-func (d *Discovery) memberlistConfig() (*memberlist.Config, error) {
+func (d *Discovery) memberlistConfig() (*memberlist.Config, *transport, error) {
 	c := memberlist.DefaultLANConfig()
 	d.cfg.preset.apply(c)
 	c.Name = d.name
+	c.LogOutput = nil
+	c.Logger = log.New(logWriter{d.log}, "", 0)
 	c.BindAddr, c.BindPort = "0.0.0.0", DefaultPort
 	if d.cfg.bind != "" {
 		c.BindAddr, c.BindPort, _ = splitBind(d.cfg.bind)
@@ -253,20 +258,36 @@ func (d *Discovery) memberlistConfig() (*memberlist.Config, error) {
 			c.AdvertisePort = port
 		}
 	}
+	tr, err := newTransport(net.ParseIP(c.BindAddr), c.BindPort, c.Logger)
+	if err != nil {
+		return nil, nil, fmt.Errorf("wizard: swim: listen for gossip on %s: %w", net.JoinHostPort(c.BindAddr, strconv.Itoa(c.BindPort)), err)
+	}
+	c.Transport = tr
+	if c.BindPort == 0 {
+		c.BindPort = tr.port
+	}
+	if c.AdvertisePort == 0 {
+		c.AdvertisePort = tr.port
+	}
 	c.Label = d.cfg.segment
 	c.Keyring = d.keyring
 	c.SecretKey = nil
 	del := &delegate{d}
 	c.Delegate, c.Events, c.Alive = del, del, del
-	c.LogOutput = nil
-	c.Logger = log.New(logWriter{d.log}, "", 0)
 	for _, f := range d.cfg.memberlistFuncs {
 		f(c)
 	}
-	if c.ProbeInterval <= 0 || c.GossipInterval <= 0 {
-		return nil, errors.New("wizard: swim: memberlist config: ProbeInterval and GossipInterval must be positive")
+	if c.Transport != memberlist.Transport(tr) {
+		tr.Shutdown() // WithMemberlistConfig brought its own
+		tr = nil
 	}
-	return c, nil
+	if c.ProbeInterval <= 0 || c.GossipInterval <= 0 {
+		if tr != nil {
+			tr.Shutdown()
+		}
+		return nil, nil, errors.New("wizard: swim: memberlist config: ProbeInterval and GossipInterval must be positive")
+	}
+	return c, tr, nil
 }
 
 // GossipAddr returns the gossip address other members reach this node at

@@ -1,4 +1,88 @@
-// Package swim is wizard's discovery by gossip: nodes find each other and
-// learn who serves which pattern without a central registry, using SWIM
-// membership (hashicorp/memberlist).
+// Package swim is discovery by gossip for wizard nodes: they find each
+// other, learn who serves which pattern and forget a dead node quickly,
+// without a central registry. It runs SWIM membership on
+// hashicorp/memberlist.
+//
+// # Use
+//
+// A [Discovery] is a runtime.Discovery; hand a new one to each node:
+//
+//	d := swim.New(
+//		swim.WithBindAddr("0.0.0.0:7946"),
+//		swim.WithDNSSeeds("_gossip._udp.wizard.default.svc.cluster.local"),
+//		swim.WithKeys(key),
+//		swim.WithLogger(logger),
+//	)
+//	n, err := runtime.New(
+//		runtime.WithTransport(tcp.New()),
+//		runtime.WithListen(":7000"),
+//		runtime.WithDiscovery(d),
+//	)
+//
+// The node starts the Discovery when it is created and closes it when it
+// shuts down; closing leaves the cluster, so the other members drop the
+// node at once instead of detecting its failure.
+//
+// Every member gossips a small, fixed-size record about itself (memberlist
+// limits it to 512 bytes): the wizard protocol version, the address and
+// name of its transport, its segment and a digest of its pattern set.
+// When a member joins, or its digest changes (the node calls
+// [Discovery.SelfChanged] after every Add and Remove), the other nodes
+// fetch its pattern catalog over the wizard transport, once per digest,
+// and route its patterns. A member that leaves, or that memberlist
+// declares dead, leaves routing on every node at once; a suspect member
+// (it missed probes and has not refuted the suspicion yet) is reported as
+// such and gets no new calls while others serve its patterns.
+//
+// Memberlist names each member by its node id and the run (instance) of
+// the node, so a node restarted under the same id, on a new address or its
+// old one, is a new member: it is accepted at once, and the death of its
+// previous run, when the others notice it, does not take it out of
+// routing.
+//
+// # Seeds
+//
+// A new node joins through seeds, the gossip addresses of a few members:
+// a static list ([WithSeeds]), DNS names ([WithDNSSeeds]: A and AAAA
+// records, or SRV records such as a Kubernetes headless service publishes
+// for a named port), or a function ([WithSeedFunc]). Seeds resolve again
+// on every attempt, and joining retries in the background with jittered
+// exponential backoff until one answers, another member joins this node,
+// or the node closes. A node without seeds, or whose seeds name only
+// itself, is the first of its cluster and waits for others to join it.
+//
+// # Presets
+//
+// [LAN] (the default) keeps memberlist's LAN timings: failures are
+// detected in a few seconds and gossip costs little. [Fast] is for tests
+// and for nodes sharing one host: probes every 100 ms and a suspicion
+// timeout of 4 × max(1, log10 n) × 100 ms for n members (see
+// [Preset.SuspicionTimeout]). [WithMemberlistConfig] changes anything
+// else in memberlist's configuration.
+//
+// # Segments
+//
+// [WithSegment] splits a fleet into groups that never see each other:
+// the segment goes out as memberlist's label on every packet and stream,
+// and members drop what carries another label, seeds of the other segment
+// included.
+//
+// # Keys
+//
+// [WithKeys] encrypts and authenticates gossip with AES-GCM. A node
+// without a key the cluster uses cannot join it or tell its members about
+// any member; they drop its packets and log them. [Discovery.InstallKey],
+// [Discovery.UseKey] and [Discovery.RemoveKey] rotate keys at run time,
+// one step at a time across the cluster. Gossip carries membership only:
+// calls between nodes go over the wizard transport, which has its own TLS.
+//
+// # Network
+//
+// Each node needs one gossip port open for both UDP (probes and gossip)
+// and TCP (joins and periodic full state syncs) between all members,
+// 7946 by default, besides its transport's port. When a node binds to all
+// interfaces, memberlist advertises one of its private addresses; behind
+// NAT or in containers, set the address others reach it at with
+// [WithAdvertiseAddr]. A transport listening on all interfaces
+// ("0.0.0.0:7000") is announced at the advertised gossip IP.
 package swim

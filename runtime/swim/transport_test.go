@@ -1,0 +1,92 @@
+package swim
+
+import (
+	"io"
+	"log"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/wizardmesh/wizard/runtime/internal/leak"
+	"github.com/wizardmesh/wizard/runtime/internal/testwait"
+)
+
+func TestTransport(t *testing.T) {
+	leak.Check(t)
+	logger := log.New(io.Discard, "", 0)
+	a, err := newTransport(net.ParseIP("127.0.0.1"), 0, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown()
+	b, err := newTransport(net.ParseIP("127.0.0.1"), 0, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Shutdown()
+	if a.port == 0 || a.port == b.port {
+		t.Fatalf("ports %d and %d", a.port, b.port)
+	}
+	if _, err := newTransport(net.ParseIP("127.0.0.1"), a.port, logger); err == nil {
+		t.Error("a second transport on a taken port")
+	}
+
+	ip, port, err := a.FinalAdvertiseAddr("", 0)
+	if err != nil || !ip.Equal(net.ParseIP("127.0.0.1")) || port != a.port {
+		t.Errorf("FinalAdvertiseAddr = %v, %d, %v", ip, port, err)
+	}
+	ip, port, err = a.FinalAdvertiseAddr("10.1.2.3", 9000)
+	if err != nil || !ip.Equal(net.ParseIP("10.1.2.3")) || len(ip) != net.IPv4len || port != 9000 {
+		t.Errorf("FinalAdvertiseAddr(10.1.2.3, 9000) = %v, %d, %v", ip, port, err)
+	}
+	if _, _, err := a.FinalAdvertiseAddr("not-an-ip", 1); err == nil {
+		t.Error("FinalAdvertiseAddr took a name")
+	}
+
+	// A packet: its bytes in a buffer of their own, not the 64 KiB one.
+	bAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port))
+	for _, msg := range []string{"first packet", "2nd"} {
+		if _, err := a.WriteToAddress([]byte(msg), memberlist.Address{Addr: bAddr}); err != nil {
+			t.Fatal(err)
+		}
+		p := testwait.Recv(t, b.PacketCh())
+		if string(p.Buf) != msg || cap(p.Buf) >= 1024 || p.From.String() != net.JoinHostPort("127.0.0.1", strconv.Itoa(a.port)) || time.Since(p.Timestamp) > testwait.Guard {
+			t.Errorf("packet %q (cap %d) from %v", p.Buf, cap(p.Buf), p.From)
+		}
+	}
+
+	// A stream.
+	c, err := a.DialAddressTimeout(memberlist.Address{Addr: bAddr}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := testwait.Recv(t, b.StreamCh())
+	defer s.Close()
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 1)
+	if _, err := io.ReadFull(s, got); err != nil || got[0] != 'x' {
+		t.Errorf("stream read %q, %v", got, err)
+	}
+	if err := a.Shutdown(); err != nil {
+		t.Error(err)
+	}
+	if err := a.Shutdown(); err != nil {
+		t.Errorf("second Shutdown: %v", err)
+	}
+}
+
+func TestPrivateIP(t *testing.T) {
+	ip, err := privateIP()
+	if err != nil {
+		t.Skipf("no private address here: %v", err)
+	}
+	if !ip.IsPrivate() || ip.IsLoopback() {
+		t.Errorf("privateIP() = %v", ip)
+	}
+}
