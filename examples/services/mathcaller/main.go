@@ -1,8 +1,10 @@
 // Command mathcaller calls the math service in another process through the
-// generated client: it knows the server's address, not its patterns, which
-// it learns from the server's catalog.
+// generated client. With -peers it knows the server's address, not its
+// patterns, which it learns from the server's catalog; with -gossip and
+// -seeds it knows neither and finds both in the mesh.
 //
 //	go run ./examples/services/mathcaller -peers 127.0.0.1:7070
+//	go run ./examples/services/mathcaller -gossip 127.0.0.1:0 -seeds 127.0.0.1:7946
 package main
 
 import (
@@ -10,30 +12,37 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
+	"github.com/wizardmesh/wizard/examples/services/mesh"
 	"github.com/wizardmesh/wizard/examples/services/transport"
 	"github.com/wizardmesh/wizard/runtime"
 )
 
 func main() {
-	peers := flag.String("peers", "127.0.0.1:7070", "comma-separated addresses of nodes to call")
 	kind := flag.String("transport", "tcp", "transport: "+transport.Names)
+	discovery := mesh.AddFlags(flag.CommandLine, "127.0.0.1:7070")
 	flag.Parse()
-	if err := run(strings.Split(*peers, ","), *kind); err != nil {
+	if err := run(discovery, *kind); err != nil {
 		fmt.Fprintln(os.Stderr, "mathcaller:", err)
 		os.Exit(1)
 	}
 }
 
-func run(peers []string, kind string) error {
+func run(discovery *mesh.Flags, kind string) error {
 	t, err := transport.New(kind)
 	if err != nil {
 		return err
 	}
-	node, err := runtime.New(runtime.WithTransport(t), runtime.WithDiscovery(runtime.StaticPeers(peers...)))
+	o, err := discovery.Option()
+	if err != nil {
+		return err
+	}
+	if o == nil {
+		return fmt.Errorf("no way to find the math service: give -peers or -gossip")
+	}
+	node, err := runtime.New(runtime.WithTransport(t), o)
 	if err != nil {
 		return err
 	}
@@ -41,7 +50,7 @@ func run(peers []string, kind string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := node.WaitFor(ctx, mathv1.MathServiceSumPattern); err != nil {
-		return fmt.Errorf("math service not reachable at %v: %w", peers, err)
+		return fmt.Errorf("math service not found: %w", err)
 	}
 	math := mathv1.NewMathServiceClient(node)
 	sum, err := math.Sum(ctx, &mathv1.SumRequest{Values: []float64{1, 2, 3.5}})

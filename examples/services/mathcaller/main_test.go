@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -10,17 +11,17 @@ import (
 	"time"
 )
 
-// TestTwoProcesses builds mathserver and mathcaller, runs them as two OS
-// processes on 127.0.0.1, over TCP and over QUIC, and checks the caller's
-// answers.
-func TestTwoProcesses(t *testing.T) {
+// TestProcesses builds mathserver, mathcaller and usersserver and runs
+// them as OS processes on 127.0.0.1: server and caller over TCP and over
+// QUIC with static peers, then three processes joined by gossip.
+func TestProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs two binaries")
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	for _, name := range []string{"mathserver", "mathcaller"} {
+	for _, name := range []string{"mathserver", "mathcaller", "usersserver"} {
 		build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, name), "../"+name)
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("build %s: %v\n%s", name, err, out)
@@ -30,6 +31,48 @@ func TestTwoProcesses(t *testing.T) {
 	for _, kind := range []string{"tcp", "quic"} {
 		t.Run(kind, func(t *testing.T) { twoProcesses(t, ctx, dir, kind) })
 	}
+	// Three processes in a gossip mesh: the users service is the seed, the
+	// math service joins through it, and the caller, given only the seed's
+	// gossip address, finds the math service in the mesh.
+	t.Run("mesh", func(t *testing.T) {
+		_, seed := start(t, ctx, dir, "usersserver", "-listen", "127.0.0.1:0", "-gossip", "127.0.0.1:0")
+		start(t, ctx, dir, "mathserver", "-listen", "127.0.0.1:0", "-gossip", "127.0.0.1:0", "-seeds", seed)
+		out, err := exec.CommandContext(ctx, filepath.Join(dir, "mathcaller"), "-gossip", "127.0.0.1:0", "-seeds", seed).CombinedOutput()
+		if err != nil {
+			t.Fatalf("mathcaller: %v\n%s", err, out)
+		}
+		if string(out) != wantOutput {
+			t.Errorf("mathcaller printed:\n%s\nwant:\n%s", out, wantOutput)
+		}
+	})
+}
+
+const wantOutput = "sum(1, 2, 3.5) = 6.5\nproduct(2, 3, 7) = 42\ndivide(1, 0) -> invalid_argument: mathsvc: division of 1 by zero\n"
+
+// start runs one of the built commands until the test ends and returns
+// the transport and gossip addresses from its first line
+// ("NAME: serving N patterns on KIND ADDR[, gossip GOSSIP]").
+func start(t *testing.T, ctx context.Context, dir, name string, args ...string) (addr, gossip string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, name), args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt) // leave the mesh, as a stopped service does
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading %s's addresses: %v", name, err)
+	}
+	before, after, _ := strings.Cut(strings.TrimSpace(line), ", gossip ")
+	fields := strings.Fields(before)
+	return fields[len(fields)-1], after
 }
 
 func twoProcesses(t *testing.T, ctx context.Context, dir, kind string) {
@@ -56,8 +99,7 @@ func twoProcesses(t *testing.T, ctx context.Context, dir, kind string) {
 	if err != nil {
 		t.Fatalf("mathcaller: %v\n%s", err, out)
 	}
-	want := "sum(1, 2, 3.5) = 6.5\nproduct(2, 3, 7) = 42\ndivide(1, 0) -> invalid_argument: mathsvc: division of 1 by zero\n"
-	if string(out) != want {
-		t.Errorf("mathcaller printed:\n%s\nwant:\n%s", out, want)
+	if string(out) != wantOutput {
+		t.Errorf("mathcaller printed:\n%s\nwant:\n%s", out, wantOutput)
 	}
 }

@@ -1,0 +1,68 @@
+// Package mesh gives the example commands their discovery flags: either
+// -peers (static addresses, no gossip) or -gossip and -seeds (SWIM gossip
+// through runtime/swim, the caller learning every service's address from
+// the mesh).
+package mesh
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/swim"
+)
+
+// Flags are the discovery flags of one command.
+type Flags struct {
+	peers, gossip, seeds, preset *string
+	swim                         *swim.Discovery
+}
+
+// AddFlags registers the flags on fs. peersDefault is -peers' default
+// ("" for a command that serves and needs no peers).
+func AddFlags(fs *flag.FlagSet, peersDefault string) *Flags {
+	return &Flags{
+		peers:  fs.String("peers", peersDefault, "comma-separated transport addresses of nodes to call, without gossip"),
+		gossip: fs.String("gossip", "", `gossip bind address ("127.0.0.1:0" picks a port): join a mesh by SWIM gossip instead of -peers`),
+		seeds:  fs.String("seeds", "", "comma-separated gossip addresses of mesh members to join (with -gossip; none: the first member)"),
+		preset: fs.String("preset", "fast", "gossip timings: fast (single host, tests) or lan"),
+	}
+}
+
+// Option returns the discovery option the flags ask for, or nil for
+// none.
+func (f *Flags) Option() (runtime.Option, error) {
+	if *f.gossip == "" {
+		if *f.seeds != "" {
+			return nil, fmt.Errorf("-seeds needs -gossip")
+		}
+		if *f.peers == "" {
+			return nil, nil
+		}
+		return runtime.WithDiscovery(runtime.StaticPeers(strings.Split(*f.peers, ",")...)), nil
+	}
+	preset := swim.Fast
+	switch *f.preset {
+	case "fast":
+	case "lan":
+		preset = swim.LAN
+	default:
+		return nil, fmt.Errorf("unknown -preset %q (want fast or lan)", *f.preset)
+	}
+	opts := []swim.Option{swim.WithBindAddr(*f.gossip), swim.WithPreset(preset)}
+	if *f.seeds != "" {
+		opts = append(opts, swim.WithSeeds(strings.Split(*f.seeds, ",")...))
+	}
+	f.swim = swim.New(opts...)
+	return runtime.WithDiscovery(f.swim), nil
+}
+
+// Describe says how the node is found, for the commands' first line:
+// ", gossip ADDR" when it gossips, "" otherwise.
+func (f *Flags) Describe() string {
+	if f.swim == nil {
+		return ""
+	}
+	return ", gossip " + f.swim.GossipAddr()
+}
