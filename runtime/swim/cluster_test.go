@@ -16,12 +16,13 @@ import (
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
 
-// testLogger logs to stderr when WIZARD_SWIM_LOG is set, else nowhere.
-func testLogger() *slog.Logger {
+// testLogger logs node id's lines to stderr when WIZARD_SWIM_LOG is set,
+// else nowhere.
+func testLogger(id string) *slog.Logger {
 	if os.Getenv("WIZARD_SWIM_LOG") == "" {
 		return slog.New(slog.DiscardHandler)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("at", id)
 }
 
 // member is one node of a test cluster.
@@ -46,13 +47,13 @@ func startMember(t testing.TB, id string, opts ...swim.Option) *member {
 // startMemberAt is startMember with the node's transport on listen.
 func startMemberAt(t testing.TB, id, listen string, opts ...swim.Option) *member {
 	t.Helper()
-	d := swim.New(append([]swim.Option{swim.WithBindAddr("127.0.0.1:0"), swim.WithPreset(swim.Fast), swim.WithLogger(testLogger())}, opts...)...)
+	d := swim.New(append([]swim.Option{swim.WithBindAddr("127.0.0.1:0"), swim.WithPreset(swim.Fast), swim.WithLogger(testLogger(id))}, opts...)...)
 	n, err := runtime.New(
 		runtime.WithID(id),
 		runtime.WithTransport(tcp.New()),
 		runtime.WithListen(listen),
 		runtime.WithDiscovery(d),
-		runtime.WithLogger(testLogger()),
+		runtime.WithLogger(testLogger(id)),
 	)
 	if err != nil {
 		t.Fatalf("start %s: %v", id, err)

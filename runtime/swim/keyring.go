@@ -51,10 +51,11 @@ func (d *Discovery) UseKey(key []byte) error {
 // dropped from then on. The primary key cannot be removed (UseKey another
 // first); removing a key that is not installed does nothing.
 //
-// memberlist shifts the keys after the removed one in place while other
-// goroutines may be reading them: remove keys in the order they were
-// installed (after the rotation above, the old key is the last one, which
-// moves nothing).
+// memberlist removes a key by shifting the keys after it in place, while
+// its receiving goroutines may be reading them. Removing the last key
+// shifts nothing, and after the rotation above the old key is the last
+// one; avoid removing a key from the middle of a keyring of three or more
+// while gossip flows.
 func (d *Discovery) RemoveKey(key []byte) error {
 	if d.keyring == nil {
 		return ErrNoKeyring

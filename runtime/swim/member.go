@@ -177,6 +177,11 @@ func (d *Discovery) memberUp(ms *members, name string, b []byte) {
 		d.memberLeft(ms, name) // if its earlier meta was good
 		return
 	}
+	if m.Addr == "" {
+		// A node that only calls (no listener): nothing to route to it.
+		d.memberLeft(ms, name)
+		return
+	}
 	id, boot, _ := splitName(name)
 	p := runtime.Peer{ID: id, Instance: boot, Addr: m.Addr, Transport: m.Transport, Digest: m.Digest}
 	if old := ms.byName[name]; old != nil {

@@ -38,7 +38,7 @@ const metaMaxSize = 512
 // meta is what one member tells the others about itself.
 type meta struct {
 	Protocol  uint8
-	Addr      string // host:port of its wizard transport
+	Addr      string // host:port of its wizard transport; empty: it serves nothing
 	Transport string // "tcp", "quic"; empty means the receiver's own
 	Segment   string
 	Digest    string // of its pattern set; empty means unknown
@@ -50,8 +50,6 @@ var errMeta = errors.New("wizard: swim: bad node meta")
 // check reports the first field that breaks a limit.
 func (m *meta) check() error {
 	switch {
-	case m.Addr == "":
-		return fmt.Errorf("%w: empty rpc address", errMeta)
 	case len(m.Addr) > maxAddrLen:
 		return fmt.Errorf("%w: rpc address is %d bytes, the limit is %d", errMeta, len(m.Addr), maxAddrLen)
 	case len(m.Transport) > maxTransportLen:

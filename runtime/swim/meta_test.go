@@ -42,6 +42,7 @@ func TestMetaRoundTrip(t *testing.T) {
 		{"typical", meta{Protocol: 1, Addr: "10.1.2.3:7000", Transport: "tcp", Digest: "47DEQpj8HBSa-_TImW-5JA"}},
 		{"ipv6 in a segment", meta{Protocol: 1, Addr: "[fd00:1234:5678:9abc:def0:1234:5678:9abc]:65535", Transport: "quic", Segment: "eu-west/payments", Digest: "x"}},
 		{"unknown transport and digest", meta{Protocol: 1, Addr: "h:1"}},
+		{"a caller that serves nothing", meta{Protocol: 1, Transport: "tcp", Digest: "x"}},
 		{"long host name", meta{Protocol: 1, Addr: strings.Repeat("very-long-label.", 15) + "example:7000", Transport: "tcp", Digest: strings.Repeat("d", 32)}},
 		{"limits", meta{Protocol: 255, Addr: strings.Repeat("a", 255), Transport: strings.Repeat("t", 32), Segment: strings.Repeat("s", 128), Digest: strings.Repeat("d", 64)}},
 	}
@@ -72,7 +73,6 @@ func TestEncodeMetaLimits(t *testing.T) {
 		edit func(*meta)
 		want string
 	}{
-		{"empty address", func(m *meta) { m.Addr = "" }, "empty rpc address"},
 		{"address", func(m *meta) { m.Addr = strings.Repeat("a", 256) }, "rpc address is 256 bytes, the limit is 255"},
 		{"transport", func(m *meta) { m.Transport = strings.Repeat("t", 33) }, "transport name is 33 bytes, the limit is 32"},
 		{"segment", func(m *meta) { m.Segment = strings.Repeat("s", 129) }, "segment is 129 bytes, the limit is 128"},
@@ -107,7 +107,6 @@ func TestDecodeMetaRejects(t *testing.T) {
 		{"short field", []byte{1, 1, 5, 'h', ':'}, "rpc address of 5 bytes, only 2 left"},
 		{"missing digest", good[:len(good)-2], "truncated before the pattern-set digest"},
 		{"trailing", append(bytes.Clone(good), 0), "1 trailing bytes"},
-		{"empty address", []byte{1, 1, 0, 0, 0, 0}, "empty rpc address"},
 		{"segment over the limit", append([]byte{1, 1, 3, 'h', ':', '1', 0, 129}, make([]byte, 129+1)...), "segment is 129 bytes"},
 	}
 	for _, tt := range tests {
