@@ -86,13 +86,22 @@ type Stats struct {
 	// Refeeds counts the calls this node sent again, same id, to the same
 	// run of a peer after the connection dropped.
 	Refeeds uint64
+	// Duplicates counts the calls this node received again and answered
+	// from its de-duplication table (joining the running call or with the
+	// stored answer) without running the handler.
+	Duplicates uint64
 }
 
-type stats struct{ shed, retries, refeeds atomic.Uint64 }
+type stats struct{ shed, retries, refeeds, duplicates atomic.Uint64 }
 
 // Stats returns the node's counters.
 func (n *Node) Stats() Stats {
-	return Stats{Shed: n.stats.shed.Load(), Retries: n.stats.retries.Load(), Refeeds: n.stats.refeeds.Load()}
+	return Stats{
+		Shed:       n.stats.shed.Load(),
+		Retries:    n.stats.retries.Load(),
+		Refeeds:    n.stats.refeeds.Load(),
+		Duplicates: n.stats.duplicates.Load(),
+	}
 }
 
 // ringBalancer is the default Balancer: the MicroWizard ring.

@@ -574,6 +574,7 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 		// it once however often it arrives.
 		binary.BigEndian.PutUint64(om.id[:], n.callSeq.Add(1))
 		m.Meta = append(m.Meta, MetaPair{metaCall, unsafe.String(&om.id[0], len(om.id))})
+		m.Flags |= FlagKeep
 	}
 	timeout := n.remote.defaultTimeout
 	if cfg.timeout > 0 {
@@ -903,6 +904,7 @@ func (n *Node) ServeMessage(ctx context.Context, m *Message) *Message {
 	if id := metaValue(m.Meta, metaCall); n.dedup != nil && len(id) == 8 && m.Flags&FlagNoReply == 0 {
 		de, dup := n.dedup.begin(metaValue(m.Meta, metaCaller), binary.BigEndian.Uint64([]byte(id)))
 		if dup {
+			n.stats.duplicates.Add(1)
 			reply, err := n.dedup.wait(ctx, de)
 			if err != nil {
 				return errorReply(err)

@@ -94,6 +94,11 @@ const (
 	// handler (over its in-flight limit, no handler, closing): the call
 	// did not run, so the caller may send it to another target.
 	FlagRefused
+	// FlagKeep marks a call the caller may send again, same id, on another
+	// connection (see [WithDedup]): the serving transport lets its handler
+	// run on if the connection is lost, so that the call sent again joins
+	// it, instead of cancelling it.
+	FlagKeep
 )
 
 // MetaPair is one metadata entry of a [Message].

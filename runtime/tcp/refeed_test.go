@@ -113,7 +113,12 @@ func TestRefeedRunsOnce(t *testing.T) {
 		if first {
 			started.Done()
 		}
-		<-release.C() // outlives the connection it came on
+		select {
+		case <-release.C():
+		case <-ctx.Done():
+			// The cut must not cancel it: the call sent again joins it.
+			return nil, fmt.Errorf("call %s cancelled: %w", id, ctx.Err())
+		}
 		return "paid " + id, nil
 	})
 	proxy := newCutProxy(t, srv.Addr())
@@ -136,14 +141,18 @@ func TestRefeedRunsOnce(t *testing.T) {
 	}
 	started.Wait() // every call runs on the server
 	proxy.cut()
-	// The answers go back on the cut connection, or are stored by the
-	// de-duplication table; either way the refed calls get them.
+	// Every call arrives again and joins its running handler, which the
+	// cut did not cancel.
+	waitUntil(t, "every call is sent again", func() bool { return srv.Stats().Duplicates == calls })
 	release.Open()
 	for range calls {
 		a := <-answers
 		if a.err != nil || a.v != "paid "+a.id {
 			t.Errorf("call %s: %v, %v; want its answer", a.id, a.v, a.err)
 		}
+	}
+	if got := cl.Stats().Refeeds; got != calls {
+		t.Errorf("%d calls sent again, want %d", got, calls)
 	}
 	mu.Lock()
 	defer mu.Unlock()

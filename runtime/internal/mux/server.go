@@ -147,7 +147,12 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 	c.wg.Wait()
 	c.drainQueue()
 
-	// Cancel the handlers that are still running and wait for them.
+	// Cancel the handlers that are still running and wait for them. A
+	// handler of a call the client may send again on another connection
+	// (wire.FlagKeep) runs on to its deadline, unless the server is
+	// shutting down: the call sent again joins it.
+	reason := c.reason()
+	shutdown := reason == errShutdown || ctx.Err() != nil
 	c.mu.Lock()
 	s.closed = true
 	running := make([]*request, 0, len(s.inflight))
@@ -155,12 +160,31 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 		running = append(running, r)
 	}
 	c.mu.Unlock()
+	kept := false
 	for _, r := range running {
+		if !shutdown && r.frame.Flags&wire.FlagKeep != 0 {
+			kept = true
+			continue
+		}
 		r.cancel(context.Canceled)
+	}
+	if kept {
+		waited := make(chan struct{})
+		go func() {
+			s.handlers.Wait()
+			close(waited)
+		}()
+		select {
+		case <-waited:
+		case <-ctx.Done(): // shutting down after all
+			for _, r := range running {
+				r.cancel(context.Canceled)
+			}
+			<-waited
+		}
 	}
 	s.handlers.Wait()
 
-	reason := c.reason()
 	if reason == errShutdown || reason == errPeerClosed {
 		return nil
 	}

@@ -27,7 +27,9 @@
 //	              5 ping, 6 pong, 7 goaway; anything else is malformed
 //	5       1     flags ([Flags]): bit 0 no-reply, bit 1 idempotent,
 //	              bit 2 retry, bit 3 (on an error) refused without running
-//	              a handler; other bits are carried as they are
+//	              a handler, bit 4 (on a request) keep the handler running
+//	              if the connection is lost; other bits are carried as they
+//	              are
 //	6       1     codec ([Codec]): 0 none, 1 protobuf, 2 JSON; carried as is
 //	7       8     id: the request id (uint64)
 //	15      var   deadline: uvarint, the remaining budget of the call in

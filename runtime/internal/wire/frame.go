@@ -62,6 +62,7 @@ const (
 	FlagIdempotent                   // the call may safely run more than once
 	FlagRetry                        // the call is a retry of an earlier attempt
 	FlagRefused                      // on an error: refused without running a handler
+	FlagKeep                         // on a request: its handler outlives the connection (the call may come again)
 )
 
 // Codec identifies the encoding of a frame's payload.
