@@ -241,3 +241,36 @@ func replicaKilledUnderLoad(t *testing.T, hard bool) {
 	}
 	t.Logf("%s kill: retries %d, calls run twice %d", map[bool]string{false: "graceful", true: "hard"}[hard], cl.Stats().Retries, dups)
 }
+
+// TestStickyRouting: with runtime/lb's consistent hash, calls with the same
+// RouteKey reach the same replica, and different keys spread over them.
+func TestStickyRouting(t *testing.T) {
+	hold := newGate(t)
+	defer hold.Open()
+	reps := replicas(t, 3, hold)
+	hash := runtime.WithBalancer(func(runtime.Pattern) runtime.Balancer {
+		return lb.NewConsistentHash(func(t *runtime.Target) string { return t.Addr() }, 100)
+	})
+	cl := newClientWith(t, "role:work", []runtime.Option{hash}, addrsOf(reps)...)
+	waitTargets(t, cl, "role:work", 3)
+	seen := map[any]bool{}
+	for k := range 30 {
+		key := fmt.Sprintf("user-%d", k)
+		var first any
+		for i := range 5 {
+			res, err := cl.ActE(t.Context(), "role:work", nil, runtime.RouteKey(key))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				first = res.Value()
+			} else if res.Value() != first {
+				t.Fatalf("key %s went to replica %v, then %v", key, first, res.Value())
+			}
+		}
+		seen[first] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("30 keys reached replicas %v, want all three", seen)
+	}
+}
