@@ -1,0 +1,5 @@
+//go:build !race
+
+package swim_test
+
+const raceEnabled = false
