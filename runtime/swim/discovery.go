@@ -31,21 +31,22 @@ type Discovery struct {
 	log     *slog.Logger
 	keyring *memberlist.Keyring // nil without WithKeys
 
-	mu       sync.Mutex // guards the fields below it up to the blank line
-	started  bool
-	closed   bool
+	mu         sync.Mutex // guards started, closed and gossipAddr
+	started    bool
+	closed     bool
+	gossipAddr string // advertised ip:port, set in Start
+
+	// Set in Start before any goroutine of the Discovery starts, then
+	// fixed.
 	host     runtime.DiscoveryHost
 	ml       *memberlist.Memberlist
 	mlConfig *memberlist.Config
-
-	name       string // this node's memberlist name: node id + "/" + instance
-	gossipAddr string // advertised ip:port, set in Start
-	gossipIP   net.IP
+	name     string // this node's memberlist name: node id + "/" + instance
+	gossipIP net.IP
+	cancel   context.CancelFunc // ends the goroutines' context, at Close
 
 	meta     atomic.Pointer[[]byte] // what NodeMeta hands memberlist; always valid
 	announce chan struct{}          // SelfChanged's signal, capacity 1
-	ctx      context.Context        // ends at Close; stops the goroutines
-	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 
 	events eventQueue
@@ -208,11 +209,9 @@ func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 	if err != nil {
 		return err
 	}
-	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.events.init()
 	ml, err := memberlist.Create(c)
 	if err != nil {
-		d.cancel()
 		if tr != nil {
 			tr.Shutdown()
 		}
@@ -227,13 +226,15 @@ func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 	// The RPC address may need the advertised IP, known only now.
 	d.reannounce()
 
+	ctx, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
 	d.wg.Add(3)
-	go d.runEvents()
-	go d.runAnnouncer()
-	go d.runSuspicionWatch()
+	go d.runEvents(ctx)
+	go d.runAnnouncer(ctx)
+	go d.runSuspicionWatch(ctx)
 	if d.hasSeeds() {
 		d.wg.Add(1)
-		go d.runJoin()
+		go d.runJoin(ctx)
 	}
 	return nil
 }
@@ -310,11 +311,11 @@ func (d *Discovery) SelfChanged() {
 }
 
 // runAnnouncer re-announces on SelfChanged until Close.
-func (d *Discovery) runAnnouncer() {
+func (d *Discovery) runAnnouncer(ctx context.Context) {
 	defer d.wg.Done()
 	for {
 		select {
-		case <-d.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-d.announce:
 		}

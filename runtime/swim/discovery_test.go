@@ -159,7 +159,7 @@ func TestOnlySelf(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	done, err := d.join()
+	done, err := d.join(t.Context())
 	if !done || err != nil {
 		t.Errorf("join = %v, %v; want done", done, err)
 	}

@@ -81,8 +81,8 @@
 // Each node needs one gossip port open for both UDP (probes and gossip)
 // and TCP (joins and periodic full state syncs) between all members,
 // 7946 by default, besides its transport's port. When a node binds to all
-// interfaces, memberlist advertises one of its private addresses; behind
-// NAT or in containers, set the address others reach it at with
+// interfaces, it advertises one of its private addresses; behind NAT or in
+// containers, set the address others reach it at with
 // [WithAdvertiseAddr]. A transport listening on all interfaces
 // ("0.0.0.0:7000") is announced at the advertised gossip IP.
 package swim

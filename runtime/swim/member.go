@@ -1,6 +1,7 @@
 package swim
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -142,18 +143,18 @@ type members struct {
 
 // runEvents applies events to the member table and reports the changes to
 // the node, until Close.
-func (d *Discovery) runEvents() {
+func (d *Discovery) runEvents(ctx context.Context) {
 	defer d.wg.Done()
 	defer d.events.close()
 	ms := &members{byName: map[string]*member{}, owner: map[string]string{}}
 	for {
 		select {
-		case <-d.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-d.events.wake:
 		}
 		for _, e := range d.events.take() {
-			if d.ctx.Err() != nil {
+			if ctx.Err() != nil {
 				return
 			}
 			switch {

@@ -41,10 +41,10 @@ func WithBindAddr(addr string) Option {
 }
 
 // WithAdvertiseAddr sets the gossip address other members reach this
-// node at, "host:port", when it differs from the bind address (NAT,
-// containers). By default memberlist advertises the bind address, or a
-// private address of this host when bound to all interfaces. The host
-// must be an IP address.
+// node at, "ip:port" or "ip", when it differs from the bind address (NAT,
+// containers); without a port, the bind port. By default the bind address
+// is advertised or, when bound to all interfaces, the first private
+// (RFC 1918, RFC 4193) address of an interface that is up.
 func WithAdvertiseAddr(addr string) Option {
 	return optionFunc(func(c *config) { c.advertise = addr })
 }
@@ -113,6 +113,9 @@ func WithPreset(p Preset) Option {
 // WithMemberlistConfig is the escape hatch to memberlist: f may change the
 // configuration after everything else is set, just before memberlist
 // starts. Changing Name, Delegate, Events or Alive breaks discovery.
+// Transport is this package's UDP and TCP transport, bound already;
+// setting it to nil makes memberlist bind its own (which allocates 64 KiB
+// per packet received), or set another.
 func WithMemberlistConfig(f func(*memberlist.Config)) Option {
 	return optionFunc(func(c *config) { c.memberlistFuncs = append(c.memberlistFuncs, f) })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -23,7 +24,7 @@ func (d *Discovery) hasSeeds() bool {
 // and again with jittered exponential backoff, until a seed answers,
 // another member joined this node, the seeds name only this node (it is
 // the first of its cluster), or Close.
-func (d *Discovery) runJoin() {
+func (d *Discovery) runJoin(ctx context.Context) {
 	defer d.wg.Done()
 	first, longest := d.cfg.preset.joinBackoff()
 	backoff := first
@@ -31,15 +32,19 @@ func (d *Discovery) runJoin() {
 	timer.Stop()
 	defer timer.Stop()
 	for {
-		done, err := d.join()
+		done, err := d.join(ctx)
 		if done {
 			return
 		}
 		wait := backoff/2 + rand.N(backoff/2+1) // jitter keeps a fleet from retrying in step
-		d.log.Debug("wizard: swim: join failed; retrying", "err", err, "in", wait)
+		level := slog.LevelDebug
+		if backoff == longest {
+			level = slog.LevelWarn // still alone after a while: say so
+		}
+		d.log.Log(ctx, level, "wizard: swim: join failed; retrying", "err", err, "in", wait)
 		timer.Reset(wait)
 		select {
-		case <-d.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-timer.C:
 		}
@@ -48,8 +53,8 @@ func (d *Discovery) runJoin() {
 }
 
 // join makes one attempt; done says joining is over.
-func (d *Discovery) join() (done bool, err error) {
-	if d.ctx.Err() != nil {
+func (d *Discovery) join(ctx context.Context) (done bool, err error) {
+	if ctx.Err() != nil {
 		return true, nil
 	}
 	d.joinAttempts.Add(1)
@@ -57,8 +62,8 @@ func (d *Discovery) join() (done bool, err error) {
 		d.log.Info("wizard: swim: joined by another member")
 		return true, nil
 	}
-	ctx, cancel := context.WithTimeout(d.ctx, max(d.mlConfig.TCPTimeout, time.Second))
-	addrs, self, err := d.resolveSeeds(ctx)
+	rctx, cancel := context.WithTimeout(ctx, max(d.mlConfig.TCPTimeout, time.Second))
+	addrs, self, err := d.resolveSeeds(rctx)
 	cancel()
 	if len(addrs) == 0 {
 		if self && err == nil {
@@ -73,7 +78,7 @@ func (d *Discovery) join() (done bool, err error) {
 	// One seed at a time, so that Close does not wait for all of them.
 	var errs []error
 	for _, a := range addrs {
-		if d.ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return true, nil
 		}
 		n, err := d.ml.Join([]string{a})

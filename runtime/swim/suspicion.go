@@ -1,6 +1,7 @@
 package swim
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"reflect"
@@ -73,7 +74,7 @@ func (r *stateReader) read() map[string]bool {
 }
 
 // runSuspicionWatch reports suspicion changes until Close.
-func (d *Discovery) runSuspicionWatch() {
+func (d *Discovery) runSuspicionWatch(ctx context.Context) {
 	defer d.wg.Done()
 	r, err := newStateReader(d.ml)
 	if err != nil {
@@ -85,7 +86,7 @@ func (d *Discovery) runSuspicionWatch() {
 	var last map[string]bool
 	for {
 		select {
-		case <-d.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
