@@ -7,7 +7,11 @@
 //
 // Profile one contender (client and server CPU profiles in ./profiles):
 //
-//	go run ./cmd/compare -contenders wizard-tcp -concurrency 128 -hops=false -cpuprofile profiles
+//	go run ./cmd/compare -contenders wizard-tcp -concurrency 128 -hops=false -cluster=false -cpuprofile profiles
+//
+// The cluster scenario alone, wizard against gRPC-go:
+//
+//	go run ./cmd/compare -contenders wizard-tcp,grpc -concurrency '' -hops=false
 package main
 
 import (
@@ -29,7 +33,7 @@ func main() {
 	harness.ServeIfChild() // a server process: serves and exits
 
 	var cfg harness.Config
-	flag.DurationVar(&cfg.Duration, "duration", 2*time.Second, "measured time of each run (each cell and the two-hop scenario)")
+	flag.DurationVar(&cfg.Duration, "duration", 2*time.Second, "measured time of each run (each cell and each scenario)")
 	flag.DurationVar(&cfg.Warmup, "warmup", 300*time.Millisecond, "unmeasured time before each run")
 	flag.IntVar(&cfg.Runs, "runs", 3, "runs per cell; the report shows the median")
 	conc := flag.String("concurrency", "1,16,128,1024", "comma-separated numbers of concurrent callers (empty: skip the comparison)")
@@ -38,6 +42,10 @@ func main() {
 	flag.BoolVar(&cfg.Hops, "hops", true, "also run the seed article's two-hop scenario")
 	flag.IntVar(&cfg.HopsCallers, "hops-callers", 50, "callers in the two-hop scenario")
 	flag.DurationVar(&cfg.HopsDelay, "hops-delay", 10*time.Millisecond, "service B's delay in the two-hop scenario")
+	flag.BoolVar(&cfg.Cluster, "cluster", true, "also run the seed article's cluster scenario (A balancing over replicas of B)")
+	flag.IntVar(&cfg.ClusterCallers, "cluster-callers", 50, "callers in the cluster scenario")
+	flag.IntVar(&cfg.ClusterReplicas, "cluster-replicas", 3, "replicas of service B in the cluster scenario")
+	flag.DurationVar(&cfg.ClusterDelay, "cluster-delay", 10*time.Millisecond, "each replica's delay in the cluster scenario")
 	flag.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "write CPU profiles of the client and every server process into this directory")
 	out := flag.String("out", "results", "directory for results.md and chart.svg")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
@@ -53,8 +61,13 @@ func main() {
 	if !*quiet {
 		cfg.Log = os.Stderr
 	}
-	cfg.Command = "go run ./cmd/compare " + strings.Join(os.Args[1:], " ")
-	cfg.Command = strings.TrimSpace(cfg.Command)
+	cfg.Command = "go run ./cmd/compare"
+	for _, a := range os.Args[1:] {
+		if a == "" || strings.ContainsAny(a, " \t'\"") {
+			a = strconv.Quote(a)
+		}
+		cfg.Command += " " + a
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

@@ -31,6 +31,14 @@ type Config struct {
 	HopsCallers int
 	HopsDelay   time.Duration
 
+	// Cluster runs the cluster scenario: ClusterCallers callers call A,
+	// whose client balances its calls over ClusterReplicas replicas of B,
+	// each answering after ClusterDelay.
+	Cluster         bool
+	ClusterCallers  int
+	ClusterReplicas int
+	ClusterDelay    time.Duration
+
 	// CPUProfileDir, when set, receives a CPU profile of the client
 	// process (client.pprof) and of each server process.
 	CPUProfileDir string
@@ -62,6 +70,7 @@ type Report struct {
 	Contenders []Contender
 	Cells      []Cell // by concurrency, then contender order
 	Hops       []Cell // the two-hop scenario; the first row is the in-process sleep baseline
+	Cluster    []ClusterRow
 	Gaps       []Gap
 	Elapsed    time.Duration
 	StartedAt  time.Time
@@ -70,13 +79,19 @@ type Report struct {
 
 // Run starts a server process per contender, measures every cell Runs
 // times (interleaving contenders, so that drift in the machine spreads
-// over all of them), then runs the two-hop scenario.
+// over all of them), then runs the two-hop and the cluster scenarios.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Runs <= 0 {
 		cfg.Runs = 1
 	}
 	if cfg.HopsCallers <= 0 {
 		cfg.HopsCallers = 50
+	}
+	if cfg.ClusterCallers <= 0 {
+		cfg.ClusterCallers = 50
+	}
+	if cfg.ClusterReplicas <= 0 {
+		cfg.ClusterReplicas = 3
 	}
 	logf := func(format string, args ...any) {
 		if cfg.Log != nil {
@@ -168,6 +183,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
+	if cfg.Cluster {
+		if err := runCluster(ctx, cfg, cs, rep, &children, profile, logf); err != nil {
+			return nil, err
+		}
+	}
 	rep.Elapsed = time.Since(rep.StartedAt)
 	rep.LoadEnd = loadAverage()
 	return rep, nil
@@ -199,7 +219,7 @@ func runHops(ctx context.Context, cfg Config, cs []Contender, rep *Report, child
 			return err
 		}
 		*children = append(*children, b)
-		a, err := startChild(ctx, ServerSpec{Contender: c.Name, Role: RoleForward, Listen: "127.0.0.1:0", Upstream: b.addr, CPUProfile: profile(c.Name + "-A")}, cfg.Stderr)
+		a, err := startChild(ctx, ServerSpec{Contender: c.Name, Role: RoleForward, Listen: "127.0.0.1:0", Upstreams: []string{b.addr}, CPUProfile: profile(c.Name + "-A")}, cfg.Stderr)
 		if err != nil {
 			return err
 		}

@@ -53,6 +53,14 @@ type Contender struct {
 	Serve func(listen string, h Handler, o ServeOptions) (Server, error)
 	// Dial connects a client to the server at addr.
 	Dial func(ctx context.Context, addr string, o DialOptions) (Client, error)
+	// DialCluster connects one client to the replicas at addrs, balanced
+	// by the contender's own balancer; it returns once every replica can
+	// take calls. Nil: the harness dials each replica and goes round robin
+	// over them (see [Cluster]).
+	DialCluster func(ctx context.Context, addrs []string, o DialOptions) (Client, error)
+	// Balancer says what spreads the cluster scenario's calls over the
+	// replicas ("" for the harness's round robin).
+	Balancer string
 	// Hops says whether the contender takes part in the two-hop scenario.
 	Hops bool
 }

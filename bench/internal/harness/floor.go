@@ -29,7 +29,7 @@ var floorContender = Contender{
 	Name:  floorName,
 	Title: "raw TCP floor",
 	Note: "written in the harness: length + request id + two float64s, one coalescing writer and one reader goroutine on the client, " +
-		"the server answers inline in its reader (in the two-hop scenario, where handlers wait, it runs each call in its own goroutine " +
+		"the server answers inline in its reader (in the two-hop and cluster scenarios, where handlers wait, it runs each call in its own goroutine " +
 		"and answers through one coalescing writer); no codec, routing, deadlines or cancellation",
 	Hops:  true,
 	Serve: serveFloor,

@@ -2,11 +2,16 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"strings"
 
 	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 )
 
 // The gRPC service is declared by hand (no protoc): one unary method on the
@@ -72,6 +77,54 @@ var grpcContender = Contender{
 		}
 		return grpcClient{cc}, nil
 	},
+	DialCluster: dialGRPCCluster,
+	Balancer:    "round_robin, one ClientConn",
+}
+
+// grpcRoundRobin is the service config of the cluster scenario's client.
+const grpcRoundRobin = `{"loadBalancingConfig":[{"round_robin":{}}]}`
+
+// dialGRPCCluster makes one ClientConn over addrs with gRPC's round_robin
+// balancer: a manual resolver hands it the addresses, round_robin opens a
+// subchannel to each. It returns once every subchannel has answered a call,
+// so that the balancer spreads the measured calls over all of them.
+func dialGRPCCluster(ctx context.Context, addrs []string, _ DialOptions) (Client, error) {
+	r := manual.NewBuilderWithScheme("bench")
+	var state resolver.State
+	for _, a := range addrs {
+		state.Addresses = append(state.Addresses, resolver.Address{Addr: a})
+	}
+	r.InitialState(state)
+	cc, err := grpc.NewClient(r.Scheme()+":///cluster",
+		grpc.WithResolvers(r),
+		grpc.WithDefaultServiceConfig(grpcRoundRobin),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	c := grpcClient{cc}
+	if err := waitReady(ctx, c, len(addrs)); err != nil {
+		cc.Close()
+		return nil, fmt.Errorf("gRPC-go at %s: %w", strings.Join(addrs, ", "), err)
+	}
+	return c, nil
+}
+
+// waitReady calls c until the calls have reached n distinct servers
+// (by their peer addresses), or ctx is done.
+func waitReady(ctx context.Context, c grpcClient, n int) error {
+	seen := map[string]bool{}
+	for len(seen) < n {
+		var p peer.Peer
+		res := new(mathv1.AddResponse)
+		if err := c.cc.Invoke(ctx, grpcMethod, &mathv1.AddRequest{A: 1, B: 2}, res, grpc.Peer(&p), grpc.WaitForReady(true)); err != nil {
+			return fmt.Errorf("%d of %d subchannels ready: %w", len(seen), n, err)
+		}
+		if p.Addr != nil {
+			seen[p.Addr.String()] = true
+		}
+	}
+	return nil
 }
 
 type grpcServer struct {

@@ -2,10 +2,12 @@ package harness
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/xml"
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,8 +20,9 @@ func TestMain(m *testing.M) {
 }
 
 // TestRunSmoke runs every contender briefly at 1 and 16 callers, in
-// separate server processes, plus the two-hop scenario, and checks the
-// report: every row is there, the numbers are sane, no call failed.
+// separate server processes, plus the two-hop and cluster scenarios, and
+// checks the report: every row is there, the numbers are sane, no call
+// failed, the cluster's replicas shared the calls evenly.
 func TestRunSmoke(t *testing.T) {
 	levels := []int{1, 16}
 	cfg := Config{
@@ -31,7 +34,13 @@ func TestRunSmoke(t *testing.T) {
 		Hops:        true,
 		HopsCallers: 8,
 		HopsDelay:   10 * time.Millisecond,
-		Command:     "go test",
+
+		Cluster:         true,
+		ClusterCallers:  8,
+		ClusterReplicas: 3,
+		ClusterDelay:    10 * time.Millisecond,
+
+		Command: "go test",
 	}
 	if testing.Verbose() {
 		cfg.Log = os.Stderr
@@ -66,6 +75,14 @@ func TestRunSmoke(t *testing.T) {
 		checkCell(t, c, cfg.HopsDelay)
 	}
 
+	if len(rep.Cluster) != len(Contenders) {
+		t.Fatalf("%d cluster rows, want %d", len(rep.Cluster), len(Contenders))
+	}
+	for _, c := range rep.Cluster {
+		checkCell(t, c.Cell, cfg.ClusterDelay)
+		checkSpread(t, c, cfg.ClusterReplicas)
+	}
+
 	var md bytes.Buffer
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
@@ -76,6 +93,12 @@ func TestRunSmoke(t *testing.T) {
 			if !strings.Contains(md.String(), row) {
 				t.Errorf("the table has no row starting %q:\n%s", row, md.String())
 			}
+		}
+	}
+	for _, c := range Contenders {
+		row := "| " + c.Title + " | " + cmp.Or(c.Balancer, harnessRoundRobin) + " | "
+		if !strings.Contains(md.String(), row) {
+			t.Errorf("the cluster table has no row starting %q:\n%s", row, md.String())
 		}
 	}
 	for _, g := range Gaps {
@@ -106,6 +129,19 @@ func checkCell(t *testing.T, c Cell, floor time.Duration) {
 	// exceed callers / p50 by much (p50 of the calls is about their mean).
 	if floor > 0 && c.PerSec > 2*float64(c.Callers)/floor.Seconds() {
 		t.Errorf("%s, %d callers: %.0f req/s is more than the callers can make with a %v wait", c.Contender, c.Callers, c.PerSec, floor)
+	}
+}
+
+// checkSpread checks that each of the replicas served about its share of
+// the cluster's calls: a round robin over them is exact but for the calls
+// in flight when the counts were read, so 20% is generous.
+func checkSpread(t *testing.T, c ClusterRow, replicas int) {
+	t.Helper()
+	if len(c.Served) != replicas {
+		t.Fatalf("%s: %d replica counts, want %d", c.Contender, len(c.Served), replicas)
+	}
+	if slices.Min(c.Served) == 0 || c.Spread() > 0.2 {
+		t.Errorf("%s: calls served per replica %v, spread %.1f%%: not even", c.Contender, c.Served, 100*c.Spread())
 	}
 }
 

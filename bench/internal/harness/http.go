@@ -26,7 +26,7 @@ var httpContender = Contender{
 	Name:  "http",
 	Title: "HTTP/1.1 JSON",
 	Note: "net/http server and client, POST /add with a JSON body; HTTP/1.1 cannot multiplex, so \"one connection\" is " +
-		"http.Transport{MaxConnsPerHost: 1} and callers queue for it (the two-hop scenario uses a pool of keep-alive connections instead)",
+		"http.Transport{MaxConnsPerHost: 1} and callers queue for it (the two-hop and cluster scenarios use a pool of keep-alive connections instead)",
 	Hops: true,
 	Serve: func(listen string, h Handler, _ ServeOptions) (Server, error) {
 		l, err := net.Listen("tcp", listen)

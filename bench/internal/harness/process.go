@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -18,8 +20,11 @@ type child struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	addr  string
+	lines chan string // the child's answers to control queries
 	done  chan struct{}
 	err   error // of Wait, once done is closed
+
+	queryMu sync.Mutex // one control query at a time
 }
 
 // startChild re-executes the running binary as the server spec describes
@@ -47,16 +52,26 @@ func startChild(ctx context.Context, spec ServerSpec, stderr io.Writer) (*child,
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	c := &child{spec: spec, cmd: cmd, stdin: stdin, done: make(chan struct{})}
+	c := &child{spec: spec, cmd: cmd, stdin: stdin, lines: make(chan string, 16), done: make(chan struct{})}
 	go func() {
 		c.err = cmd.Wait()
 		close(c.done)
 	}()
 	line := make(chan string, 1)
 	go func() {
-		s, _ := bufio.NewReader(stdout).ReadString('\n')
+		br := bufio.NewReader(stdout)
+		s, _ := br.ReadString('\n')
 		line <- strings.TrimSpace(s)
-		io.Copy(io.Discard, stdout)
+		for {
+			s, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			select {
+			case c.lines <- strings.TrimSpace(s):
+			default: // nobody asked: dropped
+			}
+		}
 	}()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -70,6 +85,29 @@ func startChild(ctx context.Context, spec ServerSpec, stderr io.Writer) (*child,
 	case <-ctx.Done():
 		c.stop()
 		return nil, fmt.Errorf("server %s/%s did not start: %w", spec.Contender, spec.Role, ctx.Err())
+	}
+}
+
+// served asks the child how many calls its handler has answered.
+func (c *child) served(ctx context.Context) (uint64, error) {
+	c.queryMu.Lock()
+	defer c.queryMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := io.WriteString(c.stdin, queryServed+"\n"); err != nil {
+		return 0, fmt.Errorf("server %s/%s: %w", c.spec.Contender, c.spec.Role, err)
+	}
+	select {
+	case l := <-c.lines:
+		n, ok := strings.CutPrefix(l, answerServed)
+		if !ok {
+			return 0, fmt.Errorf("server %s/%s answered %q to %q", c.spec.Contender, c.spec.Role, l, queryServed)
+		}
+		return strconv.ParseUint(n, 10, 64)
+	case <-c.done:
+		return 0, fmt.Errorf("server %s/%s exited: %v", c.spec.Contender, c.spec.Role, c.err)
+	case <-ctx.Done():
+		return 0, fmt.Errorf("server %s/%s: no answer to %q: %w", c.spec.Contender, c.spec.Role, queryServed, ctx.Err())
 	}
 }
 

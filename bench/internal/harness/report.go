@@ -61,6 +61,10 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		b.WriteString("\n")
 	}
 
+	if len(r.Cluster) > 0 {
+		r.writeCluster(&b)
+	}
+
 	if t := r.targets(); len(t) > 0 {
 		fmt.Fprintf(&b, "## Targets of issue 4, against this run\n\n| target | measured | met |\n|---|---:|---|\n")
 		for _, t := range t {
@@ -77,6 +81,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 		for _, c := range r.Hops {
 			fmt.Fprintf(&b, "| %d, two hops | %s | %s |\n", c.Callers, c.Contender, everyRun(c.Runs))
+		}
+		for _, c := range r.Cluster {
+			fmt.Fprintf(&b, "| %d, cluster | %s | %s |\n", c.Callers, c.Contender, everyRun(c.Runs))
 		}
 		fmt.Fprintf(&b, "\n</details>\n\n")
 	}
@@ -95,7 +102,19 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "- Two hops: every contender but HTTP/1.1 uses one connection per hop; HTTP/1.1 uses a pool of keep-alive connections "+
 			"on both hops (with one connection, 50 callers would queue behind each 10 ms answer).\n")
 	}
-	for _, c := range append(append([]Cell(nil), r.Cells...), r.Hops...) {
+	if len(r.Cluster) > 0 {
+		fmt.Fprintf(&b, "- Cluster: A calls the replicas as in the two-hop scenario (wizard TCP and QUIC, gRPC-go and the floor over one "+
+			"connection per replica, HTTP/1.1 over a pool of keep-alive connections per replica); wizard's node gets the replicas' "+
+			"addresses through runtime.StaticPeers and balances with its default ring, gRPC-go gets them from a resolver/manual resolver "+
+			"with the service config %s; HTTP/1.1 and the floor have no balancer of their own, so the harness goes round robin over "+
+			"one client per replica. Each B counts the calls its handler answered; the parent reads the counts over the child's stdin "+
+			"and stdout before the first run and after the last.\n", "`"+grpcRoundRobin+"`")
+	}
+	cells := append(append([]Cell(nil), r.Cells...), r.Hops...)
+	for _, c := range r.Cluster {
+		cells = append(cells, c.Cell)
+	}
+	for _, c := range cells {
 		if c.Errors > 0 {
 			fmt.Fprintf(&b, "- **%s, %d callers: %d errors** (first: %s).\n", c.Contender, c.Callers, c.Errors, c.FirstErr)
 		}
@@ -105,6 +124,57 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeCluster writes the cluster scenario's section.
+func (r *Report) writeCluster(b *strings.Builder) {
+	cfg := r.Config
+	fmt.Fprintf(b, "## Cluster: %d replicas of B behind A's balancer\n\n", cfg.ClusterReplicas)
+	fmt.Fprintf(b, "The seed article's cluster: %d callers -> service A -> %d replicas of service B, each B answering after a %v timer, "+
+		"every service its own process; A's client spreads its calls over the replicas with the balancer named in the table. "+
+		"The last columns count the calls each replica answered over the %s (warm-ups included) and their spread, "+
+		"(busiest - idlest) / mean.\n\n", cfg.ClusterCallers, cfg.ClusterReplicas, cfg.ClusterDelay, runs(cfg.Runs))
+	fmt.Fprintf(b, "| contender | balancer | req/s | p50 | p99 | p50 above %v | calls served by B1 · B2 · … | spread |\n", cfg.ClusterDelay)
+	fmt.Fprintf(b, "|---|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, c := range r.Cluster {
+		served := make([]string, len(c.Served))
+		for i, n := range c.Served {
+			served[i] = rate(float64(n))
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Contender, c.Balancer, rate(c.PerSec), dur(c.P50), dur(c.P99),
+			dur(c.P50-cfg.ClusterDelay), strings.Join(served, " · "), strconv.FormatFloat(100*c.Spread(), 'f', 1, 64)+"%")
+	}
+	b.WriteString("\n")
+	b.WriteString(r.clusterSummary())
+	b.WriteString("\n\n")
+}
+
+// clusterSummary says in one sentence what the cluster table shows.
+func (r *Report) clusterSummary() string {
+	cfg := r.Config
+	worst := 0.0
+	for _, c := range r.Cluster {
+		worst = max(worst, c.Spread())
+	}
+	s := fmt.Sprintf("Every balancer spread the calls evenly (a spread of %.1f%% at most), and with %d callers each waiting about %v "+
+		"the rate is bounded near %s req/s whatever the stack, so the latency above the timer is what each stack's two hops and balancer cost",
+		100*worst, cfg.ClusterCallers, cfg.ClusterDelay, rate(float64(cfg.ClusterCallers)/cfg.ClusterDelay.Seconds()))
+	w, wok := r.clusterRow("wizard-tcp")
+	g, gok := r.clusterRow(gRPCName)
+	if wok && gok {
+		s += fmt.Sprintf(": %s for wizard TCP against %s for gRPC-go at the median, %s against %s at p99",
+			dur(w.P50-cfg.ClusterDelay), dur(g.P50-cfg.ClusterDelay), dur(w.P99-cfg.ClusterDelay), dur(g.P99-cfg.ClusterDelay))
+	}
+	return s + "."
+}
+
+func (r *Report) clusterRow(name string) (ClusterRow, bool) {
+	for _, c := range r.Cluster {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return ClusterRow{}, false
 }
 
 // cell returns the cell of contender name at callers.

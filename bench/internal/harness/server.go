@@ -1,12 +1,15 @@
 package harness
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"runtime/pprof"
+	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,17 +21,27 @@ const envServer = "WIZARD_BENCH_SERVER"
 const (
 	RoleAdd     = "add"     // answers a + b at once
 	RoleSleep   = "sleep"   // the article's service B: answers after Delay
-	RoleForward = "forward" // the article's service A: asks Upstream and passes its answer on
+	RoleForward = "forward" // the article's service A: asks Upstreams and passes the answer on
+)
+
+// The control protocol on a server process's standard input and output:
+// the parent writes a query line, the child answers one line. EOF on stdin
+// stops the child.
+const (
+	queryServed  = "served"  // how many calls the handler has answered
+	answerServed = "served " // followed by the count
 )
 
 // ServerSpec tells a child process what to serve.
 type ServerSpec struct {
-	Contender  string        `json:"contender"`
-	Role       string        `json:"role"`
-	Listen     string        `json:"listen"`
-	Delay      time.Duration `json:"delay,omitempty"`
-	Upstream   string        `json:"upstream,omitempty"`
-	CPUProfile string        `json:"cpuprofile,omitempty"`
+	Contender string        `json:"contender"`
+	Role      string        `json:"role"`
+	Listen    string        `json:"listen"`
+	Delay     time.Duration `json:"delay,omitempty"`
+	// Upstreams are the addresses a RoleForward server calls: one, or the
+	// replicas its client balances over (see [Contender.DialCluster]).
+	Upstreams  []string `json:"upstreams,omitempty"`
+	CPUProfile string   `json:"cpuprofile,omitempty"`
 }
 
 // ServeIfChild serves and exits when the process was started as a server
@@ -51,8 +64,9 @@ func ServeIfChild() {
 	os.Exit(0)
 }
 
-// serve runs s, writes the bound address and a newline to out, and stops
-// when in reaches EOF (the parent closed it, or died).
+// serve runs s, writes the bound address and a newline to out, answers the
+// queries of the control protocol read from in, and stops when in reaches
+// EOF (the parent closed it, or died).
 func serve(s ServerSpec, in io.Reader, out io.Writer) error {
 	c, err := Lookup(s.Contender)
 	if err != nil {
@@ -77,7 +91,7 @@ func serve(s ServerSpec, in io.Reader, out io.Writer) error {
 		}
 	case RoleForward:
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		upstream, err = dialChecked(ctx, c, s.Upstream, DialOptions{Pooled: true})
+		upstream, err = dialClusterChecked(ctx, c, s.Upstreams, DialOptions{Pooled: true})
 		cancel()
 		if err != nil {
 			return fmt.Errorf("dial upstream: %w", err)
@@ -98,6 +112,20 @@ func serve(s ServerSpec, in io.Reader, out io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	// The scenarios' servers count the calls they answer (the cluster
+	// reports the spread over its replicas); the add role does not, so
+	// the main comparison measures the bare handler.
+	var served atomic.Uint64
+	if s.Role != RoleAdd {
+		inner := h
+		h = func(ctx context.Context, a, b float64) (float64, error) {
+			r, err := inner(ctx, a, b)
+			if err == nil {
+				served.Add(1)
+			}
+			return r, err
+		}
+	}
 	srv, err := c.Serve(s.Listen, h, ServeOptions{Blocking: s.Role != RoleAdd})
 	if err != nil {
 		return err
@@ -106,8 +134,17 @@ func serve(s ServerSpec, in io.Reader, out io.Writer) error {
 	if _, err := fmt.Fprintln(out, srv.Addr()); err != nil {
 		return err
 	}
-	_, err = io.Copy(io.Discard, in)
-	return err
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		answer := "unknown query " + strings.TrimSpace(sc.Text())
+		if strings.TrimSpace(sc.Text()) == queryServed {
+			answer = answerServed + fmt.Sprint(served.Load())
+		}
+		if _, err := fmt.Fprintln(out, answer); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
 }
 
 // dialChecked dials c at addr and makes one call to check the answer.
@@ -116,6 +153,12 @@ func dialChecked(ctx context.Context, c Contender, addr string, o DialOptions) (
 	if err != nil {
 		return nil, err
 	}
+	return firstCall(ctx, c, cl)
+}
+
+// firstCall makes one call over cl and checks the answer; on failure it
+// closes cl.
+func firstCall(ctx context.Context, c Contender, cl Client) (Client, error) {
 	r, err := cl.Call(ctx, 1, 2)
 	if err == nil && r != 3 {
 		err = fmt.Errorf("1 + 2 answered %v", r)

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -53,6 +54,27 @@ func TestMedian(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := median(tt.in); got != tt.want {
 				t.Errorf("median(%v) = %v, want %v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSpread(t *testing.T) {
+	tests := []struct {
+		name   string
+		served []uint64
+		want   float64
+	}{
+		{"none", nil, 0},
+		{"no calls", []uint64{0, 0, 0}, 0},
+		{"even", []uint64{100, 100, 100}, 0},
+		{"one off", []uint64{101, 100, 99}, 0.02},
+		{"all on one", []uint64{300, 0, 0}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := (ClusterRow{Served: tt.served}).Spread(); math.Abs(got-tt.want) > 1e-9 {
+				t.Errorf("Spread(%v) = %v, want %v", tt.served, got, tt.want)
 			}
 		})
 	}

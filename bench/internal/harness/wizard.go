@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
@@ -51,20 +52,63 @@ func wizardContender(name, title, note string, newTransport func() (runtime.Tran
 			return wizardServer{node}, nil
 		},
 		Dial: func(ctx context.Context, addr string, _ DialOptions) (Client, error) {
-			t, err := newTransport()
-			if err != nil {
-				return nil, err
-			}
-			node, err := runtime.New(runtime.WithTransport(t), runtime.WithDiscovery(runtime.StaticPeers(addr)))
-			if err != nil {
-				return nil, err
-			}
-			if err := node.WaitFor(ctx, wizardPattern); err != nil {
-				node.Close()
-				return nil, fmt.Errorf("%s at %s: %w", title, addr, err)
-			}
-			return &wizardClient{node: node, add: runtime.NewClient[mathv1.AddRequest, mathv1.AddResponse](node, wizardPattern)}, nil
+			return dialWizard(ctx, title, newTransport, []string{addr})
 		},
+		DialCluster: func(ctx context.Context, addrs []string, _ DialOptions) (Client, error) {
+			return dialWizard(ctx, title, newTransport, addrs)
+		},
+		Balancer: "MicroWizard ring (the node's default), StaticPeers",
+	}
+}
+
+// dialWizard makes a calling node that knows the servers at addrs
+// (runtime.StaticPeers) and returns once every one of them serves
+// wizardPattern over a live connection, so the balancer has them all from
+// the first measured call.
+func dialWizard(ctx context.Context, title string, newTransport func() (runtime.Transport, error), addrs []string) (Client, error) {
+	t, err := newTransport()
+	if err != nil {
+		return nil, err
+	}
+	node, err := runtime.New(runtime.WithTransport(t), runtime.WithDiscovery(runtime.StaticPeers(addrs...)))
+	if err != nil {
+		return nil, err
+	}
+	if err := waitTargets(ctx, node, len(addrs)); err != nil {
+		node.Close()
+		return nil, fmt.Errorf("%s at %s: %w", title, strings.Join(addrs, ", "), err)
+	}
+	return &wizardClient{node: node, add: runtime.NewClient[mathv1.AddRequest, mathv1.AddResponse](node, wizardPattern)}, nil
+}
+
+// waitTargets waits until n connected peers serve wizardPattern.
+func waitTargets(ctx context.Context, node *runtime.Node, n int) error {
+	if err := node.WaitFor(ctx, wizardPattern); err != nil {
+		return err
+	}
+	want := runtime.MustParsePattern(wizardPattern)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		routed, connected := 0, 0
+		for _, p := range node.Patterns() {
+			if p.Pattern.Equal(want) {
+				routed = len(p.Remote)
+			}
+		}
+		for _, m := range node.Members() {
+			if !m.Self && m.Connected {
+				connected++
+			}
+		}
+		if routed >= n && connected >= n {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d targets routed, %d connected: %w", routed, n, connected, ctx.Err())
+		}
 	}
 }
 
