@@ -130,3 +130,46 @@ func BenchmarkRemoteCall(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkBreakerCost measures what a failsafe-go breaker per target adds
+// to a remote call, paired: two clients of the same server, one with
+// breakers, take turns in rounds of 100 calls, so that drift in the
+// machine's load falls on both alike. It reports each client's ns per
+// call and their ratio.
+func BenchmarkBreakerCost(b *testing.B) {
+	srv := newServer(b)
+	if err := mathv1.RegisterMathServiceHandler(srv, mathService{}); err != nil {
+		b.Fatal(err)
+	}
+	br, err := lb.NewBreakers[*runtime.Target]()
+	if err != nil {
+		b.Fatal(err)
+	}
+	plain := mathv1.NewMathServiceClient(newClient(b, mathv1.MathServiceSumPattern, srv.Addr()))
+	withBreakers := mathv1.NewMathServiceClient(newClientWith(b, mathv1.MathServiceSumPattern,
+		[]runtime.Option{runtime.WithBreakers(func(t *runtime.Target) runtime.Breaker { return br.Get(t) })}, srv.Addr()))
+	req := &mathv1.SumRequest{Values: []float64{1, 2}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	const round = 100
+	var spent [2]time.Duration
+	calls := 0
+	clients := []mathv1.MathServiceClient{plain, withBreakers}
+	for b.Loop() {
+		for j := range clients {
+			i := (j + calls/round) % 2 // who goes first alternates
+			c := clients[i]
+			start := time.Now()
+			for range round {
+				if res, err := c.Sum(ctx, req); err != nil || res.GetSum() != 3 {
+					b.Fatal(res, err)
+				}
+			}
+			spent[i] += time.Since(start)
+		}
+		calls += round
+	}
+	b.ReportMetric(float64(spent[0].Nanoseconds())/float64(calls), "ns/call-plain")
+	b.ReportMetric(float64(spent[1].Nanoseconds())/float64(calls), "ns/call-breakers")
+	b.ReportMetric(float64(spent[1])/float64(spent[0]), "ratio")
+}
