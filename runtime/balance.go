@@ -69,7 +69,9 @@ func WithBalancer(newBalancer func(Pattern) Balancer) Option {
 }
 
 // WithBreakers gives each target a circuit breaker, made by newBreaker when
-// the node first calls the target and dropped when the target leaves.
+// the node first calls the target and dropped when the target leaves (a
+// Breaker with a Drop method is told, so that a set keeping breakers by
+// target can forget it: runtime/lb's does).
 // Without it, targets have no breaker: overloaded or failing targets are
 // still skipped for the call at hand, not for the calls after it.
 func WithBreakers(newBreaker func(*Target) Breaker) Option {

@@ -296,6 +296,7 @@ func (p *peer) signalRefetch() {
 // connection drops.
 func (n *Node) runPeer(p *peer) {
 	defer close(p.done)
+	defer n.dropBreaker(p)
 	defer n.setCatalog(p, nil)
 	const minBackoff, maxBackoff = 20 * time.Millisecond, 2 * time.Second
 	backoff := minBackoff
@@ -821,6 +822,15 @@ func (n *Node) retryBackoff(ctx context.Context, attempt int) bool {
 		return true
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// dropBreaker tells p's breaker, if it has one that cares, that p left.
+func (n *Node) dropBreaker(p *peer) {
+	if b := p.breaker.Load(); b != nil {
+		if d, ok := b.b.(interface{ Drop() }); ok {
+			d.Drop()
+		}
 	}
 }
 

@@ -49,6 +49,13 @@ func (b *Breakers[K]) Get(k K) *Breaker {
 	defer b.mu.Unlock()
 	if br = b.m[k]; br == nil {
 		br = &Breaker{cb: b.builder.Build()}
+		br.drop = func() {
+			b.mu.Lock()
+			if b.m[k] == br {
+				delete(b.m, k)
+			}
+			b.mu.Unlock()
+		}
 		b.m[k] = br
 	}
 	return br
@@ -90,7 +97,17 @@ func (b *Breakers[K]) Len() int {
 // caller may keep the *Breaker of a target (in its peer, say) and skip
 // the lookup of [Breakers.Get] on the hot path.
 type Breaker struct {
-	cb circuitbreaker.CircuitBreaker[any]
+	cb   circuitbreaker.CircuitBreaker[any]
+	drop func() // forgets this breaker in its set
+}
+
+// Drop forgets this breaker in the [Breakers] that made it, as
+// [Breakers.Drop] of its key does. A node calls it when the target leaves
+// (see runtime.WithBreakers).
+func (b *Breaker) Drop() {
+	if b.drop != nil {
+		b.drop()
+	}
 }
 
 // Allow asks for a permit for one call and reports whether it got one. A

@@ -82,11 +82,11 @@ func TestOverloadedReplicaRoutedAround(t *testing.T) {
 			holdSlot(t, reps[0])
 			shedBefore := reps[0].Stats().Shed
 			var opts []runtime.Option
+			br, err := lb.NewBreakers[*runtime.Target](lb.WithDelay(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
 			if withBreakers {
-				br, err := lb.NewBreakers[*runtime.Target](lb.WithDelay(time.Minute))
-				if err != nil {
-					t.Fatal(err)
-				}
 				opts = append(opts, runtime.WithBreakers(func(tg *runtime.Target) runtime.Breaker { return br.Get(tg) }))
 			}
 			cl := newClientWith(t, "role:work", opts, addrsOf(reps)...)
@@ -114,6 +114,15 @@ func TestOverloadedReplicaRoutedAround(t *testing.T) {
 				t.Errorf("with breakers the overloaded replica was asked %d times, want 1 (its breaker opens)", shed)
 			}
 			t.Logf("answers by replica %v; refusals %d", answered, shed)
+			if withBreakers {
+				if br.Len() != 3 {
+					t.Errorf("%d breakers for 3 targets", br.Len())
+				}
+				cl.Close() // its targets leave: their breakers are dropped
+				if br.Len() != 0 {
+					t.Errorf("%d breakers left after every target left", br.Len())
+				}
+			}
 		})
 	}
 }
