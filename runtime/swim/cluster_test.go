@@ -282,6 +282,18 @@ func TestCluster(t *testing.T) {
 		// Back before the others declare the first run dead; its death,
 		// when they do, must not take the new run out of routing.
 		r := startMemberAt(top, m.id, addr, swim.WithSeeds(live[0].d.GossipAddr()))
+		t.Cleanup(func() {
+			if !t.Failed() {
+				return
+			}
+			for _, o := range live {
+				for _, x := range o.n.Members() {
+					if x.Addr == addr && x.Patterns == 0 {
+						t.Logf("%s sees %+v; the restarted node's digest is %s", o.id, x, r.n.Members()[0].Digest)
+					}
+				}
+			}
+		})
 		waitRoutable(t, live, r.pattern())
 		want := len(live) + 1
 		poll(t, testwait.Guard, "the first run never declared dead", func() bool {
