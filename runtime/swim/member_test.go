@@ -2,6 +2,7 @@ package swim
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -10,9 +11,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/memberlist"
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/leak"
+	"github.com/wizardmesh/wizard/runtime/internal/testlog"
 	"github.com/wizardmesh/wizard/runtime/internal/testwait"
 )
 
@@ -268,4 +271,61 @@ func TestGossipLeave(t *testing.T) {
 	if log := await(t, ha, down, is(down)); slices.Contains(log, upB+" suspect") {
 		t.Errorf("a leaving member was suspected:\n%s", strings.Join(log, "\n"))
 	}
+}
+
+// badMeta is a memberlist delegate that gossips meta of its own making.
+type badMeta []byte
+
+func (b badMeta) NodeMeta(int) []byte                  { return b }
+func (badMeta) NotifyMsg([]byte)                       {}
+func (badMeta) GetBroadcasts(int, int) [][]byte        { return nil }
+func (badMeta) LocalState(bool) []byte                 { return nil }
+func (badMeta) MergeRemoteState(buf []byte, join bool) {}
+
+// TestMalformedMember: plain memberlist nodes gossiping malformed or
+// foreign meta try to join: the Discovery logs them and never reports or
+// keeps them.
+func TestMalformedMember(t *testing.T) {
+	leak.Check(t)
+	var logs testlog.Buffer
+	d := New(WithBindAddr("127.0.0.1:0"), WithPreset(Fast), WithLogger(logs.Logger()))
+	h := newFakeHost("good", "127.0.0.1:1")
+	if err := d.Start(h); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	other, _ := encodeMeta(meta{Protocol: protocolVersion, Addr: "127.0.0.1:2", Segment: "elsewhere"})
+	for name, m := range map[string][]byte{
+		"garbage/1":       {9, 9, 9},
+		"truncated/1":     {1, 1, 40, 'x'},
+		"other-segment/1": other,
+		"not-wizard":      mustMeta(t, meta{Protocol: protocolVersion, Addr: "127.0.0.1:3"}),
+	} {
+		c := memberlist.DefaultLocalConfig()
+		c.Name, c.BindAddr, c.BindPort, c.AdvertisePort = name, "127.0.0.1", 0, 0
+		c.Delegate = badMeta(m)
+		c.LogOutput = io.Discard
+		ml, err := memberlist.Create(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = ml.Join([]string{d.GossipAddr()}) // the push/pull goes through; the member does not
+		poll(t, name+" not logged", func() bool { return strings.Contains(logs.String(), "ignoring alive message for '"+name+"'") })
+		ml.Shutdown()
+	}
+	if n := d.ml.NumMembers(); n != 1 {
+		t.Errorf("%d members, want only itself", n)
+	}
+	if got := h.drain(); len(got) != 0 {
+		t.Errorf("reports: %q", got)
+	}
+}
+
+func mustMeta(t *testing.T, m meta) []byte {
+	t.Helper()
+	b, err := encodeMeta(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
