@@ -3,14 +3,15 @@ module github.com/wizardmesh/wizard
 go 1.26.0
 
 require (
+	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/google/go-cmp v0.7.0
+	github.com/hashicorp/memberlist v0.7.0
 	github.com/quic-go/quic-go v0.65.0
 	google.golang.org/protobuf v1.36.12
 )
 
 require (
 	github.com/bits-and-blooms/bitset v1.24.4 // indirect
-	github.com/failsafe-go/failsafe-go v0.9.8 // indirect
 	github.com/google/btree v1.1.3 // indirect
 	github.com/hashicorp/errwrap v1.1.0 // indirect
 	github.com/hashicorp/go-immutable-radix v1.3.1 // indirect
@@ -19,7 +20,6 @@ require (
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	github.com/hashicorp/go-sockaddr v1.0.7 // indirect
 	github.com/hashicorp/golang-lru v1.0.2 // indirect
-	github.com/hashicorp/memberlist v0.7.0 // indirect
 	github.com/miekg/dns v1.1.73 // indirect
 	github.com/sean-/seed v0.0.0-20170313163322-e2103e2c3529 // indirect
 	golang.org/x/crypto v0.54.0 // indirect

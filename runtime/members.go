@@ -62,7 +62,7 @@ func (n *Node) Members() []Member {
 	out := make([]Member, 0, 1+len(peers))
 	out = append(out, self)
 	for _, p := range peers {
-		out = append(out, Member{ID: p.id, Addr: p.addr, Digest: p.digest, Suspect: p.suspect.Load(), Connected: p.conn.Load() != nil})
+		out = append(out, Member{ID: p.id, Addr: p.addr, Digest: cmp.Or(p.loaded, p.digest), Suspect: p.suspect.Load(), Connected: p.conn.Load() != nil})
 	}
 	r.mu.Unlock()
 	n.routeMu.Lock()

@@ -35,16 +35,18 @@ type Node struct {
 
 	targets targetCache
 
-	routeMu      sync.Mutex    // serialises route changes: local adds and removes, peer catalogs
-	changed      chan struct{} // closed and replaced on every routing change; guarded by routeMu
-	remote       *remote       // nil without a transport
-	dedup        *dedupTable   // nil without a listener or with WithDedup(0, _)
-	callSeq      atomic.Uint64 // ids of the remote calls this node makes
-	stats        stats
-	listenerStop sync.Once
-	listenerErr  error
-	peersStop    sync.Once
-	peersErr     error
+	routeMu       sync.Mutex    // serialises route changes: local adds and removes, peer catalogs
+	changed       chan struct{} // closed and replaced on every routing change; guarded by routeMu
+	remote        *remote       // nil without a transport
+	dedup         *dedupTable   // nil without a listener or with WithDedup(0, _)
+	callSeq       atomic.Uint64 // ids of the remote calls this node makes
+	stats         stats
+	listenerStop  sync.Once
+	listenerErr   error
+	peersStop     sync.Once
+	discoveryStop sync.Once
+	discoveryErr  error
+	peersErr      error
 }
 
 // New returns a node configured by opts. Without [WithTransport] a node
@@ -507,10 +509,16 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	// Remote callers first: stop accepting, send goaway, let their calls
-	// finish. Then local calls drain, while the peers they may call are
-	// still connected. Then the peers go.
+	// Leave the mesh first, so that peers stop routing here before they
+	// see connections close. Then remote callers: stop accepting, send
+	// goaway, let their calls finish. Then local calls drain, while the
+	// peers they may call are still connected. Then the peers go.
 	if n.remote != nil {
+		n.discoveryStop.Do(func() {
+			if d := n.remote.discovery; d != nil {
+				n.discoveryErr = d.Close()
+			}
+		})
 		n.listenerStop.Do(func() { n.listenerErr = n.stopListener(ctx) })
 	}
 	n.closed.Store(true)
@@ -530,7 +538,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	if n.remote != nil {
 		n.peersStop.Do(func() { n.peersErr = n.stopPeers() })
 		if err == nil {
-			err = errors.Join(n.listenerErr, n.peersErr)
+			err = errors.Join(n.discoveryErr, n.listenerErr, n.peersErr)
 		}
 	}
 	return err

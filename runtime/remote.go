@@ -132,7 +132,8 @@ type peer struct {
 	addr     string
 	id       string // guarded by remote.mu
 	instance string // guarded by remote.mu
-	digest   string // guarded by remote.mu
+	digest   string // guarded by remote.mu: the digest discovery announced ("" for none)
+	loaded   string // guarded by remote.mu: the digest of the catalog routed now
 	suspect  atomic.Bool
 	force    atomic.Bool // the next catalog load bypasses the cache
 	node     *Node
@@ -199,13 +200,10 @@ func (n *Node) stopListener(ctx context.Context) error {
 	return nil
 }
 
-// stopPeers stops discovery and the connections to peers.
+// stopPeers stops the connections to peers (discovery has stopped).
 func (n *Node) stopPeers() error {
 	r := n.remote
 	var err error
-	if r.discovery != nil {
-		err = r.discovery.Close()
-	}
 	r.mu.Lock()
 	peers := r.peers
 	r.peers = map[string]*peer{}
@@ -242,7 +240,7 @@ func (h nodeHost) PeerUp(p Peer) {
 	defer r.mu.Unlock()
 	if old := r.peers[p.Addr]; old != nil {
 		old.suspect.Store(p.Suspect)
-		refetch := p.Digest == "" || p.Digest != old.digest
+		refetch := p.Digest == "" || p.Digest != old.loaded
 		if p.Instance != old.instance || p.ID != "" && p.ID != old.id {
 			// Another run of the node at this address: whatever its digest,
 			// ask it.
@@ -395,6 +393,9 @@ func (n *Node) loadCatalog(p *peer, box *connBox) error {
 		if inst != "" && box.inst.Load() == nil {
 			box.inst.Store(&inst)
 		}
+		r.mu.Lock()
+		p.loaded = d
+		r.mu.Unlock()
 		n.setCatalog(p, pats)
 		return nil
 	}
@@ -439,7 +440,11 @@ func (n *Node) fetchCatalog(p *peer, box *connBox) error {
 	if len(r.catalogs) >= maxCachedCatalogs {
 		clear(r.catalogs)
 	}
-	r.catalogs[digestOf(pats)] = pats
+	// What was loaded, which may differ from what was announced (the peer
+	// changed since, or restarted and has not added its handlers yet): a
+	// later announcement of another digest fetches again.
+	p.loaded = digestOf(pats)
+	r.catalogs[p.loaded] = pats
 	r.mu.Unlock()
 	n.setCatalog(p, pats)
 	return nil
