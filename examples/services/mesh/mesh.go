@@ -1,14 +1,20 @@
-// Package mesh gives the example commands their discovery flags: either
+// Package mesh gives the example commands their discovery flags — either
 // -peers (static addresses, no gossip) or -gossip and -seeds (SWIM gossip
 // through runtime/swim, the caller learning every service's address from
 // the mesh).
 package mesh
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
+	"time"
 
+	"github.com/wizardmesh/wizard/examples/services/transport"
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/swim"
 )
@@ -65,4 +71,41 @@ func (f *Flags) Describe() string {
 		return ""
 	}
 	return ", gossip " + f.swim.GossipAddr()
+}
+
+// Serve is the main of a command that serves: it parses the command line
+// (-listen, -transport and the discovery flags), starts a node, lets
+// register add the service, prints "NAME: serving N patterns on KIND
+// ADDR[, gossip ADDR]", serves until interrupted, then shuts down
+// gracefully (leaves the mesh, goaway, drain).
+func Serve(name, defaultListen string, register func(*runtime.Node) error) error {
+	listen := flag.String("listen", defaultListen, "address to serve on (port 0 picks one)")
+	kind := flag.String("transport", "tcp", "transport: "+transport.Names)
+	discovery := AddFlags(flag.CommandLine, "")
+	flag.Parse()
+	t, err := transport.New(*kind)
+	if err != nil {
+		return err
+	}
+	opts := []runtime.Option{runtime.WithTransport(t), runtime.WithListen(*listen)}
+	if o, err := discovery.Option(); err != nil {
+		return err
+	} else if o != nil {
+		opts = append(opts, o)
+	}
+	node, err := runtime.New(opts...)
+	if err != nil {
+		return err
+	}
+	if err := register(node); err != nil {
+		node.Close()
+		return err
+	}
+	fmt.Printf("%s: serving %d patterns on %s %s%s\n", name, len(node.Patterns()), *kind, node.Addr(), discovery.Describe())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return node.Shutdown(shutdown)
 }

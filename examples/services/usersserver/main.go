@@ -10,56 +10,21 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
-	"time"
 
 	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
 	"github.com/wizardmesh/wizard/examples/services/mesh"
-	"github.com/wizardmesh/wizard/examples/services/transport"
 	"github.com/wizardmesh/wizard/examples/services/userssvc"
 	"github.com/wizardmesh/wizard/runtime"
 )
 
 func main() {
-	listen := flag.String("listen", "127.0.0.1:7071", "address to serve on (port 0 picks one)")
-	kind := flag.String("transport", "tcp", "transport: "+transport.Names)
-	discovery := mesh.AddFlags(flag.CommandLine, "")
-	flag.Parse()
-	if err := run(*listen, *kind, discovery); err != nil {
+	err := mesh.Serve("usersserver", "127.0.0.1:7071", func(n *runtime.Node) error {
+		return userssvc.New(mathv1.NewMathServiceClient(n)).Register(n)
+	})
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "usersserver:", err)
 		os.Exit(1)
 	}
-}
-
-func run(listen, kind string, discovery *mesh.Flags) error {
-	t, err := transport.New(kind)
-	if err != nil {
-		return err
-	}
-	opts := []runtime.Option{runtime.WithTransport(t), runtime.WithListen(listen)}
-	if o, err := discovery.Option(); err != nil {
-		return err
-	} else if o != nil {
-		opts = append(opts, o)
-	}
-	node, err := runtime.New(opts...)
-	if err != nil {
-		return err
-	}
-	if err := userssvc.New(mathv1.NewMathServiceClient(node)).Register(node); err != nil {
-		node.Close()
-		return err
-	}
-	fmt.Printf("usersserver: serving %d patterns on %s %s%s\n", len(node.Patterns()), kind, node.Addr(), discovery.Describe())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	<-ctx.Done()
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return node.Shutdown(shutdown)
 }
