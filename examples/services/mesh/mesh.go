@@ -1,7 +1,7 @@
 // Package mesh gives the example commands their discovery flags — either
 // -peers (static addresses, no gossip) or -gossip and -seeds (SWIM gossip
 // through runtime/swim, the caller learning every service's address from
-// the mesh).
+// the mesh) — and Serve, the main of a command that serves.
 package mesh
 
 import (
