@@ -654,7 +654,11 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 			switch ctxErr := ctx.Err(); {
 			case ctxErr != nil:
 				if br != nil {
-					br.Failure()
+					if ctxErr == context.DeadlineExceeded {
+						br.Failure() // a timeout counts against the target
+					} else {
+						br.Success() // the caller gave up: nothing learnt of the target
+					}
 				}
 				return Result{}, &Error{Code: CodeOf(ctxErr), Message: fmt.Sprintf("wizard: call %q to %s: %v", r.pattern.String(), p.addr, ctxErr), cause: ctxErr}
 			case errors.Is(err, ErrNotSent):
