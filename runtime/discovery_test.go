@@ -93,7 +93,8 @@ func (c *memConn) Call(ctx context.Context, m *Message) (*Message, error) {
 	}
 	lose := c.t.lose[c.addr] && m.Pattern != CatalogPattern
 	c.t.mu.Unlock()
-	in := *m // the server owns what it receives
+	in := *m // the server owns what it receives (and may reuse it for the reply)
+	in.Meta = slices.Clone(m.Meta)
 	reply := c.s.ServeMessage(ctx, &in)
 	if lose {
 		return nil, errLost

@@ -964,13 +964,16 @@ func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over
 	if err != nil {
 		return errorReply(err)
 	}
-	om := new(outMessage)
-	reply := &om.Message
-	*reply = Message{Codec: codec, Payload: payload}
+	// The reply takes the request's place, as the Server contract allows:
+	// nothing reads the request once its handler has returned, and the
+	// call saves an allocation. The metadata reuses the request's room
+	// (every call carries at least the caller's id).
+	meta := m.Meta[:0]
+	*m = Message{Codec: codec, Payload: payload}
 	if typ != "" {
-		reply.Meta = append(om.meta[:0], MetaPair{metaType, typ})
+		m.Meta = append(meta, MetaPair{metaType, typ})
 	}
-	return reply
+	return m
 }
 
 // wireTarget is n.targets.get for a pattern received from another node.

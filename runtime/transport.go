@@ -48,7 +48,9 @@ type Conn interface {
 // Server is what a [Listener] hands inbound calls to; [*Node] implements
 // it. ctx carries the caller's remaining deadline and is cancelled when the
 // caller cancels or goes away. It returns the reply, or nil for a call with
-// NoReply set.
+// NoReply set. The reply may be m itself, rewritten (the request's
+// metadata slice reused for the reply's): a transport must not read m
+// after ServeMessage returns except through the reply.
 type Server interface {
 	ServeMessage(ctx context.Context, m *Message) *Message
 }
