@@ -89,8 +89,25 @@
 //     message type, invalid JSON, a nil handler — is an error value, never a
 //     panic.
 //
+// # Remote calls
+//
+// A pattern served by several peers has a [Balancer] (the MicroWizard
+// ring unless [WithBalancer] says otherwise; runtime/lb has others) and,
+// with [WithBreakers], a circuit breaker per peer. A node over its
+// [WithMaxInFlight] limit refuses calls without running them, and the
+// caller moves on to the next peer; only when every peer refuses does it
+// see [ErrOverloaded]. A call that surely did not run goes to another peer;
+// one that may have run goes to another peer only when it is [Idempotent],
+// within a retry budget. A call that is not idempotent is sent again, same
+// id, to the same run of its peer when its connection drops after it was
+// written, and the serving node answers the copy from its de-duplication
+// table ([WithDedup]): the handler runs once. [Node.Stats] counts
+// refusals, retries, calls sent again and duplicates.
+//
 // # Lifecycle
 //
 // [Node.Close] and [Node.Shutdown] stop new calls and wait for running
-// handlers (including [NoReply] ones) to finish.
+// handlers (including [NoReply] ones) to finish. A node with discovery
+// leaves the mesh first, then stops accepting remote calls (goaway), lets
+// them and local calls drain, and closes its connections to peers.
 package runtime
