@@ -1,7 +1,7 @@
 # wizard — common tasks. `make help` lists them.
 GO ?= go
 
-.PHONY: help demo test race fuzz bench bench-short compare lint ci
+.PHONY: help demo test race fuzz bench bench-short long compare lint ci
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
@@ -19,6 +19,10 @@ bench: ## run the runtime benchmarks (the README's figures)
 
 bench-short: ## run every benchmark once at a tiny benchtime, so none rots
 	$(GO) test ./... -run '^$$' -bench . -benchtime 100x
+
+long: ## the long forms: 50-node gossip clusters and the discovery figures (WIZARD_LONG=1, no -race)
+	WIZARD_LONG=1 $(GO) test -count=1 ./runtime/swim/
+	WIZARD_LONG=1 $(GO) test -count=1 -run TestMeasure -v ./runtime/swim/
 
 compare: ## the side-by-side comparison vs gRPC-go, HTTP/1.1 and a raw TCP floor (bench/, a few minutes)
 	$(MAKE) -C bench compare
