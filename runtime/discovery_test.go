@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -27,11 +28,12 @@ type memNet struct {
 	servers  map[string]Server
 	catalogs map[string]int
 	calls    map[string]int
+	dials    map[string]int
 	lose     map[string]bool // calls (not catalogs) to these addresses are lost after they ran
 }
 
 func newMemNet() *memNet {
-	return &memNet{name: "mem", servers: map[string]Server{}, catalogs: map[string]int{}, calls: map[string]int{}}
+	return &memNet{name: "mem", servers: map[string]Server{}, catalogs: map[string]int{}, calls: map[string]int{}, dials: map[string]int{}}
 }
 
 func (t *memNet) Name() string { return t.name }
@@ -53,6 +55,7 @@ func (t *memNet) Dial(ctx context.Context, addr string) (Conn, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: nothing listens on %s", ErrNotSent, addr)
 	}
+	t.dials[addr]++
 	return &memConn{t: t, addr: addr, s: s, done: make(chan struct{})}, nil
 }
 
@@ -427,4 +430,49 @@ func BenchmarkCatalogPull(b *testing.B) {
 			b.ReportMetric(float64(bytes), "catalog-bytes")
 		})
 	}
+}
+
+// TestPeerBackFromTheDead: a peer reported down leaves routing at once;
+// reported up again within downGrace (a death refuted), it is routed again
+// over the connection it had; after downGrace it is forgotten.
+func TestPeerBackFromTheDead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net := newMemNet()
+		s, _ := memNode(t, net, "s", "role:r")
+		c, d := memNode(t, net, "c")
+		up := Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()}
+		d.host.PeerUp(up)
+		time.Sleep(catalogJitter)
+		synctest.Wait()
+		if _, err := c.ActE(t.Context(), "role:r", nil); err != nil {
+			t.Fatalf("before: %v", err)
+		}
+		d.host.PeerDown(up)
+		if _, err := c.ActE(t.Context(), "role:r", nil); !errors.Is(err, ErrNotFound) {
+			t.Errorf("reported down: %v, want ErrNotFound at once", err)
+		}
+		if ms := c.Members(); len(ms) != 1 {
+			t.Errorf("Members() = %+v with the peer down", ms)
+		}
+		d.host.PeerUp(up)
+		synctest.Wait()
+		if _, err := c.ActE(t.Context(), "role:r", nil); err != nil {
+			t.Errorf("back up: %v", err)
+		}
+		if got := net.count(net.dials, "s"); got != 1 {
+			t.Errorf("%d dials: the connection was not kept", got)
+		}
+		d.host.PeerDown(up)
+		time.Sleep(downGrace + time.Millisecond)
+		synctest.Wait()
+		d.host.PeerUp(up) // a new peer now: a new connection
+		time.Sleep(catalogJitter)
+		synctest.Wait()
+		if _, err := c.ActE(t.Context(), "role:r", nil); err != nil {
+			t.Errorf("up after the grace: %v", err)
+		}
+		if got := net.count(net.dials, "s"); got != 2 {
+			t.Errorf("%d dials, want a second one after the grace", got)
+		}
+	})
 }

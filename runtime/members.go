@@ -57,7 +57,9 @@ func (n *Node) Members() []Member {
 	r.mu.Lock()
 	peers := make([]*peer, 0, len(r.peers))
 	for _, p := range r.peers {
-		peers = append(peers, p)
+		if !p.down.Load() {
+			peers = append(peers, p)
+		}
 	}
 	out := make([]Member, 0, 1+len(peers))
 	out = append(out, self)

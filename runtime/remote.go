@@ -135,6 +135,8 @@ type peer struct {
 	digest   string // guarded by remote.mu: the digest discovery announced ("" for none)
 	loaded   string // guarded by remote.mu: the digest of the catalog routed now
 	suspect  atomic.Bool
+	down     atomic.Bool // reported down: out of routing, its connection kept for downGrace
+	downT    *time.Timer // forgets the peer when downGrace passes; guarded by remote.mu
 	force    atomic.Bool // the next catalog load bypasses the cache
 	node     *Node
 	target   Target // what balancers hold; target.p is this peer
@@ -207,6 +209,11 @@ func (n *Node) stopPeers() error {
 	r.mu.Lock()
 	peers := r.peers
 	r.peers = map[string]*peer{}
+	for _, p := range peers {
+		if p.downT != nil {
+			p.downT.Stop()
+		}
+	}
 	r.mu.Unlock()
 	for _, p := range peers {
 		p.cancel()
@@ -241,6 +248,12 @@ func (h nodeHost) PeerUp(p Peer) {
 	if old := r.peers[p.Addr]; old != nil {
 		old.suspect.Store(p.Suspect)
 		refetch := p.Digest == "" || p.Digest != old.loaded
+		if old.down.Swap(false) {
+			// Back within downGrace (a death that was refuted): its
+			// connection is still there; route its patterns again.
+			old.downT.Stop()
+			refetch = true
+		}
 		if p.Instance != old.instance || p.ID != "" && p.ID != old.id {
 			// Another run of the node at this address: whatever its digest,
 			// ask it.
@@ -274,11 +287,34 @@ func (h nodeHost) PeerDown(p Peer) {
 		n.log.Debug("wizard: death notice of an earlier run ignored", "addr", p.Addr, "instance", p.Instance)
 		return
 	}
-	delete(r.peers, p.Addr)
+	if pr == nil || pr.down.Load() {
+		r.mu.Unlock()
+		return
+	}
+	// Out of routing at once; the connection stays for downGrace, so that
+	// a peer declared dead by mistake (gossip under load) comes back
+	// without a new connection from every node at the same moment.
+	pr.down.Store(true)
+	pr.downT = time.AfterFunc(downGrace, func() { n.forgetPeer(pr) })
 	r.mu.Unlock()
-	if pr != nil {
-		pr.cancel()
-		n.setCatalog(pr, nil) // leave routing at once, not when the loop ends
+	n.setCatalog(pr, nil)
+}
+
+// downGrace is how long a node keeps the connection to a peer reported
+// down, in case it comes back.
+const downGrace = 5 * time.Second
+
+// forgetPeer ends a peer that is still down.
+func (n *Node) forgetPeer(p *peer) {
+	r := n.remote
+	r.mu.Lock()
+	gone := r.peers[p.addr] == p && p.down.Load()
+	if gone {
+		delete(r.peers, p.addr)
+	}
+	r.mu.Unlock()
+	if gone {
+		p.cancel()
 	}
 }
 
@@ -454,7 +490,7 @@ func (n *Node) fetchCatalog(p *peer, box *connBox) error {
 func (n *Node) setCatalog(p *peer, pats []Pattern) {
 	n.routeMu.Lock()
 	defer n.routeMu.Unlock()
-	if p.ctx.Err() != nil {
+	if p.ctx.Err() != nil || p.down.Load() {
 		pats = nil // the peer left: a late catalog must not bring it back
 	}
 	old := p.patterns
