@@ -178,13 +178,7 @@ func TestRefeedWithoutDedupRunsAgain(t *testing.T) {
 	})
 	proxy := newCutProxy(t, srv.Addr())
 	cl := newClient(t, "role:pay", proxy.Addr())
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_, err := cl.ActE(ctx, "role:pay", nil)
-		done <- err
-	}()
+	done := payAsync(cl)
 	<-started
 	proxy.cut()
 	<-started // the refed call runs again
@@ -218,13 +212,7 @@ func TestNoRefeedToAnotherRun(t *testing.T) {
 	})
 	proxy := newCutProxy(t, first.Addr())
 	cl := newClient(t, "role:pay", proxy.Addr())
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_, err := cl.ActE(ctx, "role:pay", nil)
-		done <- err
-	}()
+	done := payAsync(cl)
 	<-started
 	proxy.retarget(second.Addr())
 	proxy.cut()
@@ -233,4 +221,17 @@ func TestNoRefeedToAnotherRun(t *testing.T) {
 	if n := secondRuns.Load(); n != 0 {
 		t.Errorf("the other run ran the call %d times", n)
 	}
+}
+
+// payAsync calls role:pay from cl in the background; the channel gets the
+// call's error.
+func payAsync(cl *runtime.Node) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_, err := cl.ActE(ctx, "role:pay", nil)
+		done <- err
+	}()
+	return done
 }
