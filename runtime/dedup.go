@@ -31,18 +31,17 @@ type dedupKey struct {
 	id     uint64
 }
 
-// dedupEntry is one call: running until reply is set.
+// dedupEntry is one call: running until answered.
 type dedupEntry struct {
-	key   dedupKey
-	reply *Message      // guarded by the table's mu: nil while running, then &stored (or nil: no answer)
-	done  chan struct{} // made by the first duplicate that waits
-	at    time.Time     // when it was answered
+	key      dedupKey
+	answered bool          // guarded by the table's mu; stored is set before it
+	done     chan struct{} // made by the first duplicate that waits
+	at       time.Time     // when it was answered
 
 	// stored is the entry's own copy of the answer; its strings and
 	// payload live in one buffer, and meta holds up to two pairs.
-	stored   Message
-	meta     [2]MetaPair
-	answered bool
+	stored Message
+	meta   [2]MetaPair
 }
 
 // maxInternedCallers bounds the interned caller ids; past it the interning
@@ -85,20 +84,16 @@ func (t *dedupTable) begin(caller string, id uint64) (*dedupEntry, bool) {
 	return e, false
 }
 
-// finish records e's answer and hands it to the duplicates waiting. When
-// keep is false (the call was refused without running) the call is
-// forgotten, so that a later attempt runs it.
+// finish records e's answer (never nil: calls without an answer are not
+// de-duplicated) and hands it to the duplicates waiting. When keep is
+// false (the call was refused without running) the call is forgotten, so
+// that a later attempt runs it.
 func (t *dedupTable) finish(e *dedupEntry, reply *Message, keep bool) {
-	if reply != nil {
-		e.store(reply) // no duplicate reads it before reply is set
-	}
+	e.store(reply) // no duplicate reads it before answered is set
 	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e.answered, e.at = true, now
-	if reply != nil {
-		e.reply = &e.stored
-	}
 	if e.done != nil {
 		close(e.done)
 	}
@@ -138,23 +133,19 @@ func (t *dedupTable) len() int {
 	return len(t.m)
 }
 
-// wait returns e's answer once it has one, or ctx's error. A nil answer
-// means the call wanted none.
+// wait returns e's answer once it has one, or ctx's error.
 func (t *dedupTable) wait(ctx context.Context, e *dedupEntry) (*Message, error) {
 	t.mu.Lock()
-	r, done, answered := e.reply, e.done, e.answered
+	done, answered := e.done, e.answered
 	t.mu.Unlock()
-	if answered {
-		return r, nil
+	if !answered {
+		select {
+		case <-done: // closed after answered was set
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	select {
-	case <-done:
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		return e.reply, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return &e.stored, nil
 }
 
 // store copies reply into e: a reply may alias the buffer of the

@@ -46,13 +46,11 @@ type PatternInfo struct {
 // Members returns this node and the peers it knows, this node first, the
 // others by address. A node without a transport knows only itself.
 func (n *Node) Members() []Member {
-	self := Member{ID: n.id, Self: true, Connected: true, Addr: n.Addr()}
+	self := Member{ID: n.id, Self: true, Connected: true, Addr: n.Addr(), Patterns: len(n.localPatterns())}
 	if n.remote == nil {
-		self.Patterns = len(n.localPatterns())
 		return []Member{self}
 	}
 	self.Digest = n.digest()
-	self.Patterns = len(n.localPatterns())
 	r := n.remote
 	r.mu.Lock()
 	peers := make([]*peer, 0, len(r.peers))

@@ -254,13 +254,13 @@ func (h nodeHost) PeerUp(p Peer) {
 			old.downT.Stop()
 			refetch = true
 		}
-		if p.Instance != old.instance || p.ID != "" && p.ID != old.id {
+		if p.Instance != "" && p.Instance != old.instance || p.ID != "" && p.ID != old.id {
 			// Another run of the node at this address: whatever its digest,
 			// ask it.
 			old.force.Store(true)
 			refetch = true
 		}
-		old.id, old.instance, old.digest = cmp.Or(p.ID, old.id), p.Instance, p.Digest
+		old.id, old.instance, old.digest = cmp.Or(p.ID, old.id), cmp.Or(p.Instance, old.instance), p.Digest
 		if refetch {
 			old.signalRefetch()
 		}
@@ -424,14 +424,15 @@ func (n *Node) loadCatalog(p *peer, box *connBox) error {
 	r.mu.Lock()
 	d, inst := p.digest, p.instance
 	pats, cached := r.catalogs[d]
+	fromCache := d != "" && cached && !force
+	if fromCache {
+		p.loaded = d
+	}
 	r.mu.Unlock()
-	if d != "" && cached && !force {
+	if fromCache {
 		if inst != "" && box.inst.Load() == nil {
 			box.inst.Store(&inst)
 		}
-		r.mu.Lock()
-		p.loaded = d
-		r.mu.Unlock()
 		n.setCatalog(p, pats)
 		return nil
 	}
@@ -637,7 +638,7 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 	defer putPicker(pk)
 	var lastErr error
 	var lastRefusal *Error
-	refused, overloaded, tried := 0, 0, 0
+	refused, overloaded := 0, 0
 	withdrawn := false // the budget paid for the next attempt
 	for attempt := 0; ; attempt++ {
 		t, ok := bal.Pick(cfg.key, pk.skipFn)
@@ -658,8 +659,7 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 			n.stats.retries.Add(1)
 		}
 		p, br := t.p, pk.br
-		pk.add(p)
-		tried++
+		pk.tried = append(pk.tried, p)
 		reply, err := n.callPeer(ctx, p, m, refeed)
 		bal.Done(t)
 		if err == nil && reply != nil && reply.Flags&FlagRefused != 0 {
@@ -750,6 +750,7 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 		reply.in = raw{codec: reply.Codec, data: reply.Payload, typ: metaValue(reply.Meta, metaType)}
 		return Result{v: &reply.in}, nil
 	}
+	tried := len(pk.tried)
 	if refused > 0 && refused == tried {
 		if overloaded == tried {
 			return Result{}, &Error{Code: CodeResourceExhausted, Message: fmt.Sprintf("wizard: every target serving %q refused the call as overloaded (%d tried)", r.pattern.String(), tried), cause: ErrOverloaded}
@@ -799,9 +800,8 @@ type picker struct {
 	n        *Node
 	suspects bool
 	br       Breaker
-	tried    [4]*peer
-	more     []*peer
-	ntried   int
+	tried    []*peer
+	buf      [4]*peer           // tried's first room
 	skipFn   func(*Target) bool // skip, bound once: passing it allocates nothing
 }
 
@@ -813,7 +813,7 @@ func getPicker(n *Node) *picker {
 		pk = new(picker)
 		pk.skipFn = pk.skip
 	}
-	pk.n = n
+	pk.n, pk.tried = n, pk.buf[:0]
 	return pk
 }
 
@@ -825,34 +825,11 @@ func putPicker(pk *picker) {
 
 func (pk *picker) skip(t *Target) bool {
 	p := t.p
-	if p.conn.Load() == nil || !pk.suspects && p.suspect.Load() || pk.wasTried(p) {
+	if p.conn.Load() == nil || !pk.suspects && p.suspect.Load() || slices.Contains(pk.tried, p) {
 		return true
 	}
 	pk.br = pk.n.breaker(p)
 	return pk.br != nil && !pk.br.Allow()
-}
-
-func (pk *picker) add(p *peer) {
-	if pk.ntried < len(pk.tried) {
-		pk.tried[pk.ntried] = p
-		pk.ntried++
-		return
-	}
-	pk.more = append(pk.more, p)
-}
-
-func (pk *picker) wasTried(p *peer) bool {
-	for _, q := range pk.tried[:pk.ntried] {
-		if q == p {
-			return true
-		}
-	}
-	for _, q := range pk.more {
-		if q == p {
-			return true
-		}
-	}
-	return false
 }
 
 // retryBackoff waits before the retry after attempt: full jitter over an

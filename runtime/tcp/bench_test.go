@@ -78,24 +78,30 @@ func BenchmarkRemoteCall(b *testing.B) {
 			}
 		}
 	})
-	// The same call, not marked idempotent (the generated Sum is): it
-	// carries a call id and the server keeps its answer for
-	// de-duplication.
-	b.Run("serial_deadline_dedup", func(b *testing.B) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
-		defer cancel()
-		var out mathv1.SumResponse
-		b.ReportAllocs()
-		for b.Loop() {
-			res, err := cl.ActE(ctx, mathv1.MathServiceSumPattern, req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := res.Decode(&out); err != nil || out.GetSum() != 3 {
-				b.Fatal(&out, err)
-			}
+	// The same call through ActE, idempotent (as the generated Sum is) and
+	// not: the second carries a call id and the server keeps its answer
+	// for de-duplication; the pair shows what that costs.
+	for _, dedup := range []bool{false, true} {
+		name, opts := "serial_deadline_acte", []runtime.CallOption{runtime.Idempotent()}
+		if dedup {
+			name, opts = "serial_deadline_dedup", nil
 		}
-	})
+		b.Run(name, func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+			defer cancel()
+			var out mathv1.SumResponse
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := cl.ActE(ctx, mathv1.MathServiceSumPattern, req, opts...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := res.Decode(&out); err != nil || out.GetSum() != 3 {
+					b.Fatal(&out, err)
+				}
+			}
+		})
+	}
 	// GOMAXPROCS callers, then 64 per P: their frames share writes.
 	for _, perP := range []int{1, 64} {
 		name := "parallel"
