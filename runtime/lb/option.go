@@ -29,7 +29,6 @@ type breakerConfig struct {
 	period            time.Duration
 	delay             time.Duration
 	jitter            float64
-	jitterSet         bool
 	successes, trials int
 	escape            []func(circuitbreaker.Builder[any])
 }
@@ -85,7 +84,7 @@ func WithJitter(factor float64) BreakerOption {
 		if !(factor >= 0 && factor < 1) {
 			return fmt.Errorf("wizard: lb: breaker jitter %v: want a factor in [0, 1)", factor)
 		}
-		c.jitter, c.jitterSet = factor, true
+		c.jitter = factor
 		return nil
 	})
 }
@@ -122,6 +121,7 @@ func newBuilder(opts []BreakerOption) (circuitbreaker.Builder[any], error) {
 		failures:  DefaultFailures,
 		window:    DefaultFailures,
 		delay:     DefaultDelay,
+		jitter:    DefaultJitter,
 		successes: DefaultTrials,
 		trials:    DefaultTrials,
 	}
@@ -132,9 +132,6 @@ func newBuilder(opts []BreakerOption) (circuitbreaker.Builder[any], error) {
 		if err := o.applyBreaker(&c); err != nil {
 			return nil, err
 		}
-	}
-	if !c.jitterSet {
-		c.jitter = DefaultJitter
 	}
 	b := circuitbreaker.NewBuilder[any]().
 		WithDelay(c.delay).
