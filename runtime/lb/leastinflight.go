@@ -137,9 +137,6 @@ func (b *LeastInFlight[T]) Pick(_ string, skip func(T) bool) (T, bool) {
 		if t, ok := b.accept(second, skip); ok {
 			return t, true
 		}
-		if skip == nil {
-			break // unreachable: accept without skip always succeeds
-		}
 	}
 	start := rand.IntN(n)
 	for k := range n {
