@@ -103,22 +103,25 @@ func TestLeastInFlightSpread(t *testing.T) {
 	for i := range n {
 		b.Add(i, 1)
 	}
-	var max atomic.Int64
+	var most atomic.Int64 // the most calls seen in flight to one target
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for range 2000 {
 				tg, _ := b.Pick("", nil)
-				if f := int64(b.InFlight(tg)); f > max.Load() {
-					max.Store(f)
+				f := int64(b.InFlight(tg))
+				for m := most.Load(); f > m && !most.CompareAndSwap(m, f); m = most.Load() {
 				}
 				b.Done(tg)
 			}
 		})
 	}
 	wg.Wait()
-	// 8 callers over 20 targets: a target rarely holds more than a few.
-	if m := max.Load(); m > 8 {
+	// 8 callers over 20 targets. 8 callers can never put more than 8 calls
+	// on one target, so the bound must be lower to test anything: a target
+	// with k calls gets one more only when the other target drawn has k or
+	// more, and the other callers hold at most 7, so k+1 <= 4.
+	if m := most.Load(); m > 4 {
 		t.Errorf("a target held %d calls at once", m)
 	}
 	for i := range n {
