@@ -42,11 +42,9 @@ func (r ClusterRow) Spread() float64 {
 func runCluster(ctx context.Context, cfg Config, cs []Contender, rep *Report, children *[]*child, profile func(string) string, logf func(string, ...any)) error {
 	load := Load{Callers: cfg.ClusterCallers, Warmup: cfg.Warmup, Duration: cfg.Duration, MaxCalls: cfg.MaxCalls}
 	type cluster struct {
-		c      Contender
-		client Client
+		scenarioRun
 		bs     []*child
 		before []uint64
-		runs   []Sample
 	}
 	var clusters []*cluster
 	defer func() {
@@ -55,7 +53,7 @@ func runCluster(ctx context.Context, cfg Config, cs []Contender, rep *Report, ch
 		}
 	}()
 	for _, c := range cs {
-		k := &cluster{c: c}
+		k := &cluster{scenarioRun: scenarioRun{c: c}}
 		var addrs []string
 		for i := range cfg.ClusterReplicas {
 			b, err := startChild(ctx, ServerSpec{Contender: c.Name, Role: RoleSleep, Listen: "127.0.0.1:0", Delay: cfg.ClusterDelay,
@@ -85,16 +83,12 @@ func runCluster(ctx context.Context, cfg Config, cs []Contender, rep *Report, ch
 		}
 		logf("%-14s cluster: A pid %d on %s -> %d replicas of B on %v", c.Title, a.cmd.Process.Pid, a.addr, len(addrs), addrs)
 	}
-	for r := range cfg.Runs {
-		for _, k := range clusters {
-			s, err := drive(ctx, k.client, load)
-			if err != nil {
-				return fmt.Errorf("%s, cluster: %w", k.c.Title, err)
-			}
-			logf("%-14s cluster, %d callers  run %d/%d  %8.0f req/s  p50 %9v  p99 %9v  errors %d",
-				k.c.Title, load.Callers, r+1, cfg.Runs, s.PerSec, s.P50, s.P99, s.Errors)
-			k.runs = append(k.runs, s)
-		}
+	all := make([]*scenarioRun, len(clusters))
+	for i, k := range clusters {
+		all[i] = &k.scenarioRun
+	}
+	if err := driveRuns(ctx, cfg.Runs, load, "cluster", all, logf); err != nil {
+		return err
 	}
 	for _, k := range clusters {
 		after, err := servedBy(ctx, k.bs)

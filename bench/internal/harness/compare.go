@@ -197,12 +197,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // after cfg.HopsDelay, A and B separate processes.
 func runHops(ctx context.Context, cfg Config, cs []Contender, rep *Report, children *[]*child, profile func(string) string, logf func(string, ...any)) error {
 	load := Load{Callers: cfg.HopsCallers, Warmup: cfg.Warmup, Duration: cfg.Duration, MaxCalls: cfg.MaxCalls}
-	type hop struct {
-		c      Contender
-		client Client
-		runs   []Sample
-	}
-	var hops []*hop
+	var hops []*scenarioRun
 	defer func() {
 		for _, h := range hops {
 			if h.client != nil {
@@ -230,24 +225,41 @@ func runHops(ctx context.Context, cfg Config, cs []Contender, rep *Report, child
 		if err != nil {
 			return err
 		}
-		hops = append(hops, &hop{c: c, client: cl})
+		hops = append(hops, &scenarioRun{c: c, client: cl})
 		logf("%-14s two hops: A pid %d on %s -> B pid %d on %s", c.Title, a.cmd.Process.Pid, a.addr, b.cmd.Process.Pid, b.addr)
 	}
-	base := &hop{c: Contender{Name: sleepName, Title: fmt.Sprintf("%v sleep, no network", cfg.HopsDelay)}, client: sleepClient{cfg.HopsDelay}}
-	all := append([]*hop{base}, hops...)
-	for r := range cfg.Runs {
-		for _, h := range all {
-			s, err := drive(ctx, h.client, load)
-			if err != nil {
-				return fmt.Errorf("%s, two hops: %w", h.c.Title, err)
-			}
-			logf("%-14s two hops, %d callers  run %d/%d  %8.0f req/s  p50 %9v  p99 %9v  errors %d",
-				h.c.Title, load.Callers, r+1, cfg.Runs, s.PerSec, s.P50, s.P99, s.Errors)
-			h.runs = append(h.runs, s)
-		}
+	base := &scenarioRun{c: Contender{Name: sleepName, Title: fmt.Sprintf("%v sleep, no network", cfg.HopsDelay)}, client: sleepClient{cfg.HopsDelay}}
+	all := append([]*scenarioRun{base}, hops...)
+	if err := driveRuns(ctx, cfg.Runs, load, "two hops", all, logf); err != nil {
+		return err
 	}
 	for _, h := range all {
 		rep.Hops = append(rep.Hops, cellOf(h.c, load.Callers, h.runs))
+	}
+	return nil
+}
+
+// scenarioRun is one contender in a scenario (two hops, cluster): its
+// client and the samples of its runs.
+type scenarioRun struct {
+	c      Contender
+	client Client
+	runs   []Sample
+}
+
+// driveRuns drives every scenario's client runs times, taking turns so
+// that drift in the machine's load falls on all of them alike.
+func driveRuns(ctx context.Context, runs int, load Load, what string, all []*scenarioRun, logf func(string, ...any)) error {
+	for r := range runs {
+		for _, s := range all {
+			smp, err := drive(ctx, s.client, load)
+			if err != nil {
+				return fmt.Errorf("%s, %s: %w", s.c.Title, what, err)
+			}
+			logf("%-14s %s, %d callers  run %d/%d  %8.0f req/s  p50 %9v  p99 %9v  errors %d",
+				s.c.Title, what, load.Callers, r+1, runs, smp.PerSec, smp.P50, smp.P99, smp.Errors)
+			s.runs = append(s.runs, smp)
+		}
 	}
 	return nil
 }
