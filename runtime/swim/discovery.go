@@ -338,10 +338,15 @@ func (d *Discovery) reannounce() {
 	d.meta.Store(&b)
 	// UpdateNode waits until the update went out to a member; it is
 	// queued either way, so the timeout only bounds the wait.
-	timeout := min(max(5*d.mlConfig.GossipInterval, 100*time.Millisecond), time.Second)
-	if err := d.ml.UpdateNode(timeout); err != nil {
+	if err := d.ml.UpdateNode(d.broadcastTimeout()); err != nil {
 		d.log.Debug("wizard: swim: update not yet gossiped", "err", err)
 	}
+}
+
+// broadcastTimeout bounds the wait for an update or a leave to go out to
+// a member: five gossip intervals, within 100 ms to 1 s.
+func (d *Discovery) broadcastTimeout() time.Duration {
+	return min(max(5*d.mlConfig.GossipInterval, 100*time.Millisecond), time.Second)
 }
 
 // encodeSelf is the meta announcing self.
@@ -379,8 +384,7 @@ func (d *Discovery) stop(leave bool) error {
 	d.cancel()
 	d.wg.Wait()
 	if leave {
-		timeout := min(max(5*d.mlConfig.GossipInterval, 100*time.Millisecond), time.Second)
-		if err := ml.Leave(timeout); err != nil {
+		if err := ml.Leave(d.broadcastTimeout()); err != nil {
 			d.log.Debug("wizard: swim: leave not yet gossiped", "err", err)
 		}
 	}
