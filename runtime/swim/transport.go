@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
@@ -150,6 +151,12 @@ func (t *transport) WriteTo(b []byte, addr string) (time.Time, error) {
 }
 
 func (t *transport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, error) {
+	// memberlist hands out "ip:port": parsed into a netip.AddrPort, it is
+	// sent without an allocation. Anything else takes the slow path.
+	if ap, err := netip.ParseAddrPort(a.Addr); err == nil {
+		_, err = t.udp.WriteToUDPAddrPort(b, ap)
+		return time.Now(), err
+	}
 	host, port, err := net.SplitHostPort(a.Addr)
 	if err != nil {
 		return time.Time{}, err
@@ -159,7 +166,7 @@ func (t *transport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, e
 		return time.Time{}, fmt.Errorf("bad port in %q", a.Addr)
 	}
 	ip := net.ParseIP(host)
-	if ip == nil { // memberlist hands out IP addresses; a name is resolved
+	if ip == nil { // a name is resolved
 		u, err := net.ResolveUDPAddr("udp", a.Addr)
 		if err != nil {
 			return time.Time{}, err

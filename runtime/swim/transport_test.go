@@ -90,3 +90,29 @@ func TestPrivateIP(t *testing.T) {
 		t.Errorf("privateIP() = %v", ip)
 	}
 }
+
+// BenchmarkTransportWrite is the send side of the packet path: one
+// WriteToAddress to an "ip:port", as memberlist calls it for every probe
+// and gossip message.
+func BenchmarkTransportWrite(b *testing.B) {
+	logger := log.New(io.Discard, "", 0)
+	a, err := newTransport(net.ParseIP("127.0.0.1"), 0, logger)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Shutdown()
+	// A socket that is never read: the kernel drops what overflows it.
+	sink, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.ParseIP("127.0.0.1")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sink.Close()
+	to := memberlist.Address{Addr: sink.LocalAddr().String()}
+	msg := make([]byte, 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.WriteToAddress(msg, to); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
