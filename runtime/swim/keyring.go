@@ -63,10 +63,7 @@ func (d *Discovery) RemoveKey(key []byte) error {
 	if bytes.Equal(d.keyring.GetPrimaryKey(), key) {
 		return errors.New("wizard: swim: remove key: the key is the primary key (UseKey another first)")
 	}
-	if !d.hasKey(key) {
-		return nil
-	}
-	return d.keyring.RemoveKey(key)
+	return d.keyring.RemoveKey(key) // does nothing when key is not installed
 }
 
 // Keys returns copies of the installed keys, the primary key first, or
