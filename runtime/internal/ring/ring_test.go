@@ -338,11 +338,11 @@ func TestConcurrentChanges(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
+			skip := func(t int) bool { return t%4 == g }
 			for range 2000 {
-				if _, ok := r.Pick(func(t int) bool { return t%4 == g }); !ok && r.Len() > 4 {
-					// Only possible while most targets are out.
-					continue
-				}
+				// Pick may fail while the ring holds only skipped targets;
+				// what counts is that the links survive, checked below.
+				r.Pick(skip)
 			}
 		})
 	}
