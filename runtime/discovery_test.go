@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wizardmesh/wizard/runtime/internal/testlog"
+	"github.com/wizardmesh/wizard/runtime/internal/testwait"
 )
 
 // memNet is a message-level transport in memory: a node listening on an
@@ -143,22 +144,21 @@ func memNode(t *testing.T, net *memNet, addr string, patterns ...string) (*Node,
 func waitRoute(t *testing.T, n *Node, pattern string, want ...string) {
 	t.Helper()
 	slices.Sort(want)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var got []string
+	var got []string
+	defer func() {
+		if t.Failed() {
+			t.Logf("%s last routed %q to %v", n.ID(), pattern, got)
+		}
+	}()
+	testwait.Until(t, fmt.Sprintf("%s routes %q to %v", n.ID(), pattern, want), func() bool {
+		got = nil
 		for _, pi := range n.Patterns() {
 			if pi.Pattern.String() == pattern {
 				got = pi.Remote
 			}
 		}
-		if slices.Equal(got, want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s routes %q to %v, want %v", n.ID(), pattern, got, want)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return slices.Equal(got, want)
+	})
 }
 
 func TestDigest(t *testing.T) {
@@ -354,17 +354,7 @@ func TestBadCatalogLogged(t *testing.T) {
 	c, d := memNode(t, net, "c")
 	c.log = logs.Logger()
 	d.host.PeerUp(Peer{Addr: "bad"})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s := logs.String()
-		if strings.Contains(s, "catalog rejected") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no log line for the bad catalog; logs:\n%s", s)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(t, "a log line for the bad catalog", func() bool { return strings.Contains(logs.String(), "catalog rejected") })
 	if ps := c.Patterns(); len(ps) != 0 {
 		t.Errorf("Patterns() = %v after a bad catalog", ps)
 	}

@@ -8,8 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 	"unsafe"
+
+	"github.com/wizardmesh/wizard/runtime/internal/testwait"
 )
 
 // TestServeMessageKeepsNoFrame: the strings of a received call alias the
@@ -109,18 +110,14 @@ func TestCallRemoteRetryFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for { // both peers' catalogs (no event says so)
-		if re := n.router.exactEntry(MustParsePattern("role:r")); re != nil {
-			if ps := re.value.peers.Load(); ps != nil && len(*ps) == 2 {
-				break
-			}
+	testwait.Until(t, "both peers' catalogs", func() bool {
+		re := n.router.exactEntry(MustParsePattern("role:r"))
+		if re == nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the peers' catalogs never arrived")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		ps := re.value.peers.Load()
+		return ps != nil && len(*ps) == 2
+	})
 	if _, err := n.ActE(t.Context(), "role:r", nil, Idempotent()); err != nil {
 		t.Fatal(err)
 	}

@@ -155,19 +155,6 @@ func callEventually(t testing.TB, m *member, pattern, want string) {
 	}
 }
 
-// poll calls cond until it holds, failing the test after d.
-func poll(t testing.TB, d time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("after %v: %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond) // a polling interval, not synchronisation
-	}
-	return time.Since(start)
-}
-
 // others is ms without m.
 func others(ms []*member, m *member) []*member {
 	var out []*member
@@ -183,7 +170,7 @@ func others(ms []*member, m *member) []*member {
 // long that took.
 func waitGone(t testing.TB, from []*member, pattern string) time.Duration {
 	t.Helper()
-	return poll(t, testwait.Guard, pattern+" still routed", func() bool {
+	return testwait.Within(t, testwait.Guard, pattern+" still routed", func() bool {
 		for _, m := range from {
 			if !notFound(context.Background(), m, pattern) {
 				return false
@@ -296,7 +283,7 @@ func TestCluster(t *testing.T) {
 		})
 		waitRoutable(t, live, r.pattern())
 		want := len(live) + 1
-		poll(t, testwait.Guard, "the first run never declared dead", func() bool {
+		testwait.Until(t, "the first run never declared dead", func() bool {
 			for _, o := range live {
 				if o.d.NumMembers() != want {
 					return false

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/memberlist"
@@ -111,19 +110,19 @@ func TestReannounce(t *testing.T) {
 
 	h.setDigest(strings.Repeat("x", 65))
 	d.SelfChanged()
-	poll(t, "no log line for the digest", func() bool { return strings.Contains(log.String(), "cannot announce the node's new state") })
+	testwait.Until(t, "no log line for the digest", func() bool { return strings.Contains(log.String(), "cannot announce the node's new state") })
 	if m, _ := decodeMeta(d.Meta()); m.Digest != "d-re" {
 		t.Errorf("digest after a failed announcement = %q", m.Digest)
 	}
 
 	h.setDigest("d-re2")
 	d.SelfChanged()
-	poll(t, "the new digest was not announced", func() bool {
+	testwait.Until(t, "the new digest was not announced", func() bool {
 		m, _ := decodeMeta(d.Meta())
 		return m.Digest == "d-re2"
 	})
 	// memberlist holds the new meta for this node too.
-	poll(t, "memberlist does not hold the new meta", func() bool {
+	testwait.Until(t, "memberlist does not hold the new meta", func() bool {
 		return bytes.Equal(d.ml.LocalNode().Meta, d.Meta())
 	})
 }
@@ -162,16 +161,5 @@ func TestOnlySelf(t *testing.T) {
 	done, err := d.join(t.Context())
 	if !done || err != nil {
 		t.Errorf("join = %v, %v; want done", done, err)
-	}
-}
-
-// poll calls cond until it holds, failing the test after the guard.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for start := time.Now(); !cond(); {
-		if time.Since(start) > testwait.Guard {
-			t.Fatalf("after %v: %s", testwait.Guard, what)
-		}
-		time.Sleep(5 * time.Millisecond) // a polling interval, not synchronisation
 	}
 }

@@ -24,8 +24,8 @@ var (
 // that neither side sees the other.
 func waitShutOut(t *testing.T, cluster []*member, firstLog *testlog.Buffer, intruder *member, logged string) {
 	t.Helper()
-	poll(t, testwait.Guard, "the intruder stopped trying to join", func() bool { return intruder.d.JoinAttempts() >= 3 })
-	poll(t, testwait.Guard, "no log line for the intruder's gossip", func() bool {
+	testwait.Until(t, "the intruder stopped trying to join", func() bool { return intruder.d.JoinAttempts() >= 3 })
+	testwait.Until(t, "no log line for the intruder's gossip", func() bool {
 		return strings.Contains(strings.ToLower(firstLog.String()), strings.ToLower(logged))
 	})
 	ctx := context.Background()

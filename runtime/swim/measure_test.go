@@ -161,7 +161,7 @@ func TestMetaSizeManyPatterns(t *testing.T) {
 	want := big.n.Members()[0].Digest
 	var meta []byte
 	var addr, transport, digest string
-	poll(t, testwait.Guard, "the last digest was not announced", func() bool {
+	testwait.Until(t, "the last digest was not announced", func() bool {
 		meta = big.d.Meta()
 		var err error
 		if _, addr, transport, _, digest, err = swim.DecodedMeta(meta); err != nil {

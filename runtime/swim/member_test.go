@@ -310,7 +310,7 @@ func TestMalformedMember(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, _ = ml.Join([]string{d.GossipAddr()}) // the push/pull goes through; the member does not
-		poll(t, name+" not logged", func() bool { return strings.Contains(logs.String(), "ignoring alive message for '"+name+"'") })
+		testwait.Until(t, name+" not logged", func() bool { return strings.Contains(logs.String(), "ignoring alive message for '"+name+"'") })
 		ml.Shutdown()
 	}
 	if n := d.ml.NumMembers(); n != 1 {

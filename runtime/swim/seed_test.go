@@ -184,7 +184,7 @@ func TestJoinRetry(t *testing.T) {
 	l.Close()
 
 	early := startMember(t, "early", swim.WithSeeds(addr))
-	poll(t, testwait.Guard, "no second join attempt", func() bool { return early.d.JoinAttempts() >= 2 })
+	testwait.Until(t, "no second join attempt", func() bool { return early.d.JoinAttempts() >= 2 })
 	seed := startMember(t, "seed", swim.WithBindAddr(addr))
 	all := []*member{early, seed}
 	t.Cleanup(func() { closeAll(all) })
@@ -208,7 +208,7 @@ func TestSeedFunc(t *testing.T) {
 		return []string{seedAddr}, nil
 	}
 	early := startMember(t, "early", swim.WithSeedFunc(f))
-	poll(t, testwait.Guard, "the seed function was not called again", func() bool {
+	testwait.Until(t, "the seed function was not called again", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return calls >= 2

@@ -29,7 +29,7 @@ func TestSegments(t *testing.T) {
 	waitRoutable(t, green, green0.pattern(), green1.pattern())
 	// Evidence that each segment knocked on the other's door.
 	for name, l := range map[string]*testlog.Buffer{"blue0": &blueLog, "green0": &greenLog} {
-		poll(t, testwait.Guard, name+" never turned a join from the other segment away", func() bool {
+		testwait.Until(t, name+" never turned a join from the other segment away", func() bool {
 			return strings.Contains(l.String(), "unacceptable label")
 		})
 	}

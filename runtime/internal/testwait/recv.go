@@ -22,3 +22,25 @@ func Recv[T any](t testing.TB, ch <-chan T) T {
 		panic("unreachable")
 	}
 }
+
+// Until polls cond every few milliseconds until it holds, for conditions
+// no event announces; it fails the test, saying what it waited for, after
+// the [Guard].
+func Until(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	Within(t, Guard, what, cond)
+}
+
+// Within is [Until] with its own bound d, for waits whose length the test
+// asserts; it returns how long cond took to hold.
+func Within(t testing.TB, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > d {
+			t.Fatalf("after %v: %s", d, what)
+		}
+		time.Sleep(2 * time.Millisecond) // a polling interval, not synchronisation
+	}
+	return time.Since(start)
+}
