@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/transporttest"
 	"github.com/wizardmesh/wizard/runtime/lb"
 )
 
 // replicas starts n servers of role:work (answering their index); the
 // first also serves role:hold, which blocks on hold, so that a test can
 // fill its in-flight slots. opts apply to the first server.
-func replicas(t *testing.T, n int, hold *gate, opts ...runtime.Option) []*runtime.Node {
+func replicas(t *testing.T, n int, hold *transporttest.Gate, opts ...runtime.Option) []*runtime.Node {
 	t.Helper()
 	var out []*runtime.Node
 	for i := range n {
@@ -26,8 +27,8 @@ func replicas(t *testing.T, n int, hold *gate, opts ...runtime.Option) []*runtim
 		} else {
 			srv = newServer(t)
 		}
-		mustAdd(t, srv, "role:work", func(ctx context.Context, r runtime.Request) (any, error) { return i, nil })
-		mustAdd(t, srv, "role:hold", func(ctx context.Context, r runtime.Request) (any, error) {
+		transporttest.MustAdd(t, srv, "role:work", func(ctx context.Context, r runtime.Request) (any, error) { return i, nil })
+		transporttest.MustAdd(t, srv, "role:hold", func(ctx context.Context, r runtime.Request) (any, error) {
 			<-hold.C()
 			return nil, nil
 		})
@@ -47,7 +48,7 @@ func addrsOf(nodes []*runtime.Node) []string {
 // waitTargets waits until cl routes pattern to want targets.
 func waitTargets(t *testing.T, cl *runtime.Node, pattern string, want int) {
 	t.Helper()
-	waitUntil(t, fmt.Sprintf("%d targets for %s", want, pattern), func() bool {
+	transporttest.WaitUntil(t, fmt.Sprintf("%d targets for %s", want, pattern), func() bool {
 		for _, pi := range cl.Patterns() {
 			if pi.Pattern.String() == pattern {
 				return len(pi.Remote) == want
@@ -63,7 +64,7 @@ func holdSlot(t *testing.T, srv *runtime.Node) {
 	t.Helper()
 	cl := newClient(t, "role:hold", srv.Addr())
 	go cl.ActE(context.Background(), "role:hold", nil, runtime.Timeout(time.Minute))
-	waitUntil(t, "the slot is taken", func() bool {
+	transporttest.WaitUntil(t, "the slot is taken", func() bool {
 		_, err := srv.ActE(t.Context(), "role:work", nil)
 		return errors.Is(err, runtime.ErrOverloaded)
 	})
@@ -76,7 +77,7 @@ func holdSlot(t *testing.T, srv *runtime.Node) {
 func TestOverloadedReplicaRoutedAround(t *testing.T) {
 	for _, withBreakers := range []bool{false, true} {
 		t.Run(fmt.Sprintf("breakers=%v", withBreakers), func(t *testing.T) {
-			hold := newGate(t)
+			hold := transporttest.NewGate(t)
 			defer hold.Open()
 			reps := replicas(t, 3, hold, runtime.WithMaxInFlight(1))
 			holdSlot(t, reps[0])
@@ -130,13 +131,13 @@ func TestOverloadedReplicaRoutedAround(t *testing.T) {
 // TestAllReplicasOverloaded: when every target refuses, the caller gets
 // one clear error that says so.
 func TestAllReplicasOverloaded(t *testing.T) {
-	hold := newGate(t)
+	hold := transporttest.NewGate(t)
 	defer hold.Open()
 	var reps []*runtime.Node
 	for range 2 {
 		srv := newServer(t, runtime.WithMaxInFlight(1))
-		mustAdd(t, srv, "role:work", func(ctx context.Context, r runtime.Request) (any, error) { return nil, nil })
-		mustAdd(t, srv, "role:hold", func(ctx context.Context, r runtime.Request) (any, error) {
+		transporttest.MustAdd(t, srv, "role:work", func(ctx context.Context, r runtime.Request) (any, error) { return nil, nil })
+		transporttest.MustAdd(t, srv, "role:hold", func(ctx context.Context, r runtime.Request) (any, error) {
 			<-hold.C()
 			return nil, nil
 		})
@@ -146,7 +147,7 @@ func TestAllReplicasOverloaded(t *testing.T) {
 	cl := newClient(t, "role:work", addrsOf(reps)...)
 	waitTargets(t, cl, "role:work", 2)
 	_, err := cl.ActE(t.Context(), "role:work", nil)
-	wantCode(t, err, runtime.CodeResourceExhausted)
+	transporttest.WantCode(t, err, runtime.CodeResourceExhausted)
 	if !errors.Is(err, runtime.ErrOverloaded) {
 		t.Errorf("errors.Is(%v, ErrOverloaded) = false", err)
 	}
@@ -179,7 +180,7 @@ func replicaKilledUnderLoad(t *testing.T, hard bool) {
 	var reps []*runtime.Node
 	for range 3 {
 		srv := newServer(t)
-		mustAdd(t, srv, "role:work", func(ctx context.Context, r runtime.Request) (any, error) {
+		transporttest.MustAdd(t, srv, "role:work", func(ctx context.Context, r runtime.Request) (any, error) {
 			id := r.Get("id").(string)
 			time.Sleep(200 * time.Microsecond) // work, so that calls overlap the kill
 			mu.Lock()
@@ -254,7 +255,7 @@ func replicaKilledUnderLoad(t *testing.T, hard bool) {
 // TestStickyRouting: with runtime/lb's consistent hash, calls with the same
 // RouteKey reach the same replica, and different keys spread over them.
 func TestStickyRouting(t *testing.T) {
-	hold := newGate(t)
+	hold := transporttest.NewGate(t)
 	defer hold.Open()
 	reps := replicas(t, 3, hold)
 	hash := runtime.WithBalancer(func(runtime.Pattern) runtime.Balancer {

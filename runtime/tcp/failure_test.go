@@ -16,6 +16,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testwait"
+	"github.com/wizardmesh/wizard/runtime/internal/transporttest"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
@@ -88,13 +89,13 @@ func (r *rawConn) waitClosed() {
 // of its own: that connection is closed with a logged reason and the node
 // keeps serving its other clients.
 func TestBadInput(t *testing.T) {
-	var sink logSink
-	srv := newServer(t, runtime.WithTransport(tcp.New(tcp.WithLogger(sink.logger()))))
-	mustAdd(t, srv, "role:ok", func(ctx context.Context, r runtime.Request) (any, error) { return "ok", nil })
+	var sink transporttest.Log
+	srv := newServer(t, runtime.WithTransport(tcp.New(tcp.WithLogger(sink.Logger()))))
+	transporttest.MustAdd(t, srv, "role:ok", func(ctx context.Context, r runtime.Request) (any, error) { return "ok", nil })
 	cl := newClient(t, "role:ok", srv.Addr())
 	// The cases that wait for a timeout go to a node of their own, with
 	// short ones: the default node's are long enough for a loaded machine.
-	impatient := newServer(t, runtime.WithTransport(tcp.New(tcp.WithLogger(sink.logger()),
+	impatient := newServer(t, runtime.WithTransport(tcp.New(tcp.WithLogger(sink.Logger()),
 		tcp.WithKeepAlive(100*time.Millisecond, time.Second), tcp.WithHandshakeTimeout(time.Second))))
 	call := func(t *testing.T) {
 		t.Helper()
@@ -151,7 +152,7 @@ func TestBadInput(t *testing.T) {
 			}
 			r := dialRaw(t, addr)
 			// The listener logs each connection's end with its address.
-			logged := sink.seen("tcp: connection closed", "remote="+r.c.LocalAddr().String(), tt.reason)
+			logged := sink.Seen("tcp: connection closed", "remote="+r.c.LocalAddr().String(), tt.reason)
 			if tt.handshake {
 				r.handshake()
 			}
@@ -172,17 +173,17 @@ func TestBadInput(t *testing.T) {
 func TestBadRequests(t *testing.T) {
 	srv := newServer(t)
 	ran := make(chan string, 8)
-	mustAdd(t, srv, "role:raw,cmd:typed", runtime.NewUnaryHandler(func(ctx context.Context, r *wrapperspb.Int64Value) (*wrapperspb.Int64Value, error) {
+	transporttest.MustAdd(t, srv, "role:raw,cmd:typed", runtime.NewUnaryHandler(func(ctx context.Context, r *wrapperspb.Int64Value) (*wrapperspb.Int64Value, error) {
 		return r, nil
 	}))
-	mustAdd(t, srv, "role:raw,cmd:map", func(ctx context.Context, r runtime.Request) (any, error) {
+	transporttest.MustAdd(t, srv, "role:raw,cmd:map", func(ctx context.Context, r runtime.Request) (any, error) {
 		var m map[string]any
 		if err := r.Decode(&m); err != nil {
 			return nil, err
 		}
 		return m, nil
 	})
-	mustAdd(t, srv, "role:raw,cmd:forget", func(ctx context.Context, r runtime.Request) (any, error) {
+	transporttest.MustAdd(t, srv, "role:raw,cmd:forget", func(ctx context.Context, r runtime.Request) (any, error) {
 		ran <- "forget"
 		return "an answer that is never sent", nil
 	})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/transporttest"
 )
 
 // cutProxy forwards TCP connections to a target and cuts all of them on
@@ -96,7 +97,7 @@ func (p *cutProxy) cut() {
 // connected again, and every call runs exactly once and gets its answer.
 func TestRefeedRunsOnce(t *testing.T) {
 	const calls = 8
-	release := newGate(t)
+	release := transporttest.NewGate(t)
 	var (
 		started sync.WaitGroup
 		mu      sync.Mutex
@@ -104,7 +105,7 @@ func TestRefeedRunsOnce(t *testing.T) {
 	)
 	started.Add(calls)
 	srv := newServer(t)
-	mustAdd(t, srv, "role:pay", func(ctx context.Context, r runtime.Request) (any, error) {
+	transporttest.MustAdd(t, srv, "role:pay", func(ctx context.Context, r runtime.Request) (any, error) {
 		id := r.Get("id").(string)
 		mu.Lock()
 		runs[id]++
@@ -143,7 +144,7 @@ func TestRefeedRunsOnce(t *testing.T) {
 	proxy.cut()
 	// Every call arrives again and joins its running handler, which the
 	// cut did not cancel.
-	waitUntil(t, "every call is sent again", func() bool { return srv.Stats().Duplicates == calls })
+	transporttest.WaitUntil(t, "every call is sent again", func() bool { return srv.Stats().Duplicates == calls })
 	release.Open()
 	for range calls {
 		a := <-answers
@@ -166,11 +167,11 @@ func TestRefeedRunsOnce(t *testing.T) {
 // TestRefeedWithoutDedupRunsAgain: with de-duplication off, the same cut
 // runs a refed call again, which is what the table prevents.
 func TestRefeedWithoutDedupRunsAgain(t *testing.T) {
-	release := newGate(t)
+	release := transporttest.NewGate(t)
 	var runs atomic.Int32
 	started := make(chan struct{}, 2)
 	srv := newServer(t, runtime.WithDedup(0, 0))
-	mustAdd(t, srv, "role:pay", func(ctx context.Context, r runtime.Request) (any, error) {
+	transporttest.MustAdd(t, srv, "role:pay", func(ctx context.Context, r runtime.Request) (any, error) {
 		runs.Add(1)
 		started <- struct{}{}
 		<-release.C()
@@ -195,18 +196,18 @@ func TestRefeedWithoutDedupRunsAgain(t *testing.T) {
 // another run of the node (a restart), the call is not sent there — it
 // would run a second time — and the caller learns it may have run.
 func TestNoRefeedToAnotherRun(t *testing.T) {
-	release := newGate(t)
+	release := transporttest.NewGate(t)
 	defer release.Open() // before the nodes close
 	started := make(chan struct{}, 1)
 	first := newServer(t)
-	mustAdd(t, first, "role:pay", func(ctx context.Context, r runtime.Request) (any, error) {
+	transporttest.MustAdd(t, first, "role:pay", func(ctx context.Context, r runtime.Request) (any, error) {
 		started <- struct{}{}
 		<-release.C()
 		return "paid", nil
 	})
 	var secondRuns atomic.Int32
 	second := newServer(t)
-	mustAdd(t, second, "role:pay", func(ctx context.Context, r runtime.Request) (any, error) {
+	transporttest.MustAdd(t, second, "role:pay", func(ctx context.Context, r runtime.Request) (any, error) {
 		secondRuns.Add(1)
 		return "paid again", nil
 	})
@@ -217,7 +218,7 @@ func TestNoRefeedToAnotherRun(t *testing.T) {
 	proxy.retarget(second.Addr())
 	proxy.cut()
 	err := <-done
-	wantCode(t, err, runtime.CodeUnavailable)
+	transporttest.WantCode(t, err, runtime.CodeUnavailable)
 	if n := secondRuns.Load(); n != 0 {
 		t.Errorf("the other run ran the call %d times", n)
 	}

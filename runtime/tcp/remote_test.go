@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testwait"
+	"github.com/wizardmesh/wizard/runtime/internal/transporttest"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
 
@@ -60,18 +60,18 @@ func newPoint(x int64, label string) *dynamicpb.Message {
 func TestRemoteMessages(t *testing.T) {
 	srv := newServer(t)
 	// echo answers with the message as its handler sees it.
-	mustAdd(t, srv, "role:echo,cmd:msg", func(ctx context.Context, r runtime.Request) (any, error) { return r.Msg(), nil })
-	mustAdd(t, srv, "role:echo,cmd:double", runtime.NewUnaryHandler(func(ctx context.Context, r *wrapperspb.Int64Value) (*wrapperspb.Int64Value, error) {
+	transporttest.MustAdd(t, srv, "role:echo,cmd:msg", func(ctx context.Context, r runtime.Request) (any, error) { return r.Msg(), nil })
+	transporttest.MustAdd(t, srv, "role:echo,cmd:double", runtime.NewUnaryHandler(func(ctx context.Context, r *wrapperspb.Int64Value) (*wrapperspb.Int64Value, error) {
 		return wrapperspb.Int64(2 * r.GetValue()), nil
 	}))
-	mustAdd(t, srv, "role:echo,cmd:struct", runtime.NewUnaryHandler(func(ctx context.Context, r *structpb.Struct) (*structpb.Struct, error) {
+	transporttest.MustAdd(t, srv, "role:echo,cmd:struct", runtime.NewUnaryHandler(func(ctx context.Context, r *structpb.Struct) (*structpb.Struct, error) {
 		r.Fields["seen"] = structpb.NewBoolValue(true)
 		return r, nil
 	}))
-	mustAdd(t, srv, "role:echo,cmd:point", func(ctx context.Context, r runtime.Request) (any, error) {
+	transporttest.MustAdd(t, srv, "role:echo,cmd:point", func(ctx context.Context, r runtime.Request) (any, error) {
 		return newPoint(7, "seven"), nil
 	})
-	mustAdd(t, srv, "role:echo,cmd:decodepoint", func(ctx context.Context, r runtime.Request) (any, error) {
+	transporttest.MustAdd(t, srv, "role:echo,cmd:decodepoint", func(ctx context.Context, r runtime.Request) (any, error) {
 		in := dynamicpb.NewMessage(pointDesc())
 		if err := r.Decode(in); err != nil {
 			return nil, err
@@ -79,8 +79,8 @@ func TestRemoteMessages(t *testing.T) {
 		x := in.Get(pointDesc().Fields().ByName("x")).Int()
 		return map[string]any{"x": x}, nil
 	})
-	mustAdd(t, srv, "role:echo,cmd:string", func(ctx context.Context, r runtime.Request) (any, error) { return "hello", nil })
-	mustAdd(t, srv, "role:echo,cmd:nil", func(ctx context.Context, r runtime.Request) (any, error) {
+	transporttest.MustAdd(t, srv, "role:echo,cmd:string", func(ctx context.Context, r runtime.Request) (any, error) { return "hello", nil })
+	transporttest.MustAdd(t, srv, "role:echo,cmd:nil", func(ctx context.Context, r runtime.Request) (any, error) {
 		if m := r.Msg(); m != nil {
 			return nil, runtime.Errorf(runtime.CodeInvalidArgument, "got %#v, want nil", m)
 		}
@@ -302,16 +302,16 @@ func TestRemoteMessages(t *testing.T) {
 // as generated clients do.
 func TestRemoteTypedClient(t *testing.T) {
 	srv := newServer(t)
-	mustAdd(t, srv, "role:typed,cmd:double", runtime.NewUnaryHandler(func(ctx context.Context, r *wrapperspb.Int64Value) (*wrapperspb.Int64Value, error) {
+	transporttest.MustAdd(t, srv, "role:typed,cmd:double", runtime.NewUnaryHandler(func(ctx context.Context, r *wrapperspb.Int64Value) (*wrapperspb.Int64Value, error) {
 		return wrapperspb.Int64(2 * r.GetValue()), nil
 	}))
-	mustAdd(t, srv, "role:typed,cmd:nil", runtime.NewUnaryHandler(func(ctx context.Context, r *wrapperspb.Int64Value) (*wrapperspb.Int64Value, error) {
+	transporttest.MustAdd(t, srv, "role:typed,cmd:nil", runtime.NewUnaryHandler(func(ctx context.Context, r *wrapperspb.Int64Value) (*wrapperspb.Int64Value, error) {
 		return nil, nil
 	}))
-	mustAdd(t, srv, "role:typed,cmd:fail", runtime.NewUnaryHandler(func(ctx context.Context, r *wrapperspb.Int64Value) (*wrapperspb.Int64Value, error) {
+	transporttest.MustAdd(t, srv, "role:typed,cmd:fail", runtime.NewUnaryHandler(func(ctx context.Context, r *wrapperspb.Int64Value) (*wrapperspb.Int64Value, error) {
 		return nil, runtime.Errorf(runtime.CodeOutOfRange, "wizard: %d is too big", r.GetValue())
 	}))
-	mustAdd(t, srv, "role:typed,cmd:struct", runtime.NewUnaryHandler(func(ctx context.Context, r *sumArgs) (*sumResult, error) {
+	transporttest.MustAdd(t, srv, "role:typed,cmd:struct", runtime.NewUnaryHandler(func(ctx context.Context, r *sumArgs) (*sumResult, error) {
 		return &sumResult{R: r.A + r.B}, nil
 	}))
 	cl := newClient(t, "role:typed,cmd:fail", srv.Addr())
@@ -334,7 +334,7 @@ func TestRemoteTypedClient(t *testing.T) {
 	}
 
 	_, err = runtime.NewClient[wrapperspb.Int64Value, wrapperspb.Int64Value](cl, "role:typed,cmd:fail").Call(t.Context(), wrapperspb.Int64(99))
-	wantCode(t, err, runtime.CodeOutOfRange)
+	transporttest.WantCode(t, err, runtime.CodeOutOfRange)
 	if err.Error() != "wizard: 99 is too big" {
 		t.Errorf("message = %q", err.Error())
 	}
@@ -376,9 +376,9 @@ func TestRemoteActOverlay(t *testing.T) {
 		got <- seen{r.Msg(), r.Get("role")}
 		return r.Pattern().String(), nil
 	}
-	mustAdd(t, srv, "role:user,cmd:get", record)
-	mustAdd(t, srv, "role:user,cmd:get,kind:admin", record)
-	mustAdd(t, srv, "role:user,cmd:get,value:admin", record)
+	transporttest.MustAdd(t, srv, "role:user,cmd:get", record)
+	transporttest.MustAdd(t, srv, "role:user,cmd:get,kind:admin", record)
+	transporttest.MustAdd(t, srv, "role:user,cmd:get,value:admin", record)
 	cl := newClient(t, "role:user,cmd:get,value:admin", srv.Addr())
 	ctx := t.Context()
 
@@ -493,7 +493,7 @@ func TestRemoteActOverlay(t *testing.T) {
 // with its code and message, for every code.
 func TestRemoteErrors(t *testing.T) {
 	srv := newServer(t)
-	mustAdd(t, srv, "role:err,cmd:code", func(ctx context.Context, r runtime.Request) (any, error) {
+	transporttest.MustAdd(t, srv, "role:err,cmd:code", func(ctx context.Context, r runtime.Request) (any, error) {
 		var a struct {
 			Code    runtime.Code
 			Message string
@@ -503,19 +503,19 @@ func TestRemoteErrors(t *testing.T) {
 		}
 		return nil, runtime.NewError(a.Code, a.Message)
 	})
-	mustAdd(t, srv, "role:err,cmd:plain", func(ctx context.Context, r runtime.Request) (any, error) {
+	transporttest.MustAdd(t, srv, "role:err,cmd:plain", func(ctx context.Context, r runtime.Request) (any, error) {
 		return "ignored", fmt.Errorf("db: %w", errors.New("disk on fire"))
 	})
-	mustAdd(t, srv, "role:err,cmd:ctx", func(ctx context.Context, r runtime.Request) (any, error) {
+	transporttest.MustAdd(t, srv, "role:err,cmd:ctx", func(ctx context.Context, r runtime.Request) (any, error) {
 		return nil, fmt.Errorf("stopped: %w", context.DeadlineExceeded)
 	})
-	mustAdd(t, srv, "role:err,cmd:details", func(ctx context.Context, r runtime.Request) (any, error) {
+	transporttest.MustAdd(t, srv, "role:err,cmd:details", func(ctx context.Context, r runtime.Request) (any, error) {
 		return nil, &runtime.Error{Code: runtime.CodePermissionDenied, Message: "wizard: denied", Details: []proto.Message{wrapperspb.String("why"), wrapperspb.Int64(7)}}
 	})
-	mustAdd(t, srv, "role:err,cmd:panic", func(ctx context.Context, r runtime.Request) (any, error) {
+	transporttest.MustAdd(t, srv, "role:err,cmd:panic", func(ctx context.Context, r runtime.Request) (any, error) {
 		panic("secret panic value")
 	})
-	mustAdd(t, srv, "role:err,cmd:gone", func(ctx context.Context, r runtime.Request) (any, error) { return "here", nil })
+	transporttest.MustAdd(t, srv, "role:err,cmd:gone", func(ctx context.Context, r runtime.Request) (any, error) { return "here", nil })
 	// A long refresh: the client keeps routing to what the server removed.
 	cl := newClientWith(t, "role:err,cmd:gone", []runtime.Option{runtime.WithCatalogRefresh(time.Hour)}, srv.Addr())
 	ctx := t.Context()
@@ -562,7 +562,7 @@ func TestRemoteErrors(t *testing.T) {
 
 	t.Run("plain error", func(t *testing.T) {
 		_, err := cl.ActE(ctx, "role:err,cmd:plain", nil)
-		wantCode(t, err, runtime.CodeUnknown)
+		transporttest.WantCode(t, err, runtime.CodeUnknown)
 		if err.Error() != "db: disk on fire" {
 			t.Errorf("message = %q", err.Error())
 		}
@@ -570,7 +570,7 @@ func TestRemoteErrors(t *testing.T) {
 
 	t.Run("context error", func(t *testing.T) {
 		_, err := cl.ActE(ctx, "role:err,cmd:ctx", nil)
-		wantCode(t, err, runtime.CodeDeadlineExceeded)
+		transporttest.WantCode(t, err, runtime.CodeDeadlineExceeded)
 		if !errors.Is(err, runtime.ErrDeadlineExceeded) || err.Error() != "stopped: context deadline exceeded" {
 			t.Errorf("err = %v", err)
 		}
@@ -590,7 +590,7 @@ func TestRemoteErrors(t *testing.T) {
 
 	t.Run("panic", func(t *testing.T) {
 		_, err := cl.ActE(ctx, "role:err,cmd:panic", nil)
-		wantCode(t, err, runtime.CodeInternal)
+		transporttest.WantCode(t, err, runtime.CodeInternal)
 		for _, leak := range []string{"secret panic value", "goroutine", ".go:", "runtime/debug"} {
 			if strings.Contains(err.Error(), leak) {
 				t.Errorf("the message %q shows %q", err.Error(), leak)
@@ -611,210 +611,17 @@ func TestRemoteErrors(t *testing.T) {
 		}
 		// The client still routes it there.
 		_, err := cl.ActE(ctx, "role:err,cmd:gone", nil)
-		wantCode(t, err, runtime.CodeNotFound)
+		transporttest.WantCode(t, err, runtime.CodeNotFound)
 		if !strings.Contains(err.Error(), "has no handler for") {
 			t.Errorf("err = %v, want the remote node's answer", err)
 		}
 		// That answer makes the client fetch the catalog again, at once.
-		waitUntil(t, "the client drops the removed pattern", func() bool { return !routes(cl, "role:err,cmd:gone") })
+		transporttest.WaitUntil(t, "the client drops the removed pattern", func() bool { return !transporttest.Routes(cl, "role:err,cmd:gone") })
 		_, err = cl.ActE(ctx, "role:err,cmd:gone", nil)
 		if !errors.Is(err, runtime.ErrNotFound) || !strings.Contains(err.Error(), "no handler matches") {
 			t.Errorf("after the refresh: %v", err)
 		}
 	})
-}
-
-// deadlineReport is what a remote handler saw of its ctx's deadline.
-type deadlineReport struct {
-	deadline time.Time
-	ok       bool
-	at       time.Time
-}
-
-// TestRemoteDeadline checks that the remaining budget travels and that a
-// caller's cancel reaches the remote handler.
-func TestRemoteDeadline(t *testing.T) {
-	srv := newServer(t)
-	reports := make(chan deadlineReport, 1)
-	mustAdd(t, srv, "role:dl,cmd:report", func(ctx context.Context, r runtime.Request) (any, error) {
-		dl, ok := ctx.Deadline()
-		reports <- deadlineReport{dl, ok, time.Now()}
-		return nil, nil
-	})
-	started := make(chan struct{}, 1)
-	ended := make(chan error, 1)
-	mustAdd(t, srv, "role:dl,cmd:block", func(ctx context.Context, r runtime.Request) (any, error) {
-		started <- struct{}{}
-		<-ctx.Done()
-		ended <- ctx.Err()
-		return nil, ctx.Err()
-	})
-	cl := newClient(t, "role:dl,cmd:block", srv.Addr())
-	short := newClientWith(t, "role:dl,cmd:block", []runtime.Option{runtime.WithDefaultTimeout(1500 * time.Millisecond)}, srv.Addr())
-
-	// remaining checks that the handler's budget is within (want-slack, want].
-	remaining := func(t *testing.T, want time.Duration) {
-		t.Helper()
-		r := testwait.Recv(t, reports)
-		if !r.ok {
-			t.Fatal("the remote handler's ctx has no deadline")
-		}
-		got := r.deadline.Sub(r.at)
-		if got > want || got < want-time.Second {
-			t.Errorf("the remote handler had %v left, want about %v", got, want)
-		}
-	}
-
-	t.Run("the caller's deadline", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
-		defer cancel()
-		callerDL, _ := ctx.Deadline()
-		if _, err := cl.ActE(ctx, "role:dl,cmd:report", nil); err != nil {
-			t.Fatal(err)
-		}
-		r := testwait.Recv(t, reports)
-		// The budget, not the instant, travels: the deadline moves by the
-		// transit time at most.
-		if d := r.deadline.Sub(callerDL); !r.ok || d < -time.Millisecond || d > time.Second {
-			t.Errorf("remote deadline %v, caller's %v (diff %v)", r.deadline, callerDL, d)
-		}
-	})
-	t.Run("the default 5s", func(t *testing.T) {
-		if _, err := cl.ActE(context.Background(), "role:dl,cmd:report", nil); err != nil {
-			t.Fatal(err)
-		}
-		remaining(t, 5*time.Second)
-	})
-	t.Run("WithDefaultTimeout", func(t *testing.T) {
-		if _, err := short.ActE(context.Background(), "role:dl,cmd:report", nil); err != nil {
-			t.Fatal(err)
-		}
-		remaining(t, 1500*time.Millisecond)
-	})
-	t.Run("the caller's deadline before the default", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
-		defer cancel()
-		if _, err := short.ActE(ctx, "role:dl,cmd:report", nil); err != nil {
-			t.Fatal(err)
-		}
-		remaining(t, time.Hour)
-	})
-	t.Run("Timeout shorter than the caller's deadline", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
-		defer cancel()
-		if _, err := cl.ActE(ctx, "role:dl,cmd:report", nil, runtime.Timeout(2*time.Second)); err != nil {
-			t.Fatal(err)
-		}
-		remaining(t, 2*time.Second)
-	})
-	t.Run("Timeout longer than the caller's deadline", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-		defer cancel()
-		if _, err := cl.ActE(ctx, "role:dl,cmd:report", nil, runtime.Timeout(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		remaining(t, 2*time.Second)
-	})
-	t.Run("NoReply", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
-		defer cancel()
-		if _, err := cl.ActE(ctx, "role:dl,cmd:report", nil, runtime.NoReply()); err != nil {
-			t.Fatal(err)
-		}
-		remaining(t, 3*time.Second)
-	})
-
-	t.Run("expiry ends the remote handler", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-		defer cancel()
-		_, err := cl.ActE(ctx, "role:dl,cmd:block", nil)
-		wantCode(t, err, runtime.CodeDeadlineExceeded)
-		testwait.Recv(t, started)
-		// The remote deadline, or the cancel the caller sends when its own
-		// deadline (a little earlier: the budget left at sending) passes.
-		if err := testwait.Recv(t, ended); err != context.DeadlineExceeded && err != context.Canceled {
-			t.Errorf("the handler's ctx ended with %v", err)
-		}
-	})
-
-	t.Run("cancel reaches the remote handler", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		errc := make(chan error, 1)
-		go func() {
-			_, err := cl.ActE(ctx, "role:dl,cmd:block", nil)
-			errc <- err
-		}()
-		testwait.Recv(t, started)
-		cancel()
-		wantCode(t, testwait.Recv(t, errc), runtime.CodeCanceled)
-		if err := testwait.Recv(t, ended); err != context.Canceled {
-			t.Errorf("the handler's ctx ended with %v", err)
-		}
-	})
-
-	t.Run("an expired context is not sent", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		cancel()
-		_, err := cl.ActE(ctx, "role:dl,cmd:block", nil)
-		wantCode(t, err, runtime.CodeCanceled)
-		select {
-		case <-started:
-			t.Error("the handler ran")
-		default:
-		}
-	})
-}
-
-// TestRemoteNoReply: the call returns at once, the handler runs once.
-func TestRemoteNoReply(t *testing.T) {
-	srv := newServer(t)
-	var runs atomic.Int32
-	started := make(chan any, 4)
-	release := newGate(t)
-	done := make(chan struct{}, 4)
-	mustAdd(t, srv, "role:fire,cmd:forget", func(ctx context.Context, r runtime.Request) (any, error) {
-		runs.Add(1)
-		started <- r.Get("n")
-		<-release.C()
-		done <- struct{}{}
-		return "an answer nobody reads", nil
-	})
-	mustAdd(t, srv, "role:fire,cmd:sync", func(ctx context.Context, r runtime.Request) (any, error) { return "ok", nil })
-	cl := newClient(t, "role:fire,cmd:sync", srv.Addr())
-
-	// The handler blocks until release: a call waiting for its answer
-	// would not return.
-	res, err := cl.ActE(t.Context(), "role:fire,cmd:forget", map[string]any{"n": 1}, runtime.NoReply())
-	if err != nil || res.Value() != nil {
-		t.Fatalf("NoReply call = %v, %v", res.Value(), err)
-	}
-	if got := testwait.Recv(t, started); got != 1.0 {
-		t.Errorf("the handler got n = %v", got)
-	}
-	// Through a typed client too.
-	c := runtime.NewClient[map[string]any, map[string]any](cl, "role:fire,cmd:forget", runtime.NoReply())
-	out, err := c.Call(t.Context(), &map[string]any{"n": 2})
-	if err != nil || out != nil {
-		t.Fatalf("typed NoReply call = %v, %v", out, err)
-	}
-	if got := testwait.Recv(t, started); got != 2.0 {
-		t.Errorf("the handler got n = %v", got)
-	}
-	release.Open()
-	testwait.Recv(t, done)
-	testwait.Recv(t, done)
-	// A later call on the same connection: had an answer been sent for the
-	// no-reply calls, the client would have dropped it by now.
-	if res, err := cl.ActE(t.Context(), "role:fire,cmd:sync", nil); err != nil || res.Value() != "ok" {
-		t.Fatalf("sync call = %v, %v", res.Value(), err)
-	}
-	if n := runs.Load(); n != 2 {
-		t.Errorf("the handler ran %d times, want 2", n)
-	}
-	// A no-reply call that no pattern matches still fails.
-	if _, err := cl.ActE(t.Context(), "role:fire,cmd:nothing", nil, runtime.NoReply()); !errors.Is(err, runtime.ErrNotFound) {
-		t.Errorf("no-reply call without a match: %v", err)
-	}
 }
 
 // TestRemotePrecedence checks the best match over local and remote
@@ -826,15 +633,15 @@ func TestRemotePrecedence(t *testing.T) {
 			return who + " " + r.Pattern().String(), nil
 		}
 	}
-	mustAdd(t, srv, "role:math,cmd:sum", answer("server"))
-	mustAdd(t, srv, "role:both", answer("server"))
-	mustAdd(t, srv, "role:sync", answer("server"))
-	cl := newNode(t, runtime.WithTransport(tcp.New()), runtime.WithDiscovery(runtime.StaticPeers(srv.Addr())), runtime.WithCatalogRefresh(time.Hour))
-	mustAdd(t, cl, "role:math", answer("client"))
-	mustAdd(t, cl, "role:both", answer("client"))
+	transporttest.MustAdd(t, srv, "role:math,cmd:sum", answer("server"))
+	transporttest.MustAdd(t, srv, "role:both", answer("server"))
+	transporttest.MustAdd(t, srv, "role:sync", answer("server"))
+	cl := transporttest.NewNode(t, runtime.WithTransport(tcp.New()), runtime.WithDiscovery(runtime.StaticPeers(srv.Addr())), runtime.WithCatalogRefresh(time.Hour))
+	transporttest.MustAdd(t, cl, "role:math", answer("client"))
+	transporttest.MustAdd(t, cl, "role:both", answer("client"))
 	// role:both is routable at once (local); role:sync says that the
 	// server's catalog, which holds all three patterns, has arrived.
-	waitRoutable(t, cl, "role:sync")
+	transporttest.WaitRoutable(t, cl, "role:sync")
 	ctx := t.Context()
 
 	act := func(pattern string, msg any) string {
@@ -865,7 +672,7 @@ func TestRemotePrecedence(t *testing.T) {
 		t.Errorf("after removing the local handler: served by %q", got)
 	}
 	// Adding it back, over a route that only had the remote handler.
-	mustAdd(t, cl, "role:both", answer("client"))
+	transporttest.MustAdd(t, cl, "role:both", answer("client"))
 	if got := act("role:both", nil); got != "client role:both" {
 		t.Errorf("after adding the local handler back: served by %q", got)
 	}
@@ -875,17 +682,17 @@ func TestRemotePrecedence(t *testing.T) {
 // routable and unroutable on the client.
 func TestRemoteCatalogChanges(t *testing.T) {
 	srv := newServer(t)
-	mustAdd(t, srv, "role:cat,cmd:first", func(ctx context.Context, r runtime.Request) (any, error) { return "first", nil })
+	transporttest.MustAdd(t, srv, "role:cat,cmd:first", func(ctx context.Context, r runtime.Request) (any, error) { return "first", nil })
 	cl := newClient(t, "role:cat,cmd:first", srv.Addr()) // refreshes every 50ms
 
-	mustAdd(t, srv, "role:cat,cmd:later", func(ctx context.Context, r runtime.Request) (any, error) { return "later", nil })
-	waitRoutable(t, cl, "role:cat,cmd:later")
+	transporttest.MustAdd(t, srv, "role:cat,cmd:later", func(ctx context.Context, r runtime.Request) (any, error) { return "later", nil })
+	transporttest.WaitRoutable(t, cl, "role:cat,cmd:later")
 	if res, err := cl.ActE(t.Context(), "role:cat,cmd:later", nil); err != nil || res.Value() != "later" {
 		t.Fatalf("later = %v, %v", res.Value(), err)
 	}
 	// A glob pattern travels too.
-	mustAdd(t, srv, "role:cat,cmd:g*", func(ctx context.Context, r runtime.Request) (any, error) { return "glob", nil })
-	waitRoutable(t, cl, "role:cat,cmd:go")
+	transporttest.MustAdd(t, srv, "role:cat,cmd:g*", func(ctx context.Context, r runtime.Request) (any, error) { return "glob", nil })
+	transporttest.WaitRoutable(t, cl, "role:cat,cmd:go")
 	if res, err := cl.Act(t.Context(), "role:cat,cmd:get", nil); err != nil || res.Value() != "glob" {
 		t.Fatalf("glob = %v, %v", res.Value(), err)
 	}
@@ -893,15 +700,15 @@ func TestRemoteCatalogChanges(t *testing.T) {
 	if ok, err := srv.Remove("role:cat,cmd:later"); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	waitUntil(t, "the client drops role:cat,cmd:later", func() bool { return !routes(cl, "role:cat,cmd:later") })
+	transporttest.WaitUntil(t, "the client drops role:cat,cmd:later", func() bool { return !transporttest.Routes(cl, "role:cat,cmd:later") })
 	if _, err := cl.ActE(t.Context(), "role:cat,cmd:later", nil); !errors.Is(err, runtime.ErrNotFound) {
 		t.Errorf("after removal: %v", err)
 	}
-	if !routes(cl, "role:cat,cmd:first") {
+	if !transporttest.Routes(cl, "role:cat,cmd:first") {
 		t.Errorf("role:cat,cmd:first left too: %v", cl.Patterns())
 	}
 	// The system pattern is served, never routed.
-	if routes(cl, runtime.CatalogPattern) {
+	if transporttest.Routes(cl, runtime.CatalogPattern) {
 		t.Errorf("the catalog pattern is routed: %v", cl.Patterns())
 	}
 }
@@ -910,13 +717,13 @@ func TestRemoteCatalogChanges(t *testing.T) {
 func TestRemoteMaxInFlight(t *testing.T) {
 	srv := newServer(t, runtime.WithMaxInFlight(1))
 	started := make(chan struct{})
-	release := newGate(t)
-	mustAdd(t, srv, "role:slow", func(ctx context.Context, r runtime.Request) (any, error) {
+	release := transporttest.NewGate(t)
+	transporttest.MustAdd(t, srv, "role:slow", func(ctx context.Context, r runtime.Request) (any, error) {
 		close(started)
 		<-release.C()
 		return "done", nil
 	})
-	mustAdd(t, srv, "role:fast", func(ctx context.Context, r runtime.Request) (any, error) { return "fast", nil })
+	transporttest.MustAdd(t, srv, "role:fast", func(ctx context.Context, r runtime.Request) (any, error) { return "fast", nil })
 	cl := newClient(t, "role:fast", srv.Addr())
 
 	first := make(chan error, 1)
@@ -926,7 +733,7 @@ func TestRemoteMaxInFlight(t *testing.T) {
 	}()
 	testwait.Recv(t, started)
 	_, err := cl.ActE(t.Context(), "role:fast", nil)
-	wantCode(t, err, runtime.CodeResourceExhausted)
+	transporttest.WantCode(t, err, runtime.CodeResourceExhausted)
 	if !errors.Is(err, runtime.ErrOverloaded) {
 		t.Errorf("errors.Is(%v, ErrOverloaded) = false", err)
 	}
@@ -945,16 +752,16 @@ func TestRemoteFrameLimit(t *testing.T) {
 	const limit = 64 << 10
 	tr := tcp.New(tcp.WithMaxFrameSize(limit))
 	srv := newServer(t, runtime.WithTransport(tr))
-	mustAdd(t, srv, "role:big,cmd:echo", func(ctx context.Context, r runtime.Request) (any, error) { return r.Msg(), nil })
-	mustAdd(t, srv, "role:big,cmd:make", func(ctx context.Context, r runtime.Request) (any, error) {
+	transporttest.MustAdd(t, srv, "role:big,cmd:echo", func(ctx context.Context, r runtime.Request) (any, error) { return r.Msg(), nil })
+	transporttest.MustAdd(t, srv, "role:big,cmd:make", func(ctx context.Context, r runtime.Request) (any, error) {
 		return map[string]any{"s": strings.Repeat("x", limit)}, nil
 	})
 	cl := newClientWith(t, "role:big,cmd:make", []runtime.Option{runtime.WithTransport(tr)}, srv.Addr())
 
 	_, err := cl.ActE(t.Context(), "role:big,cmd:echo", map[string]any{"s": strings.Repeat("x", limit)})
-	wantCode(t, err, runtime.CodeResourceExhausted)
+	transporttest.WantCode(t, err, runtime.CodeResourceExhausted)
 	_, err = cl.ActE(t.Context(), "role:big,cmd:make", nil)
-	wantCode(t, err, runtime.CodeResourceExhausted)
+	transporttest.WantCode(t, err, runtime.CodeResourceExhausted)
 	if !strings.Contains(err.Error(), "exceeds the frame limit") {
 		t.Errorf("err = %v", err)
 	}

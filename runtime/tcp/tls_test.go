@@ -10,6 +10,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testpki"
 	"github.com/wizardmesh/wizard/runtime/internal/testwait"
+	"github.com/wizardmesh/wizard/runtime/internal/transporttest"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
 
@@ -17,7 +18,7 @@ import (
 func tlsServer(t *testing.T, cfg *tls.Config, opts ...tcp.Option) *runtime.Node {
 	t.Helper()
 	srv := newServer(t, runtime.WithTransport(tcp.New(append([]tcp.Option{tcp.WithServerTLS(cfg)}, opts...)...)))
-	mustAdd(t, srv, "role:tls", func(ctx context.Context, r runtime.Request) (any, error) { return "secret", nil })
+	transporttest.MustAdd(t, srv, "role:tls", func(ctx context.Context, r runtime.Request) (any, error) { return "secret", nil })
 	return srv
 }
 
@@ -76,15 +77,15 @@ func TestTLS(t *testing.T) {
 
 func TestMutualTLS(t *testing.T) {
 	ca := testpki.New(t)
-	var sink logSink
-	srv := tlsServer(t, ca.MutualServerConfig(), tcp.WithLogger(sink.logger()))
+	var sink transporttest.Log
+	srv := tlsServer(t, ca.MutualServerConfig(), tcp.WithLogger(sink.Logger()))
 
 	good := tcp.New(tcp.WithClientTLS(ca.ClientCertConfig()))
 	cl := newClientWith(t, "role:tls", []runtime.Option{runtime.WithTransport(good)}, srv.Addr())
 	callTLS(t, cl)
 
 	t.Run("client without a certificate", func(t *testing.T) {
-		refused := sink.seen("certificate")
+		refused := sink.Seen("certificate")
 		dialFails(t, tcp.New(tcp.WithClientTLS(ca.ClientConfig())), srv.Addr())
 		testwait.Recv(t, refused) // the server logged why
 	})
