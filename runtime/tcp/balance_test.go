@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/transporttest"
 	"github.com/wizardmesh/wizard/runtime/lb"
 )
@@ -48,7 +49,7 @@ func addrsOf(nodes []*runtime.Node) []string {
 // waitTargets waits until cl routes pattern to want targets.
 func waitTargets(t *testing.T, cl *runtime.Node, pattern string, want int) {
 	t.Helper()
-	transporttest.WaitUntil(t, fmt.Sprintf("%d targets for %s", want, pattern), func() bool {
+	testwait.Until(t, fmt.Sprintf("%d targets for %s", want, pattern), func() bool {
 		for _, pi := range cl.Patterns() {
 			if pi.Pattern.String() == pattern {
 				return len(pi.Remote) == want
@@ -64,7 +65,7 @@ func holdSlot(t *testing.T, srv *runtime.Node) {
 	t.Helper()
 	cl := newClient(t, "role:hold", srv.Addr())
 	go cl.ActE(context.Background(), "role:hold", nil, runtime.Timeout(time.Minute))
-	transporttest.WaitUntil(t, "the slot is taken", func() bool {
+	testwait.Until(t, "the slot is taken", func() bool {
 		_, err := srv.ActE(t.Context(), "role:work", nil)
 		return errors.Is(err, runtime.ErrOverloaded)
 	})

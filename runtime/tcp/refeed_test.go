@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/transporttest"
 )
 
@@ -144,7 +145,7 @@ func TestRefeedRunsOnce(t *testing.T) {
 	proxy.cut()
 	// Every call arrives again and joins its running handler, which the
 	// cut did not cancel.
-	transporttest.WaitUntil(t, "every call is sent again", func() bool { return srv.Stats().Duplicates == calls })
+	testwait.Until(t, "every call is sent again", func() bool { return srv.Stats().Duplicates == calls })
 	release.Open()
 	for range calls {
 		a := <-answers

@@ -616,7 +616,7 @@ func TestRemoteErrors(t *testing.T) {
 			t.Errorf("err = %v, want the remote node's answer", err)
 		}
 		// That answer makes the client fetch the catalog again, at once.
-		transporttest.WaitUntil(t, "the client drops the removed pattern", func() bool { return !transporttest.Routes(cl, "role:err,cmd:gone") })
+		testwait.Until(t, "the client drops the removed pattern", func() bool { return !transporttest.Routes(cl, "role:err,cmd:gone") })
 		_, err = cl.ActE(ctx, "role:err,cmd:gone", nil)
 		if !errors.Is(err, runtime.ErrNotFound) || !strings.Contains(err.Error(), "no handler matches") {
 			t.Errorf("after the refresh: %v", err)
@@ -700,7 +700,7 @@ func TestRemoteCatalogChanges(t *testing.T) {
 	if ok, err := srv.Remove("role:cat,cmd:later"); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	transporttest.WaitUntil(t, "the client drops role:cat,cmd:later", func() bool { return !transporttest.Routes(cl, "role:cat,cmd:later") })
+	testwait.Until(t, "the client drops role:cat,cmd:later", func() bool { return !transporttest.Routes(cl, "role:cat,cmd:later") })
 	if _, err := cl.ActE(t.Context(), "role:cat,cmd:later", nil); !errors.Is(err, runtime.ErrNotFound) {
 		t.Errorf("after removal: %v", err)
 	}

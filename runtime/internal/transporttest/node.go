@@ -59,19 +59,6 @@ func WaitRoutable(t testing.TB, n *runtime.Node, pattern string) {
 	}
 }
 
-// WaitUntil polls cond, for conditions that no event announces; the
-// [testwait.Guard] bounds it.
-func WaitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(testwait.Guard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // a bounded polling guard, not synchronisation
-	}
-}
-
 // Routes reports whether n routes exactly pattern (local or remote).
 func Routes(n *runtime.Node, pattern string) bool {
 	p := runtime.MustParsePattern(pattern)

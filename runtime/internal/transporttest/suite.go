@@ -314,7 +314,7 @@ func (s suite) reconnect(t *testing.T) {
 	if err := s1.Close(); err != nil {
 		t.Fatal(err)
 	}
-	WaitUntil(t, "the client drops the stopped server's patterns", func() bool { return !Routes(cl, "role:r,cmd:who") })
+	testwait.Until(t, "the client drops the stopped server's patterns", func() bool { return !Routes(cl, "role:r,cmd:who") })
 	// Meanwhile calls fail at once, without hanging.
 	if _, err := who(cl); !errors.Is(err, runtime.ErrNotFound) {
 		t.Errorf("server down: %v", err)
@@ -390,7 +390,7 @@ func (s suite) gracefulShutdown(t *testing.T) {
 		t.Errorf("Shutdown = %v", err)
 	}
 	// Once the server is gone, its patterns leave the client.
-	WaitUntil(t, "the client drops the server's patterns", func() bool { return !Routes(cl, "role:fast") })
+	testwait.Until(t, "the client drops the server's patterns", func() bool { return !Routes(cl, "role:fast") })
 }
 
 // noGoroutineLeaks runs calls of every kind, with a peer that never
