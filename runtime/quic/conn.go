@@ -58,8 +58,17 @@ func (c *Conn) watch(cl *mux.Client) {
 }
 
 // Call sends m over the next stream in turn and waits for the reply.
-// Streams that are going away are passed over.
+// A goaway on any stream means the server's listener is shutting down,
+// which sends goaway on every stream, one after another: the call is
+// refused at once as not sent (the stream that said goaway refuses it),
+// rather than slipping onto a stream whose goaway is still on its way.
+// Streams that ended otherwise are passed over.
 func (c *Conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, error) {
+	for _, cl := range c.clients {
+		if cl.GoAway() {
+			return bridge.Call(ctx, cl, m)
+		}
+	}
 	n := uint32(len(c.clients))
 	i := c.next.Add(1)
 	cl := c.clients[i%n]

@@ -62,9 +62,10 @@
 // [Conn.Done] is closed when the QUIC connection ends: the peer closed it,
 // it went silent past the keep-alive timeout or QUIC's idle timeout, a
 // stream failed (a failed stream closes the whole connection, so that the
-// node reconnects), or the server ended every stream. A stream the server
-// ends in order (after a goaway) takes no new calls while the others
-// finish theirs. Errors before a request was written, dial errors
+// node reconnects), or the server ended every stream. A goaway on any
+// stream (the server's listener shutting down) refuses new calls on the
+// whole connection as not sent, while the calls in flight on every stream
+// finish. Errors before a request was written, dial errors
 // included, wrap [runtime.ErrNotSent], so the node may retry the call
 // elsewhere. [Listener.Shutdown] stops accepting connections, sends goaway
 // on every stream, lets the calls in flight finish and waits for clients
