@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -93,6 +94,14 @@ func New(opts ...Option) (*Node, error) {
 		handlerICs:  c.handlerICs,
 		changed:     make(chan struct{}),
 	}
+	// Call ids start at a random point: a caller that restarts under the
+	// same id must not reuse the ids of its earlier run, whose answers the
+	// nodes it called may still keep for de-duplication. Two runs' ids
+	// meet only if their ranges overlap within a table's window: with
+	// 2^64 starting points, never in practice.
+	var seq [8]byte
+	_, _ = rand.Read(seq[:])
+	n.callSeq.Store(binary.LittleEndian.Uint64(seq[:]))
 	if len(c.callICs) > 0 {
 		inv := n.invokeCall
 		for i := len(c.callICs) - 1; i >= 0; i-- {
