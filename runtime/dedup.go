@@ -13,47 +13,83 @@ import (
 // connection dropped — joins the running call or receives the stored
 // answer, and the handler runs once.
 //
-// It is bounded twice: at most size answers are kept, and none longer than
-// ttl after it was given. Calls still running are not counted; they are
-// bounded by the calls in flight.
+// It is bounded three ways: at most size answers are kept, none longer
+// than ttl after it was given, and at most dedupMaxBytes of answers' bytes.
+// Calls still running are not counted; they are bounded by the calls in
+// flight.
+//
+// Every non-idempotent remote call passes through it, so the common path
+// — a call seen once — touches little memory: running calls sit in a
+// small map, answers are copied into a ring of slots whose buffers are
+// reused, and the index from key to slot holds no pointers. A duplicate,
+// which is rare, gets its own copy of the answer.
 type dedupTable struct {
-	ttl time.Duration
+	ttl      time.Duration
+	maxBytes int       // dedupMaxBytes, but for tests
+	start    time.Time // slots keep their times as offsets from it
 
 	mu      sync.Mutex
-	m       map[dedupKey]*dedupEntry
-	ring    []*dedupEntry // answered calls, oldest at head
+	running map[dedupKey]*dedupEntry // calls being served
+	index   map[dedupKey]uint32      // answered calls: their slot in ring
+	ring    []dedupSlot              // answered calls, oldest at head
 	head, n int
-	callers map[string]string // interned caller ids
+	bytes   int // answers' bytes held by the slots in use
+
+	callers    map[string]uint64 // caller ids, interned as numbers
+	nextCaller uint64
+	free       []*dedupEntry // entries no duplicate ever saw, to reuse
 }
 
+// dedupKey names a call: the caller's interned number and its call id.
 type dedupKey struct {
-	caller string
+	caller uint64
 	id     uint64
 }
 
-// dedupEntry is one call: running until answered.
-type dedupEntry struct {
-	key      dedupKey
-	answered bool          // guarded by the table's mu; stored is set before it
-	done     chan struct{} // made by the first duplicate that waits
-	at       time.Time     // when it was answered
+// deadKey marks a slot whose answer expired before its turn came.
+var deadKey = dedupKey{caller: 0} // interned numbers start at 1
 
-	// stored is the entry's own copy of the answer; its strings and
-	// payload live in one buffer, and meta holds up to two pairs.
-	stored Message
-	meta   [2]MetaPair
+// dedupEntry is one running call, or the handle a duplicate holds.
+type dedupEntry struct {
+	key    dedupKey
+	done   chan struct{} // made by the first duplicate that waits; closed once answer is set
+	answer *Message      // the answer's own copy, for duplicates
 }
 
-// maxInternedCallers bounds the interned caller ids; past it the interning
-// starts over (entries keep their own copies).
-const maxInternedCallers = 1 << 16
+// dedupSlot is one answered call, its answer's bytes in buf: the error,
+// then the payload, then the metadata's keys and values.
+type dedupSlot struct {
+	key    dedupKey
+	at     time.Duration // since the table's start, when it was answered
+	code   Code
+	codec  Codec
+	flags  MessageFlags
+	errLen uint32
+	payLen uint32
+	buf    []byte
+	meta   []uint32 // the metadata's key and value lengths, in turn
+}
+
+const (
+	// maxInternedCallers bounds the interned caller ids; past it the
+	// interning starts over with new numbers, so answers stored for the
+	// callers known until then are not found again.
+	maxInternedCallers = 1 << 16
+	// dedupMaxBytes bounds the bytes of the answers a table keeps.
+	dedupMaxBytes = 64 << 20
+	// maxFreeEntries bounds the entries kept for reuse.
+	maxFreeEntries = 1024
+)
 
 func newDedupTable(size int, ttl time.Duration) *dedupTable {
 	return &dedupTable{
-		ttl:     ttl,
-		m:       make(map[dedupKey]*dedupEntry),
-		ring:    make([]*dedupEntry, size),
-		callers: make(map[string]string),
+		ttl:      ttl,
+		maxBytes: dedupMaxBytes,
+		start:    time.Now(),
+		running:  make(map[dedupKey]*dedupEntry),
+		index:    make(map[dedupKey]uint32, size),
+		ring:     make([]dedupSlot, size),
+		callers:  make(map[string]uint64),
 	}
 }
 
@@ -63,25 +99,45 @@ func newDedupTable(size int, ttl time.Duration) *dedupTable {
 func (t *dedupTable) begin(caller string, id uint64) (*dedupEntry, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.expire(time.Now())
+	k := dedupKey{t.intern(caller), id}
+	if e := t.running[k]; e != nil {
+		if e.done == nil {
+			e.done = make(chan struct{})
+		}
+		return e, true
+	}
+	if i, ok := t.index[k]; ok {
+		s := &t.ring[i]
+		if time.Since(t.start)-s.at <= t.ttl {
+			return &dedupEntry{key: k, answer: s.answer()}, true
+		}
+		// Expired, though not yet evicted: the slot no longer answers.
+		delete(t.index, k)
+		s.key = deadKey
+	}
+	var e *dedupEntry
+	if n := len(t.free); n > 0 {
+		e, t.free = t.free[n-1], t.free[:n-1]
+		*e = dedupEntry{key: k}
+	} else {
+		e = &dedupEntry{key: k}
+	}
+	t.running[k] = e
+	return e, false
+}
+
+// intern returns caller's number. Callers hold mu.
+func (t *dedupTable) intern(caller string) uint64 {
 	c, ok := t.callers[caller] // the lookup does not copy caller
 	if !ok {
 		if len(t.callers) >= maxInternedCallers {
 			clear(t.callers)
 		}
-		c = strings.Clone(caller) // caller may alias a frame's buffer
-		t.callers[c] = c
+		t.nextCaller++
+		c = t.nextCaller
+		t.callers[strings.Clone(caller)] = c // caller may alias a frame's buffer
 	}
-	k := dedupKey{c, id}
-	if e := t.m[k]; e != nil {
-		if !e.answered && e.done == nil {
-			e.done = make(chan struct{})
-		}
-		return e, true
-	}
-	e := &dedupEntry{key: k}
-	t.m[k] = e
-	return e, false
+	return c
 }
 
 // finish records e's answer (never nil: calls without an answer are not
@@ -89,96 +145,124 @@ func (t *dedupTable) begin(caller string, id uint64) (*dedupEntry, bool) {
 // false (the call was refused without running) the call is forgotten, so
 // that a later attempt runs it.
 func (t *dedupTable) finish(e *dedupEntry, reply *Message, keep bool) {
-	e.store(reply) // no duplicate reads it before answered is set
-	now := time.Now()
+	now := time.Since(t.start)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e.answered, e.at = true, now
+	delete(t.running, e.key)
 	if e.done != nil {
+		var s dedupSlot
+		s.set(e.key, 0, reply, messageBytes(reply))
+		e.answer = s.answer()
 		close(e.done)
+	} else if len(t.free) < maxFreeEntries {
+		t.free = append(t.free, e) // no duplicate holds it
 	}
 	if !keep || len(t.ring) == 0 {
-		delete(t.m, e.key)
 		return
 	}
-	if t.n == len(t.ring) {
+	size := messageBytes(reply)
+	for t.n > 0 && (t.n == len(t.ring) || t.bytes+size > t.maxBytes) {
 		t.evictOldest()
 	}
-	t.ring[(t.head+t.n)%len(t.ring)] = e
+	i := (t.head + t.n) % len(t.ring)
+	t.ring[i].set(e.key, now, reply, size)
+	t.index[e.key] = uint32(i)
 	t.n++
+	t.bytes += size
 	t.expire(now)
 }
 
 // expire drops the answers older than the table's ttl. Callers hold mu.
-func (t *dedupTable) expire(now time.Time) {
-	for t.n > 0 && now.Sub(t.ring[t.head].at) > t.ttl {
+func (t *dedupTable) expire(now time.Duration) {
+	for t.n > 0 && now-t.ring[t.head].at > t.ttl {
 		t.evictOldest()
 	}
 }
 
 func (t *dedupTable) evictOldest() {
-	e := t.ring[t.head]
-	t.ring[t.head] = nil
+	s := &t.ring[t.head]
+	if s.key != deadKey {
+		delete(t.index, s.key)
+	}
+	t.bytes -= s.bytes()
+	s.key = deadKey
 	t.head = (t.head + 1) % len(t.ring)
 	t.n--
-	if t.m[e.key] == e {
-		delete(t.m, e.key)
-	}
 }
 
 // len returns the number of calls the table knows, running or answered.
 func (t *dedupTable) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.m)
+	return len(t.running) + len(t.index)
 }
 
 // wait returns e's answer once it has one, or ctx's error.
 func (t *dedupTable) wait(ctx context.Context, e *dedupEntry) (*Message, error) {
 	t.mu.Lock()
-	done, answered := e.done, e.answered
+	done, answer := e.done, e.answer
 	t.mu.Unlock()
-	if !answered {
-		select {
-		case <-done: // closed after answered was set
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	if answer != nil {
+		return answer, nil
 	}
-	return &e.stored, nil
+	select {
+	case <-done: // closed after answer was set
+		return e.answer, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
-// store copies reply into e: a reply may alias the buffer of the
-// request's frame, which the transport reuses. The copy takes one
-// allocation: payload, error and metadata share one buffer.
-func (e *dedupEntry) store(m *Message) {
+// set copies m into s, reusing s's buffers: a reply may alias the buffer
+// of the request's frame, which the transport reuses.
+func (s *dedupSlot) set(k dedupKey, at time.Duration, m *Message, size int) {
+	s.key, s.at = k, at
+	s.code, s.codec, s.flags = m.Code, m.Codec, m.Flags
+	s.errLen, s.payLen = uint32(len(m.Error)), uint32(len(m.Payload))
+	if cap(s.buf) < size || cap(s.buf) > 4*size+512 {
+		s.buf = make([]byte, 0, size) // grown, or shrunk after a large answer
+	}
+	buf := append(append(s.buf[:0], m.Error...), m.Payload...)
+	meta := s.meta[:0]
+	for _, p := range m.Meta {
+		buf = append(append(buf, p.Key...), p.Value...)
+		meta = append(meta, uint32(len(p.Key)), uint32(len(p.Value)))
+	}
+	s.buf, s.meta = buf, meta
+}
+
+// bytes is the size of the answer s holds.
+func (s *dedupSlot) bytes() int { return len(s.buf) }
+
+// answer returns a copy of s's answer, which shares no memory with s.
+func (s *dedupSlot) answer() *Message {
+	buf := append([]byte(nil), s.buf...)
+	str := func(n uint32) string {
+		if n == 0 {
+			return ""
+		}
+		v := unsafe.String(&buf[0], n)
+		buf = buf[n:]
+		return v
+	}
+	m := &Message{Code: s.code, Codec: s.codec, Flags: s.flags, Error: str(s.errLen)}
+	if s.payLen > 0 {
+		m.Payload, buf = buf[:s.payLen:s.payLen], buf[s.payLen:]
+	}
+	if len(s.meta) > 0 {
+		m.Meta = make([]MetaPair, len(s.meta)/2)
+		for i := range m.Meta {
+			m.Meta[i] = MetaPair{str(s.meta[2*i]), str(s.meta[2*i+1])}
+		}
+	}
+	return m
+}
+
+// messageBytes is the size of m's payload, error and metadata.
+func messageBytes(m *Message) int {
 	size := len(m.Payload) + len(m.Error)
 	for _, p := range m.Meta {
 		size += len(p.Key) + len(p.Value)
 	}
-	buf := make([]byte, 0, size)
-	take := func(s string) string {
-		if s == "" {
-			return ""
-		}
-		start := len(buf)
-		buf = append(buf, s...)
-		return unsafe.String(&buf[start], len(s)) // buf never changes once written
-	}
-	e.stored = Message{Code: m.Code, Codec: m.Codec, Flags: m.Flags, Error: take(m.Error)}
-	if len(m.Payload) > 0 {
-		start := len(buf)
-		buf = append(buf, m.Payload...)
-		e.stored.Payload = buf[start:len(buf):len(buf)]
-	}
-	if len(m.Meta) > 0 {
-		meta := e.meta[:0]
-		if len(m.Meta) > len(e.meta) {
-			meta = make([]MetaPair, 0, len(m.Meta))
-		}
-		for _, p := range m.Meta {
-			meta = append(meta, MetaPair{take(p.Key), take(p.Value)})
-		}
-		e.stored.Meta = meta
-	}
+	return size
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -117,4 +118,91 @@ func TestDedupOwnsItsCopies(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(Message{}, raw{})); diff != "" {
 		t.Errorf("stored answer changed with the frame (-want +got):\n%s", diff)
 	}
+}
+
+// TestDedupBoundsBytes: the answers' bytes are bounded too; the oldest
+// answers make room.
+func TestDedupBoundsBytes(t *testing.T) {
+	tab := newDedupTable(100, time.Minute)
+	tab.maxBytes = 10
+	for id := range uint64(4) {
+		e, _ := tab.begin("c", id)
+		tab.finish(e, &Message{Payload: []byte("abcd")}, true)
+	}
+	for id, want := range []bool{false, false, true, true} {
+		e, dup := tab.begin("c", uint64(id))
+		if dup != want {
+			t.Errorf("id %d: duplicate %v, want %v", id, dup, want)
+		}
+		if !dup {
+			tab.finish(e, &Message{}, false)
+		}
+	}
+	if tab.bytes != 8 {
+		t.Errorf("%d bytes held, want 8", tab.bytes)
+	}
+}
+
+// TestDedupExpiredThenRunAgain: a call whose answer expired before the
+// ring evicted it runs again when sent again, and its new answer stays
+// found after the old slot is evicted.
+func TestDedupExpiredThenRunAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tab := newDedupTable(4, 10*time.Second)
+		e, _ := tab.begin("c", 1)
+		tab.finish(e, &Message{Payload: []byte("old")}, true)
+		time.Sleep(11 * time.Second)
+		e, dup := tab.begin("c", 1)
+		if dup {
+			t.Fatal("an expired answer was given")
+		}
+		tab.finish(e, &Message{Payload: []byte("new")}, true) // evicts the expired slot
+		for id := range uint64(2) {
+			e, _ := tab.begin("c", 10+id)
+			tab.finish(e, &Message{}, true)
+		}
+		d, dup := tab.begin("c", 1)
+		if !dup {
+			t.Fatal("the new answer was lost with the old slot")
+		}
+		if r, _ := tab.wait(t.Context(), d); string(r.Payload) != "new" {
+			t.Errorf("answer %q, want the new one", r.Payload)
+		}
+	})
+}
+
+// TestDedupReusesSlots: a call seen once, once the ring is full, takes no
+// allocation for its answer or its entry.
+func TestDedupReusesSlots(t *testing.T) {
+	tab := newDedupTable(64, time.Minute)
+	reply := &Message{Codec: CodecProto, Payload: []byte("answer"), Meta: []MetaPair{{"t", "x"}}}
+	id := uint64(0)
+	call := func() {
+		id++
+		e, _ := tab.begin("caller", id)
+		tab.finish(e, reply, true)
+	}
+	for range 128 {
+		call()
+	}
+	if n := testing.AllocsPerRun(100, call); n != 0 {
+		t.Errorf("%v allocations per call, want 0", n)
+	}
+}
+
+// BenchmarkDedup is the table's cost per non-idempotent call on the
+// serving node, at the default size and full: begin, then finish with a
+// small answer.
+func BenchmarkDedup(b *testing.B) {
+	tab := newDedupTable(16384, 30*time.Second)
+	reply := &Message{Codec: CodecProto, Payload: make([]byte, 9)}
+	b.RunParallel(func(pb *testing.PB) {
+		caller := fmt.Sprintf("caller-%p", pb)
+		var id uint64
+		for pb.Next() {
+			id++
+			e, _ := tab.begin(caller, id)
+			tab.finish(e, reply, true)
+		}
+	})
 }
