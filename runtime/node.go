@@ -293,12 +293,28 @@ func (n *Node) ActE(ctx context.Context, pattern string, data any, opts ...CallO
 }
 
 // noOptions is the configuration of a call without options; never written.
-var noOptions callConfig
+// The configurations of calls without options and with one flag; shared,
+// so never written.
+var (
+	noOptions      callConfig
+	idempotentOnly = callConfig{idempotent: true}
+	noReplyOnly    = callConfig{noReply: true}
+)
 
-// callOptions applies opts; without options it allocates nothing.
+// callOptions applies opts; without options, or with Idempotent or NoReply
+// alone, it allocates nothing.
 func callOptions(opts []CallOption) *callConfig {
 	if len(opts) == 0 {
 		return &noOptions
+	}
+	if len(opts) == 1 {
+		// A lone option that sets a flag has a shared configuration.
+		switch opts[0].(type) {
+		case idempotentOption:
+			return &idempotentOnly
+		case noReplyOption:
+			return &noReplyOnly
+		}
 	}
 	cfg := new(callConfig)
 	for _, o := range opts {

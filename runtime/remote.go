@@ -863,8 +863,11 @@ const refeedWindow = time.Second
 // lostAfterSent reports whether err says the connection was lost after the
 // call was written (not refused with a code, not surely unsent).
 func lostAfterSent(err error) bool {
+	if err == nil {
+		return false // before e below, which escapes: no allocation per call
+	}
 	var e *Error
-	return err != nil && !errors.Is(err, ErrNotSent) && !errors.As(err, &e)
+	return !errors.Is(err, ErrNotSent) && !errors.As(err, &e)
 }
 
 // awaitReconnect waits until p has a connection other than old whose
