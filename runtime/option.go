@@ -92,8 +92,14 @@ func WithCatalogRefresh(d time.Duration) Option {
 // sent to it again (refed after its connection dropped) without running the
 // handler twice: a duplicate joins the running call or receives the stored
 // answer. At most size answers are kept, none for longer than ttl (default
-// 16384 and 30s). Size 0 turns de-duplication off: a refed call then runs
-// again.
+// 16384 and 30s), and no more than 64 MiB of them. Size 0 turns
+// de-duplication off: a refed call then runs again.
+//
+// An answer must outlive the time its caller takes to notice a dropped
+// connection and send the call again, so size should cover the node's rate
+// of calls that are not idempotent times that time: the default covers one
+// second at 16,384 such calls a second. The table holds about 100 bytes
+// per answer beyond the answer itself.
 func WithDedup(size int, ttl time.Duration) Option {
 	return nodeOption(func(c *nodeConfig) { c.dedupSize, c.dedupTTL, c.dedupSet = size, ttl, true })
 }
