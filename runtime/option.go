@@ -98,7 +98,7 @@ func WithCatalogRefresh(d time.Duration) Option {
 // An answer must outlive the time its caller takes to notice a dropped
 // connection and send the call again, so size should cover the node's rate
 // of calls that are not idempotent times that time: the default covers one
-// second at 16,384 such calls a second. The table holds about 100 bytes
+// second at 16,384 such calls a second. The table holds about 120 bytes
 // per answer beyond the answer itself.
 func WithDedup(size int, ttl time.Duration) Option {
 	return nodeOption(func(c *nodeConfig) { c.dedupSize, c.dedupTTL, c.dedupSet = size, ttl, true })
