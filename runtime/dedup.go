@@ -21,7 +21,8 @@ import (
 // Every non-idempotent remote call passes through it, so the common path
 // — a call seen once — touches little memory: running calls sit in a
 // small map, answers are copied into a ring of slots whose buffers are
-// reused, and the index from key to slot holds no pointers. A duplicate,
+// reused, and the index from key to slot is a flat array of numbers that
+// stays at most half full (see dedupIndex). A duplicate,
 // which is rare, gets its own copy of the answer.
 type dedupTable struct {
 	ttl      time.Duration
@@ -30,7 +31,7 @@ type dedupTable struct {
 
 	mu      sync.Mutex
 	running map[dedupKey]*dedupEntry // calls being served
-	index   map[dedupKey]uint32      // answered calls: their slot in ring
+	index   dedupIndex               // answered calls: their slot in ring
 	ring    []dedupSlot              // answered calls, oldest at head
 	head, n int
 	bytes   int // answers' bytes held by the slots in use
@@ -87,7 +88,7 @@ func newDedupTable(size int, ttl time.Duration) *dedupTable {
 		maxBytes: dedupMaxBytes,
 		start:    time.Now(),
 		running:  make(map[dedupKey]*dedupEntry),
-		index:    make(map[dedupKey]uint32, size),
+		index:    newDedupIndex(size),
 		ring:     make([]dedupSlot, size),
 		callers:  make(map[string]uint64),
 	}
@@ -106,13 +107,13 @@ func (t *dedupTable) begin(caller string, id uint64) (*dedupEntry, bool) {
 		}
 		return e, true
 	}
-	if i, ok := t.index[k]; ok {
+	if i, ok := t.index.find(k, t.ring); ok {
 		s := &t.ring[i]
 		if time.Since(t.start)-s.at <= t.ttl {
 			return &dedupEntry{key: k, answer: s.answer()}, true
 		}
 		// Expired, though not yet evicted: the slot no longer answers.
-		delete(t.index, k)
+		t.index.remove(k, i)
 		s.key = deadKey
 	}
 	var e *dedupEntry
@@ -166,7 +167,7 @@ func (t *dedupTable) finish(e *dedupEntry, reply *Message, keep bool) {
 	}
 	i := (t.head + t.n) % len(t.ring)
 	t.ring[i].set(e.key, now, reply, size)
-	t.index[e.key] = uint32(i)
+	t.index.insert(e.key, i)
 	t.n++
 	t.bytes += size
 	t.expire(now)
@@ -182,7 +183,7 @@ func (t *dedupTable) expire(now time.Duration) {
 func (t *dedupTable) evictOldest() {
 	s := &t.ring[t.head]
 	if s.key != deadKey {
-		delete(t.index, s.key)
+		t.index.remove(s.key, t.head)
 	}
 	t.bytes -= s.bytes()
 	s.key = deadKey
@@ -194,7 +195,7 @@ func (t *dedupTable) evictOldest() {
 func (t *dedupTable) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.running) + len(t.index)
+	return len(t.running) + t.index.n
 }
 
 // wait returns e's answer once it has one, or ctx's error.
@@ -265,4 +266,92 @@ func messageBytes(m *Message) int {
 		size += len(p.Key) + len(p.Value)
 	}
 	return size
+}
+
+// dedupIndex maps the keys of answered calls to their slots in the ring:
+// open addressing with linear probing and backward-shift deletion, so no
+// tombstones build up as the ring turns over, and at most half full, so a
+// key that is not there — every call's first attempt — is told apart
+// within a probe or two. A cell holds the low 32 bits of the key's hash
+// (whose low bits are its home cell) above the slot number plus one; zero
+// is empty.
+type dedupIndex struct {
+	cells []uint64
+	mask  uint64
+	n     int
+}
+
+func newDedupIndex(slots int) dedupIndex {
+	size := 16
+	for size < 2*slots {
+		size <<= 1
+	}
+	return dedupIndex{cells: make([]uint64, size), mask: uint64(size - 1)}
+}
+
+// dedupHash mixes a key's two numbers (a splitmix64 finaliser): call ids
+// from one caller are consecutive.
+func dedupHash(k dedupKey) uint32 {
+	h := k.id ^ k.caller*0x9e3779b97f4a7c15
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	h ^= h >> 31
+	return uint32(h)
+}
+
+// find returns the slot of k, checked against the ring's keys.
+func (x *dedupIndex) find(k dedupKey, ring []dedupSlot) (int, bool) {
+	h := dedupHash(k)
+	for i := uint64(h) & x.mask; ; i = (i + 1) & x.mask {
+		c := x.cells[i]
+		if c == 0 {
+			return 0, false
+		}
+		if uint32(c>>32) == h {
+			if s := int(uint32(c)) - 1; ring[s].key == k {
+				return s, true
+			}
+		}
+	}
+}
+
+// insert adds k at slot; k is not in the index.
+func (x *dedupIndex) insert(k dedupKey, slot int) {
+	h := dedupHash(k)
+	i := uint64(h) & x.mask
+	for x.cells[i] != 0 {
+		i = (i + 1) & x.mask
+	}
+	x.cells[i] = uint64(h)<<32 | uint64(slot+1)
+	x.n++
+}
+
+// remove drops k, which is at slot, and moves later cells of its run back
+// into the hole where their home cell allows.
+func (x *dedupIndex) remove(k dedupKey, slot int) {
+	h := dedupHash(k)
+	want := uint64(h)<<32 | uint64(slot+1)
+	i := uint64(h) & x.mask
+	for x.cells[i] != want {
+		if x.cells[i] == 0 {
+			return // not there
+		}
+		i = (i + 1) & x.mask
+	}
+	x.n--
+	for j := (i + 1) & x.mask; ; j = (j + 1) & x.mask {
+		c := x.cells[j]
+		if c == 0 {
+			break
+		}
+		// c may fill the hole at i if its home cell is not after i on
+		// the way to j.
+		if home := (c >> 32) & x.mask; (j-home)&x.mask >= (j-i)&x.mask {
+			x.cells[i] = c
+			i = j
+		}
+	}
+	x.cells[i] = 0
 }

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -206,3 +207,50 @@ func BenchmarkDedup(b *testing.B) {
 		}
 	})
 }
+
+// TestDedupIndexModel runs random inserts, removals and lookups against
+// the index and a map side by side; small tables make long probe runs
+// that wrap around the end, where backward shifts go wrong if anywhere.
+func TestDedupIndexModel(t *testing.T) {
+	for _, slots := range []int{8, 64} {
+		rnd := rand.New(rand.NewPCG(uint64(slots), 7))
+		x := newDedupIndex(slots)
+		ring := make([]dedupSlot, slots)
+		model := map[dedupKey]int{}
+		var free []int
+		for s := range slots {
+			free = append(free, s)
+		}
+		randomKey := func() dedupKey { return dedupKey{uint64(rnd.IntN(3)) + 1, uint64(rnd.IntN(40))} }
+		for op := range 20000 {
+			k := randomKey()
+			switch s, in := model[k]; {
+			case !in && len(free) > 0 && rnd.IntN(2) == 0:
+				s, free = free[len(free)-1], free[:len(free)-1]
+				ring[s].key = k
+				x.insert(k, s)
+				model[k] = s
+			case in && rnd.IntN(2) == 0:
+				x.remove(k, s)
+				ring[s].key = deadKey
+				delete(model, k)
+				free = append(free, s)
+			}
+			for k, want := range model {
+				if got, ok := x.find(k, ring); !ok || got != want {
+					t.Fatalf("slots %d, op %d: find(%v) = %d, %v; want %d", slots, op, k, got, ok, want)
+				}
+			}
+			if k := randomKey(); !inModel(model, k) {
+				if s, ok := x.find(k, ring); ok {
+					t.Fatalf("slots %d, op %d: find(%v) = %d for a key not in the index", slots, op, k, s)
+				}
+			}
+			if x.n != len(model) {
+				t.Fatalf("slots %d, op %d: n = %d, want %d", slots, op, x.n, len(model))
+			}
+		}
+	}
+}
+
+func inModel(m map[dedupKey]int, k dedupKey) bool { _, ok := m[k]; return ok }
