@@ -65,18 +65,25 @@ func (s *server) start(r *request) {
 }
 
 // worker serves r, then the requests handed to it, until it has been idle
-// for workerIdle or the connection is done.
+// for a whole workerIdle period (so for one to two periods) or the
+// connection is done. The timer is not reset per request: that took the
+// timer's lock on every call.
 func (s *server) worker(r *request) {
 	r.serve()
 	idle := time.NewTimer(workerIdle)
 	defer idle.Stop()
+	busy := false // served a request in this period
 	for {
 		select {
 		case r = <-s.work:
 			r.serve()
-			idle.Reset(workerIdle)
+			busy = true
 		case <-idle.C:
-			return
+			if !busy {
+				return
+			}
+			busy = false
+			idle.Reset(workerIdle)
 		case <-s.c.done:
 			return
 		}
