@@ -29,6 +29,10 @@ func Run(t *testing.T, newTransport NewTransport) {
 		{"NoReply", s.noReply},
 		{"Reconnect", s.reconnect},
 		{"GracefulShutdown", s.gracefulShutdown},
+		{"OverloadedReplicaRoutedAround", s.overloadedReplicaRoutedAround},
+		{"AllReplicasOverloaded", s.allReplicasOverloaded},
+		{"ReplicaKilledUnderLoad", s.replicaKilledUnderLoad},
+		{"StickyRouting", s.stickyRouting},
 		{"NoGoroutineLeaks", s.noGoroutineLeaks},
 		{"ConcurrentLoad", s.concurrentLoad},
 	} {

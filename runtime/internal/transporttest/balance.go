@@ -1,4 +1,4 @@
-package tcp_test
+package transporttest
 
 import (
 	"context"
@@ -11,25 +11,27 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testwait"
-	"github.com/wizardmesh/wizard/runtime/internal/transporttest"
 	"github.com/wizardmesh/wizard/runtime/lb"
 )
 
-// replicas starts n servers of role:work (answering their index); the
-// first also serves role:hold, which blocks on hold, so that a test can
-// fill its in-flight slots. opts apply to the first server.
-func replicas(t *testing.T, n int, hold *transporttest.Gate, opts ...runtime.Option) []*runtime.Node {
+// The scenarios of calls spread over replicas: overload, a replica going
+// away under load, sticky routing.
+
+// replicas starts n servers of role:work (answering their index); each
+// also serves role:hold, which blocks on hold, so that a test can fill
+// its in-flight slots. opts apply to the first server.
+func (s suite) replicas(t *testing.T, n int, hold *Gate, opts ...runtime.Option) []*runtime.Node {
 	t.Helper()
 	var out []*runtime.Node
 	for i := range n {
 		var srv *runtime.Node
 		if i == 0 {
-			srv = newServer(t, opts...)
+			srv = NewServer(t, s.tr(t), opts...)
 		} else {
-			srv = newServer(t)
+			srv = NewServer(t, s.tr(t))
 		}
-		transporttest.MustAdd(t, srv, "role:work", func(ctx context.Context, r runtime.Request) (any, error) { return i, nil })
-		transporttest.MustAdd(t, srv, "role:hold", func(ctx context.Context, r runtime.Request) (any, error) {
+		MustAdd(t, srv, "role:work", func(ctx context.Context, r runtime.Request) (any, error) { return i, nil })
+		MustAdd(t, srv, "role:hold", func(ctx context.Context, r runtime.Request) (any, error) {
 			<-hold.C()
 			return nil, nil
 		})
@@ -38,7 +40,8 @@ func replicas(t *testing.T, n int, hold *transporttest.Gate, opts ...runtime.Opt
 	return out
 }
 
-func addrsOf(nodes []*runtime.Node) []string {
+// addrs returns the nodes' listen addresses.
+func addrs(nodes []*runtime.Node) []string {
 	var out []string
 	for _, n := range nodes {
 		out = append(out, n.Addr())
@@ -46,12 +49,14 @@ func addrsOf(nodes []*runtime.Node) []string {
 	return out
 }
 
-// waitTargets waits until cl routes pattern to want targets.
-func waitTargets(t *testing.T, cl *runtime.Node, pattern string, want int) {
+// waitTargets waits until n routes pattern to want remote targets,
+// failing t after the [testwait.Guard].
+func waitTargets(t testing.TB, n *runtime.Node, pattern string, want int) {
 	t.Helper()
+	p := runtime.MustParsePattern(pattern)
 	testwait.Until(t, fmt.Sprintf("%d targets for %s", want, pattern), func() bool {
-		for _, pi := range cl.Patterns() {
-			if pi.Pattern.String() == pattern {
+		for _, pi := range n.Patterns() {
+			if pi.Pattern.Equal(p) {
 				return len(pi.Remote) == want
 			}
 		}
@@ -61,9 +66,9 @@ func waitTargets(t *testing.T, cl *runtime.Node, pattern string, want int) {
 
 // holdSlot fills one in-flight slot of srv with a role:hold call from a
 // client of its own, and waits until the slot is taken.
-func holdSlot(t *testing.T, srv *runtime.Node) {
+func (s suite) holdSlot(t *testing.T, srv *runtime.Node) {
 	t.Helper()
-	cl := newClient(t, "role:hold", srv.Addr())
+	cl := NewClient(t, s.tr(t), "role:hold", nil, srv.Addr())
 	go cl.ActE(context.Background(), "role:hold", nil, runtime.Timeout(time.Minute))
 	testwait.Until(t, "the slot is taken", func() bool {
 		_, err := srv.ActE(t.Context(), "role:work", nil)
@@ -71,17 +76,17 @@ func holdSlot(t *testing.T, srv *runtime.Node) {
 	})
 }
 
-// TestOverloadedReplicaRoutedAround: one of three replicas is over its
+// overloadedReplicaRoutedAround: one of three replicas is over its
 // in-flight limit; every call succeeds through the other two, and the
 // overloaded one's refusals are counted. With breakers, its breaker opens
 // at the first refusal and it gets no more calls.
-func TestOverloadedReplicaRoutedAround(t *testing.T) {
+func (s suite) overloadedReplicaRoutedAround(t *testing.T) {
 	for _, withBreakers := range []bool{false, true} {
 		t.Run(fmt.Sprintf("breakers=%v", withBreakers), func(t *testing.T) {
-			hold := transporttest.NewGate(t)
+			hold := NewGate(t)
 			defer hold.Open()
-			reps := replicas(t, 3, hold, runtime.WithMaxInFlight(1))
-			holdSlot(t, reps[0])
+			reps := s.replicas(t, 3, hold, runtime.WithMaxInFlight(1))
+			s.holdSlot(t, reps[0])
 			shedBefore := reps[0].Stats().Shed
 			var opts []runtime.Option
 			br, err := lb.NewBreakers[*runtime.Target](lb.WithDelay(time.Minute))
@@ -91,7 +96,7 @@ func TestOverloadedReplicaRoutedAround(t *testing.T) {
 			if withBreakers {
 				opts = append(opts, runtime.WithBreakers(func(tg *runtime.Target) runtime.Breaker { return br.Get(tg) }))
 			}
-			cl := newClientWith(t, "role:work", opts, addrsOf(reps)...)
+			cl := NewClient(t, s.tr(t), "role:work", opts, addrs(reps)...)
 			waitTargets(t, cl, "role:work", 3)
 			const calls = 30
 			answered := map[any]int{}
@@ -129,26 +134,26 @@ func TestOverloadedReplicaRoutedAround(t *testing.T) {
 	}
 }
 
-// TestAllReplicasOverloaded: when every target refuses, the caller gets
-// one clear error that says so.
-func TestAllReplicasOverloaded(t *testing.T) {
-	hold := transporttest.NewGate(t)
+// allReplicasOverloaded: when every target refuses, the caller gets one
+// clear error that says so.
+func (s suite) allReplicasOverloaded(t *testing.T) {
+	hold := NewGate(t)
 	defer hold.Open()
 	var reps []*runtime.Node
 	for range 2 {
-		srv := newServer(t, runtime.WithMaxInFlight(1))
-		transporttest.MustAdd(t, srv, "role:work", func(ctx context.Context, r runtime.Request) (any, error) { return nil, nil })
-		transporttest.MustAdd(t, srv, "role:hold", func(ctx context.Context, r runtime.Request) (any, error) {
+		srv := NewServer(t, s.tr(t), runtime.WithMaxInFlight(1))
+		MustAdd(t, srv, "role:work", func(ctx context.Context, r runtime.Request) (any, error) { return nil, nil })
+		MustAdd(t, srv, "role:hold", func(ctx context.Context, r runtime.Request) (any, error) {
 			<-hold.C()
 			return nil, nil
 		})
-		holdSlot(t, srv)
+		s.holdSlot(t, srv)
 		reps = append(reps, srv)
 	}
-	cl := newClient(t, "role:work", addrsOf(reps)...)
+	cl := NewClient(t, s.tr(t), "role:work", nil, addrs(reps)...)
 	waitTargets(t, cl, "role:work", 2)
 	_, err := cl.ActE(t.Context(), "role:work", nil)
-	transporttest.WantCode(t, err, runtime.CodeResourceExhausted)
+	WantCode(t, err, runtime.CodeResourceExhausted)
 	if !errors.Is(err, runtime.ErrOverloaded) {
 		t.Errorf("errors.Is(%v, ErrOverloaded) = false", err)
 	}
@@ -158,32 +163,32 @@ func TestAllReplicasOverloaded(t *testing.T) {
 	}
 }
 
-// TestReplicaKilledUnderLoad: three replicas under steady, bounded load of
+// replicaKilledUnderLoad: three replicas under steady, bounded load of
 // idempotent calls; one is killed mid-run. No call fails, and the
 // handlers' counters show how often each call ran. A graceful kill
-// (Shutdown: goaway, drain) runs no call twice; a hard kill (Close) can run
-// a call twice only if it ran on the killed replica, whose answer was
+// (Shutdown: goaway, drain) runs no call twice; a hard kill (Close) can
+// run a call twice only if it ran on the killed replica, whose answer was
 // lost — at most one per caller.
-func TestReplicaKilledUnderLoad(t *testing.T) {
+func (s suite) replicaKilledUnderLoad(t *testing.T) {
 	for _, hard := range []bool{false, true} {
 		name := "graceful"
 		if hard {
 			name = "hard"
 		}
-		t.Run(name, func(t *testing.T) { replicaKilledUnderLoad(t, hard) })
+		t.Run(name, func(t *testing.T) { s.killReplicaUnderLoad(t, hard) })
 	}
 }
 
-func replicaKilledUnderLoad(t *testing.T, hard bool) {
+func (s suite) killReplicaUnderLoad(t *testing.T, hard bool) {
 	const callers, perCaller = 8, 60
 	var mu sync.Mutex
 	runs := map[string]int{}
 	var reps []*runtime.Node
 	for range 3 {
-		srv := newServer(t)
-		transporttest.MustAdd(t, srv, "role:work", func(ctx context.Context, r runtime.Request) (any, error) {
+		srv := NewServer(t, s.tr(t))
+		MustAdd(t, srv, "role:work", func(ctx context.Context, r runtime.Request) (any, error) {
 			id := r.Get("id").(string)
-			time.Sleep(200 * time.Microsecond) // work, so that calls overlap the kill
+			time.Sleep(200 * time.Microsecond) // work, so that calls overlap the kill; not synchronisation
 			mu.Lock()
 			runs[id]++
 			mu.Unlock()
@@ -191,7 +196,7 @@ func replicaKilledUnderLoad(t *testing.T, hard bool) {
 		})
 		reps = append(reps, srv)
 	}
-	cl := newClient(t, "role:work", addrsOf(reps)...)
+	cl := NewClient(t, s.tr(t), "role:work", nil, addrs(reps)...)
 	waitTargets(t, cl, "role:work", 3)
 
 	var done atomic.Int32
@@ -200,9 +205,7 @@ func replicaKilledUnderLoad(t *testing.T, hard bool) {
 	var wg sync.WaitGroup
 	var failed atomic.Int32
 	for c := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range perCaller {
 				id := fmt.Sprintf("%d/%d", c, i)
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -216,9 +219,9 @@ func replicaKilledUnderLoad(t *testing.T, hard bool) {
 					close(killed)
 				}
 			}
-		}()
+		})
 	}
-	<-killed
+	testwait.Recv(t, killed)
 	if hard {
 		reps[1].Close()
 	} else {
@@ -253,16 +256,16 @@ func replicaKilledUnderLoad(t *testing.T, hard bool) {
 	t.Logf("%s kill: retries %d, calls run twice %d", map[bool]string{false: "graceful", true: "hard"}[hard], cl.Stats().Retries, dups)
 }
 
-// TestStickyRouting: with runtime/lb's consistent hash, calls with the same
+// stickyRouting: with runtime/lb's consistent hash, calls with the same
 // RouteKey reach the same replica, and different keys spread over them.
-func TestStickyRouting(t *testing.T) {
-	hold := transporttest.NewGate(t)
+func (s suite) stickyRouting(t *testing.T) {
+	hold := NewGate(t)
 	defer hold.Open()
-	reps := replicas(t, 3, hold)
+	reps := s.replicas(t, 3, hold)
 	hash := runtime.WithBalancer(func(runtime.Pattern) runtime.Balancer {
 		return lb.NewConsistentHash(func(t *runtime.Target) string { return t.Addr() }, 100)
 	})
-	cl := newClientWith(t, "role:work", []runtime.Option{hash}, addrsOf(reps)...)
+	cl := NewClient(t, s.tr(t), "role:work", []runtime.Option{hash}, addrs(reps)...)
 	waitTargets(t, cl, "role:work", 3)
 	seen := map[any]bool{}
 	for k := range 30 {
