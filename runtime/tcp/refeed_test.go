@@ -237,24 +237,3 @@ func payAsync(cl *runtime.Node) <-chan error {
 	}()
 	return done
 }
-
-// TestRestartedCallerRunsAgain: a caller that restarts under the same node
-// id starts its call ids afresh; the server must not take its new calls
-// for the earlier run's calls and answer them from the stored answers.
-func TestRestartedCallerRunsAgain(t *testing.T) {
-	srv := newServer(t)
-	var runs atomic.Int32
-	transporttest.MustAdd(t, srv, "role:pay", func(ctx context.Context, r runtime.Request) (any, error) {
-		return fmt.Sprint("payment ", runs.Add(1)), nil
-	})
-	for run := 1; run <= 3; run++ {
-		cl := newClientWith(t, "role:pay", []runtime.Option{runtime.WithID("till")}, srv.Addr())
-		res, err := cl.ActE(t.Context(), "role:pay", nil)
-		if want := fmt.Sprint("payment ", run); err != nil || res.Value() != want {
-			t.Errorf("run %d of the caller: %v, %v; want %q", run, res.Value(), err, want)
-		}
-		if err := cl.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-}

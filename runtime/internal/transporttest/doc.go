@@ -1,9 +1,10 @@
 // Package transporttest is the conformance suite that every
 // [runtime.Transport] passes: node-level scenarios (round trips, deadlines,
-// no-reply calls, reconnects, graceful shutdown, leaks, concurrent load)
-// run by [Run] against a transport that the caller makes, and the
-// benchmark [Benchmark]. It also holds the helpers those scenarios share
-// with the transports' own tests: nodes closed at cleanup, waits for a
-// routable pattern or a log line, a [Gate] for blocked handlers. It is for
-// tests only.
+// no-reply calls, reconnects, graceful shutdown and its deadline, chained
+// calls drained, restarted callers, overloaded and killed replicas, sticky
+// routing, leaks, concurrent load) run by [Run] against a transport that
+// the caller makes, and the benchmark [Benchmark]. It also holds the
+// helpers those scenarios share with the transports' own tests: nodes
+// closed at cleanup, waits for a routable pattern or a log line, a [Gate]
+// for blocked handlers. It is for tests only.
 package transporttest

@@ -29,6 +29,10 @@ func Run(t *testing.T, newTransport NewTransport) {
 		{"NoReply", s.noReply},
 		{"Reconnect", s.reconnect},
 		{"GracefulShutdown", s.gracefulShutdown},
+		{"RemoteShutdownMovesOn", s.remoteShutdownMovesOn},
+		{"RemoteShutdownDrainsChainedCalls", s.remoteShutdownDrainsChainedCalls},
+		{"RemoteShutdownDeadline", s.remoteShutdownDeadline},
+		{"RestartedCallerRunsAgain", s.restartedCallerRunsAgain},
 		{"OverloadedReplicaRoutedAround", s.overloadedReplicaRoutedAround},
 		{"AllReplicasOverloaded", s.allReplicasOverloaded},
 		{"ReplicaKilledUnderLoad", s.replicaKilledUnderLoad},
@@ -395,6 +399,165 @@ func (s suite) gracefulShutdown(t *testing.T) {
 	}
 	// Once the server is gone, its patterns leave the client.
 	testwait.Until(t, "the client drops the server's patterns", func() bool { return !Routes(cl, "role:fast") })
+}
+
+// remoteShutdownMovesOn: with two servers serving a pattern, calls that a
+// server going away refuses go to the other one.
+func (s suite) remoteShutdownMovesOn(t *testing.T) {
+	a := NewServer(t, s.tr(t))
+	b := NewServer(t, s.tr(t))
+	started := make(chan struct{}, 1)
+	release := NewGate(t)
+	MustAdd(t, a, "role:only-a", func(ctx context.Context, r runtime.Request) (any, error) {
+		started <- struct{}{}
+		<-release.C()
+		return "a done", nil
+	})
+	MustAdd(t, b, "role:only-b", func(ctx context.Context, r runtime.Request) (any, error) { return "b", nil })
+	MustAdd(t, a, "role:both", func(ctx context.Context, r runtime.Request) (any, error) { return "a", nil })
+	MustAdd(t, b, "role:both", func(ctx context.Context, r runtime.Request) (any, error) { return "b", nil })
+	var log Log
+	cl := NewClient(t, s.newTransport(t, log.Logger()), "role:only-a", nil, a.Addr(), b.Addr())
+	WaitRoutable(t, cl, "role:only-b")
+
+	// Both serve role:both, in turn.
+	seen := map[any]int{}
+	for range 4 {
+		res, err := cl.ActE(t.Context(), "role:both", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[res.Value()]++
+	}
+	if seen["a"] != 2 || seen["b"] != 2 {
+		t.Errorf("before the shutdown, served by %v; want a and b in turn", seen)
+	}
+
+	inflight := make(chan error, 1)
+	go func() {
+		_, err := cl.ActE(context.Background(), "role:only-a", nil)
+		inflight <- err
+	}()
+	testwait.Recv(t, started)
+	goaway := log.Seen("going away")
+	shut := make(chan error, 1)
+	go func() { shut <- a.Shutdown(context.Background()) }()
+	testwait.Recv(t, goaway)
+
+	for i := range 10 {
+		res, err := cl.ActE(t.Context(), "role:both", nil)
+		if err != nil || res.Value() != "b" {
+			t.Fatalf("call %d while a goes away: %v, %v; want b", i, res.Value(), err)
+		}
+	}
+	_, err := cl.ActE(t.Context(), "role:only-a", nil)
+	WantCode(t, err, runtime.CodeUnavailable)
+
+	release.Open()
+	if err := testwait.Recv(t, inflight); err != nil {
+		t.Errorf("the call in flight on a: %v", err)
+	}
+	if err := testwait.Recv(t, shut); err != nil {
+		t.Errorf("Shutdown = %v", err)
+	}
+}
+
+// remoteShutdownDrainsChainedCalls: a server shutting down keeps its own
+// peers until the calls it drains are done, for they may call them.
+func (s suite) remoteShutdownDrainsChainedCalls(t *testing.T) {
+	back := NewServer(t, s.tr(t))
+	started := make(chan struct{}, 1)
+	release := NewGate(t)
+	MustAdd(t, back, "role:back", func(ctx context.Context, r runtime.Request) (any, error) {
+		started <- struct{}{}
+		<-release.C()
+		return "back done", nil
+	})
+	front := NewServer(t, s.tr(t), runtime.WithDiscovery(runtime.StaticPeers(back.Addr())))
+	WaitRoutable(t, front, "role:back")
+	MustAdd(t, front, "role:front", func(ctx context.Context, r runtime.Request) (any, error) {
+		res, err := front.ActE(ctx, "role:back", nil)
+		return res.Value(), err
+	})
+	var log Log
+	cl := NewClient(t, s.newTransport(t, log.Logger()), "role:front", nil, front.Addr())
+
+	type result struct {
+		v   any
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := cl.ActE(context.Background(), "role:front", nil)
+		done <- result{res.Value(), err}
+	}()
+	testwait.Recv(t, started)
+	goaway := log.Seen("going away")
+	shut := make(chan error, 1)
+	go func() { shut <- front.Shutdown(context.Background()) }()
+	testwait.Recv(t, goaway)
+	release.Open()
+	if r := testwait.Recv(t, done); r.err != nil || r.v != "back done" {
+		t.Errorf("the chained call = %v, %v", r.v, r.err)
+	}
+	if err := testwait.Recv(t, shut); err != nil {
+		t.Errorf("Shutdown = %v", err)
+	}
+}
+
+// remoteShutdownDeadline: when Shutdown's ctx ends first, the calls in
+// flight are cancelled and fail; Shutdown returns ctx's error.
+func (s suite) remoteShutdownDeadline(t *testing.T) {
+	srv := NewServer(t, s.tr(t))
+	started := make(chan struct{}, 1)
+	ended := make(chan error, 1)
+	MustAdd(t, srv, "role:stuck", func(ctx context.Context, r runtime.Request) (any, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return nil, ctx.Err()
+	})
+	cl := NewClient(t, s.tr(t), "role:stuck", nil, srv.Addr())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cl.ActE(context.Background(), "role:stuck", nil)
+		errc <- err
+	}()
+	testwait.Recv(t, started)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := srv.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown = %v, want context.Canceled", err)
+	}
+	if err := testwait.Recv(t, ended); err != context.Canceled {
+		t.Errorf("the handler's ctx ended with %v", err)
+	}
+	err := testwait.Recv(t, errc)
+	WantCode(t, err, runtime.CodeUnavailable)
+	if errors.Is(err, runtime.ErrNotSent) {
+		t.Errorf("%v says the call was not sent, but it ran", err)
+	}
+}
+
+// restartedCallerRunsAgain: a caller that restarts under the same node id
+// starts its call ids afresh; the server must not take its new calls for
+// the earlier run's calls and answer them from the stored answers.
+func (s suite) restartedCallerRunsAgain(t *testing.T) {
+	srv := NewServer(t, s.tr(t))
+	var runs atomic.Int32
+	MustAdd(t, srv, "role:pay", func(ctx context.Context, r runtime.Request) (any, error) {
+		return fmt.Sprint("payment ", runs.Add(1)), nil
+	})
+	for run := 1; run <= 3; run++ {
+		cl := NewClient(t, s.tr(t), "role:pay", []runtime.Option{runtime.WithID("till")}, srv.Addr())
+		res, err := cl.ActE(t.Context(), "role:pay", nil)
+		if want := fmt.Sprint("payment ", run); err != nil || res.Value() != want {
+			t.Errorf("run %d of the caller: %v, %v; want %q", run, res.Value(), err, want)
+		}
+		if err := cl.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // noGoroutineLeaks runs calls of every kind, with a peer that never
