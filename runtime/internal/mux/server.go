@@ -45,48 +45,116 @@ type server struct {
 
 	handlers sync.WaitGroup
 
-	// work hands requests to idle workers. A worker goroutine serves
-	// requests one after another and waits a while for the next, so its
-	// stack, grown by the first request, serves the next ones too: a fresh
-	// goroutine per request spent most of the server's CPU growing stacks.
-	work chan *request
+	// Workers serve requests one after another, so that a stack grown by
+	// one request serves the next ones too (a fresh goroutine per request
+	// spent most of the server's CPU growing stacks). Idle workers wait on
+	// a stack, guarded by c.mu: the one that finished last takes the next
+	// request (its stack is the warmest), and handing it over is one
+	// receive on its own channel — no select over shared channels, no
+	// timer per request. A worker idle for a whole workerIdle period
+	// leaves at the next reap; all leave when Serve returns.
+	idleWorkers []*worker
+	gen         uint64      // reap periods so far
+	reaper      *time.Timer // armed while workers are idle
+	reaping     bool
+	stopped     bool // Serve has returned: workers leave
 }
 
-// workerIdle is how long an idle worker waits for another request.
+// worker is one serving goroutine's handle.
+type worker struct {
+	next chan *request // capacity 1, so handing over never waits; nil: leave
+	gen  uint64        // s.gen when it went idle
+}
+
+// workerIdle is how long, at least, an idle worker waits for another
+// request (at most twice as long).
 const workerIdle = time.Second
 
-// start serves r on an idle worker, or on a new one.
-func (s *server) start(r *request) {
-	select {
-	case s.work <- r:
-	default:
-		go s.worker(r)
+// takeWorker pops the idle worker that finished last, or returns nil.
+// Callers hold c.mu.
+func (s *server) takeWorker() *worker {
+	n := len(s.idleWorkers)
+	if n == 0 {
+		return nil
+	}
+	w := s.idleWorkers[n-1]
+	s.idleWorkers[n-1] = nil
+	s.idleWorkers = s.idleWorkers[:n-1]
+	return w
+}
+
+// start serves r on w, or on a new worker when w is nil.
+func (s *server) start(r *request, w *worker) {
+	if w != nil {
+		w.next <- r
+		return
+	}
+	go s.work(r)
+}
+
+// work serves r, then the requests handed to it, until it is told to
+// leave.
+func (s *server) work(r *request) {
+	w := &worker{next: make(chan *request, 1)}
+	for r != nil && r.serve(w) {
+		r = <-w.next
 	}
 }
 
-// worker serves r, then the requests handed to it, until it has been idle
-// for a whole workerIdle period (so for one to two periods) or the
-// connection is done. The timer is not reset per request: that took the
-// timer's lock on every call.
-func (s *server) worker(r *request) {
-	r.serve()
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	busy := false // served a request in this period
-	for {
-		select {
-		case r = <-s.work:
-			r.serve()
-			busy = true
-		case <-idle.C:
-			if !busy {
-				return
-			}
-			busy = false
-			idle.Reset(workerIdle)
-		case <-s.c.done:
-			return
+// parkWorker puts w on the idle stack and reports whether it should wait
+// for a request (false: Serve has returned). Callers hold c.mu.
+func (s *server) parkWorker(w *worker) bool {
+	if s.stopped {
+		return false
+	}
+	w.gen = s.gen
+	s.idleWorkers = append(s.idleWorkers, w)
+	if !s.reaping {
+		s.reaping = true
+		if s.reaper == nil {
+			s.reaper = time.AfterFunc(workerIdle, s.reap)
+		} else {
+			s.reaper.Reset(workerIdle)
 		}
+	}
+	return true
+}
+
+// reap sends away the workers idle since before the last reap (they sit
+// at the bottom of the stack) and re-arms while workers remain idle.
+func (s *server) reap() {
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	i := 0
+	for i < len(s.idleWorkers) && s.idleWorkers[i].gen < s.gen {
+		s.idleWorkers[i].next <- nil
+		i++
+	}
+	s.idleWorkers = append(s.idleWorkers[:0], s.idleWorkers[i:]...)
+	clear(s.idleWorkers[len(s.idleWorkers):cap(s.idleWorkers)])
+	s.gen++
+	if s.reaping = len(s.idleWorkers) > 0; s.reaping {
+		s.reaper.Reset(workerIdle)
+	}
+}
+
+// stopWorkers sends every idle worker away and keeps busy ones from
+// waiting again; Serve calls it once no handler runs.
+func (s *server) stopWorkers() {
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.stopped = true
+	for _, w := range s.idleWorkers {
+		w.next <- nil
+	}
+	s.idleWorkers = nil
+	if s.reaper != nil {
+		s.reaper.Stop()
 	}
 }
 
@@ -142,7 +210,6 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 		base:     context.WithoutCancel(ctx),
 		inflight: make(map[uint64]*request),
 		idle:     make(chan struct{}),
-		work:     make(chan *request),
 	}
 	c := s.c
 	c.start(func() { c.fail(c.readFrames(s.dispatch)) })
@@ -191,6 +258,7 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 		}
 	}
 	s.handlers.Wait()
+	s.stopWorkers()
 
 	if reason == errShutdown || reason == errPeerClosed {
 		return nil
@@ -259,8 +327,9 @@ func (s *server) dispatch(f *wire.Frame) error {
 		s.inflight[f.ID] = r
 		s.maxID = max(s.maxID, f.ID)
 		s.handlers.Add(1)
+		w := s.takeWorker()
 		c.mu.Unlock()
-		s.start(r)
+		s.start(r, w)
 	case wire.TypeCancel:
 		c.mu.Lock()
 		r := s.inflight[f.ID]
@@ -280,8 +349,10 @@ func (s *server) dispatch(f *wire.Frame) error {
 	return nil
 }
 
-// serve runs the handler for r, queues its answer and retires r.
-func (r *request) serve() {
+// serve runs the handler for r on worker w, queues its answer and retires
+// r; it reports whether w waits for another request (it is then on the
+// idle stack).
+func (r *request) serve(w *worker) bool {
 	s := r.s
 	c := s.c
 	resp := s.call(r)
@@ -319,8 +390,10 @@ func (r *request) serve() {
 			close(s.idle)
 		}
 	}
+	stay := s.parkWorker(w)
 	c.mu.Unlock()
 	s.handlers.Done()
+	return stay
 }
 
 // call runs the handler, turning a panic or a frame of the wrong type into
