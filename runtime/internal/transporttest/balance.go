@@ -196,7 +196,8 @@ func (s suite) killReplicaUnderLoad(t *testing.T, hard bool) {
 		})
 		reps = append(reps, srv)
 	}
-	cl := NewClient(t, s.tr(t), "role:work", nil, addrs(reps)...)
+	var log Log // why a connection closed, should a call run twice
+	cl := NewClient(t, s.newTransport(t, log.Logger()), "role:work", nil, addrs(reps)...)
 	waitTargets(t, cl, "role:work", 3)
 
 	var done atomic.Int32
@@ -254,6 +255,9 @@ func (s suite) killReplicaUnderLoad(t *testing.T, hard bool) {
 		t.Errorf("a hard kill ran %d calls twice; at most one per caller can be in flight", dups)
 	}
 	t.Logf("%s kill: retries %d, calls run twice %d", map[bool]string{false: "graceful", true: "hard"}[hard], cl.Stats().Retries, dups)
+	if t.Failed() {
+		t.Logf("the caller's transport log:\n%s", log.String())
+	}
 }
 
 // stickyRouting: with runtime/lb's consistent hash, calls with the same
