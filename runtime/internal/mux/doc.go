@@ -44,7 +44,12 @@
 // a higher id; the client fails those calls, and new ones, with
 // [ErrGoingAway] (which wraps ErrNotSent), while the calls at or below the
 // id finish. Once they have (or [Options.DrainTimeout] has passed, and the
-// remaining handlers are cancelled) the server flushes and closes.
+// remaining handlers are cancelled) the server flushes and closes. Where
+// the stream can close its sending side alone (TCP and TLS connections),
+// it does that first and closes the rest once the client has closed its
+// side, or the drain timeout ends: closing outright would answer requests
+// that cross the goaway with a reset, and a reset makes the client's
+// kernel drop answers it has not read yet.
 //
 // Handlers get a context that carries the request's deadline and ends when
 // the caller cancels (a cancel frame), when the connection is lost, or

@@ -299,10 +299,28 @@ func (s *server) shutdown() {
 	}
 	select {
 	case <-c.writerDone:
+		c.linger(t.C)
 		c.fail(errShutdown)
 	case <-t.C:
 		c.fail(errDrainTimeout)
 	case <-c.done:
+	}
+}
+
+// linger runs once every answer is written, on a stream that can close
+// its sending side alone (TCP, TLS): it does, and waits until the client
+// closes its side or timeout fires, reading on and dropping what still
+// comes. Closing outright would answer the client's requests that cross
+// the goaway with a reset, and a reset makes the client's kernel drop the
+// answers it has not read yet — answers to calls that ran.
+func (c *conn) linger(timeout <-chan time.Time) {
+	cw, ok := c.rw.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	select {
+	case <-c.done: // the reader saw the client close
+	case <-timeout:
 	}
 }
 
