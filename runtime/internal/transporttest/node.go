@@ -93,3 +93,20 @@ func FreeAddr(t testing.TB) string {
 	l.Close()
 	return addr
 }
+
+// Outcome is how a call made by ActAsync ended.
+type Outcome struct {
+	V   any // the result's value
+	Err error
+}
+
+// ActAsync calls pattern from cl in the background; the channel gets the
+// call's outcome.
+func ActAsync(ctx context.Context, cl *runtime.Node, pattern string) <-chan Outcome {
+	done := make(chan Outcome, 1)
+	go func() {
+		res, err := cl.ActE(ctx, pattern, nil)
+		done <- Outcome{res.Value(), err}
+	}()
+	return done
+}

@@ -218,14 +218,10 @@ func (s suite) deadline(t *testing.T) {
 
 	t.Run("cancel reaches the remote handler", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
-		errc := make(chan error, 1)
-		go func() {
-			_, err := cl.ActE(ctx, "role:dl,cmd:block", nil)
-			errc <- err
-		}()
+		call := ActAsync(ctx, cl, "role:dl,cmd:block")
 		testwait.Recv(t, started)
 		cancel()
-		WantCode(t, testwait.Recv(t, errc), runtime.CodeCanceled)
+		WantCode(t, testwait.Recv(t, call).Err, runtime.CodeCanceled)
 		if err := testwait.Recv(t, ended); err != context.Canceled {
 			t.Errorf("the handler's ctx ended with %v", err)
 		}
@@ -359,15 +355,7 @@ func (s suite) gracefulShutdown(t *testing.T) {
 	var log Log
 	cl := NewClient(t, s.newTransport(t, log.Logger()), "role:fast", nil, srv.Addr())
 
-	type result struct {
-		v   any
-		err error
-	}
-	inflight := make(chan result, 1)
-	go func() {
-		res, err := cl.ActE(context.Background(), "role:slow", nil)
-		inflight <- result{res.Value(), err}
-	}()
+	inflight := ActAsync(context.Background(), cl, "role:slow")
 	testwait.Recv(t, started)
 
 	goaway := log.Seen("going away")
@@ -386,13 +374,13 @@ func (s suite) gracefulShutdown(t *testing.T) {
 	case err := <-shut:
 		t.Fatalf("Shutdown returned %v with a call in flight", err)
 	case r := <-inflight:
-		t.Fatalf("the call in flight ended early: %v, %v", r.v, r.err)
+		t.Fatalf("the call in flight ended early: %v, %v", r.V, r.Err)
 	default:
 	}
 
 	release.Open()
-	if r := testwait.Recv(t, inflight); r.v != "slow done" || r.err != nil {
-		t.Errorf("the call in flight = %v, %v", r.v, r.err)
+	if r := testwait.Recv(t, inflight); r.V != "slow done" || r.Err != nil {
+		t.Errorf("the call in flight = %v, %v", r.V, r.Err)
 	}
 	if err := testwait.Recv(t, shut); err != nil {
 		t.Errorf("Shutdown = %v", err)
@@ -433,11 +421,7 @@ func (s suite) remoteShutdownMovesOn(t *testing.T) {
 		t.Errorf("before the shutdown, served by %v; want a and b in turn", seen)
 	}
 
-	inflight := make(chan error, 1)
-	go func() {
-		_, err := cl.ActE(context.Background(), "role:only-a", nil)
-		inflight <- err
-	}()
+	inflight := ActAsync(context.Background(), cl, "role:only-a")
 	testwait.Recv(t, started)
 	goaway := log.Seen("going away")
 	shut := make(chan error, 1)
@@ -454,7 +438,7 @@ func (s suite) remoteShutdownMovesOn(t *testing.T) {
 	WantCode(t, err, runtime.CodeUnavailable)
 
 	release.Open()
-	if err := testwait.Recv(t, inflight); err != nil {
+	if err := testwait.Recv(t, inflight).Err; err != nil {
 		t.Errorf("the call in flight on a: %v", err)
 	}
 	if err := testwait.Recv(t, shut); err != nil {
@@ -482,23 +466,15 @@ func (s suite) remoteShutdownDrainsChainedCalls(t *testing.T) {
 	var log Log
 	cl := NewClient(t, s.newTransport(t, log.Logger()), "role:front", nil, front.Addr())
 
-	type result struct {
-		v   any
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := cl.ActE(context.Background(), "role:front", nil)
-		done <- result{res.Value(), err}
-	}()
+	done := ActAsync(context.Background(), cl, "role:front")
 	testwait.Recv(t, started)
 	goaway := log.Seen("going away")
 	shut := make(chan error, 1)
 	go func() { shut <- front.Shutdown(context.Background()) }()
 	testwait.Recv(t, goaway)
 	release.Open()
-	if r := testwait.Recv(t, done); r.err != nil || r.v != "back done" {
-		t.Errorf("the chained call = %v, %v", r.v, r.err)
+	if r := testwait.Recv(t, done); r.Err != nil || r.V != "back done" {
+		t.Errorf("the chained call = %v, %v", r.V, r.Err)
 	}
 	if err := testwait.Recv(t, shut); err != nil {
 		t.Errorf("Shutdown = %v", err)
@@ -518,11 +494,7 @@ func (s suite) remoteShutdownDeadline(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	cl := NewClient(t, s.tr(t), "role:stuck", nil, srv.Addr())
-	errc := make(chan error, 1)
-	go func() {
-		_, err := cl.ActE(context.Background(), "role:stuck", nil)
-		errc <- err
-	}()
+	call := ActAsync(context.Background(), cl, "role:stuck")
 	testwait.Recv(t, started)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -532,7 +504,7 @@ func (s suite) remoteShutdownDeadline(t *testing.T) {
 	if err := testwait.Recv(t, ended); err != context.Canceled {
 		t.Errorf("the handler's ctx ended with %v", err)
 	}
-	err := testwait.Recv(t, errc)
+	err := testwait.Recv(t, call).Err
 	WantCode(t, err, runtime.CodeUnavailable)
 	if errors.Is(err, runtime.ErrNotSent) {
 		t.Errorf("%v says the call was not sent, but it ran", err)
