@@ -57,7 +57,7 @@ type server struct {
 	gen         uint64      // reap periods so far
 	reaper      *time.Timer // armed while workers are idle
 	reaping     bool
-	stopped     bool // Serve has returned: workers leave
+	stopped     bool // no handler runs any more: a late reap does nothing
 }
 
 // worker is one serving goroutine's handle.
@@ -96,17 +96,16 @@ func (s *server) start(r *request, w *worker) {
 // leave.
 func (s *server) work(r *request) {
 	w := &worker{next: make(chan *request, 1)}
-	for r != nil && r.serve(w) {
+	for r != nil {
+		r.serve(w)
 		r = <-w.next
 	}
 }
 
-// parkWorker puts w on the idle stack and reports whether it should wait
-// for a request (false: Serve has returned). Callers hold c.mu.
-func (s *server) parkWorker(w *worker) bool {
-	if s.stopped {
-		return false
-	}
+// parkWorker puts w on the idle stack. Callers hold c.mu. Serve sends the
+// idle workers away only after every handler has returned, so every
+// worker is parked by then.
+func (s *server) parkWorker(w *worker) {
 	w.gen = s.gen
 	s.idleWorkers = append(s.idleWorkers, w)
 	if !s.reaping {
@@ -117,7 +116,6 @@ func (s *server) parkWorker(w *worker) bool {
 			s.reaper.Reset(workerIdle)
 		}
 	}
-	return true
 }
 
 // reap sends away the workers idle since before the last reap (they sit
@@ -142,8 +140,8 @@ func (s *server) reap() {
 	}
 }
 
-// stopWorkers sends every idle worker away and keeps busy ones from
-// waiting again; Serve calls it once no handler runs.
+// stopWorkers sends every worker away (all are idle: Serve calls it once
+// no handler runs) and stops the reaper.
 func (s *server) stopWorkers() {
 	c := s.c
 	c.mu.Lock()
@@ -367,10 +365,9 @@ func (s *server) dispatch(f *wire.Frame) error {
 	return nil
 }
 
-// serve runs the handler for r on worker w, queues its answer and retires
-// r; it reports whether w waits for another request (it is then on the
-// idle stack).
-func (r *request) serve(w *worker) bool {
+// serve runs the handler for r on worker w, queues its answer, retires r
+// and parks w.
+func (r *request) serve(w *worker) {
 	s := r.s
 	c := s.c
 	resp := s.call(r)
@@ -408,10 +405,9 @@ func (r *request) serve(w *worker) bool {
 			close(s.idle)
 		}
 	}
-	stay := s.parkWorker(w)
+	s.parkWorker(w)
 	c.mu.Unlock()
 	s.handlers.Done()
-	return stay
 }
 
 // call runs the handler, turning a panic or a frame of the wrong type into
