@@ -1,7 +1,8 @@
 package runtime
 
 import (
-	"sync/atomic"
+	"slices"
+	"sync"
 
 	"github.com/wizardmesh/wizard/runtime/internal/ring"
 )
@@ -78,41 +79,17 @@ func WithBreakers(newBreaker func(*Target) Breaker) Option {
 	return nodeOption(func(c *nodeConfig) { c.newBreaker = newBreaker })
 }
 
-// Stats are a node's counters since it started.
-type Stats struct {
-	// Shed counts the calls this node refused as over its in-flight limit.
-	Shed uint64
-	// Retries counts the attempts this node sent to another target after
-	// an attempt failed or was refused.
-	Retries uint64
-	// Refeeds counts the calls this node sent again, same id, to the same
-	// run of a peer after the connection dropped.
-	Refeeds uint64
-	// Duplicates counts the calls this node received again and answered
-	// from its de-duplication table (joining the running call or with the
-	// stored answer) without running the handler.
-	Duplicates uint64
-}
-
-type stats struct{ shed, retries, refeeds, duplicates atomic.Uint64 }
-
-// Stats returns the node's counters.
-func (n *Node) Stats() Stats {
-	return Stats{
-		Shed:       n.stats.shed.Load(),
-		Retries:    n.stats.retries.Load(),
-		Refeeds:    n.stats.refeeds.Load(),
-		Duplicates: n.stats.duplicates.Load(),
-	}
-}
-
 // ringBalancer is the default Balancer: the MicroWizard ring.
 type ringBalancer struct{ r ring.Ring[*Target] }
 
 func (b *ringBalancer) Add(t *Target, w int) bool { return b.r.Add(t, w) }
-func (b *ringBalancer) Remove(t *Target) bool     { return b.r.Remove(t) }
-func (b *ringBalancer) Len() int                  { return b.r.Len() }
-func (b *ringBalancer) Done(*Target)              {}
+
+func (b *ringBalancer) Remove(t *Target) bool { return b.r.Remove(t) }
+
+func (b *ringBalancer) Len() int { return b.r.Len() }
+
+func (b *ringBalancer) Done(*Target) {}
+
 func (b *ringBalancer) Pick(_ string, skip func(*Target) bool) (*Target, bool) {
 	return b.r.Pick(skip)
 }
@@ -156,46 +133,51 @@ func (n *Node) breaker(p *peer) Breaker {
 
 type breakerBox struct{ b Breaker }
 
-// retryBudget bounds the retries of calls that may have run (idempotent
-// calls whose connection was lost): every remote call adds a tenth of a
-// token, such a retry takes one whole token, and the bucket holds at most
-// ten, so they stay within about 10% of calls plus a burst of ten. Calls
-// refused by their target or never sent go to the next target without
-// it: they cost their target nothing, and each target is tried once.
-type retryBudget struct {
-	milli atomic.Int64 // thousandths of a token
-}
-
-const (
-	budgetDeposit = 100
-	budgetCost    = 1000
-	budgetCap     = 10 * budgetCost
-)
-
-func newRetryBudget() *retryBudget {
-	b := new(retryBudget)
-	b.milli.Store(budgetCap)
-	return b
-}
-
-func (b *retryBudget) deposit() {
-	if b.milli.Load() < budgetCap {
-		b.milli.Add(budgetDeposit)
-	}
-}
-
-// refund gives back a withdrawal that paid for no retry.
-func (b *retryBudget) refund() { b.milli.Add(budgetCost) }
-
-// withdraw takes the cost of one retry, or reports false.
-func (b *retryBudget) withdraw() bool {
-	for {
-		v := b.milli.Load()
-		if v < budgetCost {
-			return false
-		}
-		if b.milli.CompareAndSwap(v, v-budgetCost) {
-			return true
+// dropBreaker tells p's breaker, if it has one that cares, that p left.
+func (n *Node) dropBreaker(p *peer) {
+	if b := p.breaker.Load(); b != nil {
+		if d, ok := b.b.(interface{ Drop() }); ok {
+			d.Drop()
 		}
 	}
+}
+
+// picker is the skip function of one call's picks: it passes over targets
+// that are not connected, suspect (until suspects are allowed), tried
+// already, or whose breaker refuses; for the target it accepts it holds
+// the breaker permit it took.
+type picker struct {
+	n        *Node
+	suspects bool
+	br       Breaker
+	tried    []*peer
+	buf      [4]*peer           // tried's first room
+	skipFn   func(*Target) bool // skip, bound once: passing it allocates nothing
+}
+
+var pickers sync.Pool
+
+func getPicker(n *Node) *picker {
+	pk, _ := pickers.Get().(*picker)
+	if pk == nil {
+		pk = new(picker)
+		pk.skipFn = pk.skip
+	}
+	pk.n, pk.tried = n, pk.buf[:0]
+	return pk
+}
+
+func putPicker(pk *picker) {
+	fn := pk.skipFn
+	*pk = picker{skipFn: fn} // nothing of the call stays reachable
+	pickers.Put(pk)
+}
+
+func (pk *picker) skip(t *Target) bool {
+	p := t.p
+	if p.conn.Load() == nil || !pk.suspects && p.suspect.Load() || slices.Contains(pk.tried, p) {
+		return true
+	}
+	pk.br = pk.n.breaker(p)
+	return pk.br != nil && !pk.br.Allow()
 }

@@ -48,7 +48,7 @@ type dedupKey struct {
 }
 
 // deadKey marks a slot whose answer expired before its turn came.
-var deadKey = dedupKey{caller: 0} // interned numbers start at 1
+var deadKey = dedupKey{caller: 0}
 
 // dedupEntry is one running call, or the handle a duplicate holds.
 type dedupEntry struct {

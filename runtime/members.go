@@ -2,14 +2,8 @@ package runtime
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 )
 
 // Member is a node of the mesh as this node sees it.
@@ -110,101 +104,4 @@ func (n *Node) Patterns() []PatternInfo {
 		out = append(out, info)
 	}
 	return out // List is sorted
-}
-
-// localPatterns returns the patterns of this node's own handlers.
-func (n *Node) localPatterns() []Pattern {
-	var out []Pattern
-	for _, p := range n.router.List() {
-		if re := n.router.exactEntry(p); re != nil && re.value.local.Load() != nil {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// selfDigest caches the digest of the node's own pattern set.
-type selfDigest struct {
-	gen atomic.Uint64 // bumped on every local change
-
-	mu  sync.Mutex
-	at  uint64 // the gen val belongs to
-	ok  bool
-	val string
-}
-
-// digest returns the digest of this node's pattern set.
-func (n *Node) digest() string {
-	s := &n.remote.self
-	g := s.gen.Load()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.ok || s.at != g {
-		s.val, s.at, s.ok = digestOf(n.localPatterns()), g, true
-	}
-	return s.val
-}
-
-// localChanged tells discovery that this node's pattern set changed.
-// Callers hold routeMu.
-func (n *Node) localChanged() {
-	if n.remote == nil {
-		return
-	}
-	n.remote.self.gen.Add(1)
-	if a, ok := n.remote.discovery.(SelfAnnouncer); ok {
-		a.SelfChanged()
-	}
-}
-
-// digestOf is the digest of a pattern set: the first 16 bytes of the
-// SHA-256 of its canonical forms, sorted and joined by newlines, in
-// unpadded URL-safe base64 (22 characters). Order and duplicates do not
-// change it.
-func digestOf(pats []Pattern) string {
-	ss := make([]string, len(pats))
-	for i, p := range pats {
-		ss[i] = p.String()
-	}
-	slices.Sort(ss)
-	ss = slices.Compact(ss)
-	h := sha256.New()
-	for _, s := range ss {
-		h.Write([]byte(s))
-		h.Write([]byte{'\n'})
-	}
-	var sum [sha256.Size]byte
-	return base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0])[:16])
-}
-
-// maxCatalogPatterns bounds the patterns one catalog may carry.
-const maxCatalogPatterns = 1 << 17
-
-// decodeCatalog parses a catalog as another node sent it. Any malformed
-// part rejects the whole catalog: a node routes all of a peer's patterns
-// or none of them.
-func decodeCatalog(b []byte) (Catalog, []Pattern, error) {
-	var c Catalog
-	if err := json.Unmarshal(b, &c); err != nil {
-		return Catalog{}, nil, err
-	}
-	if len(c.Patterns) > maxCatalogPatterns {
-		return Catalog{}, nil, fmt.Errorf("%d patterns, more than %d", len(c.Patterns), maxCatalogPatterns)
-	}
-	pats := make([]Pattern, 0, len(c.Patterns))
-	seen := make(map[string]bool, len(c.Patterns))
-	for _, s := range c.Patterns {
-		p, err := ParsePattern(s)
-		if err != nil {
-			return Catalog{}, nil, fmt.Errorf("pattern %q: %w", s, err)
-		}
-		if k := p.String(); !seen[k] {
-			seen[k] = true
-			pats = append(pats, p)
-		}
-	}
-	if c.Digest != "" && c.Digest != digestOf(pats) {
-		return Catalog{}, nil, fmt.Errorf("digest %q does not match its %d patterns", c.Digest, len(pats))
-	}
-	return c, pats, nil
 }

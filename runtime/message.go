@@ -12,10 +12,6 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// Messages are map[string]any (or map[string]string), JSON object bytes
-// ([]byte or json.RawMessage), protobuf messages, or nil. Only their
-// root-level scalar fields route.
-
 func unsupported(msg any) *Error {
 	return Errorf(CodeInvalidArgument, "wizard: unsupported message type %T: use a map[string]any, JSON object bytes or a protobuf message", msg)
 }

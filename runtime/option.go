@@ -139,7 +139,8 @@ func Override() HandlerOption { return overrideOption{} }
 
 type noReplyOption struct{}
 
-func (noReplyOption) applyCall(c *callConfig)   { c.noReply = true }
+func (noReplyOption) applyCall(c *callConfig) { c.noReply = true }
+
 func (noReplyOption) applyClient(c *callConfig) { c.noReply = true }
 
 // NoReply makes a call fire and forget (MicroWizard's sync:false): it
@@ -155,7 +156,8 @@ func NoReply() interface {
 
 type defaultOption struct{ v any }
 
-func (o defaultOption) applyCall(c *callConfig)   { c.hasDefault, c.def = true, o.v }
+func (o defaultOption) applyCall(c *callConfig) { c.hasDefault, c.def = true, o.v }
+
 func (o defaultOption) applyClient(c *callConfig) { c.hasDefault, c.def = true, o.v }
 
 // Default sets the result of a call that no pattern matches, instead of a
@@ -169,7 +171,8 @@ func Default(v any) interface {
 
 type mixinOption []string
 
-func (o mixinOption) applyCall(c *callConfig)   { c.mixin = append(c.mixin, o...) }
+func (o mixinOption) applyCall(c *callConfig) { c.mixin = append(c.mixin, o...) }
+
 func (o mixinOption) applyClient(c *callConfig) { c.mixin = append(c.mixin, o...) }
 
 // Mixin makes [Node.ActE] route by the named root fields of its data too,
@@ -183,7 +186,8 @@ func Mixin(keys ...string) interface {
 
 type timeoutOption time.Duration
 
-func (o timeoutOption) applyCall(c *callConfig)   { c.timeout = time.Duration(o) }
+func (o timeoutOption) applyCall(c *callConfig) { c.timeout = time.Duration(o) }
+
 func (o timeoutOption) applyClient(c *callConfig) { c.timeout = time.Duration(o) }
 
 // Timeout bounds a call when its context has no earlier deadline.
@@ -196,7 +200,8 @@ func Timeout(d time.Duration) interface {
 
 type idempotentOption struct{}
 
-func (idempotentOption) applyCall(c *callConfig)   { c.idempotent = true }
+func (idempotentOption) applyCall(c *callConfig) { c.idempotent = true }
+
 func (idempotentOption) applyClient(c *callConfig) { c.idempotent = true }
 
 // Idempotent marks a call as safe to run more than once, so the runtime may

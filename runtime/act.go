@@ -1,0 +1,181 @@
+package runtime
+
+import "context"
+
+// Act calls the handler that best matches msg overlaid with the pattern's
+// pairs (the pattern wins on a shared key); every routed root key of the
+// result takes part in matching, as in Seneca. msg is a map[string]any, JSON
+// object bytes, a protobuf message or nil. A map or JSON handler receives the
+// merged map; a protobuf message reaches the handler as is.
+func (n *Node) Act(ctx context.Context, pattern string, msg any, opts ...CallOption) (Result, error) {
+	cfg := callOptions(opts)
+	t, err := n.targets.get(pattern)
+	if err != nil {
+		return Result{}, err
+	}
+	var buf [16]Pair
+	pairs, body, over, err := actMessage(buf[:0], t, msg)
+	if err != nil {
+		return Result{}, err
+	}
+	if n.invoker != nil {
+		if m, ok := body.(map[string]any); ok && over != nil {
+			body, over = merged(m, over), nil
+		}
+		return n.intercepted(ctx, newPattern(clonePairs(pairs)), body, over, cfg)
+	}
+	var r *route
+	if re := n.router.find(pairs, false); re != nil {
+		r = re.value
+	}
+	if r == nil {
+		return n.notFound(string(appendCanonical(nil, pairs)), cfg)
+	}
+	return n.call(ctx, r, body, over, cfg)
+}
+
+// ActE calls the handler that matches pattern, plus the [Mixin] fields of
+// data, and hands it data alone. data is any value the handler can decode:
+// usually a protobuf message, a map or JSON bytes. Pattern strings are
+// parsed once and cached; this is the fast path.
+func (n *Node) ActE(ctx context.Context, pattern string, data any, opts ...CallOption) (Result, error) {
+	cfg := callOptions(opts)
+	t, err := n.targets.get(pattern)
+	if err != nil {
+		return Result{}, err
+	}
+	return n.actE(ctx, t, data, cfg)
+}
+
+// noOptions is the configuration of a call without options; never written.
+// The configurations of calls without options and with one flag; shared,
+// so never written.
+var (
+	noOptions      callConfig
+	idempotentOnly = callConfig{idempotent: true}
+	noReplyOnly    = callConfig{noReply: true}
+)
+
+// callOptions applies opts; without options, or with Idempotent or NoReply
+// alone, it allocates nothing.
+func callOptions(opts []CallOption) *callConfig {
+	if len(opts) == 0 {
+		return &noOptions
+	}
+	if len(opts) == 1 {
+		// A lone option that sets a flag has a shared configuration.
+		switch opts[0].(type) {
+		case idempotentOption:
+			return &idempotentOnly
+		case noReplyOption:
+			return &noReplyOnly
+		}
+	}
+	cfg := new(callConfig)
+	for _, o := range opts {
+		if o != nil {
+			o.applyCall(cfg)
+		}
+	}
+	return cfg
+}
+
+func (n *Node) actE(ctx context.Context, t *target, data any, cfg *callConfig) (Result, error) {
+	if len(cfg.mixin) > 0 {
+		var buf [16]Pair
+		pairs, err := mixinPairs(buf[:0], t.pattern, data, cfg.mixin)
+		if err != nil {
+			return Result{}, err
+		}
+		if n.invoker != nil {
+			return n.intercepted(ctx, newPattern(clonePairs(pairs)), data, nil, cfg)
+		}
+		var r *route
+		if re := n.router.find(pairs, false); re != nil {
+			r = re.value
+		}
+		if r == nil {
+			return n.notFound(string(appendCanonical(nil, pairs)), cfg)
+		}
+		return n.call(ctx, r, data, nil, cfg)
+	}
+	if n.invoker != nil {
+		return n.intercepted(ctx, t.pattern, data, nil, cfg)
+	}
+	r := n.resolve(t)
+	if r == nil {
+		return n.notFound(t.pattern.String(), cfg)
+	}
+	return n.call(ctx, r, data, nil, cfg)
+}
+
+// mixinPairs appends p's pairs and data's fields named by keys to dst,
+// sorted; p wins on a shared key.
+func mixinPairs(dst []Pair, p Pattern, data any, keys []string) ([]Pair, error) {
+	dst = append(dst, p.pairs()...)
+	for _, k := range keys {
+		if _, dup := lookupPair(dst, k); dup || isMetaKey(k) {
+			continue
+		}
+		v, ok, err := fieldValue(data, k)
+		if err != nil {
+			return dst, err
+		}
+		if ok {
+			dst = append(dst, Pair{k, v})
+			sortPairs(dst)
+		}
+	}
+	return dst, nil
+}
+
+func clonePairs(ps []Pair) []Pair { return append([]Pair(nil), ps...) }
+
+// intercepted runs a call through the call interceptors.
+func (n *Node) intercepted(ctx context.Context, p Pattern, msg any, over *target, cfg *callConfig) (Result, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	own := *cfg
+	return n.invoker(ctx, &Call{Pattern: p, Msg: msg, NoReply: cfg.noReply, cfg: &own, over: over})
+}
+
+// invokeCall is the innermost Invoker: route and dispatch.
+func (n *Node) invokeCall(ctx context.Context, c *Call) (Result, error) {
+	var cfg callConfig
+	if c.cfg != nil {
+		cfg = *c.cfg
+	}
+	cfg.noReply = c.NoReply
+	var r *route
+	if re := n.router.findPattern(c.Pattern); re != nil {
+		r = re.value
+	}
+	if r == nil {
+		return n.notFound(c.Pattern.String(), &cfg)
+	}
+	return n.call(ctx, r, c.Msg, c.over, &cfg)
+}
+
+// call runs a call on the route the router chose.
+func (n *Node) call(ctx context.Context, r *route, msg any, over *target, cfg *callConfig) (Result, error) {
+	e := r.local.Load()
+	if e == nil {
+		return n.callRemote(ctx, r, msg, over, cfg)
+	}
+	return n.dispatch(ctx, e, msg, over, cfg)
+}
+
+func (n *Node) notFound(pattern string, cfg *callConfig) (Result, error) {
+	if n.closed.Load() {
+		return Result{}, errClosed()
+	}
+	if cfg.hasDefault {
+		return Result{v: cfg.def}, nil
+	}
+	return Result{}, Errorf(CodeNotFound, "wizard: no handler matches %q", pattern)
+}
+
+func errClosed() *Error {
+	return &Error{Code: CodeUnavailable, Message: ErrClosed.Error(), cause: ErrClosed}
+}

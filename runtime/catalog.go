@@ -1,0 +1,286 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// CatalogPattern is the built-in system pattern through which nodes fetch
+// each other's pattern catalogs. Every node with a transport serves it.
+const CatalogPattern = "cmd:catalog,sys:wizard"
+
+// Catalog is what a node answers on [CatalogPattern]: its id, the digest
+// of its pattern set (see [Peer].Digest) and the patterns of its local
+// handlers.
+type Catalog struct {
+	ID       string   `json:"id"`
+	Digest   string   `json:"digest,omitempty"`
+	Instance string   `json:"instance,omitempty"`
+	Patterns []string `json:"patterns"`
+}
+
+// maxCachedCatalogs bounds the catalogs a node keeps by digest; past it the
+// cache starts over (the catalogs in routing stay routed).
+const maxCachedCatalogs = 4096
+
+// catalogJitter spreads the catalog fetches that one gossiped change
+// starts across a cluster.
+const catalogJitter = 20 * time.Millisecond
+
+// loadCatalog routes p's patterns: from the cache when p's digest is known
+// there, else fetched over conn.
+func (n *Node) loadCatalog(p *peer, box *connBox) error {
+	if box == nil {
+		return ErrNotSent // the connection is gone; runPeer starts over
+	}
+	r := n.remote
+	force := p.force.Swap(false)
+	r.mu.Lock()
+	d, inst := p.digest, p.instance
+	pats, cached := r.catalogs[d]
+	fromCache := d != "" && cached && !force
+	if fromCache {
+		p.loaded = d
+	}
+	r.mu.Unlock()
+	if fromCache {
+		if inst != "" && box.inst.Load() == nil {
+			box.inst.Store(&inst)
+		}
+		n.setCatalog(p, pats)
+		return nil
+	}
+	if d != "" {
+		// A gossiped change reaches every node at about the same time.
+		t := time.NewTimer(rand.N(catalogJitter))
+		select {
+		case <-t.C:
+		case <-p.ctx.Done():
+			t.Stop()
+			return p.ctx.Err()
+		}
+	}
+	return n.fetchCatalog(p, box)
+}
+
+// fetchCatalog asks p for its catalog over conn and routes its patterns.
+func (n *Node) fetchCatalog(p *peer, box *connBox) error {
+	ctx, cancel := context.WithTimeout(p.ctx, n.remote.defaultTimeout)
+	defer cancel()
+	reply, err := box.c.Call(ctx, &Message{Pattern: CatalogPattern, Meta: []MetaPair{{metaCaller, n.id}}})
+	if err != nil {
+		return err
+	}
+	if reply.Code != CodeOK {
+		return &Error{Code: reply.Code, Message: reply.Error}
+	}
+	c, pats, err := decodeCatalog(reply.Payload)
+	if err != nil {
+		n.log.Warn("wizard: catalog rejected", "addr", p.addr, "err", err)
+		return fmt.Errorf("wizard: bad catalog from %s: %w", p.addr, err)
+	}
+	r := n.remote
+	r.mu.Lock()
+	if p.id == "" {
+		p.id = c.ID
+	}
+	if c.Instance != "" {
+		p.instance = c.Instance
+		box.inst.Store(&c.Instance)
+	}
+	if len(r.catalogs) >= maxCachedCatalogs {
+		clear(r.catalogs)
+	}
+	// What was loaded, which may differ from what was announced (the peer
+	// changed since, or restarted and has not added its handlers yet): a
+	// later announcement of another digest fetches again.
+	p.loaded = digestOf(pats)
+	r.catalogs[p.loaded] = pats
+	r.mu.Unlock()
+	n.setCatalog(p, pats)
+	return nil
+}
+
+// setCatalog makes pats the patterns p serves in routing.
+func (n *Node) setCatalog(p *peer, pats []Pattern) {
+	n.routeMu.Lock()
+	defer n.routeMu.Unlock()
+	if p.ctx.Err() != nil || p.down.Load() {
+		pats = nil // the peer left: a late catalog must not bring it back
+	}
+	old := p.patterns
+	changed := false
+	for _, o := range old {
+		if !slices.ContainsFunc(pats, o.Equal) {
+			n.removePeerRoute(o, p)
+			changed = true
+		}
+	}
+	for _, pt := range pats {
+		if !slices.ContainsFunc(old, pt.Equal) {
+			n.addPeerRoute(pt, p)
+			changed = true
+		}
+	}
+	p.patterns = pats
+	if changed {
+		n.routingChanged()
+	}
+}
+
+// addPeerRoute adds p as a target of pattern pt. Callers hold routeMu.
+func (n *Node) addPeerRoute(pt Pattern, p *peer) {
+	if re := n.router.exactEntry(pt); re != nil {
+		r := re.value
+		var peers []*peer
+		if cur := r.peers.Load(); cur != nil {
+			peers = slices.Clone(*cur)
+		}
+		peers = append(peers, p)
+		n.balancerOf(r).Add(&p.target, 1)
+		r.peers.Store(&peers)
+		return
+	}
+	r := &route{pattern: pt}
+	n.balancerOf(r).Add(&p.target, 1)
+	r.peers.Store(&[]*peer{p}) // complete before any caller can see it
+	_ = n.router.Add(pt, r)    // cannot fail: pt is absent and routeMu is held
+}
+
+// removePeerRoute removes p as a target of pattern pt, and the route when
+// nothing serves it any more. Callers hold routeMu.
+func (n *Node) removePeerRoute(pt Pattern, p *peer) {
+	re := n.router.exactEntry(pt)
+	if re == nil {
+		return
+	}
+	r := re.value
+	if cur := r.peers.Load(); cur != nil {
+		peers := slices.DeleteFunc(slices.Clone(*cur), func(q *peer) bool { return q == p })
+		n.balancerOf(r).Remove(&p.target)
+		if len(peers) == 0 && r.local.Load() == nil {
+			// Out of the router first, so no caller finds an empty route
+			// where a wider pattern would answer.
+			n.router.Remove(pt)
+		}
+		r.peers.Store(&peers)
+	}
+}
+
+func (n *Node) catalogReply() *Message {
+	pats := n.localPatterns()
+	c := Catalog{ID: n.id, Digest: digestOf(pats), Instance: n.instance, Patterns: make([]string, len(pats))}
+	for i, p := range pats {
+		c.Patterns[i] = p.String()
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return errorReply(err)
+	}
+	return &Message{Codec: CodecJSON, Payload: b}
+}
+
+// localPatterns returns the patterns of this node's own handlers.
+func (n *Node) localPatterns() []Pattern {
+	var out []Pattern
+	for _, p := range n.router.List() {
+		if re := n.router.exactEntry(p); re != nil && re.value.local.Load() != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// selfDigest caches the digest of the node's own pattern set.
+type selfDigest struct {
+	gen atomic.Uint64 // bumped on every local change
+
+	mu  sync.Mutex
+	at  uint64 // the gen val belongs to
+	ok  bool
+	val string
+}
+
+// digest returns the digest of this node's pattern set.
+func (n *Node) digest() string {
+	s := &n.remote.self
+	g := s.gen.Load()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ok || s.at != g {
+		s.val, s.at, s.ok = digestOf(n.localPatterns()), g, true
+	}
+	return s.val
+}
+
+// localChanged tells discovery that this node's pattern set changed.
+// Callers hold routeMu.
+func (n *Node) localChanged() {
+	if n.remote == nil {
+		return
+	}
+	n.remote.self.gen.Add(1)
+	if a, ok := n.remote.discovery.(SelfAnnouncer); ok {
+		a.SelfChanged()
+	}
+}
+
+// digestOf is the digest of a pattern set: the first 16 bytes of the
+// SHA-256 of its canonical forms, sorted and joined by newlines, in
+// unpadded URL-safe base64 (22 characters). Order and duplicates do not
+// change it.
+func digestOf(pats []Pattern) string {
+	ss := make([]string, len(pats))
+	for i, p := range pats {
+		ss[i] = p.String()
+	}
+	slices.Sort(ss)
+	ss = slices.Compact(ss)
+	h := sha256.New()
+	for _, s := range ss {
+		h.Write([]byte(s))
+		h.Write([]byte{'\n'})
+	}
+	var sum [sha256.Size]byte
+	return base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0])[:16])
+}
+
+// maxCatalogPatterns bounds the patterns one catalog may carry.
+const maxCatalogPatterns = 1 << 17
+
+// decodeCatalog parses a catalog as another node sent it. Any malformed
+// part rejects the whole catalog: a node routes all of a peer's patterns
+// or none of them.
+func decodeCatalog(b []byte) (Catalog, []Pattern, error) {
+	var c Catalog
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Catalog{}, nil, err
+	}
+	if len(c.Patterns) > maxCatalogPatterns {
+		return Catalog{}, nil, fmt.Errorf("%d patterns, more than %d", len(c.Patterns), maxCatalogPatterns)
+	}
+	pats := make([]Pattern, 0, len(c.Patterns))
+	seen := make(map[string]bool, len(c.Patterns))
+	for _, s := range c.Patterns {
+		p, err := ParsePattern(s)
+		if err != nil {
+			return Catalog{}, nil, fmt.Errorf("pattern %q: %w", s, err)
+		}
+		if k := p.String(); !seen[k] {
+			seen[k] = true
+			pats = append(pats, p)
+		}
+	}
+	if c.Digest != "" && c.Digest != digestOf(pats) {
+		return Catalog{}, nil, fmt.Errorf("digest %q does not match its %d patterns", c.Digest, len(pats))
+	}
+	return c, pats, nil
+}

@@ -1,0 +1,158 @@
+package runtime
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+)
+
+// Peer describes a node as discovery reports it.
+type Peer struct {
+	// ID is the node's id, if known.
+	ID string
+	// Instance identifies one run of the node, if known: a node restarted
+	// under the same id (and maybe the same address) has a new instance. A
+	// PeerDown for an instance other than the one known at that address is
+	// ignored, so a late death notice never removes the node's next run.
+	Instance string
+	// Addr is the address its transport listens on.
+	Addr string
+	// Transport names the transport Addr belongs to ("tcp", "quic"); empty
+	// means this node's own. A node ignores peers on another transport.
+	Transport string
+	// Digest identifies the peer's pattern set: a short hash of its
+	// patterns in canonical form, at most 32 bytes. A node fetches a peer's
+	// catalog when it sees a digest it has not seen before; nodes with the
+	// same digest share one cached catalog. Empty means unknown: the node
+	// fetches the catalog and refreshes it periodically.
+	Digest string
+	// Suspect says discovery suspects the peer is down. A suspect peer gets
+	// no new calls while another target serves the pattern.
+	Suspect bool
+}
+
+// Discovery finds other nodes. [StaticPeers] is the simplest; runtime/swim
+// gossips. A node calls Start once, when it is created, and Close when it
+// shuts down.
+type Discovery interface {
+	Start(host DiscoveryHost) error
+	Close() error
+}
+
+// DiscoveryHost is the node's side of [Discovery]: discovery reports peers
+// that appear or change and peers that leave. Its methods are safe for
+// concurrent use and do not block on the network.
+type DiscoveryHost interface {
+	// Self describes this node: id, listen address, transport and the
+	// digest of its current pattern set.
+	Self() Peer
+	// PeerUp reports a peer that appeared or changed (address, digest,
+	// suspicion): the node connects to it and fetches its catalog when the
+	// digest is new to it.
+	PeerUp(p Peer)
+	// PeerDown reports a peer that left or died: its patterns leave routing
+	// at once. A PeerDown whose Instance differs from the one the node knows
+	// at that address (a restarted node reusing it) is ignored.
+	PeerDown(p Peer)
+}
+
+// SelfAnnouncer is implemented by a [Discovery] that announces this node's
+// pattern set to others. The node calls SelfChanged after its local
+// patterns change; the discovery then reads [DiscoveryHost.Self] again and
+// re-announces. SelfChanged must not block.
+type SelfAnnouncer interface {
+	SelfChanged()
+}
+
+type staticPeers []string
+
+// StaticPeers is discovery without gossip: the node connects to each
+// address, fetches its catalog, keeps it fresh, and reconnects with backoff
+// when a connection drops.
+func StaticPeers(addrs ...string) Discovery { return staticPeers(slices.Clone(addrs)) }
+
+func (s staticPeers) Start(h DiscoveryHost) error {
+	for _, a := range s {
+		h.PeerUp(Peer{Addr: a})
+	}
+	return nil
+}
+
+func (staticPeers) Close() error { return nil }
+
+// nodeHost adapts a Node to DiscoveryHost without exporting the methods on
+// Node itself.
+type nodeHost struct{ n *Node }
+
+func (h nodeHost) Self() Peer {
+	n := h.n
+	return Peer{ID: n.id, Instance: n.instance, Addr: n.Addr(), Transport: n.remote.transport.Name(), Digest: n.digest()}
+}
+
+func (h nodeHost) PeerUp(p Peer) {
+	n := h.n
+	if p.Addr == "" || p.Addr == n.Addr() || n.closed.Load() {
+		return
+	}
+	r := n.remote
+	if p.Transport != "" && p.Transport != r.transport.Name() {
+		n.log.Debug("wizard: peer on another transport ignored", "addr", p.Addr, "transport", p.Transport)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old := r.peers[p.Addr]; old != nil {
+		old.suspect.Store(p.Suspect)
+		refetch := p.Digest == "" || p.Digest != old.loaded
+		if old.down.Swap(false) {
+			// Back within downGrace (a death that was refuted): its
+			// connection is still there; route its patterns again.
+			old.downT.Stop()
+			refetch = true
+		}
+		if p.Instance != "" && p.Instance != old.instance || p.ID != "" && p.ID != old.id {
+			// Another run of the node at this address: whatever its digest,
+			// ask it.
+			old.force.Store(true)
+			refetch = true
+		}
+		old.id, old.instance, old.digest = cmp.Or(p.ID, old.id), cmp.Or(p.Instance, old.instance), p.Digest
+		if refetch {
+			old.signalRefetch()
+		}
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr := &peer{
+		addr: p.Addr, id: p.ID, instance: p.Instance, digest: p.Digest,
+		ctx: ctx, cancel: cancel, refetch: make(chan struct{}, 1), done: make(chan struct{}),
+	}
+	pr.suspect.Store(p.Suspect)
+	pr.node, pr.target.p = n, pr
+	r.peers[p.Addr] = pr
+	go n.runPeer(pr)
+}
+
+func (h nodeHost) PeerDown(p Peer) {
+	n := h.n
+	r := n.remote
+	r.mu.Lock()
+	pr := r.peers[p.Addr]
+	if pr != nil && p.Instance != "" && pr.instance != "" && p.Instance != pr.instance {
+		r.mu.Unlock()
+		n.log.Debug("wizard: death notice of an earlier run ignored", "addr", p.Addr, "instance", p.Instance)
+		return
+	}
+	if pr == nil || pr.down.Load() {
+		r.mu.Unlock()
+		return
+	}
+	// Out of routing at once; the connection stays for downGrace, so that
+	// a peer declared dead by mistake (gossip under load) comes back
+	// without a new connection from every node at the same moment.
+	pr.down.Store(true)
+	pr.downT = time.AfterFunc(downGrace, func() { n.forgetPeer(pr) })
+	r.mu.Unlock()
+	n.setCatalog(pr, nil)
+}

@@ -1,0 +1,176 @@
+package runtime
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+)
+
+// peer is one remote node this node calls.
+type peer struct {
+	addr     string
+	id       string // guarded by remote.mu
+	instance string // guarded by remote.mu
+	digest   string // guarded by remote.mu: the digest discovery announced ("" for none)
+	loaded   string // guarded by remote.mu: the digest of the catalog routed now
+	suspect  atomic.Bool
+	down     atomic.Bool // reported down: out of routing, its connection kept for downGrace
+	downT    *time.Timer // forgets the peer when downGrace passes; guarded by remote.mu
+	force    atomic.Bool // the next catalog load bypasses the cache
+	node     *Node
+	target   Target // what balancers hold; target.p is this peer
+	breaker  atomic.Pointer[breakerBox]
+	conn     atomic.Pointer[connBox]
+	patterns []Pattern // routed now; guarded by Node.routeMu
+	ctx      context.Context
+	cancel   context.CancelFunc
+	refetch  chan struct{}
+	done     chan struct{}
+}
+
+// connBox is one connection to a peer and the instance (run) of the peer
+// it reaches, known once the peer's catalog is loaded on it.
+type connBox struct {
+	c    Conn
+	inst atomic.Pointer[string]
+}
+
+// instance returns the peer's instance on b, or "" while it is not known.
+func (b *connBox) instance() string {
+	if s := b.inst.Load(); s != nil {
+		return *s
+	}
+	return ""
+}
+
+// downGrace is how long a node keeps the connection to a peer reported
+// down, in case it comes back.
+const downGrace = 5 * time.Second
+
+// forgetPeer ends a peer that is still down.
+func (n *Node) forgetPeer(p *peer) {
+	r := n.remote
+	r.mu.Lock()
+	gone := r.peers[p.addr] == p && p.down.Load()
+	if gone {
+		delete(r.peers, p.addr)
+	}
+	r.mu.Unlock()
+	if gone {
+		p.cancel()
+	}
+}
+
+func (p *peer) signalRefetch() {
+	select {
+	case p.refetch <- struct{}{}:
+	default: // one is pending already
+	}
+}
+
+// runPeer keeps a connection to p and p's patterns in routing: dial with
+// backoff, fetch the catalog, refresh it, and start over when the
+// connection drops.
+func (n *Node) runPeer(p *peer) {
+	defer close(p.done)
+	defer n.dropBreaker(p)
+	defer n.setCatalog(p, nil)
+	const minBackoff, maxBackoff = 20 * time.Millisecond, 2 * time.Second
+	backoff := minBackoff
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	wait := func(d time.Duration) bool {
+		timer.Reset(d)
+		select {
+		case <-timer.C:
+			return true
+		case <-p.ctx.Done():
+			return false
+		}
+	}
+	reconnect := false
+	for p.ctx.Err() == nil {
+		conn, err := n.remote.transport.Dial(p.ctx, p.addr)
+		if err == nil {
+			// Connected before routed: a caller that sees p's patterns
+			// finds its connection.
+			box := &connBox{c: conn}
+			p.conn.Store(box)
+			if reconnect {
+				// Ask the peer itself which run answers now: a refed call
+				// goes only to the run it was first sent to.
+				p.force.Store(true)
+			}
+			err = n.loadCatalog(p, box)
+			if err != nil {
+				p.conn.Store(nil)
+				conn.Close()
+			}
+		}
+		if err != nil {
+			n.log.Debug("wizard: peer unreachable", "addr", p.addr, "err", err, "retry", backoff)
+			// Full jitter keeps a fleet from reconnecting in step.
+			if !wait(backoff/2 + rand.N(backoff/2+1)) {
+				return
+			}
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		}
+		backoff = minBackoff
+		reconnect = true
+		n.log.Debug("wizard: peer connected", "addr", p.addr)
+		n.watchPeer(p, conn)
+		p.conn.Store(nil)
+		n.setCatalog(p, nil)
+		conn.Close()
+	}
+}
+
+// watchPeer refreshes p's catalog until its connection drops or p stops.
+func (n *Node) watchPeer(p *peer, conn Conn) {
+	tick := time.NewTicker(n.remote.refresh)
+	defer tick.Stop()
+	for {
+		select {
+		case <-conn.Done():
+			n.log.Debug("wizard: peer connection lost", "addr", p.addr)
+			return
+		case <-p.ctx.Done():
+			return
+		case <-tick.C:
+			n.remote.mu.Lock()
+			gossiped := p.digest != ""
+			n.remote.mu.Unlock()
+			if gossiped {
+				continue // discovery tells when its patterns change
+			}
+		case <-p.refetch:
+		}
+		if err := n.loadCatalog(p, p.conn.Load()); err != nil {
+			n.log.Warn("wizard: catalog refresh failed", "addr", p.addr, "err", err)
+		}
+	}
+}
+
+// stopPeers stops the connections to peers (discovery has stopped).
+func (n *Node) stopPeers() error {
+	r := n.remote
+	var err error
+	r.mu.Lock()
+	peers := r.peers
+	r.peers = map[string]*peer{}
+	for _, p := range peers {
+		if p.downT != nil {
+			p.downT.Stop()
+		}
+	}
+	r.mu.Unlock()
+	for _, p := range peers {
+		p.cancel()
+	}
+	for _, p := range peers {
+		<-p.done
+	}
+	return err
+}

@@ -1,0 +1,82 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// callPeer sends m to p, and sends it again to the same run of p when the
+// connection drops after m was written and refeed is set.
+func (n *Node) callPeer(ctx context.Context, p *peer, m *Message, refeed bool) (*Message, error) {
+	box := p.conn.Load()
+	if box == nil {
+		return nil, fmt.Errorf("%w: %s is not connected", ErrNotSent, p.addr)
+	}
+	inst := box.instance()
+	reply, err := box.c.Call(ctx, m)
+	for refeed && inst != "" && lostAfterSent(err) && ctx.Err() == nil {
+		// The connection dropped after the call was written: it may have
+		// run. Send it again, same id, once the same run of p is back; its
+		// de-duplication runs the call at most once. Another run of p (a
+		// restart) does not know the call: it gets nothing.
+		next := n.awaitReconnect(ctx, p, box)
+		if next == nil || next.instance() != inst {
+			break
+		}
+		box = next
+		m.Flags |= FlagRetry
+		n.stats.refeeds.Add(1)
+		reply, err = box.c.Call(ctx, m)
+	}
+	return reply, err
+}
+
+// refeedWindow bounds how long a call whose connection dropped waits for
+// its peer to come back before it fails.
+const refeedWindow = time.Second
+
+// lostAfterSent reports whether err says the connection was lost after the
+// call was written (not refused with a code, not surely unsent).
+func lostAfterSent(err error) bool {
+	if err == nil {
+		return false // before e below, which escapes: no allocation per call
+	}
+	var e *Error
+	return !errors.Is(err, ErrNotSent) && !errors.As(err, &e)
+}
+
+// awaitReconnect waits until p has a connection other than old whose
+// peer instance is known, polling with jittered backoff. It returns nil
+// when ctx ends, p leaves or refeedWindow passes.
+func (n *Node) awaitReconnect(ctx context.Context, p *peer, old *connBox) *connBox {
+	const minWait, maxWait = time.Millisecond, 100 * time.Millisecond
+	wait := minWait
+	giveUp := time.Now().Add(refeedWindow)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		if b := p.conn.Load(); b != nil && b != old && b.instance() != "" {
+			select {
+			case <-b.c.Done():
+			default:
+				return b
+			}
+		}
+		left := time.Until(giveUp)
+		if left <= 0 {
+			return nil
+		}
+		t.Reset(min(wait/2+rand.N(wait/2+1), left))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil
+		case <-p.ctx.Done():
+			return nil
+		}
+		wait = min(2*wait, maxWait)
+	}
+}

@@ -1,0 +1,204 @@
+package runtime
+
+import (
+	"context"
+	"encoding/binary"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// ServeMessage serves a call from another node: the catalog, or the local
+// handler of the call's pattern. It implements [Server], for transports.
+func (n *Node) ServeMessage(ctx context.Context, m *Message) *Message {
+	if m.Pattern == CatalogPattern {
+		return n.catalogReply()
+	}
+	t, err := n.wireTarget(m.Pattern)
+	if err != nil {
+		return errorReply(err)
+	}
+	var e *handlerEntry
+	if r := n.resolve(t); r != nil {
+		e = r.local.Load()
+	}
+	if e == nil {
+		// Only local handlers serve remote calls: a node never forwards.
+		return refusedReply(Errorf(CodeNotFound, "wizard: node %s has no handler for %q", n.id, m.Pattern))
+	}
+	var over *target
+	if o := metaValue(m.Meta, metaOver); o != "" {
+		if over, err = n.wireTarget(o); err != nil {
+			return errorReply(err)
+		}
+	}
+	if id := metaValue(m.Meta, metaCall); n.dedup != nil && len(id) == 8 && m.Flags&FlagNoReply == 0 {
+		de, dup := n.dedup.begin(metaValue(m.Meta, metaCaller), binary.BigEndian.Uint64([]byte(id)))
+		if dup {
+			n.stats.duplicates.Add(1)
+			reply, err := n.dedup.wait(ctx, de)
+			if err != nil {
+				return errorReply(err)
+			}
+			return reply
+		}
+		reply := n.serveLocal(ctx, m, e, over)
+		// A refusal did not run the handler: its retry must.
+		n.dedup.finish(de, reply, reply.Flags&FlagRefused == 0)
+		return reply
+	}
+	return n.serveLocal(ctx, m, e, over)
+}
+
+// serveLocal runs a remote call on its local handler e.
+func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over *target) *Message {
+	m.in = raw{codec: m.Codec, data: m.Payload, typ: metaValue(m.Meta, metaType)}
+	msg := &m.in // lives in m: boxing it allocates nothing
+	cfg := callConfig{noReply: m.Flags&FlagNoReply != 0}
+	if cfg.noReply {
+		// A no-reply handler outlives ctx: give it the caller's budget.
+		cfg.timeout = m.Deadline
+	}
+	res, err := n.dispatch(ctx, e, msg, over, &cfg)
+	if cfg.noReply {
+		if err != nil {
+			n.log.Warn("wizard: no-reply call refused", "pattern", m.Pattern, "err", err)
+		}
+		return nil
+	}
+	if err == errOverloaded || err == errClosing {
+		return refusedReply(err)
+	}
+	if err != nil {
+		return errorReply(err)
+	}
+	codec, payload, typ, err := encodePayload(res.v)
+	if err != nil {
+		return errorReply(err)
+	}
+	// The reply takes the request's place, as the Server contract allows:
+	// nothing reads the request once its handler has returned, and the
+	// call saves an allocation. The metadata reuses the request's room
+	// (every call carries at least the caller's id).
+	meta := m.Meta[:0]
+	*m = Message{Codec: codec, Payload: payload}
+	if typ != "" {
+		m.Meta = append(meta, MetaPair{metaType, typ})
+	}
+	return m
+}
+
+// wireTarget is n.targets.get for a pattern received from another node.
+// The string may alias the buffer of a whole frame, payload included: the
+// cache keeps a copy of it, never the frame.
+func (n *Node) wireTarget(s string) (*target, error) {
+	if v, ok := n.targets.m.Load(s); ok {
+		return v.(*target), nil
+	}
+	return n.targets.get(strings.Clone(s))
+}
+
+// errorReply is the reply for a failed call: its code, message and
+// details (encoded in the payload).
+// refusedReply is the reply for a call refused without running a handler.
+func refusedReply(err error) *Message {
+	r := errorReply(err)
+	r.Flags |= FlagRefused
+	return r
+}
+
+func errorReply(err error) *Message {
+	e := toError(err)
+	code := e.Code
+	if code == CodeOK {
+		code = CodeUnknown
+	}
+	reply := &Message{Code: code, Error: e.Message}
+	if len(e.Details) > 0 {
+		reply.Payload = appendDetails(nil, e.Details)
+	}
+	return reply
+}
+
+// The refusals of dispatch: the handler did not run. Remote callers learn
+// it (FlagRefused) and may go to another target.
+var (
+	errOverloaded = &Error{Code: CodeResourceExhausted, Message: "wizard: node is over its in-flight limit"}
+	errClosing    = errClosed()
+)
+
+// dispatch runs e's handler under the node's in-flight accounting.
+// over, if not nil, is a pattern whose pairs overlay the map msg.
+func (n *Node) dispatch(ctx context.Context, e *handlerEntry, msg any, over *target, cfg *callConfig) (Result, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, toError(err)
+	}
+	c := n.inflight.Add(1)
+	if n.closed.Load() {
+		n.done()
+		return Result{}, errClosing
+	}
+	if n.maxInFlight > 0 && c > n.maxInFlight {
+		n.done()
+		n.stats.shed.Add(1)
+		return Result{}, errOverloaded
+	}
+	if cfg.noReply {
+		go n.serveNoReply(context.WithoutCancel(ctx), cfg.timeout, e, Request{msg: msg, over: over, entry: e, node: n})
+		return Result{}, nil
+	}
+	defer n.done()
+	if cfg.timeout > 0 {
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > cfg.timeout {
+			return n.serveTimeout(ctx, cfg.timeout, e, Request{msg: msg, over: over, entry: e, node: n})
+		}
+	}
+	v, err := n.serve(ctx, e, Request{msg: msg, over: over, entry: e, node: n})
+	return Result{v: v}, err
+}
+
+func (n *Node) serveTimeout(ctx context.Context, d time.Duration, e *handlerEntry, req Request) (Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	v, err := n.serve(ctx, e, req)
+	return Result{v: v}, err
+}
+
+func (n *Node) serveNoReply(ctx context.Context, timeout time.Duration, e *handlerEntry, req Request) {
+	defer n.done()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	if _, err := n.serve(ctx, e, req); err != nil {
+		n.log.Warn("wizard: no-reply handler failed", "pattern", e.pattern.String(), "err", err)
+	}
+}
+
+func (n *Node) done() {
+	if n.inflight.Add(-1) == 0 && n.closed.Load() {
+		n.drainOnce.Do(func() { close(n.drained) })
+	}
+}
+
+// serve runs a handler, turning a panic into a CodeInternal error.
+func (n *Node) serve(ctx context.Context, e *handlerEntry, req Request) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			n.log.Error("wizard: handler panicked", "pattern", e.pattern.String(), "panic", p, "stack", string(debug.Stack()))
+			res, err = nil, Errorf(CodeInternal, "wizard: handler for %q panicked", e.pattern.String())
+		}
+	}()
+	res, err = e.h(ctx, req)
+	if err != nil {
+		if ce, ok := err.(*Error); ok && ce == nil {
+			return res, nil // a nil *Error returned as an error: no error
+		}
+		return nil, toError(err)
+	}
+	return res, nil
+}
