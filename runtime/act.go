@@ -9,7 +9,7 @@ import "context"
 // merged map; a protobuf message reaches the handler as is.
 func (n *Node) Act(ctx context.Context, pattern string, msg any, opts ...CallOption) (Result, error) {
 	cfg := callOptions(opts)
-	t, err := n.targets.get(pattern)
+	t, err := n.parsed.get(pattern)
 	if err != nil {
 		return Result{}, err
 	}
@@ -40,7 +40,7 @@ func (n *Node) Act(ctx context.Context, pattern string, msg any, opts ...CallOpt
 // parsed once and cached; this is the fast path.
 func (n *Node) ActE(ctx context.Context, pattern string, data any, opts ...CallOption) (Result, error) {
 	cfg := callOptions(opts)
-	t, err := n.targets.get(pattern)
+	t, err := n.parsed.get(pattern)
 	if err != nil {
 		return Result{}, err
 	}
@@ -80,7 +80,7 @@ func callOptions(opts []CallOption) *callConfig {
 	return cfg
 }
 
-func (n *Node) actE(ctx context.Context, t *target, data any, cfg *callConfig) (Result, error) {
+func (n *Node) actE(ctx context.Context, t *cachedPattern, data any, cfg *callConfig) (Result, error) {
 	if len(cfg.mixin) > 0 {
 		var buf [16]Pair
 		pairs, err := mixinPairs(buf[:0], t.pattern, data, cfg.mixin)
@@ -132,7 +132,7 @@ func mixinPairs(dst []Pair, p Pattern, data any, keys []string) ([]Pair, error) 
 func clonePairs(ps []Pair) []Pair { return append([]Pair(nil), ps...) }
 
 // intercepted runs a call through the call interceptors.
-func (n *Node) intercepted(ctx context.Context, p Pattern, msg any, over *target, cfg *callConfig) (Result, error) {
+func (n *Node) intercepted(ctx context.Context, p Pattern, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -158,7 +158,7 @@ func (n *Node) invokeCall(ctx context.Context, c *Call) (Result, error) {
 }
 
 // call runs a call on the route the router chose.
-func (n *Node) call(ctx context.Context, r *route, msg any, over *target, cfg *callConfig) (Result, error) {
+func (n *Node) call(ctx context.Context, r *route, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
 	e := r.local.Load()
 	if e == nil {
 		return n.callRemote(ctx, r, msg, over, cfg)

@@ -1,9 +1,6 @@
 package runtime
 
 import (
-	"slices"
-	"sync"
-
 	"github.com/wizardmesh/wizard/runtime/internal/ring"
 )
 
@@ -114,17 +111,21 @@ func (n *Node) balancerOf(r *route) Balancer {
 	return b
 }
 
-// breaker returns p's breaker, making it on first use; nil without
-// WithBreakers.
+// breaker returns p's breaker, making it on first use; one that always
+// permits without WithBreakers.
 func (n *Node) breaker(p *peer) Breaker {
 	f := n.remote.newBreaker
 	if f == nil {
-		return nil
+		return noBreaker{}
 	}
 	if b := p.breaker.Load(); b != nil {
 		return b.b
 	}
-	b := &breakerBox{f(&p.target)}
+	nb := f(&p.target)
+	if nb == nil {
+		nb = noBreaker{}
+	}
+	b := &breakerBox{nb}
 	if !p.breaker.CompareAndSwap(nil, b) {
 		return p.breaker.Load().b
 	}
@@ -133,6 +134,15 @@ func (n *Node) breaker(p *peer) Breaker {
 
 type breakerBox struct{ b Breaker }
 
+// noBreaker is the breaker of a target when the node has no breakers: it
+// always permits and learns nothing.
+type noBreaker struct{}
+
+func (noBreaker) Allow() bool { return true }
+func (noBreaker) Success()    {}
+func (noBreaker) Failure()    {}
+func (noBreaker) Open()       {}
+
 // dropBreaker tells p's breaker, if it has one that cares, that p left.
 func (n *Node) dropBreaker(p *peer) {
 	if b := p.breaker.Load(); b != nil {
@@ -140,44 +150,4 @@ func (n *Node) dropBreaker(p *peer) {
 			d.Drop()
 		}
 	}
-}
-
-// picker is the skip function of one call's picks: it passes over targets
-// that are not connected, suspect (until suspects are allowed), tried
-// already, or whose breaker refuses; for the target it accepts it holds
-// the breaker permit it took.
-type picker struct {
-	n        *Node
-	suspects bool
-	br       Breaker
-	tried    []*peer
-	buf      [4]*peer           // tried's first room
-	skipFn   func(*Target) bool // skip, bound once: passing it allocates nothing
-}
-
-var pickers sync.Pool
-
-func getPicker(n *Node) *picker {
-	pk, _ := pickers.Get().(*picker)
-	if pk == nil {
-		pk = new(picker)
-		pk.skipFn = pk.skip
-	}
-	pk.n, pk.tried = n, pk.buf[:0]
-	return pk
-}
-
-func putPicker(pk *picker) {
-	fn := pk.skipFn
-	*pk = picker{skipFn: fn} // nothing of the call stays reachable
-	pickers.Put(pk)
-}
-
-func (pk *picker) skip(t *Target) bool {
-	p := t.p
-	if p.conn.Load() == nil || !pk.suspects && p.suspect.Load() || slices.Contains(pk.tried, p) {
-		return true
-	}
-	pk.br = pk.n.breaker(p)
-	return pk.br != nil && !pk.br.Allow()
 }

@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
+	"slices"
+	"sync"
 	"time"
 	"unsafe"
 )
+
+// The remote call: callRemote builds the message and loops over attempts,
+// each to one target the balancer picks; remoteCall.next (retry.go)
+// decides what an attempt's outcome means for the call.
 
 // outMessage is a Message with room for the metadata the node itself
 // sends (caller, payload type, pattern pairs), so that both take one
@@ -34,12 +39,11 @@ func metaValue(meta []MetaPair, key string) string {
 	return ""
 }
 
-// callRemote sends a call to one of r's peers. A call that surely did not
-// reach a peer (connection refused or lost before the request was written)
-// moves on to the next peer.
-func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, cfg *callConfig) (Result, error) {
-	cur := r.peers.Load()
-	if cur == nil || len(*cur) == 0 || n.remote == nil {
+// callRemote sends a call to one of r's peers, and to others as long as
+// the outcomes of its attempts allow (see [remoteCall.next]).
+func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
+	box := r.bal.Load()
+	if box == nil || !r.hasPeers() || n.remote == nil {
 		return n.notFound(r.pattern.String(), cfg)
 	}
 	if ctx == nil {
@@ -51,6 +55,33 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 	if n.closed.Load() {
 		return Result{}, errClosed()
 	}
+	om, err := n.outgoing(r, msg, over, cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	ctx, cancel := n.remote.callContext(ctx, cfg)
+	defer cancel()
+	n.remote.budget.deposit()
+	c := getRemoteCall(n, r, &om.Message, cfg)
+	defer putRemoteCall(c)
+	for {
+		t, ok := c.pick(box.b)
+		if !ok {
+			return c.exhausted(ctx)
+		}
+		switch s, res, err := c.next(ctx, c.attempt(ctx, box.b, t)); s {
+		case stepDone:
+			return res, err
+		case stepGiveUp:
+			return c.exhausted(ctx)
+		}
+	}
+}
+
+// outgoing encodes msg as the wire message of a call to r, with the
+// metadata the node sends: its id, the payload's type, the pattern that
+// overlays a protobuf message, and the call's id when it may be sent again.
+func (n *Node) outgoing(r *route, msg any, over *cachedPattern, cfg *callConfig) (*outMessage, error) {
 	if over != nil {
 		if m, ok := msg.(map[string]any); ok {
 			msg, over = merged(m, over), nil
@@ -58,7 +89,7 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 	}
 	codec, payload, typ, err := encodePayload(msg)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	om := new(outMessage) // the message and room for its metadata, in one allocation
 	m := &om.Message
@@ -76,157 +107,197 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *target, 
 	if cfg.idempotent {
 		m.Flags |= FlagIdempotent
 	}
-	refeed := !cfg.noReply && !cfg.idempotent
-	if refeed {
+	if !cfg.noReply && !cfg.idempotent {
 		// An id the call keeps if it is sent again: the serving node runs
 		// it once however often it arrives.
 		binary.BigEndian.PutUint64(om.id[:], n.callSeq.Add(1))
 		m.Meta = append(m.Meta, MetaPair{metaCall, unsafe.String(&om.id[0], len(om.id))})
 		m.Flags |= FlagKeep
 	}
-	timeout := n.remote.defaultTimeout
+	return om, nil
+}
+
+// callContext bounds a remote call: by the call's [Timeout] when it is
+// sooner than ctx's deadline, else by ctx's deadline, else by the node's
+// default timeout.
+func (r *remote) callContext(ctx context.Context, cfg *callConfig) (context.Context, context.CancelFunc) {
+	timeout := r.defaultTimeout
 	if cfg.timeout > 0 {
 		timeout = cfg.timeout
 	}
 	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > timeout && cfg.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
+		return context.WithTimeout(ctx, timeout)
 	}
-	box := r.bal.Load()
-	if box == nil {
-		return n.notFound(r.pattern.String(), cfg)
+	return ctx, func() {}
+}
+
+// remoteCall is the state of one remote call across its attempts: what
+// its picks skip, and what its attempts learnt. Pooled: a call allocates
+// none of it.
+type remoteCall struct {
+	n      *Node
+	r      *route
+	m      *Message
+	cfg    *callConfig
+	refeed bool // sent again to the same run of its peer if its connection drops
+
+	suspects bool    // suspect peers may be picked (no other could be)
+	br       Breaker // the breaker of the target skip accepted last
+	tried    []*peer
+	buf      [4]*peer           // tried's first room
+	skipFn   func(*Target) bool // skip, bound once: passing it allocates nothing
+
+	attempts    int
+	refused     int  // attempts refused without running
+	overloaded  int  // of those, refused as overloaded
+	withdrawn   bool // the retry budget paid for the next attempt
+	lastErr     error
+	lastRefusal *Error
+}
+
+var remoteCalls sync.Pool
+
+func getRemoteCall(n *Node, r *route, m *Message, cfg *callConfig) *remoteCall {
+	c, _ := remoteCalls.Get().(*remoteCall)
+	if c == nil {
+		c = new(remoteCall)
+		c.skipFn = c.skip
 	}
-	bal := box.b
-	n.remote.budget.deposit()
-	pk := getPicker(n)
-	defer putPicker(pk)
-	var lastErr error
-	var lastRefusal *Error
-	refused, overloaded := 0, 0
-	withdrawn := false // the budget paid for the next attempt
-	for attempt := 0; ; attempt++ {
-		t, ok := bal.Pick(cfg.key, pk.skipFn)
-		if !ok && !pk.suspects {
-			// Suspect peers get calls only when no other peer can.
-			pk.suspects = true
-			t, ok = bal.Pick(cfg.key, pk.skipFn)
-		}
-		if !ok {
-			if withdrawn {
-				n.remote.budget.refund() // no target left to retry on
-			}
-			break
-		}
-		withdrawn = false
-		if attempt > 0 {
-			m.Flags |= FlagRetry
-			n.stats.retries.Add(1)
-		}
-		p, br := t.p, pk.br
-		pk.tried = append(pk.tried, p)
-		reply, err := n.callPeer(ctx, p, m, refeed)
-		bal.Done(t)
-		if err == nil && reply != nil && reply.Flags&FlagRefused != 0 {
-			// Refused without running: shed by an overloaded node, not
-			// served there any more, or closing. Another target may take
-			// it.
-			refused++
-			switch {
-			case reply.Code == CodeResourceExhausted:
-				overloaded++
-				if br != nil {
-					br.Open()
-				}
-			case reply.Code == CodeNotFound:
-				p.signalRefetch() // its catalog changed
-				if br != nil {
-					br.Success()
-				}
-			case br != nil:
-				br.Failure()
-			}
-			lastRefusal = &Error{Code: reply.Code, Message: reply.Error}
-			lastErr = lastRefusal
-			continue
-		}
-		if err != nil {
-			var e *Error
-			switch ctxErr := ctx.Err(); {
-			case ctxErr != nil:
-				if br != nil {
-					if ctxErr == context.DeadlineExceeded {
-						br.Failure() // a timeout counts against the target
-					} else {
-						br.Success() // the caller gave up: nothing learnt of the target
-					}
-				}
-				return Result{}, &Error{Code: CodeOf(ctxErr), Message: fmt.Sprintf("wizard: call %q to %s: %v", r.pattern.String(), p.addr, ctxErr), cause: ctxErr}
-			case errors.Is(err, ErrNotSent):
-				if br != nil {
-					br.Failure()
-				}
-				lastErr = err
-				continue // surely not run: the next target
-			case errors.As(err, &e): // the transport refused it with a code
-				if br != nil {
-					br.Success()
-				}
-				return Result{}, e
-			}
-			if br != nil {
-				br.Failure()
-			}
-			if cfg.idempotent {
-				// It may have run; it is safe to run again elsewhere, within
-				// the retry budget. (Refused and unsent calls cost their
-				// target nothing and go on without it.)
-				lastErr = err
-				if !n.remote.budget.withdraw() {
-					lastErr = fmt.Errorf("retry budget spent, last error: %w", err)
-					break
-				}
-				withdrawn = true
-				if !n.retryBackoff(ctx, attempt) {
-					break
-				}
-				continue
-			}
-			return Result{}, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("wizard: call %q to %s: %v", r.pattern.String(), p.addr, err), cause: err}
-		}
-		if br != nil {
-			br.Success()
-		}
-		if reply == nil { // NoReply
-			return Result{}, nil
-		}
-		if reply.Code != CodeOK {
-			e := &Error{Code: reply.Code, Message: reply.Error}
-			if len(reply.Payload) > 0 {
-				e.Details = decodeDetails(reply.Payload)
-			}
-			return Result{}, e
-		}
-		if reply.Codec == CodecNone && len(reply.Payload) == 0 {
-			return Result{}, nil // nil, as in-process
-		}
-		// The payload decodes lazily, into the type the caller asks for; the
-		// raw view lives in the reply, so boxing it allocates nothing.
-		reply.in = raw{codec: reply.Codec, data: reply.Payload, typ: metaValue(reply.Meta, metaType)}
-		return Result{v: &reply.in}, nil
+	c.n, c.r, c.m, c.cfg, c.refeed = n, r, m, cfg, m.Flags&FlagKeep != 0
+	c.tried = c.buf[:0]
+	return c
+}
+
+func putRemoteCall(c *remoteCall) {
+	fn := c.skipFn
+	*c = remoteCall{skipFn: fn} // nothing of the call stays reachable
+	remoteCalls.Put(c)
+}
+
+// pick chooses the next target: one not tried yet, connected, whose
+// breaker permits a call, and not suspect unless only suspects are left.
+func (c *remoteCall) pick(bal Balancer) (*Target, bool) {
+	t, ok := bal.Pick(c.cfg.key, c.skipFn)
+	if !ok && !c.suspects {
+		// Suspect peers get calls only when no other peer can.
+		c.suspects = true
+		t, ok = bal.Pick(c.cfg.key, c.skipFn)
 	}
-	tried := len(pk.tried)
-	if refused > 0 && refused == tried {
-		if overloaded == tried {
-			return Result{}, &Error{Code: CodeResourceExhausted, Message: fmt.Sprintf("wizard: every target serving %q refused the call as overloaded (%d tried)", r.pattern.String(), tried), cause: ErrOverloaded}
+	if !ok && c.withdrawn {
+		c.n.remote.budget.refund() // no target left to retry on
+	}
+	c.withdrawn = false
+	return t, ok
+}
+
+// skip rejects the targets pick passes over; for the one it accepts it
+// holds the breaker permit it took.
+func (c *remoteCall) skip(t *Target) bool {
+	p := t.p
+	if p.conn.Load() == nil || !c.suspects && p.suspect.Load() || slices.Contains(c.tried, p) {
+		return true
+	}
+	c.br = c.n.breaker(p)
+	return !c.br.Allow()
+}
+
+// outcome is what one attempt learnt.
+type outcome struct {
+	kind  outcomeKind
+	peer  *peer
+	reply *Message
+	err   error
+}
+
+type outcomeKind uint8
+
+const (
+	outAnswered outcomeKind = iota // the peer answered, with any code (or a NoReply call was sent)
+	outRefused                     // the peer refused it without running it (FlagRefused)
+	outUnsent                      // it surely never reached the peer (ErrNotSent)
+	outCoded                       // the transport refused it with a code
+	outLost                        // the connection was lost after it was written: it may have run
+	outEnded                       // the caller's context ended
+)
+
+// attempt sends the call to t and tells t's breaker how it went.
+func (c *remoteCall) attempt(ctx context.Context, bal Balancer, t *Target) outcome {
+	if c.attempts > 0 {
+		c.m.Flags |= FlagRetry
+		c.n.stats.retries.Add(1)
+	}
+	c.attempts++
+	p, br := t.p, c.br
+	c.tried = append(c.tried, p)
+	reply, err := c.n.callPeer(ctx, p, c.m, c.refeed)
+	bal.Done(t)
+	o := outcome{kind: classify(ctx, reply, err), peer: p, reply: reply, err: err}
+	o.report(ctx, br)
+	return o
+}
+
+func classify(ctx context.Context, reply *Message, err error) outcomeKind {
+	switch {
+	case err == nil && reply != nil && reply.Flags&FlagRefused != 0:
+		return outRefused
+	case err == nil:
+		return outAnswered
+	case ctx.Err() != nil:
+		return outEnded
+	case errors.Is(err, ErrNotSent):
+		return outUnsent
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return outCoded
+	}
+	return outLost
+}
+
+// report tells br what the attempt learnt of its target: a failure for a
+// transport error or a timeout, an open circuit for an overload answer
+// (the target shed the call), a success otherwise.
+func (o outcome) report(ctx context.Context, br Breaker) {
+	switch o.kind {
+	case outRefused:
+		switch o.reply.Code {
+		case CodeResourceExhausted:
+			br.Open()
+		case CodeNotFound:
+			br.Success() // its catalog changed; nothing wrong with it
+		default:
+			br.Failure()
 		}
-		return Result{}, lastRefusal // as the last target refused it
+	case outEnded:
+		if ctx.Err() == context.DeadlineExceeded {
+			br.Failure() // a timeout counts against the target
+		} else {
+			br.Success() // the caller gave up: nothing learnt of the target
+		}
+	case outUnsent, outLost:
+		br.Failure()
+	default:
+		br.Success()
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return Result{}, &Error{Code: CodeOf(ctxErr), Message: fmt.Sprintf("wizard: call %q: %v (last error: %v)", r.pattern.String(), ctxErr, lastErr), cause: ctxErr}
+}
+
+// answer is the result of a call its peer answered.
+func answer(reply *Message) (Result, error) {
+	if reply == nil { // NoReply
+		return Result{}, nil
 	}
-	if lastErr == nil {
-		lastErr = errors.New("no target is connected")
+	if reply.Code != CodeOK {
+		e := &Error{Code: reply.Code, Message: reply.Error}
+		if len(reply.Payload) > 0 {
+			e.Details = decodeDetails(reply.Payload)
+		}
+		return Result{}, e
 	}
-	return Result{}, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("wizard: no peer serving %q could take the call (%d tried): %v", r.pattern.String(), tried, lastErr), cause: lastErr}
+	if reply.Codec == CodecNone && len(reply.Payload) == 0 {
+		return Result{}, nil // nil, as in-process
+	}
+	// The payload decodes lazily, into the type the caller asks for; the
+	// raw view lives in the reply, so boxing it allocates nothing.
+	reply.in = raw{codec: reply.Codec, data: reply.Payload, typ: metaValue(reply.Meta, metaType)}
+	return Result{v: &reply.in}, nil
 }

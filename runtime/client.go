@@ -36,7 +36,7 @@ type Client[Req, Res any] struct {
 	caller  Caller
 	node    *Node
 	pattern string
-	target  target
+	parsed  cachedPattern
 	cfg     callConfig
 	plain   bool // no mixins: the pattern alone routes, resolution is cached
 	err     error
@@ -61,13 +61,13 @@ func NewClient[Req, Res any](c Caller, pattern string, opts ...ClientOption) *Cl
 	if c == nil || isNode && node == nil {
 		cl.err = Errorf(CodeInvalidArgument, "wizard: NewClient(%q): nil Caller", pattern)
 	}
-	cl.target.pattern = p
+	cl.parsed.pattern = p
 	cl.node = node
 	return cl
 }
 
 // Pattern returns the client's pattern in canonical form.
-func (c *Client[Req, Res]) Pattern() Pattern { return c.target.pattern }
+func (c *Client[Req, Res]) Pattern() Pattern { return c.parsed.pattern }
 
 // Call calls the client's pattern with req and returns the handler's result
 // as a *Res. With [NoReply] it returns (nil, nil) at once.
@@ -81,14 +81,14 @@ func (c *Client[Req, Res]) Call(ctx context.Context, req *Req, opts ...CallOptio
 	case c.node != nil && c.plain && len(opts) == 0 && c.node.invoker == nil:
 		// Node.actE's plain path, inlined: going through actE costs ~3 ns
 		// (about 9%) on the generated-client path (BenchmarkActE_Precomputed).
-		r := c.node.resolve(&c.target)
+		r := c.node.resolve(&c.parsed)
 		if r == nil {
-			res, err = c.node.notFound(c.target.pattern.String(), &c.cfg)
+			res, err = c.node.notFound(c.parsed.pattern.String(), &c.cfg)
 		} else {
 			res, err = c.node.call(ctx, r, req, nil, &c.cfg)
 		}
 	case c.node != nil && len(opts) == 0:
-		res, err = c.node.actE(ctx, &c.target, req, &c.cfg)
+		res, err = c.node.actE(ctx, &c.parsed, req, &c.cfg)
 	case c.node != nil:
 		cfg := c.cfg
 		cfg.mixin = append([]string(nil), cfg.mixin...)
@@ -97,7 +97,7 @@ func (c *Client[Req, Res]) Call(ctx context.Context, req *Req, opts ...CallOptio
 				o.applyCall(&cfg)
 			}
 		}
-		res, err = c.node.actE(ctx, &c.target, req, &cfg)
+		res, err = c.node.actE(ctx, &c.parsed, req, &cfg)
 	default:
 		all := make([]CallOption, 0, len(opts)+1)
 		all = append(all, clientCallOption{c.cfg})

@@ -26,8 +26,8 @@ type Call struct {
 	Msg     any
 	NoReply bool
 
-	cfg  *callConfig // the call's options (Default, Timeout), if made by a Node
-	over *target     // Act with a protobuf message: the pattern pairs Request.Get sees
+	cfg  *callConfig    // the call's options (Default, Timeout), if made by a Node
+	over *cachedPattern // Act with a protobuf message: the pattern pairs Request.Get sees
 }
 
 // Invoker performs a call; [CallInterceptor]s wrap it.
@@ -40,7 +40,7 @@ type CallInterceptor func(next Invoker) Invoker
 // matched it.
 type Request struct {
 	msg   any
-	over  *target // Act on a caller's map: the pattern pairs that overlay it
+	over  *cachedPattern // Act on a caller's map: the pattern pairs that overlay it
 	entry *handlerEntry
 	node  *Node
 }

@@ -114,7 +114,7 @@ func jsonField(b []byte, key string) (string, bool, error) {
 // root fields overlaid with t's pairs (the pattern wins). Routed pairs are
 // appended to dst, sorted. A caller's map is not copied: the returned
 // overlay is t, and the handler's [Request] merges lazily.
-func actMessage(dst []Pair, t *target, msg any) ([]Pair, any, *target, error) {
+func actMessage(dst []Pair, t *cachedPattern, msg any) ([]Pair, any, *cachedPattern, error) {
 	var body map[string]any
 	switch m := msg.(type) {
 	case nil:
@@ -148,7 +148,7 @@ func actMessage(dst []Pair, t *target, msg any) ([]Pair, any, *target, error) {
 		sortPairs(dst)
 		// The handler gets the message as is; t lets Request.Get see the
 		// pattern's pairs.
-		var over *target
+		var over *cachedPattern
 		if t.pattern.Len() > 0 {
 			over = t
 		}
@@ -163,7 +163,7 @@ func actMessage(dst []Pair, t *target, msg any) ([]Pair, any, *target, error) {
 }
 
 // merged returns m with t's pairs set, as a new map.
-func merged(m map[string]any, t *target) map[string]any {
+func merged(m map[string]any, t *cachedPattern) map[string]any {
 	out := make(map[string]any, len(m)+t.pattern.Len())
 	maps.Copy(out, m)
 	for i, pr := range t.pattern.pairs() {

@@ -33,7 +33,7 @@ type Node struct {
 	handlerICs []HandlerInterceptor
 	invoker    Invoker // the call interceptor chain, nil without interceptors
 
-	targets targetCache
+	parsed patternCache // pattern strings parsed once
 
 	routeMu       sync.Mutex    // serialises route changes: local adds and removes, peer catalogs
 	changed       chan struct{} // closed and replaced on every routing change; guarded by routeMu
@@ -227,7 +227,7 @@ func (n *Node) routingChanged() {
 // WaitFor blocks until a call to pattern would find a handler, local or
 // remote, or until ctx is done. Use it to wait for a service to join.
 func (n *Node) WaitFor(ctx context.Context, pattern string) error {
-	t, err := n.targets.get(pattern)
+	t, err := n.parsed.get(pattern)
 	if err != nil {
 		return err
 	}

@@ -5,15 +5,15 @@ import (
 	"sync/atomic"
 )
 
-// target is a parsed pattern with its cached resolution.
-type target struct {
+// cachedPattern is a parsed pattern string with its cached resolution.
+type cachedPattern struct {
 	pattern Pattern
 	values  []any // the pattern's values, boxed once for Act's merged maps
 	res     atomic.Pointer[resolution]
 }
 
-func newTarget(p Pattern) *target {
-	t := &target{pattern: p}
+func newCachedPattern(p Pattern) *cachedPattern {
+	t := &cachedPattern{pattern: p}
 	for _, pr := range p.pairs() {
 		t.values = append(t.values, pr.Value)
 	}
@@ -25,33 +25,33 @@ type resolution struct {
 	route *route
 }
 
-// targetCache caches parsed pattern strings, bounded: when it holds
-// maxTargets entries it starts over.
-type targetCache struct {
-	m sync.Map // string -> *target
+// patternCache caches parsed pattern strings, bounded: when it holds
+// maxCachedPatterns entries it starts over.
+type patternCache struct {
+	m sync.Map // string -> *cachedPattern
 	n atomic.Int64
 }
 
-const maxTargets = 4096
+const maxCachedPatterns = 4096
 
-func (c *targetCache) get(s string) (*target, error) {
+func (c *patternCache) get(s string) (*cachedPattern, error) {
 	if v, ok := c.m.Load(s); ok {
-		return v.(*target), nil
+		return v.(*cachedPattern), nil
 	}
 	p, err := ParsePattern(s)
 	if err != nil {
 		return nil, err
 	}
-	if c.n.Add(1) > maxTargets {
+	if c.n.Add(1) > maxCachedPatterns {
 		c.m.Clear()
 		c.n.Store(1)
 	}
-	v, _ := c.m.LoadOrStore(s, newTarget(p))
-	return v.(*target), nil
+	v, _ := c.m.LoadOrStore(s, newCachedPattern(p))
+	return v.(*cachedPattern), nil
 }
 
 // resolve finds t's route, cached until the routing changes.
-func (n *Node) resolve(t *target) *route {
+func (n *Node) resolve(t *cachedPattern) *route {
 	g := n.gen.Load()
 	if res := t.res.Load(); res != nil && res.gen == g {
 		return res.route

@@ -43,9 +43,9 @@ func TestServeMessageKeepsNoFrame(t *testing.T) {
 		return len(s) > 0 && p >= start && p <= end
 	}
 	cached := 0
-	n.targets.m.Range(func(k, v any) bool {
+	n.parsed.m.Range(func(k, v any) bool {
 		cached++
-		tg := v.(*target)
+		tg := v.(*cachedPattern)
 		strs := []string{k.(string), tg.pattern.String()}
 		for _, pr := range tg.pattern.pairs() {
 			strs = append(strs, pr.Key, pr.Value)

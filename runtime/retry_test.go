@@ -107,7 +107,7 @@ func TestBackoffBoundedByDeadline(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		for attempt := 0; n.retryBackoff(ctx, attempt); attempt++ {
+		for attempt := 0; retryBackoff(ctx, attempt); attempt++ {
 		}
 		if d := time.Since(start); d < 10*time.Millisecond || d > 10*time.Millisecond+time.Microsecond {
 			t.Errorf("backoff ended after %v, want the 10ms deadline", d)

@@ -26,7 +26,7 @@ func (n *Node) ServeMessage(ctx context.Context, m *Message) *Message {
 		// Only local handlers serve remote calls: a node never forwards.
 		return refusedReply(Errorf(CodeNotFound, "wizard: node %s has no handler for %q", n.id, m.Pattern))
 	}
-	var over *target
+	var over *cachedPattern
 	if o := metaValue(m.Meta, metaOver); o != "" {
 		if over, err = n.wireTarget(o); err != nil {
 			return errorReply(err)
@@ -51,7 +51,7 @@ func (n *Node) ServeMessage(ctx context.Context, m *Message) *Message {
 }
 
 // serveLocal runs a remote call on its local handler e.
-func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over *target) *Message {
+func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over *cachedPattern) *Message {
 	m.in = raw{codec: m.Codec, data: m.Payload, typ: metaValue(m.Meta, metaType)}
 	msg := &m.in // lives in m: boxing it allocates nothing
 	cfg := callConfig{noReply: m.Flags&FlagNoReply != 0}
@@ -88,14 +88,14 @@ func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over
 	return m
 }
 
-// wireTarget is n.targets.get for a pattern received from another node.
+// wireTarget is n.parsed.get for a pattern received from another node.
 // The string may alias the buffer of a whole frame, payload included: the
 // cache keeps a copy of it, never the frame.
-func (n *Node) wireTarget(s string) (*target, error) {
-	if v, ok := n.targets.m.Load(s); ok {
-		return v.(*target), nil
+func (n *Node) wireTarget(s string) (*cachedPattern, error) {
+	if v, ok := n.parsed.m.Load(s); ok {
+		return v.(*cachedPattern), nil
 	}
-	return n.targets.get(strings.Clone(s))
+	return n.parsed.get(strings.Clone(s))
 }
 
 // errorReply is the reply for a failed call: its code, message and
@@ -129,7 +129,7 @@ var (
 
 // dispatch runs e's handler under the node's in-flight accounting.
 // over, if not nil, is a pattern whose pairs overlay the map msg.
-func (n *Node) dispatch(ctx context.Context, e *handlerEntry, msg any, over *target, cfg *callConfig) (Result, error) {
+func (n *Node) dispatch(ctx context.Context, e *handlerEntry, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}

@@ -15,13 +15,13 @@ func TestTargetCacheSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	for i := range maxTargets + 500 {
+	for i := range maxCachedPatterns + 500 {
 		_, _ = n.ActE(context.Background(), fmt.Sprintf("role:x,id:%d", i), nil)
 	}
 	count := 0
-	n.targets.m.Range(func(any, any) bool { count++; return true })
-	if count > maxTargets {
-		t.Errorf("target cache holds %d entries, want at most %d", count, maxTargets)
+	n.parsed.m.Range(func(any, any) bool { count++; return true })
+	if count > maxCachedPatterns {
+		t.Errorf("target cache holds %d entries, want at most %d", count, maxCachedPatterns)
 	}
 
 	// A cached resolution is dropped when the routing changes.
