@@ -8,7 +8,7 @@ import "context"
 // object bytes, a protobuf message or nil. A map or JSON handler receives the
 // merged map; a protobuf message reaches the handler as is.
 func (n *Node) Act(ctx context.Context, pattern string, msg any, opts ...CallOption) (Result, error) {
-	cfg := callOptions(opts)
+	cfg := configOf(opts)
 	t, err := n.parsed.get(pattern)
 	if err != nil {
 		return Result{}, err
@@ -18,20 +18,7 @@ func (n *Node) Act(ctx context.Context, pattern string, msg any, opts ...CallOpt
 	if err != nil {
 		return Result{}, err
 	}
-	if n.invoker != nil {
-		if m, ok := body.(map[string]any); ok && over != nil {
-			body, over = merged(m, over), nil
-		}
-		return n.intercepted(ctx, newPattern(clonePairs(pairs)), body, over, cfg)
-	}
-	var r *route
-	if re := n.router.find(pairs, false); re != nil {
-		r = re.value
-	}
-	if r == nil {
-		return n.notFound(string(appendCanonical(nil, pairs)), cfg)
-	}
-	return n.call(ctx, r, body, over, cfg)
+	return n.actPairs(ctx, pairs, body, over, cfg)
 }
 
 // ActE calls the handler that matches pattern, plus the [Mixin] fields of
@@ -39,7 +26,7 @@ func (n *Node) Act(ctx context.Context, pattern string, msg any, opts ...CallOpt
 // usually a protobuf message, a map or JSON bytes. Pattern strings are
 // parsed once and cached; this is the fast path.
 func (n *Node) ActE(ctx context.Context, pattern string, data any, opts ...CallOption) (Result, error) {
-	cfg := callOptions(opts)
+	cfg := configOf(opts)
 	t, err := n.parsed.get(pattern)
 	if err != nil {
 		return Result{}, err
@@ -56,9 +43,9 @@ var (
 	noReplyOnly    = callConfig{noReply: true}
 )
 
-// callOptions applies opts; without options, or with Idempotent or NoReply
+// configOf applies opts; without options, or with Idempotent or NoReply
 // alone, it allocates nothing.
-func callOptions(opts []CallOption) *callConfig {
+func configOf(opts []CallOption) *callConfig {
 	if len(opts) == 0 {
 		return &noOptions
 	}
@@ -87,26 +74,25 @@ func (n *Node) actE(ctx context.Context, t *cachedPattern, data any, cfg *callCo
 		if err != nil {
 			return Result{}, err
 		}
-		if n.invoker != nil {
-			return n.intercepted(ctx, newPattern(clonePairs(pairs)), data, nil, cfg)
-		}
-		var r *route
-		if re := n.router.find(pairs, false); re != nil {
-			r = re.value
-		}
-		if r == nil {
-			return n.notFound(string(appendCanonical(nil, pairs)), cfg)
-		}
-		return n.call(ctx, r, data, nil, cfg)
+		return n.actPairs(ctx, pairs, data, nil, cfg)
 	}
 	if n.invoker != nil {
 		return n.intercepted(ctx, t.pattern, data, nil, cfg)
 	}
-	r := n.resolve(t)
-	if r == nil {
-		return n.notFound(t.pattern.String(), cfg)
+	return n.callRoute(ctx, n.resolve(t), t.pattern.pairs(), data, nil, cfg)
+}
+
+// actPairs calls the route that pairs (sorted, as a message routes) find,
+// through the call interceptors if the node has any. over, if not nil,
+// overlays a map msg.
+func (n *Node) actPairs(ctx context.Context, pairs []Pair, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
+	if n.invoker != nil {
+		if m, ok := msg.(map[string]any); ok && over != nil {
+			msg, over = merged(m, over), nil
+		}
+		return n.intercepted(ctx, newPattern(clonePairs(pairs)), msg, over, cfg)
 	}
-	return n.call(ctx, r, data, nil, cfg)
+	return n.callRoute(ctx, n.find(pairs), pairs, msg, over, cfg)
 }
 
 // mixinPairs appends p's pairs and data's fields named by keys to dst,
@@ -147,23 +133,31 @@ func (n *Node) invokeCall(ctx context.Context, c *Call) (Result, error) {
 		cfg = *c.cfg
 	}
 	cfg.noReply = c.NoReply
-	var r *route
-	if re := n.router.findPattern(c.Pattern); re != nil {
-		r = re.value
-	}
-	if r == nil {
-		return n.notFound(c.Pattern.String(), &cfg)
-	}
-	return n.call(ctx, r, c.Msg, c.over, &cfg)
+	return n.callRoute(ctx, routeOf(n.router.findPattern(c.Pattern)), c.Pattern.pairs(), c.Msg, c.over, &cfg)
 }
 
-// call runs a call on the route the router chose.
-func (n *Node) call(ctx context.Context, r *route, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
-	e := r.local.Load()
-	if e == nil {
-		return n.callRemote(ctx, r, msg, over, cfg)
+// find returns the route that pairs (sorted) find, or nil.
+func (n *Node) find(pairs []Pair) *route { return routeOf(n.router.find(pairs, false)) }
+
+// routeOf is the route of a router entry, or nil.
+func routeOf(re *rentry[*route]) *route {
+	if re == nil {
+		return nil
 	}
-	return n.dispatch(ctx, e, msg, over, cfg)
+	return re.value
+}
+
+// callRoute runs a call on r, the route that pairs found: on its local
+// handler if it has one, else on a peer; a nil r is not found (or the
+// call's [Default]). Every call goes through it.
+func (n *Node) callRoute(ctx context.Context, r *route, pairs []Pair, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
+	if r == nil {
+		return n.notFound(string(appendCanonical(nil, pairs)), cfg)
+	}
+	if e := r.local.Load(); e != nil {
+		return n.dispatch(ctx, e, msg, over, cfg)
+	}
+	return n.callRemote(ctx, r, msg, over, cfg)
 }
 
 func (n *Node) notFound(pattern string, cfg *callConfig) (Result, error) {

@@ -17,10 +17,10 @@ import (
 // each other's pattern catalogs. Every node with a transport serves it.
 const CatalogPattern = "cmd:catalog,sys:wizard"
 
-// Catalog is what a node answers on [CatalogPattern]: its id, the digest
+// catalog is what a node answers on [CatalogPattern]: its id, the digest
 // of its pattern set (see [Peer].Digest) and the patterns of its local
 // handlers.
-type Catalog struct {
+type catalog struct {
 	ID       string   `json:"id"`
 	Digest   string   `json:"digest,omitempty"`
 	Instance string   `json:"instance,omitempty"`
@@ -177,7 +177,7 @@ func (n *Node) removePeerRoute(pt Pattern, p *peer) {
 
 func (n *Node) catalogReply() *Message {
 	pats := n.localPatterns()
-	c := Catalog{ID: n.id, Digest: digestOf(pats), Instance: n.instance, Patterns: make([]string, len(pats))}
+	c := catalog{ID: n.id, Digest: digestOf(pats), Instance: n.instance, Patterns: make([]string, len(pats))}
 	for i, p := range pats {
 		c.Patterns[i] = p.String()
 	}
@@ -259,20 +259,20 @@ const maxCatalogPatterns = 1 << 17
 // decodeCatalog parses a catalog as another node sent it. Any malformed
 // part rejects the whole catalog: a node routes all of a peer's patterns
 // or none of them.
-func decodeCatalog(b []byte) (Catalog, []Pattern, error) {
-	var c Catalog
+func decodeCatalog(b []byte) (catalog, []Pattern, error) {
+	var c catalog
 	if err := json.Unmarshal(b, &c); err != nil {
-		return Catalog{}, nil, err
+		return catalog{}, nil, err
 	}
 	if len(c.Patterns) > maxCatalogPatterns {
-		return Catalog{}, nil, fmt.Errorf("%d patterns, more than %d", len(c.Patterns), maxCatalogPatterns)
+		return catalog{}, nil, fmt.Errorf("%d patterns, more than %d", len(c.Patterns), maxCatalogPatterns)
 	}
 	pats := make([]Pattern, 0, len(c.Patterns))
 	seen := make(map[string]bool, len(c.Patterns))
 	for _, s := range c.Patterns {
 		p, err := ParsePattern(s)
 		if err != nil {
-			return Catalog{}, nil, fmt.Errorf("pattern %q: %w", s, err)
+			return catalog{}, nil, fmt.Errorf("pattern %q: %w", s, err)
 		}
 		if k := p.String(); !seen[k] {
 			seen[k] = true
@@ -280,7 +280,7 @@ func decodeCatalog(b []byte) (Catalog, []Pattern, error) {
 		}
 	}
 	if c.Digest != "" && c.Digest != digestOf(pats) {
-		return Catalog{}, nil, fmt.Errorf("digest %q does not match its %d patterns", c.Digest, len(pats))
+		return catalog{}, nil, fmt.Errorf("digest %q does not match its %d patterns", c.Digest, len(pats))
 	}
 	return c, pats, nil
 }

@@ -2,14 +2,22 @@ package runtime
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"time"
 )
 
 // Version is the runtime's version.
-const Version = "0.1.0"
+const Version = "0.2.0"
 
-// IsAtLeastVersion0_1_0 is referenced by generated code: a build against an
-// older runtime fails at compile time instead of misbehaving.
-const IsAtLeastVersion0_1_0 = true
+// The IsAtLeastVersion constants are referenced by generated code: a build
+// against an older runtime fails at compile time, naming the version it
+// needs, instead of misbehaving. Code generated since 0.2.0 (whose client
+// constructors return an error) refers to IsAtLeastVersion0_2_0.
+const (
+	IsAtLeastVersion0_1_0 = true
+	IsAtLeastVersion0_2_0 = true
+)
 
 // Registrar is what generated RegisterXHandler functions add handlers to.
 // [*Node] implements it.
@@ -33,37 +41,59 @@ var (
 // until the node's routing changes, so a call costs one atomic load plus the
 // handler.
 type Client[Req, Res any] struct {
-	caller  Caller
-	node    *Node
-	pattern string
-	parsed  cachedPattern
-	cfg     callConfig
-	plain   bool // no mixins: the pattern alone routes, resolution is cached
-	err     error
+	caller Caller
+	node   *Node // caller, when it is a *Node: its fast path
+	parsed cachedPattern
+	opts   []CallOption // as given, for a Caller that is not a Node
+	cfg    callConfig   // opts applied
 }
 
 // NewClient returns a client that calls pattern through c with [Node.ActE]
 // semantics: the request is the data, and only the pattern (plus any
-// [Mixin] fields) routes. An invalid pattern is reported by every Call.
-func NewClient[Req, Res any](c Caller, pattern string, opts ...ClientOption) *Client[Req, Res] {
-	cl := &Client[Req, Res]{caller: c, pattern: pattern}
-	for _, o := range opts {
-		if o != nil {
-			o.applyClient(&cl.cfg)
-		}
-	}
-	cl.plain = len(cl.cfg.mixin) == 0
-	p, err := ParsePattern(pattern)
-	if err != nil {
-		cl.err = err
-	}
+// [Mixin] fields) routes. opts apply to every call, before the call's own.
+// A nil Caller, a malformed pattern or a bad option is an error.
+func NewClient[Req, Res any](c Caller, pattern string, opts ...CallOption) (*Client[Req, Res], error) {
 	node, isNode := c.(*Node)
 	if c == nil || isNode && node == nil {
-		cl.err = Errorf(CodeInvalidArgument, "wizard: NewClient(%q): nil Caller", pattern)
+		return nil, Errorf(CodeInvalidArgument, "wizard: NewClient(%q): nil Caller", pattern)
 	}
+	p, err := ParsePattern(pattern)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkCallOptions(opts); err != nil {
+		return nil, Errorf(CodeInvalidArgument, "wizard: NewClient(%q): %v", pattern, err)
+	}
+	cl := &Client[Req, Res]{caller: c, node: node, opts: slices.Clone(opts)}
 	cl.parsed.pattern = p
-	cl.node = node
-	return cl
+	for _, o := range opts {
+		o.applyCall(&cl.cfg)
+	}
+	return cl, nil
+}
+
+// checkCallOptions reports the first option that is nil or out of range,
+// bundles included.
+func checkCallOptions(opts []CallOption) error {
+	for i, o := range opts {
+		switch o := o.(type) {
+		case nil:
+			return fmt.Errorf("option %d is nil", i)
+		case timeoutOption:
+			if o < 0 {
+				return fmt.Errorf("Timeout(%v): a timeout cannot be negative", time.Duration(o))
+			}
+		case mixinOption:
+			if slices.Contains(o, "") {
+				return fmt.Errorf("Mixin(%q): a key cannot be empty", []string(o))
+			}
+		case callOptions:
+			if err := checkCallOptions(o); err != nil {
+				return fmt.Errorf("WithCallOptions: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // Pattern returns the client's pattern in canonical form.
@@ -72,37 +102,26 @@ func (c *Client[Req, Res]) Pattern() Pattern { return c.parsed.pattern }
 // Call calls the client's pattern with req and returns the handler's result
 // as a *Res. With [NoReply] it returns (nil, nil) at once.
 func (c *Client[Req, Res]) Call(ctx context.Context, req *Req, opts ...CallOption) (*Res, error) {
-	if c.err != nil {
-		return nil, c.err
-	}
 	var res Result
 	var err error
-	switch {
-	case c.node != nil && c.plain && len(opts) == 0 && c.node.invoker == nil:
-		// Node.actE's plain path, inlined: going through actE costs ~3 ns
-		// (about 9%) on the generated-client path (BenchmarkActE_Precomputed).
-		r := c.node.resolve(&c.parsed)
-		if r == nil {
-			res, err = c.node.notFound(c.parsed.pattern.String(), &c.cfg)
-		} else {
-			res, err = c.node.call(ctx, r, req, nil, &c.cfg)
-		}
-	case c.node != nil && len(opts) == 0:
-		res, err = c.node.actE(ctx, &c.parsed, req, &c.cfg)
-	case c.node != nil:
+	switch n := c.node; {
+	case n == nil:
+		res, err = c.caller.ActE(ctx, c.parsed.pattern.String(), req, append(c.opts[:len(c.opts):len(c.opts)], opts...)...)
+	case len(opts) > 0:
 		cfg := c.cfg
-		cfg.mixin = append([]string(nil), cfg.mixin...)
+		cfg.mixin = slices.Clone(cfg.mixin)
 		for _, o := range opts {
 			if o != nil {
 				o.applyCall(&cfg)
 			}
 		}
-		res, err = c.node.actE(ctx, &c.parsed, req, &cfg)
+		res, err = n.actE(ctx, &c.parsed, req, &cfg)
+	case len(c.cfg.mixin) == 0 && n.invoker == nil:
+		// Node.actE's plain path, inlined: going through actE costs ~3 ns
+		// (about 9%) on the generated-client path (BenchmarkActE_Precomputed).
+		res, err = n.callRoute(ctx, n.resolve(&c.parsed), c.parsed.pattern.pairs(), req, nil, &c.cfg)
 	default:
-		all := make([]CallOption, 0, len(opts)+1)
-		all = append(all, clientCallOption{c.cfg})
-		all = append(all, opts...)
-		res, err = c.caller.ActE(ctx, c.pattern, req, all...)
+		res, err = n.actE(ctx, &c.parsed, req, &c.cfg)
 	}
 	if err != nil {
 		return nil, err
@@ -118,13 +137,4 @@ func (c *Client[Req, Res]) Call(ctx context.Context, req *Req, opts ...CallOptio
 		return nil, err
 	}
 	return out, nil
-}
-
-// clientCallOption carries a client's options to a Caller that is not a Node.
-type clientCallOption struct{ cfg callConfig }
-
-func (o clientCallOption) applyCall(c *callConfig) {
-	mixin := append(c.mixin, o.cfg.mixin...)
-	*c = o.cfg
-	c.mixin = mixin
 }

@@ -319,12 +319,12 @@ func TestMembersAndPatterns(t *testing.T) {
 
 func TestDecodeCatalog(t *testing.T) {
 	pats := []Pattern{MustParsePattern("role:a"), MustParsePattern("role:b")}
-	good, _ := json.Marshal(Catalog{ID: "x", Digest: digestOf(pats), Patterns: []string{"role:a", "role:b", "role:a"}})
+	good, _ := json.Marshal(catalog{ID: "x", Digest: digestOf(pats), Patterns: []string{"role:a", "role:b", "role:a"}})
 	c, got, err := decodeCatalog(good)
 	if err != nil || c.ID != "x" || len(got) != 2 {
 		t.Errorf("decodeCatalog(good) = %+v, %v, %v", c, got, err)
 	}
-	many := Catalog{Patterns: make([]string, maxCatalogPatterns+1)}
+	many := catalog{Patterns: make([]string, maxCatalogPatterns+1)}
 	for i := range many.Patterns {
 		many.Patterns[i] = "a:1"
 	}
@@ -410,7 +410,7 @@ func BenchmarkCatalogPull(b *testing.B) {
 			}
 			var bytes int
 			for b.Loop() {
-				reply := n.ServeMessage(context.Background(), &Message{Pattern: CatalogPattern})
+				reply := n.serveRemote(context.Background(), &Message{Pattern: CatalogPattern})
 				_, pats, err := decodeCatalog(reply.Payload)
 				if err != nil || len(pats) != size {
 					b.Fatalf("%d patterns, %v", len(pats), err)

@@ -96,7 +96,7 @@
 // with [WithBreakers], a circuit breaker per peer. A node over its
 // [WithMaxInFlight] limit refuses calls without running them, and the
 // caller moves on to the next peer; only when every peer refuses does it
-// see [ErrOverloaded]. A call that surely did not run goes to another peer;
+// see an error that matches [ErrResourceExhausted]. A call that surely did not run goes to another peer;
 // one that may have run goes to another peer only when it is [Idempotent],
 // within a retry budget. A call that is not idempotent is sent again, same
 // id, to the same run of its peer when its connection drops after it was
@@ -111,3 +111,41 @@
 // leaves the mesh first, then stops accepting remote calls (goaway), lets
 // them and local calls drain, and closes its connections to peers.
 package runtime
+
+// Where things are, one concept per file:
+//
+//	node.go         Node, New and its validation, Add, Remove, WaitFor, Close, Shutdown
+//	option.go       Option, HandlerOption, CallOption and their constructors
+//	act.go          Act and ActE; callRoute, the one route-then-call step of every call
+//	client.go       the typed Client (what generated clients are made of), NewClient
+//	handler.go      Handler, Request, interceptors, NewUnaryHandler, route entries
+//	pattern.go      Pattern, ParsePattern and the canonical form
+//	value.go        how values compare (1 == "1" == 1.0), globs
+//	router.go       Router: the patrun matcher on its own
+//	patterncache.go pattern strings parsed once, with their cached resolution
+//	message.go      reading fields of maps, JSON and protobuf; Act's merged map
+//	codec.go        payload encoding for the wire, lazily decoded replies
+//	result.go       Result
+//	error.go        Error, Code, the sentinels
+//	transport.go    the Transport, Listener, Conn and Server interfaces; Message
+//
+// The remote path, caller side:
+//
+//	call.go         one remote call: its wire message, deadline, picks and attempts, each with an outcome
+//	retry.go        what an outcome means (next target, retry, done), the retry budget, backoff, the final error
+//	refeed.go       sending a call again, same id, to the same run of its peer after its connection dropped
+//	balance.go      Target, Balancer (the default ring), Breaker (a no-op one without WithBreakers)
+//
+// The remote path, serving side:
+//
+//	serve.go        a call from another node: its handler, in-flight accounting, its reply
+//	dedup.go        the de-duplication table that makes a refed call run once
+//
+// Peers and discovery:
+//
+//	remote.go       the node's remote side: listener, discovery, start and stop
+//	discovery.go    Discovery, DiscoveryHost, Peer, StaticPeers; peers reported up and down
+//	peer.go         one peer: its connection, dialled and redialled, its lifecycle
+//	catalog.go      pattern catalogs: served, fetched, cached by digest, routed
+//	members.go      Members and Patterns: what the node knows of the mesh
+//	stats.go        Stats

@@ -123,10 +123,6 @@ var (
 	ErrCanceled          = &Error{Code: CodeCanceled}
 )
 
-// ErrOverloaded is the name the design uses for [ErrResourceExhausted]: a
-// node over its in-flight limit refused the call without running it.
-var ErrOverloaded = ErrResourceExhausted
-
 // ErrClosed is the cause of the [CodeUnavailable] error returned by calls on
 // a node that is closed or shutting down.
 var ErrClosed = errors.New("wizard: node is closed")

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,42 +52,23 @@ type Node struct {
 
 // New returns a node configured by opts. Without [WithTransport] a node
 // dispatches in-process only; with one it also serves its handlers
-// ([WithListen]) and calls the nodes [WithDiscovery] finds.
+// ([WithListen]) and calls the nodes [WithDiscovery] finds. A nil or
+// out-of-range option is an error.
 func New(opts ...Option) (*Node, error) {
 	var c nodeConfig
-	for _, o := range opts {
+	for i, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("wizard: nil option")
+			return nil, fmt.Errorf("wizard: New: nil option (option %d)", i)
 		}
 		o.applyNode(&c)
 	}
-	if c.maxInFlight < 0 {
-		return nil, fmt.Errorf("wizard: WithMaxInFlight(%d): the limit cannot be negative", c.maxInFlight)
-	}
-	for _, ic := range c.handlerICs {
-		if ic == nil {
-			return nil, fmt.Errorf("wizard: nil handler interceptor")
-		}
-	}
-	for _, ic := range c.callICs {
-		if ic == nil {
-			return nil, fmt.Errorf("wizard: nil call interceptor")
-		}
-	}
-	if c.id == "" {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		c.id = hex.EncodeToString(b[:])
-	}
-	var boot [8]byte
-	_, _ = rand.Read(boot[:])
-	if c.logger == nil {
-		c.logger = slog.New(slog.DiscardHandler)
+	if err := c.validate(); err != nil {
+		return nil, err
 	}
 	n := &Node{
-		id:          c.id,
-		instance:    hex.EncodeToString(boot[:]),
-		log:         c.logger,
+		id:          cmp.Or(c.id, randomHex()),
+		instance:    randomHex(),
+		log:         cmp.Or(c.logger, slog.New(slog.DiscardHandler)),
 		router:      NewRouter[*route](),
 		maxInFlight: int64(c.maxInFlight),
 		drained:     make(chan struct{}),
@@ -109,36 +91,44 @@ func New(opts ...Option) (*Node, error) {
 		n.invoker = inv
 	}
 	if c.transport == nil {
-		if c.listen != "" || c.discovery != nil {
-			return nil, fmt.Errorf("wizard: WithListen and WithDiscovery need WithTransport")
-		}
 		return n, nil
 	}
-	if c.defaultTimeout < 0 || c.refresh < 0 || c.dedupSize < 0 || c.dedupTTL < 0 {
-		return nil, fmt.Errorf("wizard: negative timeout, refresh interval or de-duplication bound")
+	if c.listen != "" && !c.noDedup {
+		n.dedup = newDedupTable(cmp.Or(c.dedupSize, 16384), cmp.Or(c.dedupTTL, 30*time.Second))
 	}
-	if !c.dedupSet {
-		c.dedupSize, c.dedupTTL = 16384, 30*time.Second
-	}
-	if c.listen != "" && c.dedupSize > 0 {
-		n.dedup = newDedupTable(c.dedupSize, cmp.Or(c.dedupTTL, 30*time.Second))
-	}
-	n.remote = &remote{
-		transport:      c.transport,
-		listenAddr:     c.listen,
-		discovery:      c.discovery,
-		defaultTimeout: cmp.Or(c.defaultTimeout, 5*time.Second),
-		refresh:        cmp.Or(c.refresh, 2*time.Second),
-		peers:          map[string]*peer{},
-		newBalancer:    c.newBalancer,
-		newBreaker:     c.newBreaker,
-		budget:         newRetryBudget(),
-		catalogs:       map[string][]Pattern{},
-	}
+	n.remote = newRemote(&c)
 	if err := n.startRemote(); err != nil {
 		return nil, err
 	}
 	return n, nil
+}
+
+// validate reports the first option of c out of range.
+func (c *nodeConfig) validate() error {
+	switch {
+	case c.maxInFlight < 0:
+		return fmt.Errorf("wizard: WithMaxInFlight(%d): the limit cannot be negative", c.maxInFlight)
+	case slices.ContainsFunc(c.handlerICs, func(ic HandlerInterceptor) bool { return ic == nil }):
+		return fmt.Errorf("wizard: WithHandlerInterceptors: nil handler interceptor")
+	case slices.ContainsFunc(c.callICs, func(ic CallInterceptor) bool { return ic == nil }):
+		return fmt.Errorf("wizard: WithCallInterceptors: nil call interceptor")
+	case c.transport == nil && (c.listen != "" || c.discovery != nil):
+		return fmt.Errorf("wizard: WithListen and WithDiscovery need WithTransport")
+	case c.defaultTimeout < 0:
+		return fmt.Errorf("wizard: WithDefaultTimeout(%v): the timeout cannot be negative", c.defaultTimeout)
+	case c.refresh < 0:
+		return fmt.Errorf("wizard: WithCatalogRefresh(%v): the interval cannot be negative", c.refresh)
+	case c.dedupSize < 0 || c.dedupTTL < 0:
+		return fmt.Errorf("wizard: WithDedup(%d, %v): the size and the time cannot be negative", c.dedupSize, c.dedupTTL)
+	}
+	return nil
+}
+
+// randomHex returns 8 random bytes in hex: node ids and instances.
+func randomHex() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // ID returns the node's id.
@@ -151,11 +141,11 @@ func (n *Node) Add(pattern string, h Handler, opts ...HandlerOption) error {
 	if err != nil {
 		return err
 	}
-	return n.AddPattern(p, h, opts...)
+	return n.addPattern(p, h, opts...)
 }
 
-// AddPattern is [Node.Add] with a parsed pattern.
-func (n *Node) AddPattern(p Pattern, h Handler, opts ...HandlerOption) error {
+// addPattern is [Node.Add] with a parsed pattern.
+func (n *Node) addPattern(p Pattern, h Handler, opts ...HandlerOption) error {
 	if h == nil {
 		return Errorf(CodeInvalidArgument, "wizard: nil handler for pattern %q", p.String())
 	}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -11,11 +12,10 @@ type Option interface{ applyNode(*nodeConfig) }
 // HandlerOption configures a handler in [Node.Add].
 type HandlerOption interface{ applyHandler(*handlerConfig) }
 
-// CallOption configures one call ([Node.Act], [Node.ActE], [Client.Call]).
+// CallOption configures calls: one call ([Node.Act], [Node.ActE],
+// [Client.Call]), or every call of a [Client] ([NewClient]). The same
+// options serve both; a call's own options apply after its client's.
 type CallOption interface{ applyCall(*callConfig) }
-
-// ClientOption configures a [Client] in [NewClient].
-type ClientOption interface{ applyClient(*callConfig) }
 
 type nodeConfig struct {
 	transport      Transport
@@ -25,7 +25,7 @@ type nodeConfig struct {
 	refresh        time.Duration
 	dedupSize      int
 	dedupTTL       time.Duration
-	dedupSet       bool
+	noDedup        bool
 	newBalancer    func(Pattern) Balancer
 	newBreaker     func(*Target) Breaker
 
@@ -91,9 +91,9 @@ func WithCatalogRefresh(d time.Duration) Option {
 // WithDedup sizes the table of recent calls by which a node answers a call
 // sent to it again (refed after its connection dropped) without running the
 // handler twice: a duplicate joins the running call or receives the stored
-// answer. At most size answers are kept, none for longer than ttl (default
-// 16384 and 30s), and no more than 64 MiB of them. Size 0 turns
-// de-duplication off: a refed call then runs again.
+// answer. At most size answers are kept, none for longer than ttl, and no
+// more than 64 MiB of them; zero means the default (16384 answers, 30s).
+// [WithoutDedup] turns de-duplication off.
 //
 // An answer must outlive the time its caller takes to notice a dropped
 // connection and send the call again, so size should cover the node's rate
@@ -101,7 +101,13 @@ func WithCatalogRefresh(d time.Duration) Option {
 // second at 16,384 such calls a second. The table holds about 120 bytes
 // per answer beyond the answer itself.
 func WithDedup(size int, ttl time.Duration) Option {
-	return nodeOption(func(c *nodeConfig) { c.dedupSize, c.dedupTTL, c.dedupSet = size, ttl, true })
+	return nodeOption(func(c *nodeConfig) { c.dedupSize, c.dedupTTL, c.noDedup = size, ttl, false })
+}
+
+// WithoutDedup turns de-duplication off (see [WithDedup]): a call refed
+// after its connection dropped then runs again.
+func WithoutDedup() Option {
+	return nodeOption(func(c *nodeConfig) { c.noDedup = true })
 }
 
 // WithLogger sets the logger; by default the node logs nothing.
@@ -141,78 +147,45 @@ type noReplyOption struct{}
 
 func (noReplyOption) applyCall(c *callConfig) { c.noReply = true }
 
-func (noReplyOption) applyClient(c *callConfig) { c.noReply = true }
-
 // NoReply makes a call fire and forget (MicroWizard's sync:false): it
 // returns at once with an empty result and the handler's answer is dropped.
 // Errors found before the handler runs (bad pattern, no match) are still
 // returned.
-func NoReply() interface {
-	CallOption
-	ClientOption
-} {
-	return noReplyOption{}
-}
+func NoReply() CallOption { return noReplyOption{} }
 
 type defaultOption struct{ v any }
 
 func (o defaultOption) applyCall(c *callConfig) { c.hasDefault, c.def = true, o.v }
 
-func (o defaultOption) applyClient(c *callConfig) { c.hasDefault, c.def = true, o.v }
-
 // Default sets the result of a call that no pattern matches, instead of a
 // [CodeNotFound] error.
-func Default(v any) interface {
-	CallOption
-	ClientOption
-} {
-	return defaultOption{v}
-}
+func Default(v any) CallOption { return defaultOption{v} }
 
 type mixinOption []string
 
 func (o mixinOption) applyCall(c *callConfig) { c.mixin = append(c.mixin, o...) }
 
-func (o mixinOption) applyClient(c *callConfig) { c.mixin = append(c.mixin, o...) }
-
 // Mixin makes [Node.ActE] route by the named root fields of its data too,
-// besides the pattern (which wins on a shared key).
-func Mixin(keys ...string) interface {
-	CallOption
-	ClientOption
-} {
-	return mixinOption(keys)
-}
+// besides the pattern (which wins on a shared key). Keys given by several
+// Mixin options add up.
+func Mixin(keys ...string) CallOption { return mixinOption(keys) }
 
 type timeoutOption time.Duration
 
 func (o timeoutOption) applyCall(c *callConfig) { c.timeout = time.Duration(o) }
 
-func (o timeoutOption) applyClient(c *callConfig) { c.timeout = time.Duration(o) }
-
-// Timeout bounds a call when its context has no earlier deadline.
-func Timeout(d time.Duration) interface {
-	CallOption
-	ClientOption
-} {
-	return timeoutOption(d)
-}
+// Timeout bounds a call when its context has no earlier deadline. Zero
+// means no bound of its own: the node's default for remote calls.
+func Timeout(d time.Duration) CallOption { return timeoutOption(d) }
 
 type idempotentOption struct{}
 
 func (idempotentOption) applyCall(c *callConfig) { c.idempotent = true }
 
-func (idempotentOption) applyClient(c *callConfig) { c.idempotent = true }
-
 // Idempotent marks a call as safe to run more than once, so the runtime may
 // retry it after it may have run (generated clients set it for methods whose
 // idempotency_level is IDEMPOTENT or NO_SIDE_EFFECTS).
-func Idempotent() interface {
-	CallOption
-	ClientOption
-} {
-	return idempotentOption{}
-}
+func Idempotent() CallOption { return idempotentOption{} }
 
 type routeKeyOption string
 
@@ -224,3 +197,18 @@ func (o routeKeyOption) applyCall(c *callConfig) { c.key = string(o) }
 // of the message — a user id, an order id — for sticky routing. Other
 // balancers ignore it.
 func RouteKey(key string) CallOption { return routeKeyOption(key) }
+
+type callOptions []CallOption
+
+func (o callOptions) applyCall(c *callConfig) {
+	for _, opt := range o {
+		if opt != nil {
+			opt.applyCall(c)
+		}
+	}
+}
+
+// WithCallOptions bundles opts into one option, applied in order: a
+// generated client passes its method's defaults first and the caller's
+// options after them, which win.
+func WithCallOptions(opts ...CallOption) CallOption { return callOptions(slices.Clone(opts)) }

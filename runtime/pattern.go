@@ -136,10 +136,10 @@ func MustParsePattern(s string) Pattern {
 	return p
 }
 
-// PatternOf builds a pattern from pairs, which need not be sorted. Values are
+// patternOf builds a pattern from pairs, which need not be sorted. Values are
 // taken verbatim (no number normalisation). It returns an error for an empty
 // or duplicate key.
-func PatternOf(pairs ...Pair) (Pattern, error) {
+func patternOf(pairs ...Pair) (Pattern, error) {
 	ps := make([]Pair, 0, len(pairs))
 	for _, p := range pairs {
 		if p.Key == "" || strings.ContainsAny(p.Key, ",:\" \t\r\n") {

@@ -188,7 +188,7 @@ func TestMustParsePattern(t *testing.T) {
 	})
 }
 
-func TestPatternOf(t *testing.T) {
+func TestPatternOfPairs(t *testing.T) {
 	tests := []struct {
 		name    string
 		pairs   []Pair
@@ -216,15 +216,15 @@ func TestPatternOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := PatternOf(tt.pairs...)
+			p, err := patternOf(tt.pairs...)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("PatternOf = %q, %v; want an error holding %q", p, err, tt.wantErr)
+					t.Fatalf("patternOf = %q, %v; want an error holding %q", p, err, tt.wantErr)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("PatternOf: %v", err)
+				t.Fatalf("patternOf: %v", err)
 			}
 			if diff := cmp.Diff(tt.want, p.String()); diff != "" {
 				t.Errorf("String (-want +got):\n%s", diff)
@@ -241,7 +241,7 @@ func TestPatternOf(t *testing.T) {
 	}
 	t.Run("does not keep the caller's slice", func(t *testing.T) {
 		in := []Pair{{"b", "2"}, {"a", "1"}}
-		p, err := PatternOf(in...)
+		p, err := patternOf(in...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -360,7 +360,7 @@ func TestPattern_Equal(t *testing.T) {
 
 func mustPatternOf(t testing.TB, pairs ...Pair) Pattern {
 	t.Helper()
-	p, err := PatternOf(pairs...)
+	p, err := patternOf(pairs...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,12 +462,12 @@ func FuzzParsePattern(f *testing.F) {
 		if diff := cmp.Diff(pairs, q.Pairs()); diff != "" {
 			t.Fatalf("ParsePattern(%q): round trip Pairs (-want +got):\n%s", s, diff)
 		}
-		r, err := PatternOf(pairs...)
+		r, err := patternOf(pairs...)
 		if err != nil {
-			t.Fatalf("PatternOf(%q): %v", pairs, err)
+			t.Fatalf("patternOf(%q): %v", pairs, err)
 		}
 		if diff := cmp.Diff(p.String(), r.String()); diff != "" {
-			t.Fatalf("PatternOf(Pairs()) (-want +got):\n%s", diff)
+			t.Fatalf("patternOf(Pairs()) (-want +got):\n%s", diff)
 		}
 	})
 }

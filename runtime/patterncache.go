@@ -56,10 +56,7 @@ func (n *Node) resolve(t *cachedPattern) *route {
 	if res := t.res.Load(); res != nil && res.gen == g {
 		return res.route
 	}
-	var r *route
-	if re := n.router.findPattern(t.pattern); re != nil {
-		r = re.value
-	}
+	r := routeOf(n.router.findPattern(t.pattern))
 	t.res.Store(&resolution{gen: g, route: r})
 	return r
 }

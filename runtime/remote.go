@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -26,6 +27,22 @@ type remote struct {
 	self selfDigest
 }
 
+// newRemote is the remote side c configures, before it starts.
+func newRemote(c *nodeConfig) *remote {
+	return &remote{
+		transport:      c.transport,
+		listenAddr:     c.listen,
+		discovery:      c.discovery,
+		defaultTimeout: cmp.Or(c.defaultTimeout, 5*time.Second),
+		refresh:        cmp.Or(c.refresh, 2*time.Second),
+		peers:          map[string]*peer{},
+		newBalancer:    c.newBalancer,
+		newBreaker:     c.newBreaker,
+		budget:         newRetryBudget(),
+		catalogs:       map[string][]Pattern{},
+	}
+}
+
 // Addr returns the address the node's transport listens on, or "" when it
 // does not listen.
 func (n *Node) Addr() string {
@@ -39,7 +56,7 @@ func (n *Node) Addr() string {
 func (n *Node) startRemote() error {
 	r := n.remote
 	if r.listenAddr != "" {
-		l, err := r.transport.Listen(r.listenAddr, n)
+		l, err := r.transport.Listen(r.listenAddr, nodeServer{n})
 		if err != nil {
 			return fmt.Errorf("wizard: listen on %s: %w", r.listenAddr, err)
 		}

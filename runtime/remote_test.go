@@ -29,7 +29,7 @@ func TestServeMessageKeepsNoFrame(t *testing.T) {
 	frame := []byte("role:frame" + "cmd:over" + strings.Repeat("p", 1<<20))
 	pattern := unsafe.String(&frame[0], len("role:frame"))
 	over := unsafe.String(&frame[len("role:frame")], len("cmd:over"))
-	reply := n.ServeMessage(t.Context(), &Message{
+	reply := n.serveRemote(t.Context(), &Message{
 		Pattern: pattern,
 		Codec:   CodecProto,
 		Meta:    []MetaPair{{metaType, "google.protobuf.Empty"}, {metaOver, over}},
@@ -88,7 +88,7 @@ type retryConn struct {
 
 func (c *retryConn) Call(ctx context.Context, m *Message) (*Message, error) {
 	if m.Pattern == CatalogPattern {
-		b, err := json.Marshal(Catalog{ID: "peer", Patterns: []string{"role:r"}})
+		b, err := json.Marshal(catalog{ID: "peer", Patterns: []string{"role:r"}})
 		return &Message{Codec: CodecJSON, Payload: b}, err
 	}
 	c.t.flags <- m.Flags

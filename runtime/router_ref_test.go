@@ -348,7 +348,7 @@ func (g refGen) pattern() Pattern {
 	for _, i := range g.rng.Perm(len(refKeys))[:n] {
 		pairs = append(pairs, Pair{refKeys[i], refPatValues[g.rng.IntN(len(refPatValues))]})
 	}
-	p, err := PatternOf(pairs...)
+	p, err := patternOf(pairs...)
 	if err != nil {
 		panic(err)
 	}
@@ -441,7 +441,7 @@ func TestRouter_MatchesReference(t *testing.T) {
 				for k, v := range rmsg {
 					pairs = append(pairs, Pair{k, v})
 				}
-				mp, err := PatternOf(pairs...)
+				mp, err := patternOf(pairs...)
 				if err != nil {
 					t.Fatal(err)
 				}

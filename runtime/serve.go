@@ -8,9 +8,21 @@ import (
 	"time"
 )
 
-// ServeMessage serves a call from another node: the catalog, or the local
-// handler of the call's pattern. It implements [Server], for transports.
-func (n *Node) ServeMessage(ctx context.Context, m *Message) *Message {
+// The serving side: a call from another node arrives through nodeServer,
+// finds its local handler (serveRemote), passes the de-duplication table
+// when it may come again (serveOnce, dedup.go), runs under the node's
+// in-flight accounting (dispatch) and becomes a reply (serveLocal).
+
+// nodeServer is the [Server] a node gives its transport's listener.
+type nodeServer struct{ n *Node }
+
+func (s nodeServer) ServeMessage(ctx context.Context, m *Message) *Message {
+	return s.n.serveRemote(ctx, m)
+}
+
+// serveRemote serves a call from another node: the catalog, or the local
+// handler of the call's pattern.
+func (n *Node) serveRemote(ctx context.Context, m *Message) *Message {
 	if m.Pattern == CatalogPattern {
 		return n.catalogReply()
 	}
@@ -33,21 +45,28 @@ func (n *Node) ServeMessage(ctx context.Context, m *Message) *Message {
 		}
 	}
 	if id := metaValue(m.Meta, metaCall); n.dedup != nil && len(id) == 8 && m.Flags&FlagNoReply == 0 {
-		de, dup := n.dedup.begin(metaValue(m.Meta, metaCaller), binary.BigEndian.Uint64([]byte(id)))
-		if dup {
-			n.stats.duplicates.Add(1)
-			reply, err := n.dedup.wait(ctx, de)
-			if err != nil {
-				return errorReply(err)
-			}
-			return reply
-		}
-		reply := n.serveLocal(ctx, m, e, over)
-		// A refusal did not run the handler: its retry must.
-		n.dedup.finish(de, reply, reply.Flags&FlagRefused == 0)
-		return reply
+		return n.serveOnce(ctx, m, e, over, binary.BigEndian.Uint64([]byte(id)))
 	}
 	return n.serveLocal(ctx, m, e, over)
+}
+
+// serveOnce serves a call that may arrive again (refed after its
+// connection dropped): a copy joins the running call or gets the stored
+// answer, and the handler runs once.
+func (n *Node) serveOnce(ctx context.Context, m *Message, e *handlerEntry, over *cachedPattern, id uint64) *Message {
+	de, dup := n.dedup.begin(metaValue(m.Meta, metaCaller), id)
+	if dup {
+		n.stats.duplicates.Add(1)
+		reply, err := n.dedup.wait(ctx, de)
+		if err != nil {
+			return errorReply(err)
+		}
+		return reply
+	}
+	reply := n.serveLocal(ctx, m, e, over)
+	// A refusal did not run the handler: its retry must.
+	n.dedup.finish(de, reply, reply.Flags&FlagRefused == 0)
+	return reply
 }
 
 // serveLocal runs a remote call on its local handler e.

@@ -54,7 +54,7 @@ func generateFile(gen *protogen.Plugin, f *protogen.File, cs []*contract) {
 	g.P("// This is a compile-time assertion that this generated file and the wizard")
 	g.P("// runtime it is compiled against are compatible. If it fails, update")
 	g.P("// github.com/wizardmesh/wizard.")
-	g.P("const _ = ", runtimePackage.Ident("IsAtLeastVersion0_1_0"))
+	g.P("const _ = ", runtimePackage.Ident("IsAtLeastVersion0_2_0"))
 	for _, c := range cs {
 		g.P()
 		generateContract(g, c)
@@ -150,23 +150,30 @@ func generateContract(g *protogen.GeneratedFile, c *contract) {
 	g.P()
 
 	// Client constructor.
-	doc(g, n.newClient+" returns a client that calls "+s.GoName+" through c, usually a *"+rt("Node")+". opts apply to every method, after the options the .proto file sets (no_reply, mixin, timeout, idempotency_level).")
+	doc(g, n.newClient+" returns a client that calls "+s.GoName+" through c, usually a *"+rt("Node")+". opts apply to every method, after the options the .proto file sets (no_reply, mixin, timeout, idempotency_level). A nil Caller or a bad option is an error.")
 	if c.deprecated {
 		g.P("//")
 		doc(g, deprecation)
 	}
-	g.P("func ", n.newClient, "(c ", rt("Caller"), ", opts ...", rt("ClientOption"), ") ", n.client, " {")
-	g.P("return &", n.clientImpl, "{")
-	for _, op := range c.methods {
-		args := "opts..."
-		if fixed := clientOptions(g, op); len(fixed) > 0 {
-			args = "append([]" + rt("ClientOption") + "{" + strings.Join(fixed, ", ") + "}, opts...)..."
+	g.P("func ", n.newClient, "(c ", rt("Caller"), ", opts ...", rt("CallOption"), ") (", n.client, ", error) {")
+	if len(c.methods) == 0 {
+		g.P("return &", n.clientImpl, "{}, nil")
+		g.P("}")
+		g.P()
+	} else {
+		g.P("o := ", rt("WithCallOptions"), "(opts...)")
+		g.P("cl := new(", n.clientImpl, ")")
+		g.P("var err error")
+		for _, op := range c.methods {
+			args := append(clientOptions(g, op), "o")
+			g.P("if cl.", fieldName(op), ", err = ", rt("NewClient"), "[", in(op), ", ", out(op), "](c, ", patternName(c, op), ", ", strings.Join(args, ", "), "); err != nil {")
+			g.P("return nil, err")
+			g.P("}")
 		}
-		g.P(fieldName(op), ": ", rt("NewClient"), "[", in(op), ", ", out(op), "](c, ", patternName(c, op), ", ", args, "),")
+		g.P("return cl, nil")
+		g.P("}")
+		g.P()
 	}
-	g.P("}")
-	g.P("}")
-	g.P()
 
 	// Client implementation.
 	doc(g, n.clientImpl+" implements "+n.client+" with one typed runtime client per method.")

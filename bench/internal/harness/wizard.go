@@ -78,7 +78,12 @@ func dialWizard(ctx context.Context, title string, newTransport func() (runtime.
 		node.Close()
 		return nil, fmt.Errorf("%s at %s: %w", title, strings.Join(addrs, ", "), err)
 	}
-	return &wizardClient{node: node, add: runtime.NewClient[mathv1.AddRequest, mathv1.AddResponse](node, wizardPattern)}, nil
+	add, err := runtime.NewClient[mathv1.AddRequest, mathv1.AddResponse](node, wizardPattern)
+	if err != nil {
+		node.Close()
+		return nil, err
+	}
+	return &wizardClient{node: node, add: add}, nil
 }
 
 // waitTargets waits until n connected peers serve wizardPattern.

@@ -99,7 +99,10 @@ func run() error {
 	}
 
 	fmt.Println("calls:")
-	sum := runtime.NewClient[sumRequest, sumResponse](node, "role:math,cmd:sum")
+	sum, err := runtime.NewClient[sumRequest, sumResponse](node, "role:math,cmd:sum")
+	if err != nil {
+		return err
+	}
 	r, err := sum.Call(ctx, &sumRequest{A: 1, B: 2})
 	if err != nil {
 		return err

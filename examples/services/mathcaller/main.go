@@ -52,7 +52,10 @@ func run(discovery *mesh.Flags, kind string) error {
 	if err := node.WaitFor(ctx, mathv1.MathServiceSumPattern); err != nil {
 		return fmt.Errorf("math service not found: %w", err)
 	}
-	math := mathv1.NewMathServiceClient(node)
+	math, err := mathv1.NewMathServiceClient(node)
+	if err != nil {
+		return err
+	}
 	sum, err := math.Sum(ctx, &mathv1.SumRequest{Values: []float64{1, 2, 3.5}})
 	if err != nil {
 		return err

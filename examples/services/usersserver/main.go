@@ -21,7 +21,11 @@ import (
 
 func main() {
 	err := mesh.Serve("usersserver", "127.0.0.1:7071", func(n *runtime.Node) error {
-		return userssvc.New(mathv1.NewMathServiceClient(n)).Register(n)
+		math, err := mathv1.NewMathServiceClient(n)
+		if err != nil {
+			return err
+		}
+		return userssvc.New(math).Register(n)
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "usersserver:", err)
