@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wizardmesh/wizard/runtime/internal/testwait"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
 
 // Check fails t when, at cleanup, more goroutines run than when Check was
