@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
 
 func TestMaxInFlight(t *testing.T) {
@@ -32,7 +33,7 @@ func TestMaxInFlight(t *testing.T) {
 		})
 	}
 	for range limit {
-		wait(t, started, "a handler to start")
+		testwait.Recv(t, started)
 	}
 
 	refused := []struct {

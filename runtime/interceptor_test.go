@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
 
 func TestHandlerInterceptors(t *testing.T) {
@@ -222,7 +223,7 @@ func TestCallInterceptors(t *testing.T) {
 		if _, err := n.ActE(t.Context(), "ci:1", nil, runtime.NoReply()); err != nil {
 			t.Fatal(err)
 		}
-		wait(t, done, "the no-reply handler")
+		testwait.Recv(t, done)
 		if len(calls) != 1 || !calls[0].NoReply {
 			t.Errorf("calls = %+v, want one with NoReply", calls)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
 
 func TestClose(t *testing.T) {
@@ -37,7 +38,7 @@ func TestClose(t *testing.T) {
 		res, err := n.Act(context.Background(), "cl:block", nil)
 		callDone <- out{res.Value(), err}
 	}()
-	wait(t, started, "the handler to start")
+	testwait.Recv(t, started)
 
 	// Shutdown gives up when its ctx expires, with the ctx's error.
 	ctx, cancel := context.WithTimeout(t.Context(), time.Millisecond)
@@ -82,13 +83,13 @@ func TestClose(t *testing.T) {
 	closeDone := make(chan error, 1)
 	go func() { closeDone <- n.Close() }()
 	close(release)
-	if err := wait(t, closeDone, "Close"); err != nil {
+	if err := testwait.Recv(t, closeDone); err != nil {
 		t.Errorf("Close: %v", err)
 	}
 	if !finished.Load() {
 		t.Error("Close returned before the running handler finished")
 	}
-	if o := wait(t, callDone, "the running call"); o.err != nil || o.v != "done" {
+	if o := testwait.Recv(t, callDone); o.err != nil || o.v != "done" {
 		t.Errorf("the call running during Close = %v, %v; want done", o.v, o.err)
 	}
 
@@ -126,7 +127,7 @@ func TestClose_WaitsForNoReply(t *testing.T) {
 	closeDone := make(chan error, 1)
 	go func() { closeDone <- n.Close() }()
 	close(gate)
-	if err := wait(t, closeDone, "Close"); err != nil {
+	if err := testwait.Recv(t, closeDone); err != nil {
 		t.Fatal(err)
 	}
 	if got := runs.Load(); got != calls {

@@ -5,14 +5,9 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
 )
-
-// guard bounds every wait in these tests. It only turns a hang into a
-// failure: no test relies on it for synchronisation.
-const guard = 30 * time.Second
 
 // newTestNode returns a node that is closed when the test ends.
 func newTestNode(t *testing.T, opts ...runtime.Option) *runtime.Node {
@@ -48,20 +43,6 @@ func wantCode(t *testing.T, err error, code runtime.Code) {
 	}
 	if got := runtime.CodeOf(err); got != code {
 		t.Fatalf("CodeOf(%q) = %v, want %v", err, got, code)
-	}
-}
-
-// wait receives from ch, failing the test after the guard.
-func wait[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	timer := time.NewTimer(guard)
-	defer timer.Stop()
-	select {
-	case v := <-ch:
-		return v
-	case <-timer.C:
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
 
 func TestNoReply(t *testing.T) {
@@ -63,7 +64,7 @@ func TestNoReply(t *testing.T) {
 				returned <- out{v, err}
 			}()
 			// The call returns while the handler is still blocked.
-			o := wait(t, returned, "the NoReply call to return")
+			o := testwait.Recv(t, returned)
 			if o.err != nil {
 				t.Fatalf("NoReply call: %v", o.err)
 			}
@@ -73,7 +74,7 @@ func TestNoReply(t *testing.T) {
 			// The caller's cancellation does not reach the detached handler.
 			cancel()
 			close(release)
-			if got := wait(t, ran, "the handler to run"); got != "v" {
+			if got := testwait.Recv(t, ran); got != "v" {
 				t.Errorf("handler saw k = %v, want v", got)
 			}
 			if err := handlerCtxErr.Load(); err != nil {

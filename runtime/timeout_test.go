@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
 
 func TestTimeout(t *testing.T) {
@@ -72,7 +73,7 @@ func TestTimeout(t *testing.T) {
 		if _, err := n.ActE(t.Context(), "to:1", nil, runtime.Timeout(time.Hour), runtime.NoReply()); err != nil {
 			t.Fatal(err)
 		}
-		if d := wait(t, got, "the no-reply handler"); !d.ok || d.t.Before(start.Add(time.Hour)) {
+		if d := testwait.Recv(t, got); !d.ok || d.t.Before(start.Add(time.Hour)) {
 			t.Errorf("no-reply handler deadline = %v (%v), want about an hour from now", d.t, d.ok)
 		}
 	})
