@@ -162,7 +162,7 @@ func TestServerBadInput(t *testing.T) {
 				t.Errorf("log does not give the reason %q:\n%s", tt.log, log)
 			}
 			// The server closed the bad connection.
-			r.conn.SetReadDeadline(time.Now().Add(guard))
+			r.conn.SetReadDeadline(time.Now().Add(testwait.Guard))
 			if _, err := io.ReadAll(r.br); err != nil && !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "reset") {
 				t.Errorf("reading the closed connection: %v", err)
 			}

@@ -119,7 +119,7 @@ func TestRequestContextDerived(t *testing.T) {
 	r.cancel(context.Canceled)
 	select {
 	case <-grand.Done():
-	case <-time.After(guard):
+	case <-time.After(testwait.Guard):
 		t.Fatal("a grandchild context did not end with the request")
 	}
 	if grand.Err() != context.Canceled {
