@@ -10,7 +10,7 @@ import (
 )
 
 // newTestNode returns a node that is closed when the test ends.
-func newTestNode(t *testing.T, opts ...runtime.Option) *runtime.Node {
+func newTestNode(t testing.TB, opts ...runtime.Option) *runtime.Node {
 	t.Helper()
 	n, err := runtime.New(opts...)
 	if err != nil {
@@ -24,7 +24,8 @@ func newTestNode(t *testing.T, opts ...runtime.Option) *runtime.Node {
 	return n
 }
 
-func mustAdd(t *testing.T, n *runtime.Node, pattern string, h runtime.Handler, opts ...runtime.HandlerOption) {
+// mustAdd adds h to n under pattern, failing t on error.
+func mustAdd(t testing.TB, n *runtime.Node, pattern string, h runtime.Handler, opts ...runtime.HandlerOption) {
 	t.Helper()
 	if err := n.Add(pattern, h, opts...); err != nil {
 		t.Fatalf("Add(%q): %v", pattern, err)
