@@ -38,14 +38,14 @@ ci: ## what CI runs
 # the pinned version with `make buf`.
 BUF_VERSION := v1.75.0
 BUF ?= $(or $(shell command -v buf 2>/dev/null),$(shell $(GO) env GOPATH)/bin/buf)
-GENERATED := runtime/wizardpb examples/gen testdata
+GENERATED := runtime/wizardpb examples/gen runtime/internal/testkit/testpb testdata
 .PHONY: buf generate checkgenerate
 
 buf: ## install the pinned buf through the Go toolchain
 	$(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
 
 generate: ## regenerate the stubs, the golden-test descriptor sets and goldens (needs buf)
-	find examples/gen -name '*.pb.go' -delete # drop stubs of removed protos; runtime/wizardpb is rewritten in place (the plugin imports it)
+	find examples/gen runtime/internal/testkit/testpb -name '*.pb.go' -delete # drop stubs of removed protos; runtime/wizardpb is rewritten in place (the plugin imports it)
 	$(BUF) generate
 	@for d in $(patsubst %/input.proto,%,$(wildcard testdata/*/input.proto)); do \
 	  echo "$(BUF) build $$d"; \

@@ -15,23 +15,15 @@ type sumResponse struct{ R float64 }
 
 func newBenchNode(b *testing.B) *runtime.Node {
 	b.Helper()
-	n, err := runtime.New()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { n.Close() })
+	n := newTestNode(b)
 	resp := &sumResponse{}
-	if err := n.Add("role:math,cmd:sum", runtime.NewUnaryHandler(func(ctx context.Context, r *sumRequest) (*sumResponse, error) {
+	mustAdd(b, n, "role:math,cmd:sum", runtime.NewUnaryHandler(func(ctx context.Context, r *sumRequest) (*sumResponse, error) {
 		resp.R = r.A + r.B
 		return resp, nil
-	})); err != nil {
-		b.Fatal(err)
-	}
+	}))
 	// Neighbours, so the router is not trivially small.
 	for i := range 50 {
-		if err := n.Add(fmt.Sprintf("role:svc%d,cmd:get", i), func(context.Context, runtime.Request) (any, error) { return nil, nil }); err != nil {
-			b.Fatal(err)
-		}
+		mustAdd(b, n, fmt.Sprintf("role:svc%d,cmd:get", i), func(context.Context, runtime.Request) (any, error) { return nil, nil })
 	}
 	return n
 }

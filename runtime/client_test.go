@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
 
 type addReq struct {
@@ -235,7 +236,7 @@ func TestClient_Options(t *testing.T) {
 	if res, err := c.Call(t.Context(), &addReq{A: 1}, runtime.NoReply(), runtime.Idempotent()); res != nil || err != nil {
 		t.Errorf("NoReply call = %v, %v", res, err)
 	}
-	wait(t, ran, "the no-reply handler")
+	testwait.Recv(t, ran)
 	if res, err := c.Call(t.Context(), &addReq{A: 2}); err != nil || res == nil || res.Sum != 2 {
 		t.Errorf("next call = %v, %v; want Sum 2", res, err)
 	}
@@ -313,7 +314,7 @@ func TestClient_OtherCaller(t *testing.T) {
 		if res != nil || err != nil {
 			t.Errorf("NoReply through a Caller = %v, %v", res, err)
 		}
-		wait(t, ran, "the no-reply handler")
+		testwait.Recv(t, ran)
 		res, err = c.Call(t.Context(), &addReq{}, runtime.Default(fallback), runtime.Timeout(0))
 		if err != nil || res == nil || res.Sum != 0 {
 			t.Errorf("call with a Default and a match = %v, %v", res, err)

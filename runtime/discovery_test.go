@@ -15,8 +15,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wizardmesh/wizard/runtime/internal/testlog"
-	"github.com/wizardmesh/wizard/runtime/internal/testwait"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
 
 // memNet is a message-level transport in memory: a node listening on an

@@ -616,14 +616,8 @@ func TestDecodeSamePointerType(t *testing.T) {
 	}
 	src := &secret{Public: 1, private: "kept"}
 	var dst secret
-	node, err := runtime.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Close() })
-	if err := node.Add("a:1", func(context.Context, runtime.Request) (any, error) { return src, nil }); err != nil {
-		t.Fatal(err)
-	}
+	node := newTestNode(t)
+	mustAdd(t, node, "a:1", func(context.Context, runtime.Request) (any, error) { return src, nil })
 	res, err := node.ActE(t.Context(), "a:1", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -12,9 +12,9 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/wizardmesh/wizard/runtime"
-	"github.com/wizardmesh/wizard/runtime/internal/testpki"
-	"github.com/wizardmesh/wizard/runtime/internal/testwait"
-	"github.com/wizardmesh/wizard/runtime/internal/transporttest"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testpki"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
 	"github.com/wizardmesh/wizard/runtime/quic"
 )
 

@@ -19,9 +19,9 @@ import (
 
 	wizard "github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
-	"github.com/wizardmesh/wizard/runtime/internal/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/mux"
-	"github.com/wizardmesh/wizard/runtime/internal/testwait"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wizardmesh/wizard/runtime/internal/leak"
-	"github.com/wizardmesh/wizard/runtime/internal/testlog"
-	"github.com/wizardmesh/wizard/runtime/internal/testwait"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/swim"
 )
 

@@ -14,9 +14,9 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/wizardmesh/wizard/runtime"
-	"github.com/wizardmesh/wizard/runtime/internal/leak"
-	"github.com/wizardmesh/wizard/runtime/internal/testlog"
-	"github.com/wizardmesh/wizard/runtime/internal/testwait"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
 
 // fakeHost is a DiscoveryHost that records what discovery reports.

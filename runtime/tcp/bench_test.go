@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
 	"github.com/wizardmesh/wizard/runtime"
-	"github.com/wizardmesh/wizard/runtime/internal/transporttest"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testpb"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
 	"github.com/wizardmesh/wizard/runtime/lb"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
@@ -27,23 +27,23 @@ func BenchmarkRemoteCall(b *testing.B) {
 // call and their ratio.
 func BenchmarkBreakerCost(b *testing.B) {
 	srv := newServer(b)
-	if err := mathv1.RegisterMathServiceHandler(srv, transporttest.MathService{}); err != nil {
+	if err := testpb.RegisterMathServiceHandler(srv, transporttest.MathService{}); err != nil {
 		b.Fatal(err)
 	}
 	br, err := lb.NewBreakers[*runtime.Target]()
 	if err != nil {
 		b.Fatal(err)
 	}
-	plain := mathv1.NewMathServiceClient(newClient(b, mathv1.MathServiceSumPattern, srv.Addr()))
-	withBreakers := mathv1.NewMathServiceClient(newClientWith(b, mathv1.MathServiceSumPattern,
+	plain := testpb.NewMathServiceClient(newClient(b, testpb.MathServiceSumPattern, srv.Addr()))
+	withBreakers := testpb.NewMathServiceClient(newClientWith(b, testpb.MathServiceSumPattern,
 		[]runtime.Option{runtime.WithBreakers(func(t *runtime.Target) runtime.Breaker { return br.Get(t) })}, srv.Addr()))
-	req := &mathv1.SumRequest{Values: []float64{1, 2}}
+	req := &testpb.SumRequest{Values: []float64{1, 2}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	const round = 100
 	var spent [2]time.Duration
 	calls := 0
-	clients := []mathv1.MathServiceClient{plain, withBreakers}
+	clients := []testpb.MathServiceClient{plain, withBreakers}
 	for b.Loop() {
 		for j := range clients {
 			i := (j + calls/round) % 2 // who goes first alternates

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
-	"github.com/wizardmesh/wizard/runtime/internal/testwait"
-	"github.com/wizardmesh/wizard/runtime/internal/transporttest"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
 )
 
 // cutProxy forwards TCP connections to a target and cuts all of them on

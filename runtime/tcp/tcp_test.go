@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/wizardmesh/wizard/runtime"
-	"github.com/wizardmesh/wizard/runtime/internal/transporttest"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
 

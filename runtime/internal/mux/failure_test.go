@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/wizardmesh/wizard/runtime/internal/leak"
-	"github.com/wizardmesh/wizard/runtime/internal/testlog"
-	"github.com/wizardmesh/wizard/runtime/internal/testwait"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
@@ -162,7 +162,7 @@ func TestServerBadInput(t *testing.T) {
 				t.Errorf("log does not give the reason %q:\n%s", tt.log, log)
 			}
 			// The server closed the bad connection.
-			r.conn.SetReadDeadline(time.Now().Add(guard))
+			r.conn.SetReadDeadline(time.Now().Add(testwait.Guard))
 			if _, err := io.ReadAll(r.br); err != nil && !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "reset") {
 				t.Errorf("reading the closed connection: %v", err)
 			}

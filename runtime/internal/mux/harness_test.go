@@ -8,14 +8,9 @@ import (
 	"net"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
-
-// guard bounds every wait in these tests: on a loaded machine things are
-// slow, but nothing should take this long.
-const guard = 30 * time.Second
 
 // echo answers a request with its own payload, codec and meta.
 func echo(_ context.Context, req *wire.Frame) *wire.Frame {

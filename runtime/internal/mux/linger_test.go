@@ -9,8 +9,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/wizardmesh/wizard/runtime/internal/leak"
-	"github.com/wizardmesh/wizard/runtime/internal/testwait"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 

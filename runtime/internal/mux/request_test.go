@@ -7,7 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/wizardmesh/wizard/runtime/internal/testwait"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
@@ -119,7 +119,7 @@ func TestRequestContextDerived(t *testing.T) {
 	r.cancel(context.Canceled)
 	select {
 	case <-grand.Done():
-	case <-time.After(guard):
+	case <-time.After(testwait.Guard):
 		t.Fatal("a grandchild context did not end with the request")
 	}
 	if grand.Err() != context.Canceled {

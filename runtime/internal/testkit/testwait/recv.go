@@ -36,11 +36,23 @@ func Until(t testing.TB, what string, cond func() bool) {
 func Within(t testing.TB, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
+	if !Poll(d, cond) {
+		t.Fatalf("after %v: %s", d, what)
+	}
+	return time.Since(start)
+}
+
+// Poll is the loop of [Within] without the failure: it polls cond every
+// few milliseconds until it holds or d has passed, and reports whether it
+// held, for callers that say themselves what went wrong (a leak check
+// with its goroutine dump).
+func Poll(d time.Duration, cond func() bool) bool {
+	start := time.Now()
 	for !cond() {
 		if time.Since(start) > d {
-			t.Fatalf("after %v: %s", d, what)
+			return false
 		}
 		time.Sleep(2 * time.Millisecond) // a polling interval, not synchronisation
 	}
-	return time.Since(start)
+	return true
 }

@@ -6,24 +6,24 @@ import (
 	"testing"
 	"time"
 
-	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testpb"
 	"github.com/wizardmesh/wizard/runtime/lb"
 )
 
-// MathService is the server side of the benchmarks: its Sum adds the
-// values.
+// MathService is the server side of the benchmarks, a
+// [testpb.MathServiceHandler]: its Sum adds the values.
 type MathService struct {
-	mathv1.UnimplementedMathServiceHandler
+	testpb.UnimplementedMathServiceHandler
 }
 
 // Sum returns the sum of r's values.
-func (MathService) Sum(ctx context.Context, r *mathv1.SumRequest) (*mathv1.SumResponse, error) {
+func (MathService) Sum(ctx context.Context, r *testpb.SumRequest) (*testpb.SumResponse, error) {
 	var s float64
 	for _, v := range r.GetValues() {
 		s += v
 	}
-	return &mathv1.SumResponse{Sum: s}, nil
+	return &testpb.SumResponse{Sum: s}, nil
 }
 
 // Benchmark is a generated client's call over loopback through the
@@ -32,12 +32,12 @@ func (MathService) Sum(ctx context.Context, r *mathv1.SumRequest) (*mathv1.SumRe
 // with breakers, through ActE, in parallel, and through Act with a map.
 func Benchmark(b *testing.B, newTransport NewTransport) {
 	srv := NewServer(b, newTransport(b, discard))
-	if err := mathv1.RegisterMathServiceHandler(srv, MathService{}); err != nil {
+	if err := testpb.RegisterMathServiceHandler(srv, MathService{}); err != nil {
 		b.Fatal(err)
 	}
-	cl := NewClient(b, newTransport(b, discard), mathv1.MathServiceSumPattern, nil, srv.Addr())
-	math := mathv1.NewMathServiceClient(cl)
-	req := &mathv1.SumRequest{Values: []float64{1, 2}}
+	cl := NewClient(b, newTransport(b, discard), testpb.MathServiceSumPattern, nil, srv.Addr())
+	math := testpb.NewMathServiceClient(cl)
+	req := &testpb.SumRequest{Values: []float64{1, 2}}
 	call := func(ctx context.Context) {
 		res, err := math.Sum(ctx, req)
 		if err != nil || res.GetSum() != 3 {
@@ -69,8 +69,8 @@ func Benchmark(b *testing.B, newTransport NewTransport) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		clb := NewClient(b, newTransport(b, discard), mathv1.MathServiceSumPattern, []runtime.Option{runtime.WithBreakers(func(t *runtime.Target) runtime.Breaker { return br.Get(t) })}, srv.Addr())
-		mathb := mathv1.NewMathServiceClient(clb)
+		clb := NewClient(b, newTransport(b, discard), testpb.MathServiceSumPattern, []runtime.Option{runtime.WithBreakers(func(t *runtime.Target) runtime.Breaker { return br.Get(t) })}, srv.Addr())
+		mathb := testpb.NewMathServiceClient(clb)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 		defer cancel()
 		b.ReportAllocs()
@@ -92,10 +92,10 @@ func Benchmark(b *testing.B, newTransport NewTransport) {
 		b.Run(name, func(b *testing.B) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 			defer cancel()
-			var out mathv1.SumResponse
+			var out testpb.SumResponse
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := cl.ActE(ctx, mathv1.MathServiceSumPattern, req, opts...)
+				res, err := cl.ActE(ctx, testpb.MathServiceSumPattern, req, opts...)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -133,7 +133,7 @@ func Benchmark(b *testing.B, newTransport NewTransport) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var out mathv1.SumResponse
+			var out testpb.SumResponse
 			if err := res.Decode(&out); err != nil || out.GetSum() != 3 {
 				b.Fatal(&out, err)
 			}

@@ -7,4 +7,9 @@
 // helpers those scenarios share with the transports' own tests: nodes
 // closed at cleanup, waits for a routable pattern or a log line, a [Gate]
 // for blocked handlers. It is for tests only.
+//
+// The typed calls go through the stubs of the suite's own contract,
+// wizard.testkit.v1.MathService (package testpb, generated from
+// runtime/internal/testkit/proto), never through the examples': the
+// runtime's tests do not depend on what the examples generate.
 package transporttest

@@ -3,9 +3,8 @@ package leak
 import (
 	"runtime"
 	"testing"
-	"time"
 
-	"github.com/wizardmesh/wizard/runtime/internal/testwait"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
 
 // Check fails t when, at cleanup, more goroutines run than when Check was
@@ -24,15 +23,10 @@ func Mark(t testing.TB) (verify func()) {
 	before := runtime.NumGoroutine()
 	return func() {
 		t.Helper()
-		deadline := time.Now().Add(testwait.Guard)
-		for runtime.NumGoroutine() > before {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutine leak: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf)
-				return
-			}
-			time.Sleep(5 * time.Millisecond) // a bounded polling guard, not synchronisation
+		if !testwait.Poll(testwait.Guard, func() bool { return runtime.NumGoroutine() <= before }) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Errorf("goroutine leak: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf)
 		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
-	"github.com/wizardmesh/wizard/runtime/internal/testwait"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
 
 // NewTransport makes a transport whose records go to log (never nil).

@@ -1,0 +1,77 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+)
+
+func TestMaxInFlight(t *testing.T) {
+	const limit = 3
+	n := newTestNode(t, runtime.WithMaxInFlight(limit))
+	started := make(chan struct{}, 100)
+	release := make(chan struct{})
+	var runs atomic.Int32
+	mustAdd(t, n, "mif:1", func(ctx context.Context, r runtime.Request) (any, error) {
+		runs.Add(1)
+		started <- struct{}{}
+		<-release
+		return "ok", nil
+	})
+
+	var wg sync.WaitGroup
+	errs := make(chan error, limit)
+	for range limit {
+		wg.Go(func() {
+			_, err := n.Act(context.Background(), "mif:1", nil)
+			errs <- err
+		})
+	}
+	for range limit {
+		testwait.Recv(t, started)
+	}
+
+	refused := []struct {
+		name string
+		call func() error
+	}{
+		{"Act", func() error { _, err := n.Act(t.Context(), "mif:1", nil); return err }},
+		{"ActE", func() error { _, err := n.ActE(t.Context(), "mif:1", nil); return err }},
+		{"NoReply", func() error { _, err := n.ActE(t.Context(), "mif:1", nil, runtime.NoReply()); return err }},
+		{"Client", func() error {
+			_, err := runtime.NewClient[point, point](n, "mif:1").Call(t.Context(), &point{})
+			return err
+		}},
+	}
+	for _, r := range refused {
+		t.Run(r.name+" refused", func(t *testing.T) {
+			err := r.call()
+			wantCode(t, err, runtime.CodeResourceExhausted)
+			if !errors.Is(err, runtime.ErrResourceExhausted) || !errors.Is(err, runtime.ErrOverloaded) {
+				t.Errorf("errors.Is(%v, ErrResourceExhausted/ErrOverloaded) = false", err)
+			}
+		})
+	}
+	if got := runs.Load(); got != limit {
+		t.Errorf("handler ran %d times, want %d: a refused call ran it", got, limit)
+	}
+
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("a call within the limit failed: %v", err)
+		}
+	}
+	for i := range limit + 2 {
+		if res, err := n.Act(t.Context(), "mif:1", nil); err != nil || res.Value() != "ok" {
+			t.Errorf("call %d after release = %v, %v", i, res.Value(), err)
+		}
+	}
+}
