@@ -353,7 +353,7 @@ func TestDefaultAndNotFound(t *testing.T) {
 			return err
 		}, `"a:2,b:1"`},
 		{"Client", func() error {
-			_, err := runtime.NewClient[point, point](n, "c:1").Call(t.Context(), &point{})
+			_, err := newClient[point, point](t, n, "c:1").Call(t.Context(), &point{})
 			return err
 		}, `"c:1"`},
 	}

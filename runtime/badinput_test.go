@@ -25,8 +25,8 @@ func TestBadInput(t *testing.T) {
 				"Act":    func() error { _, err := n.Act(t.Context(), p, nil); return err },
 				"ActE":   func() error { _, err := n.ActE(t.Context(), p, nil); return err },
 				"Remove": func() error { _, err := n.Remove(p); return err },
-				"Client": func() error {
-					_, err := runtime.NewClient[point, point](n, p).Call(t.Context(), &point{})
+				"NewClient": func() error {
+					_, err := runtime.NewClient[point, point](n, p)
 					return err
 				},
 			}
@@ -122,7 +122,7 @@ func TestBadInput(t *testing.T) {
 				if !strings.Contains(err.Error(), "nil handler") {
 					t.Errorf("error %q does not mention the nil handler", err)
 				}
-				err = n.AddPattern(runtime.MustParsePattern("nh:1"), h, runtime.Override())
+				err = n.Add("nh:1", h, runtime.Override())
 				wantCode(t, err, runtime.CodeInvalidArgument)
 			})
 		}
@@ -142,9 +142,11 @@ func TestBadInput(t *testing.T) {
 		if res, err := n.ActE(t.Context(), "no:1", nil, nil, runtime.Mixin("x"), nil); err != nil || res.Value() != "ok" {
 			t.Errorf("ActE with nil options = %v, %v", res.Value(), err)
 		}
-		c := runtime.NewClient[point, string](n, "no:1", nil)
+		// A client is made once: a nil option there is an error (see
+		// TestClient_BadConstruction); at a call it is ignored.
+		c := newClient[point, string](t, n, "no:1")
 		if res, err := c.Call(t.Context(), &point{}, nil); err != nil || *res != "ok" {
-			t.Errorf("Client with nil options = %v, %v", res, err)
+			t.Errorf("Client.Call with a nil option = %v, %v", res, err)
 		}
 	})
 
@@ -191,7 +193,7 @@ func TestBadInput(t *testing.T) {
 		if res, err := n.ActE(nilCtx, "ctx:1", nil, runtime.Timeout(time.Hour)); err != nil || res.Value() != "ok" {
 			t.Errorf("ActE(nil ctx) = %v, %v", res.Value(), err)
 		}
-		if res, err := runtime.NewClient[point, string](n, "ctx:1").Call(nilCtx, &point{}); err != nil || *res != "ok" {
+		if res, err := newClient[point, string](t, n, "ctx:1").Call(nilCtx, &point{}); err != nil || *res != "ok" {
 			t.Errorf("Client.Call(nil ctx) = %v, %v", res, err)
 		}
 	})
@@ -219,7 +221,7 @@ func TestBadInput(t *testing.T) {
 				"ActE":    func() error { _, err := n.ActE(c.ctx, "ctx:1", nil); return err },
 				"NoReply": func() error { _, err := n.ActE(c.ctx, "ctx:1", nil, runtime.NoReply()); return err },
 				"Client": func() error {
-					_, err := runtime.NewClient[point, string](n, "ctx:1").Call(c.ctx, &point{})
+					_, err := newClient[point, string](t, n, "ctx:1").Call(c.ctx, &point{})
 					return err
 				},
 			}

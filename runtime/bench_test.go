@@ -32,7 +32,7 @@ func newBenchNode(b *testing.B) *runtime.Node {
 // pattern and a typed request, in-process.
 func BenchmarkActE_Precomputed(b *testing.B) {
 	n := newBenchNode(b)
-	c := runtime.NewClient[sumRequest, sumResponse](n, "role:math,cmd:sum")
+	c := newClient[sumRequest, sumResponse](b, n, "role:math,cmd:sum")
 	ctx := context.Background()
 	req := &sumRequest{A: 1, B: 2}
 	b.ReportAllocs()
@@ -109,7 +109,7 @@ func BenchmarkActE_Mixin(b *testing.B) {
 	})); err != nil {
 		b.Fatal(err)
 	}
-	c := runtime.NewClient[wrapperspb.StringValue, wrapperspb.Int64Value](n, "role:math", runtime.Mixin("value"))
+	c := newClient[wrapperspb.StringValue, wrapperspb.Int64Value](b, n, "role:math", runtime.Mixin("value"))
 	ctx := context.Background()
 	req := wrapperspb.String("product")
 	b.ReportAllocs()

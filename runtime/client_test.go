@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -45,7 +49,7 @@ func TestClient_RoundTrip(t *testing.T) {
 	n := newTestNode(t)
 	var got *addReq
 	mustAdd(t, n, "math:add", addHandler(&got))
-	c := runtime.NewClient[addReq, addRes](n, " math : add ")
+	c := newClient[addReq, addRes](t, n, " math : add ")
 	if p := c.Pattern().String(); p != "math:add" {
 		t.Errorf("Pattern() = %q, want math:add", p)
 	}
@@ -169,8 +173,8 @@ func TestClient_Proto(t *testing.T) {
 	mustAdd(t, n, "svc:echo", echo("!"))
 	mustAdd(t, n, "svc:echo,value:special", echo("*"))
 
-	plain := runtime.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](n, "svc:echo")
-	mixin := runtime.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](n, "svc:echo", runtime.Mixin("value"))
+	plain := newClient[wrapperspb.StringValue, wrapperspb.StringValue](t, n, "svc:echo")
+	mixin := newClient[wrapperspb.StringValue, wrapperspb.StringValue](t, n, "svc:echo", runtime.Mixin("value"))
 	tests := []struct {
 		name string
 		c    *runtime.Client[wrapperspb.StringValue, wrapperspb.StringValue]
@@ -197,13 +201,13 @@ func TestClient_Proto(t *testing.T) {
 
 	// A handler answering with a map is decoded into the client's *Res.
 	mustAdd(t, n, "svc:struct", replyMsg(map[string]any{"Sum": 9}))
-	res, err := runtime.NewClient[addReq, addRes](n, "svc:struct").Call(t.Context(), &addReq{})
+	res, err := newClient[addReq, addRes](t, n, "svc:struct").Call(t.Context(), &addReq{})
 	if err != nil || res == nil || res.Sum != 9 {
 		t.Errorf("Call decoding a map = %v, %v; want Sum 9", res, err)
 	}
 	// An answer that does not decode is an error, not a panic.
 	mustAdd(t, n, "svc:bad", replyMsg("not an object"))
-	_, err = runtime.NewClient[addReq, addRes](n, "svc:bad").Call(t.Context(), &addReq{})
+	_, err = newClient[addReq, addRes](t, n, "svc:bad").Call(t.Context(), &addReq{})
 	wantCode(t, err, runtime.CodeInvalidArgument)
 }
 
@@ -216,23 +220,23 @@ func TestClient_Options(t *testing.T) {
 		return &addRes{Sum: r.A}, nil
 	}))
 
-	c := runtime.NewClient[addReq, addRes](n, "opt:missing", runtime.Default(fallback))
+	c := newClient[addReq, addRes](t, n, "opt:missing", runtime.Default(fallback))
 	res, err := c.Call(t.Context(), &addReq{})
 	if err != nil || res != fallback {
 		t.Errorf("client Default = %v, %v; want the fallback", res, err)
 	}
-	res, err = runtime.NewClient[addReq, addRes](n, "opt:missing").Call(t.Context(), &addReq{}, runtime.Default(fallback))
+	res, err = newClient[addReq, addRes](t, n, "opt:missing").Call(t.Context(), &addReq{}, runtime.Default(fallback))
 	if err != nil || res != fallback {
 		t.Errorf("call Default = %v, %v; want the fallback", res, err)
 	}
 	// A Default that is not a *Res is decoded.
-	res, err = runtime.NewClient[addReq, addRes](n, "opt:missing", runtime.Default(map[string]any{"Sum": 4})).Call(t.Context(), &addReq{})
+	res, err = newClient[addReq, addRes](t, n, "opt:missing", runtime.Default(map[string]any{"Sum": 4})).Call(t.Context(), &addReq{})
 	if err != nil || res == nil || res.Sum != 4 {
 		t.Errorf("map Default = %v, %v; want Sum 4", res, err)
 	}
 
 	// A call option does not stick to the client.
-	c = runtime.NewClient[addReq, addRes](n, "opt:exists", runtime.Idempotent(), runtime.Timeout(0))
+	c = newClient[addReq, addRes](t, n, "opt:exists", runtime.Idempotent(), runtime.Timeout(0))
 	if res, err := c.Call(t.Context(), &addReq{A: 1}, runtime.NoReply(), runtime.Idempotent()); res != nil || err != nil {
 		t.Errorf("NoReply call = %v, %v", res, err)
 	}
@@ -281,7 +285,7 @@ func TestClient_OtherCaller(t *testing.T) {
 	t.Run("plain", func(t *testing.T) {
 		f := &fakeCaller{node: n}
 		req := &addReq{A: 2, B: 3}
-		res, err := runtime.NewClient[addReq, addRes](f, "fake:1").Call(t.Context(), req)
+		res, err := newClient[addReq, addRes](t, f, "fake:1").Call(t.Context(), req)
 		if err != nil || res == nil || res.Sum != 5 {
 			t.Fatalf("Call = %v, %v; want Sum 5", res, err)
 		}
@@ -298,7 +302,7 @@ func TestClient_OtherCaller(t *testing.T) {
 
 	t.Run("client options pass through", func(t *testing.T) {
 		f := &fakeCaller{node: n}
-		res, err := runtime.NewClient[addReq, addRes](runtime.Caller(f), "fake:missing", runtime.Default(fallback)).Call(t.Context(), &addReq{})
+		res, err := newClient[addReq, addRes](t, runtime.Caller(f), "fake:missing", runtime.Default(fallback)).Call(t.Context(), &addReq{})
 		if err != nil || res != fallback {
 			t.Errorf("Default through a Caller = %v, %v; want the fallback", res, err)
 		}
@@ -309,7 +313,7 @@ func TestClient_OtherCaller(t *testing.T) {
 
 	t.Run("call options pass through", func(t *testing.T) {
 		f := &fakeCaller{node: n}
-		c := runtime.NewClient[addReq, addRes](f, "fake:1")
+		c := newClient[addReq, addRes](t, f, "fake:1")
 		res, err := c.Call(t.Context(), &addReq{A: 1}, runtime.NoReply())
 		if res != nil || err != nil {
 			t.Errorf("NoReply through a Caller = %v, %v", res, err)
@@ -324,7 +328,7 @@ func TestClient_OtherCaller(t *testing.T) {
 
 	t.Run("client and call mixins combine", func(t *testing.T) {
 		f := &fakeCaller{node: n}
-		c := runtime.NewClient[map[string]any, addRes](f, "fake:1", runtime.Mixin("absent"))
+		c := newClient[map[string]any, addRes](t, f, "fake:1", runtime.Mixin("absent"))
 		data := map[string]any{"op": "mul", "A": 3, "B": 4}
 		res, err := c.Call(t.Context(), &data)
 		// *map is not a message a Mixin can read.
@@ -333,7 +337,7 @@ func TestClient_OtherCaller(t *testing.T) {
 			t.Errorf("res = %v alongside an error", res)
 		}
 
-		mc := runtime.NewClient[dynamicpb.Message, wrapperspb.StringValue](f, "fake:2", runtime.Mixin("role"), runtime.Default(wrapperspb.String("default")))
+		mc := newClient[dynamicpb.Message, wrapperspb.StringValue](t, f, "fake:2", runtime.Mixin("role"), runtime.Default(wrapperspb.String("default")))
 		msg := newSum(map[string]any{"role": "r", "cmd": "c"})
 		for _, tt := range []struct {
 			opts []runtime.CallOption
@@ -355,10 +359,10 @@ func TestClient_OtherCaller(t *testing.T) {
 
 	t.Run("errors pass through", func(t *testing.T) {
 		f := &fakeCaller{node: n}
-		_, err := runtime.NewClient[addReq, addRes](f, "fake:missing").Call(t.Context(), &addReq{})
+		_, err := newClient[addReq, addRes](t, f, "fake:missing").Call(t.Context(), &addReq{})
 		wantCode(t, err, runtime.CodeNotFound)
 		var perr *runtime.ParseError
-		_, err = runtime.NewClient[addReq, addRes](f, "fake:").Call(t.Context(), &addReq{})
+		_, err = runtime.NewClient[addReq, addRes](f, "fake:")
 		if !errors.As(err, &perr) {
 			t.Errorf("bad pattern through a Caller: err = %v, want a *ParseError", err)
 		}
@@ -373,38 +377,90 @@ func TestClient_BadConstruction(t *testing.T) {
 	mustAdd(t, n, "x:1", addHandler(nil))
 
 	t.Run("invalid pattern", func(t *testing.T) {
-		c := runtime.NewClient[addReq, addRes](n, "x:1,x:2")
-		for range 2 { // reported by every call
-			res, err := c.Call(t.Context(), &addReq{})
-			var perr *runtime.ParseError
-			if !errors.As(err, &perr) || res != nil {
-				t.Fatalf("Call = %v, %v; want a *ParseError", res, err)
-			}
-			if perr.Pattern != "x:1,x:2" {
-				t.Errorf("ParseError.Pattern = %q", perr.Pattern)
-			}
+		c, err := runtime.NewClient[addReq, addRes](n, "x:1,x:2")
+		var perr *runtime.ParseError
+		if !errors.As(err, &perr) || c != nil {
+			t.Fatalf("NewClient = %v, %v; want a *ParseError", c, err)
 		}
-		if c.Pattern().String() != "" {
-			t.Errorf("Pattern() of an invalid client = %q", c.Pattern())
+		if perr.Pattern != "x:1,x:2" {
+			t.Errorf("ParseError.Pattern = %q", perr.Pattern)
 		}
 	})
 
 	t.Run("nil Caller", func(t *testing.T) {
-		c := runtime.NewClient[addReq, addRes](nil, "x:1")
-		res, err := c.Call(t.Context(), &addReq{})
+		c, err := runtime.NewClient[addReq, addRes](nil, "x:1")
 		wantCode(t, err, runtime.CodeInvalidArgument)
-		if res != nil {
-			t.Errorf("res = %v", res)
+		if c != nil {
+			t.Errorf("client = %v", c)
 		}
 	})
 
 	t.Run("nil *Node", func(t *testing.T) {
 		var nilNode *runtime.Node
-		c := runtime.NewClient[addReq, addRes](nilNode, "x:1")
-		res, err := c.Call(t.Context(), &addReq{})
+		c, err := runtime.NewClient[addReq, addRes](nilNode, "x:1")
 		wantCode(t, err, runtime.CodeInvalidArgument)
-		if res != nil {
-			t.Errorf("res = %v", res)
+		if c != nil {
+			t.Errorf("client = %v", c)
 		}
 	})
+
+	for _, tt := range []struct {
+		name string
+		opts []runtime.CallOption
+		want string
+	}{
+		{"nil option", []runtime.CallOption{runtime.Idempotent(), nil}, "option 1 is nil"},
+		{"nil option in a bundle", []runtime.CallOption{runtime.WithCallOptions(runtime.NoReply(), nil)}, "WithCallOptions: option 1 is nil"},
+		{"negative timeout", []runtime.CallOption{runtime.Timeout(-time.Second)}, "Timeout(-1s): a timeout cannot be negative"},
+		{"empty mixin key", []runtime.CallOption{runtime.Mixin("a", "")}, `Mixin(["a" ""]): a key cannot be empty`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := runtime.NewClient[addReq, addRes](n, "x:1", tt.opts...)
+			wantCode(t, err, runtime.CodeInvalidArgument)
+			if c != nil || err == nil || !strings.Contains(err.Error(), `wizard: NewClient("x:1"): `+tt.want) {
+				t.Errorf("NewClient = %v, %v; want an error saying %q", c, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestClient_OptionOrder: a client's options apply in order, bundles
+// included, and a call's own options after them; mixin keys add up.
+func TestClient_OptionOrder(t *testing.T) {
+	n := newTestNode(t)
+	deadline := make(chan time.Duration, 1)
+	mustAdd(t, n, "ord:1", func(ctx context.Context, req runtime.Request) (any, error) {
+		dl, _ := ctx.Deadline()
+		deadline <- time.Until(dl).Round(time.Hour)
+		return "plain", nil
+	})
+	mustAdd(t, n, "ord:1,name:x,json_name:y", func(ctx context.Context, req runtime.Request) (any, error) {
+		deadline <- 0
+		return "mixed", nil
+	})
+	tests := []struct {
+		name       string
+		client     []runtime.CallOption
+		call       []runtime.CallOption
+		want       string
+		wantBudget time.Duration
+	}{
+		{"later wins", []runtime.CallOption{runtime.Timeout(time.Hour), runtime.Timeout(3 * time.Hour)}, nil, "plain", 3 * time.Hour},
+		{"a bundle after the defaults wins", []runtime.CallOption{runtime.Timeout(time.Hour), runtime.WithCallOptions(runtime.Timeout(2 * time.Hour))}, nil, "plain", 2 * time.Hour},
+		{"the call's own win", []runtime.CallOption{runtime.Timeout(time.Hour)}, []runtime.CallOption{runtime.Timeout(5 * time.Hour)}, "plain", 5 * time.Hour},
+		{"mixins add up", []runtime.CallOption{runtime.Mixin("name"), runtime.WithCallOptions(runtime.Mixin("json_name"))}, nil, "mixed", 0},
+		{"a call's mixin adds to the client's", []runtime.CallOption{runtime.Mixin("name")}, []runtime.CallOption{runtime.Mixin("json_name")}, "mixed", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newClient[descriptorpb.FieldDescriptorProto, string](t, n, "ord:1", tt.client...)
+			res, err := c.Call(t.Context(), &descriptorpb.FieldDescriptorProto{Name: proto.String("x"), JsonName: proto.String("y")}, tt.call...)
+			if err != nil || *res != tt.want {
+				t.Fatalf("Call = %v, %v; want %q", res, err, tt.want)
+			}
+			if got := <-deadline; got != tt.wantBudget {
+				t.Errorf("the handler's budget = %v, want %v", got, tt.wantBudget)
+			}
+		})
+	}
 }

@@ -79,7 +79,7 @@ func TestConcurrency(t *testing.T) {
 			ctx := context.Background()
 			clients := make([]*runtime.Client[map[string]any, string], services)
 			for svc := range services {
-				clients[svc] = runtime.NewClient[map[string]any, string](n, fmt.Sprintf("svc:%d,cmd:get", svc))
+				clients[svc] = newClient[map[string]any, string](t, n, fmt.Sprintf("svc:%d,cmd:get", svc))
 			}
 			for i := range rounds {
 				svc := (c + i) % services

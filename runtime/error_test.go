@@ -81,7 +81,7 @@ func TestError_ErrorAndIs(t *testing.T) {
 		{"a sentinel is not a message error", runtime.ErrNotFound, e, false},
 		{"not an *Error target", e, io.EOF, false},
 		{"nil *Error target", e, (*runtime.Error)(nil), false},
-		{"ErrOverloaded is ErrResourceExhausted", runtime.NewError(runtime.CodeResourceExhausted, "busy"), runtime.ErrOverloaded, true},
+		{"ErrResourceExhausted", runtime.NewError(runtime.CodeResourceExhausted, "busy"), runtime.ErrResourceExhausted, true},
 		{"ErrUnimplemented", runtime.NewError(runtime.CodeUnimplemented, "x"), runtime.ErrUnimplemented, true},
 		{"ErrUnavailable", runtime.NewError(runtime.CodeUnavailable, "x"), runtime.ErrUnavailable, true},
 		{"ErrCanceled", runtime.NewError(runtime.CodeCanceled, "x"), runtime.ErrCanceled, true},
@@ -247,7 +247,7 @@ func TestHandlerErrors(t *testing.T) {
 				}
 			}
 			// The same through the typed client.
-			_, err = runtime.NewClient[point, point](n, "err:1").Call(t.Context(), &point{})
+			_, err = newClient[point, point](t, n, "err:1").Call(t.Context(), &point{})
 			wantCode(t, err, tt.code)
 		})
 	}

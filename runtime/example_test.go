@@ -114,7 +114,10 @@ func ExampleNode_ActE() {
 	fmt.Println(out.R)
 
 	// A typed client holds its pattern pre-parsed: the generated-code path.
-	sum := runtime.NewClient[SumRequest, SumResponse](node, "role:math,cmd:sum")
+	sum, err := runtime.NewClient[SumRequest, SumResponse](node, "role:math,cmd:sum")
+	if err != nil {
+		panic(err)
+	}
 	r, _ := sum.Call(ctx, &SumRequest{A: 20, B: 22})
 	fmt.Println(r.R)
 	// Output:
@@ -146,7 +149,10 @@ func Example_twoNodes() {
 		panic(err)
 	}
 
-	sum := runtime.NewClient[SumRequest, SumResponse](caller, "role:math,cmd:sum")
+	sum, err := runtime.NewClient[SumRequest, SumResponse](caller, "role:math,cmd:sum")
+	if err != nil {
+		panic(err)
+	}
 	r, err := sum.Call(ctx, &SumRequest{A: 20, B: 22})
 	fmt.Println(r.R, err)
 	_, err = caller.Act(ctx, "role:math,cmd:divide", nil)

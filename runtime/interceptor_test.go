@@ -162,7 +162,7 @@ func TestCallInterceptors(t *testing.T) {
 	t.Run("Client", func(t *testing.T) {
 		reset()
 		req := &point{X: 1}
-		res, err := runtime.NewClient[point, point](n, "ci:1").Call(t.Context(), req)
+		res, err := newClient[point, point](t, n, "ci:1").Call(t.Context(), req)
 		if err != nil || res != req {
 			t.Fatalf("Call = %v, %v; want the request back", res, err)
 		}

@@ -63,7 +63,7 @@ func TestClose(t *testing.T) {
 		{"ActE", func() error { _, err := n.ActE(t.Context(), "cl:fast", nil); return err }},
 		{"ActE NoReply", func() error { _, err := n.ActE(t.Context(), "cl:fast", nil, runtime.NoReply()); return err }},
 		{"Client", func() error {
-			_, err := runtime.NewClient[point, point](n, "cl:fast").Call(t.Context(), &point{})
+			_, err := newClient[point, point](t, n, "cl:fast").Call(t.Context(), &point{})
 			return err
 		}},
 		{"Add", func() error { return n.Add("cl:new", replyMsg(1)) }},

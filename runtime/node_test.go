@@ -1,10 +1,12 @@
 package runtime_test
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
 )
@@ -25,6 +27,16 @@ func newTestNode(t testing.TB, opts ...runtime.Option) *runtime.Node {
 }
 
 // mustAdd adds h to n under pattern, failing t on error.
+// newClient is runtime.NewClient, failing t on an error.
+func newClient[Req, Res any](t testing.TB, c runtime.Caller, pattern string, opts ...runtime.CallOption) *runtime.Client[Req, Res] {
+	t.Helper()
+	cl, err := runtime.NewClient[Req, Res](c, pattern, opts...)
+	if err != nil {
+		t.Fatalf("NewClient(%q): %v", pattern, err)
+	}
+	return cl
+}
+
 func mustAdd(t testing.TB, n *runtime.Node, pattern string, h runtime.Handler, opts ...runtime.HandlerOption) {
 	t.Helper()
 	if err := n.Add(pattern, h, opts...); err != nil {
@@ -68,6 +80,12 @@ func TestNew_Options(t *testing.T) {
 		{"negative max in flight", []runtime.Option{runtime.WithMaxInFlight(-1)}, "negative"},
 		{"nil handler interceptor", []runtime.Option{runtime.WithHandlerInterceptors(okIC, nil)}, "nil handler interceptor"},
 		{"nil call interceptor", []runtime.Option{runtime.WithCallInterceptors(nil)}, "nil call interceptor"},
+		{"listen without a transport", []runtime.Option{runtime.WithListen("127.0.0.1:0")}, "WithListen and WithDiscovery need WithTransport"},
+		{"negative default timeout", []runtime.Option{runtime.WithTransport(nopTransport{}), runtime.WithDefaultTimeout(-time.Second)}, "WithDefaultTimeout(-1s): the timeout cannot be negative"},
+		{"negative catalog refresh", []runtime.Option{runtime.WithTransport(nopTransport{}), runtime.WithCatalogRefresh(-time.Second)}, "WithCatalogRefresh(-1s): the interval cannot be negative"},
+		{"negative dedup size", []runtime.Option{runtime.WithTransport(nopTransport{}), runtime.WithDedup(-1, 0)}, "WithDedup(-1, 0s): the size and the time cannot be negative"},
+		{"zero dedup means the default", []runtime.Option{runtime.WithTransport(nopTransport{}), runtime.WithDedup(0, 0)}, ""},
+		{"dedup off", []runtime.Option{runtime.WithTransport(nopTransport{}), runtime.WithoutDedup()}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +111,18 @@ func TestNew_Options(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nopTransport is a transport that is never used: New's validation runs
+// before it listens or dials.
+type nopTransport struct{}
+
+func (nopTransport) Name() string { return "nop" }
+func (nopTransport) Listen(string, runtime.Server) (runtime.Listener, error) {
+	return nil, errors.New("nop: no listening")
+}
+func (nopTransport) Dial(context.Context, string) (runtime.Conn, error) {
+	return nil, errors.New("nop: no dialling")
 }
 
 func TestNode_ID(t *testing.T) {

@@ -27,11 +27,11 @@ func TestNoReply(t *testing.T) {
 			return res.Value(), err
 		}},
 		{"Client option", func(ctx context.Context, n *runtime.Node) (any, error) {
-			res, err := runtime.NewClient[map[string]any, string](n, "nr:1", runtime.NoReply()).Call(ctx, &map[string]any{"k": "v"})
+			res, err := newClient[map[string]any, string](t, n, "nr:1", runtime.NoReply()).Call(ctx, &map[string]any{"k": "v"})
 			return res, err
 		}},
 		{"Client call option", func(ctx context.Context, n *runtime.Node) (any, error) {
-			res, err := runtime.NewClient[map[string]any, string](n, "nr:1").Call(ctx, &map[string]any{"k": "v"}, runtime.NoReply())
+			res, err := newClient[map[string]any, string](t, n, "nr:1").Call(ctx, &map[string]any{"k": "v"}, runtime.NoReply())
 			return res, err
 		}},
 	}

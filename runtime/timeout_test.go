@@ -59,7 +59,7 @@ func TestTimeout(t *testing.T) {
 
 	t.Run("client option", func(t *testing.T) {
 		start := time.Now()
-		c := runtime.NewClient[point, point](n, "to:1", runtime.Timeout(time.Hour))
+		c := newClient[point, point](t, n, "to:1", runtime.Timeout(time.Hour))
 		if _, err := c.Call(t.Context(), &point{}); err != nil {
 			t.Fatal(err)
 		}

@@ -57,7 +57,7 @@ func TestMutualTLS(t *testing.T) {
 
 	t.Run("client with a certificate", func(t *testing.T) {
 		cl := transporttest.NewClient(t, quic.New(quic.WithClientTLS(p.ClientCertConfig())), "role:math,cmd:neg", nil, srv.Addr())
-		c := runtime.NewClient[wrapperspb.Int64Value, wrapperspb.Int64Value](cl, "role:math,cmd:neg")
+		c := transporttest.TypedClient[wrapperspb.Int64Value, wrapperspb.Int64Value](t, cl, "role:math,cmd:neg")
 		if r, err := c.Call(t.Context(), wrapperspb.Int64(2)); err != nil || r.GetValue() != -2 {
 			t.Fatalf("neg = %v, %v", r, err)
 		}
@@ -132,7 +132,7 @@ func TestInsecureSelfSigned(t *testing.T) {
 	srv := transporttest.NewServer(t, tr)
 	transporttest.MustAdd(t, srv, "role:math,cmd:neg", neg)
 	cl := transporttest.NewClient(t, tr, "role:math,cmd:neg", nil, srv.Addr())
-	c := runtime.NewClient[wrapperspb.Int64Value, wrapperspb.Int64Value](cl, "role:math,cmd:neg")
+	c := transporttest.TypedClient[wrapperspb.Int64Value, wrapperspb.Int64Value](t, cl, "role:math,cmd:neg")
 	if r, err := c.Call(t.Context(), wrapperspb.Int64(5)); err != nil || r.GetValue() != -5 {
 		t.Fatalf("neg = %v, %v", r, err)
 	}

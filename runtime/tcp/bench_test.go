@@ -34,8 +34,8 @@ func BenchmarkBreakerCost(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	plain := testpb.NewMathServiceClient(newClient(b, testpb.MathServiceSumPattern, srv.Addr()))
-	withBreakers := testpb.NewMathServiceClient(newClientWith(b, testpb.MathServiceSumPattern,
+	plain := transporttest.MathClient(b, newClient(b, testpb.MathServiceSumPattern, srv.Addr()))
+	withBreakers := transporttest.MathClient(b, newClientWith(b, testpb.MathServiceSumPattern,
 		[]runtime.Option{runtime.WithBreakers(func(t *runtime.Target) runtime.Breaker { return br.Get(t) })}, srv.Addr()))
 	req := &testpb.SumRequest{Values: []float64{1, 2}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)

@@ -171,7 +171,7 @@ func TestRefeedWithoutDedupRunsAgain(t *testing.T) {
 	release := transporttest.NewGate(t)
 	var runs atomic.Int32
 	started := make(chan struct{}, 2)
-	srv := newServer(t, runtime.WithDedup(0, 0))
+	srv := newServer(t, runtime.WithoutDedup())
 	transporttest.MustAdd(t, srv, "role:pay", func(ctx context.Context, r runtime.Request) (any, error) {
 		runs.Add(1)
 		started <- struct{}{}

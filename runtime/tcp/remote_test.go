@@ -316,7 +316,7 @@ func TestRemoteTypedClient(t *testing.T) {
 	}))
 	cl := newClient(t, "role:typed,cmd:fail", srv.Addr())
 
-	double := runtime.NewClient[wrapperspb.Int64Value, wrapperspb.Int64Value](cl, "role:typed,cmd:double")
+	double := transporttest.TypedClient[wrapperspb.Int64Value, wrapperspb.Int64Value](t, cl, "role:typed,cmd:double")
 	got, err := double.Call(t.Context(), wrapperspb.Int64(21))
 	if err != nil || got.GetValue() != 42 {
 		t.Errorf("double = %v, %v", got, err)
@@ -328,25 +328,25 @@ func TestRemoteTypedClient(t *testing.T) {
 	}
 
 	// A nil result is nil, as it is in-process.
-	got, err = runtime.NewClient[wrapperspb.Int64Value, wrapperspb.Int64Value](cl, "role:typed,cmd:nil").Call(t.Context(), wrapperspb.Int64(1))
+	got, err = transporttest.TypedClient[wrapperspb.Int64Value, wrapperspb.Int64Value](t, cl, "role:typed,cmd:nil").Call(t.Context(), wrapperspb.Int64(1))
 	if err != nil || got != nil {
 		t.Errorf("nil result = %v (nil: %v), %v; want nil", got, got == nil, err)
 	}
 
-	_, err = runtime.NewClient[wrapperspb.Int64Value, wrapperspb.Int64Value](cl, "role:typed,cmd:fail").Call(t.Context(), wrapperspb.Int64(99))
+	_, err = transporttest.TypedClient[wrapperspb.Int64Value, wrapperspb.Int64Value](t, cl, "role:typed,cmd:fail").Call(t.Context(), wrapperspb.Int64(99))
 	transporttest.WantCode(t, err, runtime.CodeOutOfRange)
 	if err.Error() != "wizard: 99 is too big" {
 		t.Errorf("message = %q", err.Error())
 	}
 
 	// Go structs travel as JSON.
-	sum, err := runtime.NewClient[sumArgs, sumResult](cl, "role:typed,cmd:struct").Call(t.Context(), &sumArgs{A: 1, B: 2})
+	sum, err := transporttest.TypedClient[sumArgs, sumResult](t, cl, "role:typed,cmd:struct").Call(t.Context(), &sumArgs{A: 1, B: 2})
 	if err != nil || sum.R != 3 {
 		t.Errorf("struct sum = %+v, %v", sum, err)
 	}
 
 	// A client of a Caller that is not a Node.
-	viaCaller := runtime.NewClient[wrapperspb.Int64Value, wrapperspb.Int64Value](callerFunc(cl.ActE), "role:typed,cmd:double")
+	viaCaller := transporttest.TypedClient[wrapperspb.Int64Value, wrapperspb.Int64Value](t, callerFunc(cl.ActE), "role:typed,cmd:double")
 	got, err = viaCaller.Call(t.Context(), wrapperspb.Int64(5))
 	if err != nil || got.GetValue() != 10 {
 		t.Errorf("through a Caller = %v, %v", got, err)
@@ -475,7 +475,7 @@ func TestRemoteActOverlay(t *testing.T) {
 	})
 
 	t.Run("typed client with Mixin", func(t *testing.T) {
-		c := runtime.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](cl, "role:user,cmd:get", runtime.Mixin("value"))
+		c := transporttest.TypedClient[wrapperspb.StringValue, wrapperspb.StringValue](t, cl, "role:user,cmd:get", runtime.Mixin("value"))
 		// The handler answers its pattern as a JSON string, which protojson
 		// reads into a StringValue.
 		out, err := c.Call(ctx, wrapperspb.String("admin"))
@@ -533,7 +533,7 @@ func TestRemoteErrors(t *testing.T) {
 			}{
 				{"ActE", call},
 				{"typed client", func() error {
-					_, err := runtime.NewClient[map[string]any, map[string]any](cl, "role:err,cmd:code").Call(ctx, &map[string]any{"Code": code, "Message": msg})
+					_, err := transporttest.TypedClient[map[string]any, map[string]any](t, cl, "role:err,cmd:code").Call(ctx, &map[string]any{"Code": code, "Message": msg})
 					return err
 				}},
 			} {
@@ -734,8 +734,8 @@ func TestRemoteMaxInFlight(t *testing.T) {
 	testwait.Recv(t, started)
 	_, err := cl.ActE(t.Context(), "role:fast", nil)
 	transporttest.WantCode(t, err, runtime.CodeResourceExhausted)
-	if !errors.Is(err, runtime.ErrOverloaded) {
-		t.Errorf("errors.Is(%v, ErrOverloaded) = false", err)
+	if !errors.Is(err, runtime.ErrResourceExhausted) {
+		t.Errorf("errors.Is(%v, ErrResourceExhausted) = false", err)
 	}
 	release.Open()
 	if err := testwait.Recv(t, first); err != nil {

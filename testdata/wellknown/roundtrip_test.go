@@ -85,7 +85,10 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("InventoryServiceReservePattern = %q, want %q", got, want)
 	}
 
-	inventory := inventoryv1.NewInventoryServiceClient(node)
+	inventory, err := inventoryv1.NewInventoryServiceClient(node)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct{ warehouse, id string }{{"north", "north-pear"}, {"south", "any-pear"}} {
 		res, err := inventory.Reserve(ctx, &inventoryv1.ReserveRequest{Sku: "pear", Count: 1, Warehouse: tc.warehouse, Hold: durationpb.New(time.Minute)})
 		if err != nil {
@@ -117,12 +120,20 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("Count of a missing sku: err %v, want not_found", err)
 	}
 
-	now, err := inventoryv1.NewClockServiceClient(node).Now(ctx, &emptypb.Empty{})
+	clock, err := inventoryv1.NewClockServiceClient(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := clock.Now(ctx, &emptypb.Empty{})
 	if err != nil || !now.AsTime().Equal(epoch) {
 		t.Errorf("Now = %v, %v", now, err)
 	}
 
-	if _, err := inventoryv1.NewAuditServiceClient(node).Last(ctx, &emptypb.Empty{}); !errors.Is(err, runtime.ErrUnimplemented) {
+	audit, err := inventoryv1.NewAuditServiceClient(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := audit.Last(ctx, &emptypb.Empty{}); !errors.Is(err, runtime.ErrUnimplemented) {
 		t.Errorf("Last: err %v, want unimplemented", err)
 	}
 
@@ -133,7 +144,11 @@ func TestRoundTrip(t *testing.T) {
 	}
 	t.Cleanup(func() { empty.Close() })
 	fallback := timestamppb.New(time.Unix(0, 0))
-	got, err := inventoryv1.NewClockServiceClient(empty, runtime.Default(fallback)).Now(ctx, &emptypb.Empty{})
+	fallbackClock, err := inventoryv1.NewClockServiceClient(empty, runtime.Default(fallback))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := fallbackClock.Now(ctx, &emptypb.Empty{})
 	if err != nil || got != fallback {
 		t.Errorf("Now with Default = %v, %v; want the default", got, err)
 	}

@@ -17,7 +17,7 @@ func TestGeneratedClientAllocs(t *testing.T) {
 	want := map[string]float64{"reused-response": 0, "new-response": 1}
 	for _, h := range handlers {
 		t.Run(h.name, func(t *testing.T) {
-			math := mathv1.NewMathServiceClient(newBenchNode(t, h.new()))
+			math := newMathClient(t, newBenchNode(t, h.new()))
 			ctx := context.Background()
 			req := &mathv1.SumRequest{Values: []float64{1, 2}}
 			got := testing.AllocsPerRun(100, func() {

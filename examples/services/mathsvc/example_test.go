@@ -20,7 +20,10 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	math := mathv1.NewMathServiceClient(node)
+	math, err := mathv1.NewMathServiceClient(node)
+	if err != nil {
+		log.Fatal(err)
+	}
 	res, err := math.Sum(context.Background(), &mathv1.SumRequest{Values: []float64{1, 2, 3}})
 	if err != nil {
 		log.Fatal(err)

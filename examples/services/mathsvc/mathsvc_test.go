@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
@@ -14,6 +16,26 @@ import (
 	"github.com/wizardmesh/wizard/examples/services/mathsvc"
 	"github.com/wizardmesh/wizard/runtime"
 )
+
+// newMathClient is mathv1.NewMathServiceClient, failing t on an error.
+func newMathClient(t testing.TB, c runtime.Caller, opts ...runtime.CallOption) mathv1.MathServiceClient {
+	t.Helper()
+	cl, err := mathv1.NewMathServiceClient(c, opts...)
+	if err != nil {
+		t.Fatalf("NewMathServiceClient: %v", err)
+	}
+	return cl
+}
+
+// newClient is runtime.NewClient, failing t on an error.
+func newClient[Req, Res any](t testing.TB, c runtime.Caller, pattern string, opts ...runtime.CallOption) *runtime.Client[Req, Res] {
+	t.Helper()
+	cl, err := runtime.NewClient[Req, Res](c, pattern, opts...)
+	if err != nil {
+		t.Fatalf("NewClient(%q): %v", pattern, err)
+	}
+	return cl
+}
 
 func newNode(t testing.TB) *runtime.Node {
 	t.Helper()
@@ -33,7 +55,7 @@ func TestRoundTrip(t *testing.T) {
 	if err := mathsvc.Register(node); err != nil {
 		t.Fatal(err)
 	}
-	math := mathv1.NewMathServiceClient(node)
+	math := newMathClient(t, node)
 	tests := []struct {
 		name string
 		got  func() (proto.Message, error)
@@ -73,7 +95,7 @@ func TestHandlerErrorReachesCaller(t *testing.T) {
 	if err := mathsvc.Register(node); err != nil {
 		t.Fatal(err)
 	}
-	_, err := mathv1.NewMathServiceClient(node).Divide(t.Context(), &mathv1.DivideRequest{Dividend: 1})
+	_, err := newMathClient(t, node).Divide(t.Context(), &mathv1.DivideRequest{Dividend: 1})
 	if !errors.Is(err, runtime.ErrInvalidArgument) {
 		t.Fatalf("Divide by zero: err %v, want invalid_argument", err)
 	}
@@ -126,7 +148,7 @@ func TestUnimplemented(t *testing.T) {
 	if err := mathv1.RegisterMathServiceHandler(node, onlySum{}); err != nil {
 		t.Fatal(err)
 	}
-	math := mathv1.NewMathServiceClient(node)
+	math := newMathClient(t, node)
 	if res, err := math.Sum(t.Context(), &mathv1.SumRequest{}); err != nil || res.GetSum() != 42 {
 		t.Fatalf("Sum = %v, %v", res, err)
 	}
@@ -145,11 +167,11 @@ func TestDefault(t *testing.T) {
 	ctx := t.Context()
 	node := newNode(t) // no math service on it
 	fallback := &mathv1.SumResponse{Sum: -1}
-	math := mathv1.NewMathServiceClient(node, runtime.Default(fallback))
+	math := newMathClient(t, node, runtime.Default(fallback))
 	if res, err := math.Sum(ctx, &mathv1.SumRequest{Values: []float64{1}}); err != nil || res != fallback {
 		t.Errorf("Sum with a client Default = %v, %v; want the default", res, err)
 	}
-	plain := mathv1.NewMathServiceClient(node)
+	plain := newMathClient(t, node)
 	if _, err := plain.Sum(ctx, &mathv1.SumRequest{}); !errors.Is(err, runtime.ErrNotFound) {
 		t.Errorf("Sum with no handler: err %v, want not_found", err)
 	}
@@ -225,7 +247,7 @@ var handlers = []struct {
 func BenchmarkGeneratedClient(b *testing.B) {
 	for _, h := range handlers {
 		b.Run(h.name, func(b *testing.B) {
-			math := mathv1.NewMathServiceClient(newBenchNode(b, h.new()))
+			math := newMathClient(b, newBenchNode(b, h.new()))
 			ctx := context.Background()
 			req := &mathv1.SumRequest{Values: []float64{1, 2}}
 			b.ReportAllocs()
@@ -246,7 +268,7 @@ func BenchmarkGeneratedClient(b *testing.B) {
 func BenchmarkActE_Precomputed_Proto(b *testing.B) {
 	for _, h := range handlers {
 		b.Run(h.name, func(b *testing.B) {
-			c := runtime.NewClient[mathv1.SumRequest, mathv1.SumResponse](newBenchNode(b, h.new()), mathv1.MathServiceSumPattern)
+			c := newClient[mathv1.SumRequest, mathv1.SumResponse](b, newBenchNode(b, h.new()), mathv1.MathServiceSumPattern)
 			ctx := context.Background()
 			req := &mathv1.SumRequest{Values: []float64{1, 2}}
 			b.ReportAllocs()
@@ -255,6 +277,33 @@ func BenchmarkActE_Precomputed_Proto(b *testing.B) {
 				if err != nil || res.GetSum() != 3 {
 					b.Fatal(res, err)
 				}
+			}
+		})
+	}
+}
+
+// TestNewClientErrors: the generated constructor reports a nil Caller or a
+// bad option at once, naming it, instead of at every call.
+func TestNewClientErrors(t *testing.T) {
+	node, err := runtime.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	for _, tt := range []struct {
+		name string
+		c    runtime.Caller
+		opts []runtime.CallOption
+		want string
+	}{
+		{"nil Caller", nil, nil, "nil Caller"},
+		{"nil option", node, []runtime.CallOption{nil}, "option 0 is nil"},
+		{"negative timeout", node, []runtime.CallOption{runtime.Timeout(-time.Second)}, "Timeout(-1s): a timeout cannot be negative"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := mathv1.NewMathServiceClient(tt.c, tt.opts...)
+			if c != nil || err == nil || !strings.Contains(err.Error(), tt.want) || runtime.CodeOf(err) != runtime.CodeInvalidArgument {
+				t.Errorf("NewMathServiceClient = %v, %v; want an invalid_argument error saying %q", c, err, tt.want)
 			}
 		})
 	}

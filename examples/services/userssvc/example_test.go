@@ -24,11 +24,18 @@ func Example() {
 	if err := mathsvc.Register(node); err != nil {
 		log.Fatal(err)
 	}
-	if err := userssvc.New(mathv1.NewMathServiceClient(node)).Register(node); err != nil {
+	math, err := mathv1.NewMathServiceClient(node)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := userssvc.New(math).Register(node); err != nil {
 		log.Fatal(err)
 	}
 
-	users := usersv1.NewUsersServiceClient(node)
+	users, err := usersv1.NewUsersServiceClient(node)
+	if err != nil {
+		log.Fatal(err)
+	}
 	if _, err := users.PutUser(ctx, &usersv1.PutUserRequest{User: &usersv1.User{Id: "ada", Points: []float64{10, 32}}}); err != nil {
 		log.Fatal(err)
 	}

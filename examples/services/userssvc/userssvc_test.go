@@ -17,6 +17,26 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 )
 
+// newMathClient is mathv1.NewMathServiceClient, failing t on an error.
+func newMathClient(t testing.TB, c runtime.Caller, opts ...runtime.CallOption) mathv1.MathServiceClient {
+	t.Helper()
+	cl, err := mathv1.NewMathServiceClient(c, opts...)
+	if err != nil {
+		t.Fatalf("NewMathServiceClient: %v", err)
+	}
+	return cl
+}
+
+// newUsersClient is usersv1.NewUsersServiceClient, failing t on an error.
+func newUsersClient(t testing.TB, c runtime.Caller, opts ...runtime.CallOption) usersv1.UsersServiceClient {
+	t.Helper()
+	cl, err := usersv1.NewUsersServiceClient(c, opts...)
+	if err != nil {
+		t.Fatalf("NewUsersServiceClient: %v", err)
+	}
+	return cl
+}
+
 // mesh is one in-process node running both example services; users calls
 // math through the node.
 func mesh(t *testing.T) (*runtime.Node, *userssvc.Service) {
@@ -29,7 +49,7 @@ func mesh(t *testing.T) (*runtime.Node, *userssvc.Service) {
 	if err := mathsvc.Register(node); err != nil {
 		t.Fatal(err)
 	}
-	svc := userssvc.New(mathv1.NewMathServiceClient(node))
+	svc := userssvc.New(newMathClient(t, node))
 	if err := svc.Register(node); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +66,7 @@ func put(t *testing.T, users usersv1.UsersServiceClient, u *usersv1.User) {
 // TestGetUser: users → math through generated clients on one node.
 func TestGetUser(t *testing.T) {
 	node, _ := mesh(t)
-	users := usersv1.NewUsersServiceClient(node)
+	users := newUsersClient(t, node)
 	put(t, users, &usersv1.User{Id: "ada", Name: "Ada", Points: []float64{10, 20, 12.5}})
 
 	res, err := users.GetUser(t.Context(), &usersv1.GetUserRequest{Id: "ada"})
@@ -74,7 +94,7 @@ func TestGetUser(t *testing.T) {
 // action the generated UsersServiceHandler registration.
 func TestModerateMixin(t *testing.T) {
 	node, _ := mesh(t)
-	users := usersv1.NewUsersServiceClient(node)
+	users := newUsersClient(t, node)
 	ctx := t.Context()
 	tests := []struct {
 		action     string
@@ -119,7 +139,7 @@ func TestModerateMixin(t *testing.T) {
 // probe added over both handlers (Override keeps the real one as prior).
 func TestModerateRouting(t *testing.T) {
 	node, _ := mesh(t)
-	users := usersv1.NewUsersServiceClient(node)
+	users := newUsersClient(t, node)
 	put(t, users, &usersv1.User{Id: "eve"})
 	var got []string
 	probe := func(ctx context.Context, r runtime.Request) (any, error) {
@@ -167,11 +187,11 @@ func TestRecordLoginNoReply(t *testing.T) {
 	if err := mathsvc.Register(node); err != nil {
 		t.Fatal(err)
 	}
-	svc := signalLogin{userssvc.New(mathv1.NewMathServiceClient(node)), make(chan error, 1)}
+	svc := signalLogin{userssvc.New(newMathClient(t, node)), make(chan error, 1)}
 	if err := usersv1.RegisterUsersServiceHandler(node, svc); err != nil {
 		t.Fatal(err)
 	}
-	users := usersv1.NewUsersServiceClient(node)
+	users := newUsersClient(t, node)
 	put(t, users, &usersv1.User{Id: "ada"})
 
 	at := timestamppb.New(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
@@ -201,7 +221,7 @@ func TestRecordLoginNoReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { empty.Close() })
-	if _, err := usersv1.NewUsersServiceClient(empty).RecordLogin(ctx, &usersv1.RecordLoginRequest{Id: "ada"}); !errors.Is(err, runtime.ErrNotFound) {
+	if _, err := newUsersClient(t, empty).RecordLogin(ctx, &usersv1.RecordLoginRequest{Id: "ada"}); !errors.Is(err, runtime.ErrNotFound) {
 		t.Errorf("RecordLogin with no handler: err %v, want not_found", err)
 	}
 }
@@ -236,14 +256,14 @@ func TestTimeoutOption(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name string
-		opts []runtime.ClientOption
+		opts []runtime.CallOption
 		max  time.Duration
 	}{
 		{"from the contract", nil, 2 * time.Second},
-		{"client option wins", []runtime.ClientOption{runtime.Timeout(time.Hour)}, time.Hour},
+		{"client option wins", []runtime.CallOption{runtime.Timeout(time.Hour)}, time.Hour},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := usersv1.NewUsersServiceClient(node, tt.opts...).GetUser(context.Background(), &usersv1.GetUserRequest{}); err != nil {
+			if _, err := newUsersClient(t, node, tt.opts...).GetUser(context.Background(), &usersv1.GetUserRequest{}); err != nil {
 				t.Fatal(err)
 			}
 			left := <-h.left
@@ -262,7 +282,7 @@ func TestDefault(t *testing.T) {
 	}
 	t.Cleanup(func() { node.Close() })
 	guest := &usersv1.GetUserResponse{User: &usersv1.User{Id: "guest", Status: "active"}}
-	res, err := usersv1.NewUsersServiceClient(node).GetUser(t.Context(), &usersv1.GetUserRequest{Id: "ada"}, runtime.Default(guest))
+	res, err := newUsersClient(t, node).GetUser(t.Context(), &usersv1.GetUserRequest{Id: "ada"}, runtime.Default(guest))
 	if err != nil || res != guest {
 		t.Errorf("GetUser with Default = %v, %v; want the default", res, err)
 	}

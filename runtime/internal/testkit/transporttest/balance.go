@@ -72,7 +72,7 @@ func (s suite) holdSlot(t *testing.T, srv *runtime.Node) {
 	go cl.ActE(context.Background(), "role:hold", nil, runtime.Timeout(time.Minute))
 	testwait.Until(t, "the slot is taken", func() bool {
 		_, err := srv.ActE(t.Context(), "role:work", nil)
-		return errors.Is(err, runtime.ErrOverloaded)
+		return errors.Is(err, runtime.ErrResourceExhausted)
 	})
 }
 
@@ -154,8 +154,8 @@ func (s suite) allReplicasOverloaded(t *testing.T) {
 	waitTargets(t, cl, "role:work", 2)
 	_, err := cl.ActE(t.Context(), "role:work", nil)
 	WantCode(t, err, runtime.CodeResourceExhausted)
-	if !errors.Is(err, runtime.ErrOverloaded) {
-		t.Errorf("errors.Is(%v, ErrOverloaded) = false", err)
+	if !errors.Is(err, runtime.ErrResourceExhausted) {
+		t.Errorf("errors.Is(%v, ErrResourceExhausted) = false", err)
 	}
 	const want = `wizard: every target serving "role:work" refused the call as overloaded (2 tried)`
 	if err.Error() != want {

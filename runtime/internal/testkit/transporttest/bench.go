@@ -36,7 +36,7 @@ func Benchmark(b *testing.B, newTransport NewTransport) {
 		b.Fatal(err)
 	}
 	cl := NewClient(b, newTransport(b, discard), testpb.MathServiceSumPattern, nil, srv.Addr())
-	math := testpb.NewMathServiceClient(cl)
+	math := MathClient(b, cl)
 	req := &testpb.SumRequest{Values: []float64{1, 2}}
 	call := func(ctx context.Context) {
 		res, err := math.Sum(ctx, req)
@@ -70,7 +70,7 @@ func Benchmark(b *testing.B, newTransport NewTransport) {
 			b.Fatal(err)
 		}
 		clb := NewClient(b, newTransport(b, discard), testpb.MathServiceSumPattern, []runtime.Option{runtime.WithBreakers(func(t *runtime.Target) runtime.Breaker { return br.Get(t) })}, srv.Addr())
-		mathb := testpb.NewMathServiceClient(clb)
+		mathb := MathClient(b, clb)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 		defer cancel()
 		b.ReportAllocs()

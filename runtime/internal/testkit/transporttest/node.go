@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testpb"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
 
@@ -19,6 +20,26 @@ type NewTransport func(t testing.TB, log *slog.Logger) runtime.Transport
 
 // discard is the logger of transports whose records no test reads.
 var discard = slog.New(slog.DiscardHandler)
+
+// TypedClient is runtime.NewClient, failing t on an error.
+func TypedClient[Req, Res any](t testing.TB, c runtime.Caller, pattern string, opts ...runtime.CallOption) *runtime.Client[Req, Res] {
+	t.Helper()
+	cl, err := runtime.NewClient[Req, Res](c, pattern, opts...)
+	if err != nil {
+		t.Fatalf("NewClient(%q): %v", pattern, err)
+	}
+	return cl
+}
+
+// MathClient is testpb.NewMathServiceClient, failing t on an error.
+func MathClient(t testing.TB, c runtime.Caller, opts ...runtime.CallOption) testpb.MathServiceClient {
+	t.Helper()
+	cl, err := testpb.NewMathServiceClient(c, opts...)
+	if err != nil {
+		t.Fatalf("NewMathServiceClient: %v", err)
+	}
+	return cl
+}
 
 // NewNode starts a node that is closed when the test ends.
 func NewNode(t testing.TB, opts ...runtime.Option) *runtime.Node {

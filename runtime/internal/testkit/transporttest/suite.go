@@ -78,7 +78,7 @@ func (s suite) roundTrip(t *testing.T) {
 		}
 	})
 	t.Run("protobuf", func(t *testing.T) {
-		c := runtime.NewClient[wrapperspb.Int64Value, wrapperspb.Int64Value](cl, "role:math,cmd:neg")
+		c := TypedClient[wrapperspb.Int64Value, wrapperspb.Int64Value](t, cl, "role:math,cmd:neg")
 		r, err := c.Call(t.Context(), wrapperspb.Int64(7))
 		if err != nil || r.GetValue() != -7 {
 			t.Fatalf("neg = %v, %v", r, err)
@@ -267,7 +267,7 @@ func (s suite) noReply(t *testing.T) {
 		t.Errorf("the handler got n = %v", got)
 	}
 	// Through a typed client too.
-	c := runtime.NewClient[map[string]any, map[string]any](cl, "role:fire,cmd:forget", runtime.NoReply())
+	c := TypedClient[map[string]any, map[string]any](t, cl, "role:fire,cmd:forget", runtime.NoReply())
 	out, err := c.Call(t.Context(), &map[string]any{"n": 2})
 	if err != nil || out != nil {
 		t.Fatalf("typed NoReply call = %v, %v", out, err)
@@ -600,7 +600,7 @@ func Load(t *testing.T, newTransport NewTransport) {
 		})
 	}
 	cl := NewClient(t, tr(), "role:load,cmd:fail", nil, a.Addr(), b.Addr())
-	double := runtime.NewClient[wrapperspb.Int64Value, wrapperspb.Int64Value](cl, "role:load,cmd:double")
+	double := TypedClient[wrapperspb.Int64Value, wrapperspb.Int64Value](t, cl, "role:load,cmd:double")
 
 	var wg sync.WaitGroup
 	errc := make(chan error, workers)
