@@ -48,9 +48,13 @@ func startMember(t testing.TB, id string, opts ...swim.Option) *member {
 func startMemberAt(t testing.TB, id, listen string, opts ...swim.Option) *member {
 	t.Helper()
 	d := swim.New(append([]swim.Option{swim.WithBindAddr("127.0.0.1:0"), swim.WithPreset(swim.Fast), swim.WithLogger(testLogger(id))}, opts...)...)
+	tr, err := tcp.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	n, err := runtime.New(
 		runtime.WithID(id),
-		runtime.WithTransport(tcp.New()),
+		runtime.WithTransport(tr),
 		runtime.WithListen(listen),
 		runtime.WithDiscovery(d),
 		runtime.WithLogger(testLogger(id)),

@@ -13,8 +13,12 @@ import (
 // Two nodes find each other by gossip: the caller knows only the gossip
 // address of the math node, not where its handlers listen.
 func Example() {
+	tr, err := tcp.New() // one transport serves both nodes
+	if err != nil {
+		panic(err)
+	}
 	gossip := swim.New(swim.WithBindAddr("127.0.0.1:0"), swim.WithPreset(swim.Fast))
-	math, err := runtime.New(runtime.WithTransport(tcp.New()), runtime.WithListen("127.0.0.1:0"), runtime.WithDiscovery(gossip))
+	math, err := runtime.New(runtime.WithTransport(tr), runtime.WithListen("127.0.0.1:0"), runtime.WithDiscovery(gossip))
 	if err != nil {
 		panic(err)
 	}
@@ -28,7 +32,7 @@ func Example() {
 	})
 
 	caller, err := runtime.New(
-		runtime.WithTransport(tcp.New()),
+		runtime.WithTransport(tr),
 		runtime.WithDiscovery(swim.New(
 			swim.WithBindAddr("127.0.0.1:0"),
 			swim.WithPreset(swim.Fast),
