@@ -17,7 +17,10 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	gossip := swim.New(swim.WithBindAddr("127.0.0.1:0"), swim.WithPreset(swim.Fast))
+	gossip, err := swim.New(swim.WithBindAddr("127.0.0.1:0"), swim.WithPreset(swim.Fast))
+	if err != nil {
+		panic(err)
+	}
 	math, err := runtime.New(runtime.WithTransport(tr), runtime.WithListen("127.0.0.1:0"), runtime.WithDiscovery(gossip))
 	if err != nil {
 		panic(err)
@@ -31,14 +34,15 @@ func Example() {
 		return map[string]any{"sum": in.A + in.B}, nil
 	})
 
-	caller, err := runtime.New(
-		runtime.WithTransport(tr),
-		runtime.WithDiscovery(swim.New(
-			swim.WithBindAddr("127.0.0.1:0"),
-			swim.WithPreset(swim.Fast),
-			swim.WithSeeds(gossip.GossipAddr()),
-		)),
+	seeded, err := swim.New(
+		swim.WithBindAddr("127.0.0.1:0"),
+		swim.WithPreset(swim.Fast),
+		swim.WithSeeds(gossip.GossipAddr()),
 	)
+	if err != nil {
+		panic(err)
+	}
+	caller, err := runtime.New(runtime.WithTransport(tr), runtime.WithDiscovery(seeded))
 	if err != nil {
 		panic(err)
 	}
