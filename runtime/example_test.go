@@ -129,7 +129,11 @@ func ExampleNode_ActE() {
 // Two nodes: one serves the math patterns over TCP, the other finds them in
 // its peer's catalog and calls them as if they were local.
 func Example_twoNodes() {
-	server, err := runtime.New(runtime.WithTransport(tcp.New()), runtime.WithListen("127.0.0.1:0"))
+	tr, err := tcp.New() // one transport serves both nodes
+	if err != nil {
+		panic(err)
+	}
+	server, err := runtime.New(runtime.WithTransport(tr), runtime.WithListen("127.0.0.1:0"))
 	if err != nil {
 		panic(err)
 	}
@@ -138,7 +142,7 @@ func Example_twoNodes() {
 		return &SumResponse{R: req.A + req.B}, nil
 	}))
 
-	caller, err := runtime.New(runtime.WithTransport(tcp.New()), runtime.WithDiscovery(runtime.StaticPeers(server.Addr())))
+	caller, err := runtime.New(runtime.WithTransport(tr), runtime.WithDiscovery(runtime.StaticPeers(server.Addr())))
 	if err != nil {
 		panic(err)
 	}

@@ -20,7 +20,7 @@ var balancers = []struct {
 	{"Ring", func() Balancer[string] { return NewRing[string]() }},
 	{"Random", func() Balancer[string] { return NewRandom[string]() }},
 	{"LeastInFlight", func() Balancer[string] { return NewLeastInFlight[string](nil) }},
-	{"ConsistentHash", func() Balancer[string] { return NewConsistentHash(func(s string) string { return s }, 20) }},
+	{"ConsistentHash", func() Balancer[string] { return mustHash(func(s string) string { return s }, 20) }},
 }
 
 func names(n int) []string {

@@ -34,7 +34,7 @@ var benchBalancers = []struct {
 	{"Random", func() Balancer[*benchPeer] { return NewRandom[*benchPeer]() }},
 	{"LeastInFlight", func() Balancer[*benchPeer] { return NewLeastInFlight[*benchPeer](nil) }},
 	{"ConsistentHash", func() Balancer[*benchPeer] {
-		return NewConsistentHash(func(p *benchPeer) string { return p.name }, 0)
+		return mustHash(func(p *benchPeer) string { return p.name }, 0)
 	}},
 }
 

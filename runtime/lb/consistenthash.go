@@ -2,6 +2,8 @@ package lb
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
 	"math/bits"
 	"slices"
 	"sync"
@@ -68,8 +70,11 @@ type hashCircle[T comparable] struct {
 
 const (
 	// DefaultReplicas is the number of points per unit of weight that
-	// [NewConsistentHash] gives a target when asked for fewer than one.
+	// [NewConsistentHash] gives a target when asked for 0.
 	DefaultReplicas = 100
+	// maxReplicas bounds the points per unit of weight: with a weight of
+	// 100, a target then owns a million points (16 MB).
+	maxReplicas = 10_000
 	// maxHashWeight caps the weight of a target on the hash ring, which
 	// multiplies its points.
 	maxHashWeight = 100
@@ -81,14 +86,20 @@ const (
 // NewConsistentHash returns an empty consistent-hash balancer. name gives a
 // target's stable identity (a node id, an address), from which its points
 // are placed; targets must have distinct names. replicas is the number of
-// points per unit of weight (below 1 means [DefaultReplicas]): more
-// points spread keys more evenly and cost memory, 16 bytes each. Weights
-// above 100 count as 100.
-func NewConsistentHash[T comparable](name func(T) string, replicas int) *ConsistentHash[T] {
-	if replicas < 1 {
+// points per unit of weight, from 1 to 10,000, or 0 for
+// [DefaultReplicas]: more points spread keys more evenly and cost memory,
+// 16 bytes each. Weights above 100 count as 100. It fails when name is
+// nil or replicas is out of range.
+func NewConsistentHash[T comparable](name func(T) string, replicas int) (*ConsistentHash[T], error) {
+	switch {
+	case name == nil:
+		return nil, errors.New("wizard: lb: NewConsistentHash: nil name function")
+	case replicas < 0 || replicas > maxReplicas:
+		return nil, fmt.Errorf("wizard: lb: NewConsistentHash: %d replicas; want 0 for the default (%d) or 1 to %d", replicas, DefaultReplicas, maxReplicas)
+	case replicas == 0:
 		replicas = DefaultReplicas
 	}
-	return &ConsistentHash[T]{name: name, replicas: replicas}
+	return &ConsistentHash[T]{name: name, replicas: replicas}, nil
 }
 
 // Add puts t in the set with the given weight (below 1 counts as 1, above

@@ -10,8 +10,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// mustHash is NewConsistentHash for arguments known to be valid.
+func mustHash[T comparable](name func(T) string, replicas int) *ConsistentHash[T] {
+	c, err := NewConsistentHash(name, replicas)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
 func newHash(replicas int, targets ...string) *ConsistentHash[string] {
-	c := NewConsistentHash(func(s string) string { return s }, replicas)
+	c := mustHash(func(s string) string { return s }, replicas)
 	for _, t := range targets {
 		c.Add(t, 1)
 	}
@@ -226,5 +235,38 @@ func TestConsistentHashReweight(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]int{"a": 40, "b": 1000}, n); diff != "" {
 		t.Errorf("points per target (-want +got):\n%s", diff)
+	}
+}
+
+// TestNewConsistentHash: NewConsistentHash accepts replicas from 0 (the
+// default) to 10,000 and refuses a nil name function and other replicas,
+// saying which argument is wrong.
+func TestNewConsistentHash(t *testing.T) {
+	id := func(s string) string { return s }
+	for _, replicas := range []int{0, 1, 100, 10_000} {
+		if _, err := NewConsistentHash(id, replicas); err != nil {
+			t.Errorf("NewConsistentHash(id, %d): %v", replicas, err)
+		}
+	}
+	tests := []struct {
+		name     string
+		fn       func(string) string
+		replicas int
+		want     string
+	}{
+		{"nil name", nil, 0, "wizard: lb: NewConsistentHash: nil name function"},
+		{"negative replicas", id, -1, "wizard: lb: NewConsistentHash: -1 replicas; want 0 for the default (100) or 1 to 10000"},
+		{"too many replicas", id, 10_001, "wizard: lb: NewConsistentHash: 10001 replicas; want 0 for the default (100) or 1 to 10000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := NewConsistentHash(tt.fn, tt.replicas)
+			if err == nil {
+				t.Fatalf("NewConsistentHash = %v, nil; want an error", c)
+			}
+			if diff := cmp.Diff(tt.want, err.Error()); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -13,6 +13,11 @@
 //     the same key goes to the same target while the set is unchanged, and
 //     a change moves only the keys of the target that came or went.
 //
+// [NewConsistentHash] and [NewBreakers] check their arguments and return
+// an error ("wizard: lb: ...") that names the bad one; [NewRing],
+// [NewRandom] and [NewLeastInFlight] have nothing that can be wrong and
+// return the balancer alone.
+//
 // # Picking
 //
 // [Balancer.Pick] takes a skip function for targets that must not get

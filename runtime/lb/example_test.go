@@ -54,7 +54,10 @@ func Example() {
 // Consistent hashing sends a key to the same target while the set is
 // unchanged.
 func ExampleConsistentHash() {
-	ch := lb.NewConsistentHash(func(addr string) string { return addr }, 0)
+	ch, err := lb.NewConsistentHash(func(addr string) string { return addr }, 0)
+	if err != nil {
+		panic(err)
+	}
 	ch.Add("10.0.0.1:7000", 1)
 	ch.Add("10.0.0.2:7000", 1)
 	ch.Add("10.0.0.3:7000", 1)

@@ -46,7 +46,8 @@ const leastInFlightDraws = 2
 // NewLeastInFlight returns an empty least-in-flight balancer. load, if not
 // nil, reports the calls in flight to a target; it must be safe for
 // concurrent use and cheap, as Pick calls it twice. With a nil load, the
-// balancer counts calls through Pick and Done.
+// balancer counts calls through Pick and Done. It cannot fail: every load,
+// nil included, is valid.
 func NewLeastInFlight[T comparable](load func(T) int) *LeastInFlight[T] {
 	return &LeastInFlight[T]{load: load}
 }

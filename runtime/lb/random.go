@@ -39,7 +39,8 @@ type randomTable[T comparable] struct {
 // walks the whole set.
 const randomDraws = 3
 
-// NewRandom returns an empty random balancer.
+// NewRandom returns an empty random balancer. It takes nothing, so it
+// cannot fail.
 func NewRandom[T comparable]() *Random[T] { return new(Random[T]) }
 
 // Add puts t in the set with the given weight (below 1 counts as 1), or

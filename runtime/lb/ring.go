@@ -26,7 +26,7 @@ type Ring[T comparable] struct {
 
 var _ Balancer[string] = (*Ring[string])(nil)
 
-// NewRing returns an empty ring.
+// NewRing returns an empty ring. It takes nothing, so it cannot fail.
 func NewRing[T comparable]() *Ring[T] { return new(Ring[T]) }
 
 // Add puts t in the ring with the given weight (below 1 counts as 1), or

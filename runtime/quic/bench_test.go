@@ -15,6 +15,6 @@ import (
 func BenchmarkRemoteCall(b *testing.B) {
 	p := testpki.New(b)
 	transporttest.Benchmark(b, func(t testing.TB, log *slog.Logger) runtime.Transport {
-		return transport(p, quic.WithLogger(log))
+		return transport(t, p, quic.WithLogger(log))
 	})
 }

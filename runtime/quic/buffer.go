@@ -22,7 +22,7 @@ func (t *Transport) checkBuffers(c *net.UDPConn) {
 	level := slog.LevelDebug
 	t.warnOnce.Do(func() { level = slog.LevelWarn })
 	t.log.LogAttrs(context.Background(), level,
-		"quic: UDP socket buffers are smaller than QUIC needs, throughput will suffer; on Linux raise the limits with: sysctl -w net.core.rmem_max=7500000 net.core.wmem_max=7500000",
+		"wizard: quic: UDP socket buffers are smaller than QUIC needs, throughput will suffer; on Linux raise the limits with: sysctl -w net.core.rmem_max=7500000 net.core.wmem_max=7500000",
 		slog.String("addr", c.LocalAddr().String()),
 		slog.Int("receive_kib", rcv>>10),
 		slog.Int("send_kib", snd>>10),

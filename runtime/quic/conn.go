@@ -26,12 +26,13 @@ type Conn struct {
 	live    atomic.Int32  // clients not yet ended
 	wg      sync.WaitGroup
 	once    sync.Once
+	where   string // "wizard: quic: <addr>", to start its errors
 }
 
 var _ runtime.Conn = (*Conn)(nil)
 
-func newConn(qc *quicgo.Conn, tr *quicgo.Transport, udp *net.UDPConn, clients []*mux.Client) *Conn {
-	c := &Conn{qc: qc, tr: tr, udp: udp, clients: clients}
+func newConn(qc *quicgo.Conn, tr *quicgo.Transport, udp *net.UDPConn, clients []*mux.Client, where string) *Conn {
+	c := &Conn{qc: qc, tr: tr, udp: udp, clients: clients, where: where}
 	c.live.Store(int32(len(clients)))
 	for _, cl := range clients {
 		c.wg.Add(1)
@@ -62,11 +63,14 @@ func (c *Conn) watch(cl *mux.Client) {
 // which sends goaway on every stream, one after another: the call is
 // refused at once as not sent (the stream that said goaway refuses it),
 // rather than slipping onto a stream whose goaway is still on its way.
-// Streams that ended otherwise are passed over.
+// Streams that ended otherwise are passed over. An error of the
+// connection reads "wizard: quic: <addr>: call not sent: <why>" (and
+// matches [runtime.ErrNotSent]) or "wizard: quic: <addr>: connection lost
+// after the call was sent: <why>".
 func (c *Conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, error) {
 	for _, cl := range c.clients {
 		if cl.GoAway() {
-			return bridge.Call(ctx, cl, m)
+			return bridge.Call(ctx, cl, m, c.where)
 		}
 	}
 	n := uint32(len(c.clients))
@@ -80,7 +84,7 @@ func (c *Conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, 
 			}
 		}
 	}
-	return bridge.Call(ctx, cl, m)
+	return bridge.Call(ctx, cl, m, c.where)
 }
 
 // usable reports whether cl takes new calls.

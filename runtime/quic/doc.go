@@ -3,11 +3,15 @@
 // multiplexing many concurrent calls as a TCP connection does in package
 // tcp. Swapping transports is one option:
 //
+//	tr, err := quic.New(
+//		quic.WithServerTLS(serverTLS), // Certificates; ClientAuth and ClientCAs for mutual TLS
+//		quic.WithClientTLS(clientTLS), // RootCAs; Certificates for mutual TLS
+//	)
+//	if err != nil {
+//		return err
+//	}
 //	node, err := runtime.New(
-//		runtime.WithTransport(quic.New(
-//			quic.WithServerTLS(serverTLS), // Certificates; ClientAuth and ClientCAs for mutual TLS
-//			quic.WithClientTLS(clientTLS), // RootCAs; Certificates for mutual TLS
-//		)),
+//		runtime.WithTransport(tr),
 //		runtime.WithListen("0.0.0.0:7070"), // a UDP port
 //		runtime.WithDiscovery(runtime.StaticPeers("10.0.0.7:7070")),
 //	)
@@ -59,19 +63,27 @@
 //
 // # Lifecycle and errors
 //
+// [New] checks every option and fails on the first invalid one, with an
+// error that names it ("wizard: quic: WithStreams(65): want 0 for the
+// default (4) or 1 to 64"). What it cannot know is reported later:
+// [Transport.Listen] fails without a server certificate, and quic-go
+// checks a [WithQUICConfig] configuration when the transport listens or
+// dials.
+//
 // [Conn.Done] is closed when the QUIC connection ends: the peer closed it,
 // it went silent past the keep-alive timeout or QUIC's idle timeout, a
 // stream failed (a failed stream closes the whole connection, so that the
 // node reconnects), or the server ended every stream. A goaway on any
 // stream (the server's listener shutting down) refuses new calls on the
 // whole connection as not sent, while the calls in flight on every stream
-// finish. Errors before a request was written, dial errors
-// included, wrap [runtime.ErrNotSent], so the node may retry the call
-// elsewhere. [Listener.Shutdown] stops accepting connections, sends goaway
-// on every stream, lets the calls in flight finish and waits for clients
-// to close their connections, then frees the UDP port; a node that
-// restarts on the same port is found again by its clients, which redial
-// with backoff.
+// finish. Errors before a request was written, dial errors included,
+// match [runtime.ErrNotSent], so the node may retry the call elsewhere;
+// they read "wizard: quic: dial <addr>: call not sent: <why>" or
+// "wizard: quic: <addr>: call not sent: <why>". [Listener.Shutdown] stops
+// accepting connections, sends goaway on every stream, lets the calls in
+// flight finish and waits for clients to close their connections, then
+// frees the UDP port; a node that restarts on the same port is found
+// again by its clients, which redial with backoff.
 //
 // A malformed or oversized frame closes that connection with a logged
 // reason, never the process.

@@ -13,7 +13,10 @@ import (
 // with quic.WithServerTLS and quic.WithClientTLS; the self-signed
 // certificate here is for the example only.
 func Example() {
-	tr := quic.New(quic.WithInsecureSelfSigned())
+	tr, err := quic.New(quic.WithInsecureSelfSigned())
+	if err != nil {
+		panic(err)
+	}
 
 	server, err := runtime.New(runtime.WithTransport(tr), runtime.WithListen("127.0.0.1:0"))
 	if err != nil {

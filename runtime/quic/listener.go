@@ -27,27 +27,24 @@ type streamKey struct{}
 // the calls of their streams with s. It needs a server certificate (see
 // [WithServerTLS]).
 func (t *Transport) Listen(addr string, s runtime.Server) (runtime.Listener, error) {
-	if t.err != nil {
-		return nil, t.err
-	}
 	tlsConf, err := t.serverTLSConfig()
 	if err != nil {
 		return nil, err
 	}
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("quic: listen %s: %w", addr, err)
+		return nil, fmt.Errorf("wizard: quic: listen %s: %w", addr, err)
 	}
 	udp, err := net.ListenUDP("udp", ua)
 	if err != nil {
-		return nil, fmt.Errorf("quic: listen %s: %w", addr, err)
+		return nil, fmt.Errorf("wizard: quic: listen %s: %w", addr, err)
 	}
 	tr := &quicgo.Transport{Conn: udp}
 	ql, err := tr.Listen(tlsConf, t.quicConfig())
 	if err != nil {
 		tr.Close()
 		udp.Close()
-		return nil, fmt.Errorf("quic: listen %s: %w", addr, err)
+		return nil, fmt.Errorf("wizard: quic: listen %s: %w", addr, err)
 	}
 	t.checkBuffers(udp)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -129,7 +126,7 @@ func (l *Listener) serve(qc *quicgo.Conn) {
 		streams.Go(func() {
 			ctx := context.WithValue(l.ctx, streamKey{}, s.StreamID())
 			if err := mux.Serve(ctx, stream{s, qc}, l.h, l.t.mux); err != nil {
-				l.t.log.Debug("quic: stream closed", "remote", qc.RemoteAddr().String(), "stream", int64(s.StreamID()), "err", err)
+				l.t.log.Debug("wizard: quic: stream closed", "remote", qc.RemoteAddr().String(), "stream", int64(s.StreamID()), "err", err)
 			}
 		})
 	}

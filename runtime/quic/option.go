@@ -2,25 +2,39 @@ package quic
 
 import (
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	quicgo "github.com/quic-go/quic-go"
+
+	"github.com/wizardmesh/wizard/runtime/internal/bridge"
 )
 
-// Option configures a [Transport].
-type Option interface{ apply(*Transport) }
+// Option configures a [Transport] in [New].
+type Option interface{ apply(*Transport) error }
 
-type optionFunc func(*Transport)
+type optionFunc func(*Transport) error
 
-func (f optionFunc) apply(t *Transport) { f(t) }
+func (f optionFunc) apply(t *Transport) error { return f(t) }
 
 // WithServerTLS serves with cfg: its Certificates (or GetCertificate), and
 // ClientAuth with ClientCAs for mutual TLS. The transport works on a clone
 // and sets MinVersion to TLS 1.3 and NextProtos to [ALPN]. Without it,
-// [Transport.Listen] fails unless [WithInsecureSelfSigned] is set.
+// [Transport.Listen] fails unless [WithInsecureSelfSigned] is set. [New]
+// fails when cfg is nil or has no certificate.
 func WithServerTLS(cfg *tls.Config) Option {
-	return optionFunc(func(t *Transport) { t.serverTLS = cfg })
+	return optionFunc(func(t *Transport) error {
+		if cfg == nil {
+			return errors.New("WithServerTLS(nil): no configuration; a listener needs one with a certificate (or WithInsecureSelfSigned, for development)")
+		}
+		if err := bridge.CheckServerTLS(cfg); err != nil {
+			return err
+		}
+		t.serverTLS = cfg
+		return nil
+	})
 }
 
 // WithClientTLS dials with cfg: RootCAs and ServerName to verify the server
@@ -28,56 +42,98 @@ func WithServerTLS(cfg *tls.Config) Option {
 // The transport works on a clone and sets MinVersion to TLS 1.3 and
 // NextProtos to [ALPN]. Without it, [Transport.Dial] verifies servers
 // against the system roots (or not at all with [WithInsecureSelfSigned]).
+// [New] fails when cfg is nil.
 func WithClientTLS(cfg *tls.Config) Option {
-	return optionFunc(func(t *Transport) { t.clientTLS = cfg })
+	return optionFunc(func(t *Transport) error {
+		if cfg == nil {
+			return errors.New("WithClientTLS(nil): no configuration; leave the option out to verify servers against the system roots")
+		}
+		t.clientTLS = cfg
+		return nil
+	})
 }
 
 // WithInsecureSelfSigned is for development and tests: when no
 // [WithServerTLS] is given, Listen serves a self-signed certificate (one
-// per transport, made when first needed), and when no [WithClientTLS] is given, Dial accepts any
-// server certificate. Traffic is still encrypted, but nodes do not
-// authenticate each other, so anyone on the path can impersonate a server.
+// per transport, made by [New]), and when no [WithClientTLS] is given,
+// Dial accepts any server certificate. Traffic is still encrypted, but
+// nodes do not authenticate each other, so anyone on the path can
+// impersonate a server.
 func WithInsecureSelfSigned() Option {
-	return optionFunc(func(t *Transport) { t.insecure = true })
+	return optionFunc(func(t *Transport) error {
+		t.insecure = true
+		return nil
+	})
 }
 
 // WithQUICConfig is the escape hatch to quic-go's settings (flow-control
 // windows, idle and handshake timeouts, stream limits, tracing). The
 // transport uses a clone of cfg as it is, in place of its own defaults
 // (which allow 64 incoming bidirectional streams, no unidirectional ones,
-// and send QUIC keep-alives at the [WithKeepAlive] interval).
+// and send QUIC keep-alives at the [WithKeepAlive] interval). quic-go
+// checks cfg when the transport listens or dials. [New] fails when cfg
+// is nil.
 func WithQUICConfig(cfg *quicgo.Config) Option {
-	return optionFunc(func(t *Transport) { t.quicConf = cfg })
+	return optionFunc(func(t *Transport) error {
+		if cfg == nil {
+			return errors.New("WithQUICConfig(nil): no configuration; leave the option out for the transport's defaults")
+		}
+		t.quicConf = cfg
+		return nil
+	})
 }
 
-// WithStreams sets how many long-lived streams a dialed connection opens,
-// from 1 to 64 (default 4); the server must allow as many incoming
-// streams (its default allows 64). Calls are spread over them in turn;
-// each runs its own multiplexer, so more streams mean more writers
+// WithStreams sets how many long-lived streams a dialed connection opens:
+// 0 for the default (4), else from 1 to 64; the server must allow as many
+// incoming streams (its default allows 64). Calls are spread over them in
+// turn; each runs its own multiplexer, so more streams mean more writers
 // working in parallel and less head-of-line blocking when a packet is
 // lost, fewer mean more calls coalesced into each packet.
 func WithStreams(n int) Option {
-	return optionFunc(func(t *Transport) { t.streams = n })
+	return optionFunc(func(t *Transport) error {
+		if n < 0 || n > maxStreams {
+			return fmt.Errorf("WithStreams(%d): want 0 for the default (%d) or 1 to %d", n, defaultStreams, maxStreams)
+		}
+		t.streams = n
+		return nil
+	})
 }
 
-// WithMaxFrameSize sets the largest frame read or written (default 4 MiB).
+// WithMaxFrameSize sets the largest frame read or written: 0 for the
+// default (4 MiB), else from 14 bytes to 4 GiB. Peers should share it.
 func WithMaxFrameSize(n int) Option {
-	return optionFunc(func(t *Transport) { t.mux.MaxFrameSize = n })
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckMaxFrameSize(n); err != nil {
+			return err
+		}
+		t.mux.MaxFrameSize = n
+		return nil
+	})
 }
 
 // WithKeepAlive sets the ping interval and how long a peer has to answer
-// before its connection is closed as dead (defaults 15s and 10s; a negative
-// interval turns pings off). Every stream pings; unless [WithQUICConfig] is
-// given, QUIC keep-alives are sent at the same interval so that idle
-// connections outlive QUIC's idle timeout (30s). With pings off, an idle
-// connection ends after that timeout and the node dials again.
+// before its connection is closed as dead: 0 for the defaults (15s and
+// 10s), else at least 10ms each; a negative interval turns pings off.
+// Every stream pings; unless [WithQUICConfig] is given, QUIC keep-alives
+// are sent at the same interval so that idle connections outlive QUIC's
+// idle timeout (30s). With pings off, an idle connection ends after that
+// timeout and the node dials again.
 func WithKeepAlive(interval, timeout time.Duration) Option {
-	return optionFunc(func(t *Transport) { t.mux.KeepAlive, t.mux.KeepAliveTimeout = interval, timeout })
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckKeepAlive(interval, timeout); err != nil {
+			return err
+		}
+		t.mux.KeepAlive, t.mux.KeepAliveTimeout = interval, timeout
+		return nil
+	})
 }
 
 // WithLogger receives a record for each connection that closes abnormally,
 // and a warning when the UDP socket buffers are too small (see the package
-// documentation). The default discards them.
+// documentation); nil, the default, discards them.
 func WithLogger(l *slog.Logger) Option {
-	return optionFunc(func(t *Transport) { t.log = l; t.mux.Logger = l })
+	return optionFunc(func(t *Transport) error {
+		t.log, t.mux.Logger = l, l
+		return nil
+	})
 }

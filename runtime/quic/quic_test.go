@@ -18,10 +18,22 @@ import (
 	"github.com/wizardmesh/wizard/runtime/quic"
 )
 
+// newTransport returns a QUIC transport made with opts, which must be
+// valid.
+func newTransport(t testing.TB, opts ...quic.Option) *quic.Transport {
+	t.Helper()
+	tr, err := quic.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
 // transport returns a QUIC transport that serves p's server certificate
 // and trusts p's CA.
-func transport(p *testpki.CA, opts ...quic.Option) *quic.Transport {
-	return quic.New(append([]quic.Option{quic.WithServerTLS(p.ServerConfig()), quic.WithClientTLS(p.ClientConfig())}, opts...)...)
+func transport(t testing.TB, p *testpki.CA, opts ...quic.Option) *quic.Transport {
+	t.Helper()
+	return newTransport(t, append([]quic.Option{quic.WithServerTLS(p.ServerConfig()), quic.WithClientTLS(p.ClientConfig())}, opts...)...)
 }
 
 // neg is a typed handler: it negates an Int64Value.
@@ -33,7 +45,7 @@ var neg = runtime.NewUnaryHandler(func(ctx context.Context, r *wrapperspb.Int64V
 func TestConformance(t *testing.T) {
 	p := testpki.New(t)
 	transporttest.Run(t, func(t testing.TB, log *slog.Logger) runtime.Transport {
-		return transport(p, quic.WithLogger(log))
+		return transport(t, p, quic.WithLogger(log))
 	})
 }
 
@@ -42,7 +54,7 @@ func TestConformance(t *testing.T) {
 func TestLoadFewStreams(t *testing.T) {
 	p := testpki.New(t)
 	transporttest.Load(t, func(t testing.TB, log *slog.Logger) runtime.Transport {
-		return transport(p, quic.WithStreams(3), quic.WithLogger(log))
+		return transport(t, p, quic.WithStreams(3), quic.WithLogger(log))
 	})
 }
 
@@ -51,12 +63,12 @@ func TestLoadFewStreams(t *testing.T) {
 // server its CA did not sign.
 func TestMutualTLS(t *testing.T) {
 	p := testpki.New(t)
-	srvT := quic.New(quic.WithServerTLS(p.MutualServerConfig()))
+	srvT := newTransport(t, quic.WithServerTLS(p.MutualServerConfig()))
 	srv := transporttest.NewServer(t, srvT)
 	transporttest.MustAdd(t, srv, "role:math,cmd:neg", neg)
 
 	t.Run("client with a certificate", func(t *testing.T) {
-		cl := transporttest.NewClient(t, quic.New(quic.WithClientTLS(p.ClientCertConfig())), "role:math,cmd:neg", nil, srv.Addr())
+		cl := transporttest.NewClient(t, newTransport(t, quic.WithClientTLS(p.ClientCertConfig())), "role:math,cmd:neg", nil, srv.Addr())
 		c := transporttest.TypedClient[wrapperspb.Int64Value, wrapperspb.Int64Value](t, cl, "role:math,cmd:neg")
 		if r, err := c.Call(t.Context(), wrapperspb.Int64(2)); err != nil || r.GetValue() != -2 {
 			t.Fatalf("neg = %v, %v", r, err)
@@ -76,11 +88,11 @@ func TestMutualTLS(t *testing.T) {
 		}
 	}
 	t.Run("client without a certificate", func(t *testing.T) {
-		refused(t, quic.New(quic.WithClientTLS(p.ClientConfig())), "certificate required")
+		refused(t, newTransport(t, quic.WithClientTLS(p.ClientConfig())), "certificate required")
 	})
 	t.Run("server from another CA", func(t *testing.T) {
 		other := testpki.New(t)
-		refused(t, quic.New(quic.WithClientTLS(other.ClientCertConfig())), "certificate signed by unknown authority")
+		refused(t, newTransport(t, quic.WithClientTLS(other.ClientCertConfig())), "certificate signed by unknown authority")
 	})
 }
 
@@ -88,7 +100,7 @@ func TestMutualTLS(t *testing.T) {
 // and so is a server that speaks another one.
 func TestALPN(t *testing.T) {
 	p := testpki.New(t)
-	srv := transporttest.NewServer(t, transport(p))
+	srv := transporttest.NewServer(t, transport(t, p))
 
 	t.Run("client offers h3", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), testwait.Guard)
@@ -114,7 +126,7 @@ func TestALPN(t *testing.T) {
 		defer ql.Close()
 		ctx, cancel := context.WithTimeout(t.Context(), testwait.Guard)
 		defer cancel()
-		conn, err := transport(p).Dial(ctx, ql.Addr().String())
+		conn, err := transport(t, p).Dial(ctx, ql.Addr().String())
 		if err == nil {
 			conn.Close()
 			t.Fatal("Dial to an h3 server succeeded")
@@ -128,7 +140,7 @@ func TestALPN(t *testing.T) {
 // TestInsecureSelfSigned: nodes that both use WithInsecureSelfSigned talk;
 // a client that verifies certificates refuses the self-signed server.
 func TestInsecureSelfSigned(t *testing.T) {
-	tr := quic.New(quic.WithInsecureSelfSigned())
+	tr := newTransport(t, quic.WithInsecureSelfSigned())
 	srv := transporttest.NewServer(t, tr)
 	transporttest.MustAdd(t, srv, "role:math,cmd:neg", neg)
 	cl := transporttest.NewClient(t, tr, "role:math,cmd:neg", nil, srv.Addr())
@@ -139,7 +151,7 @@ func TestInsecureSelfSigned(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), testwait.Guard)
 	defer cancel()
-	conn, err := quic.New(quic.WithClientTLS(&tls.Config{RootCAs: testpki.New(t).Pool})).Dial(ctx, srv.Addr())
+	conn, err := newTransport(t, quic.WithClientTLS(&tls.Config{RootCAs: testpki.New(t).Pool})).Dial(ctx, srv.Addr())
 	if err == nil {
 		conn.Close()
 		t.Fatal("a verifying client accepted a self-signed server")

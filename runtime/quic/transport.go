@@ -13,8 +13,8 @@ import (
 	quicgo "github.com/quic-go/quic-go"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/bridge"
 	"github.com/wizardmesh/wizard/runtime/internal/mux"
-	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
 // ALPN is the application protocol wizard negotiates in the TLS handshake;
@@ -40,52 +40,46 @@ type Transport struct {
 	serverTLS *tls.Config
 	clientTLS *tls.Config
 	insecure  bool
+	cert      *tls.Certificate // WithInsecureSelfSigned's, without WithServerTLS
 	quicConf  *quicgo.Config
 	streams   int
 	mux       mux.Options
 	log       *slog.Logger
-	err       error // an invalid option, returned by Listen and Dial
-
-	certOnce sync.Once // the self-signed certificate of WithInsecureSelfSigned
-	cert     tls.Certificate
-	certErr  error
 
 	warnOnce sync.Once // the first small-buffer report is a warning
 }
 
 var _ runtime.Transport = (*Transport)(nil)
 
-// New returns a QUIC transport. It does not fail: an invalid option makes
-// [Transport.Listen] and [Transport.Dial] return the error.
-func New(opts ...Option) *Transport {
+// New returns a QUIC transport. It fails on a nil option and on an
+// option's invalid argument, with an error that names the option. With
+// [WithInsecureSelfSigned] and no [WithServerTLS], it makes the
+// self-signed certificate. A transport without a server certificate can
+// dial but not listen: [Transport.Listen] says so.
+func New(opts ...Option) (*Transport, error) {
 	t := &Transport{}
-	for _, o := range opts {
-		if o != nil {
-			o.apply(t)
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("wizard: quic: option %d of %d is nil", i+1, len(opts))
+		}
+		if err := o.apply(t); err != nil {
+			return nil, fmt.Errorf("wizard: quic: %w", err)
 		}
 	}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
-	t.err = t.validate()
 	if t.streams == 0 {
 		t.streams = defaultStreams
 	}
-	return t
-}
-
-// validate checks the options; mux checks them again per stream, but a
-// listener would only find out when a connection comes.
-func (t *Transport) validate() error {
-	switch n := t.mux.MaxFrameSize; {
-	case t.streams < 0 || t.streams > maxStreams:
-		return fmt.Errorf("quic: WithStreams(%d) out of range [1, %d]", t.streams, maxStreams)
-	case n < 0 || uint64(n) > wire.MaxFrameSize || (n > 0 && n < wire.MinFrameSize):
-		return fmt.Errorf("quic: WithMaxFrameSize(%d) out of range [%d, %d]", n, wire.MinFrameSize, uint64(wire.MaxFrameSize))
-	case t.mux.KeepAliveTimeout < 0:
-		return fmt.Errorf("quic: negative keep-alive timeout %v", t.mux.KeepAliveTimeout)
+	if t.insecure && t.serverTLS == nil {
+		cert, err := selfSigned()
+		if err != nil {
+			return nil, fmt.Errorf("wizard: quic: WithInsecureSelfSigned: making the certificate: %w", err)
+		}
+		t.cert = &cert
 	}
-	return nil
+	return t, nil
 }
 
 // Name returns "quic".
@@ -93,26 +87,17 @@ func (t *Transport) Name() string { return "quic" }
 
 // errNoCertificate is Listen's error when no server certificate is
 // configured.
-var errNoCertificate = errors.New("quic: listening needs a server certificate: configure one with WithServerTLS (QUIC always runs TLS 1.3), or use WithInsecureSelfSigned for development")
+var errNoCertificate = errors.New("wizard: quic: listening needs a server certificate: configure one with WithServerTLS (QUIC always runs TLS 1.3), or use WithInsecureSelfSigned for development")
 
 // serverTLSConfig returns the TLS configuration Listen serves with.
 func (t *Transport) serverTLSConfig() (*tls.Config, error) {
 	switch {
 	case t.serverTLS != nil:
-		cfg := t.serverTLS.Clone()
-		if len(cfg.Certificates) == 0 && cfg.GetCertificate == nil && cfg.GetConfigForClient == nil {
-			return nil, fmt.Errorf("quic: the WithServerTLS configuration has no certificate: %w", errNoCertificate)
-		}
-		return withALPN(cfg), nil
-	case t.insecure:
-		t.certOnce.Do(func() { t.cert, t.certErr = selfSigned() })
-		if t.certErr != nil {
-			return nil, fmt.Errorf("quic: self-signed certificate: %w", t.certErr)
-		}
-		return withALPN(&tls.Config{Certificates: []tls.Certificate{t.cert}}), nil
-	default:
-		return nil, errNoCertificate
+		return withALPN(t.serverTLS.Clone()), nil
+	case t.cert != nil:
+		return withALPN(&tls.Config{Certificates: []tls.Certificate{*t.cert}}), nil
 	}
+	return nil, errNoCertificate
 }
 
 // clientTLSConfig returns the TLS configuration Dial uses for host.
@@ -171,14 +156,13 @@ func (t *Transport) quicConfig() *quicgo.Config {
 
 // Dial connects to the node listening at addr: one QUIC connection, over
 // which it opens the streams (see [WithStreams]) and shakes hands on each.
-// ctx bounds all of it. Every error wraps [runtime.ErrNotSent].
+// ctx bounds all of it. Every error matches [runtime.ErrNotSent] and reads
+// "wizard: quic: dial <addr>: call not sent: <why>".
 func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error) {
-	if t.err != nil {
-		return nil, fmt.Errorf("%w: %w", runtime.ErrNotSent, t.err)
-	}
+	where := "wizard: quic: dial " + addr
 	host, raddr, err := resolve(ctx, addr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: quic: dial %s: %w", runtime.ErrNotSent, addr, err)
+		return nil, bridge.NotSent(where, err)
 	}
 	network := "udp4"
 	if raddr.IP.To4() == nil {
@@ -186,7 +170,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 	}
 	udp, err := net.ListenUDP(network, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: quic: dial %s: %w", runtime.ErrNotSent, addr, err)
+		return nil, bridge.NotSent(where, err)
 	}
 	tr := &quicgo.Transport{Conn: udp}
 	release := func() {
@@ -196,13 +180,13 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 	qc, err := tr.Dial(ctx, raddr, t.clientTLSConfig(host), t.quicConfig())
 	if err != nil {
 		release()
-		return nil, fmt.Errorf("%w: quic: dial %s: %w", runtime.ErrNotSent, addr, err)
+		return nil, bridge.NotSent(where, err)
 	}
 	t.checkBuffers(udp)
 	if p := qc.ConnectionState().TLS.NegotiatedProtocol; p != ALPN {
 		qc.CloseWithError(codeError, "wrong application protocol")
 		release()
-		return nil, fmt.Errorf("%w: quic: dial %s: the server negotiated application protocol %q, not %q", runtime.ErrNotSent, addr, p, ALPN)
+		return nil, bridge.NotSent(where, fmt.Errorf("the server negotiated application protocol %q, not %q", p, ALPN))
 	}
 
 	// Open the streams and shake hands on all of them at once. Cancelling
@@ -241,9 +225,9 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 		case cause != nil && !errors.Is(err, cause):
 			err = fmt.Errorf("%w (connection: %w)", err, cause)
 		}
-		return nil, fmt.Errorf("%w: quic: dial %s: %w", runtime.ErrNotSent, addr, err)
+		return nil, bridge.NotSent(where, err)
 	}
-	return newConn(qc, tr, udp, clients), nil
+	return newConn(qc, tr, udp, clients, "wizard: quic: "+addr), nil
 }
 
 // firstError returns the first non-nil error of errs.

@@ -3,7 +3,6 @@ package quic
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -41,11 +40,21 @@ func echo(_ context.Context, m *wizard.Message) *wizard.Message {
 	return &wizard.Message{Codec: m.Codec, Payload: m.Payload}
 }
 
+// mustNew returns a transport made with opts, which must be valid.
+func mustNew(t testing.TB, opts ...Option) *Transport {
+	t.Helper()
+	tr, err := New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
 // pair listens with s on 127.0.0.1 and dials the listener, both with a
 // transport made of opts and a self-signed certificate.
 func pair(t *testing.T, s wizard.Server, opts ...Option) (*Transport, *Listener, *Conn) {
 	t.Helper()
-	tr := New(append([]Option{WithInsecureSelfSigned()}, opts...)...)
+	tr := mustNew(t, append([]Option{WithInsecureSelfSigned()}, opts...)...)
 	l, err := tr.Listen("127.0.0.1:0", s)
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +274,7 @@ func TestConnEnds(t *testing.T) {
 		// goaway (it shut down while finishing the stream's handshake):
 		// the other streams carry on.
 		leak.Check(t)
-		tr := New(WithInsecureSelfSigned())
+		tr := mustNew(t, WithInsecureSelfSigned())
 		tlsConf, err := tr.serverTLSConfig()
 		if err != nil {
 			t.Fatal(err)
@@ -363,7 +372,7 @@ func TestCheckBuffers(t *testing.T) {
 		t.Skip("socket buffer sizes not readable on this system")
 	}
 	var logs bytes.Buffer
-	tr := New(WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	tr := mustNew(t, WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	tr.checkBuffers(udp)
 	tr.checkBuffers(udp)
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
@@ -375,40 +384,6 @@ func TestCheckBuffers(t *testing.T) {
 			t.Errorf("record %d = %s; want %s and the sysctl", i, lines[i], want)
 		}
 	}
-}
-
-// TestOptions: bad options and a missing certificate fail Listen and Dial
-// with a clear error.
-func TestOptions(t *testing.T) {
-	tests := []struct {
-		name string
-		opts []Option
-		want string // in Listen's error
-	}{
-		{"no certificate", nil, "WithServerTLS"},
-		{"empty server TLS", []Option{WithServerTLS(&tls.Config{})}, "no certificate"},
-		{"too many streams", []Option{WithInsecureSelfSigned(), WithStreams(maxStreams + 1)}, "WithStreams"},
-		{"negative streams", []Option{WithInsecureSelfSigned(), WithStreams(-1)}, "WithStreams"},
-		{"tiny frames", []Option{WithInsecureSelfSigned(), WithMaxFrameSize(3)}, "WithMaxFrameSize"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			l, err := New(tt.opts...).Listen("127.0.0.1:0", serverFunc(echo))
-			if err == nil {
-				l.Close()
-				t.Fatal("Listen succeeded")
-			}
-			if !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("Listen: %v; want it to mention %q", err, tt.want)
-			}
-		})
-	}
-	t.Run("dial with a bad option", func(t *testing.T) {
-		_, err := New(WithStreams(-1)).Dial(t.Context(), "127.0.0.1:1")
-		if !errors.Is(err, wizard.ErrNotSent) || !strings.Contains(err.Error(), "WithStreams") {
-			t.Errorf("Dial: %v", err)
-		}
-	})
 }
 
 func mustAddrPort(t *testing.T, addr string) netip.AddrPort {

@@ -44,13 +44,27 @@ func startMember(t testing.TB, id string, opts ...swim.Option) *member {
 	return startMemberAt(t, id, "127.0.0.1:0", opts...)
 }
 
+// newDiscovery returns a Discovery made with opts, which must be valid.
+func newDiscovery(t testing.TB, opts ...swim.Option) *swim.Discovery {
+	t.Helper()
+	d, err := swim.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // startMemberAt is startMember with the node's transport on listen.
 func startMemberAt(t testing.TB, id, listen string, opts ...swim.Option) *member {
 	t.Helper()
-	d := swim.New(append([]swim.Option{swim.WithBindAddr("127.0.0.1:0"), swim.WithPreset(swim.Fast), swim.WithLogger(testLogger(id))}, opts...)...)
+	d := newDiscovery(t, append([]swim.Option{swim.WithBindAddr("127.0.0.1:0"), swim.WithPreset(swim.Fast), swim.WithLogger(testLogger(id))}, opts...)...)
+	tr, err := tcp.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	n, err := runtime.New(
 		runtime.WithID(id),
-		runtime.WithTransport(tcp.New()),
+		runtime.WithTransport(tr),
 		runtime.WithListen(listen),
 		runtime.WithDiscovery(d),
 		runtime.WithLogger(testLogger(id)),

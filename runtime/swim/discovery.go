@@ -27,7 +27,6 @@ import (
 // it. A Discovery serves one node, once.
 type Discovery struct {
 	cfg     config
-	cfgErr  error // from New, returned by Start
 	log     *slog.Logger
 	keyring *memberlist.Keyring // nil without WithKeys
 
@@ -59,16 +58,21 @@ var (
 	_ runtime.SelfAnnouncer = (*Discovery)(nil)
 )
 
-// New returns a Discovery configured by opts. Configuration errors
-// surface when the node starts it (runtime.New fails).
-func New(opts ...Option) *Discovery {
+// New returns a Discovery configured by opts. It fails on a nil option and
+// on an option's invalid argument, with an error that names the option.
+// What can only be known when the node starts it (binding the gossip
+// port, the configuration [WithMemberlistConfig]'s functions leave, the
+// node's id and address) is checked by [Discovery.Start]: runtime.New
+// fails then.
+func New(opts ...Option) (*Discovery, error) {
 	d := &Discovery{announce: make(chan struct{}, 1)}
-	for _, o := range opts {
+	for i, o := range opts {
 		if o == nil {
-			d.cfgErr = errors.New("wizard: swim: nil option")
-			continue
+			return nil, fmt.Errorf("wizard: swim: option %d of %d is nil", i+1, len(opts))
 		}
-		o.apply(&d.cfg)
+		if err := o.apply(&d.cfg); err != nil {
+			return nil, fmt.Errorf("wizard: swim: %w", err)
+		}
 	}
 	d.log = d.cfg.logger
 	if d.log == nil {
@@ -77,58 +81,14 @@ func New(opts ...Option) *Discovery {
 	if d.cfg.resolver == nil {
 		d.cfg.resolver = net.DefaultResolver
 	}
-	if d.cfgErr == nil {
-		d.cfgErr = d.validate()
-	}
-	return d
-}
-
-// validate checks the configuration and builds the keyring.
-func (d *Discovery) validate() error {
-	c := &d.cfg
-	if !c.preset.valid() {
-		return fmt.Errorf("wizard: swim: unknown preset %v", c.preset)
-	}
-	if len(c.segment) > maxSegmentLen {
-		return fmt.Errorf("wizard: swim: segment is %d bytes, the limit is %d", len(c.segment), maxSegmentLen)
-	}
-	if c.bind != "" {
-		if _, _, err := splitBind(c.bind); err != nil {
-			return err
-		}
-	}
-	if c.advertise != "" {
-		if _, _, err := splitAdvertise(c.advertise); err != nil {
-			return err
-		}
-	}
-	for _, f := range c.seedFuncs {
-		if f == nil {
-			return errors.New("wizard: swim: nil seed function")
-		}
-	}
-	for _, f := range c.memberlistFuncs {
-		if f == nil {
-			return errors.New("wizard: swim: nil memberlist config function")
-		}
-	}
-	if len(c.keys) > 0 {
-		for i, k := range c.keys {
-			if err := memberlist.ValidateKey(k); err != nil {
-				which := "primary key"
-				if i > 0 {
-					which = "secondary key " + strconv.Itoa(i)
-				}
-				return fmt.Errorf("wizard: swim: %s is %d bytes; a key is 16, 24 or 32 bytes (AES-128, -192, -256)", which, len(k))
-			}
-		}
-		kr, err := memberlist.NewKeyring(c.keys[1:], c.keys[0])
+	if keys := d.cfg.keys; len(keys) > 0 {
+		kr, err := memberlist.NewKeyring(keys[1:], keys[0])
 		if err != nil {
-			return fmt.Errorf("wizard: swim: keyring: %w", err)
+			return nil, fmt.Errorf("wizard: swim: WithKeys: %w", err)
 		}
 		d.keyring = kr
 	}
-	return nil
+	return d, nil
 }
 
 // splitBind parses a bind address, "host:port" (an empty host binds every
@@ -136,17 +96,17 @@ func (d *Discovery) validate() error {
 func splitBind(addr string) (string, int, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", 0, fmt.Errorf("wizard: swim: bind address %q: %w", addr, err)
+		return "", 0, errors.New(`want "ip:port" (an empty ip binds every interface, port 0 picks a free port)`)
 	}
 	p, err := strconv.ParseUint(port, 10, 16)
 	if err != nil {
-		return "", 0, fmt.Errorf("wizard: swim: bind address %q: bad port", addr)
+		return "", 0, fmt.Errorf("bad port %q", port)
 	}
 	if host == "" {
 		host = "0.0.0.0"
 	}
 	if net.ParseIP(host) == nil {
-		return "", 0, fmt.Errorf("wizard: swim: bind address %q: the host must be an IP address", addr)
+		return "", 0, errors.New("the host must be an IP address")
 	}
 	return host, int(p), nil
 }
@@ -160,10 +120,10 @@ func splitAdvertise(addr string) (string, int, error) {
 	}
 	p, err := strconv.ParseUint(port, 10, 16)
 	if err != nil {
-		return "", 0, fmt.Errorf("wizard: swim: advertise address %q: bad port", addr)
+		return "", 0, fmt.Errorf("bad port %q", port)
 	}
 	if net.ParseIP(host) == nil {
-		return "", 0, fmt.Errorf("wizard: swim: advertise address %q: the host must be an IP address", addr)
+		return "", 0, errors.New("the host must be an IP address")
 	}
 	return host, int(p), nil
 }
@@ -172,9 +132,6 @@ func splitAdvertise(addr string) (string, int, error) {
 // address, then joins the seeds in the background. It implements
 // runtime.Discovery; the node calls it.
 func (d *Discovery) Start(host runtime.DiscoveryHost) error {
-	if d.cfgErr != nil {
-		return d.cfgErr
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	switch {

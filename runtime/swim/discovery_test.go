@@ -15,6 +15,87 @@ import (
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
 
+// mustNew returns a Discovery made with opts, which must be valid.
+func mustNew(t testing.TB, opts ...Option) *Discovery {
+	t.Helper()
+	d, err := New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestNew: New accepts every valid option and refuses each invalid one
+// with an error that starts with the package and names the option and
+// its argument.
+func TestNew(t *testing.T) {
+	key := make([]byte, 16)
+	seeds := func(context.Context) ([]string, error) { return nil, nil }
+	good := []struct {
+		name string
+		opts []Option
+	}{
+		{"none", nil},
+		{"bind", []Option{WithBindAddr("127.0.0.1:0")}},
+		{"bind every interface", []Option{WithBindAddr(":7946")}},
+		{"bind IPv6", []Option{WithBindAddr("[::1]:7946")}},
+		{"advertise", []Option{WithAdvertiseAddr("10.0.0.5:7946")}},
+		{"advertise without a port", []Option{WithAdvertiseAddr("10.0.0.5")}},
+		{"seeds", []Option{WithSeeds("10.0.0.5:7946", "10.0.0.6", "seed.example", "[::1]:5", "::1")}},
+		{"DNS seeds", []Option{WithDNSSeeds("_gossip._udp.wizard.default.svc.cluster.local", "seeds.example", "seeds.example:7000")}},
+		{"seed function", []Option{WithSeedFunc(seeds)}},
+		{"nil resolver", []Option{WithResolver(nil)}},
+		{"longest segment", []Option{WithSegment(strings.Repeat("s", 128))}},
+		{"keys", []Option{WithKeys(key, make([]byte, 24), make([]byte, 32))}},
+		{"presets", []Option{WithPreset(LAN), WithPreset(Fast)}},
+		{"memberlist config", []Option{WithMemberlistConfig(func(*memberlist.Config) {})}},
+		{"nil logger", []Option{WithLogger(nil)}},
+	}
+	for _, tt := range good {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := New(tt.opts...); err != nil {
+				t.Fatalf("New: %v", err)
+			}
+		})
+	}
+
+	bad := []struct {
+		name string
+		opts []Option
+		want string
+	}{
+		{"nil option", []Option{WithPreset(Fast), nil}, "wizard: swim: option 2 of 2 is nil"},
+		{"bind without port", []Option{WithBindAddr("127.0.0.1")}, `wizard: swim: WithBindAddr("127.0.0.1"): want "ip:port" (an empty ip binds every interface, port 0 picks a free port)`},
+		{"bind to a bad port", []Option{WithBindAddr("127.0.0.1:70000")}, `wizard: swim: WithBindAddr("127.0.0.1:70000"): bad port "70000"`},
+		{"bind to a name", []Option{WithBindAddr("localhost:0")}, `wizard: swim: WithBindAddr("localhost:0"): the host must be an IP address`},
+		{"advertise a name", []Option{WithAdvertiseAddr("example.com:7946")}, `wizard: swim: WithAdvertiseAddr("example.com:7946"): the host must be an IP address`},
+		{"advertise a bad port", []Option{WithAdvertiseAddr("10.0.0.5:x")}, `wizard: swim: WithAdvertiseAddr("10.0.0.5:x"): bad port "x"`},
+		{"seed with a bad port", []Option{WithSeeds("10.0.0.5:7946", "10.0.0.6:bad")}, `wizard: swim: WithSeeds: seed "10.0.0.6:bad": bad port`},
+		{"seed without a host", []Option{WithSeeds(":7946")}, `wizard: swim: WithSeeds: seed ":7946": no host`},
+		{"empty DNS seed", []Option{WithDNSSeeds("")}, `wizard: swim: WithDNSSeeds: name "": no host`},
+		{"DNS seed with a bad port", []Option{WithDNSSeeds("seeds.example:http")}, `wizard: swim: WithDNSSeeds: name "seeds.example:http": bad port`},
+		{"nil seed function", []Option{WithSeedFunc(nil)}, "wizard: swim: WithSeedFunc(nil): no function"},
+		{"long segment", []Option{WithSegment(strings.Repeat("s", 129))}, "wizard: swim: WithSegment: the name is 129 bytes, the limit is 128"},
+		{"short key", []Option{WithKeys([]byte("short"))}, "wizard: swim: WithKeys: the primary key is 5 bytes; a key is 16, 24 or 32 bytes (AES-128, -192, -256)"},
+		{"short secondary key", []Option{WithKeys(key, make([]byte, 15))}, "wizard: swim: WithKeys: secondary key 1 is 15 bytes; a key is 16, 24 or 32 bytes (AES-128, -192, -256)"},
+		{"unknown preset", []Option{WithPreset(Preset(7))}, "wizard: swim: WithPreset(Preset(7)): want LAN or Fast"},
+		{"nil memberlist function", []Option{WithMemberlistConfig(nil)}, "wizard: swim: WithMemberlistConfig(nil): no function"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := New(tt.opts...)
+			if err == nil {
+				t.Fatalf("New = %v, nil; want an error", d)
+			}
+			if diff := cmp.Diff(tt.want, err.Error()); diff != "" {
+				t.Errorf("New's error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStartErrors: what New cannot check fails Start, with the package's
+// prefix.
 func TestStartErrors(t *testing.T) {
 	leak.Check(t)
 	tests := []struct {
@@ -23,22 +104,13 @@ func TestStartErrors(t *testing.T) {
 		host *fakeHost
 		want string
 	}{
-		{"short key", []Option{WithKeys([]byte("short"))}, nil, "primary key is 5 bytes"},
-		{"short secondary key", []Option{WithKeys(make([]byte, 16), make([]byte, 15))}, nil, "secondary key 1 is 15 bytes"},
-		{"long segment", []Option{WithSegment(strings.Repeat("s", 129))}, nil, "segment is 129 bytes, the limit is 128"},
-		{"bind without port", []Option{WithBindAddr("127.0.0.1")}, nil, `bind address "127.0.0.1"`},
-		{"bind to a name", []Option{WithBindAddr("localhost:0")}, nil, "the host must be an IP address"},
-		{"advertise a name", []Option{WithAdvertiseAddr("example.com:7946")}, nil, "the host must be an IP address"},
-		{"unknown preset", []Option{WithPreset(Preset(7))}, nil, "unknown preset Preset(7)"},
-		{"nil option", []Option{nil}, nil, "nil option"},
-		{"nil seed function", []Option{WithSeedFunc(nil)}, nil, "nil seed function"},
-		{"bad memberlist config", []Option{WithMemberlistConfig(func(c *memberlist.Config) { c.ProbeInterval = 0 })}, nil, "ProbeInterval and GossipInterval must be positive"},
-		{"rpc address too long", nil, newFakeHost("x", strings.Repeat("a", 251)+":7000"), "rpc address is 256 bytes, the limit is 255"},
-		{"no node id", nil, newFakeHost("", "127.0.0.1:1"), "the node has no id"},
+		{"bad memberlist config", []Option{WithMemberlistConfig(func(c *memberlist.Config) { c.ProbeInterval = 0 })}, nil, "wizard: swim: memberlist config: ProbeInterval and GossipInterval must be positive"},
+		{"rpc address too long", nil, newFakeHost("x", strings.Repeat("a", 251)+":7000"), "wizard: swim: bad node meta: rpc address is 256 bytes, the limit is 255"},
+		{"no node id", nil, newFakeHost("", "127.0.0.1:1"), "wizard: swim: the node has no id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := New(append([]Option{WithBindAddr("127.0.0.1:0"), WithPreset(Fast)}, tt.opts...)...)
+			d := mustNew(t, append([]Option{WithBindAddr("127.0.0.1:0"), WithPreset(Fast)}, tt.opts...)...)
 			h := tt.host
 			if h == nil {
 				h = newFakeHost("x", "127.0.0.1:1")
@@ -46,18 +118,34 @@ func TestStartErrors(t *testing.T) {
 			err := d.Start(h)
 			if err == nil {
 				d.Close()
-				t.Fatalf("Start succeeded, want an error containing %q", tt.want)
+				t.Fatalf("Start succeeded, want %q", tt.want)
 			}
-			if !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "wizard: swim: ") && !errors.Is(err, errMeta) {
-				t.Fatalf("Start: %v, want an error containing %q", err, tt.want)
+			if diff := cmp.Diff(tt.want, err.Error()); diff != "" {
+				t.Errorf("Start's error (-want +got):\n%s", diff)
 			}
 		})
 	}
+	t.Run("port taken", func(t *testing.T) {
+		first := mustNew(t, WithBindAddr("127.0.0.1:0"), WithPreset(Fast))
+		if err := first.Start(newFakeHost("first", "127.0.0.1:1")); err != nil {
+			t.Fatal(err)
+		}
+		defer first.Close()
+		d := mustNew(t, WithBindAddr(first.GossipAddr()), WithPreset(Fast))
+		err := d.Start(newFakeHost("second", "127.0.0.1:1"))
+		if err == nil {
+			d.Close()
+			t.Fatal("Start on a taken port succeeded")
+		}
+		if want := "wizard: swim: listen for gossip on " + first.GossipAddr() + ": "; !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("Start = %v, want %q and the reason", err, want)
+		}
+	})
 }
 
 func TestLifecycle(t *testing.T) {
 	leak.Check(t)
-	d := New(WithBindAddr("127.0.0.1:0"), WithPreset(Fast))
+	d := mustNew(t, WithBindAddr("127.0.0.1:0"), WithPreset(Fast))
 	d.SelfChanged() // before Start: nothing to do, must not block
 	d.SelfChanged()
 	if got := d.GossipAddr(); got != "" {
@@ -83,7 +171,7 @@ func TestLifecycle(t *testing.T) {
 	if err := d.Start(h); err == nil || !strings.Contains(err.Error(), "Start after Close") {
 		t.Errorf("Start after Close: %v", err)
 	}
-	if err := New().Close(); err != nil {
+	if err := mustNew(t).Close(); err != nil {
 		t.Errorf("Close without Start: %v", err)
 	}
 }
@@ -93,7 +181,7 @@ func TestLifecycle(t *testing.T) {
 func TestReannounce(t *testing.T) {
 	leak.Check(t)
 	var log testlog.Buffer
-	d := New(WithBindAddr("127.0.0.1:0"), WithPreset(Fast), WithLogger(log.Logger()))
+	d := mustNew(t, WithBindAddr("127.0.0.1:0"), WithPreset(Fast), WithLogger(log.Logger()))
 	h := newFakeHost("re", "0.0.0.0:7000")
 	if err := d.Start(h); err != nil {
 		t.Fatal(err)
@@ -128,9 +216,11 @@ func TestReannounce(t *testing.T) {
 }
 
 func TestResolveSeeds(t *testing.T) {
-	d := New(WithBindAddr("127.0.0.1:7000"),
-		WithSeeds("127.0.0.1:7000", "127.0.0.2", "[::1]:5", "127.0.0.2:7000", "127.0.0.3:bad"),
-		WithSeedFunc(func(ctx context.Context) ([]string, error) { return []string{"10.0.0.1:1"}, errors.New("partly down") }),
+	d := mustNew(t, WithBindAddr("127.0.0.1:7000"),
+		WithSeeds("127.0.0.1:7000", "127.0.0.2", "[::1]:5", "127.0.0.2:7000"),
+		WithSeedFunc(func(ctx context.Context) ([]string, error) {
+			return []string{"10.0.0.1:1", "127.0.0.3:bad"}, errors.New("partly down") // checked at each join
+		}),
 	)
 	d.gossipAddr = "127.0.0.1:7000"
 	addrs, self, err := d.resolveSeeds(t.Context())
@@ -143,7 +233,7 @@ func TestResolveSeeds(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "partly down") || !strings.Contains(err.Error(), `seed "127.0.0.3:bad": bad port`) {
 		t.Errorf("err = %v", err)
 	}
-	if got := New().defaultPort(); got != "7946" {
+	if got := mustNew(t).defaultPort(); got != "7946" {
 		t.Errorf("default port without a bind port = %s", got)
 	}
 }
@@ -152,7 +242,7 @@ func TestResolveSeeds(t *testing.T) {
 // cluster: joining stops after one attempt.
 func TestOnlySelf(t *testing.T) {
 	leak.Check(t)
-	d := New(WithBindAddr("127.0.0.1:0"), WithPreset(Fast))
+	d := mustNew(t, WithBindAddr("127.0.0.1:0"), WithPreset(Fast))
 	d.cfg.seedFuncs = append(d.cfg.seedFuncs, func(context.Context) ([]string, error) { return []string{d.GossipAddr()}, nil })
 	if err := d.Start(newFakeHost("alone", "127.0.0.1:1")); err != nil {
 		t.Fatal(err)

@@ -7,21 +7,27 @@
 //
 // A [Discovery] is a runtime.Discovery; hand a new one to each node:
 //
-//	d := swim.New(
+//	d, err := swim.New(
 //		swim.WithBindAddr("0.0.0.0:7946"),
 //		swim.WithDNSSeeds("_gossip._udp.wizard.default.svc.cluster.local"),
 //		swim.WithKeys(key),
 //		swim.WithLogger(logger),
 //	)
+//	if err != nil {
+//		return err // an invalid option, named: "wizard: swim: WithKeys: the primary key is 5 bytes; ..."
+//	}
 //	n, err := runtime.New(
-//		runtime.WithTransport(tcp.New()),
+//		runtime.WithTransport(tr), // tr, err := tcp.New()
 //		runtime.WithListen(":7000"),
 //		runtime.WithDiscovery(d),
 //	)
 //
-// The node starts the Discovery when it is created and closes it when it
-// shuts down; closing leaves the cluster, so the other members drop the
-// node at once instead of detecting its failure.
+// [New] checks every option; what it cannot know (the gossip port is
+// free, the configuration [WithMemberlistConfig] leaves works) fails
+// [Discovery.Start], so runtime.New. The node starts the Discovery when it
+// is created and closes it when it shuts down; closing leaves the
+// cluster, so the other members drop the node at once instead of
+// detecting its failure.
 //
 // Every member gossips a small, fixed-size record about itself (memberlist
 // limits it to 512 bytes): the wizard protocol version, the address and

@@ -13,8 +13,15 @@ import (
 // Two nodes find each other by gossip: the caller knows only the gossip
 // address of the math node, not where its handlers listen.
 func Example() {
-	gossip := swim.New(swim.WithBindAddr("127.0.0.1:0"), swim.WithPreset(swim.Fast))
-	math, err := runtime.New(runtime.WithTransport(tcp.New()), runtime.WithListen("127.0.0.1:0"), runtime.WithDiscovery(gossip))
+	tr, err := tcp.New() // one transport serves both nodes
+	if err != nil {
+		panic(err)
+	}
+	gossip, err := swim.New(swim.WithBindAddr("127.0.0.1:0"), swim.WithPreset(swim.Fast))
+	if err != nil {
+		panic(err)
+	}
+	math, err := runtime.New(runtime.WithTransport(tr), runtime.WithListen("127.0.0.1:0"), runtime.WithDiscovery(gossip))
 	if err != nil {
 		panic(err)
 	}
@@ -27,14 +34,15 @@ func Example() {
 		return map[string]any{"sum": in.A + in.B}, nil
 	})
 
-	caller, err := runtime.New(
-		runtime.WithTransport(tcp.New()),
-		runtime.WithDiscovery(swim.New(
-			swim.WithBindAddr("127.0.0.1:0"),
-			swim.WithPreset(swim.Fast),
-			swim.WithSeeds(gossip.GossipAddr()),
-		)),
+	seeded, err := swim.New(
+		swim.WithBindAddr("127.0.0.1:0"),
+		swim.WithPreset(swim.Fast),
+		swim.WithSeeds(gossip.GossipAddr()),
 	)
+	if err != nil {
+		panic(err)
+	}
+	caller, err := runtime.New(runtime.WithTransport(tr), runtime.WithDiscovery(seeded))
 	if err != nil {
 		panic(err)
 	}

@@ -109,7 +109,7 @@ func TestKeyRotation(t *testing.T) {
 }
 
 func TestKeyErrors(t *testing.T) {
-	d := swim.New(swim.WithKeys(keyA, keyB))
+	d := newDiscovery(t, swim.WithKeys(keyA, keyB))
 	tests := []struct {
 		name string
 		err  error
@@ -133,7 +133,7 @@ func TestKeyErrors(t *testing.T) {
 	if keys := d.Keys(); len(keys) != 1 || !bytes.Equal(keys[0], keyA) {
 		t.Errorf("keys %x, want only the primary", keys)
 	}
-	plain := swim.New()
+	plain := newDiscovery(t)
 	for name, err := range map[string]error{"install": plain.InstallKey(keyA), "use": plain.UseKey(keyA), "remove": plain.RemoveKey(keyA)} {
 		if !errors.Is(err, swim.ErrNoKeyring) {
 			t.Errorf("%s without a keyring: %v, want ErrNoKeyring", name, err)

@@ -163,7 +163,7 @@ func TestSplitName(t *testing.T) {
 // stateReader looks for them.
 func TestStateReader(t *testing.T) {
 	leak.Check(t)
-	d := New(WithBindAddr("127.0.0.1:0"), WithPreset(Fast))
+	d := mustNew(t, WithBindAddr("127.0.0.1:0"), WithPreset(Fast))
 	if err := d.Start(newFakeHost("states", "127.0.0.1:1")); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestStateReader(t *testing.T) {
 func gossipNode(t *testing.T, id string, opts ...Option) (*Discovery, *fakeHost) {
 	t.Helper()
 	h := newFakeHost(id, "127.0.0.1:"+fmt.Sprint(10000+int(id[0]))) // never dialled
-	d := New(append([]Option{WithBindAddr("127.0.0.1:0"), WithPreset(Fast)}, opts...)...)
+	d := mustNew(t, append([]Option{WithBindAddr("127.0.0.1:0"), WithPreset(Fast)}, opts...)...)
 	if err := d.Start(h); err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func (badMeta) MergeRemoteState(buf []byte, join bool) {}
 func TestMalformedMember(t *testing.T) {
 	leak.Check(t)
 	var logs testlog.Buffer
-	d := New(WithBindAddr("127.0.0.1:0"), WithPreset(Fast), WithLogger(logs.Logger()))
+	d := mustNew(t, WithBindAddr("127.0.0.1:0"), WithPreset(Fast), WithLogger(logs.Logger()))
 	h := newFakeHost("good", "127.0.0.1:1")
 	if err := d.Start(h); err != nil {
 		t.Fatal(err)

@@ -2,19 +2,22 @@ package swim
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"slices"
+	"strconv"
 
 	"github.com/hashicorp/memberlist"
 )
 
 // Option configures a [Discovery] in [New].
-type Option interface{ apply(*config) }
+type Option interface{ apply(*config) error }
 
-type optionFunc func(*config)
+type optionFunc func(*config) error
 
-func (f optionFunc) apply(c *config) { f(c) }
+func (f optionFunc) apply(c *config) error { return f(c) }
 
 type config struct {
 	bind, advertise string
@@ -35,9 +38,16 @@ const DefaultPort = 7946
 // WithBindAddr sets the address gossip listens on, "host:port", for both
 // UDP and TCP. Port 0 lets the system pick a free port, which
 // [Discovery.GossipAddr] reports after Start. The default is
-// "0.0.0.0:7946".
+// "0.0.0.0:7946". The host must be an IP address (or empty, for every
+// interface).
 func WithBindAddr(addr string) Option {
-	return optionFunc(func(c *config) { c.bind = addr })
+	return optionFunc(func(c *config) error {
+		if _, _, err := splitBind(addr); err != nil {
+			return fmt.Errorf("WithBindAddr(%q): %w", addr, err)
+		}
+		c.bind = addr
+		return nil
+	})
 }
 
 // WithAdvertiseAddr sets the gossip address other members reach this
@@ -46,15 +56,29 @@ func WithBindAddr(addr string) Option {
 // is advertised or, when bound to all interfaces, the first private
 // (RFC 1918, RFC 4193) address of an interface that is up.
 func WithAdvertiseAddr(addr string) Option {
-	return optionFunc(func(c *config) { c.advertise = addr })
+	return optionFunc(func(c *config) error {
+		if _, _, err := splitAdvertise(addr); err != nil {
+			return fmt.Errorf("WithAdvertiseAddr(%q): %w", addr, err)
+		}
+		c.advertise = addr
+		return nil
+	})
 }
 
 // WithSeeds adds gossip addresses of members to join: "host:port", or a
 // host alone for the default port (the bind port if set, else
 // [DefaultPort]). Host names resolve through the resolver on every join
-// attempt.
+// attempt; [New] checks the form of each.
 func WithSeeds(addrs ...string) Option {
-	return optionFunc(func(c *config) { c.seeds = append(c.seeds, addrs...) })
+	return optionFunc(func(c *config) error {
+		for _, a := range addrs {
+			if _, _, err := splitSeed(a, "0"); err != nil {
+				return fmt.Errorf("WithSeeds: seed %q: %w", a, err)
+			}
+		}
+		c.seeds = append(c.seeds, addrs...)
+		return nil
+	})
 }
 
 // WithDNSSeeds adds DNS names whose records list members to join,
@@ -65,21 +89,41 @@ func WithSeeds(addrs ...string) Option {
 // "host" or "host:port"; without a port the default applies (the bind
 // port if set, else [DefaultPort]).
 func WithDNSSeeds(names ...string) Option {
-	return optionFunc(func(c *config) { c.dnsSeeds = append(c.dnsSeeds, names...) })
+	return optionFunc(func(c *config) error {
+		for _, n := range names {
+			if isSRVName(n) {
+				continue
+			}
+			if _, _, err := splitSeed(n, "0"); err != nil {
+				return fmt.Errorf("WithDNSSeeds: name %q: %w", n, err)
+			}
+		}
+		c.dnsSeeds = append(c.dnsSeeds, names...)
+		return nil
+	})
 }
 
 // WithSeedFunc adds a function that returns gossip addresses to join, in
 // the forms [WithSeeds] takes. It is called on every join attempt, with a
 // context that ends with the attempt; an error counts as no seeds from it
-// and is logged.
+// and is logged. [New] fails when f is nil.
 func WithSeedFunc(f func(ctx context.Context) ([]string, error)) Option {
-	return optionFunc(func(c *config) { c.seedFuncs = append(c.seedFuncs, f) })
+	return optionFunc(func(c *config) error {
+		if f == nil {
+			return errors.New("WithSeedFunc(nil): no function")
+		}
+		c.seedFuncs = append(c.seedFuncs, f)
+		return nil
+	})
 }
 
 // WithResolver sets the resolver for seed host names and [WithDNSSeeds];
-// the default is net.DefaultResolver.
+// nil, the default, is net.DefaultResolver.
 func WithResolver(r *net.Resolver) Option {
-	return optionFunc(func(c *config) { c.resolver = r })
+	return optionFunc(func(c *config) error {
+		c.resolver = r
+		return nil
+	})
 }
 
 // WithSegment puts the node in a segment: members of different segments
@@ -88,7 +132,13 @@ func WithResolver(r *net.Resolver) Option {
 // stream (authenticated data when gossip is encrypted). The default is
 // the empty segment; a name is at most 128 bytes.
 func WithSegment(name string) Option {
-	return optionFunc(func(c *config) { c.segment = name })
+	return optionFunc(func(c *config) error {
+		if len(name) > maxSegmentLen {
+			return fmt.Errorf("WithSegment: the name is %d bytes, the limit is %d", len(name), maxSegmentLen)
+		}
+		c.segment = name
+		return nil
+	})
 }
 
 // WithKeys encrypts gossip with AES-GCM: primary encrypts what this node
@@ -102,12 +152,31 @@ func WithKeys(primary []byte, secondary ...[]byte) Option {
 	for _, k := range secondary {
 		keys = append(keys, slices.Clone(k))
 	}
-	return optionFunc(func(c *config) { c.keys = keys })
+	return optionFunc(func(c *config) error {
+		for i, k := range keys {
+			if err := memberlist.ValidateKey(k); err != nil {
+				which := "the primary key"
+				if i > 0 {
+					which = "secondary key " + strconv.Itoa(i)
+				}
+				// Never the key itself: it is a secret.
+				return fmt.Errorf("WithKeys: %s is %d bytes; a key is 16, 24 or 32 bytes (AES-128, -192, -256)", which, len(k))
+			}
+		}
+		c.keys = keys
+		return nil
+	})
 }
 
 // WithPreset sets the gossip timings: [LAN] (the default) or [Fast].
 func WithPreset(p Preset) Option {
-	return optionFunc(func(c *config) { c.preset = p })
+	return optionFunc(func(c *config) error {
+		if !p.valid() {
+			return fmt.Errorf("WithPreset(%v): want LAN or Fast", p)
+		}
+		c.preset = p
+		return nil
+	})
 }
 
 // WithMemberlistConfig is the escape hatch to memberlist: f may change the
@@ -115,14 +184,25 @@ func WithPreset(p Preset) Option {
 // starts. Changing Name, Delegate, Events or Alive breaks discovery.
 // Transport is this package's UDP and TCP transport, bound already;
 // setting it to nil makes memberlist bind its own (which allocates 64 KiB
-// per packet received), or set another.
+// per packet received), or set another. [New] fails when f is nil; when
+// the configuration f leaves cannot work (no probe or gossip interval),
+// [Discovery.Start] does.
 func WithMemberlistConfig(f func(*memberlist.Config)) Option {
-	return optionFunc(func(c *config) { c.memberlistFuncs = append(c.memberlistFuncs, f) })
+	return optionFunc(func(c *config) error {
+		if f == nil {
+			return errors.New("WithMemberlistConfig(nil): no function")
+		}
+		c.memberlistFuncs = append(c.memberlistFuncs, f)
+		return nil
+	})
 }
 
 // WithLogger sets the logger, for this package's lines and memberlist's
 // (their levels mapped from memberlist's [DEBUG], [INFO], [WARN] and [ERR]
-// prefixes). By default nothing is logged.
+// prefixes). With nil, the default, nothing is logged.
 func WithLogger(l *slog.Logger) Option {
-	return optionFunc(func(c *config) { c.logger = l })
+	return optionFunc(func(c *config) error {
+		c.logger = l
+		return nil
+	})
 }

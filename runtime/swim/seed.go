@@ -154,14 +154,27 @@ func (d *Discovery) defaultPort() string {
 	return strconv.Itoa(DefaultPort)
 }
 
-// lookupHost resolves "host:port" or "host" to "ip:port"s.
-func (d *Discovery) lookupHost(ctx context.Context, hostport string) ([]string, error) {
-	host, port, err := net.SplitHostPort(hostport)
+// splitSeed splits a seed, "host:port" or "host", into its host and port
+// (defaultPort when it has none).
+func splitSeed(seed, defaultPort string) (host, port string, err error) {
+	host, port, err = net.SplitHostPort(seed)
 	if err != nil {
-		host, port = strings.Trim(hostport, "[]"), d.defaultPort()
+		host, port = strings.Trim(seed, "[]"), defaultPort
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return nil, fmt.Errorf("wizard: swim: seed %q: bad port", hostport)
+		return "", "", errors.New("bad port")
+	}
+	if host == "" {
+		return "", "", errors.New("no host")
+	}
+	return host, port, nil
+}
+
+// lookupHost resolves "host:port" or "host" to "ip:port"s.
+func (d *Discovery) lookupHost(ctx context.Context, hostport string) ([]string, error) {
+	host, port, err := splitSeed(hostport, d.defaultPort())
+	if err != nil {
+		return nil, fmt.Errorf("wizard: swim: seed %q: %w", hostport, err)
 	}
 	return d.resolveIPs(ctx, host, port, hostport)
 }

@@ -16,7 +16,7 @@ import (
 // BenchmarkRemoteCall is the suite's benchmark over loopback TCP.
 func BenchmarkRemoteCall(b *testing.B) {
 	transporttest.Benchmark(b, func(t testing.TB, log *slog.Logger) runtime.Transport {
-		return tcp.New(tcp.WithLogger(log))
+		return newTransport(t, tcp.WithLogger(log))
 	})
 }
 

@@ -90,12 +90,12 @@ func (r *rawConn) waitClosed() {
 // keeps serving its other clients.
 func TestBadInput(t *testing.T) {
 	var sink transporttest.Log
-	srv := newServer(t, runtime.WithTransport(tcp.New(tcp.WithLogger(sink.Logger()))))
+	srv := newServer(t, runtime.WithTransport(newTransport(t, tcp.WithLogger(sink.Logger()))))
 	transporttest.MustAdd(t, srv, "role:ok", func(ctx context.Context, r runtime.Request) (any, error) { return "ok", nil })
 	cl := newClient(t, "role:ok", srv.Addr())
 	// The cases that wait for a timeout go to a node of their own, with
 	// short ones: the default node's are long enough for a loaded machine.
-	impatient := newServer(t, runtime.WithTransport(tcp.New(tcp.WithLogger(sink.Logger()),
+	impatient := newServer(t, runtime.WithTransport(newTransport(t, tcp.WithLogger(sink.Logger()),
 		tcp.WithKeepAlive(100*time.Millisecond, time.Second), tcp.WithHandshakeTimeout(time.Second))))
 	call := func(t *testing.T) {
 		t.Helper()
@@ -152,7 +152,7 @@ func TestBadInput(t *testing.T) {
 			}
 			r := dialRaw(t, addr)
 			// The listener logs each connection's end with its address.
-			logged := sink.Seen("tcp: connection closed", "remote="+r.c.LocalAddr().String(), tt.reason)
+			logged := sink.Seen("wizard: tcp: connection closed", "remote="+r.c.LocalAddr().String(), tt.reason)
 			if tt.handshake {
 				r.handshake()
 			}

@@ -53,7 +53,7 @@ func silentListener(t *testing.T) (addr string, accepted <-chan net.Conn) {
 // handshake.
 func TestCloseWhileDialing(t *testing.T) {
 	addr, accepted := silentListener(t)
-	cl, err := runtime.New(runtime.WithTransport(tcp.New()), runtime.WithDiscovery(runtime.StaticPeers(addr)))
+	cl, err := runtime.New(runtime.WithTransport(newTransport(t)), runtime.WithDiscovery(runtime.StaticPeers(addr)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,10 +77,10 @@ func TestDialHonoursContext(t *testing.T) {
 		name string
 		tr   *tcp.Transport
 	}{
-		{"plain", tcp.New()},
-		{"tls", tcp.New(tcp.WithClientTLS(&tls.Config{InsecureSkipVerify: true}))},
-		{"handshake timeout", tcp.New(tcp.WithHandshakeTimeout(50 * time.Millisecond))},
-		{"tls handshake timeout", tcp.New(tcp.WithHandshakeTimeout(50*time.Millisecond), tcp.WithClientTLS(&tls.Config{InsecureSkipVerify: true}))},
+		{"plain", newTransport(t)},
+		{"tls", newTransport(t, tcp.WithClientTLS(&tls.Config{InsecureSkipVerify: true}))},
+		{"handshake timeout", newTransport(t, tcp.WithHandshakeTimeout(50*time.Millisecond))},
+		{"tls handshake timeout", newTransport(t, tcp.WithHandshakeTimeout(50*time.Millisecond), tcp.WithClientTLS(&tls.Config{InsecureSkipVerify: true}))},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()

@@ -636,7 +636,7 @@ func TestRemotePrecedence(t *testing.T) {
 	transporttest.MustAdd(t, srv, "role:math,cmd:sum", answer("server"))
 	transporttest.MustAdd(t, srv, "role:both", answer("server"))
 	transporttest.MustAdd(t, srv, "role:sync", answer("server"))
-	cl := transporttest.NewNode(t, runtime.WithTransport(tcp.New()), runtime.WithDiscovery(runtime.StaticPeers(srv.Addr())), runtime.WithCatalogRefresh(time.Hour))
+	cl := transporttest.NewNode(t, runtime.WithTransport(newTransport(t)), runtime.WithDiscovery(runtime.StaticPeers(srv.Addr())), runtime.WithCatalogRefresh(time.Hour))
 	transporttest.MustAdd(t, cl, "role:math", answer("client"))
 	transporttest.MustAdd(t, cl, "role:both", answer("client"))
 	// role:both is routable at once (local); role:sync says that the
@@ -750,7 +750,7 @@ func TestRemoteMaxInFlight(t *testing.T) {
 // that call alone, with CodeResourceExhausted.
 func TestRemoteFrameLimit(t *testing.T) {
 	const limit = 64 << 10
-	tr := tcp.New(tcp.WithMaxFrameSize(limit))
+	tr := newTransport(t, tcp.WithMaxFrameSize(limit))
 	srv := newServer(t, runtime.WithTransport(tr))
 	transporttest.MustAdd(t, srv, "role:big,cmd:echo", func(ctx context.Context, r runtime.Request) (any, error) { return r.Msg(), nil })
 	transporttest.MustAdd(t, srv, "role:big,cmd:make", func(ctx context.Context, r runtime.Request) (any, error) {

@@ -1,8 +1,12 @@
 // Package tcp is wizard's default transport: many concurrent calls
 // multiplexed over one TCP connection per peer, plain, TLS or mutual TLS.
 //
+//	tr, err := tcp.New() // options: TLS, frame size, keep-alive, logger
+//	if err != nil {
+//		return err
+//	}
 //	node, err := runtime.New(
-//		runtime.WithTransport(tcp.New()),
+//		runtime.WithTransport(tr),
 //		runtime.WithListen("127.0.0.1:0"),
 //		runtime.WithDiscovery(runtime.StaticPeers("10.0.0.7:7070")),
 //	)
@@ -11,6 +15,13 @@
 // frame per request, response, cancel, ping or goaway); a malformed or
 // oversized frame closes that connection with a logged reason and never
 // the process.
+//
+// [New] checks every option and fails on the first invalid one, with an
+// error that names it ("wizard: tcp: WithMaxFrameSize(3): want 0 for the
+// default (4 MiB) or 14 to 4294967295 bytes"). An error of a dial or of a
+// connection matches [runtime.ErrNotSent] when the call surely did not
+// reach the peer, and reads "wizard: tcp: dial <addr>: call not sent:
+// <why>" or "wizard: tcp: <addr>: call not sent: <why>".
 package tcp
 
 import (
@@ -39,63 +50,106 @@ type Transport struct {
 
 var _ runtime.Transport = (*Transport)(nil)
 
-// Option configures a [Transport].
-type Option interface{ apply(*Transport) }
+// Option configures a [Transport] in [New].
+type Option interface{ apply(*Transport) error }
 
-type optionFunc func(*Transport)
+type optionFunc func(*Transport) error
 
-func (f optionFunc) apply(t *Transport) { f(t) }
+func (f optionFunc) apply(t *Transport) error { return f(t) }
 
-// WithServerTLS serves over TLS with cfg (its Certificates; set ClientAuth
-// and ClientCAs for mutual TLS).
+// WithServerTLS serves over TLS with cfg: its Certificates (or
+// GetCertificate), and ClientAuth with ClientCAs for mutual TLS. [New]
+// fails when cfg is nil or has no certificate.
 func WithServerTLS(cfg *tls.Config) Option {
-	return optionFunc(func(t *Transport) { t.serverTLS = cfg })
+	return optionFunc(func(t *Transport) error {
+		if cfg == nil {
+			return errors.New("WithServerTLS(nil): no configuration; leave the option out to serve plain TCP")
+		}
+		if err := bridge.CheckServerTLS(cfg); err != nil {
+			return err
+		}
+		t.serverTLS = cfg
+		return nil
+	})
 }
 
-// WithClientTLS dials over TLS with cfg (RootCAs; Certificates for mutual
-// TLS). Without a ServerName, each peer is verified against the host part
-// of its address, as [tls.Dial] does.
+// WithClientTLS dials over TLS with cfg: RootCAs and ServerName to verify
+// the server (ServerName defaults to the dialed host, as [tls.Dial] does),
+// Certificates for mutual TLS. [New] fails when cfg is nil.
 func WithClientTLS(cfg *tls.Config) Option {
-	return optionFunc(func(t *Transport) { t.clientTLS = cfg })
+	return optionFunc(func(t *Transport) error {
+		if cfg == nil {
+			return errors.New("WithClientTLS(nil): no configuration; leave the option out to dial plain TCP")
+		}
+		t.clientTLS = cfg
+		return nil
+	})
 }
 
-// WithMaxFrameSize sets the largest frame read or written (default 4 MiB).
+// WithMaxFrameSize sets the largest frame read or written: 0 for the
+// default (4 MiB), else from 14 bytes to 4 GiB. Peers should share it.
 func WithMaxFrameSize(n int) Option {
-	return optionFunc(func(t *Transport) { t.mux.MaxFrameSize = n })
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckMaxFrameSize(n); err != nil {
+			return err
+		}
+		t.mux.MaxFrameSize = n
+		return nil
+	})
 }
 
 // WithKeepAlive sets the ping interval and how long a peer has to answer
-// before its connection is closed as dead (defaults 15s and 10s; a negative
-// interval turns pings off).
+// before its connection is closed as dead: 0 for the defaults (15s and
+// 10s), else at least 10ms each; a negative interval turns pings off.
 func WithKeepAlive(interval, timeout time.Duration) Option {
-	return optionFunc(func(t *Transport) { t.mux.KeepAlive, t.mux.KeepAliveTimeout = interval, timeout })
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckKeepAlive(interval, timeout); err != nil {
+			return err
+		}
+		t.mux.KeepAlive, t.mux.KeepAliveTimeout = interval, timeout
+		return nil
+	})
 }
 
-// WithLogger receives a record for each connection that closes abnormally.
+// WithLogger receives a record for each connection that closes
+// abnormally; nil, the default, discards them.
 func WithLogger(l *slog.Logger) Option {
-	return optionFunc(func(t *Transport) { t.mux.Logger = l })
+	return optionFunc(func(t *Transport) error {
+		t.mux.Logger = l
+		return nil
+	})
 }
 
-// New returns a TCP transport.
-func New(opts ...Option) *Transport {
+// New returns a TCP transport. It fails on a nil option and on an
+// option's invalid argument, with an error that names the option.
+func New(opts ...Option) (*Transport, error) {
 	t := &Transport{}
-	for _, o := range opts {
-		if o != nil {
-			o.apply(t)
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("wizard: tcp: option %d of %d is nil", i+1, len(opts))
+		}
+		if err := o.apply(t); err != nil {
+			return nil, fmt.Errorf("wizard: tcp: %w", err)
 		}
 	}
-	return t
+	return t, nil
 }
 
 // Name returns "tcp".
 func (t *Transport) Name() string { return "tcp" }
 
 // Dial connects to the node listening at addr. The handshakes (TLS, then
-// wizard's) end with ctx, and within the handshake timeout.
+// wizard's) end with ctx, and within the handshake timeout. Every error
+// matches [runtime.ErrNotSent] and reads "wizard: tcp: dial <addr>: call
+// not sent: <why>".
 func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error) {
+	where := "wizard: tcp: dial " + addr
 	tc, err := t.dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: tcp: dial %s: %w", runtime.ErrNotSent, addr, err)
+		if oe, ok := errors.AsType[*net.OpError](err); ok && oe.Op == "dial" {
+			err = oe.Err // "dial tcp <addr>" again, else
+		}
+		return nil, bridge.NotSent(where, err)
 	}
 	if c, ok := tc.(*net.TCPConn); ok {
 		_ = c.SetNoDelay(true)
@@ -115,7 +169,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 		if err := tlsConn.HandshakeContext(hctx); err != nil {
 			stop()
 			tc.Close()
-			return nil, fmt.Errorf("%w: tcp: tls handshake with %s: %w", runtime.ErrNotSent, addr, err)
+			return nil, bridge.NotSent(where, fmt.Errorf("tls handshake: %w", err))
 		}
 		nc = tlsConn
 	}
@@ -124,24 +178,28 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 		if err == nil {
 			cl.Close()
 		}
-		return nil, fmt.Errorf("%w: tcp: handshake with %s: %w", runtime.ErrNotSent, addr, hctx.Err())
+		return nil, bridge.NotSent(where, fmt.Errorf("handshake: %w", hctx.Err()))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: tcp: %s: %w", runtime.ErrNotSent, addr, err)
+		return nil, bridge.NotSent(where, err)
 	}
-	return &Conn{cl: cl}, nil
+	return &Conn{cl: cl, where: "wizard: tcp: " + addr}, nil
 }
 
 // Conn is a client connection to one node.
 type Conn struct {
-	cl *mux.Client
+	cl    *mux.Client
+	where string // "wizard: tcp: <addr>", to start its errors
 }
 
 var _ runtime.Conn = (*Conn)(nil)
 
-// Call sends m and waits for the reply.
+// Call sends m and waits for the reply. An error of the connection reads
+// "wizard: tcp: <addr>: call not sent: <why>" (and matches
+// [runtime.ErrNotSent]) or "wizard: tcp: <addr>: connection lost after
+// the call was sent: <why>".
 func (c *Conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, error) {
-	return bridge.Call(ctx, c.cl, m)
+	return bridge.Call(ctx, c.cl, m, c.where)
 }
 
 // Done is closed when the connection is gone.
@@ -154,7 +212,7 @@ func (c *Conn) Close() error { return c.cl.Close() }
 func (t *Transport) Listen(addr string, s runtime.Server) (runtime.Listener, error) {
 	nl, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("tcp: listen %s: %w", addr, err)
+		return nil, fmt.Errorf("wizard: tcp: listen %s: %w", addr, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Listener{
@@ -206,7 +264,7 @@ func (l *Listener) accept() {
 			// Out of file descriptors, say: keep accepting once some are
 			// released, as net/http does.
 			if l.t.mux.Logger != nil {
-				l.t.mux.Logger.Warn("tcp: accept failed", "addr", l.Addr(), "err", err, "retry", backoff)
+				l.t.mux.Logger.Warn("wizard: tcp: accept failed", "addr", l.Addr(), "err", err, "retry", backoff)
 			}
 			if timer == nil {
 				timer = time.NewTimer(backoff)
@@ -242,7 +300,7 @@ func (l *Listener) accept() {
 			defer l.wg.Done()
 			err := mux.Serve(l.ctx, nc, l.h, l.t.mux)
 			if err != nil && l.t.mux.Logger != nil {
-				l.t.mux.Logger.Debug("tcp: connection closed", "remote", nc.RemoteAddr().String(), "err", err)
+				l.t.mux.Logger.Debug("wizard: tcp: connection closed", "remote", nc.RemoteAddr().String(), "err", err)
 			}
 			l.mu.Lock()
 			delete(l.conns, nc)

@@ -17,7 +17,7 @@ import (
 // tlsServer starts a node serving role:tls over TLS with cfg.
 func tlsServer(t *testing.T, cfg *tls.Config, opts ...tcp.Option) *runtime.Node {
 	t.Helper()
-	srv := newServer(t, runtime.WithTransport(tcp.New(append([]tcp.Option{tcp.WithServerTLS(cfg)}, opts...)...)))
+	srv := newServer(t, runtime.WithTransport(newTransport(t, append([]tcp.Option{tcp.WithServerTLS(cfg)}, opts...)...)))
 	transporttest.MustAdd(t, srv, "role:tls", func(ctx context.Context, r runtime.Request) (any, error) { return "secret", nil })
 	return srv
 }
@@ -53,19 +53,19 @@ func TestTLS(t *testing.T) {
 	ca := testpki.New(t)
 	srv := tlsServer(t, ca.ServerConfig())
 
-	good := tcp.New(tcp.WithClientTLS(ca.ClientConfig()))
+	good := newTransport(t, tcp.WithClientTLS(ca.ClientConfig()))
 	cl := newClientWith(t, "role:tls", []runtime.Option{runtime.WithTransport(good)}, srv.Addr())
 	callTLS(t, cl)
 
 	t.Run("plain client", func(t *testing.T) {
-		dialFails(t, tcp.New(), srv.Addr())
+		dialFails(t, newTransport(t), srv.Addr())
 	})
 	t.Run("client trusting another CA", func(t *testing.T) {
 		other := testpki.New(t)
-		dialFails(t, tcp.New(tcp.WithClientTLS(other.ClientConfig())), srv.Addr())
+		dialFails(t, newTransport(t, tcp.WithClientTLS(other.ClientConfig())), srv.Addr())
 	})
 	t.Run("wrong server name", func(t *testing.T) {
-		dialFails(t, tcp.New(tcp.WithClientTLS(&tls.Config{RootCAs: ca.Pool, ServerName: "elsewhere.example"})), srv.Addr())
+		dialFails(t, newTransport(t, tcp.WithClientTLS(&tls.Config{RootCAs: ca.Pool, ServerName: "elsewhere.example"})), srv.Addr())
 	})
 	t.Run("TLS client to a plain server", func(t *testing.T) {
 		plain := newServer(t)
@@ -80,18 +80,18 @@ func TestMutualTLS(t *testing.T) {
 	var sink transporttest.Log
 	srv := tlsServer(t, ca.MutualServerConfig(), tcp.WithLogger(sink.Logger()))
 
-	good := tcp.New(tcp.WithClientTLS(ca.ClientCertConfig()))
+	good := newTransport(t, tcp.WithClientTLS(ca.ClientCertConfig()))
 	cl := newClientWith(t, "role:tls", []runtime.Option{runtime.WithTransport(good)}, srv.Addr())
 	callTLS(t, cl)
 
 	t.Run("client without a certificate", func(t *testing.T) {
 		refused := sink.Seen("certificate")
-		dialFails(t, tcp.New(tcp.WithClientTLS(ca.ClientConfig())), srv.Addr())
+		dialFails(t, newTransport(t, tcp.WithClientTLS(ca.ClientConfig())), srv.Addr())
 		testwait.Recv(t, refused) // the server logged why
 	})
 	t.Run("client certificate from another CA", func(t *testing.T) {
 		other := testpki.New(t) // another CA
-		dialFails(t, tcp.New(tcp.WithClientTLS(&tls.Config{
+		dialFails(t, newTransport(t, tcp.WithClientTLS(&tls.Config{
 			RootCAs:      ca.Pool,
 			Certificates: []tls.Certificate{other.Client},
 		})), srv.Addr())

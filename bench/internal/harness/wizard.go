@@ -17,9 +17,21 @@ import (
 // same protobuf messages gRPC-go carries.
 const wizardPattern = "cmd:add,role:bench"
 
-func newTCP() (runtime.Transport, error) { return tcp.New(), nil }
+func newTCP() (runtime.Transport, error) {
+	t, err := tcp.New()
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
 
-func newQUIC() (runtime.Transport, error) { return quic.New(quic.WithInsecureSelfSigned()), nil }
+func newQUIC() (runtime.Transport, error) {
+	t, err := quic.New(quic.WithInsecureSelfSigned())
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
 
 // wizardContender is a wizard node on the transport that newTransport
 // returns: adding a transport to the comparison is one call to it.

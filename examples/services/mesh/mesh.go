@@ -60,8 +60,12 @@ func (f *Flags) Option() (runtime.Option, error) {
 	if *f.seeds != "" {
 		opts = append(opts, swim.WithSeeds(strings.Split(*f.seeds, ",")...))
 	}
-	f.swim = swim.New(opts...)
-	return runtime.WithDiscovery(f.swim), nil
+	d, err := swim.New(opts...)
+	if err != nil {
+		return nil, err
+	}
+	f.swim = d
+	return runtime.WithDiscovery(d), nil
 }
 
 // Describe says how the node is found, for the commands' first line:

@@ -17,11 +17,19 @@ const Names = "tcp, quic"
 func New(name string) (runtime.Transport, error) {
 	switch name {
 	case "tcp":
-		return tcp.New(), nil
+		t, err := tcp.New()
+		if err != nil {
+			return nil, err
+		}
+		return t, nil
 	case "quic":
 		// A development setup: a throwaway self-signed certificate and no
 		// verification. Production sets quic.WithServerTLS/WithClientTLS.
-		return quic.New(quic.WithInsecureSelfSigned()), nil
+		t, err := quic.New(quic.WithInsecureSelfSigned())
+		if err != nil {
+			return nil, err
+		}
+		return t, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q (want one of: %s)", name, Names)
 }

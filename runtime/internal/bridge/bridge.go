@@ -1,5 +1,6 @@
 // Package bridge converts between the runtime's transport messages and
-// the mux's wire frames, for the stream transports (tcp, quic).
+// the mux's wire frames, for the stream transports (tcp, quic); it also
+// words their connection errors and checks the options they share.
 package bridge
 
 import (
@@ -13,8 +14,9 @@ import (
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
-// Call runs one call over a mux client.
-func Call(ctx context.Context, cl *mux.Client, m *runtime.Message) (*runtime.Message, error) {
+// Call runs one call over a mux client. where names the connection in
+// errors: "wizard: <transport>: <addr>".
+func Call(ctx context.Context, cl *mux.Client, m *runtime.Message, where string) (*runtime.Message, error) {
 	f := wire.Frame{
 		Type:    wire.TypeRequest,
 		Flags:   wire.Flags(m.Flags),
@@ -27,13 +29,10 @@ func Call(ctx context.Context, cl *mux.Client, m *runtime.Message) (*runtime.Mes
 	resp, out := &x.f, &x.m
 	answered, err := cl.Do(ctx, &f, resp)
 	if err != nil {
-		if errors.Is(err, mux.ErrNotSent) {
-			return nil, fmt.Errorf("%w: %w", runtime.ErrNotSent, err)
-		}
 		if errors.Is(err, wire.ErrFrameTooLarge) { // refused here, as the server refuses a large response
-			return nil, runtime.NewError(runtime.CodeResourceExhausted, err.Error())
+			return nil, runtime.NewError(runtime.CodeResourceExhausted, where+": "+mux.Detail(err))
 		}
-		return nil, err
+		return nil, callError(where, err)
 	}
 	if !answered {
 		return nil, nil
@@ -41,7 +40,7 @@ func Call(ctx context.Context, cl *mux.Client, m *runtime.Message) (*runtime.Mes
 	if resp.Type == wire.TypeError {
 		code, msg, details, err := wire.DecodeErrorDetails(resp.Payload)
 		if err != nil {
-			return nil, fmt.Errorf("wizard: bad error frame: %w", err)
+			return nil, fmt.Errorf("%s: bad error frame: %w", where, err)
 		}
 		if code == 0 {
 			code = uint32(runtime.CodeUnknown)

@@ -188,7 +188,7 @@ func (cl *Client) refused(goaway bool) error {
 	if goaway {
 		return ErrGoingAway
 	}
-	return fmt.Errorf("%w: %w", ErrNotSent, cl.c.reason())
+	return &CallError{Kind: ErrNotSent, Reason: cl.c.reason()}
 }
 
 // read is the reader goroutine. When the stream ends it fails the
@@ -212,8 +212,8 @@ func (cl *Client) read() {
 	}
 	reason := c.reason()
 	written := c.written.Load()
-	notSent := fmt.Errorf("%w: %w", ErrNotSent, reason)
-	lost := fmt.Errorf("%w: %w", ErrConnLost, reason)
+	notSent := &CallError{Kind: ErrNotSent, Reason: reason}
+	lost := &CallError{Kind: ErrConnLost, Reason: reason}
 	for id, p := range pending {
 		p.err = notSent
 		if id <= written {

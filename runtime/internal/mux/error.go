@@ -4,22 +4,43 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // ErrNotSent is wrapped by every [Client.Call] error that guarantees the
 // request never reached the server's handler: it was not written to the
 // connection before the connection failed or was closed, or the server
 // refused it with a goaway. Such a call is safe to retry anywhere.
-var ErrNotSent = errors.New("wizard: request not sent")
+var ErrNotSent = errors.New("wizard: mux: request not sent")
 
 // ErrConnLost is wrapped by [Client.Call] errors for calls whose request
 // was written (or may have been) before the connection failed: the handler
 // may have run. Only idempotent calls are safe to retry.
-var ErrConnLost = errors.New("wizard: connection lost after the request was sent")
+var ErrConnLost = errors.New("wizard: mux: connection lost after the request was sent")
 
 // ErrGoingAway is the error of calls refused because the server is
-// shutting down. It wraps [ErrNotSent].
-var ErrGoingAway = fmt.Errorf("%w: server is going away", ErrNotSent)
+// shutting down: a [*CallError] of kind [ErrNotSent].
+var ErrGoingAway error = &CallError{Kind: ErrNotSent, Reason: errors.New("wizard: mux: server is going away")}
+
+// CallError is the error of a call that failed because its connection
+// ended or is going away: Kind is [ErrNotSent] or [ErrConnLost], Reason
+// why. It matches both with errors.Is, and reads "wizard: mux: request
+// not sent: connection closed".
+type CallError struct {
+	Kind   error
+	Reason error
+}
+
+func (e *CallError) Error() string { return e.Kind.Error() + ": " + Detail(e.Reason) }
+
+func (e *CallError) Unwrap() []error { return []error{e.Kind, e.Reason} }
+
+// Detail is err's message without this package's "wizard: mux: " prefix,
+// for a message that says already where it comes from.
+func Detail(err error) string { return strings.TrimPrefix(err.Error(), prefix) }
+
+// prefix starts the message of every error this package makes.
+const prefix = "wizard: mux: "
 
 // ErrClosed is the reason of a connection closed by [Client.Close].
 var ErrClosed = errors.New("wizard: mux: connection closed")

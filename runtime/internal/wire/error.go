@@ -8,15 +8,15 @@ import (
 // ErrFrameTooLarge is returned by [ReadFrame] when a frame's length field
 // is above the reader's maximum. Nothing has been allocated for the frame,
 // and the stream cannot be resynchronised: the connection should be closed.
-var ErrFrameTooLarge = errors.New("wizard: frame too large")
+var ErrFrameTooLarge = errors.New("wizard: wire: frame too large")
 
 // ErrBadMagic is returned by [ReadHandshake] when the peer's first bytes are
 // not the wizard magic: the peer does not speak this protocol.
-var ErrBadMagic = errors.New("wizard: bad handshake magic")
+var ErrBadMagic = errors.New("wizard: wire: bad handshake magic")
 
 // ErrMalformed is the error every malformed frame or error payload wraps;
 // the wrapping error names the reason ("truncated pattern", ...).
-var ErrMalformed = errors.New("wizard: malformed frame")
+var ErrMalformed = errors.New("wizard: wire: malformed frame")
 
 // VersionError is returned by [ReadHandshake] when the peer speaks another
 // version of the wire protocol.
@@ -26,7 +26,7 @@ type VersionError struct {
 }
 
 func (e *VersionError) Error() string {
-	return "wizard: peer speaks wire version " + strconv.Itoa(int(e.Got)) +
+	return "wizard: wire: peer speaks wire version " + strconv.Itoa(int(e.Got)) +
 		", this side speaks version " + strconv.Itoa(int(e.Want))
 }
 

@@ -60,7 +60,7 @@ func TestReadHandshakeErrors(t *testing.T) {
 
 func TestVersionErrorMessage(t *testing.T) {
 	got := (&VersionError{Got: 2, Want: 1}).Error()
-	want := "wizard: peer speaks wire version 2, this side speaks version 1"
+	want := "wizard: wire: peer speaks wire version 2, this side speaks version 1"
 	if got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}

@@ -267,7 +267,11 @@ func (s suite) stickyRouting(t *testing.T) {
 	defer hold.Open()
 	reps := s.replicas(t, 3, hold)
 	hash := runtime.WithBalancer(func(runtime.Pattern) runtime.Balancer {
-		return lb.NewConsistentHash(func(t *runtime.Target) string { return t.Addr() }, 100)
+		b, err := lb.NewConsistentHash(func(t *runtime.Target) string { return t.Addr() }, 100)
+		if err != nil {
+			panic(err) // not with these arguments
+		}
+		return b
 	})
 	cl := NewClient(t, s.tr(t), "role:work", []runtime.Option{hash}, addrs(reps)...)
 	waitTargets(t, cl, "role:work", 3)

@@ -1,0 +1,55 @@
+package bridge
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/wizardmesh/wizard/runtime/internal/mux"
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
+)
+
+// minKeepAlive is the shortest ping interval and ping timeout the stream
+// transports' WithKeepAlive accepts: pings more frequent, or answers
+// expected sooner, would flood the peer or fail healthy connections.
+const minKeepAlive = 10 * time.Millisecond
+
+// CheckMaxFrameSize checks the argument of the transports'
+// WithMaxFrameSize: 0 (the default) or a valid frame size.
+func CheckMaxFrameSize(n int) error {
+	if n == 0 || (n >= wire.MinFrameSize && uint64(n) <= wire.MaxFrameSize) {
+		return nil
+	}
+	return fmt.Errorf("WithMaxFrameSize(%d): want 0 for the default (%d MiB) or %d to %d bytes",
+		n, wire.DefaultMaxFrameSize>>20, wire.MinFrameSize, uint64(wire.MaxFrameSize))
+}
+
+// CheckKeepAlive checks the arguments of the transports' WithKeepAlive:
+// an interval that is negative (no pings), 0 (the default) or at least
+// minKeepAlive, and a timeout that is 0 (the default) or at least
+// minKeepAlive.
+func CheckKeepAlive(interval, timeout time.Duration) error {
+	switch {
+	case interval > 0 && interval < minKeepAlive:
+		return fmt.Errorf("WithKeepAlive(%v, %v): the interval is below %v; want a negative interval for no pings, 0 for the default (%v) or at least %v",
+			interval, timeout, minKeepAlive, mux.DefaultKeepAlive, minKeepAlive)
+	case timeout < 0:
+		return fmt.Errorf("WithKeepAlive(%v, %v): the timeout cannot be negative; want 0 for the default (%v) or at least %v",
+			interval, timeout, mux.DefaultKeepAliveTimeout, minKeepAlive)
+	case timeout > 0 && timeout < minKeepAlive:
+		return fmt.Errorf("WithKeepAlive(%v, %v): the timeout is below %v; want 0 for the default (%v) or at least %v",
+			interval, timeout, minKeepAlive, mux.DefaultKeepAliveTimeout, minKeepAlive)
+	}
+	return nil
+}
+
+// CheckServerTLS checks the argument of the transports' WithServerTLS:
+// a configuration that can present a certificate. What it says when cfg
+// is nil depends on the transport, so the caller checks that first.
+func CheckServerTLS(cfg *tls.Config) error {
+	if len(cfg.Certificates) == 0 && cfg.GetCertificate == nil && cfg.GetConfigForClient == nil {
+		return errors.New("WithServerTLS: the configuration has no certificate: set Certificates, GetCertificate or GetConfigForClient")
+	}
+	return nil
+}
