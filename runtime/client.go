@@ -78,7 +78,7 @@ func checkCallOptions(opts []CallOption) error {
 	for i, o := range opts {
 		switch o := o.(type) {
 		case nil:
-			return fmt.Errorf("option %d is nil", i)
+			return fmt.Errorf("option %d of %d is nil", i+1, len(opts))
 		case timeoutOption:
 			if o < 0 {
 				return fmt.Errorf("Timeout(%v): a timeout cannot be negative", time.Duration(o))

@@ -409,8 +409,8 @@ func TestClient_BadConstruction(t *testing.T) {
 		opts []runtime.CallOption
 		want string
 	}{
-		{"nil option", []runtime.CallOption{runtime.Idempotent(), nil}, "option 1 is nil"},
-		{"nil option in a bundle", []runtime.CallOption{runtime.WithCallOptions(runtime.NoReply(), nil)}, "WithCallOptions: option 1 is nil"},
+		{"nil option", []runtime.CallOption{runtime.Idempotent(), nil}, "option 2 of 2 is nil"},
+		{"nil option in a bundle", []runtime.CallOption{runtime.WithCallOptions(runtime.NoReply(), nil)}, "WithCallOptions: option 2 of 2 is nil"},
 		{"negative timeout", []runtime.CallOption{runtime.Timeout(-time.Second)}, "Timeout(-1s): a timeout cannot be negative"},
 		{"empty mixin key", []runtime.CallOption{runtime.Mixin("a", "")}, `Mixin(["a" ""]): a key cannot be empty`},
 	} {

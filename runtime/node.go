@@ -58,7 +58,7 @@ func New(opts ...Option) (*Node, error) {
 	var c nodeConfig
 	for i, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("wizard: New: nil option (option %d)", i)
+			return nil, fmt.Errorf("wizard: New: option %d of %d is nil", i+1, len(opts))
 		}
 		o.applyNode(&c)
 	}

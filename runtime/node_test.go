@@ -76,7 +76,7 @@ func TestNew_Options(t *testing.T) {
 		}, ""},
 		{"zero max in flight means no limit", []runtime.Option{runtime.WithMaxInFlight(0)}, ""},
 		{"nil logger means the default", []runtime.Option{runtime.WithLogger(nil)}, ""},
-		{"nil option", []runtime.Option{runtime.WithID("x"), nil}, "nil option"},
+		{"nil option", []runtime.Option{runtime.WithID("x"), nil}, "option 2 of 2 is nil"},
 		{"negative max in flight", []runtime.Option{runtime.WithMaxInFlight(-1)}, "negative"},
 		{"nil handler interceptor", []runtime.Option{runtime.WithHandlerInterceptors(okIC, nil)}, "nil handler interceptor"},
 		{"nil call interceptor", []runtime.Option{runtime.WithCallInterceptors(nil)}, "nil call interceptor"},

@@ -339,7 +339,7 @@ func TestBreakerOptions(t *testing.T) {
 		{"success too many", WithSuccessThreshold(4, 3), "success threshold 4 of 3"},
 		{"escape", WithCircuitBreaker(func(circuitbreaker.Builder[any]) {}), ""},
 		{"escape nil", WithCircuitBreaker(nil), "nil circuit breaker function"},
-		{"nil option", nil, ""},
+		{"nil option", nil, "option 1 of 1 is nil"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

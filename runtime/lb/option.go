@@ -125,9 +125,9 @@ func newBuilder(opts []BreakerOption) (circuitbreaker.Builder[any], error) {
 		successes: DefaultTrials,
 		trials:    DefaultTrials,
 	}
-	for _, o := range opts {
+	for i, o := range opts {
 		if o == nil {
-			continue
+			return nil, fmt.Errorf("wizard: lb: option %d of %d is nil", i+1, len(opts))
 		}
 		if err := o.applyBreaker(&c); err != nil {
 			return nil, err

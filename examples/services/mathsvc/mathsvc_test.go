@@ -297,7 +297,7 @@ func TestNewClientErrors(t *testing.T) {
 		want string
 	}{
 		{"nil Caller", nil, nil, "nil Caller"},
-		{"nil option", node, []runtime.CallOption{nil}, "option 0 is nil"},
+		{"nil option", node, []runtime.CallOption{nil}, "option 1 of 1 is nil"},
 		{"negative timeout", node, []runtime.CallOption{runtime.Timeout(-time.Second)}, "Timeout(-1s): a timeout cannot be negative"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
