@@ -10,14 +10,11 @@ import (
 // Version is the runtime's version.
 const Version = "0.2.0"
 
-// The IsAtLeastVersion constants are referenced by generated code: a build
-// against an older runtime fails at compile time, naming the version it
-// needs, instead of misbehaving. Code generated since 0.2.0 (whose client
-// constructors return an error) refers to IsAtLeastVersion0_2_0.
-const (
-	IsAtLeastVersion0_1_0 = true
-	IsAtLeastVersion0_2_0 = true
-)
+// IsAtLeastVersion0_2_0 is referenced by generated code: a build against
+// an older runtime fails at compile time, naming the version it needs,
+// instead of misbehaving. (Code generated before 0.2.0, whose client
+// constructors return no error, must be generated again.)
+const IsAtLeastVersion0_2_0 = true
 
 // Registrar is what generated RegisterXHandler functions add handlers to.
 // [*Node] implements it.
