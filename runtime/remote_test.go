@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
@@ -123,5 +124,68 @@ func TestCallRemoteRetryFlag(t *testing.T) {
 	}
 	if first, second := <-tr.flags, <-tr.flags; first != FlagIdempotent || second != FlagIdempotent|FlagRetry {
 		t.Errorf("flags %03b then %03b, want %03b then %03b", first, second, FlagIdempotent, FlagIdempotent|FlagRetry)
+	}
+}
+
+// TestDedupOptions: zero sizes mean the default table; WithoutDedup turns
+// it off; a node that does not listen keeps none.
+func TestDedupOptions(t *testing.T) {
+	net := newMemNet()
+	for _, tt := range []struct {
+		name   string
+		opts   []Option
+		listen bool
+		want   int // the table's size; 0 for none
+	}{
+		{"default", nil, true, 16384},
+		{"zero means default", []Option{WithDedup(0, 0)}, true, 16384},
+		{"sized", []Option{WithDedup(100, time.Second)}, true, 100},
+		{"off", []Option{WithoutDedup()}, true, 0},
+		{"off, then sized again", []Option{WithoutDedup(), WithDedup(10, 0)}, true, 10},
+		{"not listening", nil, false, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := append([]Option{WithTransport(net)}, tt.opts...)
+			if tt.listen {
+				opts = append(opts, WithListen("dedup-"+tt.name))
+			}
+			n, err := New(opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { n.Close() })
+			got := 0
+			if n.dedup != nil {
+				got = len(n.dedup.ring)
+			}
+			if got != tt.want {
+				t.Errorf("de-duplication table of %d answers, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestNilBreaker: a breaker factory that returns nil gives the target no
+// breaker, as if there were no WithBreakers.
+func TestNilBreaker(t *testing.T) {
+	net := newMemNet()
+	memNode(t, net, "srv", "role:b")
+	d := &hostDiscovery{}
+	made := 0
+	cl, err := New(WithID("cl"), WithTransport(net), WithDiscovery(d), WithBreakers(func(*Target) Breaker { made++; return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	d.host.PeerUp(Peer{Addr: "srv"})
+	waitRoute(t, cl, "role:b", "srv")
+	for range 3 {
+		res, err := cl.Act(t.Context(), "role:b", nil)
+		if err != nil || res.Value() != "srv" {
+			t.Fatalf("Act = %v, %v; want srv", res.Value(), err)
+		}
+	}
+	if made != 1 {
+		t.Errorf("the factory was asked %d times, want once per target", made)
 	}
 }
