@@ -34,7 +34,6 @@ func (n *Node) ActE(ctx context.Context, pattern string, data any, opts ...CallO
 	return n.actE(ctx, t, data, cfg)
 }
 
-// noOptions is the configuration of a call without options; never written.
 // The configurations of calls without options and with one flag; shared,
 // so never written.
 var (

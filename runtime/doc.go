@@ -96,12 +96,12 @@
 // with [WithBreakers], a circuit breaker per peer. A node over its
 // [WithMaxInFlight] limit refuses calls without running them, and the
 // caller moves on to the next peer; only when every peer refuses does it
-// see an error that matches [ErrResourceExhausted]. A call that surely did not run goes to another peer;
-// one that may have run goes to another peer only when it is [Idempotent],
-// within a retry budget. A call that is not idempotent is sent again, same
-// id, to the same run of its peer when its connection drops after it was
-// written, and the serving node answers the copy from its de-duplication
-// table ([WithDedup]): the handler runs once. [Node.Stats] counts
+// see an error that matches [ErrResourceExhausted]. A call that surely did
+// not run goes to another peer; one that may have run goes to another peer
+// only when it is [Idempotent], within a retry budget. A call that is not
+// idempotent is sent again, same id, to the same run of its peer when its
+// connection drops after it was written, and the serving node answers the
+// copy from its de-duplication table ([WithDedup]): the handler runs once. [Node.Stats] counts
 // refusals, retries, calls sent again and duplicates.
 //
 // # Lifecycle

@@ -45,10 +45,10 @@ type Conn interface {
 	Close() error
 }
 
-// Server is what a [Listener] hands inbound calls to; a node gives its
-// transport's Listen one. ctx carries the caller's remaining deadline and is cancelled when the
-// caller cancels or goes away. It returns the reply, or nil for a call with
-// NoReply set. The reply may be m itself, rewritten (the request's
+// Server is what a [Listener] hands inbound calls to; a node gives one to
+// its transport's Listen. ctx carries the caller's remaining deadline and
+// is cancelled when the caller cancels or goes away. It returns the reply,
+// or nil for a call with NoReply set. The reply may be m itself, rewritten (the request's
 // metadata slice reused for the reply's): a transport must not read m
 // after ServeMessage returns except through the reply.
 type Server interface {
