@@ -15,16 +15,17 @@ import (
 // decides what an attempt's outcome means for the call.
 
 // outMessage is a Message with room for the metadata the node itself
-// sends (caller, payload type, pattern pairs), so that both take one
-// allocation.
+// sends (caller, payload type, pattern pairs, call id and token), so that
+// both take one allocation.
 type outMessage struct {
 	Message
-	meta [4]MetaPair
+	meta [5]MetaPair
 	id   [8]byte // the call id's bytes, which a meta value points into
 }
 
 const (
 	metaCall   = "i" // the call's id among the caller's calls, 8 bytes big-endian
+	metaToken  = "k" // with a call id: the caller's token for the peer called (see peer.token)
 	metaCaller = "c" // the calling node's id
 	metaType   = "t" // the protobuf full name of a CodecProto payload
 	metaOver   = "o" // Act with a protobuf message: the pattern Request.Get sees
@@ -111,8 +112,8 @@ func (n *Node) outgoing(r *route, msg any, over *cachedPattern, cfg *callConfig)
 		// An id the call keeps if it is sent again: the serving node runs
 		// it once however often it arrives.
 		binary.BigEndian.PutUint64(om.id[:], n.callSeq.Add(1))
-		m.Meta = append(m.Meta, MetaPair{metaCall, unsafe.String(&om.id[0], len(om.id))})
-		m.Flags |= FlagKeep
+		m.Meta = append(m.Meta, MetaPair{metaCall, unsafe.String(&om.id[0], len(om.id))}, MetaPair{metaToken, ""})
+		m.Flags |= FlagKeep // the token, last, is the peer's: attempt sets it
 	}
 	return om, nil
 }
@@ -229,6 +230,9 @@ func (c *remoteCall) attempt(ctx context.Context, bal Balancer, t *Target) outco
 	c.attempts++
 	p, br := t.p, c.br
 	c.tried = append(c.tried, p)
+	if c.refeed {
+		c.m.Meta[len(c.m.Meta)-1].Value = p.token
+	}
 	reply, err := c.n.callPeer(ctx, p, c.m, c.refeed)
 	bal.Done(t)
 	o := outcome{kind: classify(ctx, reply, err), peer: p, reply: reply, err: err}

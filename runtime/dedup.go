@@ -2,7 +2,7 @@ package runtime
 
 import (
 	"context"
-	"strings"
+	"hash/maphash"
 	"sync"
 	"time"
 	"unsafe"
@@ -36,7 +36,8 @@ type dedupTable struct {
 	head, n int
 	bytes   int // answers' bytes held by the slots in use
 
-	callers    map[string]uint64 // caller ids, interned as numbers
+	callers    map[callerKey]uint64 // callers, interned as numbers
+	seed       maphash.Seed         // of the calls' digests
 	nextCaller uint64
 	free       []*dedupEntry // entries no duplicate ever saw, to reuse
 }
@@ -47,12 +48,47 @@ type dedupKey struct {
 	id     uint64
 }
 
+// callerKey is who a call's copies must come from: the identity the
+// transport verified for the caller (its certificate's fingerprint, or
+// none) and the token the caller sends this node.
+type callerKey struct {
+	identity [32]byte
+	token    [tokenSize]byte
+	verified bool // identity is set
+}
+
+// newCallerKey makes the key of a caller with transport identity id and
+// token tok, or reports false when either is malformed: such a call is
+// not de-duplicated.
+func newCallerKey(id, tok string) (callerKey, bool) {
+	var k callerKey
+	if len(tok) != tokenSize || id != "" && len(id) != len(k.identity) {
+		return k, false
+	}
+	copy(k.token[:], tok)
+	if id != "" {
+		copy(k.identity[:], id)
+		k.verified = true
+	}
+	return k, true
+}
+
+// dedupSeen says what begin found of a call.
+type dedupSeen uint8
+
+const (
+	dedupNew   dedupSeen = iota // not seen: serve it
+	dedupCopy                   // the same call again: wait for its answer
+	dedupOther                  // the caller's id with another pattern or payload
+)
+
 // deadKey marks a slot whose answer expired before its turn came.
 var deadKey = dedupKey{caller: 0}
 
 // dedupEntry is one running call, or the handle a duplicate holds.
 type dedupEntry struct {
 	key    dedupKey
+	digest uint64        // of the call's pattern, overlay and payload
 	done   chan struct{} // made by the first duplicate that waits; closed once answer is set
 	answer *Message      // the answer's own copy, for duplicates
 }
@@ -61,6 +97,7 @@ type dedupEntry struct {
 // then the payload, then the metadata's keys and values.
 type dedupSlot struct {
 	key    dedupKey
+	digest uint64
 	at     time.Duration // since the table's start, when it was answered
 	code   Code
 	codec  Codec
@@ -90,27 +127,50 @@ func newDedupTable(size int, ttl time.Duration) *dedupTable {
 		running:  make(map[dedupKey]*dedupEntry),
 		index:    newDedupIndex(size),
 		ring:     make([]dedupSlot, size),
-		callers:  make(map[string]uint64),
+		callers:  make(map[callerKey]uint64),
+		seed:     maphash.MakeSeed(),
 	}
 }
 
-// begin registers the call id from caller. For a new call it returns the
-// entry and false: the caller serves it and calls finish. For a call seen
-// before it returns its entry and true: wait for its answer.
-func (t *dedupTable) begin(caller string, id uint64) (*dedupEntry, bool) {
+// digest sums what makes m the call it is: its pattern, the pattern
+// overlaying it and its payload. A copy of a call has the same digest.
+func (t *dedupTable) digest(m *Message) uint64 {
+	var h maphash.Hash
+	h.SetSeed(t.seed)
+	h.WriteString(m.Pattern)
+	h.WriteByte(0)
+	h.WriteString(metaValue(m.Meta, metaOver))
+	h.WriteByte(0)
+	h.WriteByte(byte(m.Codec))
+	h.Write(m.Payload)
+	return h.Sum64()
+}
+
+// begin registers the call id from caller, a call with digest. For a new
+// call it returns the entry and dedupNew: the caller serves it and calls
+// finish. For a copy of a call seen before it returns its entry and
+// dedupCopy: wait for its answer. An id seen before with another digest is
+// dedupOther.
+func (t *dedupTable) begin(caller callerKey, id, digest uint64) (*dedupEntry, dedupSeen) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	k := dedupKey{t.intern(caller), id}
 	if e := t.running[k]; e != nil {
+		if e.digest != digest {
+			return nil, dedupOther
+		}
 		if e.done == nil {
 			e.done = make(chan struct{})
 		}
-		return e, true
+		return e, dedupCopy
 	}
 	if i, ok := t.index.find(k, t.ring); ok {
 		s := &t.ring[i]
 		if time.Since(t.start)-s.at <= t.ttl {
-			return &dedupEntry{key: k, answer: s.answer()}, true
+			if s.digest != digest {
+				return nil, dedupOther
+			}
+			return &dedupEntry{key: k, digest: digest, answer: s.answer()}, dedupCopy
 		}
 		// Expired, though not yet evicted: the slot no longer answers.
 		t.index.remove(k, i)
@@ -119,24 +179,25 @@ func (t *dedupTable) begin(caller string, id uint64) (*dedupEntry, bool) {
 	var e *dedupEntry
 	if n := len(t.free); n > 0 {
 		e, t.free = t.free[n-1], t.free[:n-1]
-		*e = dedupEntry{key: k}
+		*e = dedupEntry{key: k, digest: digest}
 	} else {
-		e = &dedupEntry{key: k}
+		e = &dedupEntry{key: k, digest: digest}
 	}
 	t.running[k] = e
-	return e, false
+	return e, dedupNew
 }
 
-// intern returns caller's number. Callers hold mu.
-func (t *dedupTable) intern(caller string) uint64 {
-	c, ok := t.callers[caller] // the lookup does not copy caller
+// intern returns caller's number. Callers hold mu. The table of numbers
+// is bounded in count, and so in bytes: its keys have a fixed size.
+func (t *dedupTable) intern(caller callerKey) uint64 {
+	c, ok := t.callers[caller]
 	if !ok {
 		if len(t.callers) >= maxInternedCallers {
 			clear(t.callers)
 		}
 		t.nextCaller++
 		c = t.nextCaller
-		t.callers[strings.Clone(caller)] = c // caller may alias a frame's buffer
+		t.callers[caller] = c
 	}
 	return c
 }
@@ -152,7 +213,7 @@ func (t *dedupTable) finish(e *dedupEntry, reply *Message, keep bool) {
 	delete(t.running, e.key)
 	if e.done != nil {
 		var s dedupSlot
-		s.set(e.key, 0, reply, messageBytes(reply))
+		s.set(e.key, e.digest, 0, reply, messageBytes(reply))
 		e.answer = s.answer()
 		close(e.done)
 	} else if len(t.free) < maxFreeEntries {
@@ -166,7 +227,7 @@ func (t *dedupTable) finish(e *dedupEntry, reply *Message, keep bool) {
 		t.evictOldest()
 	}
 	i := (t.head + t.n) % len(t.ring)
-	t.ring[i].set(e.key, now, reply, size)
+	t.ring[i].set(e.key, e.digest, now, reply, size)
 	t.index.insert(e.key, i)
 	t.n++
 	t.bytes += size
@@ -216,8 +277,8 @@ func (t *dedupTable) wait(ctx context.Context, e *dedupEntry) (*Message, error) 
 
 // set copies m into s, reusing s's buffers: a reply may alias the buffer
 // of the request's frame, which the transport reuses.
-func (s *dedupSlot) set(k dedupKey, at time.Duration, m *Message, size int) {
-	s.key, s.at = k, at
+func (s *dedupSlot) set(k dedupKey, digest uint64, at time.Duration, m *Message, size int) {
+	s.key, s.digest, s.at = k, digest, at
 	s.code, s.codec, s.flags = m.Code, m.Codec, m.Flags
 	s.errLen, s.payLen = uint32(len(m.Error)), uint32(len(m.Payload))
 	if cap(s.buf) < size || cap(s.buf) > 4*size+512 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,13 +16,13 @@ import (
 func TestDedupJoinsRunningCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tab := newDedupTable(8, time.Minute)
-		e, dup := tab.begin("c", 1)
+		e, dup := begin(tab, "c", 1)
 		if dup {
 			t.Fatal("the first attempt is a duplicate")
 		}
 		got := make(chan *Message)
 		go func() {
-			d, dup := tab.begin("c", 1)
+			d, dup := begin(tab, "c", 1)
 			if !dup {
 				t.Error("the second attempt is not a duplicate")
 			}
@@ -36,12 +37,12 @@ func TestDedupJoinsRunningCall(t *testing.T) {
 		if r := <-got; string(r.Payload) != "42" {
 			t.Errorf("the duplicate got %q, want the first attempt's answer", r.Payload)
 		}
-		d, dup := tab.begin("c", 1)
+		d, dup := begin(tab, "c", 1)
 		r, err := tab.wait(t.Context(), d)
 		if !dup || err != nil || string(r.Payload) != "42" {
 			t.Errorf("after the answer: dup %v, %q, %v; want the stored answer", dup, r.Payload, err)
 		}
-		if _, dup := tab.begin("other", 1); dup {
+		if _, dup := begin(tab, "other", 1); dup {
 			t.Error("another caller's id 1 is a duplicate")
 		}
 	})
@@ -50,8 +51,8 @@ func TestDedupJoinsRunningCall(t *testing.T) {
 func TestDedupWaitHonoursContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tab := newDedupTable(8, time.Minute)
-		tab.begin("c", 1)
-		d, _ := tab.begin("c", 1)
+		begin(tab, "c", 1)
+		d, _ := begin(tab, "c", 1)
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
 		if _, err := tab.wait(ctx, d); err != context.DeadlineExceeded {
@@ -62,9 +63,9 @@ func TestDedupWaitHonoursContext(t *testing.T) {
 
 func TestDedupForgetsRefusedCalls(t *testing.T) {
 	tab := newDedupTable(8, time.Minute)
-	e, _ := tab.begin("c", 1)
+	e, _ := begin(tab, "c", 1)
 	tab.finish(e, &Message{Code: CodeResourceExhausted}, false)
-	if _, dup := tab.begin("c", 1); dup {
+	if _, dup := begin(tab, "c", 1); dup {
 		t.Error("a refused call is remembered: its retry would never run")
 	}
 }
@@ -73,14 +74,14 @@ func TestDedupBounds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tab := newDedupTable(3, 10*time.Second)
 		for id := range uint64(5) {
-			e, _ := tab.begin("c", id)
+			e, _ := begin(tab, "c", id)
 			tab.finish(e, &Message{}, true)
 		}
 		if n := tab.len(); n != 3 {
 			t.Errorf("%d answers kept, want the bound 3", n)
 		}
 		for id, want := range []bool{false, false, true, true, true} {
-			e, dup := tab.begin("c", uint64(id))
+			e, dup := begin(tab, "c", uint64(id))
 			if dup != want {
 				t.Errorf("id %d: duplicate %v, want %v", id, dup, want)
 			}
@@ -88,12 +89,12 @@ func TestDedupBounds(t *testing.T) {
 				tab.finish(e, &Message{}, false)
 			}
 		}
-		running, _ := tab.begin("c", 100) // running calls never expire
+		running, _ := begin(tab, "c", 100) // running calls never expire
 		time.Sleep(11 * time.Second)
-		if _, dup := tab.begin("c", 4); dup {
+		if _, dup := begin(tab, "c", 4); dup {
 			t.Error("an answer older than the ttl is still kept")
 		}
-		if _, dup := tab.begin("c", 100); !dup {
+		if _, dup := begin(tab, "c", 100); !dup {
 			t.Error("a running call was forgotten")
 		}
 		tab.finish(running, &Message{}, true)
@@ -106,12 +107,12 @@ func TestDedupOwnsItsCopies(t *testing.T) {
 	tab := newDedupTable(8, time.Minute)
 	frame := []byte("caller-id payload")
 	caller := unsafe.String(&frame[0], 9)
-	e, _ := tab.begin(caller, 7)
+	e, _ := begin(tab, caller, 7)
 	reply := &Message{Codec: CodecJSON, Payload: frame[10:], Meta: []MetaPair{{"t", unsafe.String(&frame[0], 6)}}}
 	want := &Message{Codec: CodecJSON, Payload: []byte("payload"), Meta: []MetaPair{{"t", "caller"}}}
 	tab.finish(e, reply, true)
 	copy(frame, "XXXXXXXXXXXXXXXXX")
-	d, dup := tab.begin("caller-id", 7)
+	d, dup := begin(tab, "caller-id", 7)
 	if !dup {
 		t.Fatal("the stored call was not found by its id")
 	}
@@ -127,11 +128,11 @@ func TestDedupBoundsBytes(t *testing.T) {
 	tab := newDedupTable(100, time.Minute)
 	tab.maxBytes = 10
 	for id := range uint64(4) {
-		e, _ := tab.begin("c", id)
+		e, _ := begin(tab, "c", id)
 		tab.finish(e, &Message{Payload: []byte("abcd")}, true)
 	}
 	for id, want := range []bool{false, false, true, true} {
-		e, dup := tab.begin("c", uint64(id))
+		e, dup := begin(tab, "c", uint64(id))
 		if dup != want {
 			t.Errorf("id %d: duplicate %v, want %v", id, dup, want)
 		}
@@ -150,19 +151,19 @@ func TestDedupBoundsBytes(t *testing.T) {
 func TestDedupExpiredThenRunAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tab := newDedupTable(4, 10*time.Second)
-		e, _ := tab.begin("c", 1)
+		e, _ := begin(tab, "c", 1)
 		tab.finish(e, &Message{Payload: []byte("old")}, true)
 		time.Sleep(11 * time.Second)
-		e, dup := tab.begin("c", 1)
+		e, dup := begin(tab, "c", 1)
 		if dup {
 			t.Fatal("an expired answer was given")
 		}
 		tab.finish(e, &Message{Payload: []byte("new")}, true) // evicts the expired slot
 		for id := range uint64(2) {
-			e, _ := tab.begin("c", 10+id)
+			e, _ := begin(tab, "c", 10+id)
 			tab.finish(e, &Message{}, true)
 		}
-		d, dup := tab.begin("c", 1)
+		d, dup := begin(tab, "c", 1)
 		if !dup {
 			t.Fatal("the new answer was lost with the old slot")
 		}
@@ -180,7 +181,7 @@ func TestDedupReusesSlots(t *testing.T) {
 	id := uint64(0)
 	call := func() {
 		id++
-		e, _ := tab.begin("caller", id)
+		e, _ := begin(tab, "caller", id)
 		tab.finish(e, reply, true)
 	}
 	for range 128 {
@@ -202,7 +203,7 @@ func BenchmarkDedup(b *testing.B) {
 		var id uint64
 		for pb.Next() {
 			id++
-			e, _ := tab.begin(caller, id)
+			e, _ := begin(tab, caller, id)
 			tab.finish(e, reply, true)
 		}
 	})
@@ -254,3 +255,74 @@ func TestDedupIndexModel(t *testing.T) {
 }
 
 func inModel(m map[dedupKey]int, k dedupKey) bool { _, ok := m[k]; return ok }
+
+// begin is t.begin for a caller named by a string (its token: the name,
+// padded) and a call whose digest is its id: it reports whether the call
+// is a copy of one seen before.
+func begin(t *dedupTable, caller string, id uint64) (*dedupEntry, bool) {
+	var tok [tokenSize]byte
+	copy(tok[:], caller)
+	k, ok := newCallerKey("", string(tok[:]))
+	if !ok {
+		panic("bad test caller " + caller)
+	}
+	e, seen := t.begin(k, id, id)
+	return e, seen == dedupCopy
+}
+
+// TestDedupBindsTheCall: a stored answer or a running call is found only
+// by the same caller (token and transport identity) with the same call:
+// another pattern, overlay or payload under the same id is another call.
+func TestDedupBindsTheCall(t *testing.T) {
+	tab := newDedupTable(8, time.Minute)
+	tokA, tokB := strings.Repeat("a", tokenSize), strings.Repeat("b", tokenSize)
+	certA, certB := strings.Repeat("A", 32), strings.Repeat("B", 32)
+	call := &Message{Pattern: "cmd:transfer,role:bank", Codec: CodecJSON, Payload: []byte(`{"amount":1}`)}
+	key := func(id, tok string) callerKey {
+		k, ok := newCallerKey(id, tok)
+		if !ok {
+			t.Fatalf("newCallerKey(%q, %q) failed", id, tok)
+		}
+		return k
+	}
+	running, seen := tab.begin(key(certA, tokA), 1, tab.digest(call))
+	if seen != dedupNew {
+		t.Fatalf("first call: %v", seen)
+	}
+	check := func(when string) {
+		t.Helper()
+		other := *call
+		other.Payload = []byte(`{"amount":1000}`)
+		overlaid := *call
+		overlaid.Meta = []MetaPair{{metaOver, "role:bank"}}
+		for _, tt := range []struct {
+			name string
+			k    callerKey
+			m    *Message
+			want dedupSeen
+		}{
+			{"the same call", key(certA, tokA), call, dedupCopy},
+			{"another token", key(certA, tokB), call, dedupNew},
+			{"another certificate", key(certB, tokA), call, dedupNew},
+			{"no certificate", key("", tokA), call, dedupNew},
+			{"another payload", key(certA, tokA), &other, dedupOther},
+			{"another overlay", key(certA, tokA), &overlaid, dedupOther},
+		} {
+			e, seen := tab.begin(tt.k, 1, tab.digest(tt.m))
+			if seen != tt.want {
+				t.Errorf("%s, %s: %v, want %v", when, tt.name, seen, tt.want)
+			}
+			if seen == dedupNew {
+				tab.finish(e, &Message{}, false) // forget it again
+			}
+		}
+	}
+	check("running")
+	tab.finish(running, &Message{Codec: CodecJSON, Payload: []byte(`{"ok":true}`)}, true)
+	check("answered")
+	for _, bad := range [][2]string{{"", "short"}, {"not 32 bytes", tokA}, {"", tokA + "x"}} {
+		if _, ok := newCallerKey(bad[0], bad[1]); ok {
+			t.Errorf("newCallerKey(%q, %q) accepted", bad[0], bad[1])
+		}
+	}
+}

@@ -127,6 +127,7 @@ func (h nodeHost) PeerUp(p Peer) {
 	pr := &peer{
 		addr: p.Addr, id: p.ID, instance: p.Instance, digest: p.Digest,
 		ctx: ctx, cancel: cancel, refetch: make(chan struct{}, 1), done: make(chan struct{}),
+		token: newToken(),
 	}
 	pr.suspect.Store(p.Suspect)
 	pr.node, pr.target.p = n, pr

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	crand "crypto/rand"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,12 @@ type peer struct {
 	down     atomic.Bool // reported down: out of routing, its connection kept for downGrace
 	downT    *time.Timer // forgets the peer when downGrace passes; guarded by remote.mu
 	force    atomic.Bool // the next catalog load bypasses the cache
+	// token goes with every call to the peer that may be sent again: the
+	// peer gives a stored answer only to a call with the same token (and
+	// the same transport identity), so another peer that learns this
+	// node's id and call ids from the calls it gets cannot take or plant
+	// answers here. Random per peer and per run.
+	token    string
 	node     *Node
 	target   Target // what balancers hold; target.p is this peer
 	breaker  atomic.Pointer[breakerBox]
@@ -173,4 +180,14 @@ func (n *Node) stopPeers() error {
 		<-p.done
 	}
 	return err
+}
+
+// tokenSize is the size of a peer's token.
+const tokenSize = 16
+
+// newToken returns a random peer token.
+func newToken() string {
+	var b [tokenSize]byte
+	_, _ = crand.Read(b[:])
+	return string(b[:])
 }

@@ -45,7 +45,13 @@ func (n *Node) serveRemote(ctx context.Context, m *Message) *Message {
 		}
 	}
 	if id := metaValue(m.Meta, metaCall); n.dedup != nil && len(id) == 8 && m.Flags&FlagNoReply == 0 {
-		return n.serveOnce(ctx, m, e, over, binary.BigEndian.Uint64([]byte(id)))
+		// The call may come again. Its copies are known by the caller's
+		// token for this node and the identity the transport verified,
+		// never by metadata another caller could copy: a call without a
+		// token runs as a new call.
+		if k, ok := newCallerKey(m.Identity, metaValue(m.Meta, metaToken)); ok {
+			return n.serveOnce(ctx, m, e, over, k, binary.BigEndian.Uint64([]byte(id)))
+		}
 	}
 	return n.serveLocal(ctx, m, e, over)
 }
@@ -53,9 +59,14 @@ func (n *Node) serveRemote(ctx context.Context, m *Message) *Message {
 // serveOnce serves a call that may arrive again (refed after its
 // connection dropped): a copy joins the running call or gets the stored
 // answer, and the handler runs once.
-func (n *Node) serveOnce(ctx context.Context, m *Message, e *handlerEntry, over *cachedPattern, id uint64) *Message {
-	de, dup := n.dedup.begin(metaValue(m.Meta, metaCaller), id)
-	if dup {
+func (n *Node) serveOnce(ctx context.Context, m *Message, e *handlerEntry, over *cachedPattern, k callerKey, id uint64) *Message {
+	de, seen := n.dedup.begin(k, id, n.dedup.digest(m))
+	switch seen {
+	case dedupOther:
+		// The caller's own id for another call (another pattern or
+		// payload): not a copy of the call it names.
+		return errorReply(Errorf(CodeAborted, "wizard: call id %d is already taken by another call of this caller", id))
+	case dedupCopy:
 		n.stats.duplicates.Add(1)
 		reply, err := n.dedup.wait(ctx, de)
 		if err != nil {

@@ -82,6 +82,14 @@ type Message struct {
 	// received (zero means none); transports set it and the server ctx
 	// already honours it.
 	Deadline time.Duration
+
+	// Identity is, on the serving side of a call with FlagKeep, what the
+	// transport verified of the caller: the fingerprint of the certificate
+	// it presented (mutual TLS), empty when it presented none. A node
+	// gives a call's stored answer (see [WithDedup]) only to a caller with
+	// the same identity; metadata alone, which any caller can write, never
+	// suffices.
+	Identity string
 }
 
 // MessageFlags are per-call flags.

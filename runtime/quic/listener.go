@@ -2,6 +2,7 @@ package quic
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -118,13 +119,14 @@ func (l *Listener) accept() {
 func (l *Listener) serve(qc *quicgo.Conn) {
 	defer l.wg.Done()
 	var streams sync.WaitGroup
+	base := bridge.WithTLSIdentity(l.ctx, func() tls.ConnectionState { return qc.ConnectionState().TLS })
 	for {
 		s, err := qc.AcceptStream(l.ctx)
 		if err != nil {
 			break // the connection ended, or Shutdown
 		}
 		streams.Go(func() {
-			ctx := context.WithValue(l.ctx, streamKey{}, s.StreamID())
+			ctx := context.WithValue(base, streamKey{}, s.StreamID())
 			if err := mux.Serve(ctx, stream{s, qc}, l.h, l.t.mux); err != nil {
 				l.t.log.Debug("wizard: quic: stream closed", "remote", qc.RemoteAddr().String(), "stream", int64(s.StreamID()), "err", err)
 			}

@@ -284,8 +284,11 @@ func (l *Listener) accept() {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
+		ctx := l.ctx
 		if l.t.serverTLS != nil {
-			nc = tls.Server(nc, l.t.serverTLS)
+			tc := tls.Server(nc, l.t.serverTLS)
+			ctx = bridge.WithTLSIdentity(ctx, tc.ConnectionState)
+			nc = tc
 		}
 		l.mu.Lock()
 		if l.closed {
@@ -298,7 +301,7 @@ func (l *Listener) accept() {
 		l.mu.Unlock()
 		go func() {
 			defer l.wg.Done()
-			err := mux.Serve(l.ctx, nc, l.h, l.t.mux)
+			err := mux.Serve(ctx, nc, l.h, l.t.mux)
 			if err != nil && l.t.mux.Logger != nil {
 				l.t.mux.Logger.Debug("wizard: tcp: connection closed", "remote", nc.RemoteAddr().String(), "err", err)
 			}

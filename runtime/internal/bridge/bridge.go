@@ -69,6 +69,9 @@ func Handler(s runtime.Server) mux.Handler {
 			Deadline: req.Deadline,
 			Meta:     fromWire(req.Meta),
 		}
+		if req.Flags&wire.FlagKeep != 0 {
+			m.Identity = identity(ctx) // what a stored answer is bound to
+		}
 		reply := s.ServeMessage(ctx, m)
 		f := &x.f
 		switch {

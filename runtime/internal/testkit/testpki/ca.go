@@ -19,6 +19,7 @@ type CA struct {
 	Pool   *x509.CertPool  // trusts the CA alone
 	Server tls.Certificate // for server authentication
 	Client tls.Certificate // for client authentication
+	Other  tls.Certificate // another client's, from the same CA
 }
 
 // New makes a CA and its two certificates, failing t on error.
@@ -65,6 +66,7 @@ func New(t testing.TB) *CA {
 		Pool:   x509.NewCertPool(),
 		Server: leaf("server", x509.ExtKeyUsageServerAuth),
 		Client: leaf("client", x509.ExtKeyUsageClientAuth),
+		Other:  leaf("other client", x509.ExtKeyUsageClientAuth),
 	}
 	c.Pool.AddCert(ca)
 	return c
@@ -93,6 +95,14 @@ func (c *CA) ClientConfig() *tls.Config {
 func (c *CA) ClientCertConfig() *tls.Config {
 	cfg := c.ClientConfig()
 	cfg.Certificates = []tls.Certificate{c.Client}
+	return cfg
+}
+
+// OtherClientCertConfig trusts the CA and presents the other client's
+// certificate.
+func (c *CA) OtherClientCertConfig() *tls.Config {
+	cfg := c.ClientConfig()
+	cfg.Certificates = []tls.Certificate{c.Other}
 	return cfg
 }
 

@@ -1,0 +1,35 @@
+package bridge
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"sync"
+)
+
+// identityKey is the context key of a connection's caller identity.
+type identityKey struct{}
+
+// WithTLSIdentity returns ctx carrying the identity of the caller at the
+// other end of state's connection: the SHA-256 fingerprint of the first
+// certificate it presented, computed once, on first use (the handshake
+// may not have run yet when the connection is accepted). Requests served
+// with ctx give it to the node as [runtime.Message.Identity].
+func WithTLSIdentity(ctx context.Context, state func() tls.ConnectionState) context.Context {
+	return context.WithValue(ctx, identityKey{}, sync.OnceValue(func() string {
+		certs := state().PeerCertificates
+		if len(certs) == 0 {
+			return ""
+		}
+		sum := sha256.Sum256(certs[0].Raw)
+		return string(sum[:])
+	}))
+}
+
+// identity returns the caller identity ctx carries, or "".
+func identity(ctx context.Context) string {
+	if f, ok := ctx.Value(identityKey{}).(func() string); ok {
+		return f()
+	}
+	return ""
+}
