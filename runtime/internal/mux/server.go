@@ -33,7 +33,7 @@ const (
 type server struct {
 	c    *conn
 	h    Handler
-	base context.Context // values of Serve's ctx, without its cancellation
+	base context.Context // Serve's ctx, for its values only (a request's end is its own)
 
 	// Guarded by c.mu.
 	inflight map[uint64]*request
@@ -205,7 +205,7 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 	s := &server{
 		c:        newConn(rw, br, opts, "server"),
 		h:        h,
-		base:     context.WithoutCancel(ctx),
+		base:     ctx, // not WithoutCancel: its Value boxes itself, one allocation per lookup
 		inflight: make(map[uint64]*request),
 		idle:     make(chan struct{}),
 	}
