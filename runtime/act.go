@@ -6,7 +6,9 @@ import "context"
 // pairs (the pattern wins on a shared key); every routed root key of the
 // result takes part in matching, as in Seneca. msg is a map[string]any, JSON
 // object bytes, a protobuf message or nil. A map or JSON handler receives the
-// merged map; a protobuf message reaches the handler as is.
+// merged map; a protobuf message reaches the handler as is, and one with a
+// field the pattern gives another value is refused ([CodeInvalidArgument]):
+// what the handler reads with [Request.Get] and what it decodes agree.
 func (n *Node) Act(ctx context.Context, pattern string, msg any, opts ...CallOption) (Result, error) {
 	cfg := configOf(opts)
 	t, err := n.parsed.get(pattern)

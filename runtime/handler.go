@@ -51,15 +51,16 @@ type Request struct {
 // message itself; for [Node.ActE] the data alone, as sent. To read single
 // fields, [Request.Get] is cheaper.
 func (r Request) Msg() any {
+	msg := r.msg
+	if rw, ok := msg.(*raw); ok {
+		msg = rw.value()
+	}
 	if r.over != nil {
-		if m, ok := r.msg.(map[string]any); ok {
+		if m, ok := msg.(map[string]any); ok {
 			return merged(m, r.over)
 		}
 	}
-	if rw, ok := r.msg.(*raw); ok {
-		return rw.value()
-	}
-	return r.msg
+	return msg
 }
 
 // Get returns the message's root field key (for [Node.Act], the pattern's
@@ -108,9 +109,16 @@ func (r Request) Pattern() Pattern {
 
 // Decode stores the message into dst, a pointer: to a protobuf message, a
 // struct (through JSON), a map, or any value the message is assignable to.
+//
+// For [Node.Act], it decodes what [Request.Get] reads: a map or JSON
+// message overlaid with the pattern's pairs; a protobuf message as it is
+// (whose fields never contradict the pattern: Act refuses such a message).
 func (r Request) Decode(dst any) error {
-	if _, remote := r.msg.(*raw); remote || r.over == nil {
+	if r.over == nil {
 		return decode(r.msg, dst) // a remote payload decodes straight into dst
+	}
+	if rw, ok := r.msg.(*raw); ok && rw.codec != CodecJSON {
+		return decode(r.msg, dst)
 	}
 	return decode(r.Msg(), dst)
 }

@@ -144,6 +144,9 @@ func actMessage(dst []Pair, t *cachedPattern, msg any) ([]Pair, any, *cachedPatt
 		}
 		body = b
 	case proto.Message:
+		if err := contradicts(m.ProtoReflect(), t); err != nil {
+			return dst, nil, nil, err
+		}
 		dst = append(dst, protoPairs(m.ProtoReflect())...)
 		sortPairs(dst)
 		// The handler gets the message as is; t lets Request.Get see the
@@ -160,6 +163,18 @@ func actMessage(dst []Pair, t *cachedPattern, msg any) ([]Pair, any, *cachedPatt
 		body[pr.Key] = t.values[i]
 	}
 	return mapPairs(dst, body), body, nil, nil
+}
+
+// contradicts reports a field of m that t's pairs overlay with another
+// value: the handler would read one value through Request.Get and another
+// in the message it decodes, so Act refuses such a message.
+func contradicts(m protoreflect.Message, t *cachedPattern) error {
+	for _, pr := range t.pattern.pairs() {
+		if v, ok := protoField(m, pr.Key); ok && v != pr.Value {
+			return Errorf(CodeInvalidArgument, "wizard: the message's field %q contradicts the pattern's value for it", pr.Key)
+		}
+	}
+	return nil
 }
 
 // merged returns m with t's pairs set, as a new map.

@@ -43,6 +43,9 @@ func (n *Node) serveRemote(ctx context.Context, m *Message) *Message {
 		if over, err = n.wireTarget(o); err != nil {
 			return errorReply(err)
 		}
+		if err := overlaid(m, over); err != nil {
+			return errorReply(err)
+		}
 	}
 	if id := metaValue(m.Meta, metaCall); n.dedup != nil && len(id) == 8 && m.Flags&FlagNoReply == 0 {
 		// The call may come again. Its copies are known by the caller's
@@ -231,4 +234,19 @@ func (n *Node) serve(ctx context.Context, e *handlerEntry, req Request) (res any
 		return nil, toError(err)
 	}
 	return res, nil
+}
+
+// overlaid checks the protobuf payload of a call that over overlays (an Act
+// with a protobuf message) as Act does: none of its fields contradicts
+// over. A JSON payload is overlaid as a map is.
+func overlaid(m *Message, over *cachedPattern) error {
+	if m.Codec != CodecProto {
+		return nil
+	}
+	r := raw{codec: m.Codec, data: m.Payload, typ: metaValue(m.Meta, metaType)}
+	pm, err := r.message()
+	if err != nil {
+		return nil // the handler gets the payload as it is, and the error if it decodes it
+	}
+	return contradicts(pm.ProtoReflect(), over)
 }
