@@ -2,8 +2,10 @@
 // [runtime.Transport] passes: node-level scenarios (round trips, deadlines,
 // no-reply calls, reconnects, graceful shutdown and its deadline, chained
 // calls drained, restarted callers, overloaded and killed replicas, sticky
-// routing, leaks, concurrent load) run by [Run] against a transport that
-// the caller makes, and the benchmark [Benchmark]. It also holds the
+// routing, de-duplicated answers neither stolen nor planted by a spying
+// peer, leaks, concurrent load) run by [Run] against a transport that the
+// caller makes, [DedupBoundToIdentity] for transports with mutual TLS, and
+// the benchmark [Benchmark]. It also holds the
 // helpers those scenarios share with the transports' own tests: nodes
 // closed at cleanup, waits for a routable pattern or a log line, a [Gate]
 // for blocked handlers. It is for tests only.

@@ -37,6 +37,8 @@ func Run(t *testing.T, newTransport NewTransport) {
 		{"AllReplicasOverloaded", s.allReplicasOverloaded},
 		{"ReplicaKilledUnderLoad", s.replicaKilledUnderLoad},
 		{"StickyRouting", s.stickyRouting},
+		{"DedupAnswerNotStolen", s.dedupAnswerNotStolen},
+		{"DedupAnswerNotPlanted", s.dedupAnswerNotPlanted},
 		{"NoGoroutineLeaks", s.noGoroutineLeaks},
 		{"ConcurrentLoad", s.concurrentLoad},
 	} {
