@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,20 +22,23 @@ import (
 
 // memNet is a message-level transport in memory: a node listening on an
 // address serves the calls of nodes dialling it, in the caller's
-// goroutine. It counts catalog fetches per address.
+// goroutine. It counts dials and catalog pulls per address.
 type memNet struct {
 	name string
 
 	mu       sync.Mutex
 	servers  map[string]Server
-	catalogs map[string]int
+	catalogs map[string]int // catalogs answered in full
+	confirms map[string]int // catalog pulls answered by a confirmation of the digest asked
 	calls    map[string]int
-	dials    map[string]int
+	dials    map[string]int  // dials that connected
+	attempts map[string]int  // every dial, connected or not
 	lose     map[string]bool // calls (not catalogs) to these addresses are lost after they ran
 }
 
 func newMemNet() *memNet {
-	return &memNet{name: "mem", servers: map[string]Server{}, catalogs: map[string]int{}, calls: map[string]int{}, dials: map[string]int{}}
+	return &memNet{name: "mem", servers: map[string]Server{}, catalogs: map[string]int{}, confirms: map[string]int{},
+		calls: map[string]int{}, dials: map[string]int{}, attempts: map[string]int{}}
 }
 
 func (t *memNet) Name() string { return t.name }
@@ -52,6 +56,7 @@ func (t *memNet) Listen(addr string, s Server) (Listener, error) {
 func (t *memNet) Dial(ctx context.Context, addr string) (Conn, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.attempts[addr]++
 	s := t.servers[addr]
 	if s == nil {
 		return nil, fmt.Errorf("%w: nothing listens on %s", ErrNotSent, addr)
@@ -90,9 +95,7 @@ type memConn struct {
 
 func (c *memConn) Call(ctx context.Context, m *Message) (*Message, error) {
 	c.t.mu.Lock()
-	if m.Pattern == CatalogPattern {
-		c.t.catalogs[c.addr]++
-	} else {
+	if m.Pattern != CatalogPattern {
 		c.t.calls[c.addr]++
 	}
 	lose := c.t.lose[c.addr] && m.Pattern != CatalogPattern
@@ -100,6 +103,15 @@ func (c *memConn) Call(ctx context.Context, m *Message) (*Message, error) {
 	in := *m // the server owns what it receives (and may reuse it for the reply)
 	in.Meta = slices.Clone(m.Meta)
 	reply := c.s.ServeMessage(ctx, &in)
+	if m.Pattern == CatalogPattern {
+		c.t.mu.Lock()
+		if reply != nil && bytes.Contains(reply.Payload, []byte(`"have"`)) {
+			c.t.confirms[c.addr]++
+		} else {
+			c.t.catalogs[c.addr]++
+		}
+		c.t.mu.Unlock()
+	}
 	if lose {
 		return nil, errLost
 	}
@@ -197,9 +209,9 @@ func TestDigest(t *testing.T) {
 	}
 }
 
-// TestCatalogCacheByDigest: a node fetches a catalog once per digest; a
-// second peer with the same digest is routed from the cache, and a new
-// digest is fetched.
+// TestCatalogCacheByDigest: a node fetches a catalog in full once per
+// digest; a second peer with the same digest is routed from the cache once
+// its own pull confirms the digest, and a new digest is fetched.
 func TestCatalogCacheByDigest(t *testing.T) {
 	net := newMemNet()
 	s1, _ := memNode(t, net, "s1", "role:math,cmd:sum")
@@ -212,6 +224,9 @@ func TestCatalogCacheByDigest(t *testing.T) {
 	waitRoute(t, c, "cmd:sum,role:math", "s1", "s2")
 	if got := net.count(net.catalogs, "s2"); got != 0 {
 		t.Errorf("s2's catalog fetched %d times; its digest was cached", got)
+	}
+	if got := net.count(net.confirms, "s2"); got != 1 {
+		t.Errorf("s2 confirmed its digest %d times, want once", got)
 	}
 	// The same digest again (a suspicion cleared, say): nothing fetched.
 	h.PeerUp(Peer{ID: "s1", Addr: "s1", Digest: s1.digest()})
@@ -391,36 +406,6 @@ var errLost = errors.New("mem: connection lost after the call was sent")
 type serverFunc func(ctx context.Context, m *Message) *Message
 
 func (f serverFunc) ServeMessage(ctx context.Context, m *Message) *Message { return f(ctx, m) }
-
-// BenchmarkCatalogPull is the CPU a catalog pull costs both sides, network
-// aside: the serving node builds and encodes its catalog, the fetching
-// node decodes it, parses every pattern and checks the digest.
-func BenchmarkCatalogPull(b *testing.B) {
-	for _, size := range []int{10, 500, 5000} {
-		b.Run(fmt.Sprint(size), func(b *testing.B) {
-			n, err := New()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer n.Close()
-			for i := range size {
-				if err := n.Add(fmt.Sprintf("role:svc%d,cmd:op%d", i%50, i), func(context.Context, Request) (any, error) { return nil, nil }); err != nil {
-					b.Fatal(err)
-				}
-			}
-			var bytes int
-			for b.Loop() {
-				reply := n.serveRemote(context.Background(), &Message{Pattern: CatalogPattern})
-				_, pats, err := decodeCatalog(reply.Payload)
-				if err != nil || len(pats) != size {
-					b.Fatalf("%d patterns, %v", len(pats), err)
-				}
-				bytes = len(reply.Payload)
-			}
-			b.ReportMetric(float64(bytes), "catalog-bytes")
-		})
-	}
-}
 
 // TestPeerBackFromTheDead: a peer reported down leaves routing at once;
 // reported up again within downGrace (a death refuted), it is routed again

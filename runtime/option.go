@@ -82,8 +82,10 @@ func WithDefaultTimeout(d time.Duration) Option {
 	return nodeOption(func(c *nodeConfig) { c.defaultTimeout = d })
 }
 
-// WithCatalogRefresh sets how often the node fetches its peers' catalogs
-// again (default 2s). Gossip discovery also triggers a fetch on change.
+// WithCatalogRefresh sets how often the node pulls again the catalogs of
+// peers that discovery gives no digest for (default 2s); an unchanged
+// catalog is answered by its digest alone. Gossip discovery announces
+// digests and triggers a pull on change instead.
 func WithCatalogRefresh(d time.Duration) Option {
 	return nodeOption(func(c *nodeConfig) { c.refresh = d })
 }

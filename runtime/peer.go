@@ -17,7 +17,6 @@ type peer struct {
 	suspect  atomic.Bool
 	down     atomic.Bool // reported down: out of routing, its connection kept for downGrace
 	downT    *time.Timer // forgets the peer when downGrace passes; guarded by remote.mu
-	force    atomic.Bool // the next catalog load bypasses the cache
 	node     *Node
 	target   Target // what balancers hold; target.p is this peer
 	breaker  atomic.Pointer[breakerBox]
@@ -89,7 +88,6 @@ func (n *Node) runPeer(p *peer) {
 			return false
 		}
 	}
-	reconnect := false
 	for p.ctx.Err() == nil {
 		conn, err := n.remote.transport.Dial(p.ctx, p.addr)
 		if err == nil {
@@ -97,11 +95,6 @@ func (n *Node) runPeer(p *peer) {
 			// finds its connection.
 			box := &connBox{c: conn}
 			p.conn.Store(box)
-			if reconnect {
-				// Ask the peer itself which run answers now: a refed call
-				// goes only to the run it was first sent to.
-				p.force.Store(true)
-			}
 			err = n.loadCatalog(p, box)
 			if err != nil {
 				p.conn.Store(nil)
@@ -118,7 +111,6 @@ func (n *Node) runPeer(p *peer) {
 			continue
 		}
 		backoff = minBackoff
-		reconnect = true
 		n.log.Debug("wizard: peer connected", "addr", p.addr)
 		n.watchPeer(p, conn)
 		p.conn.Store(nil)
