@@ -53,7 +53,10 @@ type DiscoveryHost interface {
 	Self() Peer
 	// PeerUp reports a peer that appeared or changed (address, digest,
 	// suspicion): the node connects to it and pulls its catalog when the
-	// digest is new to it.
+	// digest is new to it. A peer that never answers is dialled ever more
+	// slowly, up to once a minute; one named by ID or Instance is given up
+	// after 16 attempts (two to four minutes), until a PeerUp brings another
+	// Instance, ID or Digest for it.
 	PeerUp(p Peer)
 	// PeerDown reports a peer that left or died: its patterns leave routing
 	// at once. A PeerDown whose Instance differs from the one the node knows
@@ -73,7 +76,9 @@ type staticPeers []string
 
 // StaticPeers is discovery without gossip: the node connects to each
 // address, pulls its catalog, keeps it fresh, and reconnects with backoff
-// when a connection drops.
+// when a connection drops: quickly at first, then ever more slowly, up to
+// once a minute for an address that has not answered for a while. A static
+// peer is never given up: it is routed within a minute of starting.
 func StaticPeers(addrs ...string) Discovery { return staticPeers(slices.Clone(addrs)) }
 
 func (s staticPeers) Start(h DiscoveryHost) error {
@@ -119,6 +124,10 @@ func (h nodeHost) PeerUp(p Peer) {
 			// Another run of the node at this address, or a claim the node
 			// there contradicted: whatever its digest, ask it.
 			refetch = true
+			signal(old.revive)
+		}
+		if p.Digest != old.digest {
+			signal(old.revive)
 		}
 		old.id, old.instance, old.digest = cmp.Or(p.ID, old.id), cmp.Or(p.Instance, old.instance), p.Digest
 		if refetch {
@@ -128,8 +137,8 @@ func (h nodeHost) PeerUp(p Peer) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	pr := &peer{
-		addr: p.Addr, id: p.ID, instance: p.Instance, digest: p.Digest,
-		ctx: ctx, cancel: cancel, refetch: make(chan struct{}, 1), done: make(chan struct{}),
+		addr: p.Addr, id: p.ID, instance: p.Instance, digest: p.Digest, named: p.ID != "" || p.Instance != "",
+		ctx: ctx, cancel: cancel, refetch: make(chan struct{}, 1), revive: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	pr.suspect.Store(p.Suspect)
 	pr.node, pr.target.p = n, pr

@@ -38,11 +38,12 @@
 // per digest (a member whose digest a node has cached answers the digest
 // alone), and route its patterns then. What a member gossips only says
 // where to dial it: a member is routed what it answers itself on its own
-// connection, under the id it answers with. A member that leaves, or that
-// memberlist declares dead, leaves routing on every node at once; a
-// suspect member (it missed probes and has not refuted the suspicion yet)
-// is reported as such and gets no new calls while others serve its
-// patterns.
+// connection, under the id it answers with, and one whose address never
+// answers is dialled ever more slowly and given up after a few minutes
+// (see runtime.DiscoveryHost). A member that leaves, or that memberlist
+// declares dead, leaves routing on every node at once; a suspect member
+// (it missed probes and has not refuted the suspicion yet) is reported as
+// such and gets no new calls while others serve its patterns.
 //
 // Memberlist names each member by its node id and the run (instance) of
 // the node, so a node restarted under the same id, on a new address or its
