@@ -55,7 +55,7 @@ func TestGossipedDigestNeedsItsOwnPull(t *testing.T) {
 		var hostile []string
 		for name, srv := range hostileCatalogs(t, s.digest()) {
 			addr := "h-" + name
-			net.servers[addr] = srv
+			net.serve(addr, srv)
 			hostile = append(hostile, addr)
 			d.host.PeerUp(Peer{ID: addr, Instance: "x", Addr: addr, Digest: s.digest()})
 		}

@@ -22,14 +22,16 @@ import (
 
 // memNet is a message-level transport in memory: a node listening on an
 // address serves the calls of nodes dialling it, in the caller's
-// goroutine. It counts dials and catalog pulls per address.
+// goroutine; closing a listener drops its connections. It counts dials
+// and catalog pulls per address.
 type memNet struct {
 	name string
 
 	mu       sync.Mutex
 	servers  map[string]Server
-	catalogs map[string]int // catalogs answered in full
-	confirms map[string]int // catalog pulls answered by a confirmation of the digest asked
+	conns    map[string][]*memConn // by the address dialled
+	catalogs map[string]int        // catalogs answered in full
+	confirms map[string]int        // catalog pulls answered by a confirmation of the digest asked
 	calls    map[string]int
 	dials    map[string]int  // dials that connected
 	attempts map[string]int  // every dial, connected or not
@@ -37,11 +39,18 @@ type memNet struct {
 }
 
 func newMemNet() *memNet {
-	return &memNet{name: "mem", servers: map[string]Server{}, catalogs: map[string]int{}, confirms: map[string]int{},
+	return &memNet{name: "mem", servers: map[string]Server{}, conns: map[string][]*memConn{}, catalogs: map[string]int{}, confirms: map[string]int{},
 		calls: map[string]int{}, dials: map[string]int{}, attempts: map[string]int{}}
 }
 
 func (t *memNet) Name() string { return t.name }
+
+// serve makes s answer on addr, without a listener.
+func (t *memNet) serve(addr string, s Server) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.servers[addr] = s
+}
 
 func (t *memNet) Listen(addr string, s Server) (Listener, error) {
 	t.mu.Lock()
@@ -62,7 +71,9 @@ func (t *memNet) Dial(ctx context.Context, addr string) (Conn, error) {
 		return nil, fmt.Errorf("%w: nothing listens on %s", ErrNotSent, addr)
 	}
 	t.dials[addr]++
-	return &memConn{t: t, addr: addr, s: s, done: make(chan struct{})}, nil
+	c := &memConn{t: t, addr: addr, s: s, done: make(chan struct{})}
+	t.conns[addr] = append(t.conns[addr], c)
+	return c, nil
 }
 
 func (t *memNet) count(m map[string]int, addr string) int {
@@ -79,8 +90,13 @@ type memListener struct {
 func (l *memListener) Addr() string { return l.addr }
 func (l *memListener) Close() error {
 	l.t.mu.Lock()
-	defer l.t.mu.Unlock()
+	conns := l.t.conns[l.addr]
 	delete(l.t.servers, l.addr)
+	delete(l.t.conns, l.addr)
+	l.t.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
 	return nil
 }
 func (l *memListener) Shutdown(context.Context) error { return l.Close() }
@@ -279,23 +295,36 @@ func TestSuspectPeer(t *testing.T) {
 	}
 }
 
-// TestPeerDownOfAnEarlierRun: a death notice for an earlier instance at an
-// address does not remove the instance running there now.
+// TestPeerDownOfAnEarlierRun: a node restarts on its address, and
+// discovery reports its new run before the death of the first; the death
+// notice for the earlier run does not remove the run answering there now.
 func TestPeerDownOfAnEarlierRun(t *testing.T) {
-	net := newMemNet()
-	s, _ := memNode(t, net, "s", "role:r")
-	c, d := memNode(t, net, "c")
-	d.host.PeerUp(Peer{ID: "s", Instance: "run1", Addr: "s", Digest: s.digest()})
-	waitRoute(t, c, "role:r", "s")
-	d.host.PeerUp(Peer{ID: "s", Instance: "run2", Addr: "s", Digest: s.digest()})
-	d.host.PeerDown(Peer{ID: "s", Instance: "run1", Addr: "s"})
-	if _, err := c.ActE(t.Context(), "role:r", nil); err != nil {
-		t.Errorf("after the earlier run's death notice: %v", err)
-	}
-	d.host.PeerDown(Peer{ID: "s", Instance: "run2", Addr: "s"})
-	if _, err := c.ActE(t.Context(), "role:r", nil); !errors.Is(err, ErrNotFound) {
-		t.Errorf("after the current run's death notice: %v, want ErrNotFound at once", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		net := newMemNet()
+		s1, _ := memNode(t, net, "s", "role:r")
+		c, d := memNode(t, net, "c")
+		run1 := Peer{ID: "s", Instance: s1.instance, Addr: "s", Digest: s1.digest()}
+		d.host.PeerUp(run1)
+		time.Sleep(catalogJitter)
+		synctest.Wait()
+		waitRoute(t, c, "role:r", "s")
+		if err := s1.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s2, _ := memNode(t, net, "s", "role:r")
+		run2 := Peer{ID: "s", Instance: s2.instance, Addr: "s", Digest: s2.digest()}
+		d.host.PeerUp(run2)
+		time.Sleep(maxDialBackoff) // reconnected
+		synctest.Wait()
+		d.host.PeerDown(run1)
+		if _, err := c.ActE(t.Context(), "role:r", nil); err != nil {
+			t.Errorf("after the earlier run's death notice: %v", err)
+		}
+		d.host.PeerDown(run2)
+		if _, err := c.ActE(t.Context(), "role:r", nil); !errors.Is(err, ErrNotFound) {
+			t.Errorf("after the current run's death notice: %v, want ErrNotFound at once", err)
+		}
+	})
 }
 
 func TestPeerOnAnotherTransportIgnored(t *testing.T) {
