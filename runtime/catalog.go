@@ -1,10 +1,12 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -13,8 +15,11 @@ import (
 	"time"
 )
 
-// CatalogPattern is the built-in system pattern through which nodes fetch
-// each other's pattern catalogs. Every node with a transport serves it.
+// CatalogPattern is the built-in system pattern through which nodes pull
+// each other's pattern catalogs. Every node with a transport serves it. A
+// pull may name the digest of a pattern set the caller has cached; a node
+// whose own digest that is answers the digest alone, with its id and
+// instance, instead of its patterns.
 const CatalogPattern = "cmd:catalog,sys:wizard"
 
 // catalog is what a node answers on [CatalogPattern]: its id, the digest
@@ -35,31 +40,58 @@ const maxCachedCatalogs = 4096
 // starts across a cluster.
 const catalogJitter = 20 * time.Millisecond
 
-// loadCatalog routes p's patterns: from the cache when p's digest is known
-// there, else fetched over conn.
+// catalogPull is the payload of a catalog pull from a node that has the
+// patterns of a digest cached: the pulled node answers a
+// [catalogConfirmation] when that digest is its own, else its full
+// catalog. A pull without a payload asks for the full catalog.
+type catalogPull struct {
+	Have string `json:"have"`
+}
+
+// catalogConfirmation is a node's answer to a [catalogPull] that names the
+// digest of its pattern set: that digest again, standing for the patterns
+// the caller has, and the node's id and instance.
+type catalogConfirmation struct {
+	Have     string `json:"have"`
+	ID       string `json:"id"`
+	Instance string `json:"instance,omitempty"`
+}
+
+// maxPullSize bounds the catalog pulls read as a [catalogPull]; a longer
+// one gets the full catalog. maxConfirmationSize bounds the answers read
+// as a [catalogConfirmation]; a longer one is a full catalog.
+const maxPullSize, maxConfirmationSize = 128, 512
+
+// errUnaskedConfirmation rejects an answer that confirms a digest the
+// pull did not name.
+var errUnaskedConfirmation = errors.New("it confirms a digest not asked for")
+
+// loadCatalog routes p's patterns as p states them over box. The pull
+// names the digest this node has cached for p, if any (the one discovery
+// announced, else the one routed now): p answers that digest alone when it
+// is its own, and the cached patterns are routed; else p answers its full
+// catalog. Discovery only says where to dial: nothing is routed that p did
+// not state itself, on its own connection.
 func (n *Node) loadCatalog(p *peer, box *connBox) error {
 	if box == nil {
 		return ErrNotSent // the connection is gone; runPeer starts over
 	}
 	r := n.remote
-	force := p.force.Swap(false)
 	r.mu.Lock()
-	d, inst := p.digest, p.instance
-	pats, cached := r.catalogs[d]
-	fromCache := d != "" && cached && !force
-	if fromCache {
-		p.loaded = d
+	announced := p.digest
+	have := announced
+	cached, ok := r.catalogs[have]
+	if !ok {
+		have = p.loaded
+		cached, ok = r.catalogs[have]
+	}
+	if !ok {
+		have = ""
 	}
 	r.mu.Unlock()
-	if fromCache {
-		if inst != "" && box.inst.Load() == nil {
-			box.inst.Store(&inst)
-		}
-		n.setCatalog(p, pats)
-		return nil
-	}
-	if d != "" {
-		// A gossiped change reaches every node at about the same time.
+	if announced != "" && have != announced {
+		// A gossiped change reaches every node at about the same time, and
+		// this one is pulled in full.
 		t := time.NewTimer(rand.N(catalogJitter))
 		select {
 		case <-t.C:
@@ -68,45 +100,88 @@ func (n *Node) loadCatalog(p *peer, box *connBox) error {
 			return p.ctx.Err()
 		}
 	}
-	return n.fetchCatalog(p, box)
+	return n.fetchCatalog(p, box, have, cached)
 }
 
-// fetchCatalog asks p for its catalog over conn and routes its patterns.
-func (n *Node) fetchCatalog(p *peer, box *connBox) error {
+// fetchCatalog pulls p's catalog over box, naming the digest have whose
+// patterns, cached, are cached ("" for none), and routes its patterns.
+func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []Pattern) error {
 	ctx, cancel := context.WithTimeout(p.ctx, n.remote.defaultTimeout)
 	defer cancel()
-	reply, err := box.c.Call(ctx, &Message{Pattern: CatalogPattern, Meta: []MetaPair{{metaCaller, n.id}}})
+	req := &Message{Pattern: CatalogPattern, Meta: []MetaPair{{metaCaller, n.id}}}
+	if have != "" {
+		b, err := json.Marshal(catalogPull{Have: have})
+		if err != nil {
+			return err
+		}
+		req.Codec, req.Payload = CodecJSON, b
+	}
+	reply, err := box.c.Call(ctx, req)
 	if err != nil {
 		return err
 	}
 	if reply.Code != CodeOK {
 		return &Error{Code: reply.Code, Message: reply.Error}
 	}
-	c, pats, err := decodeCatalog(reply.Payload)
+	c, pats, err := readCatalog(reply.Payload, have, cached)
 	if err != nil {
 		n.log.Warn("wizard: catalog rejected", "addr", p.addr, "err", err)
 		return fmt.Errorf("wizard: bad catalog from %s: %w", p.addr, err)
 	}
 	r := n.remote
 	r.mu.Lock()
-	if p.id == "" {
+	announcedID := p.id
+	// Who answers at the address is who the peer says it is: what
+	// discovery announced only said whom to expect there.
+	if c.ID != "" {
 		p.id = c.ID
 	}
 	if c.Instance != "" {
 		p.instance = c.Instance
 		box.inst.Store(&c.Instance)
 	}
-	if len(r.catalogs) >= maxCachedCatalogs {
-		clear(r.catalogs)
-	}
 	// What was loaded, which may differ from what was announced (the peer
 	// changed since, or restarted and has not added its handlers yet): a
 	// later announcement of another digest fetches again.
-	p.loaded = digestOf(pats)
-	r.catalogs[p.loaded] = pats
+	if have != "" && c.Digest == have && len(c.Patterns) == 0 {
+		p.loaded = have // confirmed: pats are the cached ones
+	} else {
+		if len(r.catalogs) >= maxCachedCatalogs {
+			clear(r.catalogs)
+		}
+		p.loaded = digestOf(pats)
+		r.catalogs[p.loaded] = pats
+	}
 	r.mu.Unlock()
+	if announcedID != "" && c.ID != "" && c.ID != announcedID {
+		n.log.Warn("wizard: peer answers under another id than discovery announced", "addr", p.addr, "announced", announcedID, "id", c.ID)
+	}
 	n.setCatalog(p, pats)
 	return nil
+}
+
+// readCatalog reads a peer's answer to a catalog pull that named the
+// digest have, whose patterns are cached ("" and nil for none): a
+// confirmation of have stands for cached (the catalog returned has
+// Digest have and no Patterns); any other answer is a full catalog.
+func readCatalog(b []byte, have string, cached []Pattern) (catalog, []Pattern, error) {
+	if len(b) <= maxConfirmationSize && bytes.Contains(b, []byte(`"have"`)) {
+		var conf struct {
+			catalogConfirmation
+			Digest   string          `json:"digest"`
+			Patterns json.RawMessage `json:"patterns"`
+		}
+		if json.Unmarshal(b, &conf) == nil && conf.Have != "" {
+			switch {
+			case conf.Have != have:
+				return catalog{}, nil, fmt.Errorf("%w (%q)", errUnaskedConfirmation, conf.Have)
+			case conf.Digest != "" || conf.Patterns != nil:
+				return catalog{}, nil, errors.New("a confirmation with a digest or patterns")
+			}
+			return catalog{ID: conf.ID, Digest: have, Instance: conf.Instance}, cached, nil
+		}
+	}
+	return decodeCatalog(b)
 }
 
 // setCatalog makes pats the patterns p serves in routing.
@@ -175,7 +250,16 @@ func (n *Node) removePeerRoute(pt Pattern, p *peer) {
 	}
 }
 
-func (n *Node) catalogReply() *Message {
+// catalogReply answers the catalog pull m: a confirmation when m names
+// this node's digest (see [catalogPull]), else the full catalog.
+func (n *Node) catalogReply(m *Message) *Message {
+	if have := pulledDigest(m.Payload); have != "" && have == n.digest() {
+		b, err := json.Marshal(catalogConfirmation{Have: have, ID: n.id, Instance: n.instance})
+		if err != nil {
+			return errorReply(err)
+		}
+		return &Message{Codec: CodecJSON, Payload: b}
+	}
 	pats := n.localPatterns()
 	c := catalog{ID: n.id, Digest: digestOf(pats), Instance: n.instance, Patterns: make([]string, len(pats))}
 	for i, p := range pats {
@@ -186,6 +270,18 @@ func (n *Node) catalogReply() *Message {
 		return errorReply(err)
 	}
 	return &Message{Codec: CodecJSON, Payload: b}
+}
+
+// pulledDigest is the digest a catalog pull's payload b names, or "".
+func pulledDigest(b []byte) string {
+	if len(b) == 0 || len(b) > maxPullSize {
+		return ""
+	}
+	var pull catalogPull
+	if json.Unmarshal(b, &pull) != nil {
+		return ""
+	}
+	return pull.Have
 }
 
 // localPatterns returns the patterns of this node's own handlers.
@@ -211,6 +307,9 @@ type selfDigest struct {
 
 // digest returns the digest of this node's pattern set.
 func (n *Node) digest() string {
+	if n.remote == nil {
+		return digestOf(n.localPatterns())
+	}
 	s := &n.remote.self
 	g := s.gen.Load()
 	s.mu.Lock()

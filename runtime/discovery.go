@@ -7,7 +7,10 @@ import (
 	"time"
 )
 
-// Peer describes a node as discovery reports it.
+// Peer describes a node as discovery reports it. Discovery says where to
+// dial a node and whom to expect there; a node routes a peer's patterns
+// only once the peer itself has stated them, pulled over its own
+// connection, and knows it by the id and instance it answers with.
 type Peer struct {
 	// ID is the node's id, if known.
 	ID string
@@ -22,10 +25,11 @@ type Peer struct {
 	// means this node's own. A node ignores peers on another transport.
 	Transport string
 	// Digest identifies the peer's pattern set: a short hash of its
-	// patterns in canonical form, at most 32 bytes. A node fetches a peer's
+	// patterns in canonical form, at most 32 bytes. A node pulls a peer's
 	// catalog when it sees a digest it has not seen before; nodes with the
-	// same digest share one cached catalog. Empty means unknown: the node
-	// fetches the catalog and refreshes it periodically.
+	// same digest share one cached catalog, and the pull of a digest cached
+	// is answered by the digest alone. Empty means unknown: the node pulls
+	// the catalog and refreshes it periodically.
 	Digest string
 	// Suspect says discovery suspects the peer is down. A suspect peer gets
 	// no new calls while another target serves the pattern.
@@ -48,8 +52,11 @@ type DiscoveryHost interface {
 	// digest of its current pattern set.
 	Self() Peer
 	// PeerUp reports a peer that appeared or changed (address, digest,
-	// suspicion): the node connects to it and fetches its catalog when the
-	// digest is new to it.
+	// suspicion): the node connects to it and pulls its catalog when the
+	// digest is new to it. A peer that never answers is dialled ever more
+	// slowly, up to once a minute; one named by ID or Instance is given up
+	// after 16 attempts (two to four minutes), until a PeerUp brings another
+	// Instance, ID or Digest for it.
 	PeerUp(p Peer)
 	// PeerDown reports a peer that left or died: its patterns leave routing
 	// at once. A PeerDown whose Instance differs from the one the node knows
@@ -68,8 +75,10 @@ type SelfAnnouncer interface {
 type staticPeers []string
 
 // StaticPeers is discovery without gossip: the node connects to each
-// address, fetches its catalog, keeps it fresh, and reconnects with backoff
-// when a connection drops.
+// address, pulls its catalog, keeps it fresh, and reconnects with backoff
+// when a connection drops: quickly at first, then ever more slowly, up to
+// once a minute for an address that has not answered for a while. A static
+// peer is never given up: it is routed within a minute of starting.
 func StaticPeers(addrs ...string) Discovery { return staticPeers(slices.Clone(addrs)) }
 
 func (s staticPeers) Start(h DiscoveryHost) error {
@@ -112,10 +121,13 @@ func (h nodeHost) PeerUp(p Peer) {
 			refetch = true
 		}
 		if p.Instance != "" && p.Instance != old.instance || p.ID != "" && p.ID != old.id {
-			// Another run of the node at this address: whatever its digest,
-			// ask it.
-			old.force.Store(true)
+			// Another run of the node at this address, or a claim the node
+			// there contradicted: whatever its digest, ask it.
 			refetch = true
+			signal(old.revive)
+		}
+		if p.Digest != old.digest {
+			signal(old.revive)
 		}
 		old.id, old.instance, old.digest = cmp.Or(p.ID, old.id), cmp.Or(p.Instance, old.instance), p.Digest
 		if refetch {
@@ -125,8 +137,8 @@ func (h nodeHost) PeerUp(p Peer) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	pr := &peer{
-		addr: p.Addr, id: p.ID, instance: p.Instance, digest: p.Digest,
-		ctx: ctx, cancel: cancel, refetch: make(chan struct{}, 1), done: make(chan struct{}),
+		addr: p.Addr, id: p.ID, instance: p.Instance, digest: p.Digest, named: p.ID != "" || p.Instance != "",
+		ctx: ctx, cancel: cancel, refetch: make(chan struct{}, 1), revive: make(chan struct{}, 1), done: make(chan struct{}),
 		token: newToken(),
 	}
 	pr.suspect.Store(p.Suspect)

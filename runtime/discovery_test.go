@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,23 +22,35 @@ import (
 
 // memNet is a message-level transport in memory: a node listening on an
 // address serves the calls of nodes dialling it, in the caller's
-// goroutine. It counts catalog fetches per address.
+// goroutine; closing a listener drops its connections. It counts dials
+// and catalog pulls per address.
 type memNet struct {
 	name string
 
 	mu       sync.Mutex
 	servers  map[string]Server
-	catalogs map[string]int
+	conns    map[string][]*memConn // by the address dialled
+	catalogs map[string]int        // catalogs answered in full
+	confirms map[string]int        // catalog pulls answered by a confirmation of the digest asked
 	calls    map[string]int
-	dials    map[string]int
+	dials    map[string]int  // dials that connected
+	attempts map[string]int  // every dial, connected or not
 	lose     map[string]bool // calls (not catalogs) to these addresses are lost after they ran
 }
 
 func newMemNet() *memNet {
-	return &memNet{name: "mem", servers: map[string]Server{}, catalogs: map[string]int{}, calls: map[string]int{}, dials: map[string]int{}}
+	return &memNet{name: "mem", servers: map[string]Server{}, conns: map[string][]*memConn{}, catalogs: map[string]int{}, confirms: map[string]int{},
+		calls: map[string]int{}, dials: map[string]int{}, attempts: map[string]int{}}
 }
 
 func (t *memNet) Name() string { return t.name }
+
+// serve makes s answer on addr, without a listener.
+func (t *memNet) serve(addr string, s Server) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.servers[addr] = s
+}
 
 func (t *memNet) Listen(addr string, s Server) (Listener, error) {
 	t.mu.Lock()
@@ -52,12 +65,15 @@ func (t *memNet) Listen(addr string, s Server) (Listener, error) {
 func (t *memNet) Dial(ctx context.Context, addr string) (Conn, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.attempts[addr]++
 	s := t.servers[addr]
 	if s == nil {
 		return nil, fmt.Errorf("%w: nothing listens on %s", ErrNotSent, addr)
 	}
 	t.dials[addr]++
-	return &memConn{t: t, addr: addr, s: s, done: make(chan struct{})}, nil
+	c := &memConn{t: t, addr: addr, s: s, done: make(chan struct{})}
+	t.conns[addr] = append(t.conns[addr], c)
+	return c, nil
 }
 
 func (t *memNet) count(m map[string]int, addr string) int {
@@ -74,8 +90,13 @@ type memListener struct {
 func (l *memListener) Addr() string { return l.addr }
 func (l *memListener) Close() error {
 	l.t.mu.Lock()
-	defer l.t.mu.Unlock()
+	conns := l.t.conns[l.addr]
 	delete(l.t.servers, l.addr)
+	delete(l.t.conns, l.addr)
+	l.t.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
 	return nil
 }
 func (l *memListener) Shutdown(context.Context) error { return l.Close() }
@@ -90,9 +111,7 @@ type memConn struct {
 
 func (c *memConn) Call(ctx context.Context, m *Message) (*Message, error) {
 	c.t.mu.Lock()
-	if m.Pattern == CatalogPattern {
-		c.t.catalogs[c.addr]++
-	} else {
+	if m.Pattern != CatalogPattern {
 		c.t.calls[c.addr]++
 	}
 	lose := c.t.lose[c.addr] && m.Pattern != CatalogPattern
@@ -100,6 +119,15 @@ func (c *memConn) Call(ctx context.Context, m *Message) (*Message, error) {
 	in := *m // the server owns what it receives (and may reuse it for the reply)
 	in.Meta = slices.Clone(m.Meta)
 	reply := c.s.ServeMessage(ctx, &in)
+	if m.Pattern == CatalogPattern {
+		c.t.mu.Lock()
+		if reply != nil && bytes.Contains(reply.Payload, []byte(`"have"`)) {
+			c.t.confirms[c.addr]++
+		} else {
+			c.t.catalogs[c.addr]++
+		}
+		c.t.mu.Unlock()
+	}
 	if lose {
 		return nil, errLost
 	}
@@ -197,9 +225,9 @@ func TestDigest(t *testing.T) {
 	}
 }
 
-// TestCatalogCacheByDigest: a node fetches a catalog once per digest; a
-// second peer with the same digest is routed from the cache, and a new
-// digest is fetched.
+// TestCatalogCacheByDigest: a node fetches a catalog in full once per
+// digest; a second peer with the same digest is routed from the cache once
+// its own pull confirms the digest, and a new digest is fetched.
 func TestCatalogCacheByDigest(t *testing.T) {
 	net := newMemNet()
 	s1, _ := memNode(t, net, "s1", "role:math,cmd:sum")
@@ -212,6 +240,9 @@ func TestCatalogCacheByDigest(t *testing.T) {
 	waitRoute(t, c, "cmd:sum,role:math", "s1", "s2")
 	if got := net.count(net.catalogs, "s2"); got != 0 {
 		t.Errorf("s2's catalog fetched %d times; its digest was cached", got)
+	}
+	if got := net.count(net.confirms, "s2"); got != 1 {
+		t.Errorf("s2 confirmed its digest %d times, want once", got)
 	}
 	// The same digest again (a suspicion cleared, say): nothing fetched.
 	h.PeerUp(Peer{ID: "s1", Addr: "s1", Digest: s1.digest()})
@@ -264,23 +295,36 @@ func TestSuspectPeer(t *testing.T) {
 	}
 }
 
-// TestPeerDownOfAnEarlierRun: a death notice for an earlier instance at an
-// address does not remove the instance running there now.
+// TestPeerDownOfAnEarlierRun: a node restarts on its address, and
+// discovery reports its new run before the death of the first; the death
+// notice for the earlier run does not remove the run answering there now.
 func TestPeerDownOfAnEarlierRun(t *testing.T) {
-	net := newMemNet()
-	s, _ := memNode(t, net, "s", "role:r")
-	c, d := memNode(t, net, "c")
-	d.host.PeerUp(Peer{ID: "s", Instance: "run1", Addr: "s", Digest: s.digest()})
-	waitRoute(t, c, "role:r", "s")
-	d.host.PeerUp(Peer{ID: "s", Instance: "run2", Addr: "s", Digest: s.digest()})
-	d.host.PeerDown(Peer{ID: "s", Instance: "run1", Addr: "s"})
-	if _, err := c.ActE(t.Context(), "role:r", nil); err != nil {
-		t.Errorf("after the earlier run's death notice: %v", err)
-	}
-	d.host.PeerDown(Peer{ID: "s", Instance: "run2", Addr: "s"})
-	if _, err := c.ActE(t.Context(), "role:r", nil); !errors.Is(err, ErrNotFound) {
-		t.Errorf("after the current run's death notice: %v, want ErrNotFound at once", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		net := newMemNet()
+		s1, _ := memNode(t, net, "s", "role:r")
+		c, d := memNode(t, net, "c")
+		run1 := Peer{ID: "s", Instance: s1.instance, Addr: "s", Digest: s1.digest()}
+		d.host.PeerUp(run1)
+		time.Sleep(catalogJitter)
+		synctest.Wait()
+		waitRoute(t, c, "role:r", "s")
+		if err := s1.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s2, _ := memNode(t, net, "s", "role:r")
+		run2 := Peer{ID: "s", Instance: s2.instance, Addr: "s", Digest: s2.digest()}
+		d.host.PeerUp(run2)
+		time.Sleep(maxDialBackoff) // reconnected
+		synctest.Wait()
+		d.host.PeerDown(run1)
+		if _, err := c.ActE(t.Context(), "role:r", nil); err != nil {
+			t.Errorf("after the earlier run's death notice: %v", err)
+		}
+		d.host.PeerDown(run2)
+		if _, err := c.ActE(t.Context(), "role:r", nil); !errors.Is(err, ErrNotFound) {
+			t.Errorf("after the current run's death notice: %v, want ErrNotFound at once", err)
+		}
+	})
 }
 
 func TestPeerOnAnotherTransportIgnored(t *testing.T) {
@@ -391,36 +435,6 @@ var errLost = errors.New("mem: connection lost after the call was sent")
 type serverFunc func(ctx context.Context, m *Message) *Message
 
 func (f serverFunc) ServeMessage(ctx context.Context, m *Message) *Message { return f(ctx, m) }
-
-// BenchmarkCatalogPull is the CPU a catalog pull costs both sides, network
-// aside: the serving node builds and encodes its catalog, the fetching
-// node decodes it, parses every pattern and checks the digest.
-func BenchmarkCatalogPull(b *testing.B) {
-	for _, size := range []int{10, 500, 5000} {
-		b.Run(fmt.Sprint(size), func(b *testing.B) {
-			n, err := New()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer n.Close()
-			for i := range size {
-				if err := n.Add(fmt.Sprintf("role:svc%d,cmd:op%d", i%50, i), func(context.Context, Request) (any, error) { return nil, nil }); err != nil {
-					b.Fatal(err)
-				}
-			}
-			var bytes int
-			for b.Loop() {
-				reply := n.serveRemote(context.Background(), &Message{Pattern: CatalogPattern})
-				_, pats, err := decodeCatalog(reply.Payload)
-				if err != nil || len(pats) != size {
-					b.Fatalf("%d patterns, %v", len(pats), err)
-				}
-				bytes = len(reply.Payload)
-			}
-			b.ReportMetric(float64(bytes), "catalog-bytes")
-		})
-	}
-}
 
 // TestPeerBackFromTheDead: a peer reported down leaves routing at once;
 // reported up again within downGrace (a death refuted), it is routed again

@@ -146,6 +146,6 @@ package runtime
 //	remote.go       the node's remote side: listener, discovery, start and stop
 //	discovery.go    Discovery, DiscoveryHost, Peer, StaticPeers; peers reported up and down
 //	peer.go         one peer: its connection, dialled and redialled, its lifecycle
-//	catalog.go      pattern catalogs: served, fetched, cached by digest, routed
+//	catalog.go      pattern catalogs: served, pulled (or confirmed by digest), cached by digest, routed
 //	members.go      Members and Patterns: what the node knows of the mesh
 //	stats.go        Stats

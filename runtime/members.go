@@ -8,8 +8,9 @@ import (
 
 // Member is a node of the mesh as this node sees it.
 type Member struct {
-	// ID is the node's id ("" until its catalog has been fetched, for a
-	// peer discovery named only by address).
+	// ID is the node's id: as the node itself answered in its catalog; until
+	// then, as discovery announced it ("" for a peer discovery named only
+	// by address).
 	ID string
 	// Addr is the address its transport listens on.
 	Addr string

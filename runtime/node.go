@@ -118,6 +118,8 @@ func (c *nodeConfig) validate() error {
 		return fmt.Errorf("wizard: WithDefaultTimeout(%v): the timeout cannot be negative", c.defaultTimeout)
 	case c.refresh < 0:
 		return fmt.Errorf("wizard: WithCatalogRefresh(%v): the interval cannot be negative", c.refresh)
+	case c.maxDials < 0:
+		return fmt.Errorf("wizard: WithMaxDials(%d): the limit cannot be negative", c.maxDials)
 	case c.dedupSize < 0 || c.dedupTTL < 0:
 		return fmt.Errorf("wizard: WithDedup(%d, %v): the size and the time cannot be negative", c.dedupSize, c.dedupTTL)
 	}

@@ -23,6 +23,7 @@ type nodeConfig struct {
 	discovery      Discovery
 	defaultTimeout time.Duration
 	refresh        time.Duration
+	maxDials       int
 	dedupSize      int
 	dedupTTL       time.Duration
 	noDedup        bool
@@ -77,16 +78,26 @@ func WithDiscovery(d Discovery) Option {
 }
 
 // WithDefaultTimeout bounds remote calls whose context has no deadline
-// (default 5s). The remaining budget travels with each call.
+// (default 5s). The remaining budget travels with each call. It also
+// bounds each dial to a peer and each pull of a peer's catalog.
 func WithDefaultTimeout(d time.Duration) Option {
 	return nodeOption(func(c *nodeConfig) { c.defaultTimeout = d })
 }
 
-// WithCatalogRefresh sets how often the node fetches its peers' catalogs
-// again (default 2s). Gossip discovery also triggers a fetch on change.
+// WithCatalogRefresh sets how often the node pulls again the catalogs of
+// peers that discovery gives no digest for (default 2s); an unchanged
+// catalog is answered by its digest alone. Gossip discovery announces
+// digests and triggers a pull on change instead.
 func WithCatalogRefresh(d time.Duration) Option {
 	return nodeOption(func(c *nodeConfig) { c.refresh = d })
 }
+
+// WithMaxDials limits the dials to peers (connect and handshake) the node
+// runs at once; further dials wait for one to end. Zero means the default,
+// 16. Each dial ends within the node's default timeout
+// ([WithDefaultTimeout]), so that addresses that drop packets cannot hold
+// the node's dialling up for long.
+func WithMaxDials(n int) Option { return nodeOption(func(c *nodeConfig) { c.maxDials = n }) }
 
 // WithDedup sizes the table of recent calls by which a node answers a call
 // sent to it again (refed after its connection dropped) without running the

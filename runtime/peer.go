@@ -15,10 +15,10 @@ type peer struct {
 	instance string // guarded by remote.mu
 	digest   string // guarded by remote.mu: the digest discovery announced ("" for none)
 	loaded   string // guarded by remote.mu: the digest of the catalog routed now
+	named    bool   // discovery named it (by id or instance): it may be given up
 	suspect  atomic.Bool
 	down     atomic.Bool // reported down: out of routing, its connection kept for downGrace
 	downT    *time.Timer // forgets the peer when downGrace passes; guarded by remote.mu
-	force    atomic.Bool // the next catalog load bypasses the cache
 	// token goes with every call to the peer that may be sent again: the
 	// peer gives a stored answer only to a call with the same token (and
 	// the same transport identity), so another peer that learns this
@@ -33,6 +33,7 @@ type peer struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	refetch  chan struct{}
+	revive   chan struct{} // discovery reported something new of it; capacity 1
 	done     chan struct{}
 }
 
@@ -69,12 +70,32 @@ func (n *Node) forgetPeer(p *peer) {
 	}
 }
 
-func (p *peer) signalRefetch() {
+func (p *peer) signalRefetch() { signal(p.refetch) }
+
+// signal sends on a channel of capacity 1 unless a send is pending.
+func signal(ch chan struct{}) {
 	select {
-	case p.refetch <- struct{}{}:
+	case ch <- struct{}{}:
 	default: // one is pending already
 	}
 }
+
+// Dialling a peer that does not answer (its dial or its catalog pull
+// fails): the wait between attempts starts at minDialBackoff and doubles,
+// with full jitter, up to maxDialBackoff for the first unansweredDials
+// attempts after the peer answered (a dropped connection comes back
+// quickly), else up to maxUnansweredBackoff. A peer that discovery named
+// (by id or instance) and that never answered is given up after
+// unansweredDials attempts: it is dialled again only when discovery
+// reports something new of it (another run, another digest), and then
+// after the backoff it had reached. A static peer is never given up.
+const (
+	minDialBackoff       = 20 * time.Millisecond
+	maxDialBackoff       = 2 * time.Second
+	maxUnansweredBackoff = time.Minute
+	unansweredDials      = 16
+	defaultMaxDials      = 16 // dials under way at once; WithMaxDials
+)
 
 // runPeer keeps a connection to p and p's patterns in routing: dial with
 // backoff, fetch the catalog, refresh it, and start over when the
@@ -83,8 +104,6 @@ func (n *Node) runPeer(p *peer) {
 	defer close(p.done)
 	defer n.dropBreaker(p)
 	defer n.setCatalog(p, nil)
-	const minBackoff, maxBackoff = 20 * time.Millisecond, 2 * time.Second
-	backoff := minBackoff
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	wait := func(d time.Duration) bool {
@@ -96,42 +115,73 @@ func (n *Node) runPeer(p *peer) {
 			return false
 		}
 	}
-	reconnect := false
+	backoff, failures, answered := minDialBackoff, 0, false
 	for p.ctx.Err() == nil {
-		conn, err := n.remote.transport.Dial(p.ctx, p.addr)
-		if err == nil {
-			// Connected before routed: a caller that sees p's patterns
-			// finds its connection.
-			box := &connBox{c: conn}
-			p.conn.Store(box)
-			if reconnect {
-				// Ask the peer itself which run answers now: a refed call
-				// goes only to the run it was first sent to.
-				p.force.Store(true)
-			}
-			err = n.loadCatalog(p, box)
-			if err != nil {
-				p.conn.Store(nil)
-				conn.Close()
-			}
+		select {
+		case <-p.revive: // what discovery reported until now, this attempt sees
+		default:
 		}
+		conn, err := n.connect(p)
 		if err != nil {
+			if p.ctx.Err() != nil {
+				return
+			}
+			failures++
+			if !answered && p.named && failures >= unansweredDials {
+				n.log.Warn("wizard: peer never answered; dialled again when discovery reports a change", "addr", p.addr, "attempts", failures, "err", err)
+				select {
+				case <-p.revive:
+				case <-p.ctx.Done():
+					return
+				}
+			}
 			n.log.Debug("wizard: peer unreachable", "addr", p.addr, "err", err, "retry", backoff)
 			// Full jitter keeps a fleet from reconnecting in step.
 			if !wait(backoff/2 + rand.N(backoff/2+1)) {
 				return
 			}
-			backoff = min(2*backoff, maxBackoff)
+			limit := maxUnansweredBackoff
+			if answered && failures < unansweredDials {
+				limit = maxDialBackoff
+			}
+			backoff = min(2*backoff, limit)
 			continue
 		}
-		backoff = minBackoff
-		reconnect = true
+		answered, failures, backoff = true, 0, minDialBackoff
 		n.log.Debug("wizard: peer connected", "addr", p.addr)
 		n.watchPeer(p, conn)
 		p.conn.Store(nil)
 		n.setCatalog(p, nil)
 		conn.Close()
 	}
+}
+
+// connect dials p, within the node's bound on dials under way and its
+// default timeout, and loads p's catalog on the new connection.
+func (n *Node) connect(p *peer) (Conn, error) {
+	r := n.remote
+	select {
+	case r.dials <- struct{}{}:
+	case <-p.ctx.Done():
+		return nil, p.ctx.Err()
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, r.defaultTimeout)
+	conn, err := r.transport.Dial(ctx, p.addr)
+	cancel()
+	<-r.dials
+	if err != nil {
+		return nil, err
+	}
+	// Connected before routed: a caller that sees p's patterns finds its
+	// connection.
+	box := &connBox{c: conn}
+	p.conn.Store(box)
+	if err := n.loadCatalog(p, box); err != nil {
+		p.conn.Store(nil)
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
 // watchPeer refreshes p's catalog until its connection drops or p stops.

@@ -19,6 +19,7 @@ type remote struct {
 	newBalancer    func(Pattern) Balancer
 	newBreaker     func(*Target) Breaker
 	budget         *retryBudget
+	dials          chan struct{} // a slot per dial under way; WithMaxDials
 
 	mu       sync.Mutex
 	peers    map[string]*peer     // by address
@@ -39,6 +40,7 @@ func newRemote(c *nodeConfig) *remote {
 		newBalancer:    c.newBalancer,
 		newBreaker:     c.newBreaker,
 		budget:         newRetryBudget(),
+		dials:          make(chan struct{}, cmp.Or(c.maxDials, defaultMaxDials)),
 		catalogs:       map[string][]Pattern{},
 	}
 }

@@ -24,7 +24,7 @@ func (s nodeServer) ServeMessage(ctx context.Context, m *Message) *Message {
 // handler of the call's pattern.
 func (n *Node) serveRemote(ctx context.Context, m *Message) *Message {
 	if m.Pattern == CatalogPattern {
-		return n.catalogReply()
+		return n.catalogReply(m)
 	}
 	t, err := n.wireTarget(m.Pattern)
 	if err != nil {

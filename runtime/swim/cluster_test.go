@@ -57,6 +57,13 @@ func newDiscovery(t testing.TB, opts ...swim.Option) *swim.Discovery {
 // startMemberAt is startMember with the node's transport on listen.
 func startMemberAt(t testing.TB, id, listen string, opts ...swim.Option) *member {
 	t.Helper()
+	return startServing(t, id, listen, patternOf(id), opts...)
+}
+
+// startServing is startMemberAt serving pattern: a replica of the member
+// whose pattern it is.
+func startServing(t testing.TB, id, listen, pattern string, opts ...swim.Option) *member {
+	t.Helper()
 	d := newDiscovery(t, append([]swim.Option{swim.WithBindAddr("127.0.0.1:0"), swim.WithPreset(swim.Fast), swim.WithLogger(testLogger(id))}, opts...)...)
 	tr, err := tcp.New()
 	if err != nil {
@@ -74,7 +81,7 @@ func startMemberAt(t testing.TB, id, listen string, opts ...swim.Option) *member
 	}
 	t.Cleanup(func() { n.Close() })
 	m := &member{id: id, n: n, d: d}
-	if err := n.Add(m.pattern(), func(ctx context.Context, r runtime.Request) (any, error) {
+	if err := n.Add(pattern, func(ctx context.Context, r runtime.Request) (any, error) {
 		return map[string]any{"id": id}, nil
 	}); err != nil {
 		t.Fatal(err)

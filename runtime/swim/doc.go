@@ -34,8 +34,13 @@
 // name of its transport, its segment and a digest of its pattern set.
 // When a member joins, or its digest changes (the node calls
 // [Discovery.SelfChanged] after every Add and Remove), the other nodes
-// fetch its pattern catalog over the wizard transport, once per digest,
-// and route its patterns. A member that leaves, or that memberlist
+// pull its pattern catalog from it over the wizard transport, in full once
+// per digest (a member whose digest a node has cached answers the digest
+// alone), and route its patterns then. What a member gossips only says
+// where to dial it: a member is routed what it answers itself on its own
+// connection, under the id it answers with, and one whose address never
+// answers is dialled ever more slowly and given up after a few minutes
+// (see runtime.DiscoveryHost). A member that leaves, or that memberlist
 // declares dead, leaves routing on every node at once; a suspect member
 // (it missed probes and has not refuted the suspicion yet) is reported as
 // such and gets no new calls while others serve its patterns.

@@ -41,6 +41,13 @@ func routes(n *runtime.Node, p runtime.Pattern) bool {
 	return slices.ContainsFunc(n.Patterns(), func(i runtime.PatternInfo) bool { return i.Pattern.Equal(p) })
 }
 
+// routesTo says whether n routes pattern p to the peer id.
+func routesTo(n *runtime.Node, p runtime.Pattern, id string) bool {
+	return slices.ContainsFunc(n.Patterns(), func(i runtime.PatternInfo) bool {
+		return i.Pattern.Equal(p) && slices.Contains(i.Remote, id)
+	})
+}
+
 // untilAll polls every node of ms until cond holds for it and returns
 // how long each took, from start.
 func untilAll(t *testing.T, ms []*member, start time.Time, cond func(*member) bool) []time.Duration {
@@ -78,8 +85,11 @@ func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 // (a) the time from a new node's start until its pattern is routable on
 // all 50 members, (b) the time from a node's crash (gossip stopped without
 // leaving; its transport still answers) until it is out of routing on all
-// other members, against the preset's suspicion timeout, and (c) the
-// NodeMeta size of a node serving 500 patterns.
+// other members, against the preset's suspicion timeout, (c) the
+// NodeMeta size of a node serving 500 patterns, and (d) the time from the
+// start of a replica of a member (the same pattern set, whose catalog
+// every member has cached: its own pull answers the digest alone) until
+// every member routes to it.
 //
 //	WIZARD_LONG=1 go test -run TestMeasure -v ./runtime/swim/
 func TestMeasure(t *testing.T) {
@@ -104,6 +114,18 @@ func TestMeasure(t *testing.T) {
 		joins = append(joins, maxOf(took))
 		fmt.Fprintf(&report, "join %d: routable on all %d members after %v (median member %v)\n", i, len(ms), round(maxOf(took)), round(medianOf(took)))
 		ms = append(ms, m)
+	}
+
+	// (d) A replica of ms[0], routed to on every member.
+	var replicas []time.Duration
+	p0 := runtime.MustParsePattern(ms[0].pattern())
+	for i := range trials {
+		id := fmt.Sprintf("replica%d", i)
+		start := time.Now()
+		startServing(t, id, "127.0.0.1:0", ms[0].pattern(), swim.WithSeeds(ms[i+1].d.GossipAddr()))
+		took := untilAll(t, ms, start, func(o *member) bool { return routesTo(o.n, p0, id) })
+		replicas = append(replicas, maxOf(took))
+		fmt.Fprintf(&report, "replica %d: routed to on all %d members after %v (median member %v)\n", i, len(ms), round(maxOf(took)), round(medianOf(took)))
 	}
 
 	// (b) A crashed node, out of routing on every other member.
@@ -136,6 +158,7 @@ func TestMeasure(t *testing.T) {
 	t.Logf("(a) join → routable on all members: median %v, max %v over %d joins", round(medianOf(joins)), round(maxOf(joins)), trials)
 	t.Logf("(b) crash → out of routing on all members: median %v, max %v over %d crashes; suspicion timeout %v nominal, %v at most (+1 s: %v)",
 		round(medianOf(crashes)), round(maxOf(crashes)), trials, round(nominal), round(3*nominal), round(3*nominal+time.Second))
+	t.Logf("(d) replica join → routed to on all members: median %v, max %v over %d replicas", round(medianOf(replicas)), round(maxOf(replicas)), trials)
 	t.Logf("(c) NodeMeta of a node serving 500 patterns: %d bytes (memberlist's limit 512)", len(big.d.Meta()))
 	if maxOf(crashes) > 3*nominal+time.Second {
 		t.Errorf("a crashed node took %v to leave routing, over the suspicion timeout + 1 s (%v)", maxOf(crashes), 3*nominal+time.Second)

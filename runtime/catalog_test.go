@@ -1,0 +1,291 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
+)
+
+// hostileCatalogs are servers that are not what discovery said of them:
+// each is announced with the digest of a node the caller has cached.
+func hostileCatalogs(t *testing.T, known string) map[string]Server {
+	other := []Pattern{MustParsePattern("role:other")}
+	otherJSON, err := json.Marshal(catalog{ID: "h", Digest: digestOf(other), Patterns: []string{"role:other"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := func(b []byte) Server {
+		return serverFunc(func(context.Context, *Message) *Message { return &Message{Codec: CodecJSON, Payload: b} })
+	}
+	return map[string]Server{
+		// Takes the pull and never answers it.
+		"silent": serverFunc(func(ctx context.Context, m *Message) *Message {
+			<-ctx.Done()
+			return errorReply(ctx.Err())
+		}),
+		"refuses":  serverFunc(func(context.Context, *Message) *Message { return errorReply(Errorf(CodeNotFound, "no")) }),
+		"garbage":  answer([]byte("<html>")),
+		"other":    answer(otherJSON),
+		"confirms": answer([]byte(`{"have":"AAAAAAAAAAAAAAAAAAAAAA","id":"h"}`)), // a digest not asked
+		"padded":   answer([]byte(`{"have":"` + known + `","id":"h","patterns":["role:other"]}`)),
+	}
+}
+
+// TestGossipedDigestNeedsItsOwnPull: a member that announces the digest of
+// a pattern set the caller has cached is routed only when its own catalog
+// pull, over its own connection, confirms it. One that never answers the
+// pull, refuses it, answers garbage, answers another catalog or confirms a
+// digest it was not asked gets no call for those patterns.
+func TestGossipedDigestNeedsItsOwnPull(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net := newMemNet()
+		s, _ := memNode(t, net, "s", "role:r")
+		c, d := memNode(t, net, "c")
+		d.host.PeerUp(Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()})
+		time.Sleep(catalogJitter)
+		synctest.Wait()
+		var hostile []string
+		for name, srv := range hostileCatalogs(t, s.digest()) {
+			addr := "h-" + name
+			net.serve(addr, srv)
+			hostile = append(hostile, addr)
+			d.host.PeerUp(Peer{ID: addr, Instance: "x", Addr: addr, Digest: s.digest()})
+		}
+		// Past the pulls' timeout.
+		time.Sleep(c.remote.defaultTimeout + time.Second)
+		synctest.Wait()
+		for _, pi := range c.Patterns() {
+			switch pi.Pattern.String() {
+			case "role:r":
+				if !slices.Equal(pi.Remote, []string{"s"}) {
+					t.Errorf("role:r routed to %v, want [s]", pi.Remote)
+				}
+			case "role:other":
+				if !slices.Equal(pi.Remote, []string{"h"}) {
+					t.Errorf("role:other routed to %v, want [h]: the catalog h-other answered", pi.Remote)
+				}
+			default:
+				t.Errorf("%v routed to %v", pi.Pattern, pi.Remote)
+			}
+		}
+		for range 20 {
+			if res, err := c.ActE(t.Context(), "role:r", nil); err != nil || res.Value() != "s" {
+				t.Fatalf("role:r: %v, %v; want s's answer", res.Value(), err)
+			}
+		}
+		for _, addr := range hostile {
+			if got := net.count(net.calls, addr); got != 0 {
+				t.Errorf("%s got %d calls", addr, got)
+			}
+			if net.count(net.dials, addr) == 0 {
+				t.Errorf("%s was not dialled", addr)
+			}
+		}
+	})
+}
+
+// TestReplicaJoinCostsAConfirmation: replicas of one service share one
+// full catalog pull; every other replica costs a pull that its own node
+// answers with the digest alone, and so does each periodic refresh of a
+// peer without gossip.
+func TestReplicaJoinCostsAConfirmation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net := newMemNet()
+		const replicas = 5
+		var digest string
+		for i := range replicas {
+			s, _ := memNode(t, net, "s"+string(rune('0'+i)), "role:math,cmd:sum", "role:math,cmd:mul")
+			digest = s.digest()
+		}
+		c, d := memNode(t, net, "c")
+		for i := range replicas {
+			addr := "s" + string(rune('0'+i))
+			d.host.PeerUp(Peer{ID: addr, Addr: addr, Digest: digest})
+			time.Sleep(catalogJitter)
+			synctest.Wait()
+		}
+		if got := len(c.Patterns()[0].Remote); got != replicas {
+			t.Fatalf("%d targets, want %d", got, replicas)
+		}
+		full, confirms := 0, 0
+		for i := range replicas {
+			addr := "s" + string(rune('0'+i))
+			full += net.count(net.catalogs, addr)
+			confirms += net.count(net.confirms, addr)
+		}
+		if full != 1 || confirms != replicas-1 {
+			t.Errorf("%d full catalogs and %d confirmations, want 1 and %d", full, confirms, replicas-1)
+		}
+
+		// Without gossip, each refresh is a confirmation.
+		st, _ := memNode(t, net, "st", "role:static")
+		d.host.PeerUp(Peer{Addr: "st"})
+		synctest.Wait()
+		time.Sleep(5*c.remote.refresh + time.Millisecond)
+		synctest.Wait()
+		if got := net.count(net.catalogs, "st"); got != 1 {
+			t.Errorf("the static peer's catalog pulled in full %d times, want once", got)
+		}
+		if got := net.count(net.confirms, "st"); got != 5 {
+			t.Errorf("%d confirmations from the static peer over 5 refreshes", got)
+		}
+		// A change is a full pull at the next refresh.
+		if err := st.Add("role:static,cmd:new", func(context.Context, Request) (any, error) { return nil, nil }); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(c.remote.refresh)
+		synctest.Wait()
+		if got := net.count(net.catalogs, "st"); got != 2 {
+			t.Errorf("after a change: %d full pulls, want 2", got)
+		}
+		waitRoute(t, c, "cmd:new,role:static", "st")
+	})
+}
+
+// TestCatalogContradictsDiscovery: discovery names the node at an address
+// with an id and an instance that node does not answer with. The node is
+// routed under what it says itself, the contradiction is logged, and a
+// death notice for the announced run does not remove it.
+func TestCatalogContradictsDiscovery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs testlog.Buffer
+		net := newMemNet()
+		s, _ := memNode(t, net, "s", "role:r")
+		c, d := memNode(t, net, "c")
+		c.log = logs.Logger()
+		claim := Peer{ID: "evil", Instance: "x", Addr: "s", Digest: s.digest()}
+		d.host.PeerUp(claim)
+		time.Sleep(catalogJitter)
+		synctest.Wait()
+		waitRoute(t, c, "role:r", "s")
+		if ms := c.Members(); len(ms) != 2 || ms[1].ID != "s" {
+			t.Errorf("Members() = %+v, want the peer under its own id s", ms)
+		}
+		if !strings.Contains(logs.String(), "another id than discovery announced") {
+			t.Errorf("the contradiction was not logged:\n%s", logs.String())
+		}
+		d.host.PeerDown(claim)
+		if _, err := c.ActE(t.Context(), "role:r", nil); err != nil {
+			t.Errorf("after a death notice for the announced run: %v", err)
+		}
+		// The same claim again is asked again, and answered the same.
+		d.host.PeerUp(claim)
+		synctest.Wait()
+		waitRoute(t, c, "role:r", "s")
+		if _, err := c.ActE(t.Context(), "role:r", nil); err != nil {
+			t.Errorf("after the claim again: %v", err)
+		}
+	})
+}
+
+// TestCatalogConfirmationServed: a node answers a pull that names its own
+// digest with the digest alone, and any other pull in full.
+func TestCatalogConfirmationServed(t *testing.T) {
+	n, _ := memNode(t, newMemNet(), "n", "role:a")
+	pull := func(payload string) string {
+		reply := n.serveRemote(t.Context(), &Message{Pattern: CatalogPattern, Codec: CodecJSON, Payload: []byte(payload)})
+		return string(reply.Payload)
+	}
+	if got, want := pull(`{"have":"`+n.digest()+`"}`), `{"have":"`+n.digest()+`","id":"`+n.id+`","instance":"`+n.instance+`"}`; got != want {
+		t.Errorf("a pull naming the node's digest: %s, want %s", got, want)
+	}
+	for _, payload := range []string{"", `{"have":"AAAAAAAAAAAAAAAAAAAAAA"}`, "garbage", `{"have":"` + n.digest() + `"` + strings.Repeat(" ", 1000) + "}"} {
+		if got := pull(payload); !strings.Contains(got, `"patterns":["role:a"]`) {
+			t.Errorf("a pull with %.40q: %s, want the full catalog", payload, got)
+		}
+	}
+}
+
+// TestConfirmationOfAnotherDigestRejected: a confirmation counts only for
+// the digest asked.
+func TestConfirmationOfAnotherDigestRejected(t *testing.T) {
+	cached := []Pattern{MustParsePattern("role:a")}
+	have := digestOf(cached)
+	for name, tt := range map[string]struct {
+		reply string
+		ok    bool
+	}{
+		"confirms":       {`{"have":"` + have + `","id":"x","instance":"i"}`, true},
+		"another digest": {`{"have":"AAAAAAAAAAAAAAAAAAAAAA","id":"x"}`, false},
+		"with patterns":  {`{"have":"` + have + `","id":"x","patterns":["role:b"]}`, false},
+		"with a digest":  {`{"have":"` + have + `","id":"x","digest":"` + have + `"}`, false},
+		"full":           {`{"id":"x","patterns":["role:b"]}`, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, pats, err := readCatalog([]byte(tt.reply), have, cached)
+			if tt.ok != (err == nil) {
+				t.Fatalf("readCatalog: %v, want ok %v", err, tt.ok)
+			}
+			if err == nil && c.ID != "x" {
+				t.Errorf("id %q", c.ID)
+			}
+			if name == "confirms" && (!slices.EqualFunc(pats, cached, Pattern.Equal) || c.Instance != "i") {
+				t.Errorf("confirmed %v %+v, want the cached patterns", pats, c)
+			}
+		})
+	}
+	if _, _, err := readCatalog([]byte(`{"have":"`+have+`","id":"x"}`), "", nil); err == nil || !errors.Is(err, errUnaskedConfirmation) {
+		t.Errorf("a confirmation nobody asked for: %v", err)
+	}
+}
+
+// BenchmarkCatalogPull is the CPU a catalog pull costs both sides, network
+// aside: the serving node builds and encodes its catalog, the fetching
+// node decodes it, parses every pattern and checks the digest. The
+// confirm cases are the pull of a node whose digest the caller has cached
+// (a replica of a known service): the serving node answers its digest
+// alone.
+func BenchmarkCatalogPull(b *testing.B) {
+	for _, size := range []int{10, 500, 5000} {
+		n, err := New(WithTransport(newMemNet()), WithListen("bench"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer n.Close()
+		for i := range size {
+			if err := n.Add(fmt.Sprintf("role:svc%d,cmd:op%d", i%50, i), func(context.Context, Request) (any, error) { return nil, nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		_, cached, err := readCatalog(n.serveRemote(context.Background(), &Message{Pattern: CatalogPattern}).Payload, "", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, confirm := range []bool{false, true} {
+			name, have := fmt.Sprint(size), ""
+			if confirm {
+				name, have = name+"-confirm", n.digest()
+			}
+			b.Run(name, func(b *testing.B) {
+				var size int
+				for b.Loop() {
+					size = pullOnce(b, n, have, cached)
+				}
+				b.ReportMetric(float64(size), "catalog-bytes")
+			})
+		}
+	}
+}
+
+// pullOnce is one pull of n's catalog naming have, and returns the size of
+// the answer.
+func pullOnce(b *testing.B, n *Node, have string, cached []Pattern) int {
+	req := &Message{Pattern: CatalogPattern}
+	if have != "" {
+		req.Codec, req.Payload = CodecJSON, []byte(`{"have":"`+have+`"}`)
+	}
+	reply := n.serveRemote(context.Background(), req)
+	_, pats, err := readCatalog(reply.Payload, have, cached)
+	if err != nil || len(pats) != len(cached) {
+		b.Fatalf("%d patterns, %v", len(pats), err)
+	}
+	return len(reply.Payload)
+}

@@ -1,0 +1,184 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestUnansweredAddressNotStormed: an address discovery announces that
+// never answers is dialled ever more slowly, given up after
+// unansweredDials attempts while discovery repeats itself, and tried once
+// more (after the backoff) when discovery reports another run there.
+func TestUnansweredAddressNotStormed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net := newMemNet()
+		c, d := memNode(t, net, "c")
+		claim := Peer{ID: "h", Instance: "x", Addr: "nowhere", Digest: "AAAAAAAAAAAAAAAAAAAAAA"}
+		d.host.PeerUp(claim)
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		given := net.count(net.attempts, "nowhere")
+		if given > unansweredDials {
+			t.Fatalf("%d dials in 10 minutes to an address that never answered, want at most %d", given, unansweredDials)
+		}
+		if given < unansweredDials {
+			t.Errorf("%d dials in 10 minutes, want %d before giving up", given, unansweredDials)
+		}
+		// Given up: discovery repeating itself (a suspicion change) dials
+		// nothing.
+		claim.Suspect = true
+		d.host.PeerUp(claim)
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if got := net.count(net.attempts, "nowhere"); got != given {
+			t.Errorf("%d dials after giving up", got-given)
+		}
+		if ms := c.Members(); len(ms) != 2 || ms[1].Connected {
+			t.Errorf("Members() = %+v: want the given-up peer listed, not connected", ms)
+		}
+		// Another run there: one dial, after the backoff, then given up again.
+		claim.Instance = "y"
+		d.host.PeerUp(claim)
+		synctest.Wait()
+		if got := net.count(net.attempts, "nowhere"); got != given {
+			t.Errorf("a new run was dialled before the backoff")
+		}
+		time.Sleep(maxUnansweredBackoff)
+		synctest.Wait()
+		if got := net.count(net.attempts, "nowhere"); got != given+1 {
+			t.Errorf("%d dials after discovery reported another run, want 1", got-given)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if got := net.count(net.attempts, "nowhere"); got != given+1 {
+			t.Errorf("%d dials an hour after another run was reported, want 1", got-given)
+		}
+		// When it answers at last, it is routed.
+		n, _ := memNode(t, net, "nowhere", "role:late")
+		claim.Instance, claim.Digest = n.instance, n.digest()
+		d.host.PeerUp(claim)
+		time.Sleep(maxUnansweredBackoff)
+		synctest.Wait()
+		waitRoute(t, c, "role:late", "nowhere")
+	})
+}
+
+// TestStaticPeerNotGivenUp: a static peer (no gossip names it) that does
+// not answer is dialled ever more slowly, up to once a minute, and never
+// given up: it is routed a minute at most after it starts.
+func TestStaticPeerNotGivenUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net := newMemNet()
+		c, d := memNode(t, net, "c")
+		d.host.PeerUp(Peer{Addr: "later"})
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		// About a minute of doubling from 20 ms, then once a minute at
+		// most (with jitter, half a minute at least).
+		const most = unansweredDials + 20
+		if got := net.count(net.attempts, "later"); got > most {
+			t.Fatalf("%d dials in 10 minutes to a static peer that does not answer, want at most %d", got, most)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		before := net.count(net.attempts, "later")
+		memNode(t, net, "later", "role:late")
+		time.Sleep(maxUnansweredBackoff)
+		synctest.Wait()
+		waitRoute(t, c, "role:late", "later")
+		if got := net.count(net.attempts, "later") - before; got != 1 {
+			t.Errorf("%d dials to connect once it listened, want 1", got)
+		}
+	})
+}
+
+// holdNet is a transport whose dials hang until their context ends, as to
+// an address that drops packets; it records how many are under way.
+type holdNet struct {
+	mu       sync.Mutex
+	inFlight int
+	most     int
+	dials    int
+	noLimit  int // dials whose context had no deadline
+}
+
+func (h *holdNet) Name() string { return "hold" }
+func (h *holdNet) Listen(string, Server) (Listener, error) {
+	return nil, fmt.Errorf("hold: no listening")
+}
+func (h *holdNet) Dial(ctx context.Context, addr string) (Conn, error) {
+	h.mu.Lock()
+	h.inFlight++
+	h.dials++
+	h.most = max(h.most, h.inFlight)
+	if _, ok := ctx.Deadline(); !ok {
+		h.noLimit++
+	}
+	h.mu.Unlock()
+	<-ctx.Done()
+	h.mu.Lock()
+	h.inFlight--
+	h.mu.Unlock()
+	return nil, fmt.Errorf("%w: %s: %w", ErrNotSent, addr, ctx.Err())
+}
+
+// TestConcurrentDialsBounded: dials to addresses that do not answer are
+// bounded in number at once ([WithMaxDials]) and each ends with its
+// timeout, so that they cannot hold the node's dialling up.
+func TestConcurrentDialsBounded(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts []Option
+		want int
+	}{
+		{"default", nil, defaultMaxDials},
+		{"WithMaxDials(3)", []Option{WithMaxDials(3)}, 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr := &holdNet{}
+				d := &hostDiscovery{}
+				n, err := New(append([]Option{WithTransport(tr), WithDiscovery(d)}, tt.opts...)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer n.Close()
+				for i := range 100 {
+					d.host.PeerUp(Peer{ID: fmt.Sprint(i), Addr: fmt.Sprintf("10.0.0.%d:1", i)})
+				}
+				synctest.Wait()
+				tr.mu.Lock()
+				inFlight := tr.inFlight
+				tr.mu.Unlock()
+				if inFlight != tt.want {
+					t.Errorf("%d dials under way, want %d", inFlight, tt.want)
+				}
+				time.Sleep(5 * time.Minute)
+				synctest.Wait()
+				tr.mu.Lock()
+				defer tr.mu.Unlock()
+				if tr.most > tt.want {
+					t.Errorf("%d dials at once, want at most %d", tr.most, tt.want)
+				}
+				if tr.noLimit != 0 {
+					t.Errorf("%d dials without a deadline", tr.noLimit)
+				}
+				if tr.dials <= tt.want {
+					t.Errorf("%d dials in 5 minutes: the first ones did not end", tr.dials)
+				}
+			})
+		})
+	}
+}
+
+func TestWithMaxDialsValidated(t *testing.T) {
+	_, err := New(WithTransport(newMemNet()), WithMaxDials(-1))
+	if err == nil || !strings.Contains(err.Error(), "WithMaxDials(-1)") {
+		t.Errorf("New(WithMaxDials(-1)) = %v, want an error naming the option", err)
+	}
+}
