@@ -118,14 +118,20 @@ func (n *Node) setCatalog(p *peer, pats []Pattern) {
 	}
 	old := p.patterns
 	changed := false
+	// By canonical form, in a set: a catalog may hold 100,000 patterns.
+	in := make(map[string]bool, len(pats))
+	for _, pt := range pats {
+		in[pt.String()] = true
+	}
 	for _, o := range old {
-		if !slices.ContainsFunc(pats, o.Equal) {
+		if !in[o.String()] {
 			n.removePeerRoute(o, p)
 			changed = true
 		}
+		delete(in, o.String()) // left in: the new ones
 	}
 	for _, pt := range pats {
-		if !slices.ContainsFunc(old, pt.Equal) {
+		if in[pt.String()] {
 			n.addPeerRoute(pt, p)
 			changed = true
 		}
