@@ -27,9 +27,14 @@ type catalog struct {
 	Patterns []string `json:"patterns"`
 }
 
-// maxCachedCatalogs bounds the catalogs a node keeps by digest; past it the
-// cache starts over (the catalogs in routing stay routed).
-const maxCachedCatalogs = 4096
+// The bounds of the catalogs a node keeps by digest, in number and in
+// bytes (estimated); past either the cache starts over (the catalogs in
+// routing stay routed). A catalog larger than a quarter of the bytes is
+// routed but not kept.
+const (
+	maxCachedCatalogs     = 4096
+	maxCachedCatalogBytes = 16 << 20
+)
 
 // catalogJitter spreads the catalog fetches that one gossiped change
 // starts across a cluster.
@@ -82,7 +87,7 @@ func (n *Node) fetchCatalog(p *peer, box *connBox) error {
 	if reply.Code != CodeOK {
 		return &Error{Code: reply.Code, Message: reply.Error}
 	}
-	c, pats, err := decodeCatalog(reply.Payload)
+	c, pats, err := decodeCatalog(reply.Payload, &n.limits)
 	if err != nil {
 		n.log.Warn("wizard: catalog rejected", "addr", p.addr, "err", err)
 		return fmt.Errorf("wizard: bad catalog from %s: %w", p.addr, err)
@@ -96,17 +101,42 @@ func (n *Node) fetchCatalog(p *peer, box *connBox) error {
 		p.instance = c.Instance
 		box.inst.Store(&c.Instance)
 	}
-	if len(r.catalogs) >= maxCachedCatalogs {
-		clear(r.catalogs)
-	}
 	// What was loaded, which may differ from what was announced (the peer
 	// changed since, or restarted and has not added its handlers yet): a
 	// later announcement of another digest fetches again.
 	p.loaded = digestOf(pats)
-	r.catalogs[p.loaded] = pats
+	r.cacheCatalog(p.loaded, pats)
 	r.mu.Unlock()
 	n.setCatalog(p, pats)
 	return nil
+}
+
+// cacheCatalog keeps pats by their digest d, within maxCachedCatalogs and
+// maxCachedCatalogBytes. Callers hold r.mu.
+func (r *remote) cacheCatalog(d string, pats []Pattern) {
+	if old, ok := r.catalogs[d]; ok {
+		r.catalogBytes -= catalogSize(d, old)
+		delete(r.catalogs, d)
+	}
+	size := catalogSize(d, pats)
+	if size > maxCachedCatalogBytes/4 {
+		return
+	}
+	if len(r.catalogs) >= maxCachedCatalogs || r.catalogBytes+size > maxCachedCatalogBytes {
+		clear(r.catalogs)
+		r.catalogBytes = 0
+	}
+	r.catalogs[d] = pats
+	r.catalogBytes += size
+}
+
+// catalogSize estimates the bytes a cached catalog holds.
+func catalogSize(d string, pats []Pattern) int {
+	size := len(d) + 64
+	for _, p := range pats {
+		size += 16 + p.size()
+	}
+	return size
 }
 
 // setCatalog makes pats the patterns p serves in routing.
@@ -262,10 +292,10 @@ func digestOf(pats []Pattern) string {
 // maxCatalogPatterns bounds the patterns one catalog may carry.
 const maxCatalogPatterns = 1 << 17
 
-// decodeCatalog parses a catalog as another node sent it. Any malformed
-// part rejects the whole catalog: a node routes all of a peer's patterns
-// or none of them.
-func decodeCatalog(b []byte) (catalog, []Pattern, error) {
+// decodeCatalog parses a catalog as another node sent it, each pattern
+// within lim. Any malformed part rejects the whole catalog: a node routes
+// all of a peer's patterns or none of them.
+func decodeCatalog(b []byte, lim *limits) (catalog, []Pattern, error) {
 	var c catalog
 	if err := json.Unmarshal(b, &c); err != nil {
 		return catalog{}, nil, err
@@ -276,9 +306,9 @@ func decodeCatalog(b []byte) (catalog, []Pattern, error) {
 	pats := make([]Pattern, 0, len(c.Patterns))
 	seen := make(map[string]bool, len(c.Patterns))
 	for _, s := range c.Patterns {
-		p, err := ParsePattern(s)
+		p, err := lim.parse(s)
 		if err != nil {
-			return catalog{}, nil, fmt.Errorf("pattern %q: %w", s, err)
+			return catalog{}, nil, err
 		}
 		if k := p.String(); !seen[k] {
 			seen[k] = true

@@ -38,7 +38,7 @@ func TestCatalog_Linear(t *testing.T) {
 	p.node, p.target.p = n, p
 	// load decodes a catalog and routes it in place of the one before.
 	load := func(b []byte) {
-		_, pats, err := decodeCatalog(b)
+		_, pats, err := decodeCatalog(b, &n.limits)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -98,7 +98,7 @@ func parsePattern(s string, maxKeys int) (Pattern, error) {
 	if err != nil {
 		return Pattern{}, err
 	}
-	return newPattern(pairs), nil
+	return newPatternFrom(pairs, s), nil
 }
 
 // keyAt is a key of a pattern string and its offset there.
@@ -246,19 +246,58 @@ func patternOf(pairs ...Pair) (Pattern, error) {
 }
 
 // newPattern takes ownership of pairs.
-func newPattern(pairs []Pair) Pattern {
+func newPattern(pairs []Pair) Pattern { return newPatternFrom(pairs, "") }
+
+// newPatternFrom is newPattern for pairs parsed from src. The pattern
+// holds no string but its canonical form: src when it is canonical, else
+// a copy that its pairs are made to point into. So a pattern costs about
+// its canonical form whatever it was parsed from (a frame, a catalog).
+func newPatternFrom(pairs []Pair, src string) Pattern {
 	if len(pairs) == 0 {
 		return Pattern{}
 	}
 	slices.SortFunc(pairs, func(a, b Pair) int { return strings.Compare(a.Key, b.Key) })
 	p := &pattern{pairs: pairs}
-	p.str = string(appendCanonical(nil, pairs))
+	if b := appendCanonical(nil, pairs); string(b) == src {
+		p.str = src
+	} else {
+		p.str = string(b)
+		pointInto(pairs, p.str)
+	}
 	for _, pr := range pairs {
 		if isGlob(pr.Value) {
 			p.glob = true
 		}
 	}
 	return Pattern{p}
+}
+
+// pointInto makes the keys and values of pairs substrings of str, their
+// canonical form; a quoted value, which str holds escaped, is copied.
+func pointInto(pairs []Pair, str string) {
+	at := 0
+	for i, pr := range pairs {
+		pairs[i].Key = str[at : at+len(pr.Key)]
+		at += len(pr.Key) + 1 // the key and ':'
+		if needsQuote(pr.Value) {
+			pairs[i].Value = strings.Clone(pr.Value)
+			at += len(appendValue(nil, pr.Value))
+		} else {
+			pairs[i].Value = str[at : at+len(pr.Value)]
+			at += len(pr.Value)
+		}
+		at++ // ','
+	}
+}
+
+// size estimates the bytes p holds, for the caches that bound theirs:
+// the canonical form, a quoted value copied besides (counted as the form
+// again), the pairs and the two headers.
+func (p Pattern) size() int {
+	if p.p == nil {
+		return 0
+	}
+	return 2*len(p.p.str) + 32*cap(p.p.pairs) + 64
 }
 
 // String returns the canonical form: keys in byte order, k:v joined by ','.

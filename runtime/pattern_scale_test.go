@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // shuffledKeys returns a pattern of n distinct keys in a shuffled order (a
@@ -142,6 +143,46 @@ func TestParsePattern_FirstDuplicate(t *testing.T) {
 						t.Fatalf("ParsePattern(%q): %v, want the duplicate key at %d", s, err, want)
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestParsePattern_KeepsOnlyCanonical: a parsed pattern holds no string
+// but its canonical form (the input itself when it is canonical), so
+// what it costs does not depend on what it was parsed from.
+func TestParsePattern_KeepsOnlyCanonical(t *testing.T) {
+	within := func(s, in string) bool {
+		if len(s) == 0 {
+			return true
+		}
+		p, start := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(in)))
+		return p >= start && p+uintptr(len(s)) <= start+uintptr(len(in))
+	}
+	for _, s := range []string{
+		"a:1,b:2",
+		" b : 2 ,\ta:1 ",
+		"role:math,cmd:sum",
+		`a:"x,y",b:"say \"hi\"",c:" pad "`,
+		"a:1.0,b:1e3,c:-0",
+		`a:x\y`,
+		"a:null,b$:1,c:2",
+	} {
+		input := strings.Clone(s)
+		p, err := ParsePattern(input)
+		if err != nil {
+			t.Fatalf("ParsePattern(%q): %v", s, err)
+		}
+		str := p.String()
+		if str == input && !within(str, input) {
+			t.Errorf("ParsePattern(%q): a canonical input is copied", s)
+		}
+		for _, pr := range p.Pairs() {
+			if !within(pr.Key, str) {
+				t.Errorf("ParsePattern(%q): key %q is not in the canonical form", s, pr.Key)
+			}
+			if !within(pr.Value, str) && (str != input && within(pr.Value, input)) {
+				t.Errorf("ParsePattern(%q): value %q points into the input", s, pr.Value)
 			}
 		}
 	}
