@@ -44,8 +44,12 @@ func (e *ParseError) Error() string {
 	}
 	// The offset is past what the message repeats: show what is there.
 	from := clipStart(e.Pattern, e.Pos-16)
-	near := e.Pattern[from:clipStart(e.Pattern, min(len(e.Pattern), from+32))]
-	return fmt.Sprintf("wizard: bad pattern %s at offset %d (…%q…): %s", quoteClipped(e.Pattern, maxEcho), e.Pos, near, e.Reason)
+	to := clipStart(e.Pattern, min(len(e.Pattern), from+32))
+	near := "…" + strconv.Quote(e.Pattern[from:to])
+	if to < len(e.Pattern) {
+		near += "…"
+	}
+	return fmt.Sprintf("wizard: bad pattern %s at offset %d (%s): %s", quoteClipped(e.Pattern, maxEcho), e.Pos, near, e.Reason)
 }
 
 // The bytes of a pattern, and of a key, that an error message repeats.

@@ -92,7 +92,9 @@ func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over
 	}
 	codec, payload, typ, err := encodePayload(res.v)
 	if err != nil {
-		return errorReply(err)
+		// The reason names Go types: for this node's log, not the caller.
+		n.log.Error("wizard: a handler's result cannot be encoded", "pattern", e.pattern.String(), "err", err)
+		return errorReply(errUnencodable)
 	}
 	// The reply takes the request's place, as the Server contract allows:
 	// nothing reads the request once its handler has returned, and the
@@ -134,6 +136,10 @@ var (
 	errOverloaded = &Error{Code: CodeResourceExhausted, Message: "wizard: node is over its in-flight limit"}
 	errClosing    = errClosed()
 )
+
+// errUnencodable answers a call whose handler returned a result that
+// cannot be encoded (a channel, a function, a value that fails to marshal).
+var errUnencodable = &Error{Code: CodeInternal, Message: "wizard: the handler's result cannot be encoded"}
 
 // dispatch runs e's handler under the node's in-flight accounting.
 // over, if not nil, is a pattern whose pairs overlay the map msg.
