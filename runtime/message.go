@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"reflect"
 	"strconv"
@@ -273,7 +274,9 @@ func toJSON(src any) ([]byte, error) {
 	case proto.Message:
 		b, err := protojson.Marshal(s)
 		if err != nil {
-			return nil, Errorf(CodeInternal, "wizard: encode %T: %v", src, err)
+			// The message may have come from another node: name its
+			// protobuf type, not its Go type.
+			return nil, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("wizard: encode %s as JSON: %v", s.ProtoReflect().Descriptor().FullName(), err), cause: err}
 		}
 		return b, nil
 	}
