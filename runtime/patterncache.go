@@ -36,8 +36,9 @@ type patternCache struct {
 	bytes int        // their estimated size, guarded by mu
 }
 
-// The bounds of a patternCache. A real pattern of a few pairs costs
-// about 300 bytes, so the bytes bound the entries only past 10 KiB each.
+// The bounds of a patternCache. The entry of a real pattern, a few pairs,
+// is estimated at about 500 bytes: the count bounds the cache first while
+// entries average under 2 KiB.
 const (
 	maxCachedPatterns     = 4096
 	maxCachedPatternBytes = 8 << 20
