@@ -168,7 +168,7 @@ func (n *Node) notFound(pattern string, cfg *callConfig) (Result, error) {
 	if cfg.hasDefault {
 		return Result{v: cfg.def}, nil
 	}
-	return Result{}, Errorf(CodeNotFound, "wizard: no handler matches %q", pattern)
+	return Result{}, Errorf(CodeNotFound, "wizard: no handler matches %s", quoteClipped(pattern, maxEcho))
 }
 
 func errClosed() *Error {

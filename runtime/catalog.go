@@ -32,9 +32,14 @@ type catalog struct {
 	Patterns []string `json:"patterns"`
 }
 
-// maxCachedCatalogs bounds the catalogs a node keeps by digest; past it the
-// cache starts over (the catalogs in routing stay routed).
-const maxCachedCatalogs = 4096
+// The bounds of the catalogs a node keeps by digest, in number and in
+// bytes (estimated); past either the cache starts over (the catalogs in
+// routing stay routed). A catalog larger than a quarter of the bytes is
+// routed but not kept.
+const (
+	maxCachedCatalogs     = 4096
+	maxCachedCatalogBytes = 16 << 20
+)
 
 // catalogJitter spreads the catalog fetches that one gossiped change
 // starts across a cluster.
@@ -123,7 +128,7 @@ func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []Pattern
 	if reply.Code != CodeOK {
 		return &Error{Code: reply.Code, Message: reply.Error}
 	}
-	c, pats, err := readCatalog(reply.Payload, have, cached)
+	c, pats, err := readCatalog(reply.Payload, have, cached, &n.limits)
 	if err != nil {
 		n.log.Warn("wizard: catalog rejected", "addr", p.addr, "err", err)
 		return fmt.Errorf("wizard: bad catalog from %s: %w", p.addr, err)
@@ -146,11 +151,8 @@ func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []Pattern
 	if have != "" && c.Digest == have && len(c.Patterns) == 0 {
 		p.loaded = have // confirmed: pats are the cached ones
 	} else {
-		if len(r.catalogs) >= maxCachedCatalogs {
-			clear(r.catalogs)
-		}
 		p.loaded = digestOf(pats)
-		r.catalogs[p.loaded] = pats
+		r.cacheCatalog(p.loaded, pats)
 	}
 	r.mu.Unlock()
 	if announcedID != "" && c.ID != "" && c.ID != announcedID {
@@ -164,7 +166,7 @@ func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []Pattern
 // digest have, whose patterns are cached ("" and nil for none): a
 // confirmation of have stands for cached (the catalog returned has
 // Digest have and no Patterns); any other answer is a full catalog.
-func readCatalog(b []byte, have string, cached []Pattern) (catalog, []Pattern, error) {
+func readCatalog(b []byte, have string, cached []Pattern, lim *limits) (catalog, []Pattern, error) {
 	if len(b) <= maxConfirmationSize && bytes.Contains(b, []byte(`"have"`)) {
 		var conf struct {
 			catalogConfirmation
@@ -181,7 +183,35 @@ func readCatalog(b []byte, have string, cached []Pattern) (catalog, []Pattern, e
 			return catalog{ID: conf.ID, Digest: have, Instance: conf.Instance}, cached, nil
 		}
 	}
-	return decodeCatalog(b)
+	return decodeCatalog(b, lim)
+}
+
+// cacheCatalog keeps pats by their digest d, within maxCachedCatalogs and
+// maxCachedCatalogBytes. Callers hold r.mu.
+func (r *remote) cacheCatalog(d string, pats []Pattern) {
+	if old, ok := r.catalogs[d]; ok {
+		r.catalogBytes -= catalogSize(d, old)
+		delete(r.catalogs, d)
+	}
+	size := catalogSize(d, pats)
+	if size > maxCachedCatalogBytes/4 {
+		return
+	}
+	if len(r.catalogs) >= maxCachedCatalogs || r.catalogBytes+size > maxCachedCatalogBytes {
+		clear(r.catalogs)
+		r.catalogBytes = 0
+	}
+	r.catalogs[d] = pats
+	r.catalogBytes += size
+}
+
+// catalogSize estimates the bytes a cached catalog holds.
+func catalogSize(d string, pats []Pattern) int {
+	size := len(d) + 64
+	for _, p := range pats {
+		size += 16 + p.size()
+	}
+	return size
 }
 
 // setCatalog makes pats the patterns p serves in routing.
@@ -193,14 +223,20 @@ func (n *Node) setCatalog(p *peer, pats []Pattern) {
 	}
 	old := p.patterns
 	changed := false
+	// By canonical form, in a set: a catalog may hold 100,000 patterns.
+	in := make(map[string]bool, len(pats))
+	for _, pt := range pats {
+		in[pt.String()] = true
+	}
 	for _, o := range old {
-		if !slices.ContainsFunc(pats, o.Equal) {
+		if !in[o.String()] {
 			n.removePeerRoute(o, p)
 			changed = true
 		}
+		delete(in, o.String()) // left in: the new ones
 	}
 	for _, pt := range pats {
-		if !slices.ContainsFunc(old, pt.Equal) {
+		if in[pt.String()] {
 			n.addPeerRoute(pt, p)
 			changed = true
 		}
@@ -355,10 +391,10 @@ func digestOf(pats []Pattern) string {
 // maxCatalogPatterns bounds the patterns one catalog may carry.
 const maxCatalogPatterns = 1 << 17
 
-// decodeCatalog parses a catalog as another node sent it. Any malformed
-// part rejects the whole catalog: a node routes all of a peer's patterns
-// or none of them.
-func decodeCatalog(b []byte) (catalog, []Pattern, error) {
+// decodeCatalog parses a catalog as another node sent it, each pattern
+// within lim. Any malformed part rejects the whole catalog: a node routes
+// all of a peer's patterns or none of them.
+func decodeCatalog(b []byte, lim *limits) (catalog, []Pattern, error) {
 	var c catalog
 	if err := json.Unmarshal(b, &c); err != nil {
 		return catalog{}, nil, err
@@ -369,9 +405,9 @@ func decodeCatalog(b []byte) (catalog, []Pattern, error) {
 	pats := make([]Pattern, 0, len(c.Patterns))
 	seen := make(map[string]bool, len(c.Patterns))
 	for _, s := range c.Patterns {
-		p, err := ParsePattern(s)
+		p, err := lim.parse(s)
 		if err != nil {
-			return catalog{}, nil, fmt.Errorf("pattern %q: %w", s, err)
+			return catalog{}, nil, err
 		}
 		if k := p.String(); !seen[k] {
 			seen[k] = true

@@ -220,7 +220,7 @@ func TestConfirmationOfAnotherDigestRejected(t *testing.T) {
 		"full":           {`{"id":"x","patterns":["role:b"]}`, true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c, pats, err := readCatalog([]byte(tt.reply), have, cached)
+			c, pats, err := readCatalog([]byte(tt.reply), have, cached, &testLimits)
 			if tt.ok != (err == nil) {
 				t.Fatalf("readCatalog: %v, want ok %v", err, tt.ok)
 			}
@@ -232,7 +232,7 @@ func TestConfirmationOfAnotherDigestRejected(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := readCatalog([]byte(`{"have":"`+have+`","id":"x"}`), "", nil); err == nil || !errors.Is(err, errUnaskedConfirmation) {
+	if _, _, err := readCatalog([]byte(`{"have":"`+have+`","id":"x"}`), "", nil, &testLimits); err == nil || !errors.Is(err, errUnaskedConfirmation) {
 		t.Errorf("a confirmation nobody asked for: %v", err)
 	}
 }
@@ -255,7 +255,7 @@ func BenchmarkCatalogPull(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		_, cached, err := readCatalog(n.serveRemote(context.Background(), &Message{Pattern: CatalogPattern}).Payload, "", nil)
+		_, cached, err := readCatalog(n.serveRemote(context.Background(), &Message{Pattern: CatalogPattern}).Payload, "", nil, &testLimits)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -283,9 +283,12 @@ func pullOnce(b *testing.B, n *Node, have string, cached []Pattern) int {
 		req.Codec, req.Payload = CodecJSON, []byte(`{"have":"`+have+`"}`)
 	}
 	reply := n.serveRemote(context.Background(), req)
-	_, pats, err := readCatalog(reply.Payload, have, cached)
+	_, pats, err := readCatalog(reply.Payload, have, cached, &testLimits)
 	if err != nil || len(pats) != len(cached) {
 		b.Fatalf("%d patterns, %v", len(pats), err)
 	}
 	return len(reply.Payload)
 }
+
+// testLimits are the default limits on what other nodes send.
+var testLimits = newLimits(&nodeConfig{})

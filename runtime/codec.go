@@ -3,6 +3,9 @@ package runtime
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"reflect"
+	"strconv"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -88,7 +91,7 @@ func decodeRaw(r *raw, dst any) error {
 		if dm, ok := dst.(proto.Message); ok && (r.typ == "" || string(dm.ProtoReflect().Descriptor().FullName()) == r.typ) {
 			proto.Reset(dm)
 			if err := proto.Unmarshal(r.data, dm); err != nil {
-				return Errorf(CodeInvalidArgument, "wizard: decode into %T: %v", dst, err)
+				return decodeError(dst, err)
 			}
 			return nil
 		}
@@ -101,7 +104,7 @@ func decodeRaw(r *raw, dst any) error {
 		if dm, ok := dst.(proto.Message); ok {
 			proto.Reset(dm)
 			if err := protojsonIn.Unmarshal(r.data, dm); err != nil {
-				return Errorf(CodeInvalidArgument, "wizard: decode into %T: %v", dst, err)
+				return decodeError(dst, err)
 			}
 			return nil
 		}
@@ -110,12 +113,80 @@ func decodeRaw(r *raw, dst any) error {
 			return nil
 		}
 		if err := json.Unmarshal(r.data, dst); err != nil {
-			return Errorf(CodeInvalidArgument, "wizard: decode into %T: %v", dst, err)
+			return decodeError(dst, err)
 		}
 		return nil
 	}
 	return Errorf(CodeInvalidArgument, "wizard: unknown codec %d", r.codec)
 }
+
+// decodeError is the error of decoding a message into dst. Its message
+// may reach a remote caller, so it names no Go type: a protobuf message
+// by its full name, else the JSON it found and what dst wanted instead.
+// The error keeps err as its local cause.
+func decodeError(dst any, err error) *Error {
+	into := ""
+	if m, ok := dst.(proto.Message); ok {
+		into = " into " + string(m.ProtoReflect().Descriptor().FullName())
+	}
+	return &Error{Code: CodeInvalidArgument, Message: "wizard: decode" + into + ": " + jsonReason(err), cause: err}
+}
+
+// jsonReason says why err, an error of encoding/json or of the protobuf
+// decoders, failed, without the Go types encoding/json names.
+func jsonReason(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	var ie *json.InvalidUnmarshalError
+	switch {
+	case errors.As(err, &te):
+		s := "JSON " + te.Value + " where " + jsonShape(te.Type) + " is expected"
+		if te.Field != "" {
+			s = "field " + quoteClipped(te.Field, maxEchoKey) + ": " + s
+		}
+		return s
+	case errors.As(err, &se):
+		return "bad JSON at offset " + strconv.FormatInt(se.Offset, 10) + ": " + se.Error()
+	case errors.As(err, &ie):
+		return "decode needs a non-nil pointer to decode into"
+	}
+	return err.Error()
+}
+
+// jsonShape names the JSON a value of type t decodes from.
+func jsonShape(t reflect.Type) string {
+	if t == nil {
+		return "nothing"
+	}
+	if t.Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(jsonUnmarshaler) {
+		return "another value"
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonShape(t.Elem())
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "a base64 string"
+		}
+		return "an array"
+	case reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another value"
+}
+
+var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
 
 // jsonOf returns r as JSON, for callers that want a map of a protobuf
 // payload.

@@ -364,7 +364,8 @@ func TestMembersAndPatterns(t *testing.T) {
 func TestDecodeCatalog(t *testing.T) {
 	pats := []Pattern{MustParsePattern("role:a"), MustParsePattern("role:b")}
 	good, _ := json.Marshal(catalog{ID: "x", Digest: digestOf(pats), Patterns: []string{"role:a", "role:b", "role:a"}})
-	c, got, err := decodeCatalog(good)
+	lim := newLimits(&nodeConfig{})
+	c, got, err := decodeCatalog(good, &lim)
 	if err != nil || c.ID != "x" || len(got) != 2 {
 		t.Errorf("decodeCatalog(good) = %+v, %v, %v", c, got, err)
 	}
@@ -373,15 +374,21 @@ func TestDecodeCatalog(t *testing.T) {
 		many.Patterns[i] = "a:1"
 	}
 	tooMany, _ := json.Marshal(many)
+	keys := make([]string, defaultMaxPatternKeys+1)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%d:1", i)
+	}
 	for name, b := range map[string][]byte{
-		"not json":        []byte("{"),
-		"not an object":   []byte("[]"),
-		"bad pattern":     []byte(`{"id":"x","patterns":["role:a","a:b:c,,"]}`),
-		"wrong type":      []byte(`{"id":"x","patterns":"role:a"}`),
-		"digest mismatch": []byte(`{"id":"x","digest":"AAAAAAAAAAAAAAAAAAAAAA","patterns":["role:a"]}`),
-		"too many":        tooMany,
+		"not json":         []byte("{"),
+		"not an object":    []byte("[]"),
+		"bad pattern":      []byte(`{"id":"x","patterns":["role:a","a:b:c,,"]}`),
+		"wrong type":       []byte(`{"id":"x","patterns":"role:a"}`),
+		"digest mismatch":  []byte(`{"id":"x","digest":"AAAAAAAAAAAAAAAAAAAAAA","patterns":["role:a"]}`),
+		"too many":         tooMany,
+		"pattern too long": []byte(`{"id":"x","patterns":["role:a","a:` + strings.Repeat("x", defaultMaxPatternBytes) + `"]}`),
+		"too many keys":    []byte(`{"id":"x","patterns":["role:a","` + strings.Join(keys, ",") + `"]}`),
 	} {
-		if _, _, err := decodeCatalog(b); err == nil {
+		if _, _, err := decodeCatalog(b, &lim); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -408,8 +415,9 @@ func FuzzDecodeCatalog(f *testing.F) {
 	f.Add([]byte(`{"id":"x","patterns":["role:a","cmd:b,role:a"]}`))
 	f.Add([]byte(`{"id":"x","digest":"` + digestOf([]Pattern{MustParsePattern("role:a")}) + `","patterns":["role:a"]}`))
 	f.Add([]byte(`{"patterns":["a:*","b:1.5e3"]}`))
+	lim := newLimits(&nodeConfig{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, pats, err := decodeCatalog(b)
+		c, pats, err := decodeCatalog(b, &lim)
 		if err != nil {
 			return
 		}

@@ -78,7 +78,9 @@
 // their code through errors.Is; [ErrClosed] marks calls on a closed node.
 //
 //   - No matching pattern: [CodeNotFound], naming the message's pattern,
-//     unless the call set [Default].
+//     unless the call set [Default]. A node answering a remote caller names
+//     neither itself (its id) nor Go types in its messages, and repeats at
+//     most the first 128 bytes of a pattern.
 //   - A node over its [WithMaxInFlight] limit: [CodeResourceExhausted],
 //     without running the handler.
 //   - A handler's *Error reaches the caller as is; any other error becomes
@@ -104,6 +106,20 @@
 // copy from its de-duplication table ([WithDedup]): the handler runs once. [Node.Stats] counts
 // refusals, retries, calls sent again and duplicates.
 //
+// # Limits
+//
+// A node bounds what other nodes make it parse and keep. A pattern it
+// receives (a call's, the pattern a call's message is overlaid with, a
+// peer catalog's) is at most 4 KiB and 64 keys ([WithMaxPatternSize]); a
+// call's metadata at most 8 KiB a value and 16 KiB in all
+// ([WithMaxMetadataSize]). Over a limit a call is answered
+// [CodeInvalidArgument] before anything is parsed, and a catalog is
+// rejected whole. Parsing costs O(n log n) in a pattern's keys. Parsed
+// patterns are cached twice, for the node's own calls and for calls from
+// other nodes (only patterns that lead to a handler), each cache at most
+// 4096 entries and 8 MiB; peers' catalogs are cached by digest, at most
+// 4096 and 16 MiB. Past a bound a cache starts over.
+//
 // # Lifecycle
 //
 // [Node.Close] and [Node.Shutdown] stop new calls and wait for running
@@ -123,6 +139,7 @@ package runtime
 //	value.go        how values compare (1 == "1" == 1.0), globs
 //	router.go       Router: the patrun matcher on its own
 //	patterncache.go pattern strings parsed once, with their cached resolution
+//	limit.go        what a node takes from other nodes: limits, the patterns of their calls
 //	message.go      reading fields of maps, JSON and protobuf; Act's merged map
 //	codec.go        payload encoding for the wire, lazily decoded replies
 //	result.go       Result

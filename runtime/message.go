@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"reflect"
 	"strconv"
@@ -24,7 +25,7 @@ func parseJSON(b []byte) (map[string]any, error) {
 	}
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, Errorf(CodeInvalidArgument, "wizard: message is not a JSON object: %v", err)
+		return nil, &Error{Code: CodeInvalidArgument, Message: "wizard: message is not a JSON object: " + jsonReason(err), cause: err}
 	}
 	if m == nil { // the JSON text null
 		m = map[string]any{}
@@ -209,7 +210,7 @@ func overlay(base, over []Pair) []Pair {
 // values, maps, JSON and protobuf messages as needed.
 func decode(src, dst any) error {
 	if dst == nil {
-		return Errorf(CodeInvalidArgument, "wizard: decode into nil")
+		return Errorf(CodeInvalidArgument, "wizard: decode needs a non-nil pointer to decode into, not nil")
 	}
 	if r, ok := src.(*raw); ok {
 		if p, ok := dst.(*any); ok {
@@ -227,13 +228,13 @@ func decode(src, dst any) error {
 	}
 	if dm, ok := dst.(proto.Message); ok {
 		if !dm.ProtoReflect().IsValid() {
-			return Errorf(CodeInvalidArgument, "wizard: decode needs a non-nil pointer, not a nil %T", dst)
+			return Errorf(CodeInvalidArgument, "wizard: decode needs a non-nil pointer to decode into, not a nil %s", dm.ProtoReflect().Descriptor().FullName())
 		}
 		return decodeProto(src, dm)
 	}
 	rv := reflect.ValueOf(dst)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return Errorf(CodeInvalidArgument, "wizard: decode needs a non-nil pointer, not %T", dst)
+		return Errorf(CodeInvalidArgument, "wizard: decode needs a non-nil pointer to decode into")
 	}
 	sv := reflect.ValueOf(src)
 	if sv.Type().AssignableTo(rv.Elem().Type()) {
@@ -250,7 +251,7 @@ func decode(src, dst any) error {
 		return err
 	}
 	if err := json.Unmarshal(data, dst); err != nil {
-		return Errorf(CodeInvalidArgument, "wizard: decode into %T: %v", dst, err)
+		return decodeError(dst, err)
 	}
 	return nil
 }
@@ -271,7 +272,7 @@ func decodeProto(src any, dst proto.Message) error {
 	}
 	proto.Reset(dst)
 	if err := protojsonIn.Unmarshal(data, dst); err != nil {
-		return Errorf(CodeInvalidArgument, "wizard: decode into %T: %v", dst, err)
+		return decodeError(dst, err)
 	}
 	return nil
 }
@@ -288,7 +289,9 @@ func toJSON(src any) ([]byte, error) {
 	case proto.Message:
 		b, err := protojson.Marshal(s)
 		if err != nil {
-			return nil, Errorf(CodeInternal, "wizard: encode %T: %v", src, err)
+			// The message may have come from another node: name its
+			// protobuf type, not its Go type.
+			return nil, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("wizard: encode %s as JSON: %v", s.ProtoReflect().Descriptor().FullName(), err), cause: err}
 		}
 		return b, nil
 	}

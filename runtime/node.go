@@ -34,7 +34,9 @@ type Node struct {
 	handlerICs []HandlerInterceptor
 	invoker    Invoker // the call interceptor chain, nil without interceptors
 
-	parsed patternCache // pattern strings parsed once
+	parsed patternCache // pattern strings parsed once: the node's own calls
+	wire   patternCache // and those of calls from other nodes, apart
+	limits limits       // on what other nodes send
 
 	routeMu       sync.Mutex    // serialises route changes: local adds and removes, peer catalogs
 	changed       chan struct{} // closed and replaced on every routing change; guarded by routeMu
@@ -74,6 +76,7 @@ func New(opts ...Option) (*Node, error) {
 		drained:     make(chan struct{}),
 		handlerICs:  c.handlerICs,
 		changed:     make(chan struct{}),
+		limits:      newLimits(&c),
 	}
 	// Call ids start at a random point: a caller that restarts under the
 	// same id must not reuse the ids of its earlier run, whose answers the
@@ -122,6 +125,10 @@ func (c *nodeConfig) validate() error {
 		return fmt.Errorf("wizard: WithMaxDials(%d): the limit cannot be negative", c.maxDials)
 	case c.dedupSize < 0 || c.dedupTTL < 0:
 		return fmt.Errorf("wizard: WithDedup(%d, %v): the size and the time cannot be negative", c.dedupSize, c.dedupTTL)
+	case c.maxPatternBytes < 0 || c.maxPatternKeys < 0:
+		return fmt.Errorf("wizard: WithMaxPatternSize(%d, %d): the limits cannot be negative", c.maxPatternBytes, c.maxPatternKeys)
+	case c.maxMetaValue < 0 || c.maxMetaTotal < 0:
+		return fmt.Errorf("wizard: WithMaxMetadataSize(%d, %d): the limits cannot be negative", c.maxMetaValue, c.maxMetaTotal)
 	}
 	return nil
 }
@@ -182,6 +189,11 @@ func (n *Node) addPattern(p Pattern, h Handler, opts ...HandlerOption) error {
 	}
 	n.routingChanged()
 	n.localChanged()
+	if n.Addr() != "" && n.limits.over(p) {
+		n.log.Warn("wizard: the pattern is over the limits of patterns from other nodes (WithMaxPatternSize): other nodes cannot call its handler",
+			"pattern", quoteClipped(p.String(), maxEcho), "bytes", len(p.String()), "keys", p.Len(),
+			"limit_bytes", n.limits.patternBytes, "limit_keys", n.limits.patternKeys)
+	}
 	return nil
 }
 

@@ -30,6 +30,9 @@ type nodeConfig struct {
 	newBalancer    func(Pattern) Balancer
 	newBreaker     func(*Target) Breaker
 
+	maxPatternBytes, maxPatternKeys int
+	maxMetaValue, maxMetaTotal      int
+
 	id          string
 	logger      *slog.Logger
 	maxInFlight int
@@ -119,6 +122,29 @@ func WithDedup(size int, ttl time.Duration) Option {
 // after its connection dropped then runs again.
 func WithoutDedup() Option {
 	return nodeOption(func(c *nodeConfig) { c.noDedup = true })
+}
+
+// WithMaxPatternSize bounds the patterns a node takes from other nodes:
+// those of the calls it serves, the pattern a call's message is overlaid
+// with ([Node.Act] with a protobuf message), and those of its peers'
+// catalogs. A pattern longer than bytes, or of more than keys keys, is
+// refused before it is parsed: a call with one is answered
+// [CodeInvalidArgument], a catalog with one is rejected whole. Zero means
+// the default: 4096 bytes and 64 keys, where a real pattern is a few
+// pairs. A handler whose pattern is over the limits serves only
+// in-process calls (the node logs a warning when it is added); raise them
+// on every node of the fleet to serve one.
+func WithMaxPatternSize(bytes, keys int) Option {
+	return nodeOption(func(c *nodeConfig) { c.maxPatternBytes, c.maxPatternKeys = bytes, keys })
+}
+
+// WithMaxMetadataSize bounds the metadata of the calls a node serves: a
+// value may hold at most value bytes, and all keys and values of a call
+// together at most total bytes. A call over either is answered
+// [CodeInvalidArgument] without running its handler. Zero means the
+// default: 8 KiB a value, 16 KiB in all.
+func WithMaxMetadataSize(value, total int) Option {
+	return nodeOption(func(c *nodeConfig) { c.maxMetaValue, c.maxMetaTotal = value, total })
 }
 
 // WithLogger sets the logger; by default the node logs nothing.

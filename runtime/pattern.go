@@ -1,9 +1,12 @@
 package runtime
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Pair is one key:value element of a [Pattern]. Values are always strings;
@@ -33,8 +36,43 @@ type ParseError struct {
 	Reason  string
 }
 
+// Error names the pattern (its first bytes when it is long: a peer's may
+// be as large as a frame), the offset and the reason.
 func (e *ParseError) Error() string {
-	return fmt.Sprintf("wizard: bad pattern %q at offset %d: %s", e.Pattern, e.Pos, e.Reason)
+	if len(e.Pattern) <= maxEcho || e.Pos < maxEcho-16 {
+		return fmt.Sprintf("wizard: bad pattern %s at offset %d: %s", quoteClipped(e.Pattern, maxEcho), e.Pos, e.Reason)
+	}
+	// The offset is past what the message repeats: show what is there.
+	from := clipStart(e.Pattern, e.Pos-16)
+	to := clipStart(e.Pattern, min(len(e.Pattern), from+32))
+	near := "…" + strconv.Quote(e.Pattern[from:to])
+	if to < len(e.Pattern) {
+		near += "…"
+	}
+	return fmt.Sprintf("wizard: bad pattern %s at offset %d (%s): %s", quoteClipped(e.Pattern, maxEcho), e.Pos, near, e.Reason)
+}
+
+// The bytes of a pattern, and of a key, that an error message repeats.
+const (
+	maxEcho    = 128
+	maxEchoKey = 64
+)
+
+// quoteClipped quotes s for a message, cut to its first max bytes (at a
+// character boundary) followed by "… (N bytes)" when it is longer.
+func quoteClipped(s string, max int) string {
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:clipStart(s, max)]) + "… (" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// clipStart backs i off to the start of the character of s it falls in.
+func clipStart(s string, i int) int {
+	for i > 0 && i < len(s) && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return i
 }
 
 // ParsePattern parses a pattern string of the form key:value[,key:value...].
@@ -47,17 +85,45 @@ func (e *ParseError) Error() string {
 // word null drops its key. Keys ending in '$' are metadata and are dropped.
 // Empty keys, a missing colon or value, and duplicate keys are errors
 // reported as a [*ParseError]. The empty string is the empty pattern.
-func ParsePattern(s string) (Pattern, error) {
+//
+// Parsing takes O(n log n) time in the number of keys.
+func ParsePattern(s string) (Pattern, error) { return parsePattern(s, 0) }
+
+// parsePattern is [ParsePattern] refusing more than maxKeys keys (those
+// dropped included) when maxKeys > 0.
+func parsePattern(s string, maxKeys int) (Pattern, error) {
+	var room [8]keyAt
+	pairs, keys, err := scanPattern(s, room[:0], maxKeys)
+	// A duplicate comes first: the scan would have stopped there, before
+	// anything wrong further on.
+	if dup, ok := firstDuplicate(keys); ok {
+		return Pattern{}, &ParseError{s, dup.pos, "duplicate key " + quoteClipped(dup.key, maxEchoKey)}
+	}
+	if err != nil {
+		return Pattern{}, err
+	}
+	return newPatternFrom(pairs, s), nil
+}
+
+// keyAt is a key of a pattern string and its offset there.
+type keyAt struct {
+	key string
+	pos int
+}
+
+// scanPattern reads s's pairs, appending every key, dropped or not, to
+// keys in the order of s. It checks everything but duplicates; on an error
+// keys holds the keys of the pairs read before it.
+func scanPattern(s string, keys []keyAt, maxKeys int) ([]Pair, []keyAt, *ParseError) {
 	var pairs []Pair
-	var seen []string // every key, routed or not, for duplicate detection
 	i := 0
 	for {
 		i = skipSpace(s, i)
 		if i == len(s) {
-			if len(seen) > 0 { // dropped keys count: "a:null," is malformed too
-				return Pattern{}, &ParseError{s, i, "empty pair after ','"}
+			if len(keys) > 0 { // dropped keys count: "a:null," is malformed too
+				return nil, keys, &ParseError{s, i, "empty pair after ','"}
 			}
-			break
+			return pairs, keys, nil
 		}
 		keyStart := i
 		for i < len(s) && s[i] != ':' && s[i] != ',' && s[i] != '"' && !isSpace(s[i]) {
@@ -67,19 +133,22 @@ func ParsePattern(s string) (Pattern, error) {
 		if key == "" {
 			switch {
 			case i < len(s) && s[i] == '"':
-				return Pattern{}, &ParseError{s, i, "keys cannot be quoted"}
+				return nil, keys, &ParseError{s, i, "keys cannot be quoted"}
 			case i < len(s) && s[i] == ',' || i == len(s):
-				return Pattern{}, &ParseError{s, i, "empty pair"}
+				return nil, keys, &ParseError{s, i, "empty pair"}
 			default:
-				return Pattern{}, &ParseError{s, i, "empty key"}
+				return nil, keys, &ParseError{s, i, "empty key"}
 			}
+		}
+		if maxKeys > 0 && len(keys) == maxKeys {
+			return nil, keys, &ParseError{s, keyStart, fmt.Sprintf("more than %d keys", maxKeys)}
 		}
 		i = skipSpace(s, i)
 		if i == len(s) || s[i] != ':' {
 			if i < len(s) && s[i] != ',' {
-				return Pattern{}, &ParseError{s, i, fmt.Sprintf("key %q holds a space or quote", key)}
+				return nil, keys, &ParseError{s, i, fmt.Sprintf("key %s holds a space or quote", quoteClipped(key, maxEchoKey))}
 			}
-			return Pattern{}, &ParseError{s, i, fmt.Sprintf("missing ':' after key %q", key)}
+			return nil, keys, &ParseError{s, i, fmt.Sprintf("missing ':' after key %s", quoteClipped(key, maxEchoKey))}
 		}
 		i = skipSpace(s, i+1)
 		var value string
@@ -87,43 +156,65 @@ func ParsePattern(s string) (Pattern, error) {
 		if i < len(s) && s[i] == '"' {
 			v, next, err := unquote(s, i)
 			if err != nil {
-				return Pattern{}, err
+				return nil, keys, err
 			}
 			value, i = v, next
 		} else {
 			valStart := i
 			for i < len(s) && s[i] != ',' {
 				if s[i] == '"' || s[i] == ':' {
-					return Pattern{}, &ParseError{s, i, fmt.Sprintf("unquoted value of %q holds %q; quote the value", key, s[i])}
+					return nil, keys, &ParseError{s, i, fmt.Sprintf("unquoted value of %s holds %q; quote the value", quoteClipped(key, maxEchoKey), s[i])}
 				}
 				i++
 			}
 			raw := strings.TrimRight(s[valStart:i], " \t\r\n")
 			if raw == "" {
-				return Pattern{}, &ParseError{s, valStart, fmt.Sprintf("missing value for key %q", key)}
+				return nil, keys, &ParseError{s, valStart, fmt.Sprintf("missing value for key %s", quoteClipped(key, maxEchoKey))}
 			}
 			if raw == "null" {
 				drop = true
 			}
 			value = normalizeBare(raw)
 		}
-		if slices.Contains(seen, key) {
-			return Pattern{}, &ParseError{s, keyStart, fmt.Sprintf("duplicate key %q", key)}
-		}
-		seen = append(seen, key)
+		keys = append(keys, keyAt{key, keyStart})
 		if !drop && !isMetaKey(key) {
 			pairs = append(pairs, Pair{key, value})
 		}
 		i = skipSpace(s, i)
 		if i == len(s) {
-			break
+			return pairs, keys, nil
 		}
 		if s[i] != ',' {
-			return Pattern{}, &ParseError{s, i, "expected ',' after value"}
+			return nil, keys, &ParseError{s, i, "expected ',' after value"}
 		}
 		i++
 	}
-	return newPattern(pairs), nil
+}
+
+// firstDuplicate returns the first key of keys (in the order of the
+// string) that an earlier key repeats. It may reorder keys. Few keys are
+// compared pairwise; more are sorted, so that n keys cost O(n log n).
+func firstDuplicate(keys []keyAt) (keyAt, bool) {
+	if len(keys) <= 8 {
+		for i := 1; i < len(keys); i++ {
+			for j := range i {
+				if keys[i].key == keys[j].key {
+					return keys[i], true
+				}
+			}
+		}
+		return keyAt{}, false
+	}
+	slices.SortFunc(keys, func(a, b keyAt) int {
+		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(a.pos, b.pos))
+	})
+	first, ok := keyAt{}, false
+	for i := 1; i < len(keys); i++ {
+		if keys[i].key == keys[i-1].key && (!ok || keys[i].pos < first.pos) {
+			first, ok = keys[i], true
+		}
+	}
+	return first, ok
 }
 
 // MustParsePattern is like [ParsePattern] but panics on a malformed pattern.
@@ -159,19 +250,58 @@ func patternOf(pairs ...Pair) (Pattern, error) {
 }
 
 // newPattern takes ownership of pairs.
-func newPattern(pairs []Pair) Pattern {
+func newPattern(pairs []Pair) Pattern { return newPatternFrom(pairs, "") }
+
+// newPatternFrom is newPattern for pairs parsed from src. The pattern
+// holds no string but its canonical form: src when it is canonical, else
+// a copy that its pairs are made to point into. So a pattern costs about
+// its canonical form whatever it was parsed from (a frame, a catalog).
+func newPatternFrom(pairs []Pair, src string) Pattern {
 	if len(pairs) == 0 {
 		return Pattern{}
 	}
 	slices.SortFunc(pairs, func(a, b Pair) int { return strings.Compare(a.Key, b.Key) })
 	p := &pattern{pairs: pairs}
-	p.str = string(appendCanonical(nil, pairs))
+	if b := appendCanonical(nil, pairs); string(b) == src {
+		p.str = src
+	} else {
+		p.str = string(b)
+		pointInto(pairs, p.str)
+	}
 	for _, pr := range pairs {
 		if isGlob(pr.Value) {
 			p.glob = true
 		}
 	}
 	return Pattern{p}
+}
+
+// pointInto makes the keys and values of pairs substrings of str, their
+// canonical form; a quoted value, which str holds escaped, is copied.
+func pointInto(pairs []Pair, str string) {
+	at := 0
+	for i, pr := range pairs {
+		pairs[i].Key = str[at : at+len(pr.Key)]
+		at += len(pr.Key) + 1 // the key and ':'
+		if needsQuote(pr.Value) {
+			pairs[i].Value = strings.Clone(pr.Value)
+			at += len(appendValue(nil, pr.Value))
+		} else {
+			pairs[i].Value = str[at : at+len(pr.Value)]
+			at += len(pr.Value)
+		}
+		at++ // ','
+	}
+}
+
+// size estimates the bytes p holds, for the caches that bound theirs:
+// the canonical form, a quoted value copied besides (counted as the form
+// again), the pairs and the two headers.
+func (p Pattern) size() int {
+	if p.p == nil {
+		return 0
+	}
+	return 2*len(p.p.str) + 32*cap(p.p.pairs) + 64
 }
 
 // String returns the canonical form: keys in byte order, k:v joined by ','.
@@ -257,7 +387,7 @@ func skipSpace(s string, i int) int {
 }
 
 // unquote reads a double-quoted value starting at s[i] == '"'.
-func unquote(s string, i int) (string, int, error) {
+func unquote(s string, i int) (string, int, *ParseError) {
 	start := i
 	i++
 	var b strings.Builder

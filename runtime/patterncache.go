@@ -25,14 +25,25 @@ type resolution struct {
 	route *route
 }
 
-// patternCache caches parsed pattern strings, bounded: when it holds
-// maxCachedPatterns entries it starts over.
+// patternCache caches parsed pattern strings, bounded in entries and in
+// bytes: when an entry would take it past maxCachedPatterns or
+// maxCachedPatternBytes it starts over. An entry larger than
+// maxCachedPatternSize is not kept: one would make it start over often.
 type patternCache struct {
-	m sync.Map // string -> *cachedPattern
-	n atomic.Int64
+	m     sync.Map   // string -> *cachedPattern
+	mu    sync.Mutex // serialises stores; loads take none
+	n     int        // entries, guarded by mu
+	bytes int        // their estimated size, guarded by mu
 }
 
-const maxCachedPatterns = 4096
+// The bounds of a patternCache. The entry of a real pattern, a few pairs,
+// is estimated at about 500 bytes: the count bounds the cache first while
+// entries average under 2 KiB.
+const (
+	maxCachedPatterns     = 4096
+	maxCachedPatternBytes = 8 << 20
+	maxCachedPatternSize  = 64 << 10
+)
 
 func (c *patternCache) get(s string) (*cachedPattern, error) {
 	if v, ok := c.m.Load(s); ok {
@@ -42,12 +53,35 @@ func (c *patternCache) get(s string) (*cachedPattern, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.n.Add(1) > maxCachedPatterns {
-		c.m.Clear()
-		c.n.Store(1)
+	return c.store(s, newCachedPattern(p)), nil
+}
+
+// store caches t as the parsed form of s, unless s is there already, and
+// returns what is cached (t when it is too large to be).
+func (c *patternCache) store(s string, t *cachedPattern) *cachedPattern {
+	size := t.size(s)
+	if size > maxCachedPatternSize {
+		return t
 	}
-	v, _ := c.m.LoadOrStore(s, newCachedPattern(p))
-	return v.(*cachedPattern), nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.m.Load(s); ok {
+		return v.(*cachedPattern)
+	}
+	if c.n >= maxCachedPatterns || c.bytes+size > maxCachedPatternBytes {
+		c.m.Clear()
+		c.n, c.bytes = 0, 0
+	}
+	c.m.Store(s, t)
+	c.n++
+	c.bytes += size
+	return t
+}
+
+// size estimates the bytes t holds as the cache entry of s: s, the
+// pattern, the boxed values and the headers of the entry and the map's.
+func (t *cachedPattern) size(s string) int {
+	return len(s) + t.pattern.size() + 32*len(t.values) + 256
 }
 
 // resolve finds t's route, cached until the routing changes.

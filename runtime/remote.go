@@ -24,6 +24,8 @@ type remote struct {
 	mu       sync.Mutex
 	peers    map[string]*peer     // by address
 	catalogs map[string][]Pattern // fetched pattern sets by digest
+	// catalogBytes is the estimated size of catalogs (see cacheCatalog).
+	catalogBytes int
 
 	self selfDigest
 }

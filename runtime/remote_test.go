@@ -44,7 +44,7 @@ func TestServeMessageKeepsNoFrame(t *testing.T) {
 		return len(s) > 0 && p >= start && p <= end
 	}
 	cached := 0
-	n.parsed.m.Range(func(k, v any) bool {
+	n.wire.m.Range(func(k, v any) bool {
 		cached++
 		tg := v.(*cachedPattern)
 		strs := []string{k.(string), tg.pattern.String()}

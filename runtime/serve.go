@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"runtime/debug"
-	"strings"
 	"time"
 )
 
@@ -21,22 +20,22 @@ func (s nodeServer) ServeMessage(ctx context.Context, m *Message) *Message {
 }
 
 // serveRemote serves a call from another node: the catalog, or the local
-// handler of the call's pattern.
+// handler of the call's pattern. The metadata and patterns are checked
+// against the node's limits first.
 func (n *Node) serveRemote(ctx context.Context, m *Message) *Message {
+	if err := n.limits.checkMeta(m.Meta); err != nil {
+		return errorReply(err)
+	}
 	if m.Pattern == CatalogPattern {
 		return n.catalogReply(m)
 	}
-	t, err := n.wireTarget(m.Pattern)
+	e, err := n.wireHandler(m.Pattern)
 	if err != nil {
 		return errorReply(err)
 	}
-	var e *handlerEntry
-	if r := n.resolve(t); r != nil {
-		e = r.local.Load()
-	}
 	if e == nil {
 		// Only local handlers serve remote calls: a node never forwards.
-		return refusedReply(Errorf(CodeNotFound, "wizard: node %s has no handler for %q", n.id, m.Pattern))
+		return refusedReply(Errorf(CodeNotFound, "wizard: the remote node has no handler for %s", quoteClipped(m.Pattern, maxEcho)))
 	}
 	var over *cachedPattern
 	if o := metaValue(m.Meta, metaOver); o != "" {
@@ -107,7 +106,9 @@ func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over
 	}
 	codec, payload, typ, err := encodePayload(res.v)
 	if err != nil {
-		return errorReply(err)
+		// The reason names Go types: for this node's log, not the caller.
+		n.log.Error("wizard: a handler's result cannot be encoded", "pattern", e.pattern.String(), "err", err)
+		return errorReply(errUnencodable)
 	}
 	// The reply takes the request's place, as the Server contract allows:
 	// nothing reads the request once its handler has returned, and the
@@ -119,16 +120,6 @@ func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over
 		m.Meta = append(meta, MetaPair{metaType, typ})
 	}
 	return m
-}
-
-// wireTarget is n.parsed.get for a pattern received from another node.
-// The string may alias the buffer of a whole frame, payload included: the
-// cache keeps a copy of it, never the frame.
-func (n *Node) wireTarget(s string) (*cachedPattern, error) {
-	if v, ok := n.parsed.m.Load(s); ok {
-		return v.(*cachedPattern), nil
-	}
-	return n.parsed.get(strings.Clone(s))
 }
 
 // errorReply is the reply for a failed call: its code, message and
@@ -159,6 +150,10 @@ var (
 	errOverloaded = &Error{Code: CodeResourceExhausted, Message: "wizard: node is over its in-flight limit"}
 	errClosing    = errClosed()
 )
+
+// errUnencodable answers a call whose handler returned a result that
+// cannot be encoded (a channel, a function, a value that fails to marshal).
+var errUnencodable = &Error{Code: CodeInternal, Message: "wizard: the handler's result cannot be encoded"}
 
 // dispatch runs e's handler under the node's in-flight accounting.
 // over, if not nil, is a pattern whose pairs overlay the map msg.

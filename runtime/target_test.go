@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -22,6 +23,24 @@ func TestTargetCacheSize(t *testing.T) {
 	n.parsed.m.Range(func(any, any) bool { count++; return true })
 	if count > maxCachedPatterns {
 		t.Errorf("target cache holds %d entries, want at most %d", count, maxCachedPatterns)
+	}
+	// Large patterns: the bytes bound the entries first.
+	pad := strings.Repeat("p", 4000)
+	for i := range 3000 {
+		_, _ = n.ActE(context.Background(), fmt.Sprintf("role:x,id:%d,pad:%s", i, pad), nil)
+	}
+	bytes := 0
+	n.parsed.m.Range(func(k, v any) bool { bytes += v.(*cachedPattern).size(k.(string)); return true })
+	if bytes > maxCachedPatternBytes || bytes != n.parsed.bytes {
+		t.Errorf("target cache holds %d bytes (counted %d), want at most %d", bytes, n.parsed.bytes, maxCachedPatternBytes)
+	}
+	// A pattern too large to cache is parsed on every call.
+	huge := "role:x,pad:" + strings.Repeat("p", maxCachedPatternSize)
+	if _, err := n.ActE(context.Background(), huge, nil); CodeOf(err) != CodeNotFound {
+		t.Fatalf("a huge pattern: %v", err)
+	}
+	if _, ok := n.parsed.m.Load(huge); ok {
+		t.Error("a pattern larger than maxCachedPatternSize is cached")
 	}
 
 	// A cached resolution is dropped when the routing changes.

@@ -73,7 +73,7 @@
 // anything, so a peer cannot make it allocate more than the maximum.
 // [DecodeFrame] checks every length against the bytes that remain (a meta
 // count, for instance, against the two bytes each pair needs at least)
-// before allocating.
+// before allocating, and refuses more than [MaxMeta] (256) meta pairs.
 //
 // Decoding does not copy: Pattern, the keys and values of Meta and Payload
 // alias the frame body (strings through unsafe.String). The body must not

@@ -47,6 +47,7 @@ var (
 	errPatternTrunc   = &malformed{"truncated pattern"}
 	errMetaCount      = &malformed{"bad meta count"}
 	errMetaCountRange = &malformed{"meta count exceeds the frame"}
+	errMetaCountLimit = &malformed{"more than " + strconv.Itoa(MaxMeta) + " meta pairs"}
 	errMetaLen        = &malformed{"bad meta length"}
 	errCode           = &malformed{"bad error code"}
 	errCodeRange      = &malformed{"error code out of range"}

@@ -27,6 +27,11 @@ const MinFrameSize = HeaderSize - 4 + 3
 // MaxFrameSize is the largest frame size the 32-bit length field can hold.
 const MaxFrameSize = math.MaxUint32
 
+// MaxMeta is the largest number of meta pairs a frame may carry. A frame
+// with more is malformed: a decoder would otherwise allocate 32 bytes per
+// two bytes of frame for its Meta slice.
+const MaxMeta = 256
+
 // Type is a frame's type.
 type Type uint8
 
@@ -249,6 +254,9 @@ func DecodeFrame(body []byte, f *Frame) error {
 	b = b[n:]
 	if c > uint64(len(b)/2) { // every pair takes at least two bytes
 		return errMetaCountRange
+	}
+	if c > MaxMeta {
+		return errMetaCountLimit
 	}
 	meta := f.Meta[:0]
 	if c > 0 && uint64(cap(meta)) < c {

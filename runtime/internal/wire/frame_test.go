@@ -164,6 +164,20 @@ func body(rest ...byte) []byte {
 	return append([]byte{byte(TypeRequest), 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, rest...)
 }
 
+// TestDecodeFrameMetaLimit: MaxMeta meta pairs decode, one more is
+// malformed.
+func TestDecodeFrameMetaLimit(t *testing.T) {
+	var f Frame
+	at := append(body(0, 0, 0x80, 0x02), make([]byte, 2*MaxMeta)...)
+	if err := DecodeFrame(at, &f); err != nil || len(f.Meta) != MaxMeta {
+		t.Errorf("%d pairs: %v, %d decoded", MaxMeta, err, len(f.Meta))
+	}
+	over := append(body(0, 0, 0x81, 0x02), make([]byte, 2*(MaxMeta+1))...)
+	if err := DecodeFrame(over, &f); err != errMetaCountLimit {
+		t.Errorf("%d pairs: %v, want %v", MaxMeta+1, err, errMetaCountLimit)
+	}
+}
+
 func TestDecodeFrameErrors(t *testing.T) {
 	tests := []struct {
 		name string
