@@ -103,7 +103,12 @@
 // only when it is [Idempotent], within a retry budget. A call that is not
 // idempotent is sent again, same id, to the same run of its peer when its
 // connection drops after it was written, and the serving node answers the
-// copy from its de-duplication table ([WithDedup]): the handler runs once. [Node.Stats] counts
+// copy from its de-duplication table ([WithDedup]): the handler runs once.
+// A stored answer is bound to its caller: to a token the caller sends only
+// to that node (random per peer, so no other peer learns it), to the
+// certificate the caller presented under mutual TLS, and to the call's
+// pattern and payload; metadata copied from another caller's calls never
+// reaches it. [Node.Stats] counts
 // refusals, retries, calls sent again and duplicates.
 //
 // # Limits
@@ -144,6 +149,7 @@ package runtime
 //	codec.go        payload encoding for the wire, lazily decoded replies
 //	result.go       Result
 //	error.go        Error, Code, the sentinels
+//	limit.go        the bounds on what other nodes send: pattern and metadata sizes
 //	transport.go    the Transport, Listener, Conn and Server interfaces; Message
 //
 // The remote path, caller side:
