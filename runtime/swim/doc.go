@@ -82,6 +82,21 @@
 // one step at a time across the cluster. Gossip carries membership only:
 // calls between nodes go over the wizard transport, which has its own TLS.
 //
+// Without keys, anyone who can reach the gossip port can join the
+// cluster, read who serves what and announce members, which every node
+// then dials and routes calls to. So unencrypted gossip runs only on a
+// loopback address (127.0.0.1, ::1) unless [WithInsecure] says otherwise:
+// on any other address, the default "0.0.0.0:7946" included,
+// [Discovery.Start] fails without WithKeys or WithInsecure, as gRPC wants
+// insecure credentials spelled out. The keys make every member a holder
+// of the cluster's secret: they authenticate membership, not each node;
+// a member that has the key is believed about itself and about others.
+//
+// Anyone who reaches the port can also send noise, which memberlist
+// reports: its warnings and errors are rate-limited, at most 10 every 10
+// seconds and then one record that counts the others ("... N more
+// suppressed"), and name the sender in a remote attribute.
+//
 // # Network
 //
 // Each node needs one gossip port open for both UDP (probes and gossip)

@@ -28,6 +28,7 @@ type Limiter struct {
 	level      slog.Level  // the highest level suppressed in the interval
 	timer      *time.Timer // armed at the first suppressed event of an interval
 	closed     bool
+	events     int // since the start
 }
 
 // NewLimiter returns a limiter whose summaries go to out and say what
@@ -42,6 +43,7 @@ func NewLimiter(out slog.Handler, what string) *Limiter {
 func (l *Limiter) Allow(level slog.Level) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.events++
 	if l.closed {
 		return true
 	}
@@ -98,6 +100,13 @@ func (l *Limiter) summarize() {
 	r := slog.NewRecord(time.Now(), l.level, fmt.Sprintf("%s: %d more suppressed", l.what, l.suppressed), 0)
 	r.AddAttrs(slog.Int("suppressed", l.suppressed), slog.Duration("interval", Interval))
 	_ = l.out.Handle(ctx, r)
+}
+
+// Events returns how many events the limiter has seen, passed or not.
+func (l *Limiter) Events() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.events
 }
 
 // Close logs the summary of what is suppressed so far and stops the
