@@ -17,13 +17,14 @@
 //		return err // an invalid option, named: "wizard: swim: WithKeys: the primary key is 5 bytes; ..."
 //	}
 //	n, err := runtime.New(
-//		runtime.WithTransport(tr), // tr, err := tcp.New()
+//		runtime.WithTransport(tr), // tr, err := tcp.New(tcp.WithServerTLS(srv), tcp.WithClientTLS(cli))
 //		runtime.WithListen(":7000"),
 //		runtime.WithDiscovery(d),
 //	)
 //
 // [New] checks every option; what it cannot know (the gossip port is
-// free, the configuration [WithMemberlistConfig] leaves works) fails
+// free, the configuration [WithMemberlistConfig] leaves works, gossip
+// without keys binds to loopback or has [WithInsecure]) fails
 // [Discovery.Start], so runtime.New. The node starts the Discovery when it
 // is created and closes it when it shuts down; closing leaves the
 // cluster, so the other members drop the node at once instead of
