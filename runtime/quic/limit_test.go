@@ -182,7 +182,7 @@ func TestIdleTimeout(t *testing.T) {
 	const idle = 200 * time.Millisecond
 	srv := transporttest.NewServer(t, newTransport(t, quic.WithInsecureSelfSigned(), quic.WithIdleTimeout(idle)))
 	d := newRawDialer(t)
-	start := time.Now()
+	start := time.Now() // before the listener accepts, so no later than its clock starts
 	s := d.open(srv.Addr())
 	if f := s.next(); f.Type != wire.TypeGoAway {
 		t.Fatalf("idle connection got a %v frame, want a goaway", f.Type)

@@ -194,8 +194,8 @@ func TestIdleTimeout(t *testing.T) {
 	busy.handshake()
 	b.busy(t, busy, 1)
 
+	start := time.Now() // before the listener accepts, so no later than its clock starts
 	idler := dialRaw(t, srv.Addr())
-	start := time.Now()
 	idler.handshake()
 	if f := idler.next(); f.Type != wire.TypeGoAway {
 		t.Fatalf("idle connection got a %v frame, want a goaway", f.Type)
