@@ -42,6 +42,35 @@
 // without a certificate serve a self-signed one and dialers without a
 // configuration accept any certificate: encrypted, but not authenticated.
 //
+// TLS alone proves the server to its callers but serves anyone who can
+// reach the port: only mutual TLS (ClientAuth set to
+// tls.RequireAndVerifyClientCert, with ClientCAs) keeps callers without a
+// certificate from those CAs out.
+//
+// # Limits
+//
+// A listener holds at most [WithMaxConns] connections (by default half the
+// process's file-descriptor limit, at most 4096), and at most
+// [WithMaxConnsPerIP] from one IP address (an IPv6 /64; by default a
+// quarter of the maximum). A connection that would exceed a limit takes
+// the place of the connection in the way that has been idle longest (no
+// request in flight; one that has not opened a stream counts as idle
+// since it was accepted), which is closed at once with application error
+// 2; when all of them have requests in flight, the newcomer is closed
+// instead. So connections held open by an attacker cannot lock callers
+// out. QUIC handshakes in progress count against the maximum too: beyond
+// it quic-go refuses new ones, and past a quarter of it a client must
+// prove its address with a Retry round trip first, so that forged source
+// addresses cannot fill the slots; quic-go bounds each handshake in time
+// (5 seconds without a packet, 10 in all). A connection without a request
+// in flight for [WithIdleTimeout] (10 minutes by default) is sent a goaway
+// on every stream, so that its caller reconnects when it needs to; the
+// wizard handshake on a stream must end within 10 seconds. Connections
+// refused or closed for a limit, and streams that fail their handshake,
+// are logged at Warn with the remote address, at most 10 records of a kind
+// every 10 seconds and then one that counts the others ("... N more
+// suppressed").
+//
 // # UDP buffers
 //
 // Under load QUIC needs larger UDP socket buffers than most systems allow

@@ -3,15 +3,18 @@ package quic
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	quicgo "github.com/quic-go/quic-go"
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
+	"github.com/wizardmesh/wizard/runtime/internal/connset"
 	"github.com/wizardmesh/wizard/runtime/internal/mux"
 )
 
@@ -40,21 +43,18 @@ func (t *Transport) Listen(addr string, s runtime.Server) (runtime.Listener, err
 	if err != nil {
 		return nil, fmt.Errorf("wizard: quic: listen %s: %w", addr, err)
 	}
-	tr := &quicgo.Transport{Conn: udp}
-	ql, err := tr.Listen(tlsConf, t.quicConfig())
-	if err != nil {
-		tr.Close()
-		udp.Close()
-		return nil, fmt.Errorf("wizard: quic: listen %s: %w", addr, err)
-	}
-	t.checkBuffers(udp)
+	lim := connset.Resolve(t.maxConns, t.maxConnsPerIP, t.idleTimeout)
+	guard := bridge.NewGuard("quic", lim, t.log)
+	opts := t.mux
+	opts.Logger = guard.Log
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Listener{
 		t:      t,
 		udp:    udp,
-		tr:     tr,
-		ql:     ql,
 		h:      bridge.Handler(s),
+		opts:   opts,
+		guard:  guard,
+		lim:    lim,
 		ctx:    ctx,
 		cancel: cancel,
 		kill:   make(chan struct{}),
@@ -62,6 +62,17 @@ func (t *Transport) Listen(addr string, s runtime.Server) (runtime.Listener, err
 		conns:  map[*quicgo.Conn]struct{}{},
 		done:   make(chan struct{}),
 	}
+	l.tr = &quicgo.Transport{Conn: udp, ConnContext: l.startHandshake, VerifySourceAddress: l.verifySource}
+	ql, err := l.tr.Listen(tlsConf, t.quicConfig())
+	if err != nil {
+		cancel()
+		guard.Close()
+		l.tr.Close()
+		udp.Close()
+		return nil, fmt.Errorf("wizard: quic: listen %s: %w", addr, err)
+	}
+	l.ql = ql
+	t.checkBuffers(udp)
 	l.wg.Add(1)
 	go l.accept()
 	return l, nil
@@ -74,6 +85,9 @@ type Listener struct {
 	tr     *quicgo.Transport
 	ql     *quicgo.Listener
 	h      mux.Handler
+	opts   mux.Options   // the transport's, logging through guard
+	guard  *bridge.Guard // the connection limits
+	lim    connset.Limits
 	ctx    context.Context // ends on Shutdown: each stream sends goaway and drains
 	cancel context.CancelFunc
 	kill   chan struct{} // closed when connections must close at once
@@ -83,6 +97,9 @@ type Listener struct {
 	conns    map[*quicgo.Conn]struct{}
 	closed   bool
 	killOnce sync.Once
+
+	handshakes atomic.Int64 // QUIC handshakes in progress
+
 	wg       sync.WaitGroup // the accept loop and every connection's goroutine
 	done     chan struct{}  // closed when wg is done
 	doneOnce sync.Once
@@ -94,6 +111,46 @@ var _ runtime.Listener = (*Listener)(nil)
 // Addr returns the bound UDP address.
 func (l *Listener) Addr() string { return l.udp.LocalAddr().String() }
 
+// errHandshakes refuses a QUIC handshake when as many are in progress as
+// the listener takes connections.
+var errHandshakes = errors.New("too many handshakes in progress (WithMaxConns)")
+
+// handshakeKey is the context key of a connection's [handshake].
+type handshakeKey struct{}
+
+// handshake is one QUIC handshake in progress, counted until it is done
+// (the connection is accepted) or fails.
+type handshake struct {
+	l    *Listener
+	once sync.Once
+}
+
+func (h *handshake) done() { h.once.Do(func() { h.l.handshakes.Add(-1) }) }
+
+// startHandshake is quic-go's ConnContext: it counts the handshakes in
+// progress and refuses one beyond the connection limit (quic-go answers
+// CONNECTION_REFUSED), so that handshakes cannot hold more than
+// connections can. quic-go bounds each handshake in time
+// (HandshakeIdleTimeout, 5s by default, and twice that in all).
+func (l *Listener) startHandshake(ctx context.Context, info *quicgo.ClientInfo) (context.Context, error) {
+	if l.handshakes.Add(1) > int64(l.lim.Max) {
+		l.handshakes.Add(-1)
+		l.guard.Log.Warn("wizard: quic: handshake refused", "remote", info.RemoteAddr.String(), "reason", errHandshakes.Error())
+		return ctx, errHandshakes
+	}
+	h := &handshake{l: l}
+	context.AfterFunc(ctx, h.done) // the handshake failed, or the connection ended
+	return context.WithValue(ctx, handshakeKey{}, h), nil
+}
+
+// verifySource is quic-go's VerifySourceAddress: when a quarter of the
+// handshakes the listener takes are in progress, a client must prove its
+// address with a Retry round trip first, so that packets with forged
+// source addresses cannot fill the handshake slots.
+func (l *Listener) verifySource(net.Addr) bool {
+	return l.handshakes.Load() >= int64(max(1, l.lim.Max/4))
+}
+
 func (l *Listener) accept() {
 	defer l.wg.Done()
 	for {
@@ -101,34 +158,53 @@ func (l *Listener) accept() {
 		if err != nil {
 			return // closed by Shutdown or Close
 		}
+		if h, ok := qc.Context().Value(handshakeKey{}).(*handshake); ok {
+			h.done()
+		}
+		// Its own context, so that it can go away alone when idle.
+		ctx, cancel := context.WithCancel(l.ctx)
+		refuse := func() { qc.CloseWithError(codeRefused, "too many connections") }
+		gc, err := l.guard.Admit(qc.RemoteAddr(), refuse, cancel)
+		if err != nil {
+			cancel()
+			refuse()
+			continue
+		}
 		l.mu.Lock()
 		if l.closed {
 			l.mu.Unlock()
+			gc.Remove()
+			cancel()
 			qc.CloseWithError(codeError, "shutting down")
 			continue // Accept fails once the queue is empty
 		}
 		l.conns[qc] = struct{}{}
 		l.wg.Add(1)
 		l.mu.Unlock()
-		go l.serve(qc)
+		go l.serve(ctx, qc, gc, cancel)
 	}
 }
 
 // serve runs mux.Serve on every stream qc's client opens, until the
-// connection ends or the listener shuts down.
-func (l *Listener) serve(qc *quicgo.Conn) {
+// connection ends or ctx does (Shutdown, or cancel when idle); then it
+// takes qc out of the guard's set.
+func (l *Listener) serve(ctx context.Context, qc *quicgo.Conn, gc *connset.Conn, cancel context.CancelFunc) {
 	defer l.wg.Done()
+	defer gc.Remove()
+	defer cancel()
+	h := bridge.Tracked(l.h, gc)
+	// What de-duplicated answers are bound to: the client's certificate.
+	ctx = bridge.WithTLSIdentity(ctx, func() tls.ConnectionState { return qc.ConnectionState().TLS })
 	var streams sync.WaitGroup
-	base := bridge.WithTLSIdentity(l.ctx, func() tls.ConnectionState { return qc.ConnectionState().TLS })
 	for {
-		s, err := qc.AcceptStream(l.ctx)
+		s, err := qc.AcceptStream(ctx)
 		if err != nil {
 			break // the connection ended, or Shutdown
 		}
 		streams.Go(func() {
-			ctx := context.WithValue(base, streamKey{}, s.StreamID())
-			if err := mux.Serve(ctx, stream{s, qc}, l.h, l.t.mux); err != nil {
-				l.t.log.Debug("wizard: quic: stream closed", "remote", qc.RemoteAddr().String(), "stream", int64(s.StreamID()), "err", err)
+			ctx := context.WithValue(ctx, streamKey{}, s.StreamID())
+			if err := mux.Serve(ctx, stream{s, qc}, h, l.opts); err != nil {
+				l.guard.Log.Debug("wizard: quic: stream closed", "remote", qc.RemoteAddr().String(), "stream", int64(s.StreamID()), "err", err)
 			}
 		})
 	}
@@ -158,7 +234,7 @@ func (l *Listener) Shutdown(ctx context.Context) error {
 	l.stop()
 	go func() {
 		l.wg.Wait()
-		l.doneOnce.Do(func() { close(l.done) })
+		l.finish()
 	}()
 	var err error
 	select {
@@ -178,9 +254,18 @@ func (l *Listener) Close() error {
 	l.stop()
 	l.closeConns()
 	l.wg.Wait()
-	l.doneOnce.Do(func() { close(l.done) })
+	l.finish()
 	l.release()
 	return nil
+}
+
+// finish runs once every connection has ended: the guard logs what it
+// suppressed, and done closes.
+func (l *Listener) finish() {
+	l.doneOnce.Do(func() {
+		l.guard.Close()
+		close(l.done)
+	})
 }
 
 // stop stops accepting connections and streams, and starts the goaway on

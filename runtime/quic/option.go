@@ -20,8 +20,11 @@ type optionFunc func(*Transport) error
 func (f optionFunc) apply(t *Transport) error { return f(t) }
 
 // WithServerTLS serves with cfg: its Certificates (or GetCertificate), and
-// ClientAuth with ClientCAs for mutual TLS. The transport works on a clone
-// and sets MinVersion to TLS 1.3 and NextProtos to [ALPN]. Without it,
+// ClientAuth with ClientCAs for mutual TLS. Without ClientAuth
+// (tls.RequireAndVerifyClientCert) the server does not verify its callers:
+// anyone who can reach the port can call every pattern the node serves,
+// over an encrypted connection. The transport works on a clone and sets
+// MinVersion to TLS 1.3 and NextProtos to [ALPN]. Without it,
 // [Transport.Listen] fails unless [WithInsecureSelfSigned] is set. [New]
 // fails when cfg is nil or has no certificate.
 func WithServerTLS(cfg *tls.Config) Option {
@@ -128,9 +131,61 @@ func WithKeepAlive(interval, timeout time.Duration) Option {
 	})
 }
 
+// WithMaxConns sets how many connections a listener holds at once: 0 for
+// the default, half the process's file-descriptor limit (the soft
+// RLIMIT_NOFILE when the listener starts; Go raises it to the hard limit
+// at start) and at most 4096, else at least 1. A connection beyond it
+// takes the place of the connection idle longest, which is closed; when
+// every connection has a request in flight, the new one is closed. QUIC
+// connections share the listener's UDP socket, so here the limit bounds
+// memory rather than descriptors; it also bounds the QUIC handshakes in
+// progress.
+func WithMaxConns(n int) Option {
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckMaxConns(n); err != nil {
+			return err
+		}
+		t.maxConns = n
+		return nil
+	})
+}
+
+// WithMaxConnsPerIP sets how many connections a listener holds at once
+// from one IP address (IPv4) or one /64 (IPv6): 0 for the default, a
+// quarter of the maximum ([WithMaxConns]), else from 1 to the maximum. A
+// connection beyond it takes the place of that address's connection idle
+// longest, which is closed; when every one of them has a request in
+// flight, the new one is closed.
+func WithMaxConnsPerIP(n int) Option {
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckMaxConnsPerIP(n, 0); err != nil {
+			return err
+		}
+		t.maxConnsPerIP = n
+		return nil
+	})
+}
+
+// WithIdleTimeout sets how long a served connection may stay without a
+// request in flight (keep-alive pings do not count) before the listener
+// sends it a goaway: 0 for the default (10 minutes), a negative value for
+// no limit, else at least 10ms. The connection goes within twice the
+// timeout; its caller reconnects when it calls again.
+func WithIdleTimeout(d time.Duration) Option {
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckIdleTimeout(d); err != nil {
+			return err
+		}
+		t.idleTimeout = d
+		return nil
+	})
+}
+
 // WithLogger receives a record for each connection that closes abnormally,
-// and a warning when the UDP socket buffers are too small (see the package
-// documentation); nil, the default, discards them.
+// is refused or closed for a connection limit, and a warning when the UDP
+// socket buffers are too small (see the package documentation); nil, the
+// default, discards them. A listener's records at Warn and above are
+// rate-limited (see the package documentation).
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(t *Transport) error {
 		t.log, t.mux.Logger = l, l

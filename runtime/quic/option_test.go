@@ -43,6 +43,10 @@ func TestNew(t *testing.T) {
 		{"shortest keep-alive", []quic.Option{quic.WithKeepAlive(10*time.Millisecond, 10*time.Millisecond)}},
 		{"nil logger", []quic.Option{quic.WithLogger(nil)}},
 		{"logger", []quic.Option{quic.WithLogger(slog.New(slog.DiscardHandler))}},
+		{"default connection limits", []quic.Option{quic.WithMaxConns(0), quic.WithMaxConnsPerIP(0), quic.WithIdleTimeout(0)}},
+		{"connection limits", []quic.Option{quic.WithMaxConns(20), quic.WithMaxConnsPerIP(20), quic.WithIdleTimeout(10 * time.Millisecond)}},
+		{"per-IP limit alone", []quic.Option{quic.WithMaxConnsPerIP(100000)}},
+		{"no idle timeout", []quic.Option{quic.WithIdleTimeout(-1)}},
 	}
 	for _, tt := range good {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,6 +73,10 @@ func TestNew(t *testing.T) {
 		{"tiny ping interval", []quic.Option{quic.WithKeepAlive(time.Nanosecond, 0)}, "wizard: quic: WithKeepAlive(1ns, 0s): the interval is below 10ms; want a negative interval for no pings, 0 for the default (15s) or at least 10ms"},
 		{"negative ping timeout", []quic.Option{quic.WithKeepAlive(time.Second, -1)}, "wizard: quic: WithKeepAlive(1s, -1ns): the timeout cannot be negative; want 0 for the default (10s) or at least 10ms"},
 		{"tiny ping timeout", []quic.Option{quic.WithKeepAlive(-1, time.Millisecond)}, "wizard: quic: WithKeepAlive(-1ns, 1ms): the timeout is below 10ms; want 0 for the default (10s) or at least 10ms"},
+		{"negative connection limit", []quic.Option{quic.WithMaxConns(-1)}, "wizard: quic: WithMaxConns(-1): want 0 for the default (half the file-descriptor limit, at most 4096) or a positive number"},
+		{"negative per-IP limit", []quic.Option{quic.WithMaxConnsPerIP(-1)}, "wizard: quic: WithMaxConnsPerIP(-1): want 0 for the default (a quarter of the maximum) or a positive number"},
+		{"per-IP limit above the limit", []quic.Option{quic.WithMaxConnsPerIP(30), quic.WithMaxConns(20)}, "wizard: quic: WithMaxConnsPerIP(30): above WithMaxConns(20)"},
+		{"tiny idle timeout", []quic.Option{quic.WithIdleTimeout(time.Millisecond)}, "wizard: quic: WithIdleTimeout(1ms): want 0 for the default (10m0s), a negative value for none, or at least 10ms"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {

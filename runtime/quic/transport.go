@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 
 	quicgo "github.com/quic-go/quic-go"
 
@@ -31,6 +32,7 @@ const (
 const (
 	codeNoError quicgo.ApplicationErrorCode = 0 // an orderly close
 	codeError   quicgo.ApplicationErrorCode = 1 // a stream failed, or the listener closed at once
+	codeRefused quicgo.ApplicationErrorCode = 2 // over a connection limit
 )
 
 // Transport is the QUIC transport. Create it with [New]; it is safe for
@@ -45,6 +47,9 @@ type Transport struct {
 	streams   int
 	mux       mux.Options
 	log       *slog.Logger
+
+	maxConns, maxConnsPerIP int
+	idleTimeout             time.Duration
 
 	warnOnce sync.Once // the first small-buffer report is a warning
 }
@@ -65,6 +70,9 @@ func New(opts ...Option) (*Transport, error) {
 		if err := o.apply(t); err != nil {
 			return nil, fmt.Errorf("wizard: quic: %w", err)
 		}
+	}
+	if err := bridge.CheckMaxConnsPerIP(t.maxConnsPerIP, t.maxConns); err != nil {
+		return nil, fmt.Errorf("wizard: quic: %w", err)
 	}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)

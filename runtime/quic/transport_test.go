@@ -409,3 +409,43 @@ func (e *endAfter) Read(p []byte) (int, error) {
 	e.n -= n
 	return n, err
 }
+
+// TestHandshakeLimit: QUIC handshakes in progress count against the
+// connection limit: one beyond it is refused, and a handshake that ends
+// frees its place; past a quarter of the limit, clients must prove their
+// address first.
+func TestHandshakeLimit(t *testing.T) {
+	tr := mustNew(t, WithInsecureSelfSigned(), WithMaxConns(4))
+	ln, err := tr.Listen("127.0.0.1:0", serverFunc(echo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	l := ln.(*Listener)
+	info := &quicgo.ClientInfo{RemoteAddr: &net.UDPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 1}}
+	if l.verifySource(info.RemoteAddr) {
+		t.Error("address validation asked for with no handshake in progress")
+	}
+	var cancels []context.CancelFunc
+	for i := range 4 {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancels = append(cancels, cancel)
+		if _, err := l.startHandshake(ctx, info); err != nil {
+			t.Fatalf("handshake %d refused: %v", i+1, err)
+		}
+	}
+	if !l.verifySource(info.RemoteAddr) {
+		t.Error("no address validation with the handshake slots full")
+	}
+	if _, err := l.startHandshake(t.Context(), info); !errors.Is(err, errHandshakes) {
+		t.Errorf("a fifth handshake: %v, want errHandshakes", err)
+	}
+	cancels[0]() // the handshake failed
+	testwait.Until(t, "the failed handshake kept its place", func() bool { return l.handshakes.Load() == 3 })
+	if _, err := l.startHandshake(t.Context(), info); err != nil {
+		t.Errorf("a handshake after one ended: %v", err)
+	}
+	for _, c := range cancels {
+		c()
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/ratelog"
 )
 
 // Discovery finds the other nodes of a cluster by SWIM gossip
@@ -29,6 +30,10 @@ type Discovery struct {
 	cfg     config
 	log     *slog.Logger
 	keyring *memberlist.Keyring // nil without WithKeys
+
+	// memberlistLog limits memberlist's warnings and errors, which other
+	// hosts can cause at will.
+	memberlistLog *ratelog.Limiter
 
 	mu         sync.Mutex // guards started, closed and gossipAddr
 	started    bool
@@ -77,6 +82,10 @@ func New(opts ...Option) (*Discovery, error) {
 	d.log = d.cfg.logger
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
+	}
+	d.memberlistLog = ratelog.NewLimiter(d.log.Handler(), "wizard: swim: memberlist's warnings and errors")
+	if d.cfg.insecure && len(d.cfg.keys) > 0 {
+		return nil, errors.New("wizard: swim: WithInsecure and WithKeys: choose one (WithInsecure gossips in the clear)")
 	}
 	if d.cfg.resolver == nil {
 		d.cfg.resolver = net.DefaultResolver
@@ -203,7 +212,7 @@ func (d *Discovery) memberlistConfig() (*memberlist.Config, *transport, error) {
 	d.cfg.preset.apply(c)
 	c.Name = d.name
 	c.LogOutput = nil
-	c.Logger = log.New(logWriter{d.log}, "", 0)
+	c.Logger = log.New(logWriter{l: d.log, limit: d.memberlistLog}, "", 0)
 	c.BindAddr, c.BindPort = "0.0.0.0", DefaultPort
 	if d.cfg.bind != "" {
 		c.BindAddr, c.BindPort, _ = splitBind(d.cfg.bind)
@@ -239,13 +248,27 @@ func (d *Discovery) memberlistConfig() (*memberlist.Config, *transport, error) {
 		tr.Shutdown() // WithMemberlistConfig brought its own
 		tr = nil
 	}
-	if c.ProbeInterval <= 0 || c.GossipInterval <= 0 {
+	err = nil
+	switch {
+	case c.ProbeInterval <= 0 || c.GossipInterval <= 0:
+		err = errors.New("wizard: swim: memberlist config: ProbeInterval and GossipInterval must be positive")
+	case !d.cfg.insecure && c.Keyring == nil && len(c.SecretKey) == 0 && !isLoopback(c.BindAddr):
+		err = fmt.Errorf("wizard: swim: gossip on %s would not be encrypted: anyone who can reach the port could join the cluster and announce members; set WithKeys, or WithInsecure to gossip in the clear anyway (a loopback address needs neither)",
+			net.JoinHostPort(c.BindAddr, strconv.Itoa(c.BindPort)))
+	}
+	if err != nil {
 		if tr != nil {
 			tr.Shutdown()
 		}
-		return nil, nil, errors.New("wizard: swim: memberlist config: ProbeInterval and GossipInterval must be positive")
+		return nil, nil, err
 	}
 	return c, tr, nil
+}
+
+// isLoopback reports whether host is a loopback IP address.
+func isLoopback(host string) bool {
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // GossipAddr returns the gossip address other members reach this node at
@@ -345,7 +368,9 @@ func (d *Discovery) stop(leave bool) error {
 			d.log.Debug("wizard: swim: leave not yet gossiped", "err", err)
 		}
 	}
-	if err := ml.Shutdown(); err != nil {
+	err := ml.Shutdown()
+	d.memberlistLog.Close() // memberlist logs no more: what it suppressed is counted
+	if err != nil {
 		return fmt.Errorf("wizard: swim: shutdown: %w", err)
 	}
 	d.log.Info("wizard: swim: gossip stopped", "node", d.name, "left", leave)

@@ -50,6 +50,7 @@ func TestNew(t *testing.T) {
 		{"presets", []Option{WithPreset(LAN), WithPreset(Fast)}},
 		{"memberlist config", []Option{WithMemberlistConfig(func(*memberlist.Config) {})}},
 		{"nil logger", []Option{WithLogger(nil)}},
+		{"insecure", []Option{WithInsecure()}},
 	}
 	for _, tt := range good {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,13 +17,14 @@
 //		return err // an invalid option, named: "wizard: swim: WithKeys: the primary key is 5 bytes; ..."
 //	}
 //	n, err := runtime.New(
-//		runtime.WithTransport(tr), // tr, err := tcp.New()
+//		runtime.WithTransport(tr), // tr, err := tcp.New(tcp.WithServerTLS(srv), tcp.WithClientTLS(cli))
 //		runtime.WithListen(":7000"),
 //		runtime.WithDiscovery(d),
 //	)
 //
 // [New] checks every option; what it cannot know (the gossip port is
-// free, the configuration [WithMemberlistConfig] leaves works) fails
+// free, the configuration [WithMemberlistConfig] leaves works, gossip
+// without keys binds to loopback or has [WithInsecure]) fails
 // [Discovery.Start], so runtime.New. The node starts the Discovery when it
 // is created and closes it when it shuts down; closing leaves the
 // cluster, so the other members drop the node at once instead of
@@ -86,6 +87,21 @@
 // [Discovery.UseKey] and [Discovery.RemoveKey] rotate keys at run time,
 // one step at a time across the cluster. Gossip carries membership only:
 // calls between nodes go over the wizard transport, which has its own TLS.
+//
+// Without keys, anyone who can reach the gossip port can join the
+// cluster, read who serves what and announce members, which every node
+// then dials and routes calls to. So unencrypted gossip runs only on a
+// loopback address (127.0.0.1, ::1) unless [WithInsecure] says otherwise:
+// on any other address, the default "0.0.0.0:7946" included,
+// [Discovery.Start] fails without WithKeys or WithInsecure, as gRPC wants
+// insecure credentials spelled out. The keys make every member a holder
+// of the cluster's secret: they authenticate membership, not each node;
+// a member that has the key is believed about itself and about others.
+//
+// Anyone who reaches the port can also send noise, which memberlist
+// reports: its warnings and errors are rate-limited, at most 10 every 10
+// seconds and then one record that counts the others ("... N more
+// suppressed"), and name the sender in a remote attribute.
 //
 // # Network
 //

@@ -25,7 +25,7 @@ func (r *records) WithGroup(string) slog.Handler      { return r }
 
 func TestLogWriter(t *testing.T) {
 	var r records
-	l := log.New(logWriter{slog.New(&r)}, "", 0) // as memberlist gets it
+	l := log.New(logWriter{l: slog.New(&r)}, "", 0) // as memberlist gets it
 	l.Printf("[DEBUG] memberlist: Stream connection from=%s", "127.0.0.1:1")
 	l.Printf("[INFO] memberlist: Suspect %s has failed, no acks received", "a/1")
 	l.Printf("[WARN] memberlist: Refuting a suspect message (from: %s)", "b/2")
@@ -34,7 +34,7 @@ func TestLogWriter(t *testing.T) {
 	l.Printf("Err: Could not set the deadline: %s", "x")
 	l.Printf("no prefix")
 	want := []string{
-		"DEBUG memberlist: Stream connection from=127.0.0.1:1 component=memberlist",
+		"DEBUG memberlist: Stream connection component=memberlist remote=127.0.0.1:1",
 		"INFO memberlist: Suspect a/1 has failed, no acks received component=memberlist",
 		"WARN memberlist: Refuting a suspect message (from: b/2) component=memberlist",
 		"ERROR memberlist: Failed fallback TCP ping: timeout component=memberlist",
@@ -49,10 +49,25 @@ func TestLogWriter(t *testing.T) {
 
 func TestLogWriterDisabledLevel(t *testing.T) {
 	var buf bytes.Buffer
-	l := log.New(logWriter{slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))}, "", 0)
+	l := log.New(logWriter{l: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))}, "", 0)
 	l.Printf("[DEBUG] memberlist: quiet")
 	l.Printf("[WARN] memberlist: loud")
 	if got := buf.String(); bytes.Contains(buf.Bytes(), []byte("quiet")) || !bytes.Contains(buf.Bytes(), []byte("loud")) {
 		t.Errorf("log = %q", got)
+	}
+}
+
+func TestCutFrom(t *testing.T) {
+	tests := []struct{ line, rest, from string }{
+		{"memberlist: msg type (99) not supported from=10.0.0.1:7946", "memberlist: msg type (99) not supported", "10.0.0.1:7946"},
+		{"memberlist: Message type (9) not supported from=[::1]:5 (packet handler)", "memberlist: Message type (9) not supported (packet handler)", "[::1]:5"},
+		{"memberlist: missing message type byte from=<unknown address>", "memberlist: missing message type byte", "<unknown address>"},
+		{"memberlist: Refuting a suspect message (from: b/2)", "memberlist: Refuting a suspect message (from: b/2)", ""},
+	}
+	for _, tt := range tests {
+		rest, from := cutFrom([]byte(tt.line))
+		if string(rest) != tt.rest || string(from) != tt.from {
+			t.Errorf("cutFrom(%q) = %q, %q; want %q, %q", tt.line, rest, from, tt.rest, tt.from)
+		}
 	}
 }

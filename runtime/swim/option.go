@@ -30,6 +30,7 @@ type config struct {
 	preset          Preset
 	memberlistFuncs []func(*memberlist.Config)
 	logger          *slog.Logger
+	insecure        bool
 }
 
 // DefaultPort is the gossip port when none is given: memberlist's, 7946.
@@ -39,7 +40,8 @@ const DefaultPort = 7946
 // UDP and TCP. Port 0 lets the system pick a free port, which
 // [Discovery.GossipAddr] reports after Start. The default is
 // "0.0.0.0:7946". The host must be an IP address (or empty, for every
-// interface).
+// interface). An address other than loopback needs [WithKeys] or
+// [WithInsecure].
 func WithBindAddr(addr string) Option {
 	return optionFunc(func(c *config) error {
 		if _, _, err := splitBind(addr); err != nil {
@@ -168,6 +170,20 @@ func WithKeys(primary []byte, secondary ...[]byte) Option {
 	})
 }
 
+// WithInsecure lets gossip run unencrypted on an address other than
+// loopback. Without keys, anyone who can reach the gossip port can join
+// the cluster, announce members (which every node then dials and routes
+// to) and read who serves what: for a network that is trusted as a whole.
+// Without it, [Discovery.Start] fails when gossip binds to such an address
+// with no [WithKeys] (nor a keyring given through [WithMemberlistConfig]);
+// loopback addresses need neither. [New] fails when WithKeys is given too.
+func WithInsecure() Option {
+	return optionFunc(func(c *config) error {
+		c.insecure = true
+		return nil
+	})
+}
+
 // WithPreset sets the gossip timings: [LAN] (the default) or [Fast].
 func WithPreset(p Preset) Option {
 	return optionFunc(func(c *config) error {
@@ -199,7 +215,9 @@ func WithMemberlistConfig(f func(*memberlist.Config)) Option {
 
 // WithLogger sets the logger, for this package's lines and memberlist's
 // (their levels mapped from memberlist's [DEBUG], [INFO], [WARN] and [ERR]
-// prefixes). With nil, the default, nothing is logged.
+// prefixes, the sender of a packet or stream in a remote attribute;
+// memberlist's warnings and errors rate-limited, see the package
+// documentation). With nil, the default, nothing is logged.
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) error {
 		c.logger = l

@@ -38,6 +38,11 @@ func TestNew(t *testing.T) {
 		{"shortest keep-alive", []tcp.Option{tcp.WithKeepAlive(10*time.Millisecond, 10*time.Millisecond)}},
 		{"nil logger", []tcp.Option{tcp.WithLogger(nil)}},
 		{"logger", []tcp.Option{tcp.WithLogger(slog.New(slog.DiscardHandler))}},
+		{"insecure", []tcp.Option{tcp.WithInsecure()}},
+		{"default connection limits", []tcp.Option{tcp.WithMaxConns(0), tcp.WithMaxConnsPerIP(0), tcp.WithIdleTimeout(0)}},
+		{"connection limits", []tcp.Option{tcp.WithMaxConns(20), tcp.WithMaxConnsPerIP(20), tcp.WithIdleTimeout(10 * time.Millisecond)}},
+		{"per-IP limit alone", []tcp.Option{tcp.WithMaxConnsPerIP(100000)}},
+		{"no idle timeout", []tcp.Option{tcp.WithIdleTimeout(-1)}},
 	}
 	for _, tt := range good {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,6 +68,11 @@ func TestNew(t *testing.T) {
 		{"negative ping timeout", []tcp.Option{tcp.WithKeepAlive(0, -time.Second)}, "wizard: tcp: WithKeepAlive(0s, -1s): the timeout cannot be negative; want 0 for the default (10s) or at least 10ms"},
 		{"tiny ping timeout", []tcp.Option{tcp.WithKeepAlive(time.Second, time.Microsecond)}, "wizard: tcp: WithKeepAlive(1s, 1µs): the timeout is below 10ms; want 0 for the default (10s) or at least 10ms"},
 		{"negative handshake timeout", []tcp.Option{tcp.WithHandshakeTimeout(-1)}, "wizard: tcp: WithHandshakeTimeout(-1ns): the timeout cannot be negative"},
+		{"insecure with TLS", []tcp.Option{tcp.WithInsecure(), tcp.WithServerTLS(ca.ServerConfig())}, "wizard: tcp: WithInsecure and WithServerTLS: choose one (WithInsecure serves plain TCP)"},
+		{"negative connection limit", []tcp.Option{tcp.WithMaxConns(-1)}, "wizard: tcp: WithMaxConns(-1): want 0 for the default (half the file-descriptor limit, at most 4096) or a positive number"},
+		{"negative per-IP limit", []tcp.Option{tcp.WithMaxConnsPerIP(-1)}, "wizard: tcp: WithMaxConnsPerIP(-1): want 0 for the default (a quarter of the maximum) or a positive number"},
+		{"per-IP limit above the limit", []tcp.Option{tcp.WithMaxConnsPerIP(30), tcp.WithMaxConns(20)}, "wizard: tcp: WithMaxConnsPerIP(30): above WithMaxConns(20)"},
+		{"tiny idle timeout", []tcp.Option{tcp.WithIdleTimeout(time.Millisecond)}, "wizard: tcp: WithIdleTimeout(1ms): want 0 for the default (10m0s), a negative value for none, or at least 10ms"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {

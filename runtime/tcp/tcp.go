@@ -16,6 +16,37 @@
 // oversized frame closes that connection with a logged reason and never
 // the process.
 //
+// # Security
+//
+// Plain TCP authenticates nobody and encrypts nothing: whoever reaches the
+// port can call every pattern the node serves. So a listener serves plain
+// TCP only on a loopback address (127.0.0.1, ::1, localhost) unless
+// [WithInsecure] says otherwise; on any other address it needs
+// [WithServerTLS] (Listen fails without one of them, as gRPC wants
+// insecure credentials spelled out). TLS alone encrypts and proves the
+// server to its callers, but still serves anyone who reaches the port;
+// with ClientAuth set to tls.RequireAndVerifyClientCert and ClientCAs,
+// mutual TLS serves only callers holding a certificate from those CAs.
+//
+// # Limits
+//
+// A listener holds at most [WithMaxConns] connections (by default half the
+// process's file-descriptor limit, at most 4096), and at most
+// [WithMaxConnsPerIP] from one IP address (an IPv6 /64; by default a
+// quarter of the maximum). A connection that would exceed a limit takes
+// the place of the connection in the way that has been idle longest (no
+// request in flight; a connection still in its handshake counts as idle
+// since it was accepted), which is closed at once; when all of them have
+// requests in flight, the newcomer is closed instead. So connections held
+// open by an attacker cannot lock callers out. A connection without a
+// request in flight for [WithIdleTimeout] (10 minutes by default) is sent
+// a goaway, so that its caller reconnects when it needs to; the handshakes
+// (TLS and wizard's) must end within 10 seconds. Connections refused or
+// closed for a limit, and connections that fail their handshake, are
+// logged at Warn with the remote address, at most 10 records of a kind
+// every 10 seconds and then one that counts the others ("... N more
+// suppressed").
+//
 // [New] checks every option and fails on the first invalid one, with an
 // error that names it ("wizard: tcp: WithMaxFrameSize(3): want 0 for the
 // default (4 MiB) or 14 to 4294967295 bytes"). An error of a dial or of a
@@ -37,6 +68,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
+	"github.com/wizardmesh/wizard/runtime/internal/connset"
 	"github.com/wizardmesh/wizard/runtime/internal/mux"
 )
 
@@ -44,8 +76,12 @@ import (
 type Transport struct {
 	serverTLS *tls.Config
 	clientTLS *tls.Config
+	insecure  bool
 	mux       mux.Options
 	dialer    net.Dialer
+
+	maxConns, maxConnsPerIP int
+	idleTimeout             time.Duration
 }
 
 var _ runtime.Transport = (*Transport)(nil)
@@ -58,8 +94,11 @@ type optionFunc func(*Transport) error
 func (f optionFunc) apply(t *Transport) error { return f(t) }
 
 // WithServerTLS serves over TLS with cfg: its Certificates (or
-// GetCertificate), and ClientAuth with ClientCAs for mutual TLS. [New]
-// fails when cfg is nil or has no certificate.
+// GetCertificate), and ClientAuth with ClientCAs for mutual TLS. Without
+// ClientAuth (tls.RequireAndVerifyClientCert) the server does not verify
+// its callers: anyone who can reach the port can call every pattern the
+// node serves, over an encrypted connection. [New] fails when cfg is nil
+// or has no certificate, and with [WithInsecure].
 func WithServerTLS(cfg *tls.Config) Option {
 	return optionFunc(func(t *Transport) error {
 		if cfg == nil {
@@ -82,6 +121,65 @@ func WithClientTLS(cfg *tls.Config) Option {
 			return errors.New("WithClientTLS(nil): no configuration; leave the option out to dial plain TCP")
 		}
 		t.clientTLS = cfg
+		return nil
+	})
+}
+
+// WithInsecure lets a listener serve plain TCP, without TLS, on an address
+// other than loopback, where anyone who can reach the port can call every
+// pattern the node serves and read the traffic: for a network that is
+// trusted as a whole. Loopback addresses need no option. [New] fails when
+// [WithServerTLS] is given too.
+func WithInsecure() Option {
+	return optionFunc(func(t *Transport) error {
+		t.insecure = true
+		return nil
+	})
+}
+
+// WithMaxConns sets how many connections a listener holds at once: 0 for
+// the default, half the process's file-descriptor limit (the soft
+// RLIMIT_NOFILE when the listener starts; Go raises it to the hard limit
+// at start) and at most 4096, else at least 1. A connection beyond it
+// takes the place of the connection idle longest, which is closed; when
+// every connection has a request in flight, the new one is closed.
+func WithMaxConns(n int) Option {
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckMaxConns(n); err != nil {
+			return err
+		}
+		t.maxConns = n
+		return nil
+	})
+}
+
+// WithMaxConnsPerIP sets how many connections a listener holds at once
+// from one IP address (IPv4) or one /64 (IPv6): 0 for the default, a
+// quarter of the maximum ([WithMaxConns]), else from 1 to the maximum. A
+// connection beyond it takes the place of that address's connection idle
+// longest, which is closed; when every one of them has a request in
+// flight, the new one is closed.
+func WithMaxConnsPerIP(n int) Option {
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckMaxConnsPerIP(n, 0); err != nil {
+			return err
+		}
+		t.maxConnsPerIP = n
+		return nil
+	})
+}
+
+// WithIdleTimeout sets how long a served connection may stay without a
+// request in flight (keep-alive pings do not count) before the listener
+// sends it a goaway: 0 for the default (10 minutes), a negative value for
+// no limit, else at least 10ms. The connection goes within twice the
+// timeout; its caller reconnects when it calls again.
+func WithIdleTimeout(d time.Duration) Option {
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckIdleTimeout(d); err != nil {
+			return err
+		}
+		t.idleTimeout = d
 		return nil
 	})
 }
@@ -112,7 +210,9 @@ func WithKeepAlive(interval, timeout time.Duration) Option {
 }
 
 // WithLogger receives a record for each connection that closes
-// abnormally; nil, the default, discards them.
+// abnormally, is refused or closed for a connection limit; nil, the
+// default, discards them. A listener's records at Warn and above are
+// rate-limited (see the package documentation).
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(t *Transport) error {
 		t.mux.Logger = l
@@ -131,6 +231,12 @@ func New(opts ...Option) (*Transport, error) {
 		if err := o.apply(t); err != nil {
 			return nil, fmt.Errorf("wizard: tcp: %w", err)
 		}
+	}
+	if err := bridge.CheckMaxConnsPerIP(t.maxConnsPerIP, t.maxConns); err != nil {
+		return nil, fmt.Errorf("wizard: tcp: %w", err)
+	}
+	if t.insecure && t.serverTLS != nil {
+		return nil, errors.New("wizard: tcp: WithInsecure and WithServerTLS: choose one (WithInsecure serves plain TCP)")
 	}
 	return t, nil
 }
@@ -208,17 +314,28 @@ func (c *Conn) Done() <-chan struct{} { return c.cl.Done() }
 // Close closes the connection; calls in flight fail.
 func (c *Conn) Close() error { return c.cl.Close() }
 
-// Listen accepts connections on addr and serves their calls with s.
+// Listen accepts connections on addr and serves their calls with s. Plain
+// TCP (no [WithServerTLS]) on an address other than loopback needs
+// [WithInsecure].
 func (t *Transport) Listen(addr string, s runtime.Server) (runtime.Listener, error) {
 	nl, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("wizard: tcp: listen %s: %w", addr, err)
 	}
+	if ta, ok := nl.Addr().(*net.TCPAddr); ok && t.serverTLS == nil && !t.insecure && !ta.IP.IsLoopback() {
+		nl.Close()
+		return nil, fmt.Errorf("wizard: tcp: listen %s: plain TCP on an address other than loopback lets anyone who reaches the port call the node: set WithServerTLS (with ClientAuth for mutual TLS), or WithInsecure to serve plain TCP anyway", addr)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
+	guard := bridge.NewGuard("tcp", connset.Resolve(t.maxConns, t.maxConnsPerIP, t.idleTimeout), t.mux.Logger)
+	opts := t.mux
+	opts.Logger = guard.Log
 	l := &Listener{
 		t:      t,
 		nl:     nl,
 		h:      bridge.Handler(s),
+		opts:   opts,
+		guard:  guard,
 		ctx:    ctx,
 		cancel: cancel,
 		conns:  map[net.Conn]struct{}{},
@@ -234,6 +351,8 @@ type Listener struct {
 	t      *Transport
 	nl     net.Listener
 	h      mux.Handler
+	opts   mux.Options     // the transport's, logging through guard
+	guard  *bridge.Guard   // the connection limits
 	ctx    context.Context // ends on Shutdown: each connection sends goaway and drains
 	cancel context.CancelFunc
 
@@ -263,9 +382,7 @@ func (l *Listener) accept() {
 			}
 			// Out of file descriptors, say: keep accepting once some are
 			// released, as net/http does.
-			if l.t.mux.Logger != nil {
-				l.t.mux.Logger.Warn("wizard: tcp: accept failed", "addr", l.Addr(), "err", err, "retry", backoff)
-			}
+			l.guard.Log.Warn("wizard: tcp: accept failed", "addr", l.Addr(), "err", err, "retry", backoff)
 			if timer == nil {
 				timer = time.NewTimer(backoff)
 				defer timer.Stop()
@@ -284,32 +401,50 @@ func (l *Listener) accept() {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		ctx := l.ctx
-		if l.t.serverTLS != nil {
-			tc := tls.Server(nc, l.t.serverTLS)
-			ctx = bridge.WithTLSIdentity(ctx, tc.ConnectionState)
-			nc = tc
+		l.serve(nc)
+	}
+}
+
+// serve admits the accepted connection tc within the limits and serves
+// it in a goroutine of its own.
+func (l *Listener) serve(tc net.Conn) {
+	// Its own context, so that it can go away alone when idle.
+	ctx, cancel := context.WithCancel(l.ctx)
+	gc, err := l.guard.Admit(tc.RemoteAddr(), func() { tc.Close() }, cancel)
+	if err != nil {
+		cancel()
+		tc.Close()
+		return
+	}
+	nc := tc
+	if l.t.serverTLS != nil {
+		tlsc := tls.Server(tc, l.t.serverTLS)
+		ctx = bridge.WithTLSIdentity(ctx, tlsc.ConnectionState) // what de-duplicated answers are bound to
+		nc = tlsc
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		gc.Remove()
+		cancel()
+		tc.Close()
+		return
+	}
+	l.conns[nc] = struct{}{}
+	l.wg.Add(1)
+	l.mu.Unlock()
+	go func() {
+		defer l.wg.Done()
+		err := mux.Serve(ctx, nc, bridge.Tracked(l.h, gc), l.opts)
+		cancel()
+		gc.Remove()
+		if err != nil {
+			l.guard.Log.Debug("wizard: tcp: connection closed", "remote", tc.RemoteAddr().String(), "err", err)
 		}
 		l.mu.Lock()
-		if l.closed {
-			l.mu.Unlock()
-			nc.Close()
-			return
-		}
-		l.conns[nc] = struct{}{}
-		l.wg.Add(1)
+		delete(l.conns, nc)
 		l.mu.Unlock()
-		go func() {
-			defer l.wg.Done()
-			err := mux.Serve(ctx, nc, l.h, l.t.mux)
-			if err != nil && l.t.mux.Logger != nil {
-				l.t.mux.Logger.Debug("wizard: tcp: connection closed", "remote", nc.RemoteAddr().String(), "err", err)
-			}
-			l.mu.Lock()
-			delete(l.conns, nc)
-			l.mu.Unlock()
-		}()
-	}
+	}()
 }
 
 // Shutdown stops accepting, sends goaway on every connection and waits for
@@ -319,7 +454,7 @@ func (l *Listener) Shutdown(ctx context.Context) error {
 	l.cancel()
 	go func() {
 		l.wg.Wait()
-		l.once.Do(func() { close(l.done) })
+		l.finish()
 	}()
 	select {
 	case <-l.done:
@@ -337,8 +472,17 @@ func (l *Listener) Close() error {
 	l.cancel()
 	l.closeConns()
 	l.wg.Wait()
-	l.once.Do(func() { close(l.done) })
+	l.finish()
 	return nil
+}
+
+// finish runs once every connection has ended: the guard logs what it
+// suppressed, and done closes.
+func (l *Listener) finish() {
+	l.once.Do(func() {
+		l.guard.Close()
+		close(l.done)
+	})
 }
 
 func (l *Listener) stop() {

@@ -31,11 +31,12 @@ func main() {
 }
 
 func run(discovery *mesh.Flags, kind string) error {
-	t, err := transport.New(kind)
+	t, err := transport.New(kind, nil) // the caller's errors are its output
+
 	if err != nil {
 		return err
 	}
-	o, err := discovery.Option()
+	o, err := discovery.Option(nil)
 	if err != nil {
 		return err
 	}

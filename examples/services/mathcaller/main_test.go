@@ -2,11 +2,15 @@ package main_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -31,6 +35,7 @@ func TestProcesses(t *testing.T) {
 	for _, kind := range []string{"tcp", "quic"} {
 		t.Run(kind, func(t *testing.T) { twoProcesses(t, ctx, dir, kind) })
 	}
+	t.Run("server logs", func(t *testing.T) { serverLogs(t, ctx, dir) })
 	// Three processes in a gossip mesh: the users service is the seed, the
 	// math service joins through it, and the caller, given only the seed's
 	// gossip address, finds the math service in the mesh.
@@ -102,4 +107,77 @@ func twoProcesses(t *testing.T, ctx context.Context, dir, kind string) {
 	if string(out) != wantOutput {
 		t.Errorf("mathcaller printed:\n%s\nwant:\n%s", out, wantOutput)
 	}
+}
+
+// serverLogs (finding 8): a server logs warnings to its standard error,
+// with the remote address: here a connection that fails the handshake.
+// Before, the example servers configured no logger and said nothing.
+func serverLogs(t *testing.T, ctx context.Context, dir string) {
+	server := exec.CommandContext(ctx, filepath.Join(dir, "mathserver"), "-listen", "127.0.0.1:0")
+	var stderr syncBuffer
+	server.Stderr = &stderr
+	stdout, err := server.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		server.Process.Kill()
+		server.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the server's address: %v", err)
+	}
+	fields := strings.Fields(line)
+	c, err := net.Dial("tcp", fields[len(fields)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	io.Copy(io.Discard, c) // until the server closes it
+	want := []string{"level=WARN", "bad handshake magic", "remote=" + c.LocalAddr().String()}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) { // polling, not synchronisation
+		if logged := stderr.String(); containsAll(logged, want) {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the server's standard error has no line with %q:\n%s", want, logged)
+		}
+	}
+}
+
+func containsAll(s string, subs []string) bool {
+	for line := range strings.Lines(s) {
+		all := true
+		for _, sub := range subs {
+			all = all && strings.Contains(line, sub)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's writes and the test's
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -37,8 +38,8 @@ func AddFlags(fs *flag.FlagSet, peersDefault string) *Flags {
 }
 
 // Option returns the discovery option the flags ask for, or nil for
-// none.
-func (f *Flags) Option() (runtime.Option, error) {
+// none. Gossip logs to log (nil: nowhere).
+func (f *Flags) Option(log *slog.Logger) (runtime.Option, error) {
 	if *f.gossip == "" {
 		if *f.seeds != "" {
 			return nil, fmt.Errorf("-seeds needs -gossip")
@@ -56,7 +57,7 @@ func (f *Flags) Option() (runtime.Option, error) {
 	default:
 		return nil, fmt.Errorf("unknown -preset %q (want fast or lan)", *f.preset)
 	}
-	opts := []swim.Option{swim.WithBindAddr(*f.gossip), swim.WithPreset(preset)}
+	opts := []swim.Option{swim.WithBindAddr(*f.gossip), swim.WithPreset(preset), swim.WithLogger(log)}
 	if *f.seeds != "" {
 		opts = append(opts, swim.WithSeeds(strings.Split(*f.seeds, ",")...))
 	}
@@ -81,18 +82,25 @@ func (f *Flags) Describe() string {
 // (-listen, -transport and the discovery flags), starts a node, lets
 // register add the service, prints "NAME: serving N patterns on KIND
 // ADDR[, gossip ADDR]", serves until interrupted, then shuts down
-// gracefully (leaves the mesh, goaway, drain).
+// gracefully (leaves the mesh, goaway, drain). The node, its transport and
+// gossip log warnings and errors to the standard error (a panic in a
+// handler, a peer lost, a connection refused for a limit).
+//
+// The examples serve plain TCP and gossip without keys, which the
+// transport and gossip allow on loopback addresses only: -listen and
+// -gossip on another address fail, saying what to set.
 func Serve(name, defaultListen string, register func(*runtime.Node) error) error {
 	listen := flag.String("listen", defaultListen, "address to serve on (port 0 picks one)")
 	kind := flag.String("transport", "tcp", "transport: "+transport.Names)
 	discovery := AddFlags(flag.CommandLine, "")
 	flag.Parse()
-	t, err := transport.New(*kind)
+	log := Logger()
+	t, err := transport.New(*kind, log)
 	if err != nil {
 		return err
 	}
-	opts := []runtime.Option{runtime.WithTransport(t), runtime.WithListen(*listen)}
-	if o, err := discovery.Option(); err != nil {
+	opts := []runtime.Option{runtime.WithTransport(t), runtime.WithListen(*listen), runtime.WithLogger(log)}
+	if o, err := discovery.Option(log); err != nil {
 		return err
 	} else if o != nil {
 		opts = append(opts, o)
@@ -112,4 +120,10 @@ func Serve(name, defaultListen string, register func(*runtime.Node) error) error
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return node.Shutdown(shutdown)
+}
+
+// Logger returns the servers' logger: warnings and errors, as text, to
+// the standard error.
+func Logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

@@ -4,6 +4,7 @@ package transport
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/quic"
@@ -13,11 +14,11 @@ import (
 // Names lists the accepted names, for flag help.
 const Names = "tcp, quic"
 
-// New returns the transport called name.
-func New(name string) (runtime.Transport, error) {
+// New returns the transport called name, logging to log (nil: nowhere).
+func New(name string, log *slog.Logger) (runtime.Transport, error) {
 	switch name {
 	case "tcp":
-		t, err := tcp.New()
+		t, err := tcp.New(tcp.WithLogger(log))
 		if err != nil {
 			return nil, err
 		}
@@ -25,7 +26,7 @@ func New(name string) (runtime.Transport, error) {
 	case "quic":
 		// A development setup: a throwaway self-signed certificate and no
 		// verification. Production sets quic.WithServerTLS/WithClientTLS.
-		t, err := quic.New(quic.WithInsecureSelfSigned())
+		t, err := quic.New(quic.WithInsecureSelfSigned(), quic.WithLogger(log))
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wizardmesh/wizard/runtime/internal/connset"
 	"github.com/wizardmesh/wizard/runtime/internal/mux"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -50,6 +51,42 @@ func CheckKeepAlive(interval, timeout time.Duration) error {
 func CheckServerTLS(cfg *tls.Config) error {
 	if len(cfg.Certificates) == 0 && cfg.GetCertificate == nil && cfg.GetConfigForClient == nil {
 		return errors.New("WithServerTLS: the configuration has no certificate: set Certificates, GetCertificate or GetConfigForClient")
+	}
+	return nil
+}
+
+// minIdleTimeout is the shortest idle timeout the transports'
+// WithIdleTimeout accepts.
+const minIdleTimeout = 10 * time.Millisecond
+
+// CheckMaxConns checks the argument of the transports' WithMaxConns: 0
+// (the default) or a positive number.
+func CheckMaxConns(n int) error {
+	if n < 0 {
+		return fmt.Errorf("WithMaxConns(%d): want 0 for the default (half the file-descriptor limit, at most 4096) or a positive number", n)
+	}
+	return nil
+}
+
+// CheckMaxConnsPerIP checks the argument of the transports'
+// WithMaxConnsPerIP: 0 (the default) or a positive number, at most
+// maxConns when that is set.
+func CheckMaxConnsPerIP(n, maxConns int) error {
+	switch {
+	case n < 0:
+		return fmt.Errorf("WithMaxConnsPerIP(%d): want 0 for the default (a quarter of the maximum) or a positive number", n)
+	case maxConns > 0 && n > maxConns:
+		return fmt.Errorf("WithMaxConnsPerIP(%d): above WithMaxConns(%d)", n, maxConns)
+	}
+	return nil
+}
+
+// CheckIdleTimeout checks the argument of the transports'
+// WithIdleTimeout: negative (none), 0 (the default) or at least
+// minIdleTimeout.
+func CheckIdleTimeout(d time.Duration) error {
+	if d > 0 && d < minIdleTimeout {
+		return fmt.Errorf("WithIdleTimeout(%v): want 0 for the default (%v), a negative value for none, or at least %v", d, connset.DefaultIdle, minIdleTimeout)
 	}
 	return nil
 }

@@ -73,7 +73,7 @@ func NewClient(rw io.ReadWriteCloser, opts Options) (*Client, error) {
 	if err != nil {
 		rw.Close()
 		err = fmt.Errorf("wizard: mux: handshake: %w", err)
-		opts.Logger.Warn("wizard: connection closed", "side", "client", "reason", err)
+		connLogger(opts.Logger, rw, "client").Warn("wizard: connection closed", "reason", err)
 		return nil, err
 	}
 	cl := &Client{c: newConn(rw, br, opts, "client"), pending: make(map[uint64]*call)}

@@ -83,10 +83,7 @@ type outFrame struct {
 }
 
 func newConn(rw io.ReadWriteCloser, br *bufio.Reader, opts Options, side string) *conn {
-	log := opts.Logger.With(slog.String("side", side))
-	if a, ok := rw.(interface{ RemoteAddr() net.Addr }); ok && a.RemoteAddr() != nil {
-		log = log.With(slog.String("remote", a.RemoteAddr().String()))
-	}
+	log := connLogger(opts.Logger, rw, side)
 	c := &conn{
 		rw:         rw,
 		br:         br,
@@ -100,6 +97,16 @@ func newConn(rw io.ReadWriteCloser, br *bufio.Reader, opts Options, side string)
 	c.cw.w = rw
 	c.bw = bufio.NewWriterSize(&c.cw, bufferSize)
 	return c
+}
+
+// connLogger returns l with the side of the connection over rw and, when
+// rw knows it, the peer's address.
+func connLogger(l *slog.Logger, rw io.ReadWriteCloser, side string) *slog.Logger {
+	l = l.With(slog.String("side", side))
+	if a, ok := rw.(interface{ RemoteAddr() net.Addr }); ok && a.RemoteAddr() != nil {
+		l = l.With(slog.String("remote", a.RemoteAddr().String()))
+	}
+	return l
 }
 
 // start runs the writer and keep-alive goroutines and, with read, the

@@ -161,6 +161,10 @@ func TestServerBadInput(t *testing.T) {
 			if log := logs.String(); !strings.Contains(log, "connection closed") || !strings.Contains(log, tt.log) {
 				t.Errorf("log does not give the reason %q:\n%s", tt.log, log)
 			}
+			// The record names the peer, handshake failures included.
+			if log := logs.String(); !strings.Contains(log, "remote="+r.conn.LocalAddr().String()) {
+				t.Errorf("log does not name the peer %s:\n%s", r.conn.LocalAddr(), log)
+			}
 			// The server closed the bad connection.
 			r.conn.SetReadDeadline(time.Now().Add(testwait.Guard))
 			if _, err := io.ReadAll(r.br); err != nil && !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "reset") {

@@ -198,7 +198,7 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 			return nil
 		}
 		err = fmt.Errorf("wizard: mux: handshake: %w", err)
-		opts.Logger.Warn("wizard: connection closed", "side", "server", "reason", err)
+		connLogger(opts.Logger, rw, "server").Warn("wizard: connection closed", "reason", err)
 		return err
 	}
 
