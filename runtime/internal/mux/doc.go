@@ -50,6 +50,11 @@
 // the client, as long as its ping left. A client that does not read gets
 // no ping through, and is closed as before.
 //
+// A request without a deadline gets [Options.ServeTimeout], so that every
+// handler's context ends; a handler that runs on after its connection is
+// lost (a request flagged [wire.FlagKeep]) runs at most to its deadline,
+// and Serve returns only once it has.
+//
 // # Errors
 //
 // A malformed, oversized or unexpected frame, a failed handshake, or a

@@ -26,6 +26,11 @@ const (
 	// once (tens of KiB) and above a LAN's bandwidth-delay product (1
 	// Gbit/s for 1 ms is 125 KB), the kernel's socket buffer adding more.
 	DefaultMaxQueued = 1 << 20
+
+	// DefaultServeTimeout is longer than the calling side's default
+	// timeout (5s, runtime.WithDefaultTimeout), so that it never cuts a
+	// node's call, and bounded.
+	DefaultServeTimeout = 30 * time.Second
 )
 
 // bufferSize is the size of each connection's bufio reader and writer.
@@ -83,6 +88,12 @@ type Options struct {
 	// not read costs at most MaxQueued plus an answer per request in
 	// flight.
 	MaxQueued int
+
+	// ServeTimeout is, on the server side, the deadline of a request that
+	// arrives without one, as if its caller had sent it; 0 means
+	// [DefaultServeTimeout]. It also bounds a handler that runs on after
+	// its connection is lost ([wire.FlagKeep]).
+	ServeTimeout time.Duration
 }
 
 // normalize validates o and fills in the defaults.
@@ -103,6 +114,8 @@ func (o Options) normalize() (Options, error) {
 		return o, fmt.Errorf("wizard: mux: negative MaxInFlight %d", o.MaxInFlight)
 	case o.MaxQueued < 0:
 		return o, fmt.Errorf("wizard: mux: negative MaxQueued %d", o.MaxQueued)
+	case o.ServeTimeout < 0:
+		return o, fmt.Errorf("wizard: mux: negative ServeTimeout %v", o.ServeTimeout)
 	}
 	if o.MaxFrameSize == 0 {
 		o.MaxFrameSize = wire.DefaultMaxFrameSize
@@ -130,6 +143,9 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.MaxQueued == 0 {
 		o.MaxQueued = DefaultMaxQueued
+	}
+	if o.ServeTimeout == 0 {
+		o.ServeTimeout = DefaultServeTimeout
 	}
 	return o, nil
 }

@@ -239,10 +239,10 @@ func (s *server) dispatch(f *wire.Frame) error {
 	c := s.c
 	switch f.Type {
 	case wire.TypeRequest:
-		r := &request{frame: *f, s: s}
-		if f.Deadline > 0 {
-			r.deadline = time.Now().Add(f.Deadline)
+		if f.Deadline <= 0 {
+			f.Deadline = c.opts.ServeTimeout
 		}
+		r := &request{frame: *f, s: s, deadline: time.Now().Add(f.Deadline)}
 		c.mu.Lock()
 		if s.closed || (s.draining && f.ID > s.lastID) {
 			c.mu.Unlock() // refused: the client fails it on the goaway
