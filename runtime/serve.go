@@ -20,6 +20,10 @@ func (s nodeServer) ServeMessage(ctx context.Context, m *Message) *Message {
 	return s.n.serveRemote(ctx, m)
 }
 
+// MaxInFlight returns the node's [WithMaxInFlight] limit (0: none), so
+// that a transport can share it fairly among its connections.
+func (s nodeServer) MaxInFlight() int { return int(s.n.maxInFlight) }
+
 // serveRemote serves a call from another node: the catalog, or the local
 // handler of the call's pattern.
 func (n *Node) serveRemote(ctx context.Context, m *Message) *Message {
