@@ -18,8 +18,10 @@ import (
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
-// heapInUse returns the live heap after a collection.
+// heapInUse returns the live heap after two collections (the second
+// empties the sync.Pools).
 func heapInUse() int64 {
+	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

@@ -53,7 +53,9 @@
 // A request without a deadline gets [Options.ServeTimeout], so that every
 // handler's context ends; a handler that runs on after its connection is
 // lost (a request flagged [wire.FlagKeep]) runs at most to its deadline,
-// and Serve returns only once it has.
+// and Serve returns only once it has. With [Options.Share], a request
+// beyond its caller's share of the node's in-flight limit (see [Budget])
+// is refused at once.
 //
 // # Errors
 //

@@ -94,6 +94,11 @@ type Options struct {
 	// [DefaultServeTimeout]. It also bounds a handler that runs on after
 	// its connection is lost ([wire.FlagKeep]).
 	ServeTimeout time.Duration
+
+	// Share, on the server side, is the part of a node's in-flight limit
+	// the connection's caller may take (see [Budget]); nil means no
+	// limit but MaxInFlight.
+	Share *Share
 }
 
 // normalize validates o and fills in the defaults.

@@ -252,6 +252,10 @@ func (s *server) dispatch(f *wire.Frame) error {
 			c.mu.Unlock()
 			return protocolError("duplicate request id %d", f.ID)
 		}
+		if sh := c.opts.Share; sh != nil && !sh.take() {
+			c.mu.Unlock()
+			return s.refuse(f)
+		}
 		s.inflight[f.ID] = r
 		s.maxID = max(s.maxID, f.ID)
 		s.handlers.Add(1)
@@ -289,6 +293,24 @@ func (s *server) dispatch(f *wire.Frame) error {
 		return protocolError("client sent a %v frame", f.Type)
 	}
 	return nil
+}
+
+// errOverShare is the message of a request refused because its caller
+// holds its part of the node's in-flight limit.
+const errOverShare = "wizard: node is over its in-flight limit for this caller"
+
+// refuse answers a request over its caller's share without running it,
+// as a node over its limit does.
+func (s *server) refuse(f *wire.Frame) error {
+	if f.Flags&wire.FlagNoReply != 0 {
+		return nil
+	}
+	out := errorFrame(f.ID, codeResourceExhausted, errOverShare)
+	out.Flags = wire.FlagRefused
+	buf := getBuffer(out.Size())
+	*buf = wire.AppendFrame(*buf, &out)
+	s.c.push(buf)
+	return s.waitRoom()
 }
 
 // requestCost is what a pending request is counted for: its frame and
@@ -408,6 +430,9 @@ func (s *server) startPending() {
 // done retires a request taken from the client: answered, or dropped
 // with the connection before it started.
 func (s *server) done() {
+	if sh := s.c.opts.Share; sh != nil {
+		sh.release()
+	}
 	s.handlers.Done()
 }
 
