@@ -54,6 +54,7 @@ func (t *Transport) Listen(addr string, s runtime.Server) (runtime.Listener, err
 		tr:     tr,
 		ql:     ql,
 		h:      bridge.Handler(s),
+		budget: bridge.Budget(s),
 		ctx:    ctx,
 		cancel: cancel,
 		kill:   make(chan struct{}),
@@ -73,6 +74,7 @@ type Listener struct {
 	tr     *quicgo.Transport
 	ql     *quicgo.Listener
 	h      mux.Handler
+	budget *mux.Budget     // the node's in-flight limit, shared among connections; nil: none
 	ctx    context.Context // ends on Shutdown: each stream sends goaway and drains
 	cancel context.CancelFunc
 	kill   chan struct{} // closed when connections must close at once
@@ -117,6 +119,10 @@ func (l *Listener) accept() {
 // connection ends or the listener shuts down.
 func (l *Listener) serve(qc *quicgo.Conn) {
 	defer l.wg.Done()
+	opts := l.t.mux
+	if l.budget != nil {
+		opts.Share = l.budget.Share() // the connection's streams are one caller
+	}
 	var streams sync.WaitGroup
 	for {
 		s, err := qc.AcceptStream(l.ctx)
@@ -125,12 +131,15 @@ func (l *Listener) serve(qc *quicgo.Conn) {
 		}
 		streams.Go(func() {
 			ctx := context.WithValue(l.ctx, streamKey{}, s.StreamID())
-			if err := mux.Serve(ctx, stream{s, qc}, l.h, l.t.mux); err != nil {
+			if err := mux.Serve(ctx, stream{s, qc}, l.h, opts); err != nil {
 				l.t.log.Debug("wizard: quic: stream closed", "remote", qc.RemoteAddr().String(), "stream", int64(s.StreamID()), "err", err)
 			}
 		})
 	}
 	streams.Wait()
+	if opts.Share != nil {
+		opts.Share.Close()
+	}
 	if qc.Context().Err() == nil {
 		// Drained after a goaway: the client closes the connection when
 		// it has read the last answers.

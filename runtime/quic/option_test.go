@@ -41,6 +41,8 @@ func TestNew(t *testing.T) {
 		{"default keep-alive", []quic.Option{quic.WithKeepAlive(0, 0)}},
 		{"no pings", []quic.Option{quic.WithKeepAlive(-1, 0)}},
 		{"shortest keep-alive", []quic.Option{quic.WithKeepAlive(10*time.Millisecond, 10*time.Millisecond)}},
+		{"default bounds per connection", []quic.Option{quic.WithMaxConnInFlight(0), quic.WithMaxConnQueued(0), quic.WithServeTimeout(0)}},
+		{"smallest bounds per connection", []quic.Option{quic.WithMaxConnInFlight(1), quic.WithMaxConnQueued(1), quic.WithServeTimeout(time.Millisecond)}},
 		{"nil logger", []quic.Option{quic.WithLogger(nil)}},
 		{"logger", []quic.Option{quic.WithLogger(slog.New(slog.DiscardHandler))}},
 	}
@@ -69,6 +71,10 @@ func TestNew(t *testing.T) {
 		{"tiny ping interval", []quic.Option{quic.WithKeepAlive(time.Nanosecond, 0)}, "wizard: quic: WithKeepAlive(1ns, 0s): the interval is below 10ms; want a negative interval for no pings, 0 for the default (15s) or at least 10ms"},
 		{"negative ping timeout", []quic.Option{quic.WithKeepAlive(time.Second, -1)}, "wizard: quic: WithKeepAlive(1s, -1ns): the timeout cannot be negative; want 0 for the default (10s) or at least 10ms"},
 		{"tiny ping timeout", []quic.Option{quic.WithKeepAlive(-1, time.Millisecond)}, "wizard: quic: WithKeepAlive(-1ns, 1ms): the timeout is below 10ms; want 0 for the default (10s) or at least 10ms"},
+		{"negative in-flight bound", []quic.Option{quic.WithMaxConnInFlight(-1)}, "wizard: quic: WithMaxConnInFlight(-1): want 0 for the default (256) or at least 1"},
+		{"negative queued bound", []quic.Option{quic.WithMaxConnQueued(-1)}, "wizard: quic: WithMaxConnQueued(-1): want 0 for the default (1 MiB) or at least 1 byte"},
+		{"negative serve timeout", []quic.Option{quic.WithServeTimeout(-time.Second)}, "wizard: quic: WithServeTimeout(-1s): want 0 for the default (30s) or at least 1ms"},
+		{"tiny serve timeout", []quic.Option{quic.WithServeTimeout(time.Microsecond)}, "wizard: quic: WithServeTimeout(1µs): want 0 for the default (30s) or at least 1ms"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {

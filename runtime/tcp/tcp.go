@@ -120,6 +120,52 @@ func WithLogger(l *slog.Logger) Option {
 	})
 }
 
+// WithMaxConnInFlight bounds the calls whose handlers run at once for one
+// connection: 0 for the default (256), else at least 1. Further calls
+// wait, in order, and once they fill their bound in bytes
+// ([WithMaxConnQueued]) the listener stops reading the connection, so
+// that the caller's kernel holds it back rather than this node buffering.
+func WithMaxConnInFlight(n int) Option {
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckMaxConnInFlight(n); err != nil {
+			return err
+		}
+		t.mux.MaxInFlight = n
+		return nil
+	})
+}
+
+// WithMaxConnQueued bounds, in bytes and for one connection, the answers
+// waiting to be written and, as much again, the calls waiting for a
+// handler: 0 for the default (1 MiB), else at least 1. At the bound the
+// listener stops reading the connection: a caller that does not read its
+// answers costs at most twice n plus an answer per handler running (see
+// [WithMaxConnInFlight]).
+func WithMaxConnQueued(n int) Option {
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckMaxConnQueued(n); err != nil {
+			return err
+		}
+		t.mux.MaxQueued = n
+		return nil
+	})
+}
+
+// WithServeTimeout sets the deadline of a call that arrives without one:
+// 0 for the default (30s), else at least 1ms. Nodes always send their
+// remaining budget (see [runtime.WithDefaultTimeout]); a raw client may
+// not, and its handler's ctx then ends after d, also when the handler
+// runs on after its connection is lost ([runtime.FlagKeep]).
+func WithServeTimeout(d time.Duration) Option {
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckServeTimeout(d); err != nil {
+			return err
+		}
+		t.mux.ServeTimeout = d
+		return nil
+	})
+}
+
 // New returns a TCP transport. It fails on a nil option and on an
 // option's invalid argument, with an error that names the option.
 func New(opts ...Option) (*Transport, error) {
@@ -219,6 +265,7 @@ func (t *Transport) Listen(addr string, s runtime.Server) (runtime.Listener, err
 		t:      t,
 		nl:     nl,
 		h:      bridge.Handler(s),
+		budget: bridge.Budget(s),
 		ctx:    ctx,
 		cancel: cancel,
 		conns:  map[net.Conn]struct{}{},
@@ -234,6 +281,7 @@ type Listener struct {
 	t      *Transport
 	nl     net.Listener
 	h      mux.Handler
+	budget *mux.Budget     // the node's in-flight limit, shared among connections; nil: none
 	ctx    context.Context // ends on Shutdown: each connection sends goaway and drains
 	cancel context.CancelFunc
 
@@ -296,9 +344,16 @@ func (l *Listener) accept() {
 		l.conns[nc] = struct{}{}
 		l.wg.Add(1)
 		l.mu.Unlock()
+		opts := l.t.mux
+		if l.budget != nil {
+			opts.Share = l.budget.Share() // each connection is a caller of its own
+		}
 		go func() {
 			defer l.wg.Done()
-			err := mux.Serve(l.ctx, nc, l.h, l.t.mux)
+			err := mux.Serve(l.ctx, nc, l.h, opts)
+			if opts.Share != nil {
+				opts.Share.Close()
+			}
 			if err != nil && l.t.mux.Logger != nil {
 				l.t.mux.Logger.Debug("wizard: tcp: connection closed", "remote", nc.RemoteAddr().String(), "err", err)
 			}
