@@ -16,6 +16,21 @@
 // oversized frame closes that connection with a logged reason and never
 // the process.
 //
+// What a caller costs a listener is bounded, whatever it sends: at most
+// [WithMaxConnInFlight] handlers run at once per connection (256), calls
+// beyond wait in order, and once they, or the answers waiting to be
+// written, hold [WithMaxConnQueued] bytes (1 MiB) the listener stops
+// reading the connection, so that the caller's kernel holds it back (a
+// caller that does not read costs at most twice that, plus an answer per
+// handler running). Every ping is answered. A call that arrives without a
+// deadline gets [WithServeTimeout] (30s), also when it runs on after its
+// connection is lost. A node's [runtime.WithMaxInFlight] limit is shared
+// among its connections: each busy connection may hold an equal part,
+// less an eighth of the limit kept for connections not busy yet, and its
+// calls beyond are refused at once, as the node refuses calls over its
+// limit, so that a flood on one connection does not take the others'
+// room.
+//
 // [New] checks every option and fails on the first invalid one, with an
 // error that names it ("wizard: tcp: WithMaxFrameSize(3): want 0 for the
 // default (4 MiB) or 14 to 4294967295 bytes"). An error of a dial or of a
