@@ -42,6 +42,7 @@ type handlerConfig struct {
 
 type callConfig struct {
 	noReply    bool
+	inline     bool // a no-reply handler runs on the caller's goroutine (a transport's)
 	hasDefault bool
 	def        any
 	mixin      []string
