@@ -175,3 +175,37 @@ func TestNonReadingClient(t *testing.T) {
 		t.Errorf("the node served all %d requests of a client that does not read", n)
 	}
 }
+
+// TestNoReplyFlood: a raw client pipelines 20,000 no-reply requests to a
+// handler that blocks. At most WithMaxConnInFlight of them run (the node
+// runs a remote no-reply handler on the connection's worker, not on a
+// goroutine of its own), and the node's goroutines grow by as many.
+func TestNoReplyFlood(t *testing.T) {
+	const inFlight, requests = 8, 20000
+	srv := newServer(t, runtime.WithTransport(newTransport(t, tcp.WithMaxConnInFlight(inFlight))))
+	gate := transporttest.NewGate(t)
+	var started atomic.Int64
+	transporttest.MustAdd(t, srv, "role:forget", func(ctx context.Context, r runtime.Request) (any, error) {
+		started.Add(1)
+		<-gate.C()
+		return nil, nil
+	})
+	goroutines := goruntime.NumGoroutine()
+	r := dialRaw(t, srv.Addr())
+	r.handshake()
+	var batch []byte
+	for i := range requests {
+		batch = wire.AppendFrame(batch, &wire.Frame{Type: wire.TypeRequest, Flags: wire.FlagNoReply, ID: uint64(i + 1), Codec: wire.CodecJSON, Pattern: "role:forget", Payload: []byte("{}")})
+	}
+	go r.c.Write(batch)
+	testwait.Until(t, "the handlers start", func() bool { return started.Load() >= inFlight })
+	more := goruntime.NumGoroutine() - goroutines
+	t.Logf("%d handlers started, +%d goroutines", started.Load(), more)
+	if more > inFlight+16 {
+		t.Errorf("%d more goroutines for %d no-reply requests, want at most %d", more, requests, inFlight+16)
+	}
+	if n := started.Load(); n != inFlight {
+		t.Errorf("%d no-reply handlers run at once on one connection, want %d", n, inFlight)
+	}
+	gate.Open()
+}
