@@ -46,6 +46,7 @@ type handlerConfig struct {
 
 type callConfig struct {
 	noReply    bool
+	inline     bool // a no-reply handler runs on the caller's goroutine (a transport's)
 	hasDefault bool
 	def        any
 	mixin      []string
@@ -154,7 +155,10 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithMaxInFlight limits the handlers running at once on the node. Beyond n,
 // the node answers [CodeResourceExhausted] at once without running the
-// handler, so callers can go elsewhere. Zero means no limit.
+// handler, so callers can go elsewhere. Zero means no limit. The stream
+// transports (tcp, quic) share the limit fairly among the connections
+// they serve: a connection beyond its part is refused the same way, so
+// that a flood on one does not take the others' room.
 func WithMaxInFlight(n int) Option {
 	return nodeOption(func(c *nodeConfig) { c.maxInFlight = n })
 }

@@ -19,6 +19,10 @@ func (s nodeServer) ServeMessage(ctx context.Context, m *Message) *Message {
 	return s.n.serveRemote(ctx, m)
 }
 
+// MaxInFlight returns the node's [WithMaxInFlight] limit (0: none), so
+// that a transport can share it fairly among its connections.
+func (s nodeServer) MaxInFlight() int { return int(s.n.maxInFlight) }
+
 // serveRemote serves a call from another node: the catalog, or the local
 // handler of the call's pattern. The metadata and patterns are checked
 // against the node's limits first.
@@ -89,7 +93,11 @@ func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over
 	cfg := callConfig{noReply: m.Flags&FlagNoReply != 0}
 	if cfg.noReply {
 		// A no-reply handler outlives ctx: give it the caller's budget.
-		cfg.timeout = m.Deadline
+		// It runs on the transport's goroutine, which answers nothing
+		// for it, so that the transport's bound on the handlers it runs
+		// per connection holds (a goroutine of its own per call escaped
+		// it).
+		cfg.timeout, cfg.inline = m.Deadline, true
 	}
 	res, err := n.dispatch(ctx, e, msg, over, &cfg)
 	if cfg.noReply {
@@ -175,7 +183,12 @@ func (n *Node) dispatch(ctx context.Context, e *handlerEntry, msg any, over *cac
 		return Result{}, errOverloaded
 	}
 	if cfg.noReply {
-		go n.serveNoReply(context.WithoutCancel(ctx), cfg.timeout, e, Request{msg: msg, over: over, entry: e, node: n})
+		req := Request{msg: msg, over: over, entry: e, node: n}
+		if cfg.inline {
+			n.serveNoReply(context.WithoutCancel(ctx), cfg.timeout, e, req)
+		} else {
+			go n.serveNoReply(context.WithoutCancel(ctx), cfg.timeout, e, req)
+		}
 		return Result{}, nil
 	}
 	defer n.done()

@@ -51,6 +51,11 @@ type Conn interface {
 // or nil for a call with NoReply set. The reply may be m itself, rewritten (the request's
 // metadata slice reused for the reply's): a transport must not read m
 // after ServeMessage returns except through the reply.
+//
+// A node's Server also has a method MaxInFlight() int, its
+// [WithMaxInFlight] limit (0: none): a transport that serves many
+// connections may give each a fair share of it, refusing a connection's
+// calls beyond its share as the node refuses calls beyond the limit.
 type Server interface {
 	ServeMessage(ctx context.Context, m *Message) *Message
 }

@@ -27,6 +27,20 @@
 // coalesced TCP. Several streams rather than one keep a lost packet from
 // stalling every call, and let several writers work at once.
 //
+// # Bounds
+//
+// What a caller costs a listener is bounded, whatever it sends: on each
+// stream at most [WithMaxConnInFlight] handlers run at once (256), calls
+// beyond wait in order, and once they, or the answers waiting to be
+// written, hold [WithMaxConnQueued] bytes (1 MiB) the listener stops
+// reading the stream, so that QUIC's flow control holds the caller back.
+// Every ping is answered. A call that arrives without a deadline gets
+// [WithServeTimeout] (30s). A node's [runtime.WithMaxInFlight] limit is
+// shared among its callers (a QUIC connection, all its streams, is one):
+// each busy caller may hold an equal part, less an eighth of the limit
+// kept for callers not busy yet, and its calls beyond are refused at once
+// as the node refuses calls over its limit.
+//
 // # TLS
 //
 // QUIC cannot run without TLS, so a listener needs a certificate:

@@ -55,6 +55,7 @@ func (t *Transport) Listen(addr string, s runtime.Server) (runtime.Listener, err
 		opts:   opts,
 		guard:  guard,
 		lim:    lim,
+		budget: bridge.Budget(s),
 		ctx:    ctx,
 		cancel: cancel,
 		kill:   make(chan struct{}),
@@ -88,6 +89,7 @@ type Listener struct {
 	opts   mux.Options   // the transport's, logging through guard
 	guard  *bridge.Guard // the connection limits
 	lim    connset.Limits
+	budget *mux.Budget     // the node's in-flight limit, shared among connections; nil: none
 	ctx    context.Context // ends on Shutdown: each stream sends goaway and drains
 	cancel context.CancelFunc
 	kill   chan struct{} // closed when connections must close at once
@@ -195,6 +197,10 @@ func (l *Listener) serve(ctx context.Context, qc *quicgo.Conn, gc *connset.Conn,
 	h := bridge.Tracked(l.h, gc)
 	// What de-duplicated answers are bound to: the client's certificate.
 	ctx = bridge.WithTLSIdentity(ctx, func() tls.ConnectionState { return qc.ConnectionState().TLS })
+	opts := l.opts
+	if l.budget != nil {
+		opts.Share = l.budget.Share() // the connection's streams are one caller
+	}
 	var streams sync.WaitGroup
 	for {
 		s, err := qc.AcceptStream(ctx)
@@ -203,12 +209,15 @@ func (l *Listener) serve(ctx context.Context, qc *quicgo.Conn, gc *connset.Conn,
 		}
 		streams.Go(func() {
 			ctx := context.WithValue(ctx, streamKey{}, s.StreamID())
-			if err := mux.Serve(ctx, stream{s, qc}, h, l.opts); err != nil {
+			if err := mux.Serve(ctx, stream{s, qc}, h, opts); err != nil {
 				l.guard.Log.Debug("wizard: quic: stream closed", "remote", qc.RemoteAddr().String(), "stream", int64(s.StreamID()), "err", err)
 			}
 		})
 	}
 	streams.Wait()
+	if opts.Share != nil {
+		opts.Share.Close()
+	}
 	if qc.Context().Err() == nil {
 		// Drained after a goaway: the client closes the connection when
 		// it has read the last answers.

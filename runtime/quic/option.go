@@ -192,3 +192,50 @@ func WithLogger(l *slog.Logger) Option {
 		return nil
 	})
 }
+
+// WithMaxConnInFlight bounds the calls whose handlers run at once for one
+// stream (each of a connection's streams has its own bounds): 0 for the
+// default (256), else at least 1. Further calls wait, in order, and once
+// they fill their bound in bytes ([WithMaxConnQueued]) the listener stops
+// reading the stream, so that QUIC's flow control holds the caller back
+// rather than this node buffering.
+func WithMaxConnInFlight(n int) Option {
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckMaxConnInFlight(n); err != nil {
+			return err
+		}
+		t.mux.MaxInFlight = n
+		return nil
+	})
+}
+
+// WithMaxConnQueued bounds, in bytes and for one stream, the answers
+// waiting to be written and, as much again, the calls waiting for a
+// handler: 0 for the default (1 MiB), else at least 1. At the bound the
+// listener stops reading the stream: a caller that does not read its
+// answers costs at most twice n plus an answer per handler running (see
+// [WithMaxConnInFlight]) for each of its streams.
+func WithMaxConnQueued(n int) Option {
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckMaxConnQueued(n); err != nil {
+			return err
+		}
+		t.mux.MaxQueued = n
+		return nil
+	})
+}
+
+// WithServeTimeout sets the deadline of a call that arrives without one:
+// 0 for the default (30s), else at least 1ms. Nodes always send their
+// remaining budget (see [runtime.WithDefaultTimeout]); a raw client may
+// not, and its handler's ctx then ends after d, also when the handler
+// runs on after its connection is lost ([runtime.FlagKeep]).
+func WithServeTimeout(d time.Duration) Option {
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckServeTimeout(d); err != nil {
+			return err
+		}
+		t.mux.ServeTimeout = d
+		return nil
+	})
+}

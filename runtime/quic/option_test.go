@@ -41,6 +41,8 @@ func TestNew(t *testing.T) {
 		{"default keep-alive", []quic.Option{quic.WithKeepAlive(0, 0)}},
 		{"no pings", []quic.Option{quic.WithKeepAlive(-1, 0)}},
 		{"shortest keep-alive", []quic.Option{quic.WithKeepAlive(10*time.Millisecond, 10*time.Millisecond)}},
+		{"default bounds per connection", []quic.Option{quic.WithMaxConnInFlight(0), quic.WithMaxConnQueued(0), quic.WithServeTimeout(0)}},
+		{"smallest bounds per connection", []quic.Option{quic.WithMaxConnInFlight(1), quic.WithMaxConnQueued(1), quic.WithServeTimeout(time.Millisecond)}},
 		{"nil logger", []quic.Option{quic.WithLogger(nil)}},
 		{"logger", []quic.Option{quic.WithLogger(slog.New(slog.DiscardHandler))}},
 		{"default connection limits", []quic.Option{quic.WithMaxConns(0), quic.WithMaxConnsPerIP(0), quic.WithIdleTimeout(0)}},
@@ -77,6 +79,10 @@ func TestNew(t *testing.T) {
 		{"negative per-IP limit", []quic.Option{quic.WithMaxConnsPerIP(-1)}, "wizard: quic: WithMaxConnsPerIP(-1): want 0 for the default (a quarter of the maximum) or a positive number"},
 		{"per-IP limit above the limit", []quic.Option{quic.WithMaxConnsPerIP(30), quic.WithMaxConns(20)}, "wizard: quic: WithMaxConnsPerIP(30): above WithMaxConns(20)"},
 		{"tiny idle timeout", []quic.Option{quic.WithIdleTimeout(time.Millisecond)}, "wizard: quic: WithIdleTimeout(1ms): want 0 for the default (10m0s), a negative value for none, or at least 10ms"},
+		{"negative in-flight bound", []quic.Option{quic.WithMaxConnInFlight(-1)}, "wizard: quic: WithMaxConnInFlight(-1): want 0 for the default (256) or at least 1"},
+		{"negative queued bound", []quic.Option{quic.WithMaxConnQueued(-1)}, "wizard: quic: WithMaxConnQueued(-1): want 0 for the default (1 MiB) or at least 1 byte"},
+		{"negative serve timeout", []quic.Option{quic.WithServeTimeout(-time.Second)}, "wizard: quic: WithServeTimeout(-1s): want 0 for the default (30s) or at least 1ms"},
+		{"tiny serve timeout", []quic.Option{quic.WithServeTimeout(time.Microsecond)}, "wizard: quic: WithServeTimeout(1µs): want 0 for the default (30s) or at least 1ms"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {

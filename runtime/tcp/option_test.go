@@ -36,6 +36,8 @@ func TestNew(t *testing.T) {
 		{"default keep-alive", []tcp.Option{tcp.WithKeepAlive(0, 0)}},
 		{"no pings", []tcp.Option{tcp.WithKeepAlive(-1, 0)}},
 		{"shortest keep-alive", []tcp.Option{tcp.WithKeepAlive(10*time.Millisecond, 10*time.Millisecond)}},
+		{"default bounds per connection", []tcp.Option{tcp.WithMaxConnInFlight(0), tcp.WithMaxConnQueued(0), tcp.WithServeTimeout(0)}},
+		{"smallest bounds per connection", []tcp.Option{tcp.WithMaxConnInFlight(1), tcp.WithMaxConnQueued(1), tcp.WithServeTimeout(time.Millisecond)}},
 		{"nil logger", []tcp.Option{tcp.WithLogger(nil)}},
 		{"logger", []tcp.Option{tcp.WithLogger(slog.New(slog.DiscardHandler))}},
 		{"insecure", []tcp.Option{tcp.WithInsecure()}},
@@ -73,6 +75,10 @@ func TestNew(t *testing.T) {
 		{"negative per-IP limit", []tcp.Option{tcp.WithMaxConnsPerIP(-1)}, "wizard: tcp: WithMaxConnsPerIP(-1): want 0 for the default (a quarter of the maximum) or a positive number"},
 		{"per-IP limit above the limit", []tcp.Option{tcp.WithMaxConnsPerIP(30), tcp.WithMaxConns(20)}, "wizard: tcp: WithMaxConnsPerIP(30): above WithMaxConns(20)"},
 		{"tiny idle timeout", []tcp.Option{tcp.WithIdleTimeout(time.Millisecond)}, "wizard: tcp: WithIdleTimeout(1ms): want 0 for the default (10m0s), a negative value for none, or at least 10ms"},
+		{"negative in-flight bound", []tcp.Option{tcp.WithMaxConnInFlight(-1)}, "wizard: tcp: WithMaxConnInFlight(-1): want 0 for the default (256) or at least 1"},
+		{"negative queued bound", []tcp.Option{tcp.WithMaxConnQueued(-1)}, "wizard: tcp: WithMaxConnQueued(-1): want 0 for the default (1 MiB) or at least 1 byte"},
+		{"negative serve timeout", []tcp.Option{tcp.WithServeTimeout(-time.Second)}, "wizard: tcp: WithServeTimeout(-1s): want 0 for the default (30s) or at least 1ms"},
+		{"tiny serve timeout", []tcp.Option{tcp.WithServeTimeout(time.Microsecond)}, "wizard: tcp: WithServeTimeout(1µs): want 0 for the default (30s) or at least 1ms"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {

@@ -47,6 +47,21 @@
 // every 10 seconds and then one that counts the others ("... N more
 // suppressed").
 //
+// What a caller costs a listener is bounded, whatever it sends: at most
+// [WithMaxConnInFlight] handlers run at once per connection (256), calls
+// beyond wait in order, and once they, or the answers waiting to be
+// written, hold [WithMaxConnQueued] bytes (1 MiB) the listener stops
+// reading the connection, so that the caller's kernel holds it back (a
+// caller that does not read costs at most twice that, plus an answer per
+// handler running). Every ping is answered. A call that arrives without a
+// deadline gets [WithServeTimeout] (30s), also when it runs on after its
+// connection is lost. A node's [runtime.WithMaxInFlight] limit is shared
+// among its connections: each busy connection may hold an equal part,
+// less an eighth of the limit kept for connections not busy yet, and its
+// calls beyond are refused at once, as the node refuses calls over its
+// limit, so that a flood on one connection does not take the others'
+// room.
+//
 // [New] checks every option and fails on the first invalid one, with an
 // error that names it ("wizard: tcp: WithMaxFrameSize(3): want 0 for the
 // default (4 MiB) or 14 to 4294967295 bytes"). An error of a dial or of a
@@ -220,6 +235,52 @@ func WithLogger(l *slog.Logger) Option {
 	})
 }
 
+// WithMaxConnInFlight bounds the calls whose handlers run at once for one
+// connection: 0 for the default (256), else at least 1. Further calls
+// wait, in order, and once they fill their bound in bytes
+// ([WithMaxConnQueued]) the listener stops reading the connection, so
+// that the caller's kernel holds it back rather than this node buffering.
+func WithMaxConnInFlight(n int) Option {
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckMaxConnInFlight(n); err != nil {
+			return err
+		}
+		t.mux.MaxInFlight = n
+		return nil
+	})
+}
+
+// WithMaxConnQueued bounds, in bytes and for one connection, the answers
+// waiting to be written and, as much again, the calls waiting for a
+// handler: 0 for the default (1 MiB), else at least 1. At the bound the
+// listener stops reading the connection: a caller that does not read its
+// answers costs at most twice n plus an answer per handler running (see
+// [WithMaxConnInFlight]).
+func WithMaxConnQueued(n int) Option {
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckMaxConnQueued(n); err != nil {
+			return err
+		}
+		t.mux.MaxQueued = n
+		return nil
+	})
+}
+
+// WithServeTimeout sets the deadline of a call that arrives without one:
+// 0 for the default (30s), else at least 1ms. Nodes always send their
+// remaining budget (see [runtime.WithDefaultTimeout]); a raw client may
+// not, and its handler's ctx then ends after d, also when the handler
+// runs on after its connection is lost ([runtime.FlagKeep]).
+func WithServeTimeout(d time.Duration) Option {
+	return optionFunc(func(t *Transport) error {
+		if err := bridge.CheckServeTimeout(d); err != nil {
+			return err
+		}
+		t.mux.ServeTimeout = d
+		return nil
+	})
+}
+
 // New returns a TCP transport. It fails on a nil option and on an
 // option's invalid argument, with an error that names the option.
 func New(opts ...Option) (*Transport, error) {
@@ -336,6 +397,7 @@ func (t *Transport) Listen(addr string, s runtime.Server) (runtime.Listener, err
 		h:      bridge.Handler(s),
 		opts:   opts,
 		guard:  guard,
+		budget: bridge.Budget(s),
 		ctx:    ctx,
 		cancel: cancel,
 		conns:  map[net.Conn]struct{}{},
@@ -353,6 +415,7 @@ type Listener struct {
 	h      mux.Handler
 	opts   mux.Options     // the transport's, logging through guard
 	guard  *bridge.Guard   // the connection limits
+	budget *mux.Budget     // the node's in-flight limit, shared among connections; nil: none
 	ctx    context.Context // ends on Shutdown: each connection sends goaway and drains
 	cancel context.CancelFunc
 
@@ -433,9 +496,16 @@ func (l *Listener) serve(tc net.Conn) {
 	l.conns[nc] = struct{}{}
 	l.wg.Add(1)
 	l.mu.Unlock()
+	opts := l.opts
+	if l.budget != nil {
+		opts.Share = l.budget.Share() // each connection is a caller of its own
+	}
 	go func() {
 		defer l.wg.Done()
-		err := mux.Serve(ctx, nc, bridge.Tracked(l.h, gc), l.opts)
+		err := mux.Serve(ctx, nc, bridge.Tracked(l.h, gc), opts)
+		if opts.Share != nil {
+			opts.Share.Close()
+		}
 		cancel()
 		gc.Remove()
 		if err != nil {

@@ -86,6 +86,17 @@ func Handler(s runtime.Server) mux.Handler {
 	}
 }
 
+// Budget returns the in-flight budget a listener shares among its
+// connections for s: nil unless s reports a limit (a node's Server does,
+// for runtime.WithMaxInFlight).
+func Budget(s runtime.Server) *mux.Budget {
+	l, ok := s.(interface{ MaxInFlight() int })
+	if !ok || l.MaxInFlight() <= 0 {
+		return nil
+	}
+	return mux.NewBudget(l.MaxInFlight())
+}
+
 // exchange is one call's message and frame: on the serving side the
 // request message and the answer frame, on the calling side the answer
 // frame and the reply message made of it.

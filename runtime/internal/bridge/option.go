@@ -90,3 +90,33 @@ func CheckIdleTimeout(d time.Duration) error {
 	}
 	return nil
 }
+
+// CheckMaxConnInFlight checks the argument of the transports'
+// WithMaxConnInFlight: 0 (the default) or a positive bound.
+func CheckMaxConnInFlight(n int) error {
+	if n < 0 {
+		return fmt.Errorf("WithMaxConnInFlight(%d): want 0 for the default (%d) or at least 1", n, mux.DefaultMaxInFlight)
+	}
+	return nil
+}
+
+// CheckMaxConnQueued checks the argument of the transports'
+// WithMaxConnQueued: 0 (the default) or a positive number of bytes.
+func CheckMaxConnQueued(n int) error {
+	if n < 0 {
+		return fmt.Errorf("WithMaxConnQueued(%d): want 0 for the default (%d MiB) or at least 1 byte", n, mux.DefaultMaxQueued>>20)
+	}
+	return nil
+}
+
+// minServeTimeout is the shortest deadline WithServeTimeout accepts.
+const minServeTimeout = time.Millisecond
+
+// CheckServeTimeout checks the argument of the transports'
+// WithServeTimeout: 0 (the default) or at least minServeTimeout.
+func CheckServeTimeout(d time.Duration) error {
+	if d < 0 || d > 0 && d < minServeTimeout {
+		return fmt.Errorf("WithServeTimeout(%v): want 0 for the default (%v) or at least %v", d, mux.DefaultServeTimeout, minServeTimeout)
+	}
+	return nil
+}

@@ -46,6 +46,7 @@ func TestCallRoundTrip(t *testing.T) {
 
 	wantReq := before
 	wantReq.Type, wantReq.ID = wire.TypeRequest, 1
+	wantReq.Deadline = DefaultServeTimeout // a request without a deadline gets the server's
 	if diff := cmp.Diff(&wantReq, testwait.Recv(t, got)); diff != "" {
 		t.Errorf("handler's request (-want +got):\n%s", diff)
 	}
@@ -218,8 +219,8 @@ func TestDeadlinePropagates(t *testing.T) {
 		if _, err := p.client.Call(t.Context(), &wire.Frame{}); err != nil {
 			t.Fatal(err)
 		}
-		if s := <-got; s.ok {
-			t.Errorf("a call without a deadline gave the handler one")
+		if s := <-got; !s.ok || s.remaining != DefaultServeTimeout {
+			t.Errorf("a call without a deadline: the handler's deadline is %v away (set %v), want the server's default, %v", s.remaining, s.ok, DefaultServeTimeout)
 		}
 
 		// A ctx whose deadline has passed is not sent.

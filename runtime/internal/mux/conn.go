@@ -33,8 +33,24 @@ type conn struct {
 	space   chan struct{} // closed when the queue shrinks; nil when no one waits
 	quit    bool          // the writer flushes the queue and stops
 	wclosed bool          // the writer stopped: frames pushed now are never sent
+	queued  int           // bytes (buffer capacity) of frames pushed and not yet written
+	paused  bool          // the server's reader waits on room for the connection to be below its bounds
 
 	wake chan struct{} // tells an idle writer that the queue has frames (cap 1)
+	room chan struct{} // wakes the paused reader (cap 1)
+
+	// drained, if set (by the server), is called with mu held when the
+	// writer has brought queued below MaxQueued.
+	drained func()
+
+	// holds counts the times the server's reader paused because its
+	// handlers held MaxInFlight requests, and resumed: odd while it is
+	// paused so. Keep-alive excuses a late pong then (see keepAlive).
+	holds atomic.Uint64
+	// pingSent is the id of the last ping flushed to the stream.
+	pingSent atomic.Uint64
+	// reads counts the frames read, for keep-alive.
+	reads atomic.Uint64
 
 	// The writer goroutine's own.
 	spare    []outFrame     // spare queue slice
@@ -78,8 +94,9 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 
 // outFrame is an encoded frame in the write queue.
 type outFrame struct {
-	buf *[]byte
-	id  uint64 // a request's id, for [conn.written]; 0 for other frames
+	buf  *[]byte
+	id   uint64 // a request's id, for [conn.written]; 0 for other frames
+	ping uint64 // a ping's id, for [conn.pingSent]; 0 for other frames
 }
 
 func newConn(rw io.ReadWriteCloser, br *bufio.Reader, opts Options, side string) *conn {
@@ -90,6 +107,7 @@ func newConn(rw io.ReadWriteCloser, br *bufio.Reader, opts Options, side string)
 		opts:       opts,
 		log:        log,
 		wake:       make(chan struct{}, 1),
+		room:       make(chan struct{}, 1),
 		pongs:      make(chan uint64, 1),
 		done:       make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -191,23 +209,51 @@ func (c *conn) pushLocked(f outFrame) {
 		}
 	}
 	c.q = append(c.q, f)
+	c.queued += cap(*f.buf)
+}
+
+// push queues an encoded frame without waiting for room, as the server
+// does for its answers: the server bounds them by bytes instead (see
+// [server.waitRoom]). When the writer has stopped, the frame is dropped.
+func (c *conn) push(buf *[]byte) {
+	c.mu.Lock()
+	c.pushLocked(outFrame{buf: buf})
+	c.mu.Unlock()
+}
+
+// wakeLocked wakes the reader if it is paused; c.mu is held. The reader
+// checks again whether the connection is below its bounds.
+func (c *conn) wakeLocked() {
+	if c.paused {
+		c.paused = false
+		c.room <- struct{}{} // never blocks: a token is sent only while paused
+	}
+}
+
+// controlFrame returns an encoded control frame.
+func controlFrame(t wire.Type, id uint64) *[]byte {
+	buf := getBuffer(wire.MinFrameSize + 4)
+	*buf = wire.AppendFrame(*buf, &wire.Frame{Type: t, ID: id})
+	return buf
 }
 
 // pushControl queues a small control frame (ping, pong, cancel, goaway)
 // without waiting for room: control frames may exceed the queue's bound
 // by as much again, beyond which all but goaway are dropped (a peer that
-// does not read its pongs fails keep-alive anyway, and a cancel is only
-// advice).
+// does not read fails keep-alive anyway, and a cancel is only advice).
 func (c *conn) pushControl(t wire.Type, id uint64) {
-	buf := getBuffer(wire.MinFrameSize + 4)
-	*buf = wire.AppendFrame(*buf, &wire.Frame{Type: t, ID: id})
+	buf := controlFrame(t, id)
 	c.mu.Lock()
 	if t != wire.TypeGoAway && len(c.q) >= 2*c.opts.WriteQueue {
 		c.mu.Unlock()
 		putBuffer(buf)
 		return
 	}
-	c.pushLocked(outFrame{buf: buf})
+	f := outFrame{buf: buf}
+	if t == wire.TypePing {
+		f.ping = id
+	}
+	c.pushLocked(f)
 	c.mu.Unlock()
 }
 
@@ -219,8 +265,20 @@ func (c *conn) writeLoop() {
 	defer close(c.writerDone)
 	dirty := false   // bw holds frames not yet flushed
 	yielded := false // the writer yielded once since its last batch
+	wrote := 0       // bytes (buffer capacity) of the last batch, now in bw or the stream
+	var ping uint64  // the last ping in bw, not flushed yet
 	for {
 		c.mu.Lock()
+		if wrote > 0 {
+			c.queued -= wrote
+			wrote = 0
+			if c.queued < c.opts.MaxQueued {
+				if c.drained != nil {
+					c.drained()
+				}
+				c.wakeLocked()
+			}
+		}
 		for len(c.q) == 0 {
 			if dirty && !yielded {
 				// Before paying for a write, let goroutines that are
@@ -241,6 +299,10 @@ func (c *conn) writeLoop() {
 				if n := len(c.unsure); n > 0 {
 					c.written.Store(c.unsure[n-1].id)
 					c.unsure = c.unsure[:0]
+				}
+				if ping != 0 {
+					c.pingSent.Store(ping)
+					ping = 0
 				}
 				dirty = false
 				c.mu.Lock()
@@ -277,8 +339,11 @@ func (c *conn) writeLoop() {
 		for i, f := range batch {
 			if f.id != 0 {
 				c.unsure = append(c.unsure, sentMark{f.id, c.buffered})
+			} else if f.ping != 0 {
+				ping = f.ping
 			}
 			c.buffered += int64(len(*f.buf))
+			wrote += cap(*f.buf)
 			_, err := c.bw.Write(*f.buf)
 			putBuffer(f.buf)
 			batch[i] = outFrame{}
@@ -325,11 +390,19 @@ func (c *conn) drainQueue() {
 
 // keepAlive pings the peer every KeepAlive and fails the connection when a
 // ping goes unanswered for KeepAliveTimeout.
+//
+// A ping whose pong is late gets another KeepAliveTimeout, as often as
+// needed, when this side read a frame meanwhile (the peer is alive, its
+// pong is behind other frames), or when the ping left (was flushed) and
+// this side's reader paused meanwhile because requests wait for its
+// handlers (the pong may be waiting behind requests not read yet). A ping
+// that did not leave in time fails the connection: the peer is not
+// reading.
 func (c *conn) keepAlive() {
 	defer c.wg.Done()
 	t := time.NewTimer(c.opts.KeepAlive)
 	defer t.Stop()
-	var id uint64
+	var id, holds, reads uint64
 	waiting := false
 	for {
 		select {
@@ -342,11 +415,18 @@ func (c *conn) keepAlive() {
 			}
 		case <-t.C:
 			if waiting {
+				h, n := c.holds.Load(), c.reads.Load()
+				if n != reads || c.pingSent.Load() == id && (h != holds || h&1 == 1) {
+					holds, reads = h, n
+					t.Reset(c.opts.KeepAliveTimeout)
+					continue
+				}
 				c.fail(ErrKeepAliveTimeout)
 				return
 			}
 			id++
 			waiting = true
+			holds, reads = c.holds.Load(), c.reads.Load()
 			c.pushControl(wire.TypePing, id)
 			t.Reset(c.opts.KeepAliveTimeout)
 		}
@@ -378,6 +458,7 @@ func (c *conn) readFrames(dispatch func(*wire.Frame) error) error {
 			}
 			return fmt.Errorf("wizard: mux: reading frame: %w", err)
 		}
+		c.reads.Add(1)
 		if err := dispatch(&f); err != nil {
 			return err
 		}

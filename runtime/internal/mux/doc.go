@@ -10,14 +10,16 @@
 // side runs:
 //
 //   - one reader goroutine, which decodes frames and hands answers to the
-//     waiting callers (client) or starts a goroutine per request (server);
+//     waiting callers (client) or hands requests to workers (server: see
+//     Bounds);
 //   - one writer goroutine, which takes the whole write queue at once,
 //     writes it into a buffered writer and flushes only when the queue is
 //     empty, so that frames queued together leave in one write;
 //   - one keep-alive goroutine (unless turned off), which pings the peer
 //     and closes the connection when a ping goes unanswered for
-//     [Options.KeepAliveTimeout]. A peer that stalls in the middle of a
-//     frame cannot answer pings either, so it is closed the same way.
+//     [Options.KeepAliveTimeout] and nothing else came meanwhile. A peer
+//     that stalls in the middle of a frame, or does not read, cannot
+//     answer pings either, so it is closed the same way.
 //
 // Callers do not get goroutines: a call waits on its own channel, found by
 // request id in the client's pending table. Encoding buffers and call
@@ -26,6 +28,34 @@
 // Request ids are assigned by the client in the order frames enter the
 // write queue, so they increase along the stream. This is what makes the
 // two guarantees below exact.
+//
+// # Bounds
+//
+// What a connection costs the server is bounded, whatever the client
+// sends. At most [Options.MaxInFlight] handlers run at once on it, on
+// workers that serve one request after another; further requests wait in
+// a queue, in order, and the reader goes on reading (it answers pings and
+// applies cancels) until the waiting requests hold [Options.MaxQueued]
+// bytes. Answers are queued for the writer at once; once they hold
+// MaxQueued bytes no request starts, and the reader stops at the same
+// bound. A stopped reader leaves the client's frames in the kernel, whose
+// TCP window then holds the client back: a client that sends without
+// reading costs at most twice MaxQueued plus an answer per handler
+// running, and a goroutine per handler running. Every ping is answered:
+// a client that pings faster than it reads the pongs is held back the
+// same way.
+//
+// A server whose reader stopped because requests wait for its handlers
+// does not read its pongs either: keep-alive does not count that against
+// the client, as long as its ping left. A client that does not read gets
+// no ping through, and is closed as before.
+//
+// A request without a deadline gets [Options.ServeTimeout], so that every
+// handler's context ends; a handler that runs on after its connection is
+// lost (a request flagged [wire.FlagKeep]) runs at most to its deadline,
+// and Serve returns only once it has. With [Options.Share], a request
+// beyond its caller's share of the node's in-flight limit (see [Budget])
+// is refused at once.
 //
 // # Errors
 //

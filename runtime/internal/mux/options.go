@@ -15,6 +15,22 @@ const (
 	DefaultWriteQueue       = 1024
 	DefaultHandshakeTimeout = 10 * time.Second
 	DefaultDrainTimeout     = 10 * time.Second
+
+	// DefaultMaxInFlight is twice the callers a busy peer runs at once in
+	// the benchmarks (128), so that they are never held back, and few
+	// enough goroutines (a few MiB of stacks) per connection for a
+	// 2-core node.
+	DefaultMaxInFlight = 256
+
+	// DefaultMaxQueued is well above what a busy connection writes at
+	// once (tens of KiB) and above a LAN's bandwidth-delay product (1
+	// Gbit/s for 1 ms is 125 KB), the kernel's socket buffer adding more.
+	DefaultMaxQueued = 1 << 20
+
+	// DefaultServeTimeout is longer than the calling side's default
+	// timeout (5s, runtime.WithDefaultTimeout), so that it never cuts a
+	// node's call, and bounded.
+	DefaultServeTimeout = 30 * time.Second
 )
 
 // bufferSize is the size of each connection's bufio reader and writer.
@@ -43,8 +59,10 @@ type Options struct {
 	// the reason; nil discards them.
 	Logger *slog.Logger
 
-	// WriteQueue is how many frames may wait for the writer goroutine
-	// before callers and handlers block; 0 means [DefaultWriteQueue].
+	// WriteQueue is, on the client side, how many frames may wait for
+	// the writer goroutine before callers block; 0 means
+	// [DefaultWriteQueue]. (The server side bounds its answers by bytes,
+	// with MaxQueued.) Control frames may exceed it by as much again.
 	WriteQueue int
 
 	// HandshakeTimeout bounds the handshake; 0 means
@@ -55,6 +73,32 @@ type Options struct {
 	// for in-flight handlers after the goaway before it closes the
 	// connection and cancels them; 0 means [DefaultDrainTimeout].
 	DrainTimeout time.Duration
+
+	// MaxInFlight bounds, on the server side, the requests whose handlers
+	// run at once on the connection; 0 means [DefaultMaxInFlight]. At the
+	// bound the server stops reading the connection until one returns,
+	// so that the peer's further requests wait in the kernel (whose TCP
+	// window then holds the peer back) and cost no goroutine.
+	MaxInFlight int
+
+	// MaxQueued bounds, on the server side, the bytes of frames waiting
+	// to be written (counted by the buffers that hold them); 0 means
+	// [DefaultMaxQueued]. At the bound the server stops reading the
+	// connection until the writer has caught up, so that a peer that does
+	// not read costs at most MaxQueued plus an answer per request in
+	// flight.
+	MaxQueued int
+
+	// ServeTimeout is, on the server side, the deadline of a request that
+	// arrives without one, as if its caller had sent it; 0 means
+	// [DefaultServeTimeout]. It also bounds a handler that runs on after
+	// its connection is lost ([wire.FlagKeep]).
+	ServeTimeout time.Duration
+
+	// Share, on the server side, is the part of a node's in-flight limit
+	// the connection's caller may take (see [Budget]); nil means no
+	// limit but MaxInFlight.
+	Share *Share
 }
 
 // normalize validates o and fills in the defaults.
@@ -71,6 +115,12 @@ func (o Options) normalize() (Options, error) {
 		return o, fmt.Errorf("wizard: mux: negative HandshakeTimeout %v", o.HandshakeTimeout)
 	case o.DrainTimeout < 0:
 		return o, fmt.Errorf("wizard: mux: negative DrainTimeout %v", o.DrainTimeout)
+	case o.MaxInFlight < 0:
+		return o, fmt.Errorf("wizard: mux: negative MaxInFlight %d", o.MaxInFlight)
+	case o.MaxQueued < 0:
+		return o, fmt.Errorf("wizard: mux: negative MaxQueued %d", o.MaxQueued)
+	case o.ServeTimeout < 0:
+		return o, fmt.Errorf("wizard: mux: negative ServeTimeout %v", o.ServeTimeout)
 	}
 	if o.MaxFrameSize == 0 {
 		o.MaxFrameSize = wire.DefaultMaxFrameSize
@@ -92,6 +142,15 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.DrainTimeout == 0 {
 		o.DrainTimeout = DefaultDrainTimeout
+	}
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = DefaultMaxInFlight
+	}
+	if o.MaxQueued == 0 {
+		o.MaxQueued = DefaultMaxQueued
+	}
+	if o.ServeTimeout == 0 {
+		o.ServeTimeout = DefaultServeTimeout
 	}
 	return o, nil
 }

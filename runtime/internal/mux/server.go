@@ -36,23 +36,19 @@ type server struct {
 	base context.Context // Serve's ctx, for its values only (a request's end is its own)
 
 	// Guarded by c.mu.
-	inflight map[uint64]*request
-	maxID    uint64 // the highest request id taken
-	lastID   uint64 // with draining: the highest id the goaway promised to serve
+	inflight map[uint64]*request // taken: running, or pending
+	running  int                 // of those, with a handler running (at most MaxInFlight)
+	pending  []*request          // the others, in the order they came
+	waiting  int                 // bytes the pending requests hold (see requestCost)
+	maxID    uint64              // the highest request id taken
+	lastID   uint64              // with draining: the highest id the goaway promised to serve
 	draining bool
 	closed   bool
 	idle     chan struct{} // closed when draining and nothing is in flight
 
-	handlers sync.WaitGroup
+	handlers sync.WaitGroup // every request taken, until it is answered or dropped
 
-	// Workers serve requests one after another, so that a stack grown by
-	// one request serves the next ones too (a fresh goroutine per request
-	// spent most of the server's CPU growing stacks). Idle workers wait on
-	// a stack, guarded by c.mu: the one that finished last takes the next
-	// request (its stack is the warmest), and handing it over is one
-	// receive on its own channel — no select over shared channels, no
-	// timer per request. A worker idle for a whole workerIdle period
-	// leaves at the next reap; all leave when Serve returns.
+	// The workers (see worker.go), guarded by c.mu.
 	idleWorkers []*worker
 	gen         uint64      // reap periods so far
 	reaper      *time.Timer // armed while workers are idle
@@ -60,114 +56,21 @@ type server struct {
 	stopped     bool // no handler runs any more: a late reap does nothing
 }
 
-// worker is one serving goroutine's handle.
-type worker struct {
-	next chan *request // capacity 1, so handing over never waits; nil: leave
-	gen  uint64        // s.gen when it went idle
-}
-
-// workerIdle is how long, at least, an idle worker waits for another
-// request (at most twice as long).
-const workerIdle = time.Second
-
-// takeWorker pops the idle worker that finished last, or returns nil.
-// Callers hold c.mu.
-func (s *server) takeWorker() *worker {
-	n := len(s.idleWorkers)
-	if n == 0 {
-		return nil
-	}
-	w := s.idleWorkers[n-1]
-	s.idleWorkers[n-1] = nil
-	s.idleWorkers = s.idleWorkers[:n-1]
-	return w
-}
-
-// start serves r on w, or on a new worker when w is nil.
-func (s *server) start(r *request, w *worker) {
-	if w != nil {
-		w.next <- r
-		return
-	}
-	go s.work(r)
-}
-
-// work serves r, then the requests handed to it, until it is told to
-// leave.
-func (s *server) work(r *request) {
-	w := &worker{next: make(chan *request, 1)}
-	for r != nil {
-		r.serve(w)
-		r = <-w.next
-	}
-}
-
-// parkWorker puts w on the idle stack. Callers hold c.mu. Serve sends the
-// idle workers away only after every handler has returned, so every
-// worker is parked by then.
-func (s *server) parkWorker(w *worker) {
-	w.gen = s.gen
-	s.idleWorkers = append(s.idleWorkers, w)
-	if !s.reaping {
-		s.reaping = true
-		if s.reaper == nil {
-			s.reaper = time.AfterFunc(workerIdle, s.reap)
-		} else {
-			s.reaper.Reset(workerIdle)
-		}
-	}
-}
-
-// reap sends away the workers idle since before the last reap (they sit
-// at the bottom of the stack) and re-arms while workers remain idle.
-func (s *server) reap() {
-	c := s.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s.stopped {
-		return
-	}
-	i := 0
-	for i < len(s.idleWorkers) && s.idleWorkers[i].gen < s.gen {
-		s.idleWorkers[i].next <- nil
-		i++
-	}
-	s.idleWorkers = append(s.idleWorkers[:0], s.idleWorkers[i:]...)
-	clear(s.idleWorkers[len(s.idleWorkers):cap(s.idleWorkers)])
-	s.gen++
-	if s.reaping = len(s.idleWorkers) > 0; s.reaping {
-		s.reaper.Reset(workerIdle)
-	}
-}
-
-// stopWorkers sends every worker away (all are idle: Serve calls it once
-// no handler runs) and stops the reaper.
-func (s *server) stopWorkers() {
-	c := s.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s.stopped = true
-	for _, w := range s.idleWorkers {
-		w.next <- nil
-	}
-	s.idleWorkers = nil
-	if s.reaper != nil {
-		s.reaper.Stop()
-	}
-}
-
 // Serve runs the server side of a connection over rw: it reads the
-// client's handshake, answers with its own, and serves requests, each in
-// its own goroutine, until the stream fails or ctx is done.
+// client's handshake, answers with its own, and serves requests
+// concurrently, within the bounds of opts (see the package doc), until the
+// stream fails or ctx is done.
 //
 // When ctx is done Serve shuts down gracefully: it sends a goaway naming
 // the highest request id it has taken (the client fails later calls with
-// [ErrGoingAway]), waits for the handlers in flight for at most the drain
-// timeout, flushes their answers and closes the connection.
+// [ErrGoingAway]), serves the requests in flight and those waiting for a
+// handler for at most the drain timeout, flushes their answers and closes
+// the connection.
 //
 // Serve closes rw before it returns, after every handler it started has
 // returned (handlers still running when the connection ends are
-// cancelled). It returns nil after a graceful shutdown or when the client
+// cancelled, but for kept ones, which run to their deadline; requests
+// still waiting for a handler are dropped). It returns nil after a graceful shutdown or when the client
 // closed the connection between frames; otherwise an error saying why the
 // connection was closed: a malformed or oversized frame
 // ([wire.ErrMalformed], [wire.ErrFrameTooLarge]), a bad handshake
@@ -210,6 +113,7 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 		idle:     make(chan struct{}),
 	}
 	c := s.c
+	c.drained = s.startPending
 	c.start(func() { c.fail(c.readFrames(s.dispatch)) })
 	select {
 	case <-ctx.Done():
@@ -227,11 +131,19 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 	shutdown := reason == errShutdown || ctx.Err() != nil
 	c.mu.Lock()
 	s.closed = true
+	dropped := s.pending // never started: the client sees them fail, not run
+	s.pending = nil
+	for _, r := range dropped {
+		delete(s.inflight, r.frame.ID)
+	}
 	running := make([]*request, 0, len(s.inflight))
 	for _, r := range s.inflight {
 		running = append(running, r)
 	}
 	c.mu.Unlock()
+	for range dropped {
+		s.done()
+	}
 	kept := false
 	for _, r := range running {
 		if !shutdown && r.frame.Flags&wire.FlagKeep != 0 {
@@ -327,10 +239,10 @@ func (s *server) dispatch(f *wire.Frame) error {
 	c := s.c
 	switch f.Type {
 	case wire.TypeRequest:
-		r := &request{frame: *f, s: s}
-		if f.Deadline > 0 {
-			r.deadline = time.Now().Add(f.Deadline)
+		if f.Deadline <= 0 {
+			f.Deadline = c.opts.ServeTimeout
 		}
+		r := &request{frame: *f, s: s, deadline: time.Now().Add(f.Deadline)}
 		c.mu.Lock()
 		if s.closed || (s.draining && f.ID > s.lastID) {
 			c.mu.Unlock() // refused: the client fails it on the goaway
@@ -340,9 +252,24 @@ func (s *server) dispatch(f *wire.Frame) error {
 			c.mu.Unlock()
 			return protocolError("duplicate request id %d", f.ID)
 		}
+		if sh := c.opts.Share; sh != nil && !sh.take() {
+			c.mu.Unlock()
+			return s.refuse(f)
+		}
 		s.inflight[f.ID] = r
 		s.maxID = max(s.maxID, f.ID)
 		s.handlers.Add(1)
+		if s.running == c.opts.MaxInFlight || c.queued >= c.opts.MaxQueued || len(s.pending) > 0 {
+			// Every handler slot is taken, or the answers wait for the
+			// writer: the request waits, and the reader goes on (it
+			// answers pings, applies cancels) until the waiting requests
+			// reach their bound.
+			s.pending = append(s.pending, r)
+			s.waiting += requestCost(f)
+			c.mu.Unlock()
+			return s.waitRoom()
+		}
+		s.running++
 		w := s.takeWorker()
 		c.mu.Unlock()
 		s.start(r, w)
@@ -354,7 +281,10 @@ func (s *server) dispatch(f *wire.Frame) error {
 			r.cancel(context.Canceled)
 		}
 	case wire.TypePing:
-		c.pushControl(wire.TypePong, f.ID)
+		// Every ping is answered: a peer that pings faster than it reads
+		// the pongs is held back by waitRoom.
+		c.push(controlFrame(wire.TypePong, f.ID))
+		return s.waitRoom()
 	case wire.TypePong:
 		c.pong(f.ID)
 	case wire.TypeGoAway:
@@ -365,9 +295,70 @@ func (s *server) dispatch(f *wire.Frame) error {
 	return nil
 }
 
-// serve runs the handler for r on worker w, queues its answer, retires r
-// and parks w.
-func (r *request) serve(w *worker) {
+// errOverShare is the message of a request refused because its caller
+// holds its part of the node's in-flight limit.
+const errOverShare = "wizard: node is over its in-flight limit for this caller"
+
+// refuse answers a request over its caller's share without running it,
+// as a node over its limit does.
+func (s *server) refuse(f *wire.Frame) error {
+	if f.Flags&wire.FlagNoReply != 0 {
+		return nil
+	}
+	out := errorFrame(f.ID, codeResourceExhausted, errOverShare)
+	out.Flags = wire.FlagRefused
+	buf := getBuffer(out.Size())
+	*buf = wire.AppendFrame(*buf, &out)
+	s.c.push(buf)
+	return s.waitRoom()
+}
+
+// requestCost is what a pending request is counted for: its frame and
+// what the server keeps for it besides.
+func requestCost(f *wire.Frame) int { return f.Size() + 256 }
+
+// waitRoom pauses the reader while the connection is at one of its
+// bounds: MaxQueued bytes of requests waiting for a handler, or MaxQueued
+// bytes of frames waiting for the writer. A handler taking a waiting
+// request, or the writer catching up, wakes it. Meanwhile the client's
+// frames wait in the kernel, whose TCP window then holds the client back.
+// It returns the connection's end reason if the connection ends
+// meanwhile.
+func (s *server) waitRoom() error {
+	c := s.c
+	held := false // paused because requests wait for handlers: this side is slow
+	defer func() {
+		if held {
+			c.holds.Add(1)
+		}
+	}()
+	c.mu.Lock()
+	for {
+		s.startPending()
+		holding := s.waiting >= c.opts.MaxQueued && c.queued < c.opts.MaxQueued
+		if s.waiting < c.opts.MaxQueued && c.queued < c.opts.MaxQueued {
+			c.mu.Unlock()
+			return nil
+		}
+		if holding != held {
+			c.holds.Add(1)
+			held = holding
+		}
+		c.paused = true
+		c.mu.Unlock()
+		select {
+		case <-c.room:
+		case <-c.done:
+			return c.reason()
+		}
+		c.mu.Lock()
+	}
+}
+
+// serve runs the handler for r on worker w, queues its answer and
+// retires r. It returns the next request waiting for a handler, for w to
+// serve, or nil once it has parked w.
+func (r *request) serve(w *worker) *request {
 	s := r.s
 	c := s.c
 	resp := s.call(r)
@@ -385,19 +376,21 @@ func (r *request) serve(w *worker) {
 		*buf = wire.AppendFrame(*buf, &out)
 	}
 
-	locked := false
+	// The answer is queued at once, whatever the queue holds: the reader
+	// stops taking requests while the queue is over its bound in bytes,
+	// so answers are bounded by that and by MaxInFlight.
+	c.mu.Lock()
 	if buf != nil {
-		if c.lockSpace(context.Background()) == nil {
-			c.pushLocked(outFrame{buf: buf})
-			locked = true
-		} else {
-			putBuffer(buf) // the connection has ended: nobody to answer
-		}
-	}
-	if !locked {
-		c.mu.Lock()
+		c.pushLocked(outFrame{buf: buf}) // dropped if the connection has ended
 	}
 	delete(s.inflight, id)
+	var next *request
+	if len(s.pending) > 0 && c.queued < c.opts.MaxQueued {
+		next = s.popPending() // on this worker, whose stack is warm
+	} else {
+		s.running--
+		s.parkWorker(w)
+	}
 	if s.draining && len(s.inflight) == 0 && !s.closed {
 		select {
 		case <-s.idle:
@@ -405,8 +398,41 @@ func (r *request) serve(w *worker) {
 			close(s.idle)
 		}
 	}
-	s.parkWorker(w)
 	c.mu.Unlock()
+	s.done()
+	return next
+}
+
+// popPending takes the first request waiting for a handler; c.mu is held.
+func (s *server) popPending() *request {
+	r := s.pending[0]
+	s.pending[0] = nil
+	if s.pending = s.pending[1:]; len(s.pending) == 0 {
+		s.pending = nil // let the backing array go
+	}
+	s.waiting -= requestCost(&r.frame)
+	s.c.wakeLocked()
+	return r
+}
+
+// startPending starts waiting requests while there is room: a handler
+// slot, and the answers below their bound. The writer calls it, with
+// c.mu held, when it has caught up: the reader may be waiting for the
+// client, and the handlers all returned.
+func (s *server) startPending() {
+	c := s.c
+	for len(s.pending) > 0 && s.running < c.opts.MaxInFlight && c.queued < c.opts.MaxQueued && !s.closed {
+		s.running++
+		s.start(s.popPending(), s.takeWorker()) // neither waits
+	}
+}
+
+// done retires a request taken from the client: answered, or dropped
+// with the connection before it started.
+func (s *server) done() {
+	if sh := s.c.opts.Share; sh != nil {
+		sh.release()
+	}
 	s.handlers.Done()
 }
 

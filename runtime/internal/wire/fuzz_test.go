@@ -3,8 +3,10 @@ package wire
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,9 +16,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-var update = flag.Bool("update", false, "rewrite the FuzzDecodeFrame seed corpus in testdata")
+var update = flag.Bool("update", false, "rewrite the seed corpora in testdata/fuzz")
 
-const seedDir = "testdata/fuzz/FuzzDecodeFrame"
+// corpora are the seed corpora in testdata/fuzz, by fuzz target.
+var corpora = map[string]func() map[string][]byte{
+	"FuzzDecodeFrame":   seedBodies,
+	"FuzzReadHandshake": handshakeSeeds,
+}
 
 // seedBodies are the frame bodies of the seed corpus: every test frame
 // (the big payload cut short) and a few broken ones.
@@ -46,10 +52,31 @@ func seedName(name string) string {
 	return string(bytes.ReplaceAll([]byte(name), []byte(" "), []byte("_")))
 }
 
-// TestFuzzSeeds checks that the seed corpus in testdata is what
-// seedBodies produces; run with -update to rewrite it.
+// handshakeSeeds are the seed corpus of FuzzReadHandshake: handshakes
+// right, wrong and short, some with a frame behind.
+func handshakeSeeds() map[string][]byte {
+	return map[string][]byte{
+		"valid":                     []byte("WZRD\x01\x00\x00\x00"),
+		"valid with reserved bytes": []byte("WZRD\x01\xff\xff\xff"),
+		"valid then a frame":        append([]byte("WZRD\x01\x00\x00\x00"), AppendFrame(nil, &Frame{Type: TypePing, ID: 1})...),
+		"version 2":                 []byte("WZRD\x02\x00\x00\x00"),
+		"wrong magic":               []byte("WZRX\x01\x00\x00\x00"),
+		"HTTP":                      []byte("GET / HTTP/1.1\r\n\r\n"),
+		"TLS client hello":          []byte("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"),
+		"short":                     []byte("WZRD\x01"),
+	}
+}
+
+// TestFuzzSeeds checks that the seed corpora in testdata are what
+// seedBodies and handshakeSeeds produce; run with -update to rewrite
+// them.
 func TestFuzzSeeds(t *testing.T) {
-	seeds := seedBodies()
+	for target, seedsOf := range corpora {
+		t.Run(target, func(t *testing.T) { checkSeeds(t, filepath.Join("testdata/fuzz", target), seedsOf()) })
+	}
+}
+
+func checkSeeds(t *testing.T, seedDir string, seeds map[string][]byte) {
 	names := slices.Sorted(func(yield func(string) bool) {
 		for n := range seeds {
 			if !yield(n) {
@@ -115,6 +142,38 @@ func FuzzDecodeFrame(f *testing.F) {
 		}
 		if fr.Type == TypeError {
 			DecodeErrorDetails(fr.Payload) // must not panic either
+		}
+	})
+}
+
+// FuzzReadHandshake feeds arbitrary bytes to ReadHandshake. It must never
+// panic, read no more than the handshake, and accept exactly the magic
+// and version with any reserved bytes; anything else is ErrBadMagic, a
+// *VersionError naming the version, or a short read.
+func FuzzReadHandshake(f *testing.F) {
+	f.Add([]byte("WZRD\x01\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := bytes.NewReader(b)
+		err := ReadHandshake(r)
+		if read := len(b) - r.Len(); read > HandshakeSize {
+			t.Fatalf("read %d bytes, more than the handshake", read)
+		}
+		var ve *VersionError
+		switch {
+		case len(b) < HandshakeSize:
+			if err != io.EOF && err != io.ErrUnexpectedEOF {
+				t.Fatalf("%d bytes: %v, want a short read", len(b), err)
+			}
+		case string(b[:4]) != Magic:
+			if err != ErrBadMagic {
+				t.Fatalf("magic %q: %v, want ErrBadMagic", b[:4], err)
+			}
+		case b[4] != Version:
+			if !errors.As(err, &ve) || ve.Got != b[4] || ve.Want != Version {
+				t.Fatalf("version %d: %v, want a *VersionError", b[4], err)
+			}
+		case err != nil:
+			t.Fatalf("a valid handshake %q: %v", b[:HandshakeSize], err)
 		}
 	})
 }

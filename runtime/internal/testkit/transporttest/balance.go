@@ -163,6 +163,68 @@ func (s suite) allReplicasOverloaded(t *testing.T) {
 	}
 }
 
+// fairShedding: a node floods a server that has an in-flight limit with
+// 64 callers in a loop; a well-behaved node's calls, four at a time, are
+// still served (at least 95%: the flood holds more than its share only
+// for a moment when the caller becomes busy; before the server shared its
+// limit among connections, most failed). The flood's calls beyond its
+// share are refused.
+func (s suite) fairShedding(t *testing.T) {
+	const limit, flooders, callers, perCaller = 20, 64, 4, 50
+	srv := NewServer(t, s.tr(t), runtime.WithMaxInFlight(limit))
+	MustAdd(t, srv, "role:work", func(ctx context.Context, r runtime.Request) (any, error) {
+		time.Sleep(2 * time.Millisecond) // work, so that the flood holds its slots; not synchronisation
+		return nil, nil
+	})
+	flood := NewClient(t, s.tr(t), "role:work", nil, srv.Addr())
+	good := NewClient(t, s.tr(t), "role:work", nil, srv.Addr())
+
+	ctx, stop := context.WithCancel(t.Context())
+	var floods sync.WaitGroup
+	var flooded, refused atomic.Int64
+	saturated := make(chan struct{})
+	once := sync.OnceFunc(func() { close(saturated) })
+	for range flooders {
+		floods.Go(func() {
+			for ctx.Err() == nil {
+				_, err := flood.ActE(ctx, "role:work", nil)
+				switch {
+				case err == nil:
+					flooded.Add(1)
+				case errors.Is(err, runtime.ErrResourceExhausted):
+					refused.Add(1)
+					once()
+				}
+			}
+		})
+	}
+	defer func() {
+		stop()
+		floods.Wait()
+	}()
+	testwait.Recv(t, saturated)
+
+	var ok atomic.Int64
+	var lastErr atomic.Value
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			for range perCaller {
+				if _, err := good.ActE(t.Context(), "role:work", nil); err != nil {
+					lastErr.Store(err)
+					continue
+				}
+				ok.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("well-behaved caller: %d of %d served; flood: %d served, %d refused", ok.Load(), callers*perCaller, flooded.Load(), refused.Load())
+	if got, want := ok.Load(), int64(callers*perCaller*95/100); got < want {
+		t.Errorf("the well-behaved caller got %d of %d calls served under a flood, want at least %d; last error: %v", got, callers*perCaller, want, lastErr.Load())
+	}
+}
+
 // replicaKilledUnderLoad: three replicas under steady, bounded load of
 // idempotent calls; one is killed mid-run. No call fails, and the
 // handlers' counters show how often each call ran. A graceful kill

@@ -35,6 +35,7 @@ func Run(t *testing.T, newTransport NewTransport) {
 		{"RestartedCallerRunsAgain", s.restartedCallerRunsAgain},
 		{"OverloadedReplicaRoutedAround", s.overloadedReplicaRoutedAround},
 		{"AllReplicasOverloaded", s.allReplicasOverloaded},
+		{"FairShedding", s.fairShedding},
 		{"ReplicaKilledUnderLoad", s.replicaKilledUnderLoad},
 		{"StickyRouting", s.stickyRouting},
 		{"DedupAnswerNotStolen", s.dedupAnswerNotStolen},
