@@ -49,8 +49,9 @@ type conn struct {
 	holds atomic.Uint64
 	// pingSent is the id of the last ping flushed to the stream.
 	pingSent atomic.Uint64
-	// reads counts the frames read, for keep-alive.
-	reads atomic.Uint64
+	// read is set by the reader when a frame came, cleared by keep-alive
+	// when it pings: the peer was alive meanwhile.
+	read atomic.Bool
 
 	// The writer goroutine's own.
 	spare    []outFrame     // spare queue slice
@@ -402,7 +403,7 @@ func (c *conn) keepAlive() {
 	defer c.wg.Done()
 	t := time.NewTimer(c.opts.KeepAlive)
 	defer t.Stop()
-	var id, holds, reads uint64
+	var id, holds uint64
 	waiting := false
 	for {
 		select {
@@ -415,9 +416,9 @@ func (c *conn) keepAlive() {
 			}
 		case <-t.C:
 			if waiting {
-				h, n := c.holds.Load(), c.reads.Load()
-				if n != reads || c.pingSent.Load() == id && (h != holds || h&1 == 1) {
-					holds, reads = h, n
+				h := c.holds.Load()
+				if c.read.Swap(false) || c.pingSent.Load() == id && (h != holds || h&1 == 1) {
+					holds = h
 					t.Reset(c.opts.KeepAliveTimeout)
 					continue
 				}
@@ -426,7 +427,8 @@ func (c *conn) keepAlive() {
 			}
 			id++
 			waiting = true
-			holds, reads = c.holds.Load(), c.reads.Load()
+			holds = c.holds.Load()
+			c.read.Store(false)
 			c.pushControl(wire.TypePing, id)
 			t.Reset(c.opts.KeepAliveTimeout)
 		}
@@ -458,7 +460,9 @@ func (c *conn) readFrames(dispatch func(*wire.Frame) error) error {
 			}
 			return fmt.Errorf("wizard: mux: reading frame: %w", err)
 		}
-		c.reads.Add(1)
+		if !c.read.Load() { // a load per frame, a store once per ping
+			c.read.Store(true)
+		}
 		if err := dispatch(&f); err != nil {
 			return err
 		}

@@ -90,9 +90,11 @@ type Options struct {
 	MaxQueued int
 
 	// ServeTimeout is, on the server side, the deadline of a request that
-	// arrives without one, as if its caller had sent it; 0 means
-	// [DefaultServeTimeout]. It also bounds a handler that runs on after
-	// its connection is lost ([wire.FlagKeep]).
+	// arrives without one, as if its caller had sent it (counted from the
+	// moment its handler first looks at its context, at once for the
+	// runtime's handlers); 0 means [DefaultServeTimeout]. It also bounds
+	// a handler that runs on after its connection is lost
+	// ([wire.FlagKeep]).
 	ServeTimeout time.Duration
 
 	// Share, on the server side, is the part of a node's in-flight limit

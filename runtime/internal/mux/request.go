@@ -20,9 +20,10 @@ import (
 // contexts derived from it (context.WithTimeout and the like) need no
 // goroutine of their own.
 type request struct {
-	frame    wire.Frame
-	s        *server
-	deadline time.Time // zero: none
+	frame        wire.Frame
+	s            *server
+	deadline     time.Time // zero: none (yet, with serveTimeout)
+	serveTimeout bool      // no deadline came: the server's ServeTimeout applies
 
 	mu    sync.Mutex
 	err   error
@@ -35,8 +36,26 @@ type afterFunc struct{ f func() }
 
 var _ context.Context = (*request)(nil)
 
-// Deadline returns the request's deadline, if the caller gave one.
-func (r *request) Deadline() (time.Time, bool) { return r.deadline, !r.deadline.IsZero() }
+// Deadline returns the request's deadline: the caller's, or the server's
+// ServeTimeout.
+func (r *request) Deadline() (time.Time, bool) {
+	if !r.serveTimeout {
+		return r.deadline, !r.deadline.IsZero()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.deadlineLocked(), true
+}
+
+// deadlineLocked returns r's deadline; for a request that came without
+// one it is ServeTimeout from the first time the handler looks (the
+// runtime's handlers do at once). r.mu is held.
+func (r *request) deadlineLocked() time.Time {
+	if r.serveTimeout && r.deadline.IsZero() {
+		r.deadline = time.Now().Add(r.s.c.opts.ServeTimeout)
+	}
+	return r.deadline
+}
 
 // Value returns the value of the ctx given to Serve.
 func (r *request) Value(key any) any { return r.s.base.Value(key) }
@@ -53,7 +72,7 @@ func (r *request) Done() <-chan struct{} {
 func (r *request) Err() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.err == nil && !r.deadline.IsZero() && !time.Now().Before(r.deadline) {
+	if dl := r.deadlineLocked(); r.err == nil && !dl.IsZero() && !time.Now().Before(dl) {
 		r.cancelLocked(context.DeadlineExceeded)
 	}
 	return r.err
@@ -93,7 +112,7 @@ func (r *request) armLocked() {
 	switch {
 	case r.err != nil:
 		close(r.done)
-	case !r.deadline.IsZero():
+	case !r.deadlineLocked().IsZero():
 		d := time.Until(r.deadline)
 		if d <= 0 {
 			r.cancelLocked(context.DeadlineExceeded)

@@ -239,10 +239,15 @@ func (s *server) dispatch(f *wire.Frame) error {
 	c := s.c
 	switch f.Type {
 	case wire.TypeRequest:
-		if f.Deadline <= 0 {
-			f.Deadline = c.opts.ServeTimeout
+		r := &request{frame: *f, s: s}
+		if f.Deadline > 0 {
+			r.deadline = time.Now().Add(f.Deadline)
+		} else {
+			// The server's deadline, fixed when the handler first looks
+			// (see request.deadlineLocked): a request costs no clock
+			// reading unless its handler wants one.
+			f.Deadline, r.frame.Deadline, r.serveTimeout = c.opts.ServeTimeout, c.opts.ServeTimeout, true
 		}
-		r := &request{frame: *f, s: s, deadline: time.Now().Add(f.Deadline)}
 		c.mu.Lock()
 		if s.closed || (s.draining && f.ID > s.lastID) {
 			c.mu.Unlock() // refused: the client fails it on the goaway
