@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -252,6 +253,46 @@ func TestKeepAliveWhileBusy(t *testing.T) {
 			}
 			if err := p.client.Err(); err != nil {
 				t.Errorf("the connection ended: %v", err)
+			}
+		})
+	})
+
+	t.Run("answers come, pongs do not", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			// A server that answers every request after half a second
+			// (twice per ping timeout) but never pongs: while answers
+			// come, the client keeps it.
+			cconn, sconn := net.Pipe()
+			defer sconn.Close()
+			go func() {
+				r := &raw{t: t, conn: sconn, br: bufio.NewReader(sconn)}
+				io.ReadFull(r.br, make([]byte, wire.HandshakeSize))
+				r.write([]byte(handshakeBytes))
+				for {
+					f, err := r.read()
+					if err != nil {
+						return
+					}
+					if f.Type == wire.TypeRequest {
+						time.Sleep(500 * time.Millisecond)
+						sconn.Write(wire.AppendFrame(nil, &wire.Frame{Type: wire.TypeResponse, ID: f.ID}))
+					}
+				}
+			}()
+			cl, err := NewClient(cconn, ka)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			for range 20 { // ten seconds
+				if _, err := cl.Call(t.Context(), reqFrame(0, "x")); err != nil {
+					t.Fatalf("call: %v", err)
+				}
+			}
+			// Then nothing comes: the client closes it.
+			<-cl.Done()
+			if err := cl.Err(); !errors.Is(err, ErrKeepAliveTimeout) {
+				t.Errorf("Err() = %v, want ErrKeepAliveTimeout", err)
 			}
 		})
 	})

@@ -34,7 +34,7 @@ type conn struct {
 	quit    bool          // the writer flushes the queue and stops
 	wclosed bool          // the writer stopped: frames pushed now are never sent
 	queued  int           // bytes (buffer capacity) of frames pushed and not yet written
-	paused  bool          // the server's reader waits on room for the connection to be below its bounds
+	paused  bool          // the server's reader waits on room (see server.waitRoom)
 
 	wake chan struct{} // tells an idle writer that the queue has frames (cap 1)
 	room chan struct{} // wakes the paused reader (cap 1)
@@ -43,9 +43,10 @@ type conn struct {
 	// writer has brought queued below MaxQueued.
 	drained func()
 
-	// holds counts the times the server's reader paused because its
-	// handlers held MaxInFlight requests, and resumed: odd while it is
-	// paused so. Keep-alive excuses a late pong then (see keepAlive).
+	// holds counts the times the server's reader paused because the
+	// requests waiting for its handlers reached their bound, and resumed:
+	// odd while it is paused so. Keep-alive excuses a late pong then (see
+	// keepAlive).
 	holds atomic.Uint64
 	// pingSent is the id of the last ping flushed to the stream.
 	pingSent atomic.Uint64

@@ -45,10 +45,15 @@
 // a client that pings faster than it reads the pongs is held back the
 // same way.
 //
-// A server whose reader stopped because requests wait for its handlers
-// does not read its pongs either: keep-alive does not count that against
-// the client, as long as its ping left. A client that does not read gets
-// no ping through, and is closed as before.
+// Keep-alive counts any frame read as a sign of life, so that a pong
+// queued behind other frames is not taken for a dead peer. A server whose
+// reader stopped because requests wait for its handlers does not read its
+// pongs either: keep-alive does not count that against the client, as
+// long as its ping left. A client that does not read gets no ping
+// through, and is closed as before. (A client that pipelines requests
+// beyond what the server takes cannot tell a stopped reader from a dead
+// server; its pings wait behind its requests, and while answers come it
+// is not closed.)
 //
 // A request without a deadline gets [Options.ServeTimeout], so that every
 // handler's context ends; a handler that runs on after its connection is

@@ -49,8 +49,9 @@ type Options struct {
 	// [DefaultKeepAlive], a negative value turns keep-alive off.
 	KeepAlive time.Duration
 
-	// KeepAliveTimeout is how long a peer has to answer a ping before the
-	// connection is closed as dead. 0 means [DefaultKeepAliveTimeout].
+	// KeepAliveTimeout is how long a peer has to answer a ping, or send
+	// anything else, before the connection is closed as dead. 0 means
+	// [DefaultKeepAliveTimeout].
 	// Since a peer that stalls in the middle of a frame cannot answer
 	// either, it also bounds how long such a peer holds a connection.
 	KeepAliveTimeout time.Duration

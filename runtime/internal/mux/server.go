@@ -70,12 +70,13 @@ type server struct {
 // Serve closes rw before it returns, after every handler it started has
 // returned (handlers still running when the connection ends are
 // cancelled, but for kept ones, which run to their deadline; requests
-// still waiting for a handler are dropped). It returns nil after a graceful shutdown or when the client
-// closed the connection between frames; otherwise an error saying why the
-// connection was closed: a malformed or oversized frame
-// ([wire.ErrMalformed], [wire.ErrFrameTooLarge]), a bad handshake
-// ([wire.ErrBadMagic], a *wire.VersionError), [ErrKeepAliveTimeout],
-// [ErrProtocol], or the stream's error.
+// still waiting for a handler are dropped). It returns nil after a
+// graceful shutdown or when the client closed the connection between
+// frames; otherwise an error saying why the connection was closed: a
+// malformed or oversized frame ([wire.ErrMalformed],
+// [wire.ErrFrameTooLarge]), a bad handshake ([wire.ErrBadMagic], a
+// *wire.VersionError), [ErrKeepAliveTimeout], [ErrProtocol], or the
+// stream's error.
 func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) error {
 	opts, err := opts.normalize()
 	if err != nil {
@@ -246,7 +247,7 @@ func (s *server) dispatch(f *wire.Frame) error {
 			// The server's deadline, fixed when the handler first looks
 			// (see request.deadlineLocked): a request costs no clock
 			// reading unless its handler wants one.
-			f.Deadline, r.frame.Deadline, r.serveTimeout = c.opts.ServeTimeout, c.opts.ServeTimeout, true
+			r.frame.Deadline, r.serveTimeout = c.opts.ServeTimeout, true
 		}
 		c.mu.Lock()
 		if s.closed || (s.draining && f.ID > s.lastID) {
@@ -270,7 +271,7 @@ func (s *server) dispatch(f *wire.Frame) error {
 			// answers pings, applies cancels) until the waiting requests
 			// reach their bound.
 			s.pending = append(s.pending, r)
-			s.waiting += requestCost(f)
+			s.waiting += requestCost(&r.frame)
 			c.mu.Unlock()
 			return s.waitRoom()
 		}
