@@ -3,9 +3,6 @@ package swim
 import (
 	"math/rand/v2"
 	"net"
-	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -61,45 +58,7 @@ func TestGarbagePacketsLogLimited(t *testing.T) {
 			}
 			elapsed := time.Since(start)
 			d.Close() // logs what is still suppressed
-			checkLimitedLog(t, logs.String(), c.LocalAddr().String(), garbagePackets, elapsed)
+			testlog.CheckLimited(t, logs.String(), "", c.LocalAddr().String(), garbagePackets, elapsed)
 		})
-	}
-}
-
-// suppressedRE finds the count of a summary record.
-var suppressedRE = regexp.MustCompile(`suppressed=(\d+)`)
-
-// checkLimitedLog checks the records at Warn and above in log: at most
-// ten per ten seconds for events from addr, each naming it, and
-// summaries.
-func checkLimitedLog(t *testing.T, log, addr string, events int, elapsed time.Duration) {
-	t.Helper()
-	logged, suppressed, anonymous := 0, 0, 0
-	for line := range strings.Lines(log) {
-		if !strings.Contains(line, "level=WARN") && !strings.Contains(line, "level=ERROR") {
-			continue
-		}
-		if m := suppressedRE.FindStringSubmatch(line); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			suppressed += n
-			continue
-		}
-		logged++
-		if !strings.Contains(line, "remote="+addr) {
-			anonymous++
-		}
-	}
-	if anonymous > 0 {
-		t.Errorf("%d records without the sender's address", anonymous)
-	}
-	windows := int(elapsed/(10*time.Second)) + 1
-	if limit := 10 * windows; logged > limit {
-		t.Errorf("%d records for %d packets in %v, want at most %d", logged, events, elapsed, limit)
-	}
-	if logged+suppressed != events {
-		t.Errorf("%d records and %d suppressed, want %d in all", logged, suppressed, events)
-	}
-	if t.Failed() {
-		t.Logf("the log begins:\n%s", log[:min(len(log), 2000)])
 	}
 }
