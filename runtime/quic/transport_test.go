@@ -20,6 +20,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
 	"github.com/wizardmesh/wizard/runtime/internal/mux"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/need"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -369,7 +370,7 @@ func TestCheckBuffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, _, ok := socketBuffers(udp); !ok {
-		t.Skip("socket buffer sizes not readable on this system")
+		need.Skipf(t, "needs the UDP socket buffer sizes to be readable (SO_RCVBUF, as on Linux)")
 	}
 	var logs bytes.Buffer
 	tr := mustNew(t, WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))

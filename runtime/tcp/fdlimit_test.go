@@ -31,28 +31,49 @@ const fdServerEnv = "WIZARD_TEST_FD_SERVER"
 // few dozen connections exhaust it.
 const childFDLimit = 64
 
-// TestHelperFDServer is not a test: TestFDLimit runs the test binary again
-// with it, as a server process with few file descriptors. It serves
-// role:fd,cmd:ping on 127.0.0.1 with the transport's default limits,
-// prints its address and serves until its standard input closes.
-func TestHelperFDServer(t *testing.T) {
-	if os.Getenv(fdServerEnv) == "" {
-		t.Skip("the server process of TestFDLimit")
+// TestMain makes the test binary TestFDLimit's server process when
+// fdServerEnv is set; otherwise it runs the tests.
+func TestMain(m *testing.M) {
+	if os.Getenv(fdServerEnv) != "" {
+		if err := serveFewFDs(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
+}
+
+// serveFewFDs is TestFDLimit's server: with childFDLimit file
+// descriptors, it serves role:fd,cmd:ping on 127.0.0.1 with the
+// transport's default limits, prints its address and serves until its
+// standard input closes; then it writes its log to standard error.
+func serveFewFDs() error {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	lim.Cur = childFDLimit
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	var logs testlog.Buffer
-	n := newServer(t, runtime.WithTransport(newTransport(t, tcp.WithLogger(logs.Logger()))))
-	transporttest.MustAdd(t, n, "role:fd,cmd:ping", func(ctx context.Context, r runtime.Request) (any, error) { return "pong", nil })
+	tr, err := tcp.New(tcp.WithLogger(logs.Logger()))
+	if err != nil {
+		return err
+	}
+	n, err := runtime.New(runtime.WithTransport(tr), runtime.WithListen("127.0.0.1:0"))
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	if err := n.Add("role:fd,cmd:ping", func(ctx context.Context, r runtime.Request) (any, error) { return "pong", nil }); err != nil {
+		return err
+	}
 	fmt.Println(n.Addr())
 	io.Copy(io.Discard, os.Stdin)
 	fmt.Fprint(os.Stderr, logs.String())
+	return nil
 }
 
 // TestFDLimit (finding 4): an attacker opens connections to a server
@@ -63,7 +84,7 @@ func TestHelperFDServer(t *testing.T) {
 // connections, 8 per IP: every connection here comes from 127.0.0.1) each
 // newcomer takes the place of the attacker's oldest.
 func TestFDLimit(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperFDServer$")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), fdServerEnv+"=1")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/need"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
@@ -21,7 +22,7 @@ func dialRawFrom(t *testing.T, addr, from string) *rawConn {
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
 	c, err := d.Dial("tcp", addr)
 	if err != nil {
-		t.Skipf("dialing from %s: %v", from, err)
+		need.Skipf(t, "needs a second loopback address to dial from (%s, as Linux has): %v", from, err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return &rawConn{t: t, c: c, br: bufio.NewReader(c)}
