@@ -84,29 +84,10 @@ func TestFairShedding(t *testing.T) {
 	cl := newClient(t, "role:work", srv.Addr())
 	saturated, answers, refusals := flood(t, srv.Addr(), "role:work")
 	testwait.Recv(t, saturated)
-
-	var ok, failed atomic.Int64
-	var lastErr atomic.Value
-	var wg sync.WaitGroup
-	for range callers {
-		wg.Go(func() {
-			for range perCaller {
-				if _, err := cl.ActE(t.Context(), "role:work", nil); err != nil {
-					failed.Add(1)
-					lastErr.Store(err)
-					continue
-				}
-				ok.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	t.Logf("well-behaved caller: %d of %d served; flood: %d served, %d refused", ok.Load(), callers*perCaller, answers.Load(), refusals.Load())
-	if got, want := ok.Load(), int64(callers*perCaller*95/100); got < want {
-		t.Errorf("the well-behaved caller got %d of %d calls served under a flood, want at least %d; last error: %v", got, callers*perCaller, want, lastErr.Load())
-	}
+	err := transporttest.WantServedUnderFlood(t, cl, "role:work", callers, perCaller)
+	t.Logf("flood: %d served, %d refused", answers.Load(), refusals.Load())
 	var e *runtime.Error
-	if err, _ := lastErr.Load().(error); err != nil && !errors.As(err, &e) {
+	if err != nil && !errors.As(err, &e) {
 		t.Errorf("a failed call: %v", err)
 	}
 }

@@ -203,14 +203,22 @@ func (s suite) fairShedding(t *testing.T) {
 		floods.Wait()
 	}()
 	testwait.Recv(t, saturated)
+	WantServedUnderFlood(t, good, "role:work", callers, perCaller)
+	t.Logf("flood: %d served, %d refused", flooded.Load(), refused.Load())
+}
 
+// WantServedUnderFlood makes callers×perCaller calls of pattern through
+// cl, callers at a time, while something floods the server, and fails t
+// unless at least 95% of them are served. It returns the last error.
+func WantServedUnderFlood(t testing.TB, cl *runtime.Node, pattern string, callers, perCaller int) error {
+	t.Helper()
 	var ok atomic.Int64
 	var lastErr atomic.Value
 	var wg sync.WaitGroup
 	for range callers {
 		wg.Go(func() {
 			for range perCaller {
-				if _, err := good.ActE(t.Context(), "role:work", nil); err != nil {
+				if _, err := cl.ActE(t.Context(), pattern, nil); err != nil {
 					lastErr.Store(err)
 					continue
 				}
@@ -219,10 +227,12 @@ func (s suite) fairShedding(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	t.Logf("well-behaved caller: %d of %d served; flood: %d served, %d refused", ok.Load(), callers*perCaller, flooded.Load(), refused.Load())
+	t.Logf("well-behaved caller: %d of %d served", ok.Load(), callers*perCaller)
 	if got, want := ok.Load(), int64(callers*perCaller*95/100); got < want {
 		t.Errorf("the well-behaved caller got %d of %d calls served under a flood, want at least %d; last error: %v", got, callers*perCaller, want, lastErr.Load())
 	}
+	err, _ := lastErr.Load().(error)
+	return err
 }
 
 // replicaKilledUnderLoad: three replicas under steady, bounded load of
