@@ -59,7 +59,14 @@ const wantOutput = "sum(1, 2, 3.5) = 6.5\nproduct(2, 3, 7) = 42\ndivide(1, 0) ->
 // ("NAME: serving N patterns on KIND ADDR[, gossip GOSSIP]").
 func start(t *testing.T, ctx context.Context, dir, name string, args ...string) (addr, gossip string) {
 	t.Helper()
+	return startTo(t, ctx, nil, dir, name, args...)
+}
+
+// startTo is start with the command's standard error written to stderr.
+func startTo(t *testing.T, ctx context.Context, stderr io.Writer, dir, name string, args ...string) (addr, gossip string) {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, filepath.Join(dir, name), args...)
+	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -81,25 +88,7 @@ func start(t *testing.T, ctx context.Context, dir, name string, args ...string) 
 }
 
 func twoProcesses(t *testing.T, ctx context.Context, dir, kind string) {
-	server := exec.CommandContext(ctx, filepath.Join(dir, "mathserver"), "-listen", "127.0.0.1:0", "-transport", kind)
-	stdout, err := server.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := server.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		server.Process.Kill()
-		server.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the server's address: %v", err)
-	}
-	fields := strings.Fields(line) // mathserver: serving N patterns on KIND ADDR
-	addr := fields[len(fields)-1]
-
+	addr, _ := start(t, ctx, dir, "mathserver", "-listen", "127.0.0.1:0", "-transport", kind)
 	out, err := exec.CommandContext(ctx, filepath.Join(dir, "mathcaller"), "-peers", addr, "-transport", kind).CombinedOutput()
 	if err != nil {
 		t.Fatalf("mathcaller: %v\n%s", err, out)
@@ -113,26 +102,9 @@ func twoProcesses(t *testing.T, ctx context.Context, dir, kind string) {
 // with the remote address: here a connection that fails the handshake.
 // Before, the example servers configured no logger and said nothing.
 func serverLogs(t *testing.T, ctx context.Context, dir string) {
-	server := exec.CommandContext(ctx, filepath.Join(dir, "mathserver"), "-listen", "127.0.0.1:0")
 	var stderr syncBuffer
-	server.Stderr = &stderr
-	stdout, err := server.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := server.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		server.Process.Kill()
-		server.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the server's address: %v", err)
-	}
-	fields := strings.Fields(line)
-	c, err := net.Dial("tcp", fields[len(fields)-1])
+	addr, _ := startTo(t, ctx, &stderr, dir, "mathserver", "-listen", "127.0.0.1:0")
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
