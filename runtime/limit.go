@@ -54,23 +54,8 @@ func (l *limits) over(p Pattern) bool {
 	return len(p.String()) > l.patternBytes || p.Len() > l.patternKeys
 }
 
-// checkMeta refuses metadata over l's bounds.
+// checkMeta refuses metadata over l's bounds, saying which.
 func (l *limits) checkMeta(meta []MetaPair) error {
-	total := 0
-	for _, m := range meta {
-		if len(m.Value) > l.metaValue {
-			return l.metaError(meta)
-		}
-		total += len(m.Key) + len(m.Value)
-	}
-	if total > l.metaTotal {
-		return l.metaError(meta)
-	}
-	return nil
-}
-
-// metaError says how meta is over l's bounds.
-func (l *limits) metaError(meta []MetaPair) error {
 	total := 0
 	for _, m := range meta {
 		if len(m.Value) > l.metaValue {
@@ -78,7 +63,10 @@ func (l *limits) metaError(meta []MetaPair) error {
 		}
 		total += len(m.Key) + len(m.Value)
 	}
-	return Errorf(CodeInvalidArgument, "wizard: metadata of %d bytes, more than the limit of %d", total, l.metaTotal)
+	if total > l.metaTotal {
+		return Errorf(CodeInvalidArgument, "wizard: metadata of %d bytes, more than the limit of %d", total, l.metaTotal)
+	}
+	return nil
 }
 
 // wireHandler returns the local handler that serves s, the pattern of a
