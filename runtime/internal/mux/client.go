@@ -77,6 +77,7 @@ func NewClient(rw io.ReadWriteCloser, opts Options) (*Client, error) {
 		return nil, err
 	}
 	cl := &Client{c: newConn(rw, br, opts, "client"), pending: make(map[uint64]*call)}
+	cl.c.pendingCalls = func() int { return len(cl.pending) }
 	cl.c.start(cl.read)
 	return cl, nil
 }
@@ -151,6 +152,13 @@ func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
 	if !noReply {
 		p = cl.getCall()
 		cl.pending[id] = p
+		if c.armed { // keep-alive watches the peer more closely while calls wait
+			c.armed = false
+			select {
+			case c.busy <- struct{}{}:
+			default:
+			}
+		}
 	}
 	c.pushLocked(outFrame{buf: buf, id: id})
 	c.mu.Unlock()

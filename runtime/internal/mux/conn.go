@@ -68,6 +68,13 @@ type conn struct {
 
 	pongs chan uint64 // pong ids, from the reader to keep-alive (cap 1)
 
+	// The client side's: pendingCalls counts its calls waiting for an
+	// answer (called with mu held); busy tells keep-alive that a call
+	// started waiting while armed (guarded by mu) was set (cap 1).
+	pendingCalls func() int
+	armed        bool
+	busy         chan struct{}
+
 	failOnce   sync.Once
 	err        error         // why the connection ended; set before done closes
 	done       chan struct{} // closed when the connection ends
@@ -111,6 +118,8 @@ func newConn(rw io.ReadWriteCloser, br *bufio.Reader, opts Options, side string)
 		wake:       make(chan struct{}, 1),
 		room:       make(chan struct{}, 1),
 		pongs:      make(chan uint64, 1),
+		busy:       make(chan struct{}, 1),
+		armed:      true,
 		done:       make(chan struct{}),
 		writerDone: make(chan struct{}),
 	}
@@ -393,47 +402,103 @@ func (c *conn) drainQueue() {
 // keepAlive pings the peer every KeepAlive and fails the connection when a
 // ping goes unanswered for KeepAliveTimeout.
 //
-// A ping whose pong is late gets another KeepAliveTimeout, as often as
-// needed, when this side read a frame meanwhile (the peer is alive, its
-// pong is behind other frames), or when the ping left (was flushed) and
-// this side's reader paused meanwhile because requests wait for its
-// handlers (the pong may be waiting behind requests not read yet). A ping
-// that did not leave in time fails the connection: the peer is not
-// reading.
+// While this side waits on the peer (the client has calls pending), it
+// checks every BusyKeepAlive instead, pings when nothing came from the
+// peer since the last check, and gives the peer BusyKeepAliveTimeout to
+// answer: a peer gone silent under calls is found in about two seconds,
+// not KeepAlive+KeepAliveTimeout. (A server whose reader paused because
+// MaxQueued bytes of requests wait for its handlers cannot read the ping
+// either: its client takes it for dead when no answer comes meanwhile.)
+//
+// A ping whose pong is late gets another timeout, as often as needed, when
+// this side read a frame meanwhile (the peer is alive, its pong is behind
+// other frames), or when the ping left (was flushed) and this side's
+// reader paused meanwhile because requests wait for its handlers (the
+// pong may be waiting behind requests not read yet). A ping that did not
+// leave in time fails the connection: the peer is not reading.
 func (c *conn) keepAlive() {
 	defer c.wg.Done()
 	t := time.NewTimer(c.opts.KeepAlive)
 	defer t.Stop()
 	var id, holds uint64
-	waiting := false
+	waiting := false                   // a ping is out, its pong not back
+	timeout := c.opts.KeepAliveTimeout // of the ping out
+	var last time.Time                 // when the last ping was pushed
+	ping := func(busy bool) {
+		id++
+		waiting, holds, last = true, c.holds.Load(), time.Now()
+		timeout = c.opts.KeepAliveTimeout
+		if busy {
+			timeout = c.opts.BusyKeepAliveTimeout
+		}
+		c.read.Store(false)
+		c.pushControl(wire.TypePing, id)
+	}
 	for {
 		select {
 		case <-c.done:
 			return
+		case <-c.busy:
+			if !waiting {
+				t.Reset(c.opts.BusyKeepAlive)
+			}
+			continue
 		case got := <-c.pongs:
 			if waiting && got == id {
 				waiting = false
-				t.Reset(c.opts.KeepAlive)
+				t.Reset(c.interval())
 			}
+			continue
 		case <-t.C:
-			if waiting {
-				h := c.holds.Load()
-				if c.read.Swap(false) || c.pingSent.Load() == id && (h != holds || h&1 == 1) {
-					holds = h
-					t.Reset(c.opts.KeepAliveTimeout)
-					continue
-				}
-				c.fail(ErrKeepAliveTimeout)
-				return
+		}
+		busy := c.waitingOnPeer()
+		switch {
+		case waiting:
+			h := c.holds.Load()
+			if c.read.Swap(false) || c.pingSent.Load() == id && (h != holds || h&1 == 1) {
+				holds = h
+				t.Reset(timeout)
+				continue
 			}
-			id++
-			waiting = true
-			holds = c.holds.Load()
-			c.read.Store(false)
-			c.pushControl(wire.TypePing, id)
-			t.Reset(c.opts.KeepAliveTimeout)
+			if time.Since(last) < timeout {
+				t.Reset(timeout - time.Since(last))
+				continue
+			}
+			c.fail(ErrKeepAliveTimeout)
+			return
+		case busy && c.read.Swap(false):
+			t.Reset(c.opts.BusyKeepAlive) // the peer spoke meanwhile
+		case busy || time.Since(last) >= c.opts.KeepAlive:
+			ping(busy)
+			t.Reset(timeout)
+		default:
+			t.Reset(c.opts.KeepAlive - time.Since(last))
 		}
 	}
+}
+
+// interval is how long keep-alive waits before its next look at the
+// connection: BusyKeepAlive while this side waits on the peer, else
+// KeepAlive.
+func (c *conn) interval() time.Duration {
+	if c.waitingOnPeer() {
+		return c.opts.BusyKeepAlive
+	}
+	return c.opts.KeepAlive
+}
+
+// waitingOnPeer reports whether this side waits for answers (the client
+// has calls pending); it re-arms the signal that tells keep-alive when it
+// starts waiting again.
+func (c *conn) waitingOnPeer() bool {
+	if c.pendingCalls == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.pendingCalls()
+	c.armed = n == 0
+	return n > 0
 }
 
 // pong hands a pong's id to keep-alive.

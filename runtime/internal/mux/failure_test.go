@@ -454,11 +454,60 @@ func TestKeepAlive(t *testing.T) {
 			if !errors.Is(err, ErrConnLost) || !errors.Is(err, ErrKeepAliveTimeout) {
 				t.Errorf("Call = %v, want ErrConnLost wrapping ErrKeepAliveTimeout", err)
 			}
-			if d := time.Since(start); d != 3*time.Second {
-				t.Errorf("dead peer found after %v, want 3s (ping after 1s, timeout 2s)", d)
+			if d := time.Since(start); d != 2*time.Second {
+				t.Errorf("dead peer found after %v, want 2s (with a call waiting: ping after 500ms of silence, timeout 1.5s)", d)
 			}
 			if !errors.Is(cl.Err(), ErrKeepAliveTimeout) {
 				t.Errorf("Err() = %v", cl.Err())
+			}
+		})
+	})
+
+	t.Run("silent server, default options", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			// A server that goes silent (a partition: nothing comes, nothing
+			// fails) while a call waits on it is found within about 2s,
+			// not after the idle interval and timeout (15s + 10s); with
+			// nothing waiting, the idle interval holds.
+			cconn, sconn := net.Pipe()
+			go func() {
+				defer sconn.Close()
+				io.ReadFull(sconn, make([]byte, 8))
+				sconn.Write([]byte("WZRD\x01\x00\x00\x00"))
+				io.Copy(io.Discard, sconn)
+			}()
+			cl, err := NewClient(cconn, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			time.Sleep(DefaultKeepAlive - time.Second) // idle: no ping yet
+			start := time.Now()
+			_, err = cl.Call(t.Context(), &wire.Frame{})
+			if !errors.Is(err, ErrConnLost) || !errors.Is(err, ErrKeepAliveTimeout) {
+				t.Errorf("Call = %v, want ErrConnLost wrapping ErrKeepAliveTimeout", err)
+			}
+			if d, want := time.Since(start), DefaultBusyKeepAlive+DefaultBusyKeepAliveTimeout; d != want {
+				t.Errorf("silent peer found %v after the call, want %v", d, want)
+			}
+		})
+	})
+
+	t.Run("slow handler, default options", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			// A handler that takes a minute: the server answers pings
+			// meanwhile, so the waiting call is not taken for lost.
+			slow := func(ctx context.Context, req *wire.Frame) *wire.Frame {
+				time.Sleep(time.Minute)
+				return &wire.Frame{Type: wire.TypeResponse, Payload: req.Payload}
+			}
+			p := newPair(t, slow, Options{ServeTimeout: 2 * time.Minute}, Options{})
+			start := time.Now()
+			if _, err := p.client.Call(t.Context(), &wire.Frame{Payload: []byte("x")}); err != nil {
+				t.Errorf("call of a minute: %v", err)
+			}
+			if d := time.Since(start); d != time.Minute {
+				t.Errorf("call took %v, want 1m", d)
 			}
 		})
 	})

@@ -12,9 +12,17 @@ import (
 const (
 	DefaultKeepAlive        = 15 * time.Second
 	DefaultKeepAliveTimeout = 10 * time.Second
-	DefaultWriteQueue       = 1024
-	DefaultHandshakeTimeout = 10 * time.Second
-	DefaultDrainTimeout     = 10 * time.Second
+
+	// DefaultBusyKeepAlive and DefaultBusyKeepAliveTimeout are keep-alive's
+	// check interval and ping timeout while calls wait on the peer: a
+	// silent peer is found within about 2 s of its last frame, well within
+	// a call's default timeout (5 s), so calls that may be sent again
+	// still can be.
+	DefaultBusyKeepAlive        = 500 * time.Millisecond
+	DefaultBusyKeepAliveTimeout = 1500 * time.Millisecond
+	DefaultWriteQueue           = 1024
+	DefaultHandshakeTimeout     = 10 * time.Second
+	DefaultDrainTimeout         = 10 * time.Second
 
 	// DefaultMaxInFlight is twice the callers a busy peer runs at once in
 	// the benchmarks (128), so that they are never held back, and few
@@ -55,6 +63,16 @@ type Options struct {
 	// Since a peer that stalls in the middle of a frame cannot answer
 	// either, it also bounds how long such a peer holds a connection.
 	KeepAliveTimeout time.Duration
+
+	// BusyKeepAlive is keep-alive's interval while this side waits on the
+	// peer (calls pending): it pings when nothing came from the peer for
+	// that long. 0 means [DefaultBusyKeepAlive]; it is at most KeepAlive.
+	BusyKeepAlive time.Duration
+
+	// BusyKeepAliveTimeout is how long the peer has to answer such a
+	// ping, or send anything else. 0 means [DefaultBusyKeepAliveTimeout];
+	// it is at most KeepAliveTimeout.
+	BusyKeepAliveTimeout time.Duration
 
 	// Logger receives a record for every connection that closes, with
 	// the reason; nil discards them.
@@ -112,6 +130,8 @@ func (o Options) normalize() (Options, error) {
 		return o, fmt.Errorf("wizard: mux: MaxFrameSize %d out of range [%d, %d]", o.MaxFrameSize, wire.MinFrameSize, uint64(wire.MaxFrameSize))
 	case o.KeepAliveTimeout < 0:
 		return o, fmt.Errorf("wizard: mux: negative KeepAliveTimeout %v", o.KeepAliveTimeout)
+	case o.BusyKeepAlive < 0 || o.BusyKeepAliveTimeout < 0:
+		return o, fmt.Errorf("wizard: mux: negative BusyKeepAlive %v or BusyKeepAliveTimeout %v", o.BusyKeepAlive, o.BusyKeepAliveTimeout)
 	case o.WriteQueue < 0:
 		return o, fmt.Errorf("wizard: mux: negative WriteQueue %d", o.WriteQueue)
 	case o.HandshakeTimeout < 0:
@@ -134,6 +154,16 @@ func (o Options) normalize() (Options, error) {
 	if o.KeepAliveTimeout == 0 {
 		o.KeepAliveTimeout = DefaultKeepAliveTimeout
 	}
+	if o.BusyKeepAlive == 0 {
+		o.BusyKeepAlive = DefaultBusyKeepAlive
+	}
+	if o.BusyKeepAliveTimeout == 0 {
+		o.BusyKeepAliveTimeout = DefaultBusyKeepAliveTimeout
+	}
+	if o.KeepAlive > 0 {
+		o.BusyKeepAlive = min(o.BusyKeepAlive, o.KeepAlive)
+	}
+	o.BusyKeepAliveTimeout = min(o.BusyKeepAliveTimeout, o.KeepAliveTimeout)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
