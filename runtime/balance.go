@@ -1,7 +1,10 @@
 package runtime
 
 import (
-	"github.com/wizardmesh/wizard/runtime/internal/ring"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // Target is a peer serving a pattern, as balancers and breakers see it.
@@ -28,8 +31,10 @@ func (t *Target) Suspect() bool { return t.p.suspect.Load() }
 // Balancer chooses a target for each remote call to one pattern. A node
 // makes one per routed pattern with the function given to [WithBalancer]
 // and adds and removes targets as peers come and go. runtime/lb has
-// several (ring, random, least-in-flight, consistent hash); without
-// WithBalancer a node uses the MicroWizard ring: round robin, weight 1.
+// several (the MicroWizard ring, random, least-in-flight, consistent
+// hash); without WithBalancer a node picks the cheaper of two random
+// targets by [Target.Latency] × ([Target.InFlight] + 1), which routes
+// around slow and silent peers.
 // Implementations are safe for concurrent use.
 type Balancer interface {
 	// Add puts t in the set with a weight, or changes its weight.
@@ -76,19 +81,123 @@ func WithBreakers(newBreaker func(*Target) Breaker) Option {
 	return nodeOption(func(c *nodeConfig) { c.newBreaker = newBreaker })
 }
 
-// ringBalancer is the default Balancer: the MicroWizard ring.
-type ringBalancer struct{ r ring.Ring[*Target] }
+// latencyBalancer is the default Balancer: the power of two choices,
+// avoiding slow peers. Each pick draws two targets at random; when one's
+// [Target.Latency] is more than [slowFactor] times the other's, the other
+// wins, else the one with fewer calls in flight for its weight (ties: the
+// first drawn). Healthy peers share the calls evenly, as least-in-flight
+// balancers do; a peer that answers far slower than the others, fails, or
+// has stopped answering while calls wait on it gets no calls within
+// milliseconds, and is tried again as its average decays (a second's time
+// constant). If skip rejects both, every target is walked from a random
+// start.
+type latencyBalancer struct {
+	mu    sync.Mutex
+	list  []weighted                 // guarded by mu
+	table atomic.Pointer[[]weighted] // an immutable copy of list
+}
 
-func (b *ringBalancer) Add(t *Target, w int) bool { return b.r.Add(t, w) }
+type weighted struct {
+	t *Target
+	w int64
+}
 
-func (b *ringBalancer) Remove(t *Target) bool { return b.r.Remove(t) }
+func (b *latencyBalancer) Add(t *Target, w int) bool {
+	w = min(max(w, 1), 1<<31-1)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := b.index(t)
+	if i >= 0 {
+		l := slices.Clone(b.list)
+		l[i].w = int64(w)
+		b.publish(l)
+		return false
+	}
+	b.publish(append(slices.Clone(b.list), weighted{t, int64(w)}))
+	return true
+}
 
-func (b *ringBalancer) Len() int { return b.r.Len() }
+func (b *latencyBalancer) Remove(t *Target) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := b.index(t)
+	if i < 0 {
+		return false
+	}
+	b.publish(slices.Delete(slices.Clone(b.list), i, i+1))
+	return true
+}
 
-func (b *ringBalancer) Done(*Target) {}
+// index is t's place in list, or -1. The caller holds mu.
+func (b *latencyBalancer) index(t *Target) int {
+	return slices.IndexFunc(b.list, func(e weighted) bool { return e.t == t })
+}
 
-func (b *ringBalancer) Pick(_ string, skip func(*Target) bool) (*Target, bool) {
-	return b.r.Pick(skip)
+// publish makes l the list. The caller holds mu; l is not changed after.
+func (b *latencyBalancer) publish(l []weighted) {
+	b.list = l
+	b.table.Store(&l)
+}
+
+func (b *latencyBalancer) Len() int {
+	if l := b.table.Load(); l != nil {
+		return len(*l)
+	}
+	return 0
+}
+
+func (b *latencyBalancer) Done(*Target) {}
+
+func (b *latencyBalancer) Pick(_ string, skip func(*Target) bool) (*Target, bool) {
+	lp := b.table.Load()
+	if lp == nil || len(*lp) == 0 {
+		return nil, false
+	}
+	l := *lp
+	n := len(l)
+	if n > 1 {
+		i := rand.IntN(n)
+		j := rand.IntN(n - 1)
+		if j >= i {
+			j++
+		}
+		first, second := l[i], l[j]
+		if cheaper(second, first, clock()) {
+			first, second = second, first
+		}
+		if !skip(first.t) {
+			return first.t, true
+		}
+		if !skip(second.t) {
+			return second.t, true
+		}
+	}
+	start := rand.IntN(n)
+	for k := range n {
+		if t := l[(start+k)%n].t; !skip(t) {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// slowFactor is how much slower than the other of a pair a target must
+// be expected to answer to lose the pick whatever its calls in flight.
+const slowFactor = 2
+
+// cheaper reports whether a call to a is expected to go better than one
+// to c at clock reading now.
+func cheaper(a, c weighted, now int64) bool {
+	la, lc := &a.t.p.load, &c.t.p.load
+	if ra, rc := la.latency(now), lc.latency(now); ra > 0 && rc > 0 {
+		switch {
+		case ra > slowFactor*rc:
+			return false
+		case rc > slowFactor*ra:
+			return true
+		}
+	}
+	return (la.inFlight.Load()+1)*c.w < (lc.inFlight.Load()+1)*a.w
 }
 
 // balancerBox holds a route's balancer, set once.
@@ -105,7 +214,7 @@ func (n *Node) balancerOf(r *route) Balancer {
 		b = f(r.pattern)
 	}
 	if b == nil {
-		b = new(ringBalancer)
+		b = new(latencyBalancer)
 	}
 	r.bal.Store(&balancerBox{b})
 	return b

@@ -233,9 +233,11 @@ func (c *remoteCall) attempt(ctx context.Context, bal Balancer, t *Target) outco
 	if c.refeed {
 		c.m.Meta[len(c.m.Meta)-1].Value = p.token
 	}
+	start := p.load.begin()
 	reply, err := c.n.callPeer(ctx, p, c.m, c.refeed)
 	bal.Done(t)
 	o := outcome{kind: classify(ctx, reply, err), peer: p, reply: reply, err: err}
+	p.load.end(start, o.failed(ctx))
 	o.report(ctx, br)
 	return o
 }
@@ -283,6 +285,21 @@ func (o outcome) report(ctx context.Context, br Breaker) {
 	default:
 		br.Success()
 	}
+}
+
+// failed reports whether the attempt failed for a reason of its target's,
+// as the breaker's Failure and Open do: the target's load counts it as a
+// slow answer.
+func (o outcome) failed(ctx context.Context) bool {
+	switch o.kind {
+	case outRefused:
+		return o.reply.Code != CodeNotFound
+	case outEnded:
+		return ctx.Err() == context.DeadlineExceeded
+	case outUnsent, outLost:
+		return true
+	}
+	return false
 }
 
 // answer is the result of a call its peer answered.

@@ -28,6 +28,7 @@ type peer struct {
 	node     *Node
 	target   Target // what balancers hold; target.p is this peer
 	breaker  atomic.Pointer[breakerBox]
+	load     load // its answers, for the default balancer
 	conn     atomic.Pointer[connBox]
 	patterns []Pattern // routed now; guarded by Node.routeMu
 	ctx      context.Context

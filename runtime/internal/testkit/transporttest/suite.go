@@ -411,17 +411,18 @@ func (s suite) remoteShutdownMovesOn(t *testing.T) {
 	cl := NewClient(t, s.newTransport(t, log.Logger()), "role:only-a", nil, a.Addr(), b.Addr())
 	WaitRoutable(t, cl, "role:only-b")
 
-	// Both serve role:both, in turn.
+	// Both serve role:both (the default balancer draws two at random and
+	// takes the one with fewer calls in flight: serial calls go to either).
 	seen := map[any]int{}
-	for range 4 {
+	for i := 0; i < 200 && (seen["a"] == 0 || seen["b"] == 0); i++ {
 		res, err := cl.ActE(t.Context(), "role:both", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		seen[res.Value()]++
 	}
-	if seen["a"] != 2 || seen["b"] != 2 {
-		t.Errorf("before the shutdown, served by %v; want a and b in turn", seen)
+	if seen["a"] == 0 || seen["b"] == 0 {
+		t.Errorf("before the shutdown, served by %v; want a and b", seen)
 	}
 
 	inflight := ActAsync(context.Background(), cl, "role:only-a")

@@ -1,0 +1,99 @@
+package runtime
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// load is what a node knows of a peer's answers, for the default balancer
+// (see [latencyBalancer]) and for [Target.InFlight] and [Target.Latency]:
+// the calls in flight, a peak-weighted moving average of answer times,
+// and when the peer last made progress.
+type load struct {
+	inFlight atomic.Int64
+	rtt      atomic.Int64 // the average, in ns; 0 until the first answer
+	rttAt    atomic.Int64 // clock reading of the last update of rtt
+	progress atomic.Int64 // clock reading of the last answer, or of the call that found it idle
+}
+
+// Tuning of the average. A sample above it replaces it (peak), so that a
+// peer turning slow is avoided at once; below, samples pull it down by
+// rttWeight. Without samples it decays towards nothing with time constant
+// rttDecay, so that a peer avoided for being slow is tried again: after a
+// 50ms episode, within a few seconds. failPenalty is the sample a failed
+// attempt counts as (lost connection, refusal, timeout), when it took less.
+const (
+	rttWeight   = 0.25
+	rttDecay    = time.Second
+	failPenalty = 250 * time.Millisecond
+)
+
+// epoch is the zero of [clock].
+var epoch = time.Now()
+
+// clock reads the monotonic clock, in ns since the process started.
+func clock() int64 { return int64(time.Since(epoch)) }
+
+// begin counts a call going out and returns the clock reading it starts at.
+func (l *load) begin() int64 {
+	now := clock()
+	if l.inFlight.Add(1) == 1 {
+		l.progress.Store(now) // idle until now: no call has been waiting
+	}
+	return now
+}
+
+// end counts the call begun at start as over; failed says the attempt
+// failed for a reason that is the peer's (not an application error).
+func (l *load) end(start int64, failed bool) {
+	now := clock()
+	l.inFlight.Add(-1)
+	l.progress.Store(now)
+	sample := now - start
+	if failed {
+		sample = max(sample, int64(failPenalty))
+	}
+	old := l.decayed(now)
+	next := sample
+	if sample < old {
+		next = old + int64(rttWeight*float64(sample-old))
+	}
+	l.rtt.Store(max(next, 1))
+	l.rttAt.Store(now)
+}
+
+// decayed is the average at clock reading now.
+func (l *load) decayed(now int64) int64 {
+	rtt := l.rtt.Load()
+	if rtt == 0 {
+		return 0
+	}
+	age := now - l.rttAt.Load()
+	if age <= 0 {
+		return rtt
+	}
+	return int64(float64(rtt) * math.Exp(-float64(age)/float64(rttDecay)))
+}
+
+// latency is the answer time to expect of the peer at clock reading now:
+// the average or, when calls wait on it, at least the time since it last
+// answered (a peer that went silent looks slower with every moment).
+// 0 means nothing is known yet.
+func (l *load) latency(now int64) int64 {
+	rtt := l.decayed(now)
+	if l.inFlight.Load() > 0 {
+		rtt = max(rtt, now-l.progress.Load())
+	}
+	return rtt
+}
+
+// InFlight reports the node's calls in flight to the target now.
+func (t *Target) InFlight() int { return int(t.p.load.inFlight.Load()) }
+
+// Latency reports the answer time the node expects of the target: a
+// moving average of its answers that follows a slowdown at once and a
+// recovery gradually, at least the time since its last answer while calls
+// wait on it; failed attempts count as at least 250ms. 0 until the node
+// has heard from the target.
+func (t *Target) Latency() time.Duration { return time.Duration(t.p.load.latency(clock())) }
