@@ -93,8 +93,11 @@
 //
 // # Remote calls
 //
-// A pattern served by several peers has a [Balancer] (the MicroWizard
-// ring unless [WithBalancer] says otherwise; runtime/lb has others) and,
+// A pattern served by several peers has a [Balancer] (unless
+// [WithBalancer] says otherwise, the power of two choices that avoids
+// peers answering more than twice as slowly as the other of the pair,
+// failing, or silent while calls wait on them, else takes the one with
+// fewer calls in flight; runtime/lb has the MicroWizard ring and others) and,
 // with [WithBreakers], a circuit breaker per peer. A node over its
 // [WithMaxInFlight] limit refuses calls without running them, and the
 // caller moves on to the next peer; only when every peer refuses does it
@@ -157,7 +160,8 @@ package runtime
 //	call.go         one remote call: its wire message, deadline, picks and attempts, each with an outcome
 //	retry.go        what an outcome means (next target, retry, done), the retry budget, backoff, the final error
 //	refeed.go       sending a call again, same id, to the same run of its peer after its connection dropped
-//	balance.go      Target, Balancer (the default ring), Breaker (a no-op one without WithBreakers)
+//	balance.go      Target, Balancer (the default: latency-aware power of two choices), Breaker (a no-op one without WithBreakers)
+//	load.go         what a node knows of each peer's answers: calls in flight, latency
 //
 // The remote path, serving side:
 //

@@ -85,7 +85,10 @@ func signal(ch chan struct{}) {
 // fails): the wait between attempts starts at minDialBackoff and doubles,
 // with full jitter, up to maxDialBackoff for the first unansweredDials
 // attempts after the peer answered (a dropped connection comes back
-// quickly), else up to maxUnansweredBackoff. A peer that discovery named
+// quickly), then up to maxAnsweredBackoff (a peer that answered before
+// is back within that of its return, after a partition or a restart of
+// any length), and up to maxUnansweredBackoff for a peer that never
+// answered. A peer that discovery named
 // (by id or instance) and that never answered is given up after
 // unansweredDials attempts: it is dialled again only when discovery
 // reports something new of it (another run, another digest), and then
@@ -93,6 +96,7 @@ func signal(ch chan struct{}) {
 const (
 	minDialBackoff       = 20 * time.Millisecond
 	maxDialBackoff       = 2 * time.Second
+	maxAnsweredBackoff   = 10 * time.Second
 	maxUnansweredBackoff = time.Minute
 	unansweredDials      = 16
 	defaultMaxDials      = 16 // dials under way at once; WithMaxDials
@@ -142,8 +146,11 @@ func (n *Node) runPeer(p *peer) {
 				return
 			}
 			limit := maxUnansweredBackoff
-			if answered && failures < unansweredDials {
+			switch {
+			case answered && failures < unansweredDials:
 				limit = maxDialBackoff
+			case answered:
+				limit = maxAnsweredBackoff
 			}
 			backoff = min(2*backoff, limit)
 			continue

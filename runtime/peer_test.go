@@ -97,6 +97,49 @@ func TestStaticPeerNotGivenUp(t *testing.T) {
 	})
 }
 
+// TestStaticPeerBackSoon: a static peer that answered, then was away
+// for an hour (a partition, a long restart), is routed again within
+// maxAnsweredBackoff of its return; meanwhile it is dialled at most every
+// few seconds.
+func TestStaticPeerBackSoon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net := newMemNet()
+		s, _ := memNode(t, net, "s", "role:r")
+		c, d := memNode(t, net, "c")
+		d.host.PeerUp(Peer{Addr: "s"})
+		synctest.Wait()
+		waitRoute(t, c, "role:r", "s")
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		before := net.count(net.attempts, "s")
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if got, most := net.count(net.attempts, "s")-before, unansweredDials+int(time.Hour/(maxAnsweredBackoff/2)); got > most {
+			t.Errorf("%d dials in an hour away, want at most %d", got, most)
+		}
+		memNode(t, net, "s", "role:r")
+		back := time.Now()
+		for !routes(c, "role:r") && time.Since(back) < time.Hour {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if d := time.Since(back); d > maxAnsweredBackoff {
+			t.Errorf("routed %v after its return, want within %v", d, maxAnsweredBackoff)
+		}
+	})
+}
+
+// routes reports whether n routes pattern to a peer.
+func routes(n *Node, pattern string) bool {
+	for _, pi := range n.Patterns() {
+		if pi.Pattern.String() == pattern && len(pi.Remote) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // holdNet is a transport whose dials hang until their context ends, as to
 // an address that drops packets; it records how many are under way.
 type holdNet struct {
