@@ -69,7 +69,7 @@ func wizardContender(name, title, note string, newTransport func() (runtime.Tran
 		DialCluster: func(ctx context.Context, addrs []string, _ DialOptions) (Client, error) {
 			return dialWizard(ctx, title, newTransport, addrs)
 		},
-		Balancer: "MicroWizard ring (the node's default), StaticPeers",
+		Balancer: "the node's default (latency-aware power of two choices), StaticPeers",
 	}
 }
 
