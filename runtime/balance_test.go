@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -128,5 +129,38 @@ func TestBalancerAvoidsSilentPeer(t *testing.T) {
 			t.Errorf("b silent for 10s: served %v, %d failed; want all by a, at most one failed call per caller", served, failed)
 		}
 		t.Logf("served %v, %d failed", served, failed)
+	})
+}
+
+// BenchmarkDefaultBalancer: a pick of the default balancer among n
+// targets with answers on record, and the bookkeeping of one attempt
+// (begin and end) that feeds it.
+func BenchmarkDefaultBalancer(b *testing.B) {
+	for _, n := range []int{1, 2, 10, 1000} {
+		b.Run(fmt.Sprintf("pick/%d", n), func(b *testing.B) {
+			bal := new(latencyBalancer)
+			for range n {
+				p := &peer{}
+				p.target.p = p
+				p.load.end(p.load.begin(), false)
+				bal.Add(&p.target, 1)
+			}
+			skip := func(*Target) bool { return false }
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, ok := bal.Pick("", skip); !ok {
+						b.Fatal("no pick")
+					}
+				}
+			})
+		})
+	}
+	b.Run("attempt", func(b *testing.B) {
+		var l load
+		b.ReportAllocs()
+		for b.Loop() {
+			l.end(l.begin(), false)
+		}
 	})
 }

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"math"
 	"sync/atomic"
 	"time"
 )
@@ -73,7 +72,14 @@ func (l *load) decayed(now int64) int64 {
 	if age <= 0 {
 		return rtt
 	}
-	return int64(float64(rtt) * math.Exp(-float64(age)/float64(rttDecay)))
+	if age < int64(rttDecay/64) {
+		return rtt // under 1.6% off: not worth the arithmetic
+	}
+	// e^-x by its Taylor series' reciprocal, 1/(1+x+x²/2+x³/6): within 2%
+	// up to x = 1, slower than e^-x after (a third of it at x = 4), at a
+	// tenth of math.Exp's cost.
+	x := float64(age) / float64(rttDecay)
+	return int64(float64(rtt) / (1 + x*(1+x*(0.5+x/6))))
 }
 
 // latency is the answer time to expect of the peer at clock reading now:
