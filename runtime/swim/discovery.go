@@ -45,7 +45,8 @@ type Discovery struct {
 	host     runtime.DiscoveryHost
 	ml       *memberlist.Memberlist
 	mlConfig *memberlist.Config
-	name     string // this node's memberlist name: node id + "/" + instance
+	tr       *transport // nil when WithMemberlistConfig brought another
+	name     string     // this node's memberlist name: node id + "/" + instance
 	gossipIP net.IP
 	cancel   context.CancelFunc // ends the goroutines' context, at Close
 
@@ -183,7 +184,7 @@ func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 		}
 		return fmt.Errorf("wizard: swim: start gossip on %s: %w", net.JoinHostPort(c.BindAddr, strconv.Itoa(c.BindPort)), err)
 	}
-	d.ml, d.mlConfig, d.started = ml, c, true
+	d.ml, d.mlConfig, d.tr, d.started = ml, c, tr, true
 	ln := ml.LocalNode() // written in Create, on this goroutine
 	d.gossipIP = ln.Addr
 	d.gossipAddr = net.JoinHostPort(ln.Addr.String(), strconv.Itoa(int(ln.Port)))
