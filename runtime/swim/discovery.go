@@ -56,7 +56,15 @@ type Discovery struct {
 
 	events eventQueue
 
+	// Reconnecting (reconnect.go): the interval between reconnect
+	// rounds (0 or less: none, and no seed re-joins), how long a failed
+	// member is tried, and the failed members.
+	reconnectEvery time.Duration
+	reconnectFor   time.Duration
+	failed         failures
+
 	joinAttempts atomic.Int64 // for tests
+	reconnects   atomic.Int64 // for tests
 }
 
 var (
@@ -72,6 +80,7 @@ var (
 // fails then.
 func New(opts ...Option) (*Discovery, error) {
 	d := &Discovery{announce: make(chan struct{}, 1)}
+	d.failed.init()
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("wizard: swim: option %d of %d is nil", i+1, len(opts))
@@ -90,6 +99,13 @@ func New(opts ...Option) (*Discovery, error) {
 	}
 	if d.cfg.resolver == nil {
 		d.cfg.resolver = net.DefaultResolver
+	}
+	d.reconnectEvery, d.reconnectFor = d.cfg.preset.reconnect()
+	if d.cfg.reconnectEvery != 0 {
+		d.reconnectEvery = d.cfg.reconnectEvery
+	}
+	if d.cfg.reconnectFor != 0 {
+		d.reconnectFor = d.cfg.reconnectFor
 	}
 	if keys := d.cfg.keys; len(keys) > 0 {
 		kr, err := memberlist.NewKeyring(keys[1:], keys[0])
@@ -193,15 +209,28 @@ func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 	// The RPC address may need the advertised IP, known only now.
 	d.reannounce()
 
+	states, err := newStateReader(ml)
+	if err != nil {
+		d.log.Warn("wizard: swim: cannot read memberlist's member states; suspect members will not be reported, and members that left are reconnected to as if they had failed", "err", err)
+	}
+	d.failed.setVerify(states != nil)
+
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
-	d.wg.Add(3)
+	d.wg.Add(2)
 	go d.runEvents(ctx)
 	go d.runAnnouncer(ctx)
-	go d.runSuspicionWatch(ctx)
+	if states != nil {
+		d.wg.Add(1)
+		go d.runSuspicionWatch(ctx, states)
+	}
 	if d.hasSeeds() {
 		d.wg.Add(1)
 		go d.runJoin(ctx)
+	}
+	if d.reconnectEvery > 0 {
+		d.wg.Add(1)
+		go d.runReconnect(ctx)
 	}
 	return nil
 }

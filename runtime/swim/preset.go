@@ -61,6 +61,15 @@ func (p Preset) apply(c *memberlist.Config) {
 	c.EnableCompression = false // LZW costs more than it saves on loopback
 }
 
+// reconnect is the interval between attempts to reconnect to failed
+// members, and how long after its death a member is tried.
+func (p Preset) reconnect() (interval, timeout time.Duration) {
+	if p == Fast {
+		return time.Second, 10 * time.Minute
+	}
+	return 10 * time.Second, 24 * time.Hour
+}
+
 // joinBackoff is the first and the longest wait between join attempts.
 func (p Preset) joinBackoff() (first, max time.Duration) {
 	if p == Fast {

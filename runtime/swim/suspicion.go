@@ -88,14 +88,10 @@ func liveStates(states map[string]memberlist.NodeStateType) map[string]bool {
 	return out
 }
 
-// runSuspicionWatch reports suspicion changes until Close.
-func (d *Discovery) runSuspicionWatch(ctx context.Context) {
+// runSuspicionWatch reports suspicion changes, and tells the failed
+// members apart from those that left, until Close.
+func (d *Discovery) runSuspicionWatch(ctx context.Context, r *stateReader) {
 	defer d.wg.Done()
-	r, err := newStateReader(d.ml)
-	if err != nil {
-		d.log.Warn("wizard: swim: cannot read memberlist's member states; suspect members will not be reported", "err", err)
-		return
-	}
 	tick := time.NewTicker(d.mlConfig.ProbeInterval)
 	defer tick.Stop()
 	var last map[string]bool
@@ -105,7 +101,9 @@ func (d *Discovery) runSuspicionWatch(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		if states := r.read(); !maps.Equal(states, last) {
+		all := r.states()
+		d.failed.classify(all)
+		if states := liveStates(all); !maps.Equal(states, last) {
 			d.events.push(event{suspect: states})
 			last = states
 		}

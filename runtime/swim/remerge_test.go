@@ -1,0 +1,272 @@
+package swim_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/swim"
+)
+
+// partition splits ms into sides that cannot reach each other's gossip
+// addresses, through each node's gossip transport.
+func partition(sides ...[]*member) {
+	side := map[string]int{}
+	for i, s := range sides {
+		for _, m := range s {
+			side[m.d.GossipAddr()] = i
+		}
+	}
+	for i, s := range sides {
+		for _, m := range s {
+			m.d.Partition(func(addr string) bool {
+				j, ok := side[addr]
+				return ok && j != i
+			})
+		}
+	}
+}
+
+// heal ends the partition of every node of ms.
+func heal(ms []*member) {
+	for _, m := range ms {
+		m.d.Heal()
+	}
+}
+
+// seesOnly says whether every member of each side sees exactly its side
+// alive and, when forgotten is set, whether memberlist's tables hold no
+// member of another side, dead or alive (GossipToTheDeadTime passed since
+// the death: memberlist gossips to the dead no more).
+func seesOnly(forgotten bool, sides ...[]*member) bool {
+	for _, s := range sides {
+		for _, m := range s {
+			if m.d.NumMembers() != len(s) || forgotten && m.d.Known() != len(s) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// merged says whether every member of ms sees every member alive and
+// routes every other member's pattern to it.
+func merged(ms []*member) bool {
+	for _, m := range ms {
+		if m.d.NumMembers() != len(ms) {
+			return false
+		}
+		for _, o := range ms {
+			if o != m && !routesTo(m.n, runtime.MustParsePattern(o.pattern()), o.id) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// splitAndHeal partitions ms into sides until each side has declared the
+// others dead (and, with forget, until memberlist has forgotten them),
+// keeps the partition hold longer, heals it, and returns how long after the heal every member
+// saw and routed every other; it fails t when that is over limit. Then a
+// call from each side to a member of every other succeeds.
+func splitAndHeal(t *testing.T, forget bool, hold, limit time.Duration, sides ...[]*member) time.Duration {
+	t.Helper()
+	var ms []*member
+	for _, s := range sides {
+		ms = append(ms, s...)
+	}
+	testwait.Until(t, "the cluster did not form", func() bool { return merged(ms) })
+	start := time.Now()
+	partition(sides...)
+	// Declaring the others dead takes the suspicion timeout, forgetting
+	// them GossipToTheDeadTime more: 90 s covers LAN's 24 s and 30 s.
+	guard := max(testwait.Guard, 90*time.Second)
+	split := testwait.Within(t, guard, "the sides did not split", func() bool { return seesOnly(forget, sides...) })
+	t.Logf("split after %v", round(split))
+	time.Sleep(hold) // the partition's length, not synchronisation
+	healed := time.Now()
+	heal(ms)
+	took := testwait.Within(t, max(testwait.Guard, 2*limit), "the sides did not merge", func() bool { return merged(ms) })
+	if took > limit {
+		t.Errorf("merged %v after the heal, over %v (partition lasted %v)", round(took), limit, round(healed.Sub(start)))
+	}
+	for i, s := range sides {
+		for j, o := range sides {
+			if i != j {
+				callEventually(t, s[0], o[0].pattern(), o[0].id)
+			}
+		}
+	}
+	return took
+}
+
+// onceSeed is a seed function that names addr until the node has joined a
+// cluster, then nothing: only reconnects to failed members can heal a
+// partition of its node.
+func onceSeed(addr string) swim.Option {
+	var mu sync.Mutex
+	given := false
+	return swim.WithSeedFunc(func(context.Context) ([]string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if given {
+			return nil, nil
+		}
+		given = true
+		return []string{addr}, nil
+	})
+}
+
+// TestRemerge partitions clusters with the Fast preset for longer than
+// failure detection and GossipToTheDeadTime (3 s), so that each side has
+// declared the other dead and forgotten it, and heals them: within 10 s,
+// every member sees every other and routes calls to it again. The nodes
+// reconnect to the members that failed and join their seeds again.
+func TestRemerge(t *testing.T) {
+	leak.Check(t)
+	const limit = 10 * time.Second
+	t.Run("two nodes", func(t *testing.T) {
+		t.Parallel()
+		a := startMember(t, "two-a")
+		b := startMember(t, "two-b", swim.WithSeeds(a.d.GossipAddr()))
+		ms := []*member{a, b}
+		t.Cleanup(func() { closeAll(ms) })
+		took := splitAndHeal(t, true, 0, limit, ms[:1], ms[1:])
+		t.Logf("merged %v after the heal", round(took))
+	})
+	t.Run("five nodes split 3/2", func(t *testing.T) {
+		t.Parallel()
+		ms := startCluster(t, "five", 5)
+		took := splitAndHeal(t, true, 0, limit, ms[:3], ms[3:])
+		t.Logf("merged %v after the heal", round(took))
+	})
+	// Without seeds to join again, only reconnects heal.
+	t.Run("reconnect alone", func(t *testing.T) {
+		t.Parallel()
+		a := startMember(t, "rc-a")
+		b := startMember(t, "rc-b", onceSeed(a.d.GossipAddr()))
+		ms := []*member{a, b}
+		t.Cleanup(func() { closeAll(ms) })
+		took := splitAndHeal(t, true, 0, limit, ms[:1], ms[1:])
+		t.Logf("merged %v after the heal", round(took))
+	})
+	// Healed while each side still holds the other dead, once the news of
+	// the death has gone out (memberlist retransmits it a few times, to the
+	// dead too): alive messages at the incarnation the other side declared
+	// dead are ignored until the joined node refutes its death with a newer
+	// one.
+	t.Run("healed before the dead are forgotten", func(t *testing.T) {
+		t.Parallel()
+		a := startMember(t, "early-a")
+		b := startMember(t, "early-b", onceSeed(a.d.GossipAddr()))
+		ms := []*member{a, b}
+		t.Cleanup(func() { closeAll(ms) })
+		took := splitAndHeal(t, false, time.Second, limit, ms[:1], ms[1:])
+		t.Logf("merged %v after the heal", round(took))
+	})
+}
+
+// TestRemergeSeedLater: a node whose seed is unreachable when it starts,
+// and which another node then joins, joins its seed once the seed is
+// reachable: being joined does not end its joining.
+func TestRemergeSeedLater(t *testing.T) {
+	leak.Check(t)
+	seed := startMember(t, "later-seed")
+	seed.d.Partition(func(string) bool { return true })
+	seedAddr := seed.d.GossipAddr()
+	notSeed := func(addr string) bool { return addr == seedAddr }
+	n := startMember(t, "later-n", swim.WithSeeds(seedAddr))
+	n.d.Partition(notSeed)
+	attempts := n.d.JoinAttempts()
+	testwait.Until(t, "no second join attempt", func() bool { return n.d.JoinAttempts() > attempts })
+	m := startMember(t, "later-m", swim.WithSeeds(n.d.GossipAddr()))
+	m.d.Partition(notSeed)
+	ms := []*member{seed, n, m}
+	t.Cleanup(func() { closeAll(ms) })
+	testwait.Until(t, "m did not join n", func() bool { return seesOnly(false, ms[:1], ms[1:]) })
+	attempts = n.d.JoinAttempts()
+	testwait.Until(t, "n made no join attempt after being joined", func() bool { return n.d.JoinAttempts() > attempts })
+	heal(ms)
+	took := testwait.Within(t, testwait.Guard, "n never joined its seed", func() bool { return merged(ms) })
+	if limit := 10 * time.Second; took > limit {
+		t.Errorf("merged %v after the seed became reachable, over %v", round(took), limit)
+	}
+	t.Logf("merged %v after the seed became reachable", round(took))
+}
+
+// TestRemergeDNSSeed: a node joined through a DNS seed joins the address
+// the name resolves to later, another cluster's member.
+func TestRemergeDNSSeed(t *testing.T) {
+	leak.Check(t)
+	dns := startDNS(t)
+	x := startMember(t, "dnsre-x")
+	y := startMember(t, "dnsre-y")
+	host, port, _ := net.SplitHostPort(x.d.GossipAddr())
+	_, portY, _ := net.SplitHostPort(y.d.GossipAddr())
+	px, _ := strconv.Atoi(port)
+	py, _ := strconv.Atoi(portY)
+	dns.setA("node.wizard.test.", net.ParseIP(host))
+	dns.setSRV("_gossip._udp.wizard.test.", srvRec{"node.wizard.test.", uint16(px)})
+	n := startMember(t, "dnsre-n", swim.WithResolver(dns.resolver()), swim.WithDNSSeeds("_gossip._udp.wizard.test"))
+	ms := []*member{x, y, n}
+	t.Cleanup(func() { closeAll(ms) })
+	testwait.Until(t, "n did not join x", func() bool { return merged([]*member{x, n}) })
+	changed := time.Now()
+	dns.setSRV("_gossip._udp.wizard.test.", srvRec{"node.wizard.test.", uint16(py)})
+	testwait.Until(t, "n never joined the seed's new address", func() bool { return merged(ms) })
+	t.Logf("merged %v after the record changed", round(time.Since(changed)))
+}
+
+// lanQuick is the LAN preset with failure detection and forgetting the
+// dead shortened, so that a partition splits a cluster in a few seconds.
+func lanQuick() []swim.Option {
+	return []swim.Option{
+		swim.WithPreset(swim.LAN),
+		swim.WithMemberlistConfig(func(c *memberlist.Config) {
+			c.ProbeInterval = 200 * time.Millisecond
+			c.ProbeTimeout = 100 * time.Millisecond
+			c.SuspicionMaxTimeoutMult = 1
+			c.GossipToTheDeadTime = time.Second
+		}),
+	}
+}
+
+// TestRemergeLAN is TestRemerge's split of five nodes with the LAN preset
+// (WIZARD_LONG=1): partitioned until each side has declared the other dead
+// and memberlist has forgotten it (over 30 s), then healed; every member
+// sees every other within 60 s. It runs trials in parallel and logs the
+// median and the longest heal.
+//
+//	WIZARD_LONG=1 go test -run TestRemergeLAN -v ./runtime/swim/
+func TestRemergeLAN(t *testing.T) {
+	long(t)
+	leak.Check(t)
+	const trials, limit = 5, 60 * time.Second
+	var mu sync.Mutex
+	var took []time.Duration
+	t.Run("trials", func(t *testing.T) {
+		for i := range trials {
+			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				t.Parallel()
+				ms := startCluster(t, fmt.Sprintf("lan%d-", i), 5, swim.WithPreset(swim.LAN))
+				d := splitAndHeal(t, true, 0, limit, ms[:3], ms[3:])
+				mu.Lock()
+				took = append(took, d)
+				mu.Unlock()
+			})
+		}
+	})
+	if len(took) > 0 {
+		t.Logf("LAN, 5 nodes split 3/2: merged after the heal in median %v, max %v over %d trials", round(medianOf(took)), round(maxOf(took)), len(took))
+	}
+}
