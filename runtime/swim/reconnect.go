@@ -206,21 +206,27 @@ func (d *Discovery) runReconnect(ctx context.Context) {
 			return
 		case <-timer.C:
 		}
-		live := d.liveAddrs()
-		for _, f := range d.failed.due(time.Now(), live, d.reconnectFor) {
-			if ctx.Err() != nil {
+		for i, f := range d.failed.due(time.Now(), d.liveAddrs(), d.reconnectFor) {
+			switch {
+			case ctx.Err() != nil:
 				return
+			case i > 0 && d.liveAddrs()[f.addr]: // merged by the attempt before
+				d.failed.forget(f.addr)
+			default:
+				d.reconnect(ctx, f)
 			}
-			d.reconnect(f)
 		}
 		timer.Reset(jitter(d.reconnectEvery))
 	}
 }
 
 // reconnect joins a failed member's address once.
-func (d *Discovery) reconnect(f failure) {
+func (d *Discovery) reconnect(ctx context.Context, f failure) {
 	d.reconnects.Add(1)
-	live, err := d.joinAddr(f.addr)
+	live, err := d.joinAddr(ctx, f.addr)
+	if ctx.Err() != nil {
+		return
+	}
 	if live {
 		d.failed.forget(f.addr)
 		d.log.Info("wizard: swim: reconnected to a failed member", "member", f.name, "addr", f.addr, "down", time.Since(f.died).Round(time.Millisecond), "members", d.ml.NumMembers())
@@ -230,16 +236,22 @@ func (d *Discovery) reconnect(f failure) {
 	if d.failed.failed(f.addr, time.Now(), d.reconnectEvery) {
 		level = slog.LevelWarn // once per member: it has been unreachable for a while
 	}
-	d.log.Log(context.Background(), level, "wizard: swim: a failed member is still unreachable; retrying", "member", f.name, "addr", f.addr, "down", time.Since(f.died).Round(time.Millisecond), "err", err)
+	d.log.Log(ctx, level, "wizard: swim: a failed member is still unreachable; retrying", "member", f.name, "addr", f.addr, "down", time.Since(f.died).Round(time.Millisecond), "err", err)
 }
 
 // joinAddr joins addr and says whether a live member has that address
-// then. The first join across a healed partition can leave both sides
-// ignoring the other's members: each still holds the other dead at the
-// incarnation its alive messages carry. Each side has refuted its own
-// death since, with a newer incarnation, so a second join gets across.
-func (d *Discovery) joinAddr(addr string) (live bool, err error) {
-	for range 2 {
+// then. The first join across a partition healed before memberlist forgot
+// the dead can leave both sides ignoring the other's members: each still
+// holds the other dead at the incarnation its alive messages carry. Each
+// side refutes its own death on that join, with a newer incarnation, and
+// gossips it, to the members it holds dead too; but gossip picks a few
+// members at random, in a large cluster seldom the other side's, so a
+// second join carries the refutations across.
+func (d *Discovery) joinAddr(ctx context.Context, addr string) (live bool, err error) {
+	for i := range 2 {
+		if i > 0 && ctx.Err() != nil {
+			return false, ctx.Err()
+		}
 		n, err := d.ml.Join([]string{addr})
 		if n == 0 {
 			return false, err

@@ -174,6 +174,17 @@ func TestRemerge(t *testing.T) {
 		took := splitAndHeal(t, false, time.Second, limit, ms[:1], ms[1:])
 		t.Logf("merged %v after the heal", round(took))
 	})
+	// The LAN preset's timeouts with quicker failure detection and
+	// reconnects (TestMeasureRemerge has its own).
+	t.Run("LAN quickened", func(t *testing.T) {
+		t.Parallel()
+		a := startMember(t, "lan-a", lanQuick()...)
+		b := startMember(t, "lan-b", append(lanQuick(), onceSeed(a.d.GossipAddr()))...)
+		ms := []*member{a, b}
+		t.Cleanup(func() { closeAll(ms) })
+		took := splitAndHeal(t, true, 0, limit, ms[:1], ms[1:])
+		t.Logf("merged %v after the heal", round(took))
+	})
 }
 
 // TestRemergeSeedLater: a node whose seed is unreachable when it starts,
@@ -228,7 +239,8 @@ func TestRemergeDNSSeed(t *testing.T) {
 }
 
 // lanQuick is the LAN preset with failure detection and forgetting the
-// dead shortened, so that a partition splits a cluster in a few seconds.
+// dead shortened, and reconnects every second, so that a partition splits
+// and heals a cluster in a few seconds.
 func lanQuick() []swim.Option {
 	return []swim.Option{
 		swim.WithPreset(swim.LAN),
@@ -238,35 +250,71 @@ func lanQuick() []swim.Option {
 			c.SuspicionMaxTimeoutMult = 1
 			c.GossipToTheDeadTime = time.Second
 		}),
+		swim.WithReconnect(time.Second, 0),
 	}
 }
 
-// TestRemergeLAN is TestRemerge's split of five nodes with the LAN preset
-// (WIZARD_LONG=1): partitioned until each side has declared the other dead
-// and memberlist has forgotten it (over 30 s), then healed; every member
-// sees every other within 60 s. It runs trials in parallel and logs the
-// median and the longest heal.
+// TestMeasureRemerge measures how long after a partition heals every
+// member sees every other and routes to it (WIZARD_LONG=1), with each
+// preset: five nodes split 3/2, and two nodes whose seeds are not given
+// again (only reconnects heal them), partitioned until each side has
+// declared the other dead and memberlist has forgotten it
+// (GossipToTheDeadTime: 3 s with Fast, 30 s with LAN), then healed. The
+// targets are 10 s (Fast) and 60 s (LAN). The Fast trials run one after
+// the other, the LAN ones (a partition of about a minute each) in
+// parallel: give -parallel room for them.
 //
-//	WIZARD_LONG=1 go test -run TestRemergeLAN -v ./runtime/swim/
-func TestRemergeLAN(t *testing.T) {
+//	WIZARD_LONG=1 go test -run TestMeasureRemerge -parallel 20 -v ./runtime/swim/
+func TestMeasureRemerge(t *testing.T) {
 	long(t)
 	leak.Check(t)
-	const trials, limit = 5, 60 * time.Second
+	const trials = 8
+	limit := map[swim.Preset]time.Duration{swim.Fast: 10 * time.Second, swim.LAN: 60 * time.Second}
+	type key struct {
+		p    swim.Preset
+		what string
+	}
 	var mu sync.Mutex
-	var took []time.Duration
-	t.Run("trials", func(t *testing.T) {
-		for i := range trials {
-			t.Run(fmt.Sprint(i), func(t *testing.T) {
-				t.Parallel()
-				ms := startCluster(t, fmt.Sprintf("lan%d-", i), 5, swim.WithPreset(swim.LAN))
-				d := splitAndHeal(t, true, 0, limit, ms[:3], ms[3:])
-				mu.Lock()
-				took = append(took, d)
-				mu.Unlock()
-			})
+	took := map[key][]time.Duration{}
+	clusters := []struct {
+		what  string
+		start func(t *testing.T, prefix string, p swim.Preset) (a, b []*member)
+	}{
+		{"5 nodes split 3/2", func(t *testing.T, prefix string, p swim.Preset) (a, b []*member) {
+			ms := startCluster(t, prefix, 5, swim.WithPreset(p))
+			return ms[:3], ms[3:]
+		}},
+		{"2 nodes, reconnects only", func(t *testing.T, prefix string, p swim.Preset) (a, b []*member) {
+			x := startMember(t, prefix+"a", swim.WithPreset(p))
+			y := startMember(t, prefix+"b", swim.WithPreset(p), onceSeed(x.d.GossipAddr()))
+			t.Cleanup(func() { closeAll([]*member{x, y}) })
+			return []*member{x}, []*member{y}
+		}},
+	}
+	for _, p := range []swim.Preset{swim.Fast, swim.LAN} {
+		t.Run(p.String(), func(t *testing.T) {
+			for ci, c := range clusters {
+				for i := range trials {
+					t.Run(fmt.Sprintf("%s/%d", c.what, i), func(t *testing.T) {
+						if p == swim.LAN {
+							t.Parallel()
+						}
+						a, b := c.start(t, fmt.Sprintf("%v%d-%d-", p, ci, i), p)
+						d := splitAndHeal(t, true, 0, limit[p], a, b)
+						t.Logf("merged %v after the heal", round(d))
+						mu.Lock()
+						took[key{p, c.what}] = append(took[key{p, c.what}], d)
+						mu.Unlock()
+					})
+				}
+			}
+		})
+	}
+	for _, p := range []swim.Preset{swim.Fast, swim.LAN} {
+		for _, c := range clusters {
+			if ds := took[key{p, c.what}]; len(ds) > 0 {
+				t.Logf("%v, %s: merged after the heal in median %v, max %v over %d trials (target %v)", p, c.what, round(medianOf(ds)), round(maxOf(ds)), len(ds), limit[p])
+			}
 		}
-	})
-	if len(took) > 0 {
-		t.Logf("LAN, 5 nodes split 3/2: merged after the heal in median %v, max %v over %d trials", round(medianOf(took)), round(maxOf(took)), len(took))
 	}
 }

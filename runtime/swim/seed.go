@@ -44,13 +44,14 @@ func (d *Discovery) runJoin(ctx context.Context) {
 		}
 		var wait time.Duration
 		switch {
-		case ok && d.reconnectEvery <= 0:
-			return
 		case ok:
 			if n := d.ml.NumMembers(); !settled && n > 1 {
 				d.log.Info("wizard: swim: joined", "members", n)
 			} else if !settled {
 				d.log.Info("wizard: swim: the seeds name only this node; it is the first of its cluster")
+			}
+			if d.reconnectEvery <= 0 {
+				return
 			}
 			settled, warned, backoff = true, false, first
 			wait = jitter(rejoinEvery * d.reconnectEvery)
@@ -128,7 +129,7 @@ func (d *Discovery) rejoin(ctx context.Context, addrs []string, resolveErr error
 		if ctx.Err() != nil {
 			return
 		}
-		if live, err := d.joinAddr(a); live {
+		if live, err := d.joinAddr(ctx, a); live {
 			d.log.Info("wizard: swim: joined a seed that was not a member", "seed", a, "members", d.ml.NumMembers())
 		} else {
 			d.log.Debug("wizard: swim: re-join: a seed that is not a member did not answer", "seed", a, "err", err)
