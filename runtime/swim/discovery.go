@@ -64,7 +64,6 @@ type Discovery struct {
 	failed         failures
 
 	joinAttempts atomic.Int64 // for tests
-	reconnects   atomic.Int64 // for tests
 }
 
 var (

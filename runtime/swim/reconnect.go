@@ -222,7 +222,6 @@ func (d *Discovery) runReconnect(ctx context.Context) {
 
 // reconnect joins a failed member's address once.
 func (d *Discovery) reconnect(ctx context.Context, f failure) {
-	d.reconnects.Add(1)
 	live, err := d.joinAddr(ctx, f.addr)
 	if ctx.Err() != nil {
 		return
