@@ -45,7 +45,8 @@ type Discovery struct {
 	host     runtime.DiscoveryHost
 	ml       *memberlist.Memberlist
 	mlConfig *memberlist.Config
-	name     string // this node's memberlist name: node id + "/" + instance
+	tr       *transport // nil when WithMemberlistConfig brought another
+	name     string     // this node's memberlist name: node id + "/" + instance
 	gossipIP net.IP
 	cancel   context.CancelFunc // ends the goroutines' context, at Close
 
@@ -54,6 +55,13 @@ type Discovery struct {
 	wg       sync.WaitGroup
 
 	events eventQueue
+
+	// Reconnecting (reconnect.go): the interval between reconnect
+	// rounds (0 or less: none, and no seed re-joins), how long a failed
+	// member is tried, and the failed members.
+	reconnectEvery time.Duration
+	reconnectFor   time.Duration
+	failed         failures
 
 	joinAttempts atomic.Int64 // for tests
 }
@@ -71,6 +79,7 @@ var (
 // fails then.
 func New(opts ...Option) (*Discovery, error) {
 	d := &Discovery{announce: make(chan struct{}, 1)}
+	d.failed.init()
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("wizard: swim: option %d of %d is nil", i+1, len(opts))
@@ -89,6 +98,13 @@ func New(opts ...Option) (*Discovery, error) {
 	}
 	if d.cfg.resolver == nil {
 		d.cfg.resolver = net.DefaultResolver
+	}
+	d.reconnectEvery, d.reconnectFor = d.cfg.preset.reconnect()
+	if d.cfg.reconnectEvery != 0 {
+		d.reconnectEvery = d.cfg.reconnectEvery
+	}
+	if d.cfg.reconnectFor != 0 {
+		d.reconnectFor = d.cfg.reconnectFor
 	}
 	if keys := d.cfg.keys; len(keys) > 0 {
 		kr, err := memberlist.NewKeyring(keys[1:], keys[0])
@@ -183,7 +199,7 @@ func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 		}
 		return fmt.Errorf("wizard: swim: start gossip on %s: %w", net.JoinHostPort(c.BindAddr, strconv.Itoa(c.BindPort)), err)
 	}
-	d.ml, d.mlConfig, d.started = ml, c, true
+	d.ml, d.mlConfig, d.tr, d.started = ml, c, tr, true
 	ln := ml.LocalNode() // written in Create, on this goroutine
 	d.gossipIP = ln.Addr
 	d.gossipAddr = net.JoinHostPort(ln.Addr.String(), strconv.Itoa(int(ln.Port)))
@@ -192,15 +208,28 @@ func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 	// The RPC address may need the advertised IP, known only now.
 	d.reannounce()
 
+	states, err := newStateReader(ml)
+	if err != nil {
+		d.log.Warn("wizard: swim: cannot read memberlist's member states; suspect members will not be reported, and members that left are reconnected to as if they had failed", "err", err)
+	}
+	d.failed.setVerify(states != nil)
+
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
-	d.wg.Add(3)
+	d.wg.Add(2)
 	go d.runEvents(ctx)
 	go d.runAnnouncer(ctx)
-	go d.runSuspicionWatch(ctx)
+	if states != nil {
+		d.wg.Add(1)
+		go d.runSuspicionWatch(ctx, states)
+	}
 	if d.hasSeeds() {
 		d.wg.Add(1)
 		go d.runJoin(ctx)
+	}
+	if d.reconnectEvery > 0 {
+		d.wg.Add(1)
+		go d.runReconnect(ctx)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/memberlist"
@@ -51,6 +52,9 @@ func TestNew(t *testing.T) {
 		{"memberlist config", []Option{WithMemberlistConfig(func(*memberlist.Config) {})}},
 		{"nil logger", []Option{WithLogger(nil)}},
 		{"insecure", []Option{WithInsecure()}},
+		{"reconnect", []Option{WithReconnect(10*time.Millisecond, time.Hour)}},
+		{"preset's reconnect", []Option{WithReconnect(0, 0)}},
+		{"no reconnect", []Option{WithReconnect(-1, 0)}},
 	}
 	for _, tt := range good {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,6 +85,8 @@ func TestNew(t *testing.T) {
 		{"short secondary key", []Option{WithKeys(key, make([]byte, 15))}, "wizard: swim: WithKeys: secondary key 1 is 15 bytes; a key is 16, 24 or 32 bytes (AES-128, -192, -256)"},
 		{"unknown preset", []Option{WithPreset(Preset(7))}, "wizard: swim: WithPreset(Preset(7)): want LAN or Fast"},
 		{"nil memberlist function", []Option{WithMemberlistConfig(nil)}, "wizard: swim: WithMemberlistConfig(nil): no function"},
+		{"reconnect too often", []Option{WithReconnect(time.Millisecond, 0)}, "wizard: swim: WithReconnect(1ms, 0s): an interval under 10ms would keep gossip busy joining"},
+		{"negative reconnect timeout", []Option{WithReconnect(time.Second, -time.Second)}, "wizard: swim: WithReconnect(1s, -1s): a negative timeout"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {

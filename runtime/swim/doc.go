@@ -62,6 +62,27 @@
 // exponential backoff until one answers, another member joins this node,
 // or the node closes. A node without seeds, or whose seeds name only
 // itself, is the first of its cluster and waits for others to join it.
+// Once in a cluster, a node resolves its seeds again every re-join
+// interval and joins those that are not live members (a seed cut off by
+// a partition, a new address behind a DNS name); a node left alone backs
+// off as at first.
+//
+// # Partitions
+//
+// memberlist gossips to a member it declared dead for GossipToTheDeadTime
+// only (30 s with [LAN], 3 s with [Fast]) and then forgets it, so the
+// sides of a longer partition would never hear of each other again. As
+// Serf does, each node therefore keeps the members that failed (declared
+// dead, not those that left) and, every reconnect interval (jittered),
+// joins up to three of them again, at random, until one is a member
+// again, another member has its address, or the reconnect timeout after
+// its death passes; an address that keeps failing is tried ever less
+// often, up to three intervals apart, and logged at Warn once. One join
+// across the healed partition merges both sides: it exchanges every
+// member each side knows, and gossip spreads them. [LAN] reconnects every
+// 10 s for 24 h and re-joins seeds every 30 s; [Fast] every second for 10
+// minutes, seeds every 3 s. [WithReconnect] changes them, or turns both
+// off. At most 512 failed members are kept, the most recent deaths.
 //
 // # Presets
 //

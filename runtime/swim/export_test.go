@@ -37,3 +37,22 @@ func DecodedMeta(b []byte) (protocol uint8, addr, transport, segment, digest str
 	m, err := decodeMeta(b)
 	return m.Protocol, m.Addr, m.Transport, m.Segment, m.Digest, err
 }
+
+// Partition makes the gossip addresses ("ip:port") blocked reports
+// unreachable from and to this node, as a partition of the network would:
+// UDP both ways, TCP dialled by this node (block the other side too, so
+// that it dials no stream in). Heal ends it.
+func (d *Discovery) Partition(blocked func(addr string) bool) { d.tr.block(blocked) }
+
+// Heal ends a Partition.
+func (d *Discovery) Heal() { d.tr.block(nil) }
+
+// Known is the number of members memberlist's table holds, itself
+// included: live members, and dead or left ones not yet forgotten.
+func (d *Discovery) Known() int {
+	r, err := newStateReader(d.ml)
+	if err != nil {
+		panic(err)
+	}
+	return len(r.states())
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 
@@ -56,12 +57,23 @@ func (g *delegate) NotifyAlive(n *memberlist.Node) error {
 }
 
 func (g *delegate) NotifyJoin(n *memberlist.Node) {
+	g.d.failed.alive(n.Name, n.Address())
 	g.d.events.push(event{name: n.Name, meta: slices.Clone(n.Meta)})
 }
 func (g *delegate) NotifyUpdate(n *memberlist.Node) {
+	g.d.failed.alive(n.Name, n.Address())
 	g.d.events.push(event{name: n.Name, meta: slices.Clone(n.Meta)})
 }
-func (g *delegate) NotifyLeave(n *memberlist.Node) { g.d.events.push(event{name: n.Name, leave: true}) }
+
+// NotifyLeave reports a member gone, and keeps it to reconnect to in case
+// it failed rather than left: memberlist passes both the same way, and
+// runSuspicionWatch tells them apart.
+func (g *delegate) NotifyLeave(n *memberlist.Node) {
+	if g.d.reconnectEvery > 0 && n.Name != g.d.name {
+		g.d.failed.gone(n.Name, n.Address(), time.Now())
+	}
+	g.d.events.push(event{name: n.Name, leave: true})
+}
 
 // checkMember decodes a member's meta and checks that this node can use it.
 func (d *Discovery) checkMember(name string, b []byte) (meta, error) {

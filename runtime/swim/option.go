@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 )
@@ -31,6 +32,8 @@ type config struct {
 	memberlistFuncs []func(*memberlist.Config)
 	logger          *slog.Logger
 	insecure        bool
+	reconnectEvery  time.Duration // 0: the preset's
+	reconnectFor    time.Duration // 0: the preset's
 }
 
 // DefaultPort is the gossip port when none is given: memberlist's, 7946.
@@ -221,6 +224,32 @@ func WithMemberlistConfig(f func(*memberlist.Config)) Option {
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) error {
 		c.logger = l
+		return nil
+	})
+}
+
+// WithReconnect sets how a node finds again the members a partition cut
+// off, which memberlist gives up on GossipToTheDeadTime after their death.
+// Every interval (jittered between half of it and all of it), the node
+// joins again up to three of the members that failed (that memberlist
+// declared dead, not those that left), chosen at random, for timeout after
+// their death; an address that keeps failing is tried less often, up to
+// three intervals apart. Every three intervals it also resolves its seeds
+// again and joins those that are not live members. Zero keeps the
+// preset's values ([LAN]: every 10 s for 24 h; [Fast]: every second for
+// 10 minutes). A negative interval turns both off: the node joins its
+// seeds until one answers or another member joins it, and then no more.
+// [New] fails when timeout is negative, or interval under 10 ms but
+// positive.
+func WithReconnect(interval, timeout time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		switch {
+		case interval > 0 && interval < 10*time.Millisecond:
+			return fmt.Errorf("WithReconnect(%v, %v): an interval under 10ms would keep gossip busy joining", interval, timeout)
+		case timeout < 0:
+			return fmt.Errorf("WithReconnect(%v, %v): a negative timeout", interval, timeout)
+		}
+		c.reconnectEvery, c.reconnectFor = interval, timeout
 		return nil
 	})
 }

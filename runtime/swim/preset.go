@@ -17,17 +17,22 @@ const (
 	// LAN uses memberlist.DefaultLANConfig's timings: a probe every
 	// second (500 ms ack timeout), gossip every 200 ms to 3 members, a
 	// full state sync every 30 s, suspicion multiplier 4 (4 s with up to
-	// 10 members), 10 s stream timeout. Joining retries from 500 ms up to
-	// 30 s apart.
+	// 10 members), 10 s stream timeout, dead members gossiped to for 30 s.
+	// Joining retries from 500 ms up to 30 s apart. Reconnects to failed
+	// members every 10 s (backing off to 30 s) for 24 h after their death,
+	// and re-joins the seeds that are not members every 30 s (see
+	// [WithReconnect]).
 	LAN Preset = iota
 
 	// Fast is for tests and single hosts, where round trips take
 	// microseconds: a probe every 100 ms (50 ms ack timeout), gossip every
 	// 20 ms to 4 members, a full state sync every 3 s, suspicion
 	// multiplier 3 (300 ms with up to 10 members, about 510 ms with 50),
-	// a 500 ms stream timeout. Joining retries from 50 ms up to 1 s apart.
-	// On a real network its short timeouts would declare healthy members
-	// dead.
+	// a 500 ms stream timeout, dead members gossiped to for 3 s. Joining
+	// retries from 50 ms up to 1 s apart. Reconnects to failed members
+	// every second (backing off to 3 s) for 10 minutes after their death,
+	// and re-joins the seeds that are not members every 3 s. On a real
+	// network its short timeouts would declare healthy members dead.
 	Fast
 )
 
@@ -59,6 +64,15 @@ func (p Preset) apply(c *memberlist.Config) {
 	c.GossipToTheDeadTime = 3 * time.Second
 	c.TCPTimeout = 500 * time.Millisecond
 	c.EnableCompression = false // LZW costs more than it saves on loopback
+}
+
+// reconnect is the interval between attempts to reconnect to failed
+// members, and how long after its death a member is tried.
+func (p Preset) reconnect() (interval, timeout time.Duration) {
+	if p == Fast {
+		return time.Second, 10 * time.Minute
+	}
+	return 10 * time.Second, 24 * time.Hour
 }
 
 // joinBackoff is the first and the longest wait between join attempts.

@@ -22,8 +22,13 @@ func (d *Discovery) hasSeeds() bool {
 
 // runJoin joins the cluster: it resolves the seeds and joins them, again
 // and again with jittered exponential backoff, until a seed answers,
-// another member joined this node, the seeds name only this node (it is
-// the first of its cluster), or Close.
+// another member joined this node, or the seeds name only this node (it
+// is the first of its cluster). Then, every re-join interval (jittered),
+// it resolves the seeds again and joins those that are not live members:
+// a partition may have cut them off, or a DNS name may resolve to new
+// ones. A node alone again backs off as at first. Without re-joins
+// (WithReconnect's negative interval) it ends after the first join. It
+// ends at Close.
 func (d *Discovery) runJoin(ctx context.Context) {
 	defer d.wg.Done()
 	first, longest := d.cfg.preset.joinBackoff()
@@ -31,43 +36,63 @@ func (d *Discovery) runJoin(ctx context.Context) {
 	timer := time.NewTimer(backoff)
 	timer.Stop()
 	defer timer.Stop()
+	settled, warned := false, false
 	for {
-		done, err := d.join(ctx)
-		if done {
+		ok, err := d.join(ctx)
+		if ctx.Err() != nil {
 			return
 		}
-		wait := backoff/2 + rand.N(backoff/2+1) // jitter keeps a fleet from retrying in step
-		level := slog.LevelDebug
-		if backoff == longest {
-			level = slog.LevelWarn // still alone after a while: say so
+		var wait time.Duration
+		switch {
+		case ok:
+			if n := d.ml.NumMembers(); !settled && n > 1 {
+				d.log.Info("wizard: swim: joined", "members", n)
+			} else if !settled {
+				d.log.Info("wizard: swim: the seeds name only this node; it is the first of its cluster")
+			}
+			if d.reconnectEvery <= 0 {
+				return
+			}
+			settled, warned, backoff = true, false, first
+			wait = jitter(rejoinEvery * d.reconnectEvery)
+		default:
+			settled = false
+			wait = jitter(backoff) // jitter keeps a fleet from retrying in step
+			level := slog.LevelDebug
+			if backoff == longest && !warned {
+				level, warned = slog.LevelWarn, true // alone for a while: say so, once
+			}
+			d.log.Log(ctx, level, "wizard: swim: join failed; retrying", "err", err, "in", wait)
+			backoff = min(2*backoff, longest)
 		}
-		d.log.Log(ctx, level, "wizard: swim: join failed; retrying", "err", err, "in", wait)
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
 		}
-		backoff = min(2*backoff, longest)
 	}
 }
 
-// join makes one attempt; done says joining is over.
-func (d *Discovery) join(ctx context.Context) (done bool, err error) {
-	if ctx.Err() != nil {
-		return true, nil
-	}
+// join makes one attempt; ok says the node is in a cluster (or the first
+// of its own). A node with other members joins its seeds that are not
+// members; ok all the same.
+func (d *Discovery) join(ctx context.Context) (ok bool, err error) {
 	d.joinAttempts.Add(1)
-	if d.ml.NumMembers() > 1 {
-		d.log.Info("wizard: swim: joined by another member")
-		return true, nil
+	inCluster := d.ml.NumMembers() > 1
+	if inCluster && d.reconnectEvery <= 0 {
+		return true, nil // joined by another member
 	}
 	rctx, cancel := context.WithTimeout(ctx, max(d.mlConfig.TCPTimeout, time.Second))
 	addrs, self, err := d.resolveSeeds(rctx)
 	cancel()
+	if inCluster {
+		d.rejoin(ctx, addrs, err)
+		return true, nil
+	}
 	if len(addrs) == 0 {
 		if self && err == nil {
-			d.log.Info("wizard: swim: the seeds name only this node; it is the first of its cluster")
+			d.log.Debug("wizard: swim: the seeds name only this node; it is the first of its cluster")
 			return true, nil
 		}
 		if err == nil {
@@ -79,16 +104,37 @@ func (d *Discovery) join(ctx context.Context) (done bool, err error) {
 	var errs []error
 	for _, a := range addrs {
 		if ctx.Err() != nil {
-			return true, nil
+			return false, ctx.Err()
 		}
 		n, err := d.ml.Join([]string{a})
 		if n > 0 {
-			d.log.Info("wizard: swim: joined", "seed", a, "members", d.ml.NumMembers())
+			d.log.Debug("wizard: swim: joined a seed", "seed", a, "members", d.ml.NumMembers())
 			return true, nil
 		}
 		errs = append(errs, err)
 	}
 	return false, fmt.Errorf("wizard: swim: no seed answered: %w", errors.Join(errs...))
+}
+
+// rejoin joins up to maxJoinsPerRun of the seeds addrs that are not live
+// members, chosen at random; resolveErr is the error of resolving them.
+func (d *Discovery) rejoin(ctx context.Context, addrs []string, resolveErr error) {
+	if resolveErr != nil {
+		d.log.Debug("wizard: swim: re-join: resolving seeds", "err", resolveErr)
+	}
+	live := d.liveAddrs()
+	addrs = slices.DeleteFunc(addrs, func(a string) bool { return live[a] })
+	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
+	for _, a := range addrs[:min(len(addrs), maxJoinsPerRun)] {
+		if ctx.Err() != nil {
+			return
+		}
+		if live, err := d.joinAddr(ctx, a); live {
+			d.log.Info("wizard: swim: joined a seed that was not a member", "seed", a, "members", d.ml.NumMembers())
+		} else {
+			d.log.Debug("wizard: swim: re-join: a seed that is not a member did not answer", "seed", a, "err", err)
+		}
+	}
 }
 
 // resolveSeeds returns the gossip addresses ("ip:port") of every seed

@@ -56,31 +56,42 @@ func newStateReader(ml *memberlist.Memberlist) (*stateReader, error) {
 	}, nil
 }
 
-// read returns every live member (alive or suspect): name → suspect.
-func (r *stateReader) read() map[string]bool {
+// states returns the state of every member memberlist's table holds:
+// live ones, and dead and left ones it has not forgotten yet
+// (GossipToTheDeadTime after their death).
+func (r *stateReader) states() map[string]memberlist.NodeStateType {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make(map[string]bool, r.nodes.Len())
+	out := make(map[string]memberlist.NodeStateType, r.nodes.Len())
 	for i := range r.nodes.Len() {
 		n := r.nodes.Index(i).Elem()
-		switch memberlist.NodeStateType(n.FieldByIndex(r.state).Int()) {
+		out[n.FieldByIndex(r.name).String()] = memberlist.NodeStateType(n.FieldByIndex(r.state).Int())
+	}
+	return out
+}
+
+// read returns every live member (alive or suspect): name → suspect.
+func (r *stateReader) read() map[string]bool { return liveStates(r.states()) }
+
+// liveStates is the live members of states (alive or suspect): name →
+// suspect.
+func liveStates(states map[string]memberlist.NodeStateType) map[string]bool {
+	out := make(map[string]bool, len(states))
+	for name, s := range states {
+		switch s {
 		case memberlist.StateAlive:
-			out[n.FieldByIndex(r.name).String()] = false
+			out[name] = false
 		case memberlist.StateSuspect:
-			out[n.FieldByIndex(r.name).String()] = true
+			out[name] = true
 		}
 	}
 	return out
 }
 
-// runSuspicionWatch reports suspicion changes until Close.
-func (d *Discovery) runSuspicionWatch(ctx context.Context) {
+// runSuspicionWatch reports suspicion changes, and tells the failed
+// members apart from those that left, until Close.
+func (d *Discovery) runSuspicionWatch(ctx context.Context, r *stateReader) {
 	defer d.wg.Done()
-	r, err := newStateReader(d.ml)
-	if err != nil {
-		d.log.Warn("wizard: swim: cannot read memberlist's member states; suspect members will not be reported", "err", err)
-		return
-	}
 	tick := time.NewTicker(d.mlConfig.ProbeInterval)
 	defer tick.Stop()
 	var last map[string]bool
@@ -90,7 +101,9 @@ func (d *Discovery) runSuspicionWatch(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		if states := r.read(); !maps.Equal(states, last) {
+		all := r.states()
+		d.failed.classify(all)
+		if states := liveStates(all); !maps.Equal(states, last) {
 			d.events.push(event{suspect: states})
 			last = states
 		}

@@ -32,6 +32,12 @@ type transport struct {
 	stream chan net.Conn
 	closed atomic.Bool
 	wg     sync.WaitGroup
+
+	// blocked, when set, says which gossip addresses ("ip:port") this
+	// transport cannot reach, as if the network dropped everything to and
+	// from them: a test's partition. Unset, it costs one atomic load per
+	// packet and dial.
+	blocked atomic.Pointer[func(addr string) bool]
 }
 
 var _ memberlist.NodeAwareTransport = (*transport)(nil)
@@ -151,6 +157,9 @@ func (t *transport) WriteTo(b []byte, addr string) (time.Time, error) {
 }
 
 func (t *transport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, error) {
+	if t.isBlocked(a.Addr) {
+		return time.Now(), nil // lost on the way, as UDP may be
+	}
 	// memberlist hands out "ip:port": parsed into a netip.AddrPort, it is
 	// sent without an allocation. Anything else takes the slow path.
 	if ap, err := netip.ParseAddrPort(a.Addr); err == nil {
@@ -185,8 +194,33 @@ func (t *transport) DialTimeout(addr string, timeout time.Duration) (net.Conn, e
 }
 
 func (t *transport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
+	if t.isBlocked(a.Addr) {
+		return nil, fmt.Errorf("dial tcp %s: %w", a.Addr, errBlocked)
+	}
 	d := net.Dialer{Timeout: timeout}
 	return d.Dial("tcp", a.Addr)
+}
+
+// errBlocked is the error of a dial to an address a test's partition
+// blocks.
+var errBlocked = errors.New("blocked by a test's partition")
+
+// block makes the addresses f reports unreachable from and to this
+// transport (UDP sent or received, TCP dialled), until block(nil). A
+// stream another node dials in is not refused: its source port is not its
+// gossip port, so a partition blocks dials on both sides instead.
+func (t *transport) block(f func(addr string) bool) {
+	if f == nil {
+		t.blocked.Store(nil)
+		return
+	}
+	t.blocked.Store(&f)
+}
+
+// isBlocked says whether a test's partition blocks addr.
+func (t *transport) isBlocked(addr string) bool {
+	f := t.blocked.Load()
+	return f != nil && (*f)(addr)
 }
 
 // Shutdown closes the listeners and waits for their goroutines. memberlist
@@ -237,6 +271,9 @@ func (t *transport) readPackets() {
 		}
 		if n < 1 {
 			continue
+		}
+		if f := t.blocked.Load(); f != nil && (*f)(from.String()) {
+			continue // a test's partition
 		}
 		t.packet <- &memberlist.Packet{Buf: slices.Clone(buf[:n]), From: from, Timestamp: now}
 	}

@@ -1,6 +1,7 @@
 package swim
 
 import (
+	"errors"
 	"io"
 	"log"
 	"net"
@@ -79,6 +80,71 @@ func TestTransport(t *testing.T) {
 	if err := a.Shutdown(); err != nil {
 		t.Errorf("second Shutdown: %v", err)
 	}
+}
+
+// TestTransportBlock: a test's partition drops the packets sent to and
+// received from the addresses it blocks, and refuses dials to them, until
+// lifted.
+func TestTransportBlock(t *testing.T) {
+	leak.Check(t)
+	logger := log.New(io.Discard, "", 0)
+	a, err := newTransport(net.ParseIP("127.0.0.1"), 0, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown()
+	b, err := newTransport(net.ParseIP("127.0.0.1"), 0, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Shutdown()
+	aAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(a.port))
+	bAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port))
+	only := func(addr string) func(string) bool { return func(a string) bool { return a == addr } }
+	send := func(msg string) {
+		t.Helper()
+		if _, err := a.WriteToAddress([]byte(msg), memberlist.Address{Addr: bAddr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	a.block(only(bAddr))
+	send("dropped on sending")
+	if _, err := a.DialAddressTimeout(memberlist.Address{Addr: bAddr}, time.Second); !errors.Is(err, errBlocked) {
+		t.Errorf("dial through the partition: %v, want errBlocked", err)
+	}
+	a.block(only("127.0.0.1:1")) // another address: b's get through
+	send("sent")
+	if p := testwait.Recv(t, b.PacketCh()); string(p.Buf) != "sent" {
+		t.Errorf("received %q first", p.Buf)
+	}
+	a.block(nil)
+	b.block(only(aAddr))
+	send("dropped on receiving")
+	// A packet from another address, read after a's: once it is in, a's
+	// was dropped.
+	c, err := newTransport(net.ParseIP("127.0.0.1"), 0, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Shutdown()
+	if _, err := c.WriteToAddress([]byte("marker"), memberlist.Address{Addr: bAddr}); err != nil {
+		t.Fatal(err)
+	}
+	if p := testwait.Recv(t, b.PacketCh()); string(p.Buf) != "marker" {
+		t.Fatalf("received %q first", p.Buf)
+	}
+	b.block(nil)
+	send("healed")
+	if p := testwait.Recv(t, b.PacketCh()); string(p.Buf) != "healed" {
+		t.Errorf("received %q first", p.Buf)
+	}
+	conn, err := a.DialAddressTimeout(memberlist.Address{Addr: bAddr}, time.Second)
+	if err != nil {
+		t.Fatalf("dial after the partition: %v", err)
+	}
+	conn.Close()
+	testwait.Recv(t, b.StreamCh()).Close()
 }
 
 func TestPrivateIP(t *testing.T) {
