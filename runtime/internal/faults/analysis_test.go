@@ -79,9 +79,10 @@ func (r *results) servedBy(id string, from, to int) int {
 
 // routeAround measures how long after a fault that started in bucket f0
 // and ended in f1 the caller routed around it: until both no call started
-// later failed and the ok rate stayed at half the rate before the fault
-// or more, over every 1 s window, up to the fault's end. ok is false when
-// that did not happen at least 1 s before the fault ended.
+// later failed and the ok rate is back at half the rate before the fault
+// or more, in that bucket and over every 1 s window from it to the
+// fault's end. ok is false when that did not happen at least 1 s before
+// the fault ended.
 func (r *results) routeAround(f0, f1 int) (d time.Duration, ok bool) {
 	base := r.okRate(max(f0-2*window, window), f0)
 	lastFail := f0 - 1
@@ -97,7 +98,12 @@ func (r *results) routeAround(f0, f1 int) (d time.Duration, ok bool) {
 		}
 		recovered = t
 	}
-	if recovered < 0 || lastFail >= f1-window {
+	// A window at half the rate may hold a stall in its first half: the
+	// recovery is the first bucket at half the rate or more.
+	for recovered >= 0 && recovered < f1 && r.okRate(recovered, recovered+1) < base/2 {
+		recovered++
+	}
+	if recovered < 0 || recovered >= f1 || lastFail >= f1-window {
 		return 0, false
 	}
 	return time.Duration(max(recovered, lastFail+1)-f0) * bucket, true
@@ -124,4 +130,28 @@ func (r *results) totals(kind int) (ok, failed int) {
 		failed += b.Failed[kind]
 	}
 	return ok, failed
+}
+
+// timeline logs the caller's calls per half second around a fault that
+// started at bucket f0: ok calls in all and by server, and failures by
+// the half second they started in.
+func (r *results) timeline(log func(string, ...any), f0 int) {
+	const step = 5
+	var b strings.Builder
+	for from := 0; from < len(r.caller.Buckets); from += step {
+		ok, failed := 0, 0
+		by := map[string]int{}
+		for _, bc := range r.buckets(from, from+step) {
+			ok += bc.OK[idem] + bc.OK[once]
+			failed += bc.FailedStart[idem] + bc.FailedStart[once]
+			for id, n := range bc.By {
+				by[id] += n
+			}
+		}
+		fmt.Fprintf(&b, "\n%+6.1f s  ok %5d  failed %4d ", float64(from-f0)*bucket.Seconds(), ok, failed)
+		for _, id := range slices.Sorted(maps.Keys(by)) {
+			fmt.Fprintf(&b, " %s %5d", id, by[id])
+		}
+	}
+	log("calls per 0.5 s, from the fault's start (failures by when they started):%s", b.String())
 }

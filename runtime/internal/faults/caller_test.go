@@ -27,14 +27,14 @@ type caller struct {
 
 // call waits until the caller routes both patterns to spec.Servers
 // servers, reports ready, and runs spec.Workers workers of each kind
-// until the node shuts down; report writes caller.json.
-func call(n *runtime.Node, spec nodeSpec, out *printer) (report func() error, err error) {
+// until stopLoad; report writes caller.json.
+func call(n *runtime.Node, spec nodeSpec, out *printer) (stopLoad func(), report func() error, err error) {
 	wait, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for serving(n) < spec.Servers {
 		select {
 		case <-wait.Done():
-			return nil, fmt.Errorf("caller: %d of %d servers routed after a minute", serving(n), spec.Servers)
+			return nil, nil, fmt.Errorf("caller: %d of %d servers routed after a minute", serving(n), spec.Servers)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -48,9 +48,11 @@ func call(n *runtime.Node, spec nodeSpec, out *printer) (report func() error, er
 	}
 	out.print(event{Ready: true, At: c.start.UnixNano()})
 	wg.Go(func() { c.tick(ctx, out) })
-	return func() error {
+	stopLoad = func() {
 		stop()
 		wg.Wait()
+	}
+	return stopLoad, func() error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return writeJSON(filepath.Join(spec.Dir, "caller.json"), callerReport{Start: c.start.UnixNano(), Buckets: c.buckets, Errors: c.errs, OKKeys: c.okKeys})
@@ -68,8 +70,16 @@ func serving(n *runtime.Node) int {
 	return count
 }
 
-// work makes calls of one kind one after another until ctx ends; once
-// calls carry unique keys prefix+sequence.
+// workerRate is the calls per second each worker makes at most: a steady
+// load (800 calls/s in all with 4 workers of each kind, close to the
+// issue's 700) that leaves the machine's CPUs to the nodes and the hub,
+// so that a slow or lost server shows as lost calls, not as a shift of
+// CPU time.
+const workerRate = 100
+
+// work makes calls of one kind until ctx ends, one at a time, at most
+// workerRate a second (a late call is not made up for); once calls carry
+// unique keys prefix+sequence.
 func (c *caller) work(ctx context.Context, kind int, prefix string) {
 	var opts []runtime.CallOption
 	pattern := oncePattern
@@ -77,7 +87,14 @@ func (c *caller) work(ctx context.Context, kind int, prefix string) {
 		opts = append(opts, runtime.Idempotent())
 		pattern = idemPattern
 	}
-	for seq := 0; ctx.Err() == nil; seq++ {
+	pace := time.NewTicker(time.Second / workerRate)
+	defer pace.Stop()
+	for seq := 0; ; seq++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-pace.C:
+		}
 		key := prefix + fmt.Sprint(seq)
 		began := time.Now()
 		res, err := c.n.Act(context.Background(), pattern, map[string]any{"key": key}, opts...)

@@ -113,12 +113,13 @@ func runNode(spec nodeSpec) error {
 	if err != nil {
 		return err
 	}
+	var stopLoad func()
 	var rep func() error
 	switch spec.Role {
 	case "server":
 		rep, err = serve(n, spec, out)
 	case "caller":
-		rep, err = call(n, spec, out)
+		stopLoad, rep, err = call(n, spec, out)
 	default:
 		err = fmt.Errorf("role %q", spec.Role)
 	}
@@ -132,6 +133,9 @@ func runNode(spec nodeSpec) error {
 		go watchView(ctx, n, out)
 	}
 	<-stop
+	if stopLoad != nil {
+		stopLoad() // before the node shuts down, which would fail calls
+	}
 	cancel()
 	shut, cancelShut := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancelShut()

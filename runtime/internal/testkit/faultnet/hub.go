@@ -72,9 +72,7 @@ func New(t testing.TB, n int) *Hub {
 	if n < 1 || n > 254 {
 		t.Fatalf("faultnet.New: %d hosts, want 1 to 254", n)
 	}
-	if why := missing(); why != "" {
-		need.Skipf(t, "faultnet needs %s", why)
-	}
+	Require(t)
 	installSignalHandler()
 	removeStale(t)
 	h := &Hub{byIP: make(map[netip.Addr]*Host, n), links: make([][]link, n)}
@@ -104,6 +102,15 @@ func New(t testing.TB, n int) *Hub {
 		go h.forward(host)
 	}
 	return h
+}
+
+// Require skips t (need.Skipf) unless the machine has what a Hub needs:
+// root, /dev/net/tun and the ip command.
+func Require(t testing.TB) {
+	t.Helper()
+	if why := missing(); why != "" {
+		need.Skipf(t, "faultnet needs %s", why)
+	}
 }
 
 // missing says what the machine lacks for a Hub, or "".
