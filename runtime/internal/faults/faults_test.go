@@ -38,6 +38,10 @@ func TestFaults(t *testing.T) {
 		t.Run("one-way/"+v.name, func(t *testing.T) { partitionScenario(t, f, v, true) })
 		t.Run("kill-9/"+v.name, func(t *testing.T) { killScenario(t, f, v) })
 	}
+	for _, v := range f.healVariants {
+		t.Run("partition/"+v.name, func(t *testing.T) { partitionScenario(t, f, v, false) })
+		t.Run("kill-9/"+v.name, func(t *testing.T) { killScenario(t, f, v) })
+	}
 	t.Run("split/"+gossipFast.name, func(t *testing.T) { splitScenario(t, f, gossipFast) })
 	t.Run("split/"+gossipLAN.name, func(t *testing.T) { splitScenario(t, f, gossipLAN) })
 	t.Run("gossip-loss/"+gossipLAN.name, func(t *testing.T) { gossipLossScenario(t, f) })

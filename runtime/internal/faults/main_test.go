@@ -49,12 +49,21 @@ type form struct {
 	split     time.Duration // the 3/2 gossip split
 	lossy     time.Duration // gossip under 10% loss
 	variants  []variant     // discovery variants of the one-server scenarios
+	// healVariants: further variants of the partition and kill -9
+	// scenarios alone.
+	healVariants []variant
+}
+
+// String lists the durations.
+func (f form) String() string {
+	return fmt.Sprintf("load %s before each fault; loss %s; delay: %s healthy, then %s delayed; partitions %s; kill -9 down %s; 3/2 split %s; gossip under loss %s",
+		seconds(f.warm), seconds(f.loss), seconds(f.delay), seconds(f.delay), seconds(f.partition), seconds(f.down), seconds(f.split), seconds(f.lossy))
 }
 
 var (
 	shortForm = form{name: "short", warm: 3 * time.Second, loss: 8 * time.Second, delay: 6 * time.Second,
 		partition: 5 * time.Second, down: 5 * time.Second, split: 10 * time.Second, lossy: 20 * time.Second,
-		variants: []variant{static}}
+		variants: []variant{static}, healVariants: []variant{gossipLAN}}
 	longForm = form{name: "long", warm: 5 * time.Second, loss: 20 * time.Second, delay: 20 * time.Second,
 		partition: 10 * time.Second, down: 10 * time.Second, split: 15 * time.Second, lossy: 60 * time.Second,
 		variants: []variant{static, gossipLAN}}

@@ -66,7 +66,9 @@ func writeTable() error {
 		return nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Fault suite, %s form (%s=%s), %s\n\n", durations().name, faultEnv, os.Getenv(faultEnv), time.Now().UTC().Format(time.RFC3339))
+	f := durations()
+	fmt.Fprintf(&b, "Fault suite, %s form (%s=%s), %s: %s; %d workers of each kind at %d calls/s each.\n\n",
+		f.name, faultEnv, os.Getenv(faultEnv), time.Now().UTC().Format(time.RFC3339), f, workers, workerRate)
 	b.WriteString("| scenario | figure | value | target | result |\n|---|---|---|---|---|\n")
 	for _, r := range table.rows {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.scenario, r.figure, r.value, r.target, r.result)
