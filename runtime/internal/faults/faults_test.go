@@ -175,17 +175,33 @@ func partitionScenario(t *testing.T, f form, v variant, oneWay bool) {
 	f1 := time.Now()
 	m.hub.Heal()
 	bound := healBound(v)
+	var md time.Duration
+	var mok bool
 	if v.gossip {
-		d, ok := m.merged(f1, bound)
-		s.merge(d, ok, bound)
+		md, mok = m.merged(f1, bound)
 	}
 	d, ok := m.servedAgain("s2", f1, bound)
 	phase(time.Second)
+	end := time.Now()
 	r := m.stop()
 	r.timeline(t.Logf, m.at(f0))
 	s.calls(r, true)
 	s.routed(m, r, f0, f1)
+	if v.gossip {
+		s.merge(md, mok, bound)
+		s.afterHeal(m, f1, end)
+	}
 	s.served("s2", d, ok, bound)
+}
+
+// afterHeal records the members dropped from a node's view after the
+// heal, when every node could reach every other: false deaths.
+func (s *scenario) afterHeal(m *mesh, healed, end time.Time) {
+	deaths, _, detail := m.deaths(healed, end)
+	s.info("members dropped from a view after the heal", fmt.Sprint(deaths))
+	for _, d := range detail {
+		s.t.Log(d)
+	}
 }
 
 // merge records how soon after a heal every member saw every other.
@@ -236,11 +252,13 @@ func splitScenario(t *testing.T, f form, v variant) {
 	d3, ok3 := m.servedAgain("s3", f1, bound)
 	d4, ok4 := m.servedAgain("s4", f1, bound)
 	phase(time.Second)
+	end := time.Now()
 	r := m.stop()
 	r.timeline(t.Logf, m.at(f0))
 	s.calls(r, true)
 	s.routed(m, r, f0, f1)
 	s.merge(md, mok, bound)
+	s.afterHeal(m, f1, end)
 	s.served("s3", d3, ok3, bound)
 	s.served("s4", d4, ok4, bound)
 	views(t, m)
