@@ -64,6 +64,11 @@ func (s *scenario) calls(r *results, otherCouldAnswer bool) {
 	} else {
 		s.info("failed idempotent calls", value)
 	}
+	var idemRuns int64
+	for _, run := range r.runs {
+		idemRuns += run.Idem
+	}
+	s.info("idempotent executions / ok calls (servers that exited cleanly)", fmt.Sprintf("%d / %d", idemRuns, okIdem))
 	s.info("errors", r.errorSummary())
 }
 
