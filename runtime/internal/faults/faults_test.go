@@ -30,6 +30,7 @@ func healBound(v variant) time.Duration {
 // against the targets (see the package doc).
 func TestFaults(t *testing.T) {
 	f := gate(t)
+	faultnet.Require(t)
 	for _, v := range f.variants {
 		t.Run("loss5%/"+v.name, func(t *testing.T) { lossScenario(t, f, v, 0.05) })
 		t.Run("loss20%/"+v.name, func(t *testing.T) { lossScenario(t, f, v, 0.20) })
@@ -92,7 +93,7 @@ func (s *scenario) served(id string, d time.Duration, ok bool, bound time.Durati
 	s.target(id+" serves again after the heal", value, "≤ "+seconds(bound), ok)
 }
 
-// others sets rule on every direction from host to any other host.
+// from sets rule on every direction from host to any other host.
 func from(hub *faultnet.Hub, host *faultnet.Host, r faultnet.Rule) {
 	for _, o := range hub.Hosts() {
 		if o != host {

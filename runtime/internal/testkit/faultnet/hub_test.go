@@ -246,6 +246,7 @@ func TestReorder(t *testing.T) {
 // gone and the process it started inside is dead; a namespace left by a
 // process that no longer runs is removed by the next New.
 func TestCleanup(t *testing.T) {
+	faultnet.Require(t)
 	var names []string
 	var pid int
 	t.Run("hub", func(t *testing.T) {
