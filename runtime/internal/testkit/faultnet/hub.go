@@ -80,7 +80,9 @@ func New(t testing.TB, n int) *Hub {
 		h.links[i] = make([]link, n)
 	}
 	seq := hubSeq.Add(1)
-	register(h)
+	if !register(h) {
+		t.Fatal("faultnet: the test process is ending on a signal")
+	}
 	t.Cleanup(h.Close)
 	addr := Subnet.Addr()
 	for i := range n {
