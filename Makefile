@@ -1,7 +1,7 @@
 # wizard — common tasks. `make help` lists them.
 GO ?= go
 
-.PHONY: help demo test race fuzz bench bench-short long compare lint ci
+.PHONY: help demo test race fuzz bench bench-short long faults faults-short compare lint ci
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
@@ -23,6 +23,12 @@ bench-short: ## run every benchmark once at a tiny benchtime, so none rots
 long: ## the long forms: 50-node gossip clusters and the discovery figures (WIZARD_LONG=1, no -race)
 	WIZARD_LONG=1 $(GO) test -count=1 ./runtime/swim/
 	WIZARD_LONG=1 $(GO) test -count=1 -run TestMeasure -v ./runtime/swim/
+
+faults: ## the fault suite, long form (root, /dev/net/tun, ip; 10 to 15 minutes): nodes in network namespaces, faults in userspace; writes FAULT_REPORT (default faults.md)
+	WIZARD_FAULT=long WIZARD_FAULT_REPORT=$(abspath $(or $(FAULT_REPORT),faults.md)) $(GO) test -count=1 -timeout 30m -run '^TestFaults$$' -v ./runtime/internal/faults/
+
+faults-short: ## the fault suite, short form (a few minutes); writes FAULT_REPORT (default faults-short.md)
+	WIZARD_FAULT=1 WIZARD_FAULT_REPORT=$(abspath $(or $(FAULT_REPORT),faults-short.md)) $(GO) test -count=1 -timeout 15m -run '^TestFaults$$' -v ./runtime/internal/faults/
 
 compare: ## the side-by-side comparison vs gRPC-go, HTTP/1.1 and a raw TCP floor (bench/, a few minutes)
 	$(MAKE) -C bench compare
