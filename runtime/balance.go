@@ -82,10 +82,12 @@ func WithBreakers(newBreaker func(*Target) Breaker) Option {
 }
 
 // latencyBalancer is the default Balancer: the power of two choices,
-// avoiding slow peers. Each pick draws two targets at random; when one's
-// [Target.Latency] is more than [slowFactor] times the other's, the other
-// wins, else the one with fewer calls in flight for its weight (ties: the
-// first drawn). Healthy peers share the calls evenly, as least-in-flight
+// avoiding slow peers. Each pick draws two targets at random; when one
+// is stalled (calls wait on it, and it has answered none for four times
+// its average answer time, 5ms at least) and the other not, the other
+// wins; when one's [Target.Latency] is more than [slowFactor] times the
+// other's, the other wins; else the one with fewer calls in flight for its
+// weight (ties: the first drawn). Healthy peers share the calls evenly, as least-in-flight
 // balancers do; a peer that answers far slower than the others, fails, or
 // has stopped answering while calls wait on it gets no calls within
 // milliseconds, and is tried again as its average decays (a second's time
@@ -189,6 +191,9 @@ const slowFactor = 2
 // to c at clock reading now.
 func cheaper(a, c weighted, now int64) bool {
 	la, lc := &a.t.p.load, &c.t.p.load
+	if sa, sc := la.stalled(now), lc.stalled(now); sa != sc {
+		return sc
+	}
 	if ra, rc := la.latency(now), lc.latency(now); ra > 0 && rc > 0 {
 		switch {
 		case ra > slowFactor*rc:

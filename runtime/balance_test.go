@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -161,6 +162,51 @@ func BenchmarkDefaultBalancer(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			l.end(l.begin(), false)
+		}
+	})
+}
+
+// TestExpNeg: the load's decay stays within its stated bounds of e^-x.
+func TestExpNeg(t *testing.T) {
+	for x := 0.0; x <= 8; x += 1.0 / 64 {
+		got, want := expNeg(x), math.Exp(-x)
+		tol := 1.003
+		if x > 4 {
+			tol = 1.03
+		}
+		if got < want*(1-1e-12) || got > want*tol {
+			t.Errorf("expNeg(%v) = %v, e^-x = %v: want within [1, %v]x", x, got, want, tol)
+		}
+	}
+}
+
+// TestStalledLosesToPeaked: a peer that stopped answering while a call
+// waits loses the pick once it has been silent for four times its average
+// (5ms at least), even against one whose average a slow answer just
+// raised far above its own.
+func TestStalledLosesToPeaked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		target := func() weighted {
+			p := &peer{}
+			p.target.p = p
+			return weighted{&p.target, 1}
+		}
+		peaked, silent := target(), target()
+		pl, sl := &peaked.t.p.load, &silent.t.p.load
+		start := pl.begin()
+		time.Sleep(100 * time.Millisecond)
+		pl.end(start, false) // one answer of 100ms
+		start = sl.begin()
+		time.Sleep(time.Millisecond)
+		sl.end(start, false) // answers in 1ms
+		sl.begin()           // and then stops answering
+		time.Sleep(4 * time.Millisecond)
+		if cheaper(peaked, silent, clock()) {
+			t.Error("silent for 4ms (4x its average, under the 5ms floor): lost to the one whose last answer took 100ms")
+		}
+		time.Sleep(2 * time.Millisecond)
+		if !cheaper(peaked, silent, clock()) || cheaper(silent, peaked, clock()) {
+			t.Error("silent for 6ms with a call waiting: still preferred to the one whose last answer took 100ms")
 		}
 	})
 }

@@ -142,11 +142,11 @@ type remoteCall struct {
 	cfg    *callConfig
 	refeed bool // sent again to the same run of its peer if its connection drops
 
-	suspects bool    // suspect peers may be picked (no other could be)
-	br       Breaker // the breaker of the target skip accepted last
-	tried    []*peer
-	buf      [4]*peer           // tried's first room
-	skipFn   func(*Target) bool // skip, bound once: passing it allocates nothing
+	lastResort uint8   // 1: suspect peers may be picked (no other could be); 2: peers reported down too
+	br         Breaker // the breaker of the target skip accepted last
+	tried      []*peer
+	buf        [4]*peer           // tried's first room
+	skipFn     func(*Target) bool // skip, bound once: passing it allocates nothing
 
 	attempts    int
 	refused     int  // attempts refused without running
@@ -176,12 +176,14 @@ func putRemoteCall(c *remoteCall) {
 }
 
 // pick chooses the next target: one not tried yet, connected, whose
-// breaker permits a call, and not suspect unless only suspects are left.
+// breaker permits a call, and neither suspect nor reported down unless
+// only such peers are left.
 func (c *remoteCall) pick(bal Balancer) (*Target, bool) {
 	t, ok := bal.Pick(c.cfg.key, c.skipFn)
-	if !ok && !c.suspects {
-		// Suspect peers get calls only when no other peer can.
-		c.suspects = true
+	for !ok && c.lastResort < 2 {
+		// Suspect peers get calls only when no other peer can, and peers
+		// reported down only when not even a suspect can.
+		c.lastResort++
 		t, ok = bal.Pick(c.cfg.key, c.skipFn)
 	}
 	if !ok && c.withdrawn {
@@ -195,7 +197,7 @@ func (c *remoteCall) pick(bal Balancer) (*Target, bool) {
 // holds the breaker permit it took.
 func (c *remoteCall) skip(t *Target) bool {
 	p := t.p
-	if p.conn.Load() == nil || !c.suspects && p.suspect.Load() || slices.Contains(c.tried, p) {
+	if p.conn.Load() == nil || c.lastResort < 1 && p.suspect.Load() || c.lastResort < 2 && p.down.Load() || slices.Contains(c.tried, p) {
 		return true
 	}
 	c.br = c.n.breaker(p)

@@ -161,11 +161,14 @@ func (h nodeHost) PeerDown(p Peer) {
 		r.mu.Unlock()
 		return
 	}
-	// Out of routing at once; the connection stays for downGrace, so that
-	// a peer declared dead by mistake (gossip under load) comes back
-	// without a new connection from every node at the same moment.
+	// A last resort at once: calls go to it only when no other peer can
+	// take them, as to a suspect, over the connection it has (a new one
+	// routes nothing). The connection stays for downGrace, so that a peer
+	// declared dead by mistake (gossip under load, or a stale death
+	// notice gossiped on after a partition healed) keeps serving the
+	// patterns no one else serves, and comes back without a new
+	// connection from every node at the same moment.
 	pr.down.Store(true)
 	pr.downT = time.AfterFunc(downGrace, func() { n.forgetPeer(pr) })
 	r.mu.Unlock()
-	n.setCatalog(pr, nil)
 }

@@ -321,10 +321,25 @@ func TestPeerDownOfAnEarlierRun(t *testing.T) {
 			t.Errorf("after the earlier run's death notice: %v", err)
 		}
 		d.host.PeerDown(run2)
+		if got := routedTo(c, "role:r"); len(got) != 0 {
+			t.Errorf("after the current run's death notice, role:r routed to %v", got)
+		}
+		time.Sleep(downGrace + time.Millisecond)
+		synctest.Wait()
 		if _, err := c.ActE(t.Context(), "role:r", nil); !errors.Is(err, ErrNotFound) {
-			t.Errorf("after the current run's death notice: %v, want ErrNotFound at once", err)
+			t.Errorf("after the current run's death notice and the grace: %v, want ErrNotFound", err)
 		}
 	})
+}
+
+// routedTo lists the peers n's Patterns give for pattern.
+func routedTo(n *Node, pattern string) []string {
+	for _, pi := range n.Patterns() {
+		if pi.Pattern.String() == pattern {
+			return pi.Remote
+		}
+	}
+	return nil
 }
 
 func TestPeerOnAnotherTransportIgnored(t *testing.T) {
@@ -444,28 +459,43 @@ type serverFunc func(ctx context.Context, m *Message) *Message
 
 func (f serverFunc) ServeMessage(ctx context.Context, m *Message) *Message { return f(ctx, m) }
 
-// TestPeerBackFromTheDead: a peer reported down leaves routing at once;
-// reported up again within downGrace (a death refuted), it is routed again
-// over the connection it had; after downGrace it is forgotten.
+// TestPeerBackFromTheDead: a peer reported down gets no calls at once
+// while another serves its patterns, and is a last resort over the
+// connection it has (a stale death notice must not make a pattern nobody's
+// while its server answers); reported up again within downGrace (a death
+// refuted), it is routed again over that connection; after downGrace it
+// is forgotten.
 func TestPeerBackFromTheDead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		net := newMemNet()
 		s, _ := memNode(t, net, "s", "role:r")
+		memNode(t, net, "o", "role:r")
 		c, d := memNode(t, net, "c")
 		up := Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()}
 		d.host.PeerUp(up)
+		d.host.PeerUp(Peer{Addr: "o"})
 		time.Sleep(catalogJitter)
 		synctest.Wait()
 		if _, err := c.ActE(t.Context(), "role:r", nil); err != nil {
 			t.Fatalf("before: %v", err)
 		}
 		d.host.PeerDown(up)
-		if _, err := c.ActE(t.Context(), "role:r", nil); !errors.Is(err, ErrNotFound) {
-			t.Errorf("reported down: %v, want ErrNotFound at once", err)
+		for range 20 {
+			if res, err := c.ActE(t.Context(), "role:r", nil); err != nil || res.Value() != "o" {
+				t.Fatalf("s reported down: %v, %v; want o's answer", res.Value(), err)
+			}
 		}
-		if ms := c.Members(); len(ms) != 1 {
+		if got := routedTo(c, "role:r"); !slices.Equal(got, []string{"o"}) {
+			t.Errorf("s reported down: role:r routed to %v, want [o]", got)
+		}
+		if ms := c.Members(); len(ms) != 2 {
 			t.Errorf("Members() = %+v with the peer down", ms)
 		}
+		d.host.PeerDown(Peer{Addr: "o"})
+		if res, err := c.ActE(t.Context(), "role:r", nil); err != nil {
+			t.Errorf("both reported down, s's connection alive: %v, %v; want an answer", res.Value(), err)
+		}
+		d.host.PeerUp(Peer{Addr: "o"})
 		d.host.PeerUp(up)
 		synctest.Wait()
 		if _, err := c.ActE(t.Context(), "role:r", nil); err != nil {

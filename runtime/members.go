@@ -34,7 +34,8 @@ type PatternInfo struct {
 	// Local: this node has a handler for it.
 	Local bool
 	// Remote lists the peers serving it, by id (by address when the id is
-	// not known), sorted.
+	// not known), sorted; not those discovery reported down, which are
+	// called for a few seconds only when no other peer can be.
 	Remote []string
 }
 
@@ -94,6 +95,9 @@ func (n *Node) Patterns() []PatternInfo {
 		info := PatternInfo{Pattern: pt, Local: re.value.local.Load() != nil}
 		if ps := re.value.peers.Load(); ps != nil {
 			for _, p := range *ps {
+				if p.down.Load() {
+					continue // a last resort for a few seconds, not a server
+				}
 				name, ok := names[p]
 				if !ok {
 					name = p.addr // leaving: routed still, no longer listed
@@ -101,6 +105,9 @@ func (n *Node) Patterns() []PatternInfo {
 				info.Remote = append(info.Remote, name)
 			}
 			slices.Sort(info.Remote)
+		}
+		if !info.Local && len(info.Remote) == 0 {
+			continue // served only by peers reported down
 		}
 		out = append(out, info)
 	}

@@ -17,7 +17,7 @@ type peer struct {
 	loaded   string // guarded by remote.mu: the digest of the catalog routed now
 	named    bool   // discovery named it (by id or instance): it may be given up
 	suspect  atomic.Bool
-	down     atomic.Bool // reported down: out of routing, its connection kept for downGrace
+	down     atomic.Bool // reported down: a last resort over its connection, kept for downGrace
 	downT    *time.Timer // forgets the peer when downGrace passes; guarded by remote.mu
 	// token goes with every call to the peer that may be sent again: the
 	// peer gives a stored answer only to a call with the same token (and
@@ -156,6 +156,7 @@ func (n *Node) runPeer(p *peer) {
 			continue
 		}
 		answered, failures, backoff = true, 0, minDialBackoff
+		p.load.reset()
 		n.log.Debug("wizard: peer connected", "addr", p.addr)
 		n.watchPeer(p, conn)
 		p.conn.Store(nil)
