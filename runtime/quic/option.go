@@ -118,9 +118,9 @@ func WithMaxFrameSize(n int) Option {
 // before its connection is closed as dead: 0 for the defaults (15s and
 // 10s), else at least 10ms each; a negative interval turns pings off.
 // While calls wait for answers on a connection, the caller's side looks
-// closer: it pings after 500ms without a frame from the peer and gives it
-// 1.5s to answer (at most interval and timeout), so that a peer gone
-// silent (a partition, a host that froze) is found about 2s after its last
+// closer: it pings after 250ms without a frame from the peer and gives it
+// 1s to answer (at most interval and timeout), so that a peer gone silent
+// (a partition, a host that froze) is found 1.25s at most after its last
 // frame and the calls that may be sent again go to another peer.
 // Every stream pings; unless [WithQUICConfig] is given, QUIC keep-alives
 // are sent at the same interval so that idle connections outlive QUIC's

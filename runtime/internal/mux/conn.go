@@ -405,7 +405,7 @@ func (c *conn) drainQueue() {
 // While this side waits on the peer (the client has calls pending), it
 // checks every BusyKeepAlive instead, pings when nothing came from the
 // peer since the last check, and gives the peer BusyKeepAliveTimeout to
-// answer: a peer gone silent under calls is found in about two seconds,
+// answer: a peer gone silent under calls is found in about a second,
 // not KeepAlive+KeepAliveTimeout. (A server whose reader paused because
 // MaxQueued bytes of requests wait for its handlers cannot read the ping
 // either: its client takes it for dead when no answer comes meanwhile.)

@@ -454,8 +454,8 @@ func TestKeepAlive(t *testing.T) {
 			if !errors.Is(err, ErrConnLost) || !errors.Is(err, ErrKeepAliveTimeout) {
 				t.Errorf("Call = %v, want ErrConnLost wrapping ErrKeepAliveTimeout", err)
 			}
-			if d := time.Since(start); d != 2*time.Second {
-				t.Errorf("dead peer found after %v, want 2s (with a call waiting: ping after 500ms of silence, timeout 1.5s)", d)
+			if d := time.Since(start); d != 1250*time.Millisecond {
+				t.Errorf("dead peer found after %v, want 1.25s (with a call waiting: ping after 250ms of silence, timeout 1s)", d)
 			}
 			if !errors.Is(cl.Err(), ErrKeepAliveTimeout) {
 				t.Errorf("Err() = %v", cl.Err())
@@ -466,7 +466,7 @@ func TestKeepAlive(t *testing.T) {
 	t.Run("silent server, default options", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			// A server that goes silent (a partition: nothing comes, nothing
-			// fails) while a call waits on it is found within about 2s,
+			// fails) while a call waits on it is found within 1.25s,
 			// not after the idle interval and timeout (15s + 10s); with
 			// nothing waiting, the idle interval holds.
 			cconn, sconn := net.Pipe()

@@ -15,11 +15,11 @@ const (
 
 	// DefaultBusyKeepAlive and DefaultBusyKeepAliveTimeout are keep-alive's
 	// check interval and ping timeout while calls wait on the peer: a
-	// silent peer is found within about 2 s of its last frame, well within
+	// silent peer is found within 1.25 s of its last frame, well within
 	// a call's default timeout (5 s), so calls that may be sent again
 	// still can be.
-	DefaultBusyKeepAlive        = 500 * time.Millisecond
-	DefaultBusyKeepAliveTimeout = 1500 * time.Millisecond
+	DefaultBusyKeepAlive        = 250 * time.Millisecond
+	DefaultBusyKeepAliveTimeout = time.Second
 	DefaultWriteQueue           = 1024
 	DefaultHandshakeTimeout     = 10 * time.Second
 	DefaultDrainTimeout         = 10 * time.Second
