@@ -53,14 +53,18 @@ type DiscoveryHost interface {
 	Self() Peer
 	// PeerUp reports a peer that appeared or changed (address, digest,
 	// suspicion): the node connects to it and pulls its catalog when the
-	// digest is new to it. A peer that never answers is dialled ever more
+	// digest is new to it. A peer that answered once and went away is
+	// dialled again every 10 s at most; one that never answered, ever more
 	// slowly, up to once a minute; one named by ID or Instance is given up
 	// after 16 attempts (two to four minutes), until a PeerUp brings another
 	// Instance, ID or Digest for it.
 	PeerUp(p Peer)
-	// PeerDown reports a peer that left or died: its patterns leave routing
-	// at once. A PeerDown whose Instance differs from the one the node knows
-	// at that address (a restarted node reusing it) is ignored.
+	// PeerDown reports a peer that left or died: it gets no new calls at
+	// once while another target serves the pattern, and for 5 s it is the
+	// last resort over the connection it has (a death notice may be stale:
+	// gossip after a partition heals); then it is forgotten. A PeerDown
+	// whose Instance differs from the one the node knows at that address
+	// (a restarted node reusing it) is ignored.
 	PeerDown(p Peer)
 }
 
