@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/lb"
 	"github.com/wizardmesh/wizard/runtime/swim"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
@@ -172,7 +173,35 @@ func newNode(spec nodeSpec) (*runtime.Node, error) {
 		}
 		opts = append(opts, runtime.WithDiscovery(d))
 	}
+	opts, err = withBalancer(opts)
+	if err != nil {
+		return nil, err
+	}
 	return runtime.New(opts...)
+}
+
+// balancerEnv picks another balancer than the default, to compare them
+// under the same faults: "ring" (the MicroWizard ring, the default before
+// issue 12), "ring+breakers" (with runtime/lb's failsafe-go breakers).
+const balancerEnv = "WIZARD_FAULT_BALANCER"
+
+// withBalancer adds the options balancerEnv asks for.
+func withBalancer(opts []runtime.Option) ([]runtime.Option, error) {
+	ring := runtime.WithBalancer(func(runtime.Pattern) runtime.Balancer { return lb.NewRing[*runtime.Target]() })
+	switch v := os.Getenv(balancerEnv); v {
+	case "":
+		return opts, nil
+	case "ring":
+		return append(opts, ring), nil
+	case "ring+breakers":
+		bs, err := lb.NewBreakers[*runtime.Target]()
+		if err != nil {
+			return nil, err
+		}
+		return append(opts, ring, runtime.WithBreakers(func(t *runtime.Target) runtime.Breaker { return bs.Get(t) })), nil
+	default:
+		return nil, fmt.Errorf("%s=%q: want ring or ring+breakers (or unset: the default)", balancerEnv, v)
+	}
 }
 
 // printer writes events as JSON lines, one at a time.

@@ -67,8 +67,12 @@ func writeTable() error {
 	}
 	var b strings.Builder
 	f := durations()
-	fmt.Fprintf(&b, "Fault suite, %s form (%s=%s), %s: %s; %d workers of each kind at %d calls/s each.\n\n",
-		f.name, faultEnv, os.Getenv(faultEnv), time.Now().UTC().Format(time.RFC3339), f, workers, workerRate)
+	balancer := "the default balancer"
+	if v := os.Getenv(balancerEnv); v != "" {
+		balancer = balancerEnv + "=" + v
+	}
+	fmt.Fprintf(&b, "Fault suite, %s form (%s=%s), %s: %s; %d workers of each kind at %d calls/s each; %s.\n\n",
+		f.name, faultEnv, os.Getenv(faultEnv), time.Now().UTC().Format(time.RFC3339), f, workers, workerRate, balancer)
 	b.WriteString("| scenario | figure | value | target | result |\n|---|---|---|---|---|\n")
 	for _, r := range table.rows {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.scenario, r.figure, r.value, r.target, r.result)
