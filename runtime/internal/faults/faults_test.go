@@ -297,7 +297,15 @@ func gossipLossScenario(t *testing.T, f form) {
 	deaths, suspicions, detail := m.deaths(f0, f1.Add(time.Second))
 	r := m.stop()
 	s.calls(r, true)
-	s.target("false deaths (members dropped from a node's view)", fmt.Sprint(deaths), "0", deaths == 0)
+	if f.lossy >= time.Minute {
+		s.target("false deaths (members dropped from a node's view)", fmt.Sprint(deaths), "0", deaths == 0)
+	} else {
+		// A false death under 10% loss is rare (one in about five
+		// minutes of it, measured): a short run cannot tell a regression
+		// from luck, and would fail CI at random. It reports the count;
+		// the long form's 60 s holds the target.
+		s.info("false deaths (members dropped from a node's view; the target is the long form's)", fmt.Sprint(deaths))
+	}
 	s.info("suspicions raised", fmt.Sprint(suspicions))
 	s.info("ok calls/s before → during the loss", fmt.Sprintf("%.0f → %.0f", r.okRate(window, m.at(f0)), r.okRate(m.at(f0), m.at(f1))))
 	for _, d := range detail {
