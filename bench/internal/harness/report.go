@@ -105,7 +105,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if len(r.Cluster) > 0 {
 		fmt.Fprintf(&b, "- Cluster: A calls the replicas as in the two-hop scenario (wizard TCP and QUIC, gRPC-go and the floor over one "+
 			"connection per replica, HTTP/1.1 over a pool of keep-alive connections per replica); wizard's node gets the replicas' "+
-			"addresses through runtime.StaticPeers and balances with its default ring, gRPC-go gets them from a resolver/manual resolver "+
+			"addresses through runtime.StaticPeers and balances with its default balancer, gRPC-go gets them from a resolver/manual resolver "+
 			"with the service config %s; HTTP/1.1 and the floor have no balancer of their own, so the harness goes round robin over "+
 			"one client per replica. Each B counts the calls its handler answered; the parent reads the counts over the child's stdin "+
 			"and stdout before the first run and after the last.\n", "`"+grpcRoundRobin+"`")
