@@ -419,6 +419,19 @@ func TestNotSentVersusConnLost(t *testing.T) {
 	})
 }
 
+// silentServer returns the client's end of a pipe to a server that
+// handshakes, then reads everything and answers nothing.
+func silentServer() net.Conn {
+	cconn, sconn := net.Pipe()
+	go func() {
+		defer sconn.Close()
+		io.ReadFull(sconn, make([]byte, 8))
+		sconn.Write([]byte("WZRD\x01\x00\x00\x00"))
+		io.Copy(io.Discard, sconn)
+	}()
+	return cconn
+}
+
 func TestKeepAlive(t *testing.T) {
 	t.Run("healthy", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -437,13 +450,7 @@ func TestKeepAlive(t *testing.T) {
 	t.Run("dead server", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			// The server reads everything and answers nothing.
-			cconn, sconn := net.Pipe()
-			go func() {
-				defer sconn.Close()
-				io.ReadFull(sconn, make([]byte, 8))
-				sconn.Write([]byte("WZRD\x01\x00\x00\x00"))
-				io.Copy(io.Discard, sconn)
-			}()
+			cconn := silentServer()
 			cl, err := NewClient(cconn, Options{KeepAlive: time.Second, KeepAliveTimeout: 2 * time.Second})
 			if err != nil {
 				t.Fatal(err)
@@ -469,13 +476,7 @@ func TestKeepAlive(t *testing.T) {
 			// fails) while a call waits on it is found within 1.25s,
 			// not after the idle interval and timeout (15s + 10s); with
 			// nothing waiting, the idle interval holds.
-			cconn, sconn := net.Pipe()
-			go func() {
-				defer sconn.Close()
-				io.ReadFull(sconn, make([]byte, 8))
-				sconn.Write([]byte("WZRD\x01\x00\x00\x00"))
-				io.Copy(io.Discard, sconn)
-			}()
+			cconn := silentServer()
 			cl, err := NewClient(cconn, Options{})
 			if err != nil {
 				t.Fatal(err)
