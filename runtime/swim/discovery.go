@@ -62,6 +62,7 @@ type Discovery struct {
 	reconnectEvery time.Duration
 	reconnectFor   time.Duration
 	failed         failures
+	live           liveMembers // live members' gossip addresses, by name
 
 	joinAttempts atomic.Int64 // for tests
 }

@@ -57,10 +57,12 @@ func (g *delegate) NotifyAlive(n *memberlist.Node) error {
 }
 
 func (g *delegate) NotifyJoin(n *memberlist.Node) {
+	g.d.live.up(n.Name, n.Address())
 	g.d.failed.alive(n.Name, n.Address())
 	g.d.events.push(event{name: n.Name, meta: slices.Clone(n.Meta)})
 }
 func (g *delegate) NotifyUpdate(n *memberlist.Node) {
+	g.d.live.up(n.Name, n.Address())
 	g.d.failed.alive(n.Name, n.Address())
 	g.d.events.push(event{name: n.Name, meta: slices.Clone(n.Meta)})
 }
@@ -69,6 +71,7 @@ func (g *delegate) NotifyUpdate(n *memberlist.Node) {
 // it failed rather than left: memberlist passes both the same way, and
 // runSuspicionWatch tells them apart.
 func (g *delegate) NotifyLeave(n *memberlist.Node) {
+	g.d.live.down(n.Name)
 	if g.d.reconnectEvery > 0 && n.Name != g.d.name {
 		g.d.failed.gone(n.Name, n.Address(), time.Now())
 	}

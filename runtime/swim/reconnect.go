@@ -263,12 +263,39 @@ func (d *Discovery) joinAddr(ctx context.Context, addr string) (live bool, err e
 }
 
 // liveAddrs is the set of gossip addresses of the live members, this node
-// included.
+// included. It reads the table the delegates keep, not ml.Members():
+// memberlist hands out its own Node records there and writes them under
+// its lock, which a reader outside cannot take.
 func (d *Discovery) liveAddrs() map[string]bool {
-	ms := d.ml.Members()
-	live := make(map[string]bool, len(ms))
-	for _, n := range ms {
-		live[n.Address()] = true
+	d.live.mu.Lock()
+	defer d.live.mu.Unlock()
+	live := make(map[string]bool, len(d.live.addr)+1)
+	for _, a := range d.live.addr {
+		live[a] = true
 	}
+	live[d.GossipAddr()] = true
 	return live
+}
+
+// liveMembers is the gossip address of every live member by name, kept by
+// the delegates (memberlist calls them with its lock held, so the Node
+// they get is read safely there).
+type liveMembers struct {
+	mu   sync.Mutex
+	addr map[string]string
+}
+
+func (l *liveMembers) up(name, addr string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.addr == nil {
+		l.addr = make(map[string]string)
+	}
+	l.addr[name] = addr
+}
+
+func (l *liveMembers) down(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.addr, name)
 }
