@@ -13,9 +13,11 @@
 // A method's pattern is the service pattern plus the method's own; a method
 // without one gets cmd:<snake_case method name>. Patterns are checked with
 // the runtime's own parser. Generation fails, naming the method and the
-// problem, on a bad pattern, a key in both the service and the method
-// pattern, two methods of one package with the same pattern, a mixin field
-// that is missing or not a singular scalar, and streaming methods.
+// problem, on a bad pattern, a key ending in '$' (call metadata, which a
+// pattern would drop), a key in both the service and the method pattern,
+// two methods with the same pattern anywhere among the files of one
+// generation run (whatever their proto packages), a mixin field that is
+// missing or not a singular scalar, and streaming methods.
 //
 // # Options
 //
