@@ -168,6 +168,15 @@ func readmeSteps(t *testing.T, path string) outsideSteps {
 	if got := strings.Join(steps.commands[0], " "); got != "go mod init example.com/shop" {
 		t.Fatalf("the first step is %q, want go mod init example.com/shop (the module testdata/outside is written for)", got)
 	}
+	makefile, err := os.ReadFile(filepath.Join(filepath.Dir(path), "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`(?m)^BUF_VERSION := (\S+)$`).FindSubmatch(makefile); m == nil {
+		t.Fatal("the Makefile sets no BUF_VERSION")
+	} else if pin := "buf/cmd/buf@" + string(m[1]); !strings.Contains(section, pin) {
+		t.Errorf("the Typed stubs section does not install buf as the Makefile pins it (%s)", pin)
+	}
 	for _, name := range []string{"buf.yaml", "buf.gen.yaml"} {
 		if _, ok := steps.files[name]; !ok {
 			t.Fatalf("the Typed stubs section has no yaml block starting \"# %s\"", name)
