@@ -44,7 +44,7 @@ ci: ## what CI runs
 # the pinned version with `make buf`.
 BUF_VERSION := v1.75.0
 BUF ?= $(or $(shell command -v buf 2>/dev/null),$(shell $(GO) env GOPATH)/bin/buf)
-GENERATED := runtime/wizardpb examples/gen runtime/internal/testkit/testpb testdata
+GENERATED := runtime/wizardpb examples/gen runtime/internal/testkit/testpb testdata cmd/protoc-gen-wizard/wizard
 .PHONY: buf generate checkgenerate
 
 buf: ## install the pinned buf through the Go toolchain
@@ -53,6 +53,7 @@ buf: ## install the pinned buf through the Go toolchain
 generate: ## regenerate the stubs, the golden-test descriptor sets and goldens (needs buf)
 	find examples/gen runtime/internal/testkit/testpb -name '*.pb.go' -delete # drop stubs of removed protos; runtime/wizardpb is rewritten in place (the plugin imports it)
 	$(BUF) generate
+	cp proto/wizard/v1/options.proto cmd/protoc-gen-wizard/wizard/v1/options.proto # what protoc-gen-wizard -write-options writes
 	@for d in $(patsubst %/input.proto,%,$(wildcard testdata/*/input.proto)); do \
 	  echo "$(BUF) build $$d"; \
 	  $(BUF) build $$d --config '{"version":"v2","modules":[{"path":"'$$d'"},{"path":"proto"}]}' \

@@ -122,6 +122,10 @@ func contracts(f *protogen.File, ps *problems) []*contract {
 			ps.add(s.Desc, "service pattern %q holds a glob (* or ?); generated clients call their pattern literally, so it cannot hold globs", c.pattern)
 			continue
 		}
+		if k := metaKeys(c.pattern); len(k) > 0 {
+			ps.add(s.Desc, "service pattern %q holds %s; %s", c.pattern, metaKeyList(k), metaKeyReason)
+			continue
+		}
 		for _, m := range s.Methods {
 			if op := newOperation(m, base, c.pattern, ps); op != nil {
 				c.methods = append(c.methods, op)
@@ -168,6 +172,8 @@ func newOperation(m *protogen.Method, base runtime.Pattern, written string, ps *
 		ps.add(d, "bad pattern %s", parseProblem(err))
 	case own.HasGlob():
 		ps.add(d, "pattern %q holds a glob (* or ?); generated clients call their pattern literally, so it cannot hold globs", op.written)
+	case len(metaKeys(op.written)) > 0:
+		ps.add(d, "pattern %q holds %s; %s", op.written, metaKeyList(metaKeys(op.written)), metaKeyReason)
 	default:
 		for _, pr := range own.Pairs() {
 			if _, ok := base.Get(pr.Key); ok {
@@ -225,6 +231,60 @@ func parseProblem(err error) string {
 	return err.Error()
 }
 
+// metaKeyReason says why a contract's pattern cannot hold '$' keys.
+const metaKeyReason = "keys ending in '$' are call metadata, which a pattern drops, so the key would be lost without a word; remove it, or rename it without the '$'"
+
+// metaKeyList names keys for a message: key "a$", keys "a$" and "b$".
+func metaKeyList(keys []string) string {
+	q := make([]string, len(keys))
+	for i, k := range keys {
+		q[i] = fmt.Sprintf("%q", k)
+	}
+	if len(q) == 1 {
+		return "key " + q[0]
+	}
+	return "keys " + strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
+}
+
+// metaKeys returns the keys of the pattern string s that end in '$' (call
+// metadata, which [runtime.ParsePattern] drops), in the order of s. s must
+// parse: a key runs to ':' or a space, a quoted value to its closing quote
+// (\" and \\ escape), an unquoted one to the next ','.
+func metaKeys(s string) []string {
+	var keys []string
+	for i := 0; i < len(s); i++ { // i++ steps over the ',' between pairs
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		start := i
+		for i < len(s) && s[i] != ':' && !isSpace(s[i]) {
+			i++
+		}
+		if k := s[start:i]; strings.HasSuffix(k, "$") {
+			keys = append(keys, k)
+		}
+		for i < len(s) && s[i] != ':' {
+			i++
+		}
+		for i++; i < len(s) && isSpace(s[i]); i++ {
+		}
+		if i < len(s) && s[i] == '"' {
+			for i++; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' {
+					i++
+				}
+			}
+			i++
+		}
+		for i < len(s) && s[i] != ',' {
+			i++
+		}
+	}
+	return keys
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
 // routable reports whether fields of kind k can join a pattern: the kinds
 // the runtime turns into pattern values.
 func routable(k protoreflect.Kind) bool {
@@ -247,23 +307,18 @@ func fieldShape(fd protoreflect.FieldDescriptor) string {
 	return "of type " + fd.Kind().String()
 }
 
-// checkCollisions reports methods of one proto package that share a
-// canonical pattern: a node could not add both.
+// checkCollisions reports methods that share a canonical pattern among all
+// the files of one generation run, whatever their proto packages: a node
+// could not add both, and a caller could not tell which one it reaches.
 func checkCollisions(cs []*contract, ps *problems) {
-	type first struct {
-		op  *operation
-		pkg protoreflect.FullName
-	}
-	seen := map[string]first{}
+	seen := map[string]*operation{}
 	for _, c := range cs {
-		pkg := c.svc.Desc.ParentFile().Package()
 		for _, op := range c.methods {
-			key := string(pkg) + "\x00" + op.canonical
-			if f, ok := seen[key]; ok {
-				ps.add(op.m.Desc, "pattern %q is also the pattern of %s (%s); methods of one package need distinct patterns", op.canonical, f.op.m.Desc.FullName(), position(f.op.m.Desc))
+			if first, ok := seen[op.canonical]; ok {
+				ps.add(op.m.Desc, "pattern %q is also the pattern of %s (%s); methods generated together need distinct patterns", op.canonical, first.m.Desc.FullName(), position(first.m.Desc))
 				continue
 			}
-			seen[key] = first{op, pkg}
+			seen[op.canonical] = op
 		}
 	}
 }

@@ -13,9 +13,11 @@
 // A method's pattern is the service pattern plus the method's own; a method
 // without one gets cmd:<snake_case method name>. Patterns are checked with
 // the runtime's own parser. Generation fails, naming the method and the
-// problem, on a bad pattern, a key in both the service and the method
-// pattern, two methods of one package with the same pattern, a mixin field
-// that is missing or not a singular scalar, and streaming methods.
+// problem, on a bad pattern, a key ending in '$' (call metadata, which a
+// pattern would drop), a key in both the service and the method pattern,
+// two methods with the same pattern anywhere among the files of one
+// generation run (whatever their proto packages), a mixin field that is
+// missing or not a singular scalar, and streaming methods.
 //
 // # Options
 //
@@ -26,14 +28,31 @@
 //
 // # Usage
 //
-// Run it from buf.gen.yaml through the Go toolchain, so that go.mod pins its
-// version:
+// In a module of your own, install it as a tool, so that go.mod pins its
+// version and go.sum its sums, and write the options it reads into your
+// buf module:
 //
+//	go get -tool github.com/wizardmesh/wizard/cmd/protoc-gen-wizard
+//	go get -tool google.golang.org/protobuf/cmd/protoc-gen-go
+//	go tool protoc-gen-wizard -write-options proto
+//
+// -write-options DIR writes DIR/wizard/v1/options.proto, the options of
+// this version of the plugin (run it again after upgrading). Then run both
+// plugins from buf.gen.yaml through the Go toolchain, leaving the options
+// file out of generation (its Go package is wizard's runtime/wizardpb):
+//
+//	inputs:
+//	  - directory: proto
+//	    exclude_paths: [proto/wizard]
 //	plugins:
-//	  - local: ["go", "run", "github.com/wizardmesh/wizard/cmd/protoc-gen-wizard"]
+//	  - local: ["go", "tool", "protoc-gen-go"]
+//	    out: .
+//	    opt: module=github.com/you/yourmodule
+//	  - local: ["go", "tool", "protoc-gen-wizard"]
 //	    out: .
 //	    opt: module=github.com/you/yourmodule
 //
-// It takes protogen's parameters (paths, module, M) and no others;
-// --version prints its version.
+// The README's "Typed stubs" section has the steps in full. The plugin
+// takes protogen's parameters (paths, module, M) and no others; --version
+// prints its version.
 package main

@@ -24,7 +24,8 @@ var update = flag.Bool("update", false, "rewrite the *.golden files under testda
 const testdata = "../../testdata"
 
 // caseRequest builds the CodeGeneratorRequest that buf would send for the
-// case in dir, from its descriptor set.
+// case in dir, from its descriptor set: one generation run of every .proto
+// file of the case (input.proto, and others beside it).
 func caseRequest(t *testing.T, dir, parameter string) *pluginpb.CodeGeneratorRequest {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "input.binpb"))
@@ -35,8 +36,15 @@ func caseRequest(t *testing.T, dir, parameter string) *pluginpb.CodeGeneratorReq
 	if err := proto.Unmarshal(b, &set); err != nil {
 		t.Fatal(err)
 	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.proto"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range files {
+		files[i] = filepath.Base(f)
+	}
 	return &pluginpb.CodeGeneratorRequest{
-		FileToGenerate: []string{"input.proto"},
+		FileToGenerate: files,
 		Parameter:      proto.String(parameter),
 		ProtoFile:      set.File,
 	}

@@ -14,17 +14,31 @@ import (
 
 func main() {
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), `usage: protoc-gen-wizard [--version]
+		fmt.Fprintf(flag.CommandLine.Output(), `usage: protoc-gen-wizard [--version] [--write-options DIR]
 
 protoc-gen-wizard is a protoc plugin: buf or protoc run it with a
 CodeGeneratorRequest on standard input. See buf.gen.yaml.
+--write-options DIR writes DIR/wizard/v1/options.proto, the options this
+version of the plugin reads, for .proto files to import.
 `)
 		flag.PrintDefaults()
 	}
 	version := flag.Bool("version", false, "print the version and exit")
+	options := flag.String("write-options", "", "write `DIR`/"+optionsPath+" and exit")
 	flag.Parse()
 	if *version {
 		fmt.Println("protoc-gen-wizard v" + runtime.Version)
+		return
+	}
+	if *options != "" {
+		if flag.NArg() > 0 {
+			flag.Usage()
+			os.Exit(2)
+		}
+		if _, err := writeOptions(*options); err != nil {
+			fmt.Fprintln(os.Stderr, "protoc-gen-wizard:", err)
+			os.Exit(1)
+		}
 		return
 	}
 	if flag.NArg() > 0 {

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestOutsideModule follows the README's "Typed stubs" steps in a new
+// module, example.com/shop, in a temporary directory: it copies the user's
+// own files (testdata/outside: a contract, a server, a client), writes the
+// README's buf.yaml and buf.gen.yaml, runs the README's commands as they
+// are written, then starts bin/server and checks that bin/client gets the
+// right answer over TCP on 127.0.0.1. The commands and files come from the
+// README itself, so the two cannot drift apart.
+//
+// Only one thing stands in for a published wizard: a replace directive to
+// this checkout, added right after `go mod init`. The module cache comes
+// first in GOPROXY (file://$GOMODCACHE/cache/download), so the checkout's
+// dependencies resolve as they do for the checkout itself, then the
+// environment's proxy. It needs buf (on PATH, or where `make buf` puts it)
+// and the go tool; without them, or offline, it skips, unless
+// WIZARD_REQUIRE=1.
+func TestOutsideModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module: skipped in -short mode")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := readmeSteps(t, filepath.Join(root, "README.md"))
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		skipf(t, "needs the go tool on PATH: %v", err)
+	}
+	bufTool := findBuf(t, root, goTool)
+
+	// Not t.Context(): that ends before the cleanup that stops the server.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel) // after the server's cleanup, which waits for it
+	mod := t.TempDir()
+	if err := os.CopyFS(mod, os.DirFS(filepath.Join("testdata", "outside"))); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range steps.files {
+		if err := os.WriteFile(filepath.Join(mod, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := outsideEnv(t, goTool)
+	for i, args := range steps.commands {
+		switch args[0] {
+		case "go":
+			args[0] = goTool
+		case "buf":
+			args[0] = bufTool
+		default:
+			t.Fatalf("README step %q: the test runs only go and buf", strings.Join(args, " "))
+		}
+		outsideRun(t, ctx, mod, env, args...)
+		if i == 0 { // after go mod init: the stand-in for a published version
+			outsideRun(t, ctx, mod, env, goTool, "mod", "edit", "-replace", "github.com/wizardmesh/wizard="+root)
+		}
+	}
+
+	// Outside what the README lists: no copy of the options was generated.
+	if err := filepath.WalkDir(mod, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == "options.pb.go" {
+			t.Errorf("buf generate wrote %s: options.proto is not the module's to generate", path)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	server := exec.CommandContext(ctx, filepath.Join(mod, "bin", "server"))
+	stdin, err := server.StdinPipe() // the server serves until it closes
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := server.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	server.Stderr = os.Stderr
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		if err := server.Wait(); err != nil {
+			t.Errorf("server: %v", err)
+		}
+	})
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the server's address: %v", err)
+	}
+	go io.Copy(io.Discard, stdout)
+	out, err := exec.CommandContext(ctx, filepath.Join(mod, "bin", "client"), strings.TrimSpace(addr)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, out)
+	}
+	if got, want := string(out), "total_cents: 750\n"; got != want {
+		t.Errorf("client printed %q, want %q", got, want)
+	}
+}
+
+// outsideSteps are the README's steps for a module outside this one.
+type outsideSteps struct {
+	commands [][]string        // the sh block, a command a line
+	files    map[string]string // yaml blocks whose first line is "# <name>"
+}
+
+// readmeSteps reads the steps from the "Typed stubs" section of the README
+// at path: its one sh block, a command a line, and its buf.yaml and
+// buf.gen.yaml blocks. The commands must run without a shell, so they may
+// hold no quotes, pipes, redirections or variables.
+func readmeSteps(t *testing.T, path string) outsideSteps {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(b)
+	start := strings.Index(section, "\n## Typed stubs")
+	if start < 0 {
+		t.Fatal("README.md has no \"## Typed stubs\" section")
+	}
+	section = section[start+1:]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	steps := outsideSteps{files: map[string]string{}}
+	sh := 0
+	for _, m := range regexp.MustCompile("(?ms)^```(\\w+)\n(.*?)^```$").FindAllStringSubmatch(section, -1) {
+		lang, body := m[1], m[2]
+		switch {
+		case lang == "sh":
+			sh++
+			for line := range strings.Lines(body) {
+				if strings.ContainsAny(line, "\"'|&;<>$`*") {
+					t.Fatalf("README step %q needs a shell; the steps are plain commands", strings.TrimSpace(line))
+				}
+				if args := strings.Fields(line); len(args) > 0 {
+					steps.commands = append(steps.commands, args)
+				}
+			}
+		case lang == "yaml":
+			first, _, _ := strings.Cut(body, "\n")
+			if name, ok := strings.CutPrefix(first, "# "); ok {
+				steps.files[name] = body
+			}
+		}
+	}
+	if sh != 1 || len(steps.commands) == 0 {
+		t.Fatalf("the Typed stubs section has %d sh blocks; want one, of the steps", sh)
+	}
+	if got := strings.Join(steps.commands[0], " "); got != "go mod init example.com/shop" {
+		t.Fatalf("the first step is %q, want go mod init example.com/shop (the module testdata/outside is written for)", got)
+	}
+	makefile, err := os.ReadFile(filepath.Join(filepath.Dir(path), "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`(?m)^BUF_VERSION := (\S+)$`).FindSubmatch(makefile); m == nil {
+		t.Fatal("the Makefile sets no BUF_VERSION")
+	} else if pin := "buf/cmd/buf@" + string(m[1]); !strings.Contains(section, pin) {
+		t.Errorf("the Typed stubs section does not install buf as the Makefile pins it (%s)", pin)
+	}
+	for _, name := range []string{"buf.yaml", "buf.gen.yaml"} {
+		if _, ok := steps.files[name]; !ok {
+			t.Fatalf("the Typed stubs section has no yaml block starting \"# %s\"", name)
+		}
+	}
+	return steps
+}
+
+// findBuf returns the buf binary: on PATH, or where `make buf` installs
+// it (CI sets GOBIN to the checkout's bin/; otherwise GOPATH/bin).
+func findBuf(t *testing.T, root, goTool string) string {
+	t.Helper()
+	if p, err := exec.LookPath("buf"); err == nil {
+		return p
+	}
+	candidates := []string{filepath.Join(root, "bin", "buf")}
+	if out, err := exec.Command(goTool, "env", "GOPATH").Output(); err == nil {
+		for _, dir := range filepath.SplitList(strings.TrimSpace(string(out))) {
+			candidates = append(candidates, filepath.Join(dir, "bin", "buf"))
+		}
+	}
+	for _, c := range candidates {
+		if _, err := os.Stat(c); err == nil {
+			return c
+		}
+	}
+	skipf(t, "needs buf (make buf installs it); looked on PATH and in %s", strings.Join(candidates, ", "))
+	return ""
+}
+
+// outsideEnv is the environment of the outside module's commands: no
+// workspace, and the module cache as the first proxy.
+func outsideEnv(t *testing.T, goTool string) []string {
+	t.Helper()
+	out, err := exec.Command(goTool, "env", "GOMODCACHE", "GOPROXY").Output()
+	if err != nil {
+		t.Fatalf("go env: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("go env GOMODCACHE GOPROXY printed %q", out)
+	}
+	proxy := fileURL(filepath.Join(lines[0], "cache", "download"))
+	if p := lines[1]; p != "" && p != "off" {
+		proxy += "," + p
+	}
+	return append(os.Environ(), "GOWORK=off", "GOPROXY="+proxy, "CGO_ENABLED=0")
+}
+
+// fileURL is the file URL of the absolute path p (on Windows, C:\x is
+// file:///C:/x).
+func fileURL(p string) string {
+	p = filepath.ToSlash(p)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return "file://" + p
+}
+
+// networkError matches what the go tool prints when it cannot reach a
+// proxy or the checksum database.
+var networkError = regexp.MustCompile(`dial tcp|no such host|network is unreachable|connection refused|i/o timeout|TLS handshake timeout`)
+
+// outsideRun runs args in dir with env and fails the test on an error; an
+// error reaching the network skips it instead, unless WIZARD_REQUIRE=1.
+func outsideRun(t *testing.T, ctx context.Context, dir string, env []string, args ...string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir = dir
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return
+	}
+	step := filepath.Base(args[0]) + " " + strings.Join(args[1:], " ")
+	if networkError.Match(out) {
+		skipf(t, "%s: offline? %v\n%s", step, err, out)
+	}
+	t.Fatalf("%s: %v\n%s", step, err, out)
+}
+
+// skipf skips the test, or fails it when WIZARD_REQUIRE=1 (as
+// runtime/internal/testkit/need, which cmd/ cannot import).
+func skipf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("WIZARD_REQUIRE") == "1" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
+}
