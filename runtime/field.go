@@ -18,7 +18,7 @@ import (
 // json.Number, a protobuf enum's number, or a string in JSON's number
 // grammar ("2", "-1.5e3"; not "007" nor " 2"), since pattern values are
 // strings and 1, "1" and 1.0 route alike. A missing field, a non-number
-// and a NaN from a string are not ok.
+// and a string beyond float64's range ("1e999") are not ok.
 func (r Request) Float64(key string) (float64, bool) {
 	return toFloat64(r.held(key))
 }
@@ -164,10 +164,10 @@ func parseNumber(s string) (float64, bool) {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil && !math.IsInf(f, 0) {
-		return 0, false
+	if err != nil || math.IsInf(f, 0) {
+		return 0, false // out of float64's range
 	}
-	return f, !math.IsInf(f, 0)
+	return f, true
 }
 
 // float32Value is x as JSON carries it: its shortest digits, read back as
