@@ -112,3 +112,32 @@ func TestRequest_TypedGettersAllocate(t *testing.T) {
 		t.Errorf("the getters allocate %v times a run", allocs)
 	}
 }
+
+// BenchmarkRequest_Read reads a Go int field of a map message in-process:
+// through Get, which converts it to float64 (and boxes it), and through
+// Float64, which allocates nothing.
+func BenchmarkRequest_Read(b *testing.B) {
+	for _, tt := range []struct {
+		name string
+		read func(r runtime.Request) float64
+	}{
+		{"Get", func(r runtime.Request) float64 { return r.Get("a").(float64) }},
+		{"Float64", func(r runtime.Request) float64 { f, _ := r.Float64("a"); return f }},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			n := newTestNode(b)
+			mustAdd(b, n, "role:get", func(ctx context.Context, r runtime.Request) (any, error) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if tt.read(r) != 12345 {
+						b.Fatal("wrong value")
+					}
+				}
+				return nil, nil
+			})
+			if _, err := n.ActE(b.Context(), "role:get", map[string]any{"a": 12345}); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
