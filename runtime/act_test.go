@@ -182,7 +182,7 @@ func TestAct_Overlay(t *testing.T) {
 			want: seen{
 				Pattern: "cmd:get,role:o,v:2",
 				Msg:     map[string]any{"role": "o", "cmd": "get", "v": 2},
-				Get:     map[string]any{"role": "o", "cmd": "get", "v": 2, "meta$": nil},
+				Get:     map[string]any{"role": "o", "cmd": "get", "v": 2.0, "meta$": nil},
 			},
 		},
 		{

@@ -97,7 +97,10 @@ func checkCallOptions(opts []CallOption) error {
 func (c *Client[Req, Res]) Pattern() Pattern { return c.parsed.pattern }
 
 // Call calls the client's pattern with req and returns the handler's result
-// as a *Res. With [NoReply] it returns (nil, nil) at once.
+// as a *Res. A handler that returns no result (nil, nil, or a nil *Res)
+// gives an empty *Res, never nil, in-process as remotely (where nothing
+// tells an empty message from none). With [NoReply] it returns (nil, nil)
+// at once.
 func (c *Client[Req, Res]) Call(ctx context.Context, req *Req, opts ...CallOption) (*Res, error) {
 	var res Result
 	var err error
@@ -123,15 +126,34 @@ func (c *Client[Req, Res]) Call(ctx context.Context, req *Req, opts ...CallOptio
 	if err != nil {
 		return nil, err
 	}
-	if out, ok := res.v.(*Res); ok {
+	if out, ok := res.v.(*Res); ok && out != nil {
 		return out, nil
 	}
 	if res.v == nil {
-		return nil, nil
+		if c.noReply(opts) {
+			return nil, nil
+		}
+		return new(Res), nil
 	}
 	out := new(Res)
 	if err := res.Decode(out); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// noReply reports whether a call with opts (after the client's own) is a
+// [NoReply] call.
+func (c *Client[Req, Res]) noReply(opts []CallOption) bool {
+	if len(opts) == 0 {
+		return c.cfg.noReply
+	}
+	cfg := c.cfg
+	cfg.mixin = slices.Clone(cfg.mixin) // never append to the client's
+	for _, o := range opts {
+		if o != nil {
+			o.applyCall(&cfg)
+		}
+	}
+	return cfg.noReply
 }

@@ -66,10 +66,10 @@ func TestClient_RoundTrip(t *testing.T) {
 		t.Error("the typed handler did not receive the caller's *Req as is")
 	}
 
-	// A handler returning (nil, nil) gives (nil, nil).
+	// A handler returning (nil, nil) gives an empty response, as remotely.
 	res, err = c.Call(t.Context(), &addReq{Op: "nil"})
-	if res != nil || err != nil {
-		t.Errorf("Call for a nil result = %v, %v; want nil, nil", res, err)
+	if res == nil || *res != (addRes{}) || err != nil {
+		t.Errorf("Call for a nil result = %v, %v; want &{}, nil", res, err)
 	}
 	// Errors keep their code.
 	_, err = c.Call(t.Context(), &addReq{Op: "fail"})

@@ -7,9 +7,11 @@
 //
 //	node, _ := runtime.New()
 //	node.Add("role:math,cmd:sum", func(ctx context.Context, req runtime.Request) (any, error) {
-//		return map[string]any{"r": req.Get("a").(float64) + req.Get("b").(float64)}, nil
+//		a, _ := req.Float64("a")
+//		b, _ := req.Float64("b")
+//		return map[string]any{"r": a + b}, nil
 //	})
-//	res, err := node.Act(ctx, "role:math,cmd:sum", map[string]any{"a": 1.0, "b": 2.0})
+//	res, err := node.Act(ctx, "role:math,cmd:sum", map[string]any{"a": 1, "b": 2})
 //
 // There are two ways to act:
 //
@@ -32,6 +34,33 @@
 //
 // Messages are protobuf messages (what generated stubs use), maps
 // (map[string]any or map[string]string), JSON object bytes, or nil.
+//
+// # One behaviour in-process and remote
+//
+// A handler reads the same values, and a caller gets the same outcome,
+// whether the call stayed in the process or crossed TCP or QUIC
+// (runtime/internal/parity runs one handler suite all three ways):
+//
+//   - [Request.Get] reads a map or JSON field as JSON decoding gives it:
+//     numbers float64, objects map[string]any, arrays []any (a caller's
+//     Go int 1 reads 1.0 in-process too); pattern values are strings;
+//     protobuf fields are their protoreflect values. [Request.Float64],
+//     [Request.Int64], [Request.String] and [Request.Bool] read a scalar
+//     whatever its form (Go numeric kinds, json.Number, numeric strings,
+//     since 1 and "1" route alike) and allocate nothing.
+//   - An error's code and message are the same; its details are read
+//     alike with [Error.DetailAs] (one detail, into a message of its type)
+//     or [Error.AnyDetails] (all, as google.protobuf.Any). The Details
+//     field itself holds the handler's messages in-process, and remotely
+//     the decoded ones, or an *anypb.Any for a type the caller's binary
+//     does not register.
+//   - A handler's nil, nil (or a nil *Res) reaches an untyped caller as a
+//     nil [Result.Value] and a typed [Client] as an empty *Res, never nil.
+//   - A panic is [CodeInternal] with the same message.
+//
+// What differs: [Request.Msg] and [Result.Value] are the values as sent
+// in-process (decode with [Request.Decode] and [Result.Decode] to read
+// them alike), and errors.Is finds a handler's own error only in-process.
 //
 // # Patterns
 //
@@ -134,6 +163,21 @@
 // handlers (including [NoReply] ones) to finish. A node with discovery
 // leaves the mesh first, then stops accepting remote calls (goaway), lets
 // them and local calls drain, and closes its connections to peers.
+//
+// [Node.Health] tells where a node is, and [HealthPattern] tells peers and
+// probes ([CheckHealth]); [Node.Ready] is true while it is serving:
+//
+//	not_serving  listening, discovery not started yet (New has not returned)
+//	serving      New returned: listener accepting, discovery started
+//	draining     from Shutdown's first moment until it returns; after the
+//	             goaway, probes get no answer (an error matching ErrNotSent)
+//	not_serving  Shutdown (or Close) returned
+//
+// Ready does not wait for peers: use [Node.WaitFor] for a dependency. The
+// health answer is outside the in-flight accounting: a node over its
+// [WithMaxInFlight] limit is still serving. Patterns with sys:wizard are
+// the node's own ([CatalogPattern], [HealthPattern]); [Node.Add] refuses
+// them.
 package runtime
 
 // Where things are, one concept per file:
@@ -149,9 +193,11 @@ package runtime
 //	patterncache.go pattern strings parsed once, with their cached resolution
 //	limit.go        what a node takes from other nodes: limits, the patterns of their calls
 //	message.go      reading fields of maps, JSON and protobuf; Act's merged map
+//	field.go        Request's fields as JSON decoding gives them (Get), typed getters
 //	codec.go        payload encoding for the wire, lazily decoded replies
 //	result.go       Result
 //	error.go        Error, Code, the sentinels
+//	detail.go       an Error's details read alike in-process and remotely
 //	limit.go        the bounds on what other nodes send: pattern and metadata sizes
 //	transport.go    the Transport, Listener, Conn and Server interfaces; Message
 //
@@ -174,5 +220,6 @@ package runtime
 //	discovery.go    Discovery, DiscoveryHost, Peer, StaticPeers; peers reported up and down
 //	peer.go         one peer: its connection, dialled and redialled, its lifecycle
 //	catalog.go      pattern catalogs: served, pulled (or confirmed by digest), cached by digest, routed
+//	health.go       Health, HealthPattern, CheckHealth, Node.Ready
 //	members.go      Members and Patterns: what the node knows of the mesh
 //	stats.go        Stats

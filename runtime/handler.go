@@ -64,12 +64,29 @@ func (r Request) Msg() any {
 }
 
 // Get returns the message's root field key (for [Node.Act], the pattern's
-// pairs included), or nil. Protobuf fields are read by their proto name.
+// pairs included, as strings), or nil. A field of a map or JSON message is
+// what JSON decoding gives, in-process as remotely: numbers are float64,
+// objects map[string]any, arrays []any (a caller's map[string]any{"a": 1}
+// reads 1.0; values of other types are converted, at a cost). Protobuf
+// fields are read by their proto name, as their protoreflect values (an
+// int32 field is an int32). To read a number, a string or a boolean
+// whatever its form, use [Request.Float64], [Request.Int64],
+// [Request.String] or [Request.Bool]: they allocate nothing.
 func (r Request) Get(key string) any {
+	v, asIs := r.field(key)
+	if asIs {
+		return v
+	}
+	return jsonValue(v)
+}
+
+// field is the message's root field key as the message holds it, and
+// whether it is a protobuf field's value (Get leaves those as they are).
+func (r Request) field(key string) (any, bool) {
 	if r.over != nil {
 		for i, pr := range r.over.pattern.pairs() {
 			if pr.Key == key {
-				return r.over.values[i]
+				return r.over.values[i], false
 			}
 		}
 	}
@@ -79,24 +96,24 @@ func (r Request) Get(key string) any {
 	}
 	switch m := msg.(type) {
 	case map[string]any:
-		return m[key]
+		return m[key], false
 	case map[string]string:
 		if v, ok := m[key]; ok {
-			return v
+			return v, false
 		}
 	case proto.Message:
 		pm := m.ProtoReflect()
 		if fd := pm.Descriptor().Fields().ByName(protoreflect.Name(key)); fd != nil && pm.Has(fd) {
-			return pm.Get(fd).Interface()
+			return pm.Get(fd).Interface(), true
 		}
 	case []byte, json.RawMessage:
 		if b, err := toJSON(m); err == nil {
 			if mm, err := parseJSON(b); err == nil {
-				return mm[key]
+				return mm[key], false
 			}
 		}
 	}
-	return nil
+	return nil, false
 }
 
 // Pattern returns the pattern the handler was added with.

@@ -389,7 +389,7 @@ func TestRequest_Get(t *testing.T) {
 				_, err := n.Act(ctx, "get:1", map[string]any{"get": 2, "a": 1.5, "nested": map[string]any{"x": 1}})
 				return err
 			},
-			want: map[string]any{"get": "1", "a": 1.5, "nested": map[string]any{"x": 1}, "missing": nil},
+			want: map[string]any{"get": "1", "a": 1.5, "nested": map[string]any{"x": 1.0}, "missing": nil},
 		},
 		{
 			name: "Act map[string]string",
@@ -429,7 +429,7 @@ func TestRequest_Get(t *testing.T) {
 				_, err := n.ActE(ctx, "get:1", map[string]any{"a": 1})
 				return err
 			},
-			want: map[string]any{"get": nil, "a": 1},
+			want: map[string]any{"get": nil, "a": 1.0},
 		},
 		{
 			name: "ActE map[string]string",

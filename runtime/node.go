@@ -28,6 +28,7 @@ type Node struct {
 	maxInFlight int64
 	inflight    atomic.Int64
 	closed      atomic.Bool
+	health      atomic.Uint32 // a Health: serving once New returns, draining from Shutdown's start
 	drained     chan struct{}
 	drainOnce   sync.Once
 
@@ -94,6 +95,7 @@ func New(opts ...Option) (*Node, error) {
 		n.invoker = inv
 	}
 	if c.transport == nil {
+		n.health.Store(uint32(HealthServing))
 		return n, nil
 	}
 	if c.listen != "" && !c.noDedup {
@@ -103,6 +105,7 @@ func New(opts ...Option) (*Node, error) {
 	if err := n.startRemote(); err != nil {
 		return nil, err
 	}
+	n.health.Store(uint32(HealthServing))
 	return n, nil
 }
 
@@ -157,6 +160,9 @@ func (n *Node) Add(pattern string, h Handler, opts ...HandlerOption) error {
 func (n *Node) addPattern(p Pattern, h Handler, opts ...HandlerOption) error {
 	if h == nil {
 		return Errorf(CodeInvalidArgument, "wizard: nil handler for pattern %q", p.String())
+	}
+	if v, ok := p.Get("sys"); ok && v == "wizard" {
+		return Errorf(CodeInvalidArgument, "wizard: pattern %q is reserved: sys:wizard patterns are the node's own (CatalogPattern, HealthPattern)", p.String())
 	}
 	if n.closed.Load() {
 		return &Error{Code: CodeUnavailable, Message: ErrClosed.Error(), cause: ErrClosed}
@@ -262,6 +268,8 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// Not ready from the first moment: probes see it while the node leaves.
+	n.health.CompareAndSwap(uint32(HealthServing), uint32(HealthDraining))
 	// Leave the mesh first, so that peers stop routing here before they
 	// see connections close. Then remote callers: stop accepting, send
 	// goaway, let their calls finish. Then local calls drain, while the
@@ -294,5 +302,6 @@ func (n *Node) Shutdown(ctx context.Context) error {
 			err = errors.Join(n.discoveryErr, n.listenerErr, n.peersErr)
 		}
 	}
+	n.health.Store(uint32(HealthNotServing))
 	return err
 }

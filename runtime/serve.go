@@ -30,8 +30,11 @@ func (n *Node) serveRemote(ctx context.Context, m *Message) *Message {
 	if err := n.limits.checkMeta(m.Meta); err != nil {
 		return errorReply(err)
 	}
-	if m.Pattern == CatalogPattern {
+	switch m.Pattern {
+	case CatalogPattern:
 		return n.catalogReply(m)
+	case HealthPattern:
+		return n.healthReply()
 	}
 	e, err := n.wireHandler(m.Pattern)
 	if err != nil {

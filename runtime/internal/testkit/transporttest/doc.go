@@ -3,7 +3,8 @@
 // no-reply calls, reconnects, graceful shutdown and its deadline, chained
 // calls drained, restarted callers, overloaded and killed replicas, sticky
 // routing, de-duplicated answers neither stolen nor planted by a spying
-// peer, leaks, concurrent load) run by [Run] against a transport that the
+// peer, leaks, concurrent load, health through start, drain and
+// shutdown) run by [Run] against a transport that the
 // caller makes, [DedupBoundToIdentity] for transports with mutual TLS, and
 // the benchmark [Benchmark]. It also holds the
 // helpers those scenarios share with the transports' own tests: nodes

@@ -42,6 +42,7 @@ func Run(t *testing.T, newTransport NewTransport) {
 		{"DedupAnswerNotPlanted", s.dedupAnswerNotPlanted},
 		{"NoGoroutineLeaks", s.noGoroutineLeaks},
 		{"ConcurrentLoad", s.concurrentLoad},
+		{"Health", s.health},
 	} {
 		t.Run(sc.name, sc.run)
 	}
