@@ -24,10 +24,10 @@ long: ## the long forms: 50-node gossip clusters and the discovery figures (WIZA
 	WIZARD_LONG=1 $(GO) test -count=1 ./runtime/swim/
 	WIZARD_LONG=1 $(GO) test -count=1 -run TestMeasure -v ./runtime/swim/
 
-faults: ## the fault suite, long form (root, /dev/net/tun, ip; 10 to 15 minutes): nodes in network namespaces, faults in userspace; writes FAULT_REPORT (default faults.md)
+faults: ## the fault suite, long form (root, /dev/net/tun, ip; about 7 minutes): nodes in network namespaces, faults in userspace; writes FAULT_REPORT (default faults.md)
 	WIZARD_FAULT=long WIZARD_FAULT_REPORT=$(abspath $(or $(FAULT_REPORT),faults.md)) $(GO) test -count=1 -timeout 30m -run '^TestFaults$$' -v ./runtime/internal/faults/
 
-faults-short: ## the fault suite, short form (a few minutes); writes FAULT_REPORT (default faults-short.md)
+faults-short: ## the fault suite, short form (about 3 minutes); writes FAULT_REPORT (default faults-short.md)
 	WIZARD_FAULT=1 WIZARD_FAULT_REPORT=$(abspath $(or $(FAULT_REPORT),faults-short.md)) $(GO) test -count=1 -timeout 15m -run '^TestFaults$$' -v ./runtime/internal/faults/
 
 compare: ## the side-by-side comparison vs gRPC-go, HTTP/1.1 and a raw TCP floor (bench/, a few minutes)

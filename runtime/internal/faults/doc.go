@@ -5,8 +5,8 @@
 //
 // # Running
 //
-// It runs only when asked: WIZARD_FAULT=1 for the short form (about 3 to
-// 5 minutes), WIZARD_FAULT=long for the durations (10 to 15
+// It runs only when asked: WIZARD_FAULT=1 for the short form (about 3
+// minutes), WIZARD_FAULT=long for the durations (about 7
 // minutes); it needs root, /dev/net/tun and the ip command, and skips
 // without them (a failure under WIZARD_REQUIRE=1). The results table
 // (markdown: scenario, figure, value, target, met or missed) is printed

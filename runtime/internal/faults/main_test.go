@@ -86,7 +86,7 @@ func gate(t *testing.T) form {
 	case "long":
 		return longForm
 	case "":
-		t.Skipf("the fault suite runs with %s=1 (short form, ~5 min) or %s=long (the issue's durations); it needs root, /dev/net/tun and ip", faultEnv, faultEnv)
+		t.Skipf("the fault suite runs with %s=1 (short form, ~3 min) or %s=long (the issue's durations, ~7 min); it needs root, /dev/net/tun and ip", faultEnv, faultEnv)
 	default:
 		t.Fatalf("%s=%q: want 1 or long", faultEnv, os.Getenv(faultEnv))
 	}
