@@ -128,6 +128,24 @@
 // 4096 entries and 8 MiB; peers' catalogs are cached by digest, at most
 // 4096 and 16 MiB. Past a bound a cache starts over.
 //
+// # Logging
+//
+// A node logs through slog. By default the records at Warn and above go
+// to slog.Default(), so that a program that configures nothing still sees
+// them on its standard error: a panicking handler (with its stack), a
+// peer that cannot be dialled (once when it starts failing, then at Debug
+// while it keeps failing, with the error: "connection refused"), a
+// connection to a peer lost, a peer on another transport, a catalog
+// rejected. [WithLogger] replaces the default (and Debug and Info records
+// then go to it when its handler enables them);
+// WithLogger(slog.New(slog.DiscardHandler)) silences the node. Records at
+// Warn and above are rate-limited per message, at most 10 in 10 s, then
+// one record with the count held back. A panic's stack is one attribute,
+// "stack", a string of its lines (a JSON handler keeps them in one
+// string); through slog's standard default handler, which would quote
+// it onto one line, the stack follows the record's line, one frame a
+// line, as Go prints a panic.
+//
 // # Lifecycle
 //
 // [Node.Close] and [Node.Shutdown] stop new calls and wait for running
@@ -152,6 +170,7 @@ package runtime
 //	codec.go        payload encoding for the wire, lazily decoded replies
 //	result.go       Result
 //	error.go        Error, Code, the sentinels
+//	logger.go       the node's logger: WithLogger's, else Warn and above to slog.Default(), rate-limited
 //	limit.go        the bounds on what other nodes send: pattern and metadata sizes
 //	transport.go    the Transport, Listener, Conn and Server interfaces; Message
 //

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/wizardmesh/wizard/runtime/internal/ratelog"
 )
 
 // Node is a wizard service node: it holds handlers added by pattern ([Node.Add])
@@ -22,6 +24,7 @@ type Node struct {
 	id       string
 	instance string // this run of the node: random, new on every start
 	log      *slog.Logger
+	logLimit *ratelog.Handler // in front of log's handler; closed when the node stops
 	router   *Router[*route]
 	gen      atomic.Uint64 // bumped on every routing change; invalidates cached resolutions
 
@@ -70,7 +73,6 @@ func New(opts ...Option) (*Node, error) {
 	n := &Node{
 		id:          cmp.Or(c.id, randomHex()),
 		instance:    randomHex(),
-		log:         cmp.Or(c.logger, slog.New(slog.DiscardHandler)),
 		router:      NewRouter[*route](),
 		maxInFlight: int64(c.maxInFlight),
 		drained:     make(chan struct{}),
@@ -83,6 +85,7 @@ func New(opts ...Option) (*Node, error) {
 	// nodes it called may still keep for de-duplication. Two runs' ids
 	// meet only if their ranges overlap within a table's window: with
 	// 2^64 starting points, never in practice.
+	n.log, n.logLimit = newLogger(c.logger)
 	var seq [8]byte
 	_, _ = rand.Read(seq[:])
 	n.callSeq.Store(binary.LittleEndian.Uint64(seq[:]))
@@ -293,6 +296,9 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		if err == nil {
 			err = errors.Join(n.discoveryErr, n.listenerErr, n.peersErr)
 		}
+	}
+	if err == nil {
+		n.logLimit.Close() // the counts of records held back
 	}
 	return err
 }
