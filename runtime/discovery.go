@@ -110,7 +110,15 @@ func (h nodeHost) PeerUp(p Peer) {
 	}
 	r := n.remote
 	if p.Transport != "" && p.Transport != r.transport.Name() {
-		n.log.Debug("wizard: peer on another transport ignored", "addr", p.Addr, "transport", p.Transport)
+		r.mu.Lock()
+		_, known := r.foreign[p.Addr]
+		if known || len(r.foreign) < maxForeign {
+			r.foreign[p.Addr] = p
+		}
+		r.mu.Unlock()
+		if !known {
+			n.log.Warn("wizard: peer on another transport: not called", "addr", p.Addr, "id", p.ID, "transport", p.Transport, "own", r.transport.Name())
+		}
 		return
 	}
 	r.mu.Lock()
@@ -155,6 +163,7 @@ func (h nodeHost) PeerDown(p Peer) {
 	n := h.n
 	r := n.remote
 	r.mu.Lock()
+	delete(r.foreign, p.Addr)
 	pr := r.peers[p.Addr]
 	if pr != nil && p.Instance != "" && pr.instance != "" && p.Instance != pr.instance {
 		r.mu.Unlock()

@@ -248,7 +248,8 @@ func (n *Node) WaitFor(ctx context.Context, pattern string) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return toError(ctx.Err())
+			err := ctx.Err()
+			return &Error{Code: CodeOf(err), Message: fmt.Sprintf("wizard: WaitFor %s: %v; no handler for it in routing; %s", quoteClipped(t.pattern.String(), maxEcho), err, n.knownPeers()), cause: err}
 		}
 	}
 }
