@@ -22,7 +22,10 @@ type Peer struct {
 	// Addr is the address its transport listens on.
 	Addr string
 	// Transport names the transport Addr belongs to ("tcp", "quic"); empty
-	// means this node's own. A node ignores peers on another transport.
+	// means this node's own. A node never calls a peer on another
+	// transport: it logs a warning once per address, lists the peer in
+	// [Node.Members] (not connected) and names it in the errors of calls
+	// it cannot route.
 	Transport string
 	// Digest identifies the peer's pattern set: a short hash of its
 	// patterns in canonical form, at most 32 bytes. A node pulls a peer's

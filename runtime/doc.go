@@ -78,9 +78,22 @@
 // their code through errors.Is; [ErrClosed] marks calls on a closed node.
 //
 //   - No matching pattern: [CodeNotFound], naming the message's pattern,
-//     unless the call set [Default]. A node answering a remote caller names
+//     unless the call set [Default] — when every peer the node knows has
+//     answered with its catalog. A node answering a remote caller names
 //     neither itself (its id) nor Go types in its messages, and repeats at
 //     most the first 128 bytes of a pattern.
+//   - No matching pattern while some peers the node knows cannot be
+//     reached (down, refusing connections, never answered, on another
+//     transport): [CodeUnavailable], as the node cannot know that none of
+//     them serves it; the message names the first three of them (and how
+//     many more) and why each is unreachable ("connection refused",
+//     "on transport quic; this node speaks tcp"). A pattern whose peers
+//     are all unreachable is unavailable likewise, naming them. These are
+//     the calling node's own errors: they name peers by id and address.
+//   - [Node.WaitFor] past its context: the context's code, naming the
+//     pattern waited for and the peers known (transport, connected or
+//     not, the last dial error). [Node.Members] lists the same, with a
+//     peer's [Member.Transport] and [Member.LastError].
 //   - A node over its [WithMaxInFlight] limit: [CodeResourceExhausted],
 //     without running the handler.
 //   - A handler's *Error reaches the caller as is; any other error becomes

@@ -233,6 +233,10 @@ func (n *Node) routingChanged() {
 
 // WaitFor blocks until a call to pattern would find a handler, local or
 // remote, or until ctx is done. Use it to wait for a service to join.
+// When ctx ends first, the error has ctx's code and ctx's error as its
+// cause (errors.Is(err, context.DeadlineExceeded)), and names the pattern
+// and the peers the node knows: their transport, whether it is connected
+// to them, and why the last dial failed.
 func (n *Node) WaitFor(ctx context.Context, pattern string) error {
 	t, err := n.parsed.get(pattern)
 	if err != nil {
