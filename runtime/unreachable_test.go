@@ -32,3 +32,27 @@ func TestListPeers(t *testing.T) {
 		t.Errorf("clip: %q", got)
 	}
 }
+
+// TestNoTargetConnected: a pattern whose every peer in routing has lost
+// its connection is unavailable, naming the peers and why.
+func TestNoTargetConnected(t *testing.T) {
+	net := newMemNet()
+	_, _ = memNode(t, net, "s", "role:r")
+	c, d := memNode(t, net, "c")
+	d.host.PeerUp(Peer{Addr: "s"})
+	waitRoute(t, c, "role:r", "s")
+	c.remote.mu.Lock()
+	p := c.remote.peers["s"]
+	c.remote.mu.Unlock()
+	// The moment between a connection's end and its peer's patterns
+	// leaving routing, held: routed, not connected, a dial failed.
+	box := p.conn.Swap(nil)
+	defer p.conn.Store(box)
+	why := "connect: connection refused"
+	p.dialErr.Store(&why)
+	defer p.dialErr.Store(nil)
+	_, err := c.ActE(t.Context(), "role:r", nil)
+	if CodeOf(err) != CodeUnavailable || !strings.Contains(err.Error(), "s at s (connect: connection refused)") {
+		t.Errorf("%v: want unavailable naming the peer and its dial error", err)
+	}
+}
