@@ -168,6 +168,11 @@ func (n *Node) notFound(pattern string, cfg *callConfig) (Result, error) {
 	if cfg.hasDefault {
 		return Result{v: cfg.def}, nil
 	}
+	if n.remote != nil {
+		if err := n.unreachableError(pattern); err != nil {
+			return Result{}, err
+		}
+	}
 	return Result{}, Errorf(CodeNotFound, "wizard: no handler matches %s", quoteClipped(pattern, maxEcho))
 }
 

@@ -22,7 +22,10 @@ type Peer struct {
 	// Addr is the address its transport listens on.
 	Addr string
 	// Transport names the transport Addr belongs to ("tcp", "quic"); empty
-	// means this node's own. A node ignores peers on another transport.
+	// means this node's own. A node never calls a peer on another
+	// transport: it logs a warning once per address, lists the peer in
+	// [Node.Members] (not connected) and names it in the errors of calls
+	// it cannot route.
 	Transport string
 	// Digest identifies the peer's pattern set: a short hash of its
 	// patterns in canonical form, at most 32 bytes. A node pulls a peer's
@@ -110,7 +113,15 @@ func (h nodeHost) PeerUp(p Peer) {
 	}
 	r := n.remote
 	if p.Transport != "" && p.Transport != r.transport.Name() {
-		n.log.Debug("wizard: peer on another transport ignored", "addr", p.Addr, "transport", p.Transport)
+		r.mu.Lock()
+		_, known := r.foreign[p.Addr]
+		if known || len(r.foreign) < maxForeign {
+			r.foreign[p.Addr] = p
+		}
+		r.mu.Unlock()
+		if !known {
+			n.log.Warn("wizard: peer on another transport: not called", "addr", p.Addr, "id", p.ID, "transport", p.Transport, "own", r.transport.Name())
+		}
 		return
 	}
 	r.mu.Lock()
@@ -155,6 +166,7 @@ func (h nodeHost) PeerDown(p Peer) {
 	n := h.n
 	r := n.remote
 	r.mu.Lock()
+	delete(r.foreign, p.Addr)
 	pr := r.peers[p.Addr]
 	if pr != nil && p.Instance != "" && pr.instance != "" && p.Instance != pr.instance {
 		r.mu.Unlock()

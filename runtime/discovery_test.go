@@ -342,13 +342,29 @@ func routedTo(n *Node, pattern string) []string {
 	return nil
 }
 
+// TestPeerOnAnotherTransportIgnored: a peer on another transport is not
+// called, but listed as such until discovery reports it down.
 func TestPeerOnAnotherTransportIgnored(t *testing.T) {
 	net := newMemNet()
 	_, _ = memNode(t, net, "s", "role:r")
 	c, d := memNode(t, net, "c")
 	d.host.PeerUp(Peer{Addr: "s", Transport: "quic"})
+	want := []Member{
+		{ID: "c", Addr: "c", Digest: c.digest(), Self: true, Connected: true, Transport: "mem"},
+		{Addr: "s", Transport: "quic", LastError: "on transport quic; this node speaks mem"},
+	}
+	if diff := cmp.Diff(want, c.Members()); diff != "" {
+		t.Errorf("Members() mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := c.ActE(t.Context(), "role:r", nil); CodeOf(err) != CodeUnavailable || !strings.Contains(err.Error(), "s (on transport quic") {
+		t.Errorf("a call only the peer on another transport may serve: %v, want unavailable naming it", err)
+	}
+	d.host.PeerDown(Peer{Addr: "s", Transport: "quic"})
 	if ms := c.Members(); len(ms) != 1 {
-		t.Errorf("Members() = %+v: a peer on another transport was added", ms)
+		t.Errorf("Members() = %+v after the peer's death notice", ms)
+	}
+	if _, err := c.ActE(t.Context(), "role:r", nil); CodeOf(err) != CodeNotFound {
+		t.Errorf("once it is gone: %v, want not_found", err)
 	}
 }
 
@@ -368,8 +384,8 @@ func TestMembersAndPatterns(t *testing.T) {
 	}
 	ms := c.Members()
 	wantMembers := []Member{
-		{ID: "c", Addr: "c", Digest: c.digest(), Self: true, Connected: true, Patterns: 2},
-		{ID: "s", Addr: "s", Digest: s.digest(), Connected: true, Patterns: 2},
+		{ID: "c", Addr: "c", Digest: c.digest(), Self: true, Connected: true, Transport: "mem", Patterns: 2},
+		{ID: "s", Addr: "s", Digest: s.digest(), Connected: true, Transport: "mem", Patterns: 2},
 	}
 	if diff := cmp.Diff(wantMembers, ms); diff != "" {
 		t.Errorf("Members() mismatch (-want +got):\n%s", diff)

@@ -107,9 +107,22 @@
 // their code through errors.Is; [ErrClosed] marks calls on a closed node.
 //
 //   - No matching pattern: [CodeNotFound], naming the message's pattern,
-//     unless the call set [Default]. A node answering a remote caller names
+//     unless the call set [Default] — when every peer the node knows has
+//     answered with its catalog. A node answering a remote caller names
 //     neither itself (its id) nor Go types in its messages, and repeats at
 //     most the first 128 bytes of a pattern.
+//   - No matching pattern while some peers the node knows cannot be
+//     reached (down, refusing connections, never answered, on another
+//     transport): [CodeUnavailable], as the node cannot know that none of
+//     them serves it; the message names the first three of them (and how
+//     many more) and why each is unreachable ("connection refused",
+//     "on transport quic; this node speaks tcp"). A pattern whose peers
+//     are all unreachable is unavailable likewise, naming them. These are
+//     the calling node's own errors: they name peers by id and address.
+//   - [Node.WaitFor] past its context: the context's code, naming the
+//     pattern waited for and the peers known (transport, connected or
+//     not, the last dial error). [Node.Members] lists the same, with a
+//     peer's [Member.Transport] and [Member.LastError].
 //   - A node over its [WithMaxInFlight] limit: [CodeResourceExhausted],
 //     without running the handler.
 //   - A handler's *Error reaches the caller as is; any other error becomes
@@ -157,6 +170,24 @@
 // 4096 entries and 8 MiB; peers' catalogs are cached by digest, at most
 // 4096 and 16 MiB. Past a bound a cache starts over.
 //
+// # Logging
+//
+// A node logs through slog. By default the records at Warn and above go
+// to slog.Default(), so that a program that configures nothing still sees
+// them on its standard error: a panicking handler (with its stack), a
+// peer that cannot be dialled (once when it starts failing, then at Debug
+// while it keeps failing, with the error: "connection refused"), a
+// connection to a peer lost, a peer on another transport, a catalog
+// rejected. [WithLogger] replaces the default (and Debug and Info records
+// then go to it when its handler enables them);
+// WithLogger(slog.New(slog.DiscardHandler)) silences the node. Records at
+// Warn and above are rate-limited per message, at most 10 in 10 s, then
+// one record with the count held back. A panic's stack is one attribute,
+// "stack", a string of its lines (a JSON handler keeps them in one
+// string); through slog's standard default handler, which would quote
+// it onto one line, the stack follows the record's line, one frame a
+// line, as Go prints a panic.
+//
 // # Lifecycle
 //
 // [Node.Close] and [Node.Shutdown] stop new calls and wait for running
@@ -198,6 +229,7 @@ package runtime
 //	result.go       Result
 //	error.go        Error, Code, the sentinels
 //	detail.go       an Error's details read alike in-process and remotely
+//	logger.go       the node's logger: WithLogger's, else Warn and above to slog.Default(), rate-limited
 //	limit.go        the bounds on what other nodes send: pattern and metadata sizes
 //	transport.go    the Transport, Listener, Conn and Server interfaces; Message
 //

@@ -23,6 +23,14 @@ type Member struct {
 	Suspect bool
 	// Connected: this node holds a connection to it now.
 	Connected bool
+	// Transport names the transport its address belongs to ("tcp",
+	// "quic"). A peer on another transport than this node's is listed,
+	// never connected: this node cannot call it.
+	Transport string
+	// LastError is why the last dial to it failed (or why it is not
+	// called, for a peer on another transport), while it is not
+	// connected; "" otherwise.
+	LastError string
 	// Patterns is the number of its patterns in this node's routing.
 	Patterns int
 }
@@ -40,12 +48,16 @@ type PatternInfo struct {
 }
 
 // Members returns this node and the peers it knows, this node first, the
-// others by address. A node without a transport knows only itself.
+// others by address: those it calls, and those discovery reported on
+// another transport, which it cannot call. A node without a transport
+// knows only itself.
 func (n *Node) Members() []Member {
 	self := Member{ID: n.id, Self: true, Connected: true, Addr: n.Addr(), Patterns: len(n.localPatterns())}
 	if n.remote == nil {
 		return []Member{self}
 	}
+	own := n.remote.transport.Name()
+	self.Transport = own
 	self.Digest = n.digest()
 	r := n.remote
 	r.mu.Lock()
@@ -58,7 +70,16 @@ func (n *Node) Members() []Member {
 	out := make([]Member, 0, 1+len(peers))
 	out = append(out, self)
 	for _, p := range peers {
-		out = append(out, Member{ID: p.id, Addr: p.addr, Digest: cmp.Or(p.loaded, p.digest), Suspect: p.suspect.Load(), Connected: p.conn.Load() != nil})
+		m := Member{ID: p.id, Addr: p.addr, Digest: cmp.Or(p.loaded, p.digest), Suspect: p.suspect.Load(), Connected: p.conn.Load() != nil, Transport: own}
+		if e := p.dialErr.Load(); e != nil && !m.Connected {
+			m.LastError = *e
+		}
+		out = append(out, m)
+	}
+	foreign := make([]Member, 0, len(r.foreign))
+	for _, p := range r.foreign {
+		foreign = append(foreign, Member{ID: p.ID, Addr: p.Addr, Digest: p.Digest, Suspect: p.Suspect, Transport: p.Transport,
+			LastError: "on transport " + p.Transport + "; this node speaks " + own})
 	}
 	r.mu.Unlock()
 	n.routeMu.Lock()
@@ -66,6 +87,7 @@ func (n *Node) Members() []Member {
 		out[i+1].Patterns = len(p.patterns)
 	}
 	n.routeMu.Unlock()
+	out = append(out, foreign...)
 	slices.SortFunc(out[1:], func(a, b Member) int { return strings.Compare(a.Addr, b.Addr) })
 	return out
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/wizardmesh/wizard/runtime/internal/ratelog"
 )
 
 // Node is a wizard service node: it holds handlers added by pattern ([Node.Add])
@@ -22,6 +24,7 @@ type Node struct {
 	id       string
 	instance string // this run of the node: random, new on every start
 	log      *slog.Logger
+	logLimit *ratelog.Handler // in front of log's handler; closed when the node stops
 	router   *Router[*route]
 	gen      atomic.Uint64 // bumped on every routing change; invalidates cached resolutions
 
@@ -71,7 +74,6 @@ func New(opts ...Option) (*Node, error) {
 	n := &Node{
 		id:          cmp.Or(c.id, randomHex()),
 		instance:    randomHex(),
-		log:         cmp.Or(c.logger, slog.New(slog.DiscardHandler)),
 		router:      NewRouter[*route](),
 		maxInFlight: int64(c.maxInFlight),
 		drained:     make(chan struct{}),
@@ -84,6 +86,7 @@ func New(opts ...Option) (*Node, error) {
 	// nodes it called may still keep for de-duplication. Two runs' ids
 	// meet only if their ranges overlap within a table's window: with
 	// 2^64 starting points, never in practice.
+	n.log, n.logLimit = newLogger(c.logger)
 	var seq [8]byte
 	_, _ = rand.Read(seq[:])
 	n.callSeq.Store(binary.LittleEndian.Uint64(seq[:]))
@@ -236,6 +239,10 @@ func (n *Node) routingChanged() {
 
 // WaitFor blocks until a call to pattern would find a handler, local or
 // remote, or until ctx is done. Use it to wait for a service to join.
+// When ctx ends first, the error has ctx's code and ctx's error as its
+// cause (errors.Is(err, context.DeadlineExceeded)), and names the pattern
+// and the peers the node knows: their transport, whether it is connected
+// to them, and why the last dial failed.
 func (n *Node) WaitFor(ctx context.Context, pattern string) error {
 	t, err := n.parsed.get(pattern)
 	if err != nil {
@@ -251,7 +258,8 @@ func (n *Node) WaitFor(ctx context.Context, pattern string) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return toError(ctx.Err())
+			err := ctx.Err()
+			return &Error{Code: CodeOf(err), Message: fmt.Sprintf("wizard: WaitFor %s: %v; no handler for it in routing; %s", quoteClipped(t.pattern.String(), maxEcho), err, n.knownPeers()), cause: err}
 		}
 	}
 }
@@ -303,5 +311,8 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		}
 	}
 	n.health.Store(uint32(HealthNotServing))
+	if err == nil {
+		n.logLimit.Close() // the counts of records held back
+	}
 	return err
 }

@@ -148,7 +148,14 @@ func WithMaxMetadataSize(value, total int) Option {
 	return nodeOption(func(c *nodeConfig) { c.maxMetaValue, c.maxMetaTotal = value, total })
 }
 
-// WithLogger sets the logger; by default the node logs nothing.
+// WithLogger sets the node's logger. By default the node logs its records
+// at Warn and above to slog.Default() (looked up at each record): panics
+// in handlers with their stacks, peers that cannot be dialled and
+// connections to peers lost; Debug and Info only through a logger that
+// asks for them. WithLogger(slog.New(slog.DiscardHandler)) silences the
+// node. Either way the records at Warn and above are rate-limited per
+// message: at most 10 in 10 s each, then one line with the count held
+// back. A nil l means the default.
 func WithLogger(l *slog.Logger) Option {
 	return nodeOption(func(c *nodeConfig) { c.logger = l })
 }

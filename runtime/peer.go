@@ -36,6 +36,8 @@ type peer struct {
 	refetch  chan struct{}
 	revive   chan struct{} // discovery reported something new of it; capacity 1
 	done     chan struct{}
+
+	dialErr atomic.Pointer[string] // why the last dial (or catalog pull) failed; nil once connected
 }
 
 // connBox is one connection to a peer and the instance (run) of the peer
@@ -132,6 +134,8 @@ func (n *Node) runPeer(p *peer) {
 				return
 			}
 			failures++
+			msg := err.Error()
+			p.dialErr.Store(&msg)
 			if !answered && p.named && failures >= unansweredDials {
 				n.log.Warn("wizard: peer never answered; dialled again when discovery reports a change", "addr", p.addr, "attempts", failures, "err", err)
 				select {
@@ -140,7 +144,13 @@ func (n *Node) runPeer(p *peer) {
 					return
 				}
 			}
-			n.log.Debug("wizard: peer unreachable", "addr", p.addr, "err", err, "retry", backoff)
+			if failures == 1 {
+				// Once as it starts failing, then at Debug while it keeps
+				// failing: a peer down for an hour is one warning.
+				n.log.Warn("wizard: peer unreachable; dialling it again with backoff", "addr", p.addr, "err", err)
+			} else {
+				n.log.Debug("wizard: peer still unreachable", "addr", p.addr, "err", err, "attempts", failures, "retry", backoff)
+			}
 			// Full jitter keeps a fleet from reconnecting in step.
 			if !wait(backoff/2 + rand.N(backoff/2+1)) {
 				return
@@ -156,6 +166,7 @@ func (n *Node) runPeer(p *peer) {
 			continue
 		}
 		answered, failures, backoff = true, 0, minDialBackoff
+		p.dialErr.Store(nil)
 		p.load.reset()
 		n.log.Debug("wizard: peer connected", "addr", p.addr)
 		n.watchPeer(p, conn)
@@ -200,7 +211,13 @@ func (n *Node) watchPeer(p *peer, conn Conn) {
 	for {
 		select {
 		case <-conn.Done():
-			n.log.Debug("wizard: peer connection lost", "addr", p.addr)
+			switch {
+			case p.ctx.Err() != nil || n.closed.Load():
+			case p.down.Load(): // it left, as discovery said
+				n.log.Debug("wizard: connection to peer lost", "addr", p.addr)
+			default:
+				n.log.Warn("wizard: connection to peer lost", "addr", p.addr)
+			}
 			return
 		case <-p.ctx.Done():
 			return

@@ -28,7 +28,14 @@ type remote struct {
 	catalogBytes int
 
 	self selfDigest
+
+	// foreign holds the peers discovery reported on another transport,
+	// by address (at most maxForeign): listed, never called.
+	foreign map[string]Peer
 }
+
+// maxForeign bounds the peers on another transport a node keeps listed.
+const maxForeign = 1024
 
 // newRemote is the remote side c configures, before it starts.
 func newRemote(c *nodeConfig) *remote {
@@ -44,6 +51,7 @@ func newRemote(c *nodeConfig) *remote {
 		budget:         newRetryBudget(),
 		dials:          make(chan struct{}, cmp.Or(c.maxDials, defaultMaxDials)),
 		catalogs:       map[string][]Pattern{},
+		foreign:        map[string]Peer{},
 	}
 }
 

@@ -90,7 +90,7 @@ func (c *remoteCall) exhausted(ctx context.Context) (Result, error) {
 	}
 	lastErr := c.lastErr
 	if lastErr == nil {
-		lastErr = errors.New("no target is connected")
+		lastErr = errors.New("no target is connected: " + listPeers(c.n.routeStates(c.r)))
 	}
 	return Result{}, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("wizard: no peer serving %q could take the call (%d tried): %v", name, tried, lastErr), cause: lastErr}
 }

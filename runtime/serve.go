@@ -233,7 +233,7 @@ func (n *Node) done() {
 func (n *Node) serve(ctx context.Context, e *handlerEntry, req Request) (res any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			n.log.Error("wizard: handler panicked", "pattern", e.pattern.String(), "panic", p, "stack", string(debug.Stack()))
+			n.log.Error("wizard: handler panicked", "pattern", e.pattern.String(), "panic", p, "stack", stackTrace(debug.Stack()))
 			res, err = nil, Errorf(CodeInternal, "wizard: handler for %q panicked", e.pattern.String())
 		}
 	}()

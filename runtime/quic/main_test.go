@@ -1,6 +1,8 @@
 package quic
 
 import (
+	"io"
+	"log"
 	"os"
 	"testing"
 )
@@ -10,5 +12,8 @@ func TestMain(m *testing.M) {
 	// cannot raise the UDP buffers; the transport reports that through its
 	// logger (TestCheckBuffers), so keep the test output clean.
 	os.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
+	// Nodes without a logger warn through slog.Default(), which writes
+	// through the log package.
+	log.SetOutput(io.Discard)
 	os.Exit(m.Run())
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"os"
 	"os/exec"
@@ -41,6 +42,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// Nodes without a logger warn through slog.Default(), which writes
+	// through the log package: keep the test output clean.
+	log.SetOutput(io.Discard)
 	os.Exit(m.Run())
 }
 

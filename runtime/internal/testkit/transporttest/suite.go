@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -323,9 +324,11 @@ func (s suite) reconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	testwait.Until(t, "the client drops the stopped server's patterns", func() bool { return !Routes(cl, "role:r,cmd:who") })
-	// Meanwhile calls fail at once, without hanging.
-	if _, err := who(cl); !errors.Is(err, runtime.ErrNotFound) {
-		t.Errorf("server down: %v", err)
+	// Meanwhile calls fail at once, without hanging, and say why: the
+	// server that may serve them cannot be reached (issue 13), not that
+	// nobody serves them.
+	if _, err := who(cl); !errors.Is(err, runtime.ErrUnavailable) || !strings.Contains(err.Error(), addr) {
+		t.Errorf("server down: %v, want unavailable naming %s", err, addr)
 	}
 
 	start(addr, "2")
