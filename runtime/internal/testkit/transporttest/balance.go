@@ -69,8 +69,25 @@ func waitTargets(t testing.TB, n *runtime.Node, pattern string, want int) {
 func (s suite) holdSlot(t *testing.T, srv *runtime.Node) {
 	t.Helper()
 	cl := NewClient(t, s.tr(t), "role:hold", nil, srv.Addr())
-	go cl.ActE(context.Background(), "role:hold", nil, runtime.Timeout(time.Minute))
+	held := make(chan struct{}, 1)
+	hold := func() {
+		go func() {
+			cl.ActE(context.Background(), "role:hold", nil, runtime.Timeout(time.Minute))
+			select {
+			case held <- struct{}{}:
+			default: // the test is over: the gate opened
+			}
+		}()
+	}
+	hold()
 	testwait.Until(t, "the slot is taken", func() bool {
+		select {
+		case <-held:
+			// Refused: the probe below had the one slot when the hold
+			// call arrived. Hold again.
+			hold()
+		default:
+		}
 		_, err := srv.ActE(t.Context(), "role:work", nil)
 		return errors.Is(err, runtime.ErrResourceExhausted)
 	})
