@@ -300,10 +300,11 @@ func gossipLossScenario(t *testing.T, f form) {
 	if f.lossy >= time.Minute {
 		s.target("false deaths (members dropped from a node's view)", fmt.Sprint(deaths), "0", deaths == 0)
 	} else {
-		// A false death under 10% loss is rare (one in about five
-		// minutes of it, measured): a short run cannot tell a regression
-		// from luck, and would fail CI at random. It reports the count;
-		// the long form's 60 s holds the target.
+		// A false death under 10% loss comes now and then (3 members
+		// dropped in about 400 s of it over 12 runs, most with none): a
+		// short run cannot tell a regression from luck, and would fail
+		// CI at random. It reports the count; the long form's 60 s holds
+		// the target.
 		s.info("false deaths (members dropped from a node's view; the target is the long form's)", fmt.Sprint(deaths))
 	}
 	s.info("suspicions raised", fmt.Sprint(suspicions))
