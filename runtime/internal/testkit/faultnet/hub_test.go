@@ -280,7 +280,7 @@ func TestCleanup(t *testing.T) {
 	}
 	stale := fmt.Sprintf("%s%d-1-0", faultnet.Prefix, dead.Process.Pid)
 	if out, err := exec.Command("ip", "netns", "add", stale).CombinedOutput(); err != nil {
-		t.Skipf("ip netns add: %v: %s", err, strings.TrimSpace(string(out)))
+		t.Fatalf("ip netns add: %v: %s", err, strings.TrimSpace(string(out))) // Require found root and ip
 	}
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", stale).Run() })
 	faultnet.New(t, 1)
