@@ -191,10 +191,12 @@ const slowFactor = 2
 // to c at clock reading now.
 func cheaper(a, c weighted, now int64) bool {
 	la, lc := &a.t.p.load, &c.t.p.load
-	if sa, sc := la.stalled(now), lc.stalled(now); sa != sc {
+	ra, sa := la.expect(now)
+	rc, sc := lc.expect(now)
+	if sa != sc {
 		return sc
 	}
-	if ra, rc := la.latency(now), lc.latency(now); ra > 0 && rc > 0 {
+	if ra > 0 && rc > 0 {
 		switch {
 		case ra > slowFactor*rc:
 			return false

@@ -104,11 +104,19 @@ func (l *load) reset() {
 // answered (a peer that went silent looks slower with every moment).
 // 0 means nothing is known yet.
 func (l *load) latency(now int64) int64 {
+	lat, _ := l.expect(now)
+	return lat
+}
+
+// expect is the latency at clock reading now and whether the peer is
+// stalled then, from one reading of the load.
+func (l *load) expect(now int64) (latency int64, stalled bool) {
 	rtt := l.decayed(now)
-	if l.inFlight.Load() > 0 {
-		rtt = max(rtt, now-l.progress.Load())
+	if l.inFlight.Load() == 0 {
+		return rtt, false
 	}
-	return rtt
+	quiet := now - l.progress.Load()
+	return max(rtt, quiet), quiet > max(stallFactor*rtt, int64(stallFloor))
 }
 
 // A peer is stalled when calls wait on it and it has answered none for
@@ -119,14 +127,6 @@ const (
 	stallFactor = 4
 	stallFloor  = 5 * time.Millisecond
 )
-
-// stalled reports whether the peer is stalled at clock reading now.
-func (l *load) stalled(now int64) bool {
-	if l.inFlight.Load() == 0 {
-		return false
-	}
-	return now-l.progress.Load() > max(stallFactor*l.decayed(now), int64(stallFloor))
-}
 
 // InFlight reports the node's calls in flight to the target now.
 func (t *Target) InFlight() int { return int(t.p.load.inFlight.Load()) }
