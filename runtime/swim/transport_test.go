@@ -15,19 +15,24 @@ import (
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
 
+// transportPair starts two transports on 127.0.0.1 that Cleanup shuts
+// down, and returns the logger they log to.
+func transportPair(t *testing.T) (a, b *transport, logger *log.Logger) {
+	t.Helper()
+	logger = log.New(io.Discard, "", 0)
+	for _, tr := range []**transport{&a, &b} {
+		var err error
+		if *tr, err = newTransport(net.ParseIP("127.0.0.1"), 0, logger); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { (*tr).Shutdown() })
+	}
+	return a, b, logger
+}
+
 func TestTransport(t *testing.T) {
 	leak.Check(t)
-	logger := log.New(io.Discard, "", 0)
-	a, err := newTransport(net.ParseIP("127.0.0.1"), 0, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Shutdown()
-	b, err := newTransport(net.ParseIP("127.0.0.1"), 0, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Shutdown()
+	a, b, logger := transportPair(t)
 	if a.port == 0 || a.port == b.port {
 		t.Fatalf("ports %d and %d", a.port, b.port)
 	}
@@ -87,17 +92,7 @@ func TestTransport(t *testing.T) {
 // lifted.
 func TestTransportBlock(t *testing.T) {
 	leak.Check(t)
-	logger := log.New(io.Discard, "", 0)
-	a, err := newTransport(net.ParseIP("127.0.0.1"), 0, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Shutdown()
-	b, err := newTransport(net.ParseIP("127.0.0.1"), 0, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Shutdown()
+	a, b, logger := transportPair(t)
 	aAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(a.port))
 	bAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port))
 	only := func(addr string) func(string) bool { return func(a string) bool { return a == addr } }
