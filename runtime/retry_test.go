@@ -35,7 +35,9 @@ func TestRetryAfterLossWaitsBackoff(t *testing.T) {
 		net.mu.Lock()
 		net.lose["a"] = true
 		net.mu.Unlock()
-		for range 4 {
+		// The balancer draws a or b at random until a has lost a call;
+		// calls go on until one has gone to a (64 without: a chance of 2^-64).
+		for i := 0; i < 64 && (i < 4 || net.count(net.calls, "a") == 0); i++ {
 			start := time.Now()
 			res, err := c.ActE(t.Context(), "role:r", nil, Idempotent())
 			if err != nil || res.Value() != "b" {
