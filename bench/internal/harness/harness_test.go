@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -140,8 +141,17 @@ func checkSpread(t *testing.T, c ClusterRow, replicas int) {
 	if len(c.Served) != replicas {
 		t.Fatalf("%s: %d replica counts, want %d", c.Contender, len(c.Served), replicas)
 	}
-	if slices.Min(c.Served) == 0 || c.Spread() > 0.2 {
-		t.Errorf("%s: calls served per replica %v, spread %.1f%%: not even", c.Contender, c.Served, 100*c.Spread())
+	// Round robins spread calls exactly; wizard's default balancer draws
+	// pairs at random, whose counts vary by about the square root of a
+	// replica's calls: over the few calls of a smoke run, 20% plus four
+	// such deviations (about 0.77 at 50 calls a replica, 0.24 at 10,000).
+	mean := 0.0
+	for _, n := range c.Served {
+		mean += float64(n)
+	}
+	mean /= float64(len(c.Served))
+	if bound := 0.2 + 4/math.Sqrt(max(mean, 1)); slices.Min(c.Served) == 0 || c.Spread() > bound {
+		t.Errorf("%s: calls served per replica %v, spread %.1f%%: not even (bound %.1f%%)", c.Contender, c.Served, 100*c.Spread(), 100*bound)
 	}
 }
 
