@@ -1,0 +1,140 @@
+// Package gateway is wizard's edge: HTTP and WebSocket in, [runtime.Node.Act]
+// into the mesh out. The gateway is a wizard node; its route table (YAML,
+// gateway/config) maps a method and path template to a pattern template,
+// and every request becomes one call of the pattern its route fills in.
+//
+// Each HTTP request: the route is matched (no route: 404 at once, naming
+// method and path; a route for other methods: 405 with Allow); the bearer
+// token is verified as the route asks (auth: required, optional or none,
+// and the route's scopes); the message is built from the path's
+// variables, the query and the JSON body (the client cannot set the
+// route's or the pattern's keys, nor metadata keys ending in '$': 400
+// naming the field); the call runs with the route's timeout, or the
+// client's hint (header X-Request-Timeout-Ms, a WebSocket frame's
+// timeout_ms) clamped to the route's max_timeout; the answer is the
+// handler's result as JSON, or an error body.
+//
+// # Errors
+//
+// Every error is one JSON body, over HTTP and inside a WebSocket res
+// frame alike:
+//
+//	{"error":{"code":"not_found","message":"...","details":...},"request_id":"..."}
+//
+// codes being wizard's ([runtime.Code], gRPC's names in snake case).
+// Statuses:
+//
+//	no route                                404 not_found, naming method and path
+//	route for other methods                 405, with Allow
+//	value outside a variable's allow list   404
+//	no node serves the pattern              503 unavailable, Retry-After
+//	no answer within the timeout            504 deadline_exceeded
+//	overloaded (every target refused)       503 resource_exhausted, Retry-After
+//	breakers open, peers unreachable        503 unavailable, Retry-After
+//	rate limited (per IP, per subject)      429 resource_exhausted, Retry-After
+//	WebSocket: over the in-flight limit     429 (the connection stays)
+//	token missing, invalid or expired       401 unauthenticated, WWW-Authenticate
+//	scope missing                           403 permission_denied
+//	bad input (query, body, hint, fields)   400 invalid_argument
+//	body too large                          413
+//	body not JSON                           415
+//	client gone                             499, logged only
+//	delegated auth unavailable              503 (fails closed)
+//
+// A handler's error answers with its code's status ([StatusOf]):
+// invalid_argument, failed_precondition and out_of_range 400,
+// unauthenticated 401, permission_denied 403, not_found 404,
+// already_exists and aborted 409, unimplemented 501, unavailable and
+// resource_exhausted 503, deadline_exceeded 504; internal, unknown and
+// data_loss 500 with the message scrubbed to "internal error" (the
+// original goes to the log). A pattern nobody serves is told apart from a
+// handler's own not_found by the call itself (the gateway calls with
+// [runtime.Default] and a value only it holds), never by an error's
+// words; the mesh's own messages (naming peers and addresses) never reach
+// a client.
+//
+// Every response carries X-Request-Id: the client's, when it sends one of
+// 1 to 64 letters, digits and "-_.:", else a new random one.
+//
+// # Metadata
+//
+// The gateway sets call metadata, and only it: nothing a client sends
+// becomes metadata. A handler reads it with
+// runtime.IncomingMetadata(ctx).Get(key):
+//
+//	request-id     the request's id (X-Request-Id)
+//	auth-subject   the verified token's subject (authenticated requests only)
+//	auth-issuer    its issuer
+//	auth-scopes    its scopes, space-separated
+//
+// The deadline travels as the call context's deadline.
+//
+// # WebSocket
+//
+// On the configured path (websocket.path), one text message is one JSON
+// object:
+//
+//	→ {"type":"auth","id":"a1","token":"<jwt>"}
+//	→ {"type":"req","id":"42","method":"POST","path":"/api/users/create?x=1","body":{...},"timeout_ms":3000}
+//	→ {"type":"cancel","id":"42"}
+//	→ {}                                    (ping; answered {})
+//	← {"type":"auth","id":"a1","ok":true,"subject":"u_1","expires_at":"..."}
+//	← {"type":"res","id":"42","status":200,"request_id":"...","body":{...}}
+//	← {"type":"res","id":"42","status":404,"request_id":"...","error":{"code":"not_found","message":"..."}}
+//	← {"type":"res","id":null,"status":400,"error":{"code":"invalid_argument","message":"frame is not valid JSON"}}
+//
+// An id is 1 to 64 bytes, chosen by the client, unique among its
+// requests in flight, and echoed on every reply. Many requests may be in
+// flight on one connection, up to websocket.max_inflight_per_conn (a
+// request over it is answered 429, and the connection stays). A cancel
+// frame cancels the request's mesh call (the handler's ctx ends); the
+// request is then answered 499 canceled. A frame with an unknown field, a
+// wrong type or no id is answered 400 (with its id if it has a readable
+// one, else id null), and after three such frames the connection is
+// closed (1008).
+//
+// Authentication happens once per connection, not per message: at the
+// upgrade (an Authorization: Bearer header, or an access_token query
+// parameter for browsers, which cannot set headers on a WebSocket; a
+// token in a URL may be logged by proxies, so prefer the first frame), or
+// in an auth frame (a later auth frame replaces the identity: that is how
+// a client refreshes its token). An invalid token at the upgrade is a 401
+// before any upgrade; in an auth frame it is answered and closes the
+// connection (4501). When the token expires the connection is closed
+// with 4001: reconnect with a fresh token. Each route's auth and scopes
+// apply to each request, as over HTTP (401 / 403 frames).
+//
+// The Origin of an upgrade must be in websocket.origins (403 otherwise);
+// without the list, only same-origin upgrades are accepted. Close codes:
+// 1000 normal, 1001 shutdown, 1008 policy (repeated invalid frames), 1009
+// frame over websocket.max_message, 1011 internal, 4001 token expired,
+// 4008 slow consumer (the send queue, websocket.send_queue, is full),
+// 4501 invalid token.
+//
+// # Limits
+//
+// Bodies are bounded (server.max_body, 413), as are header reads, reads,
+// writes and idle connections (server timeouts). Token buckets limit the
+// requests per client IP and per token subject (429 with Retry-After);
+// their tables hold at most 100,000 keys, dropping refilled buckets
+// first. CORS answers preflights for the configured origins, methods and
+// headers, with credentials when asked. /healthz answers 200 while the
+// process serves; /readyz 200 once the node is serving and has joined a
+// mesh (a connected peer or a known pattern) and the verifier's keys are
+// loaded, 503 with the reason before and during shutdown.
+//
+// # Logging
+//
+// One access record per request (and per WebSocket request frame), at
+// Info through [WithLogger]'s logger: method, path, route, status,
+// duration, request_id, subject, remote. Without WithLogger, Warn and
+// above go to slog.Default() and the access log is off.
+//
+// # Lifecycle
+//
+// [Gateway.Shutdown] stops accepting connections, lets the requests in
+// flight finish, closes each WebSocket with 1001 once its requests are
+// answered (new request frames meanwhile get 503), and waits for all that
+// up to its grace period; then it closes what is left. The node is the
+// caller's to close after.
+package gateway

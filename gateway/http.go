@@ -1,0 +1,309 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wizardmesh/wizard/runtime"
+)
+
+// TimeoutHeader is the request header by which a client asks for a
+// shorter (or longer, up to the route's max_timeout) timeout, in
+// milliseconds.
+const TimeoutHeader = "X-Request-Timeout-Ms"
+
+// access is what the access log says of a request.
+type access struct {
+	rid     string
+	status  int
+	route   string
+	subject string
+}
+
+// serveRoute serves a request for a route: match, rate limit, auth, body,
+// the call, the answer.
+func (g *Gateway) serveRoute(w http.ResponseWriter, r *http.Request, a *access) {
+	out, e := g.routeRequest(w, r, a)
+	if e != nil {
+		a.status = e.status
+		if e.status == StatusClientClosed && r.Context().Err() != nil {
+			return // nobody to answer
+		}
+		writeError(w, e, a.rid)
+		return
+	}
+	a.status = http.StatusOK
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(out)
+}
+
+func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, a *access) (json.RawMessage, *apiError) {
+	if g.closing.Load() {
+		e := newAPIError(http.StatusServiceUnavailable, runtime.CodeUnavailable, "the gateway is shutting down")
+		e.retryAfter = retryAfter
+		return nil, e
+	}
+	if e := g.limit(g.ipLim, clientIP(r)); e != nil {
+		return nil, e
+	}
+	m, e := g.table().lookup(r.Method, r.URL.Path)
+	if e != nil {
+		return nil, e
+	}
+	a.route = m.policy.name
+	id, e := g.authenticate(r.Context(), m.policy, r.Header.Get("Authorization"))
+	if e != nil {
+		return nil, e
+	}
+	if id != nil {
+		a.subject = id.subject
+	}
+	hint, e := timeoutHint(r.Header.Get(TimeoutHeader))
+	if e != nil {
+		return nil, e
+	}
+	body, e := g.readBody(w, r)
+	if e != nil {
+		return nil, e
+	}
+	return g.call(r.Context(), call{m: m, method: r.Method, path: r.URL.Path, query: r.URL.Query(), body: body, hint: hint, id: id, rid: a.rid})
+}
+
+// call is one call into the mesh, from HTTP or a WebSocket frame.
+type call struct {
+	m            match
+	method, path string
+	query        url.Values
+	body         []byte // JSON, or nil
+	hint         time.Duration
+	id           *identity
+	rid          string
+}
+
+// call authorizes nothing (the caller has): it rate-limits the subject,
+// builds the message, and acts with the route's timeout, clamped hint
+// and metadata.
+func (g *Gateway) call(ctx context.Context, c call) (json.RawMessage, *apiError) {
+	if c.id != nil {
+		if e := g.limit(g.subLim, c.id.subject); e != nil {
+			return nil, e
+		}
+	}
+	msg, e := c.m.message(c.query, c.body)
+	if e != nil {
+		return nil, e
+	}
+	if e := refuseMetaKeys(msg); e != nil {
+		return nil, e
+	}
+	callCtx, cancel := context.WithTimeout(withCallMeta(ctx, c.rid, c.id), c.m.policy.timeoutFor(c.hint))
+	defer cancel()
+	res, err := g.node.Act(callCtx, c.m.pattern, msg, runtime.Default(noServiceValue))
+	if err != nil {
+		e := callError(ctx, callCtx, err, c.method, c.path)
+		if e.status >= 500 && e.status != http.StatusServiceUnavailable && e.status != http.StatusGatewayTimeout {
+			g.log.Error("gateway: call failed", "request_id", c.rid, "pattern", c.m.pattern, "err", err)
+		}
+		return nil, e
+	}
+	if v := res.Value(); v == noServiceValue {
+		return nil, unserved(c.method, c.path)
+	}
+	var out json.RawMessage
+	if err := res.Decode(&out); err != nil {
+		g.log.Error("gateway: a handler's result is not JSON", "request_id", c.rid, "pattern", c.m.pattern, "err", err)
+		return nil, newAPIError(http.StatusInternalServerError, runtime.CodeInternal, "internal error")
+	}
+	if out == nil {
+		out = json.RawMessage("null")
+	}
+	return out, nil
+}
+
+// refuseMetaKeys refuses a message whose root has a metadata key (one
+// ending in '$'): metadata is the gateway's alone.
+func refuseMetaKeys(msg any) *apiError {
+	m, ok := msg.(map[string]any)
+	if !ok {
+		return nil
+	}
+	for k := range m {
+		if strings.HasSuffix(k, "$") {
+			return badRequest("field " + strconv.Quote(k) + " is reserved: keys ending in '$' are call metadata, set by the gateway only")
+		}
+	}
+	return nil
+}
+
+// timeoutFor is the timeout of a call with the client's hint (0: none):
+// the route's timeout, or the hint clamped to the route's maximum.
+func (p *policy) timeoutFor(hint time.Duration) time.Duration {
+	if hint <= 0 {
+		return p.timeout
+	}
+	return min(hint, p.maxTimeout)
+}
+
+// timeoutHint parses X-Request-Timeout-Ms.
+func timeoutHint(v string) (time.Duration, *apiError) {
+	if v == "" {
+		return 0, nil
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms <= 0 {
+		return 0, badRequest(TimeoutHeader + " must be a positive number of milliseconds, not " + strconv.Quote(clipString(v, 32)))
+	}
+	return time.Duration(min(ms, int64(time.Duration(1<<62)/time.Millisecond))) * time.Millisecond, nil
+}
+
+// readBody reads a JSON body of at most the configured size: 415 for
+// another content type, 413 past the size.
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if e := checkContentType(r.Header.Get("Content-Type")); e != nil {
+		return nil, e
+	}
+	if r.ContentLength > g.set.maxBody {
+		return nil, tooLarge(g.set.maxBody)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.set.maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge(g.set.maxBody)
+		}
+		return nil, badRequest("the request body could not be read")
+	}
+	if len(body) == 0 {
+		return nil, nil
+	}
+	return body, nil
+}
+
+func tooLarge(limit int64) *apiError {
+	return newAPIError(http.StatusRequestEntityTooLarge, runtime.CodeInvalidArgument, "the request body is larger than "+strconv.FormatInt(limit, 10)+" bytes")
+}
+
+// checkContentType accepts application/json (any parameters) and
+// +json types.
+func checkContentType(ct string) *apiError {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+		return nil
+	}
+	e := newAPIError(http.StatusUnsupportedMediaType, runtime.CodeInvalidArgument, "the request body must be JSON (Content-Type: application/json), not "+strconv.Quote(clipString(ct, 64)))
+	return e
+}
+
+// authenticate verifies the request's bearer token as the route asks:
+// required (401 without one), optional (a token given must be valid), or
+// none (any token is ignored); then the route's scopes (403).
+func (g *Gateway) authenticate(ctx context.Context, p *policy, header string) (*identity, *apiError) {
+	if p.auth == authNone {
+		return nil, nil
+	}
+	token, e := bearer(header)
+	if e != nil {
+		return nil, e
+	}
+	var id *identity
+	if token != "" {
+		if id, e = g.verify(ctx, token); e != nil {
+			return nil, e
+		}
+	}
+	return id, authorize(p, id)
+}
+
+func (g *Gateway) verify(ctx context.Context, token string) (*identity, *apiError) {
+	if g.auth == nil {
+		return nil, unauthenticated("this gateway verifies no tokens", `Bearer error="invalid_token"`)
+	}
+	return g.auth.verify(ctx, token)
+}
+
+// authorize checks an identity (nil: none) against a route's auth.
+func authorize(p *policy, id *identity) *apiError {
+	switch {
+	case p.auth == authNone:
+		return nil
+	case id == nil && p.auth == authRequired:
+		return unauthenticated("this route needs a bearer token", `Bearer realm="wizard-gateway"`)
+	case id != nil && !id.hasScopes(p.scopes):
+		e := newAPIError(http.StatusForbidden, runtime.CodePermissionDenied, "the token lacks a scope this route needs: "+strings.Join(p.scopes, " "))
+		e.challenge = `Bearer error="insufficient_scope", scope="` + strings.Join(p.scopes, " ") + `"`
+		return e
+	}
+	return nil
+}
+
+func unauthenticated(msg, challenge string) *apiError {
+	e := newAPIError(http.StatusUnauthorized, runtime.CodeUnauthenticated, msg)
+	e.challenge = challenge
+	return e
+}
+
+// bearer returns the token of an Authorization header ("" for none).
+func bearer(h string) (string, *apiError) {
+	if h == "" {
+		return "", nil
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return "", unauthenticated("the Authorization header must be \"Bearer <token>\"", `Bearer realm="wizard-gateway", error="invalid_request"`)
+	}
+	return strings.TrimSpace(token), nil
+}
+
+// limit takes a token of key's bucket in l, or is a 429.
+func (g *Gateway) limit(l *limiter, key string) *apiError {
+	ok, wait := l.allow(key)
+	if ok {
+		return nil
+	}
+	e := newAPIError(http.StatusTooManyRequests, runtime.CodeResourceExhausted, "rate limited: too many requests")
+	e.retryAfter = retrySeconds(wait)
+	return e
+}
+
+// clientIP is the request's peer address without its port.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// writeError writes e as the JSON error body.
+func writeError(w http.ResponseWriter, e *apiError, rid string) {
+	h := w.Header()
+	e.setHeaders(h)
+	h.Set("Content-Type", "application/json")
+	body := appendErrorJSON(make([]byte, 0, 128), e, rid)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(e.status)
+	w.Write(body)
+}
+
+// clipString cuts s to at most n bytes for an error message.
+func clipString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,80 @@
+package gateway
+
+import "time"
+
+// settings are the gateway's limits and policies, as the configuration
+// gives them (defaults applied).
+type settings struct {
+	maxBody           int64
+	readHeaderTimeout time.Duration
+	readTimeout       time.Duration
+	writeTimeout      time.Duration
+	idleTimeout       time.Duration
+	grace             time.Duration // graceful shutdown's drain bound
+	cors              corsPolicy
+	ws                wsSettings
+	perIP             rateSpec
+	perSubject        rateSpec
+	maxTimeout        time.Duration // the default route's bound on a client's hint
+}
+
+// wsSettings are the WebSocket endpoint's.
+type wsSettings struct {
+	path        string // "" : no WebSocket endpoint
+	origins     []string
+	maxMessage  int64
+	maxInflight int
+	sendQueue   int
+
+	maxGarbage  int           // garbage frames answered before the connection is closed
+}
+
+// rateSpec is a token bucket's: rate tokens a second, burst at most; a
+// zero rate is no limit.
+type rateSpec struct {
+	rate  float64
+	burst int
+}
+
+// Defaults, where the configuration says nothing.
+const (
+	defaultMaxBody           = 1 << 20
+	defaultReadHeaderTimeout = 5 * time.Second
+	defaultIdleTimeout       = 120 * time.Second
+	defaultGrace             = 10 * time.Second
+	defaultMaxMessage        = 64 << 10
+	defaultMaxInflight       = 64
+	defaultSendQueue         = 256
+	defaultMaxGarbage        = 3
+	defaultTimeout           = 2 * time.Second
+	defaultMaxTimeout        = 10 * time.Second
+)
+
+// withDefaults returns s with every zero field at its default.
+func (s settings) withDefaults() settings {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if s.maxBody == 0 {
+		s.maxBody = defaultMaxBody
+	}
+	def(&s.readHeaderTimeout, defaultReadHeaderTimeout)
+	def(&s.idleTimeout, defaultIdleTimeout)
+	def(&s.grace, defaultGrace)
+	def(&s.maxTimeout, defaultMaxTimeout)
+	if s.ws.maxMessage == 0 {
+		s.ws.maxMessage = defaultMaxMessage
+	}
+	if s.ws.maxInflight == 0 {
+		s.ws.maxInflight = defaultMaxInflight
+	}
+	if s.ws.sendQueue == 0 {
+		s.ws.sendQueue = defaultSendQueue
+	}
+	if s.ws.maxGarbage == 0 {
+		s.ws.maxGarbage = defaultMaxGarbage
+	}
+	return s
+}

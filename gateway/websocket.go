@@ -1,0 +1,420 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/wizardmesh/wizard/runtime"
+)
+
+// WebSocket close codes (DESIGN §8).
+const (
+	closeNormal       = websocket.StatusNormalClosure // 1000
+	closeGoingAway    = websocket.StatusGoingAway     // 1001: shutdown
+	closePolicy       = websocket.StatusPolicyViolation
+	closeTooBig       = websocket.StatusMessageTooBig // 1009 (the library closes with it)
+	closeInternal     = websocket.StatusInternalError
+	closeTokenExpired = websocket.StatusCode(4001) // reconnect after refreshing the token
+	closeSlowConsumer = websocket.StatusCode(4008)
+	closeInvalidToken = websocket.StatusCode(4501)
+)
+
+// wsWriteTimeout bounds one frame's write when the server has no write
+// timeout.
+const wsWriteTimeout = 10 * time.Second
+
+// wsConn is one WebSocket connection: a reader (the upgrade's goroutine),
+// a writer draining a bounded send queue, and a goroutine per request in
+// flight.
+type wsConn struct {
+	g    *Gateway
+	c    *websocket.Conn
+	ip   string
+	send chan outMsg
+	quit chan struct{} // closed when the connection closes
+
+	ctx    context.Context // the requests', ended when the connection closes
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	inflight map[string]context.CancelFunc
+	id       *identity
+	expiry   *time.Timer
+	draining bool
+	garbage  int
+
+	closed atomic.Bool
+	reqs   sync.WaitGroup // requests in flight
+	tasks  sync.WaitGroup // the writer and the closer
+}
+
+// outMsg is a frame to send, or (close != 0) the close that follows the
+// frames queued before it.
+type outMsg struct {
+	b      []byte
+	close  websocket.StatusCode
+	reason string
+}
+
+// serveWebSocket upgrades a request on the WebSocket path: Origin
+// allow-list, per-IP rate, a token at the upgrade if any; then serves the
+// connection until it closes. It returns the status of the upgrade.
+func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid string) int {
+	fail := func(e *apiError) int { writeError(w, e, rid); return e.status }
+	if g.closing.Load() {
+		e := newAPIError(http.StatusServiceUnavailable, runtime.CodeUnavailable, "the gateway is shutting down")
+		e.retryAfter = retryAfter
+		return fail(e)
+	}
+	origins := g.set.ws.origins
+	if o := r.Header.Get("Origin"); o != "" && len(origins) > 0 && !originAllowed(origins, o) {
+		return fail(newAPIError(http.StatusForbidden, runtime.CodePermissionDenied, "origin "+clipString(o, 100)+" may not open a WebSocket here"))
+	}
+	if e := g.limit(g.ipLim, clientIP(r)); e != nil {
+		return fail(e)
+	}
+	id, e := g.upgradeIdentity(r)
+	if e != nil {
+		return fail(e)
+	}
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: len(origins) > 0})
+	if err != nil {
+		// Accept has answered: a cross-origin request without an
+		// allow-list (403), or not a WebSocket handshake (400, 426).
+		return http.StatusForbidden
+	}
+	c.SetReadLimit(g.set.ws.maxMessage)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	wc := &wsConn{
+		g: g, c: c, ip: clientIP(r),
+		send: make(chan outMsg, g.set.ws.sendQueue), quit: make(chan struct{}),
+		ctx: ctx, cancel: cancel, inflight: make(map[string]context.CancelFunc),
+	}
+	if !g.addConn(wc) {
+		c.Close(closeGoingAway, "the gateway is shutting down")
+		cancel()
+		return http.StatusSwitchingProtocols
+	}
+	defer g.removeConn(wc)
+	if id != nil {
+		wc.setIdentity(id)
+	}
+	wc.tasks.Add(1)
+	go wc.write()
+	wc.read()
+	wc.closeWith(closeNormal, "")
+	wc.reqs.Wait()
+	wc.tasks.Wait()
+	return http.StatusSwitchingProtocols
+}
+
+// upgradeIdentity verifies a token given with the upgrade: the
+// Authorization header (clients that can set it), or the access_token
+// query parameter (browsers cannot set headers on a WebSocket; the first
+// auth frame keeps the token out of URLs and is preferred).
+func (g *Gateway) upgradeIdentity(r *http.Request) (*identity, *apiError) {
+	token, e := bearer(r.Header.Get("Authorization"))
+	if e != nil {
+		return nil, e
+	}
+	if token == "" {
+		token = r.URL.Query().Get("access_token")
+	}
+	if token == "" {
+		return nil, nil
+	}
+	return g.verify(r.Context(), token)
+}
+
+func (g *Gateway) addConn(wc *wsConn) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closing.Load() {
+		return false
+	}
+	g.conns[wc] = struct{}{}
+	g.connWG.Add(1)
+	return true
+}
+
+func (g *Gateway) removeConn(wc *wsConn) {
+	g.mu.Lock()
+	delete(g.conns, wc)
+	g.mu.Unlock()
+	g.connWG.Done()
+}
+
+// read serves the client's frames until the connection fails or closes.
+func (wc *wsConn) read() {
+	for {
+		typ, data, err := wc.c.Read(context.Background())
+		if err != nil {
+			return // closed by either side, or over the size limit (1009, by the library)
+		}
+		if wc.closed.Load() {
+			return
+		}
+		if typ != websocket.MessageText {
+			wc.invalid(&frameError{msg: "frames are text messages of one JSON object"})
+			continue
+		}
+		f, fe := decodeFrame(data)
+		if fe != nil {
+			wc.invalid(fe)
+			continue
+		}
+		switch {
+		case f.ping():
+			wc.enqueue([]byte("{}"))
+		case f.Type == frameAuth:
+			wc.auth(f)
+		case f.Type == frameCancel:
+			wc.cancelReq(*f.ID)
+		case f.Type == frameReq:
+			wc.request(f)
+		}
+	}
+}
+
+// invalid answers a frame that cannot be acted on (400, id if known) and
+// closes the connection (1008) after too many.
+func (wc *wsConn) invalid(fe *frameError) {
+	wc.enqueue(resFrame(fe.id, "", nil, badRequest(fe.msg)))
+	wc.mu.Lock()
+	wc.garbage++
+	n := wc.garbage
+	wc.mu.Unlock()
+	if n >= wc.g.set.ws.maxGarbage {
+		wc.closeAfterQueued(closePolicy, "too many invalid frames")
+	}
+}
+
+// auth verifies an auth frame's token: the connection's identity from
+// then on (a later auth frame refreshes it). An invalid token is answered
+// and closes the connection (4501).
+func (wc *wsConn) auth(f inFrame) {
+	id, e := wc.g.verify(wc.ctx, f.Token)
+	ok := e == nil
+	out := outFrame{Type: frameAuth, ID: f.ID, OK: &ok}
+	if e != nil {
+		eb := e.body()
+		out.Status, out.Error = e.status, &eb
+		wc.enqueue(marshalFrame(out))
+		wc.closeAfterQueued(closeInvalidToken, "invalid token")
+		return
+	}
+	wc.setIdentity(id)
+	out.Subject = id.subject
+	if !id.expires.IsZero() {
+		out.ExpiresAt = id.expires.UTC().Format(time.RFC3339)
+	}
+	wc.enqueue(marshalFrame(out))
+}
+
+// setIdentity makes id the connection's identity, closing the connection
+// (4001) when its token expires.
+func (wc *wsConn) setIdentity(id *identity) {
+	wc.mu.Lock()
+	defer wc.mu.Unlock()
+	wc.id = id
+	if wc.expiry != nil {
+		wc.expiry.Stop()
+		wc.expiry = nil
+	}
+	if !id.expires.IsZero() {
+		wc.expiry = time.AfterFunc(time.Until(id.expires), func() {
+			wc.closeWith(closeTokenExpired, "token expired")
+		})
+	}
+}
+
+// request starts serving a req frame, unless the connection is draining,
+// the id is in flight already, or the in-flight limit is reached (429).
+func (wc *wsConn) request(f inFrame) {
+	id := *f.ID
+	wc.mu.Lock()
+	var e *apiError
+	switch {
+	case wc.draining:
+		e = newAPIError(http.StatusServiceUnavailable, runtime.CodeUnavailable, "the gateway is shutting down")
+		e.retryAfter = retryAfter
+	case wc.inflight[id] != nil:
+		e = badRequest("request id " + id + " is already in flight on this connection")
+	case len(wc.inflight) >= wc.g.set.ws.maxInflight:
+		e = newAPIError(http.StatusTooManyRequests, runtime.CodeResourceExhausted, "too many requests in flight on this connection")
+		e.retryAfter = 1
+	}
+	if e != nil {
+		wc.mu.Unlock()
+		wc.enqueue(resFrame(f.ID, "", nil, e))
+		return
+	}
+	ctx, cancel := context.WithCancel(wc.ctx)
+	wc.inflight[id] = cancel
+	caller := wc.id
+	wc.reqs.Add(1)
+	wc.mu.Unlock()
+	go func() {
+		defer wc.reqs.Done()
+		defer wc.done(id)
+		defer cancel()
+		rid := newRequestID()
+		body, e := wc.serveReq(ctx, f, caller, rid)
+		wc.enqueue(resFrame(f.ID, rid, body, e))
+	}()
+}
+
+// done ends request id; the last of a draining connection closes it.
+func (wc *wsConn) done(id string) {
+	wc.mu.Lock()
+	delete(wc.inflight, id)
+	last := wc.draining && len(wc.inflight) == 0
+	wc.mu.Unlock()
+	if last {
+		wc.closeAfterQueued(closeGoingAway, "the gateway is shutting down")
+	}
+}
+
+// serveReq serves one req frame as its HTTP request would be served.
+func (wc *wsConn) serveReq(ctx context.Context, f inFrame, id *identity, rid string) (body []byte, e *apiError) {
+	g := wc.g
+	start := time.Now()
+	a := access{rid: rid}
+	if id != nil {
+		a.subject = id.subject
+	}
+	defer func() {
+		a.status = 200
+		if e != nil {
+			a.status = e.status
+		}
+		g.logFrame(f, wc.ip, &a, time.Since(start))
+	}()
+	u, err := url.ParseRequestURI(f.Path)
+	if err != nil {
+		return nil, badRequest("req frame's path is not a valid path")
+	}
+	if e := g.limit(g.ipLim, wc.ip); e != nil {
+		return nil, e
+	}
+	m, e := g.table().lookup(f.Method, u.Path)
+	if e != nil {
+		return nil, e
+	}
+	a.route = m.policy.name
+	if e := authorize(m.policy, id); e != nil {
+		return nil, e
+	}
+	var raw []byte
+	if len(f.Body) > 0 && string(f.Body) != "null" {
+		raw = f.Body
+	}
+	return g.call(ctx, call{m: m, method: f.Method, path: u.Path, query: u.Query(), body: raw, hint: time.Duration(f.TimeoutMs) * time.Millisecond, id: id, rid: rid})
+}
+
+// cancelReq cancels request id's mesh call, if it is in flight; its
+// reply (499, canceled) follows.
+func (wc *wsConn) cancelReq(id string) {
+	wc.mu.Lock()
+	cancel := wc.inflight[id]
+	wc.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// enqueue queues a frame; a full queue is a slow consumer, closed (4008).
+func (wc *wsConn) enqueue(b []byte) {
+	if wc.closed.Load() {
+		return
+	}
+	select {
+	case wc.send <- outMsg{b: b}:
+	default:
+		wc.closeWith(closeSlowConsumer, "slow consumer: the send queue is full")
+	}
+}
+
+// write sends the queued frames until the connection closes.
+func (wc *wsConn) write() {
+	defer wc.tasks.Done()
+	timeout := wc.g.set.writeTimeout
+	if timeout <= 0 {
+		timeout = wsWriteTimeout
+	}
+	for {
+		select {
+		case m := <-wc.send:
+			if m.close != 0 {
+				wc.closeWith(m.close, m.reason)
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			err := wc.c.Write(ctx, websocket.MessageText, m.b)
+			cancel()
+			if err != nil {
+				wc.closeWith(closeInternal, "write failed")
+				return
+			}
+		case <-wc.quit:
+			return
+		}
+	}
+}
+
+// closeAfterQueued closes the connection once the frames queued so far
+// are sent.
+func (wc *wsConn) closeAfterQueued(code websocket.StatusCode, reason string) {
+	if wc.closed.Load() {
+		return
+	}
+	select {
+	case wc.send <- outMsg{close: code, reason: reason}:
+	default:
+		wc.closeWith(code, reason)
+	}
+}
+
+// closeWith closes the connection with code (once): the requests in
+// flight are canceled, and the close handshake runs on its own goroutine
+// (it may wait seconds on the peer).
+func (wc *wsConn) closeWith(code websocket.StatusCode, reason string) {
+	if !wc.closed.CompareAndSwap(false, true) {
+		return
+	}
+	wc.tasks.Add(1) // while the writer still holds its own
+	wc.cancel()
+	close(wc.quit)
+	wc.mu.Lock()
+	if wc.expiry != nil {
+		wc.expiry.Stop()
+	}
+	wc.mu.Unlock()
+	go func() {
+		defer wc.tasks.Done()
+		if err := wc.c.Close(code, reason); err != nil && !errors.Is(err, context.Canceled) {
+			wc.c.CloseNow()
+		}
+	}()
+}
+
+// closeNow is closeWith for Close and a shutdown past its grace.
+func (wc *wsConn) closeNow(code websocket.StatusCode, reason string) { wc.closeWith(code, reason) }
+
+// drain lets the requests in flight finish, refuses new ones (503), then
+// closes the connection (1001) after their replies.
+func (wc *wsConn) drain() {
+	wc.mu.Lock()
+	wc.draining = true
+	idle := len(wc.inflight) == 0
+	wc.mu.Unlock()
+	if idle {
+		wc.closeAfterQueued(closeGoingAway, "the gateway is shutting down")
+	}
+}
