@@ -26,7 +26,7 @@ type wsSettings struct {
 	maxInflight int
 	sendQueue   int
 
-	maxGarbage  int           // garbage frames answered before the connection is closed
+	maxGarbage int // garbage frames answered before the connection is closed
 }
 
 // rateSpec is a token bucket's: rate tokens a second, burst at most; a
