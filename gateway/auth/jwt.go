@@ -100,6 +100,7 @@ func NewJWT(o JWTOptions) (*JWT, error) {
 		jwt.WithExpirationRequired(),
 		jwt.WithLeeway(o.Leeway),
 		jwt.WithIssuedAt(),
+		jwt.WithStrictDecoding(), // one encoding per signature: no malleable trailing bits
 	}
 	if o.Issuer != "" {
 		popts = append(popts, jwt.WithIssuer(o.Issuer))
