@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wizardmesh/wizard/gateway/auth"
 	"github.com/wizardmesh/wizard/runtime"
 )
 
@@ -68,7 +69,7 @@ func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, a *access
 		return nil, e
 	}
 	if id != nil {
-		a.subject = id.subject
+		a.subject = id.Subject
 	}
 	hint, e := timeoutHint(r.Header.Get(TimeoutHeader))
 	if e != nil {
@@ -88,7 +89,7 @@ type call struct {
 	query        url.Values
 	body         []byte // JSON, or nil
 	hint         time.Duration
-	id           *identity
+	id           *auth.Identity
 	rid          string
 }
 
@@ -97,7 +98,7 @@ type call struct {
 // and metadata.
 func (g *Gateway) call(ctx context.Context, c call) (json.RawMessage, *apiError) {
 	if c.id != nil {
-		if e := g.limit(g.subLim, c.id.subject); e != nil {
+		if e := g.limit(g.subLim, c.id.Subject); e != nil {
 			return nil, e
 		}
 	}
@@ -212,7 +213,7 @@ func checkContentType(ct string) *apiError {
 // authenticate verifies the request's bearer token as the route asks:
 // required (401 without one), optional (a token given must be valid), or
 // none (any token is ignored); then the route's scopes (403).
-func (g *Gateway) authenticate(ctx context.Context, p *policy, header string) (*identity, *apiError) {
+func (g *Gateway) authenticate(ctx context.Context, p *policy, header string) (*auth.Identity, *apiError) {
 	if p.auth == authNone {
 		return nil, nil
 	}
@@ -220,7 +221,7 @@ func (g *Gateway) authenticate(ctx context.Context, p *policy, header string) (*
 	if e != nil {
 		return nil, e
 	}
-	var id *identity
+	var id *auth.Identity
 	if token != "" {
 		if id, e = g.verify(ctx, token); e != nil {
 			return nil, e
@@ -229,32 +230,28 @@ func (g *Gateway) authenticate(ctx context.Context, p *policy, header string) (*
 	return id, authorize(p, id)
 }
 
-func (g *Gateway) verify(ctx context.Context, token string) (*identity, *apiError) {
+func (g *Gateway) verify(ctx context.Context, token string) (*auth.Identity, *apiError) {
 	if g.auth == nil {
-		return nil, unauthenticated("this gateway verifies no tokens", `Bearer error="invalid_token"`)
+		return nil, authError(auth.ErrRejected)
 	}
 	return g.auth.verify(ctx, token)
 }
 
-// authorize checks an identity (nil: none) against a route's auth.
-func authorize(p *policy, id *identity) *apiError {
+// authorize checks an identity (nil: none) against a route's auth and
+// scopes.
+func authorize(p *policy, id *auth.Identity) *apiError {
 	switch {
 	case p.auth == authNone:
 		return nil
 	case id == nil && p.auth == authRequired:
-		return unauthenticated("this route needs a bearer token", `Bearer realm="wizard-gateway"`)
-	case id != nil && !id.hasScopes(p.scopes):
-		e := newAPIError(http.StatusForbidden, runtime.CodePermissionDenied, "the token lacks a scope this route needs: "+strings.Join(p.scopes, " "))
-		e.challenge = `Bearer error="insufficient_scope", scope="` + strings.Join(p.scopes, " ") + `"`
-		return e
+		return authError(auth.ErrMissingToken)
+	case id == nil:
+		return nil // optional: scopes apply to those who bring a token
+	}
+	if err := auth.RequireScopes(id, p.scopes); err != nil {
+		return authError(err)
 	}
 	return nil
-}
-
-func unauthenticated(msg, challenge string) *apiError {
-	e := newAPIError(http.StatusUnauthorized, runtime.CodeUnauthenticated, msg)
-	e.challenge = challenge
-	return e
 }
 
 // bearer returns the token of an Authorization header ("" for none).
@@ -262,11 +259,14 @@ func bearer(h string) (string, *apiError) {
 	if h == "" {
 		return "", nil
 	}
-	scheme, token, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return "", unauthenticated("the Authorization header must be \"Bearer <token>\"", `Bearer realm="wizard-gateway", error="invalid_request"`)
+	token, err := auth.BearerToken(h)
+	if err != nil {
+		if errors.Is(err, auth.ErrMissingToken) {
+			err = auth.ErrMalformed // a header of another scheme
+		}
+		return "", authError(err)
 	}
-	return strings.TrimSpace(token), nil
+	return token, nil
 }
 
 // limit takes a token of key's bucket in l, or is a 429.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wizardmesh/wizard/gateway/auth"
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
@@ -176,22 +177,22 @@ func gatewayNode(t testing.TB, b *backend) *runtime.Node {
 }
 
 // testVerifier knows a few tokens.
-type testVerifier map[string]*identity
+type testVerifier map[string]*auth.Identity
 
-func (v testVerifier) verify(ctx context.Context, token string) (*identity, *apiError) {
+func (v testVerifier) Verify(ctx context.Context, token string) (*auth.Identity, error) {
 	if id := v[token]; id != nil {
-		if !id.expires.IsZero() && time.Now().After(id.expires) {
-			return nil, unauthenticated("the token has expired", `Bearer error="invalid_token", error_description="the token has expired"`)
+		if !id.ExpiresAt.IsZero() && time.Now().After(id.ExpiresAt) {
+			return nil, auth.ErrExpired
 		}
 		return id, nil
 	}
-	return nil, unauthenticated("the token is not valid", `Bearer error="invalid_token"`)
+	return nil, auth.ErrRejected
 }
 
 var tokens = testVerifier{
-	"good":    {subject: "u1", issuer: "test", scopes: []string{"read"}},
-	"admin":   {subject: "u2", issuer: "test", scopes: []string{"read", "admin"}},
-	"limited": {subject: "limited", issuer: "test"},
+	"good":    {Subject: "u1", Issuer: "test", Scopes: []string{"read"}},
+	"admin":   {Subject: "u2", Issuer: "test", Scopes: []string{"read", "admin"}},
+	"limited": {Subject: "limited", Issuer: "test"},
 }
 
 // testRoutes are the routes of the status table's gateway.
@@ -230,7 +231,7 @@ func newTestGatewayOn(t testing.TB, b *backend, node *runtime.Node, tbl table, s
 		set.ws.path = "/ws"
 	}
 	logs := &logBuffer{}
-	opts = append([]Option{WithLogger(slog.New(logs)), optionFunc(func(o *options) error { o.verifier = tokens; return nil })}, opts...)
+	opts = append([]Option{WithLogger(slog.New(logs)), WithVerifier(tokens)}, opts...)
 	g, err := newGateway(node, tbl, set, opts...)
 	if err != nil {
 		t.Fatal(err)

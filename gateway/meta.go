@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"strings"
+
+	"github.com/wizardmesh/wizard/gateway/auth"
 )
 
 // The call metadata the gateway sets on every call it makes into the mesh
@@ -22,13 +24,13 @@ type callMetaKey struct{}
 // withCallMeta returns ctx carrying the call's metadata: the request id
 // and, for an authenticated request, the verified identity. It is the one
 // place where the gateway sets metadata.
-func withCallMeta(ctx context.Context, requestID string, id *identity) context.Context {
+func withCallMeta(ctx context.Context, requestID string, id *auth.Identity) context.Context {
 	kv := make([]string, 0, 8)
 	kv = append(kv, MetaRequestID, requestID)
 	if id != nil {
-		kv = append(kv, MetaAuthSubject, id.subject, MetaAuthIssuer, id.issuer)
-		if len(id.scopes) > 0 {
-			kv = append(kv, MetaAuthScopes, strings.Join(id.scopes, " "))
+		kv = append(kv, MetaAuthSubject, id.Subject, MetaAuthIssuer, id.Issuer)
+		if len(id.Scopes) > 0 {
+			kv = append(kv, MetaAuthScopes, strings.Join(id.Scopes, " "))
 		}
 	}
 	return context.WithValue(ctx, callMetaKey{}, kv)

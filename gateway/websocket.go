@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/wizardmesh/wizard/gateway/auth"
 	"github.com/wizardmesh/wizard/runtime"
 )
 
@@ -44,7 +45,7 @@ type wsConn struct {
 
 	mu       sync.Mutex
 	inflight map[string]context.CancelFunc
-	id       *identity
+	id       *auth.Identity
 	expiry   *time.Timer
 	draining bool
 	garbage  int
@@ -118,7 +119,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 // Authorization header (clients that can set it), or the access_token
 // query parameter (browsers cannot set headers on a WebSocket; the first
 // auth frame keeps the token out of URLs and is preferred).
-func (g *Gateway) upgradeIdentity(r *http.Request) (*identity, *apiError) {
+func (g *Gateway) upgradeIdentity(r *http.Request) (*auth.Identity, *apiError) {
 	token, e := bearer(r.Header.Get("Authorization"))
 	if e != nil {
 		return nil, e
@@ -210,16 +211,16 @@ func (wc *wsConn) auth(f inFrame) {
 		return
 	}
 	wc.setIdentity(id)
-	out.Subject = id.subject
-	if !id.expires.IsZero() {
-		out.ExpiresAt = id.expires.UTC().Format(time.RFC3339)
+	out.Subject = id.Subject
+	if !id.ExpiresAt.IsZero() {
+		out.ExpiresAt = id.ExpiresAt.UTC().Format(time.RFC3339)
 	}
 	wc.enqueue(marshalFrame(out))
 }
 
 // setIdentity makes id the connection's identity, closing the connection
 // (4001) when its token expires.
-func (wc *wsConn) setIdentity(id *identity) {
+func (wc *wsConn) setIdentity(id *auth.Identity) {
 	wc.mu.Lock()
 	defer wc.mu.Unlock()
 	wc.id = id
@@ -227,8 +228,8 @@ func (wc *wsConn) setIdentity(id *identity) {
 		wc.expiry.Stop()
 		wc.expiry = nil
 	}
-	if !id.expires.IsZero() {
-		wc.expiry = time.AfterFunc(time.Until(id.expires), func() {
+	if !id.ExpiresAt.IsZero() {
+		wc.expiry = time.AfterFunc(time.Until(id.ExpiresAt), func() {
 			wc.closeWith(closeTokenExpired, "token expired")
 		})
 	}
@@ -282,12 +283,12 @@ func (wc *wsConn) done(id string) {
 }
 
 // serveReq serves one req frame as its HTTP request would be served.
-func (wc *wsConn) serveReq(ctx context.Context, f inFrame, id *identity, rid string) (body []byte, e *apiError) {
+func (wc *wsConn) serveReq(ctx context.Context, f inFrame, id *auth.Identity, rid string) (body []byte, e *apiError) {
 	g := wc.g
 	start := time.Now()
 	a := access{rid: rid}
 	if id != nil {
-		a.subject = id.subject
+		a.subject = id.Subject
 	}
 	defer func() {
 		a.status = 200

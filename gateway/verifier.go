@@ -1,0 +1,54 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+
+	"github.com/wizardmesh/wizard/gateway/auth"
+)
+
+// authVerifier is the gateway's view of an [auth.Verifier].
+type authVerifier struct{ v auth.Verifier }
+
+func (a authVerifier) verify(ctx context.Context, token string) (*auth.Identity, *apiError) {
+	id, err := a.v.Verify(ctx, token)
+	if err != nil {
+		return nil, authError(err)
+	}
+	if id == nil {
+		return nil, authError(auth.ErrRejected)
+	}
+	return id, nil
+}
+
+// ready passes on a verifier's readiness when it has one (keys loaded).
+func (a authVerifier) ready() error {
+	if r, ok := a.v.(interface{ Ready() error }); ok {
+		return r.Ready()
+	}
+	return nil
+}
+
+// authError is the status table's row of a verification error: 401 with
+// its challenge, 403, or 503 (fail closed).
+func authError(err error) *apiError {
+	ae := auth.ErrorOf(err)
+	e := newAPIError(ae.Status(), ae.Code(), ae.Public())
+	e.challenge = ae.WWWAuthenticate()
+	if e.status == 503 {
+		e.retryAfter = retryAfter
+	}
+	return e
+}
+
+// WithVerifier sets the verifier of bearer tokens, in place of the one
+// the configuration's auth section describes.
+func WithVerifier(v auth.Verifier) Option {
+	return optionFunc(func(o *options) error {
+		if v == nil {
+			return errors.New("wizard: gateway: WithVerifier(nil): the verifier cannot be nil")
+		}
+		o.verifier = authVerifier{v}
+		return nil
+	})
+}
