@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"strconv"
 )
 
@@ -111,7 +113,7 @@ func frameJSONError(err error) string {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
-	case asErr(err, &se):
+	case asErr(err, &se), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return "frame is not valid JSON"
 	case asErr(err, &te):
 		return "frame field " + strconv.Quote(te.Field) + " has the wrong type"

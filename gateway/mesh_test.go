@@ -98,6 +98,10 @@ func newBackend(t testing.TB) *backend {
 		b.slowDone <- ctx.Err()
 		return nil, ctx.Err()
 	})
+	add(b.svc, "role:t,cmd:big", func(ctx context.Context, req runtime.Request) (any, error) {
+		n, _ := req.Int64("n")
+		return map[string]any{"big": strings.Repeat("x", int(n))}, nil
+	})
 	add(b.svc, "role:t,cmd:panic", func(ctx context.Context, req runtime.Request) (any, error) {
 		panic("the handler's secret")
 	})
@@ -203,6 +207,7 @@ func testRoutes() testTable {
 		route("GET", "/slow", "role:t,cmd:slow", policy{auth: authNone, timeout: 100 * time.Millisecond, maxTimeout: 10 * time.Second}),
 		route("GET", "/busy", "role:t,cmd:busy", policy{auth: authNone}),
 		route("GET", "/broken", "role:t,cmd:broken", policy{auth: authNone}),
+		route("GET", "/big", "role:t,cmd:big", policy{auth: authNone}),
 		route("GET", "/panic", "role:t,cmd:panic", policy{auth: authNone}),
 		route("GET", "/err", "role:t,cmd:err", policy{auth: authNone}),
 		route("GET,POST", "/private", "role:t,cmd:echo", policy{auth: authRequired}),

@@ -216,6 +216,7 @@ type wsFrame struct {
 	ID        *string         `json:"id"`
 	OK        *bool           `json:"ok"`
 	Subject   string          `json:"subject"`
+	ExpiresAt string          `json:"expires_at"`
 	Status    int             `json:"status"`
 	RequestID string          `json:"request_id"`
 	Body      json.RawMessage `json:"body"`

@@ -338,7 +338,8 @@ func (wc *wsConn) enqueue(b []byte) {
 	select {
 	case wc.send <- outMsg{b: b}:
 	default:
-		wc.closeWith(closeSlowConsumer, "slow consumer: the send queue is full")
+		wc.g.log.Warn("gateway: websocket slow consumer: the send queue is full, closing", "remote", wc.ip, "queue", cap(wc.send))
+		wc.closeWith(closeSlowConsumer, "slow consumer")
 	}
 }
 
