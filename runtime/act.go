@@ -156,6 +156,13 @@ func (n *Node) callRoute(ctx context.Context, r *route, pairs []Pair, msg any, o
 		return n.notFound(string(appendCanonical(nil, pairs)), cfg)
 	}
 	if e := r.local.Load(); e != nil {
+		if metadataUsed.Load() { // else no ctx carries metadata: nothing to look up
+			hctx, err := inProcessContext(ctx)
+			if err != nil {
+				return Result{}, err
+			}
+			ctx = hctx
+		}
 		return n.dispatch(ctx, e, msg, over, cfg)
 	}
 	return n.callRemote(ctx, r, msg, over, cfg)

@@ -24,11 +24,13 @@ type outMessage struct {
 }
 
 const (
-	metaCall   = "i" // the call's id among the caller's calls, 8 bytes big-endian
-	metaToken  = "k" // with a call id: the caller's token for the peer called (see peer.token)
-	metaCaller = "c" // the calling node's id
-	metaType   = "t" // the protobuf full name of a CodecProto payload
-	metaOver   = "o" // Act with a protobuf message: the pattern Request.Get sees
+	// The node's own metadata keys start with ':', which callers' keys
+	// cannot (see [Metadata]).
+	metaCall   = ":i" // the call's id among the caller's calls, 8 bytes big-endian
+	metaToken  = ":k" // with a call id: the caller's token for the peer called (see peer.token)
+	metaCaller = ":c" // the calling node's id
+	metaType   = ":t" // the protobuf full name of a CodecProto payload
+	metaOver   = ":o" // Act with a protobuf message: the pattern Request.Get sees
 )
 
 func metaValue(meta []MetaPair, key string) string {
@@ -56,7 +58,7 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *cachedPa
 	if n.closed.Load() {
 		return Result{}, errClosed()
 	}
-	om, err := n.outgoing(r, msg, over, cfg)
+	om, err := n.outgoing(ctx, r, msg, over, cfg)
 	if err != nil {
 		return Result{}, err
 	}
@@ -81,8 +83,15 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *cachedPa
 
 // outgoing encodes msg as the wire message of a call to r, with the
 // metadata the node sends: its id, the payload's type, the pattern that
-// overlays a protobuf message, and the call's id when it may be sent again.
-func (n *Node) outgoing(r *route, msg any, over *cachedPattern, cfg *callConfig) (*outMessage, error) {
+// overlays a protobuf message, the caller's metadata (see [Metadata]), and
+// the call's id when it may be sent again.
+func (n *Node) outgoing(ctx context.Context, r *route, msg any, over *cachedPattern, cfg *callConfig) (*outMessage, error) {
+	st := metaStateOf(ctx)
+	if st != nil {
+		if err := checkOutgoing(st); err != nil {
+			return nil, err
+		}
+	}
 	if over != nil {
 		if m, ok := msg.(map[string]any); ok {
 			msg, over = merged(m, over), nil
@@ -101,6 +110,9 @@ func (n *Node) outgoing(r *route, msg any, over *cachedPattern, cfg *callConfig)
 	}
 	if over != nil {
 		m.Meta = append(m.Meta, MetaPair{metaOver, over.pattern.String()})
+	}
+	if st != nil {
+		m.Meta = append(m.Meta, st.out.pairs...)
 	}
 	if cfg.noReply {
 		m.Flags |= FlagNoReply

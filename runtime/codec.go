@@ -20,6 +20,11 @@ type raw struct {
 	codec Codec
 	data  []byte
 	typ   string // protobuf full name, for CodecProto
+	// call is, for the message of a remote call a handler serves, the
+	// call it came in (which holds it): where Request.Source reads the
+	// caller. A field, not one of Request's: the in-process fast path
+	// passes a Request by value and pays ~2.5 ns for a fifth word.
+	call *Message
 }
 
 // encodePayload encodes v for the wire: protobuf messages in binary, JSON

@@ -156,6 +156,26 @@
 // reaches it. [Node.Stats] counts
 // refusals, retries, calls sent again and duplicates.
 //
+// # Metadata
+//
+// A call carries [Metadata] beside its message, as gRPC metadata and
+// connect headers do: trace context, credentials, request ids. A caller
+// attaches it to the calls it makes with a ctx,
+//
+//	ctx = runtime.AppendMetadata(ctx, "request-id", id)
+//
+// and a handler (or a handler interceptor) reads it with
+// [IncomingMetadata]. What a handler received stays with it: the calls it
+// makes with its ctx carry none of it unless it copies it
+// ([WithMetadata](ctx, IncomingMetadata(ctx)) forwards it all). Keys are
+// lower-case ASCII; a call carries at most [MaxMetadataSize] of it, else
+// it fails before it is sent. [Request.Source] gives what the caller
+// cannot write: the calling node's id, the address and transport the
+// call came by, and, under mutual TLS, the certificate the transport
+// verified ([Identity]). Call interceptors add metadata by passing a
+// derived ctx to the next [Invoker]. In-process calls see exactly what
+// remote ones do; a call without metadata costs nothing for it.
+//
 // # Limits
 //
 // A node bounds what other nodes make it parse and keep. A pattern it

@@ -58,6 +58,11 @@ func (l *limits) over(p Pattern) bool {
 func (l *limits) checkMeta(meta []MetaPair) error {
 	total := 0
 	for _, m := range meta {
+		if !isSystemKey(m.Key) {
+			if err := checkMetaPair(m); err != nil {
+				return err
+			}
+		}
 		if len(m.Value) > l.metaValue {
 			return Errorf(CodeInvalidArgument, "wizard: metadata %s holds %d bytes, more than the limit of %d", quoteClipped(m.Key, maxEchoKey), len(m.Value), l.metaValue)
 		}

@@ -91,7 +91,7 @@ func (n *Node) serveOnce(ctx context.Context, m *Message, e *handlerEntry, over 
 
 // serveLocal runs a remote call on its local handler e.
 func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over *cachedPattern) *Message {
-	m.in = raw{codec: m.Codec, data: m.Payload, typ: metaValue(m.Meta, metaType)}
+	m.in = raw{codec: m.Codec, data: m.Payload, typ: metaValue(m.Meta, metaType), call: m}
 	msg := &m.in // lives in m: boxing it allocates nothing
 	cfg := callConfig{noReply: m.Flags&FlagNoReply != 0}
 	if cfg.noReply {
@@ -102,7 +102,8 @@ func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over
 		// it).
 		cfg.timeout, cfg.inline = m.Deadline, true
 	}
-	res, err := n.dispatch(ctx, e, msg, over, &cfg)
+	hctx := remoteContext(ctx, m)
+	res, err := n.dispatch(hctx, e, msg, over, &cfg)
 	if cfg.noReply {
 		if err != nil {
 			n.log.Warn("wizard: no-reply call refused", "pattern", m.Pattern, "err", err)
@@ -126,6 +127,9 @@ func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over
 	// call saves an allocation. The metadata reuses the request's room
 	// (every call carries at least the caller's id).
 	meta := m.Meta[:0]
+	if hctx != ctx {
+		meta = nil // the handler's IncomingMetadata reads the request's
+	}
 	*m = Message{Codec: codec, Payload: payload}
 	if typ != "" {
 		m.Meta = append(meta, MetaPair{metaType, typ})

@@ -69,8 +69,9 @@ type Message struct {
 	Flags MessageFlags
 	// Codec says how Payload is encoded.
 	Codec Codec
-	// Meta carries caller node id, trace context and auth, as key/value
-	// pairs.
+	// Meta carries the node's own metadata (the caller's id, the
+	// payload's type, the call's id: keys starting with ':') and the
+	// caller's [Metadata], as key/value pairs.
 	Meta []MetaPair
 	// Payload is the encoded message or result. On a failed reply it
 	// carries the error's Details, each a length-prefixed
@@ -95,6 +96,11 @@ type Message struct {
 	// the same identity; metadata alone, which any caller can write, never
 	// suffices.
 	Identity string
+
+	// Remote is, on the serving side, what the transport knows of the
+	// calling end of the connection the call came on (see [NewRemote]);
+	// one per connection. A handler reads it through [Request.Source].
+	Remote *Remote
 }
 
 // MessageFlags are per-call flags.

@@ -196,7 +196,9 @@ func (l *Listener) serve(ctx context.Context, qc *quicgo.Conn, gc *connset.Conn,
 	defer cancel()
 	h := bridge.Tracked(l.h, gc)
 	// What de-duplicated answers are bound to: the client's certificate.
-	ctx = bridge.WithTLSIdentity(ctx, func() tls.ConnectionState { return qc.ConnectionState().TLS })
+	state := func() tls.ConnectionState { return qc.ConnectionState().TLS }
+	ctx = bridge.WithTLSIdentity(ctx, state)
+	ctx = bridge.WithRemote(ctx, runtime.NewRemote("quic", qc.RemoteAddr().String(), state)) // what handlers see of their callers
 	opts := l.opts
 	if l.budget != nil {
 		opts.Share = l.budget.Share() // the connection's streams are one caller

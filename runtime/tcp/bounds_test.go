@@ -124,13 +124,13 @@ func TestWireLimits(t *testing.T) {
 		{"80,000 keys", wire.Frame{Pattern: keys(80000)}, runtime.CodeInvalidArgument, "longer than the limit"},
 		{"65 keys", wire.Frame{Pattern: keys(maxPatternKeys)}, runtime.CodeInvalidArgument, "more than 64 keys"},
 		{"64 keys", wire.Frame{Pattern: keys(maxPatternKeys - 1)}, runtime.CodeOK, ""},
-		{"overlay of 1 MiB", wire.Frame{Pattern: "role:lim", Meta: meta("o", huge)}, runtime.CodeInvalidArgument, `metadata "o" holds 1048587 bytes, more than the limit of 8192`},
-		{"overlay over the pattern limit", wire.Frame{Pattern: "role:lim", Meta: meta("o", "a:"+strings.Repeat("b", maxPatternBytes))}, runtime.CodeInvalidArgument, "longer than the limit of 4096 bytes"},
-		{"overlay of 65 keys", wire.Frame{Pattern: "role:lim", Meta: meta("o", keys(maxPatternKeys))}, runtime.CodeInvalidArgument, "more than 64 keys"},
+		{"overlay of 1 MiB", wire.Frame{Pattern: "role:lim", Meta: meta(":o", huge)}, runtime.CodeInvalidArgument, `metadata ":o" holds 1048587 bytes, more than the limit of 8192`},
+		{"overlay over the pattern limit", wire.Frame{Pattern: "role:lim", Meta: meta(":o", "a:"+strings.Repeat("b", maxPatternBytes))}, runtime.CodeInvalidArgument, "longer than the limit of 4096 bytes"},
+		{"overlay of 65 keys", wire.Frame{Pattern: "role:lim", Meta: meta(":o", keys(maxPatternKeys))}, runtime.CodeInvalidArgument, "more than 64 keys"},
 		{"metadata value over", wire.Frame{Pattern: "role:lim", Meta: meta("x", strings.Repeat("v", maxMetaValue+1))}, runtime.CodeInvalidArgument, "more than the limit of 8192"},
 		{"metadata value at the limit", wire.Frame{Pattern: "role:lim", Meta: meta("x", strings.Repeat("v", maxMetaValue))}, runtime.CodeOK, ""},
 		{"metadata over in all", wire.Frame{Pattern: "role:lim", Meta: meta("x", strings.Repeat("v", maxMetaValue), "y", strings.Repeat("v", maxMetaValue))}, runtime.CodeInvalidArgument, "metadata of 16386 bytes, more than the limit of 16384"},
-		{"metadata of a catalog request", wire.Frame{Pattern: runtime.CatalogPattern, Meta: meta("c", strings.Repeat("v", mib))}, runtime.CodeInvalidArgument, "more than the limit of 8192"},
+		{"metadata of a catalog request", wire.Frame{Pattern: runtime.CatalogPattern, Meta: meta(":c", strings.Repeat("v", mib))}, runtime.CodeInvalidArgument, "more than the limit of 8192"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -206,13 +206,13 @@ func TestPatternCacheBytes(t *testing.T) {
 			return &wire.Frame{Pattern: fmt.Sprintf("u:%d,pad:%s", i, pad)}
 		}, runtime.CodeOK, n, patternCacheBytes + heapSlack},
 		{"unique overlays", false, func(i int) *wire.Frame {
-			return &wire.Frame{Pattern: "role:cache", Meta: []wire.Meta{{Key: "o", Value: fmt.Sprintf("u:%d,pad:%s", i, pad)}}}
+			return &wire.Frame{Pattern: "role:cache", Meta: []wire.Meta{{Key: ":o", Value: fmt.Sprintf("u:%d,pad:%s", i, pad)}}}
 		}, runtime.CodeOK, n, patternCacheBytes + heapSlack},
 		{"patterns of 1 MiB", false, func(i int) *wire.Frame {
 			return &wire.Frame{Pattern: fmt.Sprintf("u:%d,pad:%s", i, strings.Repeat("p", mib))}
 		}, runtime.CodeInvalidArgument, big, heapSlack},
 		{"overlays of 1 MiB", false, func(i int) *wire.Frame {
-			return &wire.Frame{Pattern: "role:cache", Meta: []wire.Meta{{Key: "o", Value: fmt.Sprintf("u:%d,pad:%s", i, strings.Repeat("p", mib))}}}
+			return &wire.Frame{Pattern: "role:cache", Meta: []wire.Meta{{Key: ":o", Value: fmt.Sprintf("u:%d,pad:%s", i, strings.Repeat("p", mib))}}}
 		}, runtime.CodeInvalidArgument, big, heapSlack},
 	}
 	for _, tt := range tests {

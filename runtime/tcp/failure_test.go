@@ -197,11 +197,11 @@ func TestBadRequests(t *testing.T) {
 	}{
 		{"unparsable pattern", wire.Frame{Pattern: "role:raw,,cmd"}, runtime.CodeInvalidArgument},
 		{"no handler", wire.Frame{Pattern: "role:raw,cmd:nothing"}, runtime.CodeNotFound},
-		{"unknown protobuf type", wire.Frame{Pattern: "cmd:typed,role:raw", Codec: wire.CodecProto, Meta: []wire.Meta{{Key: "t", Value: "no.such.Type"}}, Payload: []byte{8, 1}}, runtime.CodeInvalidArgument},
-		{"bad protobuf", wire.Frame{Pattern: "cmd:typed,role:raw", Codec: wire.CodecProto, Meta: []wire.Meta{{Key: "t", Value: "google.protobuf.Int64Value"}}, Payload: []byte{0xff, 0xff}}, runtime.CodeInvalidArgument},
+		{"unknown protobuf type", wire.Frame{Pattern: "cmd:typed,role:raw", Codec: wire.CodecProto, Meta: []wire.Meta{{Key: ":t", Value: "no.such.Type"}}, Payload: []byte{8, 1}}, runtime.CodeInvalidArgument},
+		{"bad protobuf", wire.Frame{Pattern: "cmd:typed,role:raw", Codec: wire.CodecProto, Meta: []wire.Meta{{Key: ":t", Value: "google.protobuf.Int64Value"}}, Payload: []byte{0xff, 0xff}}, runtime.CodeInvalidArgument},
 		{"bad JSON", wire.Frame{Pattern: "cmd:map,role:raw", Codec: wire.CodecJSON, Payload: []byte("{nope")}, runtime.CodeInvalidArgument},
 		{"unknown codec", wire.Frame{Pattern: "cmd:map,role:raw", Codec: 99, Payload: []byte("{}")}, runtime.CodeInvalidArgument},
-		{"bad pattern in meta", wire.Frame{Pattern: "cmd:map,role:raw", Codec: wire.CodecJSON, Meta: []wire.Meta{{Key: "o", Value: ":::"}}, Payload: []byte("{}")}, runtime.CodeInvalidArgument},
+		{"bad pattern in meta", wire.Frame{Pattern: "cmd:map,role:raw", Codec: wire.CodecJSON, Meta: []wire.Meta{{Key: ":o", Value: ":::"}}, Payload: []byte("{}")}, runtime.CodeInvalidArgument},
 	}
 	id := uint64(0)
 	for _, tt := range tests {

@@ -44,14 +44,14 @@ func TestOverlayConsistent(t *testing.T) {
 	}
 
 	t.Run("JSON payload", func(t *testing.T) {
-		got, code := send(&runtime.Message{Codec: runtime.CodecJSON, Payload: []byte(`{"key":"alice"}`), Meta: []runtime.MetaPair{{Key: "o", Value: "key:root,role:acct"}}})
+		got, code := send(&runtime.Message{Codec: runtime.CodecJSON, Payload: []byte(`{"key":"alice"}`), Meta: []runtime.MetaPair{{Key: ":o", Value: "key:root,role:acct"}}})
 		if code != runtime.CodeOK || got != `{"decoded":"root \u003cnil\u003e","get":"root \u003cnil\u003e"}` {
 			t.Errorf("the handler saw %s (%v); want root through Get and Decode", got, code)
 		}
 	})
 	t.Run("protobuf payload contradicting the overlay", func(t *testing.T) {
 		b, _ := proto.Marshal(wrapperspb.String("alice"))
-		got, code := send(&runtime.Message{Codec: runtime.CodecProto, Payload: b, Meta: []runtime.MetaPair{{Key: "t", Value: "google.protobuf.StringValue"}, {Key: "o", Value: "role:acct,value:root"}}})
+		got, code := send(&runtime.Message{Codec: runtime.CodecProto, Payload: b, Meta: []runtime.MetaPair{{Key: ":t", Value: "google.protobuf.StringValue"}, {Key: ":o", Value: "role:acct,value:root"}}})
 		if code != runtime.CodeInvalidArgument {
 			t.Errorf("the handler saw %s (%v); want invalid_argument", got, code)
 		}

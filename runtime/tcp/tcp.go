@@ -485,11 +485,13 @@ func (l *Listener) serve(tc net.Conn) {
 		return
 	}
 	nc := tc
+	var state func() tls.ConnectionState
 	if l.t.serverTLS != nil {
 		tlsc := tls.Server(tc, l.t.serverTLS)
 		ctx = bridge.WithTLSIdentity(ctx, tlsc.ConnectionState) // what de-duplicated answers are bound to
-		nc = tlsc
+		nc, state = tlsc, tlsc.ConnectionState
 	}
+	ctx = bridge.WithRemote(ctx, runtime.NewRemote("tcp", tc.RemoteAddr().String(), state)) // what handlers see of their callers
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()

@@ -68,6 +68,7 @@ func Handler(s runtime.Server) mux.Handler {
 			Payload:  req.Payload,
 			Deadline: req.Deadline,
 			Meta:     fromWire(req.Meta),
+			Remote:   remoteOf(ctx),
 		}
 		if req.Flags&wire.FlagKeep != 0 {
 			m.Identity = identity(ctx) // what a stored answer is bound to

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"sync"
+
+	"github.com/wizardmesh/wizard/runtime"
 )
 
 // identityKey is the context key of a connection's caller identity.
@@ -32,4 +34,19 @@ func identity(ctx context.Context) string {
 		return f()
 	}
 	return ""
+}
+
+// remoteKey is the context key of a connection's [runtime.Remote].
+type remoteKey struct{}
+
+// WithRemote returns ctx carrying r, the calling end of the connection
+// whose requests are served with ctx: they give it to the node as
+// [runtime.Message.Remote].
+func WithRemote(ctx context.Context, r *runtime.Remote) context.Context {
+	return context.WithValue(ctx, remoteKey{}, r)
+}
+
+func remoteOf(ctx context.Context) *runtime.Remote {
+	r, _ := ctx.Value(remoteKey{}).(*runtime.Remote)
+	return r
 }

@@ -98,6 +98,19 @@ func addHandlers(t *testing.T, n *runtime.Node) {
 	add("role:parity,cmd:nilptr", func(ctx context.Context, r runtime.Request) (any, error) {
 		return (*wrapperspb.StringValue)(nil), nil
 	})
+	// What a handler sees of its call's metadata and caller; relay calls
+	// it with its own ctx, forward with what it received copied.
+	add("role:parity,cmd:meta", func(ctx context.Context, r runtime.Request) (any, error) {
+		return map[string]string{"in": runtime.IncomingMetadata(ctx).String(), "caller": r.Source().Node}, nil
+	})
+	add("role:parity,cmd:relay", func(ctx context.Context, r runtime.Request) (any, error) {
+		res, err := n.Act(ctx, "role:parity,cmd:meta", nil)
+		return res.Value(), err
+	})
+	add("role:parity,cmd:forward", func(ctx context.Context, r runtime.Request) (any, error) {
+		res, err := n.Act(runtime.WithMetadata(ctx, runtime.IncomingMetadata(ctx)), "role:parity,cmd:meta", nil)
+		return res.Value(), err
+	})
 	add("role:parity,cmd:typednil", runtime.NewUnaryHandler(func(ctx context.Context, r *wrapperspb.StringValue) (*wrapperspb.StringValue, error) {
 		return nil, nil
 	}))
@@ -126,6 +139,16 @@ func outcomeOf(v any, err error) outcome {
 		for _, a := range e.AnyDetails() {
 			o.Details = append(o.Details, "Any "+a.GetTypeUrl())
 		}
+	}
+	return o
+}
+
+// incoming is the outcome of a call of role:parity,cmd:meta: the
+// metadata it saw.
+func incoming(res runtime.Result, err error) outcome {
+	o := decoded[map[string]string](res, err)
+	if m, ok := o.Value.(map[string]string); ok {
+		o.Value = m["in"]
 	}
 	return o
 }
@@ -181,6 +204,11 @@ var readWant = map[string]string{
 	"Float64 t": "0 false", "Int64 t": "0 false", "String t": "true true",
 	"Float64 nested": "0 false", "Int64 nested": "0 false", "String nested": " false",
 	"Bool t": "true true", "Bool tstr": "false true", "Bool a": "false false",
+}
+
+// withMeta is the test's ctx with the metadata the metadata cases send.
+func withMeta(t *testing.T) context.Context {
+	return runtime.AppendMetadata(t.Context(), "x-a", "1", "x-a", "2", "x-sig-bin", "\x00\n")
 }
 
 // TestInProcessAndRemote runs the handler suite in-process, over TCP and
@@ -252,6 +280,23 @@ func TestInProcessAndRemote(t *testing.T) {
 		{"nil *Res: typed client", func(t *testing.T, n *runtime.Node) outcome {
 			return typed(t, n, "role:parity,cmd:nilptr")
 		}, outcome{Value: "empty: true", Code: "ok"}},
+		{"metadata and caller reach the handler", func(t *testing.T, n *runtime.Node) outcome {
+			o := decoded[map[string]string](n.Act(withMeta(t), "role:parity,cmd:meta", nil))
+			if m, ok := o.Value.(map[string]string); ok {
+				m["caller"] = fmt.Sprint(m["caller"] == n.ID())
+			}
+			return o
+		}, outcome{Value: map[string]string{"in": `x-a="1" x-a="2" x-sig-bin=(2 bytes)`, "caller": "true"}, Code: "ok"}},
+		{"metadata stays with the handler", func(t *testing.T, n *runtime.Node) outcome {
+			return incoming(n.Act(withMeta(t), "role:parity,cmd:relay", nil))
+		}, outcome{Value: "", Code: "ok"}},
+		{"metadata copied on", func(t *testing.T, n *runtime.Node) outcome {
+			return incoming(n.Act(withMeta(t), "role:parity,cmd:forward", nil))
+		}, outcome{Value: `x-a="1" x-a="2" x-sig-bin=(2 bytes)`, Code: "ok"}},
+		{"a bad metadata key", func(t *testing.T, n *runtime.Node) outcome {
+			return decoded[any](n.Act(runtime.AppendMetadata(t.Context(), "X-A", "1"), "role:parity,cmd:meta", nil))
+		}, outcome{Code: "invalid_argument", Message: `wizard: metadata key "X-A": keys are lower-case ASCII letters, digits, '-', '_' and '.' (byte 0 is 'X')`,
+			Details: []string{`DetailAs StringValue: false ""`, `DetailAs Reason: false ""`}}},
 		{"typed handler's nil, nil: typed client", func(t *testing.T, n *runtime.Node) outcome {
 			return typed(t, n, "role:parity,cmd:typednil")
 		}, outcome{Value: "empty: true", Code: "ok"}},

@@ -39,7 +39,7 @@ func DedupBoundToIdentity(t *testing.T, srv, a, b runtime.Transport) {
 			Flags:   runtime.FlagKeep,
 			Codec:   runtime.CodecJSON,
 			Payload: []byte(`{"amount":5}`),
-			Meta:    []runtime.MetaPair{{Key: "c", Value: "victim"}, {Key: "i", Value: string(id[:])}, {Key: "k", Value: "0123456789abcdef"}},
+			Meta:    []runtime.MetaPair{{Key: ":c", Value: "victim"}, {Key: ":i", Value: string(id[:])}, {Key: ":k", Value: "0123456789abcdef"}},
 		})
 		if err != nil || reply.Code != runtime.CodeOK {
 			t.Fatalf("call = %+v, %v", reply, err)
