@@ -98,6 +98,16 @@ func newBackend(t testing.TB) *backend {
 		b.slowDone <- ctx.Err()
 		return nil, ctx.Err()
 	})
+	add(b.svc, "role:t,cmd:meta", func(ctx context.Context, req runtime.Request) (any, error) {
+		out := map[string]any{}
+		for k, v := range runtime.IncomingMetadata(ctx).All() {
+			out[k] = v
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			out["deadline_ms"] = time.Until(dl).Milliseconds()
+		}
+		return out, nil
+	})
 	add(b.svc, "role:t,cmd:big", func(ctx context.Context, req runtime.Request) (any, error) {
 		n, _ := req.Int64("n")
 		return map[string]any{"big": strings.Repeat("x", int(n))}, nil
@@ -207,6 +217,7 @@ func testRoutes() testTable {
 		route("GET", "/slow", "role:t,cmd:slow", policy{auth: authNone, timeout: 100 * time.Millisecond, maxTimeout: 10 * time.Second}),
 		route("GET", "/busy", "role:t,cmd:busy", policy{auth: authNone}),
 		route("GET", "/broken", "role:t,cmd:broken", policy{auth: authNone}),
+		route("GET,POST", "/meta", "role:t,cmd:meta", policy{auth: authOptional, timeout: 3 * time.Second}),
 		route("GET", "/big", "role:t,cmd:big", policy{auth: authNone}),
 		route("GET", "/panic", "role:t,cmd:panic", policy{auth: authNone}),
 		route("GET", "/err", "role:t,cmd:err", policy{auth: authNone}),

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/wizardmesh/wizard/gateway/auth"
+	"github.com/wizardmesh/wizard/runtime"
 )
 
 // The call metadata the gateway sets on every call it makes into the mesh
@@ -17,28 +18,15 @@ const (
 	MetaAuthScopes  = "auth-scopes"
 )
 
-// callMetaKey keys the metadata on a call's context until the runtime
-// carries call metadata itself.
-type callMetaKey struct{}
-
-// withCallMeta returns ctx carrying the call's metadata: the request id
-// and, for an authenticated request, the verified identity. It is the one
-// place where the gateway sets metadata.
+// withCallMeta returns ctx whose calls carry the call's metadata: the
+// request id and, for an authenticated request, the verified identity.
+// It is the one place where the gateway sets metadata.
 func withCallMeta(ctx context.Context, requestID string, id *auth.Identity) context.Context {
-	kv := make([]string, 0, 8)
-	kv = append(kv, MetaRequestID, requestID)
-	if id != nil {
-		kv = append(kv, MetaAuthSubject, id.Subject, MetaAuthIssuer, id.Issuer)
-		if len(id.Scopes) > 0 {
-			kv = append(kv, MetaAuthScopes, strings.Join(id.Scopes, " "))
-		}
+	if id == nil {
+		return runtime.AppendMetadata(ctx, MetaRequestID, requestID)
 	}
-	return context.WithValue(ctx, callMetaKey{}, kv)
-}
-
-// callMeta returns the metadata withCallMeta put on ctx, as key, value
-// pairs.
-func callMeta(ctx context.Context) []string {
-	kv, _ := ctx.Value(callMetaKey{}).([]string)
-	return kv
+	if len(id.Scopes) == 0 {
+		return runtime.AppendMetadata(ctx, MetaRequestID, requestID, MetaAuthSubject, id.Subject, MetaAuthIssuer, id.Issuer)
+	}
+	return runtime.AppendMetadata(ctx, MetaRequestID, requestID, MetaAuthSubject, id.Subject, MetaAuthIssuer, id.Issuer, MetaAuthScopes, strings.Join(id.Scopes, " "))
 }
