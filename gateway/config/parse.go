@@ -121,4 +121,3 @@ func parseBytes(data []byte) (f *ast.File, err error) {
 	}()
 	return parser.ParseBytes(data, 0)
 }
-
