@@ -20,6 +20,7 @@ type decoder struct {
 	anchors map[string][]anchorAt
 	budget  int // nodes left to visit, aliases expanded
 	over    bool
+	where   map[string]pos // the position of each value, by its path
 }
 
 type anchorAt struct {
@@ -43,7 +44,7 @@ type scalar interface {
 var durationType = reflect.TypeFor[time.Duration]()
 
 func newDecoder(ps *problems, root ast.Node) *decoder {
-	d := &decoder{ps: ps, anchors: make(map[string][]anchorAt), budget: maxNodes}
+	d := &decoder{ps: ps, anchors: make(map[string][]anchorAt), budget: maxNodes, where: make(map[string]pos)}
 	ast.Walk(anchorVisitor(d.anchors), root)
 	return d
 }
@@ -63,6 +64,9 @@ func (a anchorVisitor) Visit(n ast.Node) ast.Visitor {
 func posOf(n ast.Node) pos {
 	if n == nil {
 		return pos{}
+	}
+	if m, ok := n.(*ast.MappingNode); ok && !m.IsFlowStyle && len(m.Values) > 0 {
+		return posOf(m.Values[0].Key) // a block mapping starts at its first key
 	}
 	return tokenPos(n.GetToken())
 }
@@ -88,6 +92,10 @@ func (d *decoder) resolve(n ast.Node, where string) ast.Node {
 		switch v := n.(type) {
 		case *ast.TagNode:
 			n = v.Value
+		case *ast.MappingKeyNode:
+			n = v.Value
+		case *ast.MappingValueNode:
+			return &ast.MappingNode{BaseNode: v.BaseNode, Start: v.Start, Values: []*ast.MappingValueNode{v}}
 		case *ast.AnchorNode:
 			n = v.Value
 		case *ast.AliasNode:
@@ -125,6 +133,9 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, where string, depth int) {
 		return
 	}
 	at := posOf(n)
+	if _, seen := d.where[where]; !seen {
+		d.where[where] = at
+	}
 	n = d.resolve(n, where)
 	if n == nil {
 		return
@@ -209,12 +220,16 @@ func (d *decoder) duration(n ast.Node, v reflect.Value, at pos, where string) {
 
 // object fills the struct v from a mapping, by the fields' yaml tags.
 func (d *decoder) object(n ast.Node, v reflect.Value, at pos, where string, depth int) {
+	p, _ := v.Addr().Interface().(positioned)
 	m, ok := n.(*ast.MappingNode)
 	if !ok {
 		d.ps.add(at, where, "want a mapping, got %s", kindOf(n))
+		if p != nil {
+			p.setStart(at)
+			p.setBroken()
+		}
 		return
 	}
-	p, _ := v.Addr().Interface().(positioned)
 	if p != nil {
 		p.setStart(at)
 	}
@@ -227,7 +242,11 @@ func (d *decoder) object(n ast.Node, v reflect.Value, at pos, where string, dept
 		if _, null := value.(*ast.NullNode); p != nil && !null {
 			p.setKey(key, posOf(value))
 		}
+		before := len(d.ps.list)
 		d.decode(value, f, join(where, key), depth+1)
+		if p != nil && len(d.ps.list) > before {
+			p.setBad(key)
+		}
 	})
 }
 

@@ -27,11 +27,14 @@ func Parse(name string, data []byte) (*Config, error) {
 	}
 	root, ok := parseYAML(ps, data)
 	if ok {
+		where := map[string]pos{}
 		if root != nil {
-			newDecoder(ps, root).decode(root, reflect.ValueOf(c).Elem(), "", 0)
+			d := newDecoder(ps, root)
+			d.decode(root, reflect.ValueOf(c).Elem(), "", 0)
+			where = d.where
 		}
-		if len(ps.list) == 0 {
-			validate(c, ps)
+		if !c.broken {
+			validate(c, ps, where)
 		}
 	}
 	if err := ps.err(); err != nil {

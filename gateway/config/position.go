@@ -15,11 +15,22 @@ func (p pos) before(q pos) bool {
 // node records where a mapping of the file stands and where its keys'
 // values do; the decoder fills it in every struct that embeds it.
 type node struct {
-	start pos
-	keys  map[string]pos
+	start  pos
+	keys   map[string]pos
+	bad    map[string]bool // keys whose values were of the wrong type
+	broken bool            // the value was not a mapping
 }
 
 func (n *node) setStart(p pos) { n.start = p }
+
+func (n *node) setBroken() { n.broken = true }
+
+func (n *node) setBad(key string) {
+	if n.bad == nil {
+		n.bad = make(map[string]bool)
+	}
+	n.bad[key] = true
+}
 
 func (n *node) setKey(key string, p pos) {
 	if n.keys == nil {
@@ -37,8 +48,14 @@ func (n *node) at(key string) pos {
 	return n.start
 }
 
-// has reports whether the file gave key.
+// has reports whether the file gave key a value of the right type.
 func (n *node) has(key string) bool {
+	_, ok := n.keys[key]
+	return ok && !n.bad[key]
+}
+
+// given reports whether the file gave key, rightly typed or not.
+func (n *node) given(key string) bool {
 	_, ok := n.keys[key]
 	return ok
 }
@@ -47,4 +64,6 @@ func (n *node) has(key string) bool {
 type positioned interface {
 	setStart(pos)
 	setKey(string, pos)
+	setBad(string)
+	setBroken()
 }

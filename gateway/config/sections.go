@@ -34,7 +34,7 @@ func (v *validator) server(s *Server) {
 	v.positive(&s.node, "server", "read_header_timeout", &s.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	v.positive(&s.node, "server", "idle_timeout", &s.IdleTimeout, DefaultIdleTimeout)
 	if s.has("write_timeout") && s.WriteTimeout <= 0 {
-		v.ps.add(s.at("write_timeout"), "server.write_timeout", "must be positive")
+		v.add(s.at("write_timeout"), "server.write_timeout", "must be positive")
 	}
 	v.size(&s.node, "server", "max_body", &s.MaxBody, DefaultMaxBody)
 	v.size(&s.node, "server", "max_header_bytes", &s.MaxHeaderBytes, DefaultMaxHeaderBytes)
@@ -58,7 +58,7 @@ func (v *validator) writeTimeout(s *Server) {
 		return
 	}
 	if s.WriteTimeout > 0 && s.WriteTimeout < longest.MaxTimeout {
-		v.ps.add(s.at("write_timeout"), "server.write_timeout", "%v is shorter than route %s's max_timeout %v (line %d): its replies would be cut", s.WriteTimeout, strconv.Quote(longest.Name), longest.MaxTimeout, longest.start.line)
+		v.add(s.at("write_timeout"), "server.write_timeout", "%v is shorter than the max_timeout %v of %s: its replies would be cut", s.WriteTimeout, longest.MaxTimeout, routeRef(longest))
 	}
 }
 
@@ -68,7 +68,7 @@ func (v *validator) size(n *node, where, key string, z *Size, def Size) {
 		return
 	}
 	if *z <= 0 {
-		v.ps.add(n.at(key), join(where, key), "must be positive")
+		v.add(n.at(key), join(where, key), "must be positive")
 	}
 }
 
@@ -77,7 +77,7 @@ func (v *validator) size(n *node, where, key string, z *Size, def Size) {
 // true.
 func (v *validator) hostPort(n *node, where, key, addr string, names bool) {
 	if reason := checkHostPort(addr, names); reason != "" {
-		v.ps.add(n.at(key), join(where, key), "%s: %s", strconv.Quote(addr), reason)
+		v.add(n.at(key), join(where, key), "%s: %s", strconv.Quote(addr), reason)
 	}
 }
 
@@ -116,14 +116,17 @@ func isHostName(s string) bool {
 }
 
 func (v *validator) tls(t *TLS, where string, needCA bool) {
-	if t.CertFile == "" {
-		v.ps.add(t.start, where, "cert_file is required")
+	if t.broken {
+		return
 	}
-	if t.KeyFile == "" {
-		v.ps.add(t.start, where, "key_file is required")
+	if t.CertFile == "" && !t.bad["cert_file"] {
+		v.add(t.start, where, "cert_file is required")
 	}
-	if needCA && t.CAFile == "" {
-		v.ps.add(t.start, where, "ca_file is required (the CA of the mesh's certificates)")
+	if t.KeyFile == "" && !t.bad["key_file"] {
+		v.add(t.start, where, "key_file is required")
+	}
+	if needCA && t.CAFile == "" && !t.bad["ca_file"] {
+		v.add(t.start, where, "ca_file is required (the CA of the mesh's certificates)")
 	}
 }
 
@@ -132,7 +135,7 @@ func (v *validator) mesh(m *Mesh) {
 	case !m.has("transport"):
 		m.Transport = "tcp"
 	case m.Transport != "tcp" && m.Transport != "quic":
-		v.ps.add(m.at("transport"), "mesh.transport", "want tcp or quic, got %s", strconv.Quote(m.Transport))
+		v.add(m.at("transport"), "mesh.transport", "want tcp or quic, got %s", strconv.Quote(m.Transport))
 	}
 	if !m.has("listen") {
 		m.Listen = ":0"
@@ -146,7 +149,7 @@ func (v *validator) mesh(m *Mesh) {
 	}
 	for i, s := range m.Seeds {
 		if reason := checkSeed(s); reason != "" {
-			v.ps.add(m.at("seeds"), "mesh.seeds["+strconv.Itoa(i)+"]", "%s: %s", strconv.Quote(s), reason)
+			v.add(m.at("seeds"), "mesh.seeds["+strconv.Itoa(i)+"]", "%s: %s", strconv.Quote(s), reason)
 		}
 	}
 	for i, s := range m.DNS {
@@ -155,26 +158,26 @@ func (v *validator) mesh(m *Mesh) {
 			name = h
 		}
 		if !isHostName(name) {
-			v.ps.add(m.at("dns"), "mesh.dns["+strconv.Itoa(i)+"]", "%s is not a DNS name (or name:port)", strconv.Quote(s))
+			v.add(m.at("dns"), "mesh.dns["+strconv.Itoa(i)+"]", "%s is not a DNS name (or name:port)", strconv.Quote(s))
 		}
 	}
 	for i, p := range m.Peers {
 		if reason := checkHostPort(p, true); reason != "" {
-			v.ps.add(m.at("peers"), "mesh.peers["+strconv.Itoa(i)+"]", "%s: %s", strconv.Quote(p), reason)
+			v.add(m.at("peers"), "mesh.peers["+strconv.Itoa(i)+"]", "%s: %s", strconv.Quote(p), reason)
 		}
 	}
 	switch {
 	case m.has("gossip_key") && m.has("gossip_key_file"):
-		v.ps.add(m.at("gossip_key_file"), "mesh", "gossip_key and gossip_key_file exclude each other; give one")
+		v.add(m.at("gossip_key_file"), "mesh", "gossip_key and gossip_key_file exclude each other; give one")
 	case m.has("gossip_key"):
 		if reason := checkGossipKey(m.GossipKey); reason != "" {
-			v.ps.add(m.at("gossip_key"), "mesh.gossip_key", "%s", reason)
+			v.add(m.at("gossip_key"), "mesh.gossip_key", "%s", reason)
 		}
 	case m.has("gossip_key_file") && m.GossipKeyFile == "":
-		v.ps.add(m.at("gossip_key_file"), "mesh.gossip_key_file", "empty file name")
+		v.add(m.at("gossip_key_file"), "mesh.gossip_key_file", "empty file name")
 	}
 	if len(m.Segment) > 128 {
-		v.ps.add(m.at("segment"), "mesh.segment", "%d bytes; the limit is 128", len(m.Segment))
+		v.add(m.at("segment"), "mesh.segment", "%d bytes; the limit is 128", len(m.Segment))
 	}
 	if m.TLS != nil {
 		v.tls(m.TLS, "mesh.tls", true)
@@ -209,7 +212,7 @@ func (v *validator) defaults(d *Defaults) {
 	v.positive(&d.node, "defaults", "timeout", &d.Timeout, DefaultTimeout)
 	v.positive(&d.node, "defaults", "max_timeout", &d.MaxTimeout, DefaultMaxTimeout)
 	if d.Timeout > d.MaxTimeout && d.MaxTimeout > 0 {
-		v.ps.add(d.at("timeout"), "defaults.timeout", "%v is longer than max_timeout %v", d.Timeout, d.MaxTimeout)
+		v.add(d.at("timeout"), "defaults.timeout", "%v is longer than max_timeout %v", d.Timeout, d.MaxTimeout)
 	}
 	switch {
 	case !d.has("auth") && (v.c.Auth.JWT != nil || v.c.Auth.Delegate != nil):
@@ -217,7 +220,7 @@ func (v *validator) defaults(d *Defaults) {
 	case !d.has("auth"):
 		d.Auth = AuthNone
 	case !validAuth(d.Auth):
-		v.ps.add(d.at("auth"), "defaults.auth", "want required, optional or none, got %s", strconv.Quote(string(d.Auth)))
+		v.add(d.at("auth"), "defaults.auth", "want required, optional or none, got %s", strconv.Quote(string(d.Auth)))
 		d.Auth = AuthRequired
 	}
 }
@@ -230,18 +233,18 @@ var jwtAlgorithms = []string{
 
 func (v *validator) auth(a *Auth) {
 	if a.JWT != nil && a.Delegate != nil {
-		v.ps.add(a.at("delegate"), "auth", "jwt and delegate exclude each other; give one")
+		v.add(a.at("delegate"), "auth", "jwt and delegate exclude each other; give one")
 	}
-	if j := a.JWT; j != nil {
+	if j := a.JWT; j != nil && !j.broken {
 		v.jwt(j)
 	}
-	if dl := a.Delegate; dl != nil {
-		if dl.Pattern == "" {
-			v.ps.add(dl.start, "auth.delegate", "pattern is required")
+	if dl := a.Delegate; dl != nil && !dl.broken {
+		if dl.Pattern == "" && !dl.bad["pattern"] {
+			v.add(dl.start, "auth.delegate", "pattern is required")
 		} else if p, err := runtime.ParsePattern(dl.Pattern); err != nil {
-			v.ps.add(dl.at("pattern"), "auth.delegate.pattern", "%v", strings.TrimPrefix(err.Error(), "wizard: "))
+			v.add(dl.at("pattern"), "auth.delegate.pattern", "%v", strings.TrimPrefix(err.Error(), "wizard: "))
 		} else if p.Len() == 0 || p.HasGlob() || strings.ContainsAny(dl.Pattern, "{}") {
-			v.ps.add(dl.at("pattern"), "auth.delegate.pattern", "want a pattern of fixed values, got %s", strconv.Quote(dl.Pattern))
+			v.add(dl.at("pattern"), "auth.delegate.pattern", "want a pattern of fixed values, got %s", strconv.Quote(dl.Pattern))
 		}
 		v.positive(&dl.node, "auth.delegate", "timeout", &dl.Timeout, 500*time.Millisecond)
 	}
@@ -251,53 +254,53 @@ func (v *validator) jwt(j *JWT) {
 	const w = "auth.jwt"
 	switch {
 	case len(j.Keys) > 0 && j.JWKSURL != "":
-		v.ps.add(j.at("jwks_url"), w, "keys and jwks_url exclude each other; give one")
-	case len(j.Keys) == 0 && j.JWKSURL == "":
-		v.ps.add(j.start, w, "give keys (PEM files) or jwks_url")
+		v.add(j.at("jwks_url"), w, "keys and jwks_url exclude each other; give one")
+	case len(j.Keys) == 0 && j.JWKSURL == "" && !j.bad["keys"] && !j.bad["jwks_url"]:
+		v.add(j.start, w, "give keys (PEM files) or jwks_url")
 	case j.JWKSURL != "":
 		if reason := checkJWKSURL(j.JWKSURL); reason != "" {
-			v.ps.add(j.at("jwks_url"), w+".jwks_url", "%s: %s", strconv.Quote(j.JWKSURL), reason)
+			v.add(j.at("jwks_url"), w+".jwks_url", "%s: %s", strconv.Quote(j.JWKSURL), reason)
 		}
 	}
 	for i, k := range j.Keys {
 		if k == "" {
-			v.ps.add(j.at("keys"), w+".keys["+strconv.Itoa(i)+"]", "empty file name")
+			v.add(j.at("keys"), w+".keys["+strconv.Itoa(i)+"]", "empty file name")
 		}
 	}
-	if len(j.Algorithms) == 0 {
-		v.ps.add(j.start, w, "algorithms is required: the allow-list of signing algorithms, e.g. [RS256]")
+	if len(j.Algorithms) == 0 && !j.bad["algorithms"] {
+		v.add(j.start, w, "algorithms is required: the allow-list of signing algorithms, e.g. [RS256]")
 	}
 	for i, a := range j.Algorithms {
 		ww := w + ".algorithms[" + strconv.Itoa(i) + "]"
 		switch {
 		case strings.EqualFold(a, "none"):
-			v.ps.add(j.at("algorithms"), ww, `"none" is never allowed: tokens must be signed`)
+			v.add(j.at("algorithms"), ww, `"none" is never allowed: tokens must be signed`)
 		case !slices.Contains(jwtAlgorithms, a):
-			v.ps.add(j.at("algorithms"), ww, "unknown algorithm %s; known: %s", strconv.Quote(a), strings.Join(jwtAlgorithms, ", "))
+			v.add(j.at("algorithms"), ww, "unknown algorithm %s; known: %s", strconv.Quote(a), strings.Join(jwtAlgorithms, ", "))
 		case slices.Index(j.Algorithms, a) < i:
-			v.ps.add(j.at("algorithms"), ww, "%s is listed twice", a)
+			v.add(j.at("algorithms"), ww, "%s is listed twice", a)
 		}
 	}
 	hs := slices.ContainsFunc(j.Algorithms, func(a string) bool { return strings.HasPrefix(a, "HS") })
 	asym := slices.ContainsFunc(j.Algorithms, func(a string) bool { return !strings.HasPrefix(a, "HS") })
 	if hs && asym {
-		v.ps.add(j.at("algorithms"), w+".algorithms", "HS and public-key algorithms mixed: a public key could then be used as an HMAC secret; give one kind")
+		v.add(j.at("algorithms"), w+".algorithms", "HS and public-key algorithms mixed: a public key could then be used as an HMAC secret; give one kind")
 	}
 	if hs && j.JWKSURL != "" {
-		v.ps.add(j.at("algorithms"), w+".algorithms", "HS algorithms need secrets from keys files, not a JWKS")
+		v.add(j.at("algorithms"), w+".algorithms", "HS algorithms need secrets from keys files, not a JWKS")
 	}
 	if j.has("issuer") && j.Issuer == "" {
-		v.ps.add(j.at("issuer"), w+".issuer", "empty")
+		v.add(j.at("issuer"), w+".issuer", "empty")
 	}
 	for i, a := range j.Audience {
 		if a == "" {
-			v.ps.add(j.at("audience"), w+".audience["+strconv.Itoa(i)+"]", "empty")
+			v.add(j.at("audience"), w+".audience["+strconv.Itoa(i)+"]", "empty")
 		}
 	}
 	if !j.has("refresh") {
 		j.Refresh = 5 * time.Minute
 	} else if j.Refresh < time.Second {
-		v.ps.add(j.at("refresh"), w+".refresh", "%v is below the 1s minimum", j.Refresh)
+		v.add(j.at("refresh"), w+".refresh", "%v is below the 1s minimum", j.Refresh)
 	}
 }
 
@@ -324,11 +327,11 @@ var defaultHeaders = []string{"Authorization", "Content-Type", "X-Request-Id", "
 func (v *validator) cors(c *CORS) {
 	v.origins(&c.node, "cors", c.Origins)
 	if c.Credentials && slices.Contains(c.Origins, "*") {
-		v.ps.add(c.at("credentials"), "cors.credentials", `credentials with origin "*": browsers refuse it; list the origins`)
+		v.add(c.at("credentials"), "cors.credentials", `credentials with origin "*": browsers refuse it; list the origins`)
 	}
 	for i, m := range c.Methods {
 		if !isToken(m) || strings.ToUpper(m) != m {
-			v.ps.add(c.at("methods"), "cors.methods["+strconv.Itoa(i)+"]", "bad method %s (upper-case token)", strconv.Quote(m))
+			v.add(c.at("methods"), "cors.methods["+strconv.Itoa(i)+"]", "bad method %s (upper-case token)", strconv.Quote(m))
 		}
 	}
 	if !c.has("headers") {
@@ -336,7 +339,7 @@ func (v *validator) cors(c *CORS) {
 	}
 	for i, h := range c.Headers {
 		if !isToken(h) && h != "*" {
-			v.ps.add(c.at("headers"), "cors.headers["+strconv.Itoa(i)+"]", "bad header name %s", strconv.Quote(h))
+			v.add(c.at("headers"), "cors.headers["+strconv.Itoa(i)+"]", "bad header name %s", strconv.Quote(h))
 		}
 	}
 	if !c.has("max_age") {
@@ -365,13 +368,13 @@ func (v *validator) origins(n *node, where string, origins []string) {
 		w := where + ".origins[" + strconv.Itoa(i) + "]"
 		if o == "*" {
 			if len(origins) > 1 {
-				v.ps.add(n.at("origins"), w, `"*" among other origins; give "*" alone`)
+				v.add(n.at("origins"), w, `"*" among other origins; give "*" alone`)
 			}
 			continue
 		}
 		u, err := url.Parse(o)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-			v.ps.add(n.at("origins"), w, "%s is not an origin (scheme://host[:port], no path)", strconv.Quote(o))
+			v.add(n.at("origins"), w, "%s is not an origin (scheme://host[:port], no path)", strconv.Quote(o))
 		}
 	}
 }
@@ -384,7 +387,7 @@ func (v *validator) websocket(ws *WebSocket) {
 	if !ws.has("path") {
 		ws.Path = DefaultWebSocketPath
 	} else if t, err := parsePath(ws.Path); err != nil || len(t.vars) > 0 {
-		v.ps.add(ws.at("path"), w+".path", "%s: want a literal path like /ws", strconv.Quote(ws.Path))
+		v.add(ws.at("path"), w+".path", "%s: want a literal path like /ws", strconv.Quote(ws.Path))
 		return
 	}
 	if !ws.has("origins") {
@@ -398,11 +401,11 @@ func (v *validator) websocket(ws *WebSocket) {
 	v.positive(&ws.node, w, "ping_interval", &ws.PingInterval, 30*time.Second)
 	v.positive(&ws.node, w, "idle_timeout", &ws.IdleTimeout, 2*time.Minute)
 	if ws.IdleTimeout <= ws.PingInterval && ws.IdleTimeout > 0 {
-		v.ps.add(ws.at("idle_timeout"), w+".idle_timeout", "%v is not longer than ping_interval %v: idle connections would close between pings", ws.IdleTimeout, ws.PingInterval)
+		v.add(ws.at("idle_timeout"), w+".idle_timeout", "%v is not longer than ping_interval %v: idle connections would close between pings", ws.IdleTimeout, ws.PingInterval)
 	}
 	for _, r := range v.c.Routes {
 		if routeMatches(r, ws.Path) {
-			v.ps.add(ws.at("path"), w+".path", "%s is matched by route %s (line %d); the WebSocket endpoint needs a path of its own", ws.Path, strconv.Quote(r.Name), r.start.line)
+			v.add(ws.at("path"), w+".path", "%s is matched by %s; the WebSocket endpoint needs a path of its own", ws.Path, routeRef(r))
 			break
 		}
 	}
@@ -421,7 +424,7 @@ func (v *validator) count(n *node, where, key string, c *int, def int) {
 		return
 	}
 	if *c <= 0 {
-		v.ps.add(n.at(key), join(where, key), "must be positive")
+		v.add(n.at(key), join(where, key), "must be positive")
 	}
 }
 
@@ -430,21 +433,21 @@ func (v *validator) rateLimits(rl *RateLimits) {
 		key string
 		l   *Limit
 	}{{"per_ip", rl.PerIP}, {"per_subject", rl.PerSubject}} {
-		if l.l == nil {
+		if l.l == nil || l.l.broken {
 			continue
 		}
 		w := "rate_limits." + l.key
-		if !l.l.has("rate") {
-			v.ps.add(l.l.start, w, "rate is required (like 100/s)")
+		if !l.l.given("rate") {
+			v.add(l.l.start, w, "rate is required (like 100/s)")
 		}
 		if !l.l.has("burst") {
 			l.l.Burst = max(l.l.Rate.Count, 1)
 		} else if l.l.Burst <= 0 {
-			v.ps.add(l.l.at("burst"), w+".burst", "must be positive")
+			v.add(l.l.at("burst"), w+".burst", "must be positive")
 		}
 	}
 	if rl.PerSubject != nil && v.c.Auth.JWT == nil && v.c.Auth.Delegate == nil {
-		v.ps.add(rl.at("per_subject"), "rate_limits.per_subject", "needs an auth section: subjects come from verified tokens")
+		v.add(rl.at("per_subject"), "rate_limits.per_subject", "needs an auth section: subjects come from verified tokens")
 	}
 }
 
@@ -456,12 +459,12 @@ func (v *validator) accessLog(a *AccessLog) {
 	case !a.has("format"):
 		a.Format = "json"
 	case a.Format != "json" && a.Format != "text":
-		v.ps.add(a.at("format"), "access_log.format", "want json or text, got %s", strconv.Quote(a.Format))
+		v.add(a.at("format"), "access_log.format", "want json or text, got %s", strconv.Quote(a.Format))
 	}
 	switch {
 	case !a.has("output"):
 		a.Output = "stderr"
 	case a.Output == "":
-		v.ps.add(a.at("output"), "access_log.output", `empty; want "stderr", "stdout" or a file path`)
+		v.add(a.at("output"), "access_log.output", `empty; want "stderr", "stdout" or a file path`)
 	}
 }

@@ -11,12 +11,24 @@ import (
 // validator checks a decoded Config, applies its defaults and compiles
 // its routes, adding every problem to ps.
 type validator struct {
-	c  *Config
-	ps *problems
+	c     *Config
+	ps    *problems
+	where map[string]pos // the decoder's positions of values
 }
 
-func validate(c *Config, ps *problems) {
-	v := &validator{c, ps}
+// add adds a problem at fallback, or for a list item ("mesh.seeds[2]")
+// at the item's own position.
+func (v *validator) add(fallback pos, where, format string, args ...any) {
+	if strings.HasSuffix(where, "]") {
+		if p, ok := v.where[where]; ok && p.line > 0 {
+			fallback = p
+		}
+	}
+	v.ps.add(fallback, where, format, args...)
+}
+
+func validate(c *Config, ps *problems, where map[string]pos) {
+	v := &validator{c, ps, where}
 	v.server(&c.Server)
 	v.mesh(&c.Mesh)
 	v.defaults(&c.Defaults)
@@ -24,10 +36,9 @@ func validate(c *Config, ps *problems) {
 	v.cors(&c.CORS)
 	v.rateLimits(&c.RateLimits)
 	v.accessLog(&c.AccessLog)
-	before := len(ps.list)
 	v.routes()
-	if len(ps.list) > before {
-		return // conflicts need compiled routes
+	if len(ps.list) > 0 {
+		return // conflicts need compiled routes, defaults a valid file
 	}
 	v.conflicts()
 	v.corsMethods(&c.CORS)
@@ -46,28 +57,31 @@ func (v *validator) positive(n *node, where, key string, d *time.Duration, def t
 		return
 	}
 	if *d <= 0 {
-		v.ps.add(n.at(key), join(where, key), "must be positive")
+		v.add(n.at(key), join(where, key), "must be positive")
 	}
 }
 
 func (v *validator) routes() {
 	if len(v.c.Routes) == 0 {
-		v.ps.add(v.c.at("routes"), "routes", "no routes; the gateway needs at least one")
+		v.add(v.c.at("routes"), "routes", "no routes; the gateway needs at least one")
 		return
 	}
 	names := make(map[string]*Route)
 	for i, r := range v.c.Routes {
 		where := "routes[" + strconv.Itoa(i) + "]"
 		if r == nil {
-			v.ps.add(v.c.at("routes"), where, "empty route")
+			v.add(v.c.at("routes"), where, "empty route")
+			continue
+		}
+		if r.broken {
 			continue
 		}
 		v.route(r, where)
-		if r.Name == "" {
-			continue
+		if !r.has("name") {
+			continue // a default name repeats only with a conflict
 		}
 		if first := names[r.Name]; first != nil {
-			v.ps.add(r.at("name"), join(where, "name"), "route name %s is taken by the route at line %d", strconv.Quote(r.Name), first.start.line)
+			v.add(r.at("name"), join(where, "name"), "route name %s is taken by the route at line %d", strconv.Quote(r.Name), first.start.line)
 			continue
 		}
 		names[r.Name] = r
@@ -76,24 +90,26 @@ func (v *validator) routes() {
 
 func (v *validator) route(r *Route, where string) {
 	v.methods(r, where)
-	if r.Path == "" {
-		v.ps.add(r.start, where, "path is required")
+	if !r.given("path") {
+		v.add(r.start, where, "path is required")
+	} else if !r.has("path") {
 	} else if t, err := parsePath(r.Path); err != nil {
-		v.ps.add(r.at("path"), join(where, "path"), "%v", err)
+		v.add(r.at("path"), join(where, "path"), "%v", err)
 	} else {
 		r.path = t
 	}
-	if r.Pattern == "" {
-		v.ps.add(r.start, where, "pattern is required")
+	if !r.given("pattern") {
+		v.add(r.start, where, "pattern is required")
+	} else if !r.has("pattern") {
 	} else if t, err := parsePattern(r.Pattern); err != nil {
-		v.ps.add(r.at("pattern"), join(where, "pattern"), "%v", err)
+		v.add(r.at("pattern"), join(where, "pattern"), "%v", err)
 	} else {
 		r.pat = t
 	}
 	if r.Name == "" && !r.has("name") && len(r.Methods) > 0 {
 		r.Name = r.Methods[0] + " " + r.Path
 	} else if strings.TrimSpace(r.Name) == "" {
-		v.ps.add(r.at("name"), join(where, "name"), "empty name")
+		v.add(r.at("name"), join(where, "name"), "empty name")
 	}
 	v.routeAuth(r, where)
 	d := &v.c.Defaults
@@ -104,7 +120,7 @@ func (v *validator) route(r *Route, where string) {
 		if !r.has("max_timeout") {
 			from = " (defaults.max_timeout)"
 		}
-		v.ps.add(r.at("timeout"), join(where, "timeout"), "%v is longer than max_timeout %v%s", r.Timeout, r.MaxTimeout, from)
+		v.add(r.at("timeout"), join(where, "timeout"), "%v is longer than max_timeout %v%s", r.Timeout, r.MaxTimeout, from)
 	}
 	if r.path != nil {
 		v.vars(r, where)
@@ -117,7 +133,9 @@ func (v *validator) route(r *Route, where string) {
 
 func (v *validator) methods(r *Route, where string) {
 	if len(r.Methods) == 0 {
-		v.ps.add(r.at("method"), where, "method is required (one, or a list)")
+		if !r.bad["method"] {
+			v.add(r.at("method"), where, "method is required (one, or a list)")
+		}
 		return
 	}
 	for i, m := range r.Methods {
@@ -127,11 +145,11 @@ func (v *validator) methods(r *Route, where string) {
 		}
 		switch {
 		case !isToken(m):
-			v.ps.add(r.at("method"), w, "bad method %s", strconv.Quote(m))
+			v.add(r.at("method"), w, "bad method %s", strconv.Quote(m))
 		case strings.ToUpper(m) != m:
-			v.ps.add(r.at("method"), w, "method %s: methods are upper-case (%s)", strconv.Quote(m), strings.ToUpper(m))
+			v.add(r.at("method"), w, "method %s: methods are upper-case (%s)", strconv.Quote(m), strings.ToUpper(m))
 		case slices.Index(r.Methods, m) < i:
-			v.ps.add(r.at("method"), w, "method %s is listed twice", m)
+			v.add(r.at("method"), w, "method %s is listed twice", m)
 		}
 	}
 }
@@ -154,7 +172,7 @@ func (v *validator) routeAuth(r *Route, where string) {
 	if !r.has("auth") {
 		r.Auth = v.c.Defaults.Auth
 	} else if !validAuth(r.Auth) {
-		v.ps.add(r.at("auth"), join(where, "auth"), "want required, optional or none, got %s", strconv.Quote(string(r.Auth)))
+		v.add(r.at("auth"), join(where, "auth"), "want required, optional or none, got %s", strconv.Quote(string(r.Auth)))
 		return
 	}
 	if r.Auth.needsAuth() && v.c.Auth.JWT == nil && v.c.Auth.Delegate == nil {
@@ -162,15 +180,15 @@ func (v *validator) routeAuth(r *Route, where string) {
 		if !r.has("auth") {
 			at = r.start
 		}
-		v.ps.add(at, where, "auth %s needs an auth section (auth.jwt or auth.delegate)", r.Auth)
+		v.add(at, where, "auth %s needs an auth section (auth.jwt or auth.delegate)", r.Auth)
 	}
 	for i, s := range r.Scopes {
 		if s == "" || strings.ContainsAny(s, " \t\r\n\"") {
-			v.ps.add(r.at("scopes"), join(where, "scopes")+"["+strconv.Itoa(i)+"]", "bad scope %s", strconv.Quote(s))
+			v.add(r.at("scopes"), join(where, "scopes")+"["+strconv.Itoa(i)+"]", "bad scope %s", strconv.Quote(s))
 		}
 	}
 	if len(r.Scopes) > 0 && r.Auth == AuthNone {
-		v.ps.add(r.at("scopes"), join(where, "scopes"), "scopes need auth required or optional, not none")
+		v.add(r.at("scopes"), join(where, "scopes"), "scopes need auth required or optional, not none")
 	}
 }
 
@@ -192,7 +210,7 @@ func (v *validator) vars(r *Route, where string) {
 		w := join(join(where, "vars"), name)
 		i := r.path.varIndex(name)
 		if i < 0 {
-			v.ps.add(c.start, w, "{%s} is not a variable of the path %s", name, r.Path)
+			v.add(c.start, w, "{%s} is not a variable of the path %s", name, r.Path)
 			continue
 		}
 		if v.constraint(&c, w) {
@@ -208,22 +226,22 @@ func (v *validator) constraint(c *Var, where string) bool {
 	ok := true
 	switch {
 	case c.has("allow") && c.has("regex"):
-		v.ps.add(c.at("regex"), where, "allow and regex exclude each other; give one")
+		v.add(c.at("regex"), where, "allow and regex exclude each other; give one")
 		return false
 	case !c.has("allow") && !c.has("regex"):
-		v.ps.add(c.start, where, `give allow (a list, or "*" for any value) or regex`)
+		v.add(c.start, where, `give allow (a list, or "*" for any value) or regex`)
 		return false
 	case c.has("regex"):
 		re, err := regexp.Compile(`^(?:` + c.Regex + `)$`)
 		if err != nil {
-			v.ps.add(c.at("regex"), join(where, "regex"), "bad regex %s: %v", strconv.Quote(c.Regex), strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+			v.add(c.at("regex"), join(where, "regex"), "bad regex %s: %v", strconv.Quote(c.Regex), strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 			return false
 		}
 		c.re = re
 	case c.AllowsAny():
 	default:
 		if len(c.Allow) == 0 {
-			v.ps.add(c.at("allow"), join(where, "allow"), `empty list; give values, or "*" for any value`)
+			v.add(c.at("allow"), join(where, "allow"), `empty list; give values, or "*" for any value`)
 			return false
 		}
 		c.set = make(map[string]struct{}, len(c.Allow))
@@ -231,13 +249,13 @@ func (v *validator) constraint(c *Var, where string) bool {
 			w := join(where, "allow") + "[" + strconv.Itoa(i) + "]"
 			switch _, dup := c.set[a]; {
 			case a == "":
-				v.ps.add(c.at("allow"), w, "empty value; a variable is never empty")
+				v.add(c.at("allow"), w, "empty value; a variable is never empty")
 				ok = false
 			case a == "*":
-				v.ps.add(c.at("allow"), w, `"*" among other values; write allow: "*" alone for any value`)
+				v.add(c.at("allow"), w, `"*" among other values; write allow: "*" alone for any value`)
 				ok = false
 			case dup:
-				v.ps.add(c.at("allow"), w, "%s is listed twice", strconv.Quote(a))
+				v.add(c.at("allow"), w, "%s is listed twice", strconv.Quote(a))
 				ok = false
 			}
 			c.set[a] = struct{}{}
@@ -253,12 +271,12 @@ func (v *validator) patternVars(r *Route, where string) {
 	for j, name := range r.pat.vars {
 		i := r.path.varIndex(name)
 		if i < 0 {
-			v.ps.add(r.at("pattern"), join(where, "pattern"), "{%s} is not a variable of the path %s", name, r.Path)
+			v.add(r.at("pattern"), join(where, "pattern"), "{%s} is not a variable of the path %s", name, r.Path)
 			continue
 		}
 		r.patVars[j] = i
 		if _, given := r.Vars[name]; !given {
-			v.ps.add(r.at("pattern"), join(where, "pattern"), `{%s} fills the pattern: give vars.%s an allow list, a regex, or allow: "*"`, name, name)
+			v.add(r.at("pattern"), join(where, "pattern"), `{%s} fills the pattern: give vars.%s an allow list, a regex, or allow: "*"`, name, name)
 		}
 	}
 }
@@ -270,12 +288,12 @@ func (v *validator) bodyField(r *Route, where string) {
 	w := join(where, "body")
 	switch {
 	case r.Body == "":
-		v.ps.add(r.at("body"), w, "empty field name")
+		v.add(r.at("body"), w, "empty field name")
 	case strings.HasSuffix(r.Body, "$"):
-		v.ps.add(r.at("body"), w, "field %s ends in '$': such keys are wizard's metadata", strconv.Quote(r.Body))
+		v.add(r.at("body"), w, "field %s ends in '$': such keys are wizard's metadata", strconv.Quote(r.Body))
 	case r.path.varIndex(r.Body) >= 0:
-		v.ps.add(r.at("body"), w, "field %s is a path variable", strconv.Quote(r.Body))
+		v.add(r.at("body"), w, "field %s is a path variable", strconv.Quote(r.Body))
 	case slices.ContainsFunc(r.pat.pairs, func(p patternPair) bool { return p.key == r.Body }):
-		v.ps.add(r.at("body"), w, "field %s is a key of the pattern", strconv.Quote(r.Body))
+		v.add(r.at("body"), w, "field %s is a key of the pattern", strconv.Quote(r.Body))
 	}
 }
