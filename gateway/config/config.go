@@ -1,0 +1,245 @@
+package config
+
+import (
+	"time"
+)
+
+// Config is a gateway configuration file. [Parse] and [Load] return it
+// with every default applied, so each field holds the effective value.
+type Config struct {
+	Server     Server     `yaml:"server"`
+	Mesh       Mesh       `yaml:"mesh"`
+	Defaults   Defaults   `yaml:"defaults"`
+	Auth       Auth       `yaml:"auth"`
+	CORS       CORS       `yaml:"cors"`
+	WebSocket  *WebSocket `yaml:"websocket"`
+	RateLimits RateLimits `yaml:"rate_limits"`
+	AccessLog  AccessLog  `yaml:"access_log"`
+	Routes     []*Route   `yaml:"routes"`
+
+	node
+	file  string
+	table *Table
+}
+
+// Server holds the HTTP listener's settings.
+type Server struct {
+	// Listen is the address to serve HTTP and WebSocket on; ":8080" by
+	// default.
+	Listen string `yaml:"listen"`
+	// ReadHeaderTimeout bounds reading a request's headers; 5s by
+	// default.
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	// IdleTimeout closes a keep-alive connection idle this long; 2m by
+	// default.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// WriteTimeout bounds writing a response; by default the longest
+	// route max_timeout plus 5s. It must not be shorter than any route's
+	// max_timeout.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// MaxBody is the largest request body (413 beyond); 1MiB by default.
+	MaxBody Size `yaml:"max_body"`
+	// MaxHeaderBytes bounds a request's headers; 64KiB by default.
+	MaxHeaderBytes Size `yaml:"max_header_bytes"`
+	// TLS, when set, serves HTTPS (and wss) with this certificate.
+	TLS *TLS `yaml:"tls"`
+	// ShutdownGrace is how long a graceful shutdown drains in-flight
+	// requests and WebSocket connections; 10s by default.
+	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+
+	node
+}
+
+// TLS names PEM files: a certificate chain and its key, and for mutual
+// TLS the CA that peers' certificates must chain to.
+type TLS struct {
+	// CertFile is the certificate chain, PEM. Required.
+	CertFile string `yaml:"cert_file"`
+	// KeyFile is the certificate's private key, PEM. Required.
+	KeyFile string `yaml:"key_file"`
+	// CAFile is the CA bundle peers' certificates are verified against
+	// (mutual TLS); in server.tls, a client certificate is then
+	// required. Optional for server.tls, required for mesh.tls.
+	CAFile string `yaml:"ca_file"`
+
+	node
+}
+
+// Mesh holds the gateway's settings as a wizard node.
+type Mesh struct {
+	// Transport is "tcp" (the default) or "quic".
+	Transport string `yaml:"transport"`
+	// Listen is the transport's address; ":0" (any free port) by
+	// default.
+	Listen string `yaml:"listen"`
+	// GossipListen is the gossip (SWIM) address; "0.0.0.0:7946" by
+	// default, swim's.
+	GossipListen string `yaml:"gossip_listen"`
+	// Seeds are gossip addresses of members to join ("host:port", or a
+	// host for port 7946).
+	Seeds []string `yaml:"seeds"`
+	// DNS are names whose A/AAAA or SRV records list members to join.
+	DNS []string `yaml:"dns"`
+	// Peers are transport addresses of nodes to call without gossip
+	// (static peers).
+	Peers []string `yaml:"peers"`
+	// GossipKey encrypts gossip: 16, 24 or 32 bytes, base64. Give it or
+	// GossipKeyFile (a file holding the base64 key), not both.
+	GossipKey     string `yaml:"gossip_key"`
+	GossipKeyFile string `yaml:"gossip_key_file"`
+	// Segment puts the gateway in a swim segment (at most 128 bytes).
+	Segment string `yaml:"segment"`
+	// TLS is the transport's mutual TLS: the gateway's certificate and
+	// the CA of the mesh.
+	TLS *TLS `yaml:"tls"`
+	// Insecure allows gossip without a key and the transport without TLS
+	// on addresses other than loopback (see runtime's trust rules).
+	Insecure bool `yaml:"insecure"`
+
+	node
+}
+
+// Defaults apply to routes that do not set their own.
+type Defaults struct {
+	// Timeout is a route's call timeout; 2s by default.
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxTimeout is the most a client's hint may ask for; 10s by
+	// default.
+	MaxTimeout time.Duration `yaml:"max_timeout"`
+	// Auth is a route's authentication: by default [AuthRequired] when
+	// the file has an auth section, [AuthNone] when it has none.
+	Auth AuthMode `yaml:"auth"`
+
+	node
+}
+
+// Auth says how tokens are verified: by JWT keys, or by a delegate
+// service in the mesh. Exactly one is set when a route needs auth.
+type Auth struct {
+	JWT      *JWT      `yaml:"jwt"`
+	Delegate *Delegate `yaml:"delegate"`
+
+	node
+}
+
+// JWT verifies JSON Web Tokens with keys from PEM files or a JWKS URL
+// (exactly one of the two).
+type JWT struct {
+	// Keys are PEM files of public keys (RSA, ECDSA, Ed25519), or of
+	// HMAC secrets for HS algorithms.
+	Keys []string `yaml:"keys"`
+	// JWKSURL is a JSON Web Key Set's URL (https, or http on loopback).
+	JWKSURL string `yaml:"jwks_url"`
+	// Issuer, when set, must equal the token's iss.
+	Issuer string `yaml:"issuer"`
+	// Audience, when set, must hold one of the token's aud (one value
+	// or a list).
+	Audience []string `yaml:"audience"`
+	// Algorithms is the allow-list of signing algorithms (RS256, ES256,
+	// EdDSA, HS256, ...; never "none"). Required.
+	Algorithms []string `yaml:"algorithms"`
+	// Leeway is the clock skew allowed on exp, nbf and iat; 0 by
+	// default.
+	Leeway time.Duration `yaml:"leeway"`
+	// Refresh is how often the JWKS is fetched again; 5m by default.
+	Refresh time.Duration `yaml:"refresh"`
+
+	node
+}
+
+// Delegate verifies tokens by calling a pattern in the mesh; answers are
+// cached until the token's expiry.
+type Delegate struct {
+	// Pattern is the pattern to call (no variables). Required.
+	Pattern string `yaml:"pattern"`
+	// Timeout bounds the call (a timeout fails closed: 503); 500ms by
+	// default.
+	Timeout time.Duration `yaml:"timeout"`
+
+	node
+}
+
+// CORS is the cross-origin policy for browsers' fetches. With no origins,
+// cross-origin requests are refused.
+type CORS struct {
+	// Origins are the allowed origins ("https://app.example.com"), or
+	// "*" for any (not with Credentials).
+	Origins []string `yaml:"origins"`
+	// Methods are the allowed methods; by default those of the routes.
+	Methods []string `yaml:"methods"`
+	// Headers are the allowed request headers; by default
+	// Authorization, Content-Type, X-Request-Id, X-Request-Timeout-Ms.
+	Headers []string `yaml:"headers"`
+	// Credentials allows cookies and Authorization on cross-origin
+	// requests.
+	Credentials bool `yaml:"credentials"`
+	// MaxAge is how long browsers may cache a preflight; 10m by default.
+	MaxAge time.Duration `yaml:"max_age"`
+
+	node
+}
+
+// WebSocket enables the multiplexed WebSocket endpoint; it is off when
+// the file has no websocket section.
+type WebSocket struct {
+	// Path is the endpoint's path; "/ws" by default. No route may match
+	// it.
+	Path string `yaml:"path"`
+	// Origins are the allowed Origin headers of an upgrade; by default
+	// cors.origins. Requests without Origin (non-browsers) pass.
+	Origins []string `yaml:"origins"`
+	// MaxMessage is the largest frame (close 1009 beyond); 64KiB by
+	// default.
+	MaxMessage Size `yaml:"max_message"`
+	// MaxInflightPerConn bounds requests in flight per connection (429
+	// frames beyond); 64 by default.
+	MaxInflightPerConn int `yaml:"max_inflight_per_conn"`
+	// SendQueue bounds the replies queued per connection (a slow
+	// consumer is closed with 4008); 256 by default.
+	SendQueue int `yaml:"send_queue"`
+	// PingInterval is how often the server pings; 30s by default.
+	PingInterval time.Duration `yaml:"ping_interval"`
+	// IdleTimeout closes a connection with no frame for this long; 2m by
+	// default.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+
+	node
+}
+
+// RateLimits are token buckets per client IP and per verified subject;
+// each is off when absent.
+type RateLimits struct {
+	PerIP      *Limit `yaml:"per_ip"`
+	PerSubject *Limit `yaml:"per_subject"`
+
+	node
+}
+
+// Limit is a token bucket: Rate refills it, Burst is its size.
+type Limit struct {
+	// Rate is the sustained rate (100/s, 6000/m). Required.
+	Rate Rate `yaml:"rate"`
+	// Burst is the bucket's size; by default the rate's count.
+	Burst int `yaml:"burst"`
+
+	node
+}
+
+// AccessLog is the structured access log: one line per request (and per
+// WebSocket frame request).
+type AccessLog struct {
+	// Enabled turns the log on; true by default.
+	Enabled bool `yaml:"enabled"`
+	// Format is "json" (the default) or "text" (slog's handlers).
+	Format string `yaml:"format"`
+	// Output is "stderr" (the default), "stdout" or a file path.
+	Output string `yaml:"output"`
+
+	node
+}
+
+// Table returns the compiled route table.
+func (c *Config) Table() *Table { return c.table }
+
+// File returns the name the configuration was parsed under.
+func (c *Config) File() string { return c.file }

@@ -1,0 +1,225 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/wizardmesh/wizard/runtime"
+)
+
+// patternTemplate is a parsed pattern template: a wizard pattern whose
+// values may hold variables anywhere ("role:users,cmd:{action}",
+// "cmd:{action}_v2"). Keys are fixed: a variable never stands in a key.
+type patternTemplate struct {
+	src   string
+	pairs []patternPair // sorted by key, as the canonical form has them
+	vars  []string      // the names used, in the order of the template
+	fixed string        // the canonical form when no value holds a variable
+}
+
+// patternPair is one key of a pattern template and its value: literal
+// text, or lits[0] vars[0] lits[1] ... vars[n-1] lits[n].
+type patternPair struct {
+	key  string
+	lits []string
+	vars []int // indexes into patternTemplate.vars
+}
+
+// placeholder marks a variable in the string given to
+// [runtime.ParsePattern]: a control byte (templates hold none), the
+// variable's index, and the byte again. It is not a number, not null,
+// and holds nothing the pattern syntax gives a meaning to.
+const placeholder = '\x01'
+
+// parsePattern parses a pattern template: each {name} is replaced by a
+// placeholder, the result must be a valid, non-empty wizard pattern
+// (checked with [runtime.ParsePattern]), and every placeholder must stand
+// in a value.
+func parsePattern(src string) (*patternTemplate, error) {
+	fail := func(off int, format string, args ...any) error {
+		return &templateError{"pattern", src, off, fmt.Sprintf(format, args...)}
+	}
+	if strings.TrimSpace(src) == "" {
+		return nil, fail(0, "empty; a route's pattern names at least one key")
+	}
+	t := &patternTemplate{src: src}
+	var sub strings.Builder
+	var shifts []shift // where sub's text moves against src's
+	for i := 0; i < len(src); {
+		c := src[i]
+		switch {
+		case c == '{':
+			name, next, err := scanVar(src, i, len(src), "pattern")
+			if err != nil {
+				return nil, err
+			}
+			idx := -1
+			for j, v := range t.vars {
+				if v == name {
+					idx = j
+				}
+			}
+			if idx < 0 {
+				idx = len(t.vars)
+				t.vars = append(t.vars, name)
+			}
+			mark := string(placeholder) + strconv.Itoa(idx) + string(placeholder)
+			shifts = append(shifts, shift{sub: sub.Len(), src: i, subLen: len(mark), srcLen: next - i})
+			sub.WriteString(mark)
+			i = next
+		case c == '}':
+			return nil, fail(i, "'}' without '{'")
+		case c < 0x20 || c == 0x7f:
+			return nil, fail(i, "control character %q", rune(c))
+		default:
+			sub.WriteByte(c)
+			i++
+		}
+	}
+	p, err := runtime.ParsePattern(sub.String())
+	if err != nil {
+		var pe *runtime.ParseError
+		if errors.As(err, &pe) {
+			return nil, fail(srcOffset(shifts, pe.Pos), "%s", pe.Reason)
+		}
+		return nil, fail(0, "%v", err)
+	}
+	if p.Len() == 0 {
+		return nil, fail(0, "no key routes (keys ending in '$' and null values are dropped)")
+	}
+	for _, pr := range p.Pairs() {
+		if strings.IndexByte(pr.Key, placeholder) >= 0 {
+			return nil, fail(strings.IndexByte(src, '{'), "a variable in key %s; variables fill values only", strconv.Quote(placeholderText(pr.Key, t.vars)))
+		}
+		t.pairs = append(t.pairs, splitValue(pr.Key, pr.Value))
+	}
+	if len(t.vars) == 0 {
+		t.fixed = p.String()
+	}
+	return t, nil
+}
+
+// shift records that src[src:src+srcLen] became sub[sub:sub+subLen].
+type shift struct{ sub, src, subLen, srcLen int }
+
+// srcOffset maps an offset in the substituted string back to src.
+func srcOffset(shifts []shift, pos int) int {
+	delta := 0
+	for _, s := range shifts {
+		if pos < s.sub {
+			break
+		}
+		if pos < s.sub+s.subLen {
+			return s.src
+		}
+		delta = s.src + s.srcLen - (s.sub + s.subLen)
+	}
+	return pos + delta
+}
+
+// splitValue splits a parsed value at its placeholders.
+func splitValue(key, v string) patternPair {
+	pp := patternPair{key: key}
+	for {
+		i := strings.IndexByte(v, placeholder)
+		if i < 0 {
+			pp.lits = append(pp.lits, v)
+			return pp
+		}
+		j := strings.IndexByte(v[i+1:], placeholder) + i + 1
+		n, _ := strconv.Atoi(v[i+1 : j])
+		pp.lits = append(pp.lits, v[:i])
+		pp.vars = append(pp.vars, n)
+		v = v[j+1:]
+	}
+}
+
+// placeholderText writes s back with {name} for its placeholders.
+func placeholderText(s string, names []string) string {
+	pp := splitValue("", s)
+	var b strings.Builder
+	for i, l := range pp.lits {
+		b.WriteString(l)
+		if i < len(pp.vars) {
+			b.WriteString("{" + names[pp.vars[i]] + "}")
+		}
+	}
+	return b.String()
+}
+
+// fill writes the canonical pattern with the variables' values: the
+// value of t.vars[i] is vals[idx[i]]. Values are quoted where a bare one
+// would not read back as itself.
+func (t *patternTemplate) fill(vals []string, idx []int) string {
+	if t.fixed != "" {
+		return t.fixed
+	}
+	n := 0
+	for _, pp := range t.pairs {
+		n += len(pp.key) + 4
+		for _, l := range pp.lits {
+			n += len(l)
+		}
+		for _, v := range pp.vars {
+			n += len(vals[idx[v]]) + 2
+		}
+	}
+	b := make([]byte, 0, n)
+	var room [64]byte
+	for i, pp := range t.pairs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, pp.key...)
+		b = append(b, ':')
+		v := room[:0]
+		for j, l := range pp.lits {
+			v = append(v, l...)
+			if j < len(pp.vars) {
+				v = append(v, vals[idx[pp.vars[j]]]...)
+			}
+		}
+		b = appendValue(b, v)
+	}
+	return string(b)
+}
+
+// appendValue appends v to b, quoted unless it is a plain word that
+// [runtime.ParsePattern] reads back unchanged.
+func appendValue(b, v []byte) []byte {
+	if !needsQuote(v) {
+		return append(b, v...)
+	}
+	b = append(b, '"')
+	for _, c := range v {
+		if c == '"' || c == '\\' {
+			b = append(b, '\\')
+		}
+		b = append(b, c)
+	}
+	return append(b, '"')
+}
+
+// needsQuote reports whether v must be quoted in a pattern: anything but
+// a word that starts with a letter or '_' and holds only letters,
+// digits and "_-./@+~", and is not "null". This quotes more than the
+// parser needs (numbers, spaces, non-ASCII), never less.
+func needsQuote(v []byte) bool {
+	if len(v) == 0 || string(v) == "null" {
+		return true
+	}
+	if c := v[0]; !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+		return true
+	}
+	for _, c := range v {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("_-./@+~", c) >= 0:
+		default:
+			return true
+		}
+	}
+	return false
+}

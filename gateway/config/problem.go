@@ -1,0 +1,65 @@
+package config
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+)
+
+// Problem is one thing wrong with a configuration file: where it is and
+// why. [Parse] and [Load] return every problem they find, joined with
+// [errors.Join] in the order of the file; errors.As finds the first.
+type Problem struct {
+	// File is the file's name as given to [Parse] or [Load].
+	File string
+	// Line and Col locate the problem, from 1; zero when the problem
+	// concerns the whole file.
+	Line, Col int
+	// Where is the setting concerned, as a path into the file
+	// ("routes[2].pattern", "server"); empty for the file as a whole.
+	Where string
+	// Reason says what is wrong.
+	Reason string
+}
+
+// Error formats the problem as FILE:LINE:COL: WHERE: REASON, the way
+// compilers do, so editors can jump to it.
+func (p *Problem) Error() string {
+	s := p.File
+	if p.Line > 0 {
+		s += ":" + strconv.Itoa(p.Line) + ":" + strconv.Itoa(p.Col)
+	}
+	s += ": "
+	if p.Where != "" {
+		s += p.Where + ": "
+	}
+	return s + p.Reason
+}
+
+// problems collects the problems of one file.
+type problems struct {
+	file string
+	list []*Problem
+}
+
+func (ps *problems) add(at pos, where, format string, args ...any) {
+	ps.list = append(ps.list, &Problem{File: ps.file, Line: at.line, Col: at.col, Where: where, Reason: fmt.Sprintf(format, args...)})
+}
+
+// err returns the problems sorted by position (stable: one position's
+// problems keep the order they were found in), joined; nil for none.
+func (ps *problems) err() error {
+	if len(ps.list) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(ps.list, func(a, b *Problem) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
+	})
+	errs := make([]error, len(ps.list))
+	for i, p := range ps.list {
+		errs[i] = p
+	}
+	return errors.Join(errs...)
+}
