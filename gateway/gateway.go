@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -26,6 +27,9 @@ type Gateway struct {
 	opts   options
 	ipLim  *limiter
 	subLim *limiter
+
+	closers   []io.Closer // what New built (the verifier), closed by Close
+	closeOnce sync.Once
 
 	closing atomic.Bool
 	mu      sync.Mutex
@@ -110,6 +114,7 @@ func (g *Gateway) Serve(ln net.Listener) error {
 		ReadTimeout:       g.set.readTimeout,
 		WriteTimeout:      g.set.writeTimeout,
 		IdleTimeout:       g.set.idleTimeout,
+		MaxHeaderBytes:    g.set.maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 	}
 	g.mu.Lock()
@@ -167,6 +172,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 			s.Close()
 		}
 	}
+	g.closeBuilt()
 	return err
 }
 
@@ -185,7 +191,19 @@ func (g *Gateway) Close() error {
 	}
 	g.closeConns()
 	g.connWG.Wait()
+	g.closeBuilt()
 	return err
+}
+
+// closeBuilt closes what New built, once.
+func (g *Gateway) closeBuilt() {
+	g.closeOnce.Do(func() {
+		for _, c := range g.closers {
+			if c != nil {
+				c.Close()
+			}
+		}
+	})
 }
 
 func (g *Gateway) closeConns() {

@@ -246,12 +246,19 @@ func newTestGatewayOn(t testing.TB, b *backend, node *runtime.Node, tbl table, s
 	if set.ws.path == "" {
 		set.ws.path = "/ws"
 	}
+	set.accessLog = true
 	logs := &logBuffer{}
 	opts = append([]Option{WithLogger(slog.New(logs)), WithVerifier(tokens)}, opts...)
 	g, err := newGateway(node, tbl, set, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveTestGateway(t, g, b, logs)
+}
+
+// serveTestGateway serves g on 127.0.0.1 until the test ends.
+func serveTestGateway(t testing.TB, g *Gateway, b *backend, logs *logBuffer) *testGateway {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -264,7 +271,7 @@ func newTestGatewayOn(t testing.TB, b *backend, node *runtime.Node, tbl table, s
 			t.Errorf("Serve returned %v, want http.ErrServerClosed", err)
 		}
 	})
-	return &testGateway{Gateway: g, b: b, base: "http://" + ln.Addr().String(), ws: "ws://" + ln.Addr().String() + set.ws.path, logs: logs}
+	return &testGateway{Gateway: g, b: b, base: "http://" + ln.Addr().String(), ws: "ws://" + ln.Addr().String() + g.set.ws.path, logs: logs}
 }
 
 // logBuffer is a slog.Handler keeping records, for the access log's

@@ -6,6 +6,8 @@ import "time"
 // gives them (defaults applied).
 type settings struct {
 	maxBody           int64
+	maxHeaderBytes    int
+	accessLog         bool
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
 	writeTimeout      time.Duration
