@@ -207,4 +207,3 @@ func requestError(err error) *apiError {
 }
 
 var _ table = (*configTable)(nil)
-
