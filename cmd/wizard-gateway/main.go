@@ -1,0 +1,210 @@
+// Command wizard-gateway serves HTTP and WebSocket into a wizard mesh: the
+// gateway of package gateway, as a program. Run wizard-gateway --help.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/wizardmesh/wizard/gateway"
+	"github.com/wizardmesh/wizard/gateway/config"
+	"github.com/wizardmesh/wizard/runtime"
+)
+
+func main() {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr, sigs, nil))
+}
+
+// run is the program: it returns the exit code. sigs delivers SIGHUP
+// (reload) and SIGINT / SIGTERM (shut down); serving, if not nil, is told
+// the address once the gateway serves.
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer, sigs <-chan os.Signal, serving func(addr string)) int {
+	if len(args) > 0 && args[0] == "check-config" {
+		return checkConfig(args[1:], stdout, stderr)
+	}
+	var f flags
+	if err := f.parse(args, getenv, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage(stdout, &f)
+			return 0
+		}
+		fmt.Fprintf(stderr, "wizard-gateway: %v\nRun wizard-gateway --help for the flags.\n", err)
+		return 2
+	}
+	if f.config == "" {
+		fmt.Fprintf(stderr, "wizard-gateway: no configuration: give -c FILE (or %s)\nRun wizard-gateway --help for the flags.\n", envName("config"))
+		return 2
+	}
+	if err := serve(&f, stderr, sigs, serving); err != nil {
+		fmt.Fprintf(stderr, "wizard-gateway: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// checkConfig is the check-config subcommand.
+func checkConfig(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "usage: wizard-gateway check-config FILE")
+		return 2
+	}
+	if err := config.Check(args[0]); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: ok\n", args[0])
+	return 0
+}
+
+// serve runs the gateway until SIGINT or SIGTERM.
+func serve(f *flags, stderr io.Writer, sigs <-chan os.Signal, serving func(string)) error {
+	level, err := parseLevel(f.logLevel)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(f.config)
+	if err != nil {
+		return err
+	}
+	log, logFile, err := newLogger(cfg.AccessLog, level, stderr)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	addr, err := listenAddr(cfg.Server.Listen, f.ip, f.port)
+	if err != nil {
+		return err
+	}
+	applyMeshFlags(&cfg.Mesh, f)
+	nopts, err := nodeOptions(cfg.Mesh, log)
+	if err != nil {
+		return fmt.Errorf("mesh: %w", err)
+	}
+	node, err := runtime.New(nopts...)
+	if err != nil {
+		return fmt.Errorf("mesh: %w", err)
+	}
+	gopts := []gateway.Option{gateway.WithLogger(log)}
+	if f.sslCert != "" || f.sslKey != "" {
+		gopts = append(gopts, gateway.WithTLSFiles(f.sslCert, f.sslKey))
+	}
+	g, err := gateway.New(node, cfg, gopts...)
+	if err != nil {
+		node.Close()
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		g.Close()
+		node.Close()
+		return err
+	}
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(ln) }()
+	log.Info("wizard-gateway: serving", "addr", ln.Addr().String(), "routes", len(cfg.Table().Routes()), "node", node.ID(), "mesh", node.Addr())
+	if serving != nil {
+		serving(ln.Addr().String())
+	}
+	for {
+		select {
+		case err := <-served:
+			node.Close()
+			if errors.Is(err, http.ErrServerClosed) {
+				return nil
+			}
+			return err
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				reload(g, f.config, log)
+				continue
+			}
+			log.Info("wizard-gateway: shutting down", "signal", s.String())
+			grace := cfg.Server.ShutdownGrace + 5*time.Second
+			ctx, cancel := context.WithTimeout(context.Background(), grace)
+			err := g.Shutdown(ctx)
+			if err != nil {
+				log.Warn("wizard-gateway: shutdown past its grace", "err", err)
+			}
+			<-served
+			nerr := node.Shutdown(ctx)
+			cancel()
+			return errors.Join(err, nerr)
+		}
+	}
+}
+
+// reload swaps in the routes of the file at path; a bad file keeps the
+// old routes and the log says why.
+func reload(g *gateway.Gateway, path string, log *slog.Logger) {
+	cfg, err := config.Load(path)
+	if err == nil {
+		err = g.Reload(cfg)
+	}
+	if err != nil {
+		log.Error("wizard-gateway: reload failed; the old routes stay", "file", path, "err", err)
+		return
+	}
+	log.Info("wizard-gateway: reloaded", "file", path, "routes", len(cfg.Table().Routes()))
+}
+
+// listenAddr is server.listen with the --ip and --port flags over it.
+func listenAddr(listen, ip, port string) (string, error) {
+	host, p, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("server.listen %q: %w", listen, err)
+	}
+	if ip != "" {
+		if net.ParseIP(ip) == nil {
+			return "", fmt.Errorf("--ip %q is not an IP address", ip)
+		}
+		host = ip
+	}
+	if port != "" {
+		p = port
+	}
+	return net.JoinHostPort(host, p), nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(s))); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// newLogger logs at level, as the access_log section says: json or
+// text, to stderr, stdout or a file (appended to).
+func newLogger(a config.AccessLog, level slog.Level, stderr io.Writer) (*slog.Logger, io.Closer, error) {
+	var w io.Writer = stderr
+	var closer io.Closer = io.NopCloser(nil)
+	switch a.Output {
+	case "", "stderr":
+	case "stdout":
+		w = os.Stdout
+	default:
+		f, err := os.OpenFile(a.Output, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("access_log.output: %w", err)
+		}
+		w, closer = f, f
+	}
+	o := &slog.HandlerOptions{Level: level}
+	if a.Format == "text" {
+		return slog.New(slog.NewTextHandler(w, o)), closer, nil
+	}
+	return slog.New(slog.NewJSONHandler(w, o)), closer, nil
+}
