@@ -144,3 +144,33 @@ routes:
 		t.Errorf("the new route: %d, want 200", got.status)
 	}
 }
+
+// TestDelegatedAuthFailsClosed: an auth pattern that does not answer in
+// time is a 503, never a pass.
+func TestDelegatedAuthFailsClosed(t *testing.T) {
+	tg := configGateway(t, `
+auth:
+  delegate: {pattern: "role:t,cmd:slow", timeout: 50ms}
+websocket: {path: /ws}
+routes:
+  - {name: private, method: GET, path: /private, pattern: "role:t,cmd:echo"}
+`)
+	for _, via := range []func(t *testing.T, tg *testGateway, c statusCase) outcome{doHTTP, doWebSocket} {
+		got := via(t, tg, statusCase{method: "GET", path: "/private", token: "some-token"})
+		if got.status != 503 || got.code != "unavailable" {
+			t.Errorf("delegate timing out: %d %q %q, want 503 unavailable", got.status, got.code, got.message)
+		}
+	}
+	c := dialWS(t, tg.ws, nil)
+	sendFrame(t, c, map[string]any{"type": "auth", "id": "a", "token": "some-token"})
+	if f := mustReadFrame(t, c); *f.OK || f.Status != 503 {
+		t.Errorf("auth frame: %+v, want 503", f)
+	}
+	sendRaw(t, c, []byte(`{}`)) // the connection stays
+	if f := mustReadFrame(t, c); f.Type != "" {
+		t.Errorf("ping after a 503 auth: %+v", f)
+	}
+	if got := doHTTP(t, tg, statusCase{method: "GET", path: "/private"}); got.status != 401 {
+		t.Errorf("no token: %d, want 401", got.status)
+	}
+}

@@ -198,7 +198,8 @@ func (wc *wsConn) invalid(fe *frameError) {
 
 // auth verifies an auth frame's token: the connection's identity from
 // then on (a later auth frame refreshes it). An invalid token is answered
-// and closes the connection (4501).
+// and closes the connection (4501); verification unavailable (503) is
+// answered and the connection stays.
 func (wc *wsConn) auth(f inFrame) {
 	id, e := wc.g.verify(wc.ctx, f.Token)
 	ok := e == nil
@@ -207,7 +208,9 @@ func (wc *wsConn) auth(f inFrame) {
 		eb := e.body()
 		out.Status, out.Error = e.status, &eb
 		wc.enqueue(marshalFrame(out))
-		wc.closeAfterQueued(closeInvalidToken, "invalid token")
+		if e.status == http.StatusUnauthorized {
+			wc.closeAfterQueued(closeInvalidToken, "invalid token")
+		} // else verification is unavailable (503): the client may try again
 		return
 	}
 	wc.setIdentity(id)

@@ -139,7 +139,9 @@ func TestServeReload(t *testing.T) {
 	svc.Add("role:t,cmd:echo", func(ctx context.Context, req runtime.Request) (any, error) { return req.Msg(), nil })
 
 	cfgFile := filepath.Join(t.TempDir(), "gateway.yaml")
-	write := func(routes string) { os.WriteFile(cfgFile, []byte("access_log: {format: text}\nroutes:\n"+routes), 0o600) }
+	write := func(routes string) {
+		os.WriteFile(cfgFile, []byte("access_log: {format: text}\nroutes:\n"+routes), 0o600)
+	}
 	write("  - {method: GET, path: /one, pattern: \"role:t,cmd:echo\"}\n")
 	sigs := make(chan os.Signal, 1)
 	addrs := make(chan string, 1)

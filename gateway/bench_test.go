@@ -1,0 +1,113 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wizardmesh/wizard/runtime"
+)
+
+// benchEcho is the echo handler of the benchmarks.
+func benchEcho(ctx context.Context, req runtime.Request) (any, error) { return req.Msg(), nil }
+
+// latencies collects per-call durations for a p50 metric.
+type latencies []time.Duration
+
+func (l latencies) report(b *testing.B) {
+	if len(l) == 0 {
+		return
+	}
+	slices.Sort(l)
+	b.ReportMetric(float64(l[len(l)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(l[len(l)*99/100].Nanoseconds()), "p99-ns")
+}
+
+// BenchmarkGatewayHTTP: one keep-alive client, POST /echo with a small
+// JSON body, through the gateway to an echo handler in the gateway's own
+// node (inproc) or on another node over TCP on 127.0.0.1 (tcp). Compare
+// its p50 with BenchmarkDirectTCP's for the gateway's overhead.
+func BenchmarkGatewayHTTP(b *testing.B) {
+	for _, mode := range []string{"inproc", "tcp"} {
+		b.Run(mode, func(b *testing.B) {
+			var node *runtime.Node
+			if mode == "inproc" {
+				node = newNode(b)
+				node.Add("role:b,cmd:echo", benchEcho)
+			} else {
+				svc := newNode(b)
+				svc.Add("role:b,cmd:echo", benchEcho)
+				node = newNode(b, runtime.WithDiscovery(runtime.StaticPeers(svc.Addr())))
+				ctx, cancel := context.WithTimeout(context.Background(), guard)
+				defer cancel()
+				if err := node.WaitFor(ctx, "role:b,cmd:echo"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			tbl := testTable{route("POST", "/echo", "role:b,cmd:echo", policy{auth: authNone})}
+			g, err := newGateway(node, tbl, settings{}, WithLogger(quiet))
+			if err != nil {
+				b.Fatal(err)
+			}
+			tg := serveTestGateway(b, g, nil, nil)
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+			body := `{"name":"ada","n":1}`
+			call := func() {
+				req, _ := http.NewRequest("POST", tg.base+"/echo", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				res, err := client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if res.StatusCode != 200 {
+					b.Fatalf("status %d", res.StatusCode)
+				}
+			}
+			call()
+			lat := make(latencies, 0, 1<<16)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				start := time.Now()
+				call()
+				if len(lat) < cap(lat) {
+					lat = append(lat, time.Since(start))
+				}
+			}
+			b.StopTimer()
+			lat.report(b)
+		})
+	}
+}
+
+// BenchmarkDirectTCP is the call BenchmarkGatewayHTTP/tcp makes, made
+// directly by a node: the baseline of the gateway's overhead.
+func BenchmarkDirectTCP(b *testing.B) {
+	svc := newNode(b)
+	svc.Add("role:b,cmd:echo", benchEcho)
+	node := newNode(b, runtime.WithDiscovery(runtime.StaticPeers(svc.Addr())))
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	if err := node.WaitFor(ctx, "role:b,cmd:echo"); err != nil {
+		b.Fatal(err)
+	}
+	msg := []byte(`{"name":"ada","n":1}`)
+	lat := make(latencies, 0, 1<<16)
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		if _, err := node.Act(context.Background(), "role:b,cmd:echo", msg); err != nil {
+			b.Fatal(err)
+		}
+		if len(lat) < cap(lat) {
+			lat = append(lat, time.Since(start))
+		}
+	}
+	lat.report(b)
+}
