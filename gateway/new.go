@@ -90,7 +90,7 @@ func settingsOf(cfg *config.Config) settings {
 		perSubject: rateOf(cfg.RateLimits.PerSubject),
 	}
 	if ws := cfg.WebSocket; ws != nil {
-		s.ws = wsSettings{path: ws.Path, origins: ws.Origins, maxMessage: int64(ws.MaxMessage), maxInflight: ws.MaxInflightPerConn, sendQueue: ws.SendQueue}
+		s.ws = wsSettings{path: ws.Path, origins: ws.Origins, maxMessage: int64(ws.MaxMessage), maxInflight: ws.MaxInflightPerConn, sendQueue: ws.SendQueue, ping: ws.PingInterval, idle: ws.IdleTimeout}
 	}
 	return s
 }

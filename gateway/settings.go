@@ -28,7 +28,9 @@ type wsSettings struct {
 	maxInflight int
 	sendQueue   int
 
-	maxGarbage int // garbage frames answered before the connection is closed
+	maxGarbage int           // garbage frames answered before the connection is closed
+	ping       time.Duration // protocol pings this often (0: none)
+	idle       time.Duration // closed after this long without a frame or a pong (0: never)
 }
 
 // rateSpec is a token bucket's: rate tokens a second, burst at most; a

@@ -47,6 +47,7 @@ type wsConn struct {
 	inflight map[string]context.CancelFunc
 	id       *auth.Identity
 	expiry   *time.Timer
+	idle     *time.Timer // nil without an idle timeout
 	draining bool
 	garbage  int
 
@@ -106,8 +107,15 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 	if id != nil {
 		wc.setIdentity(id)
 	}
+	if d := g.set.ws.idle; d > 0 {
+		wc.idle = time.AfterFunc(d, func() { wc.closeWith(closeGoingAway, "idle") })
+	}
 	wc.tasks.Add(1)
 	go wc.write()
+	if g.set.ws.ping > 0 {
+		wc.tasks.Add(1)
+		go wc.pings(g.set.ws.ping)
+	}
 	wc.read()
 	wc.closeWith(closeNormal, "")
 	wc.reqs.Wait()
@@ -161,6 +169,7 @@ func (wc *wsConn) read() {
 		if wc.closed.Load() {
 			return
 		}
+		wc.active()
 		if typ != websocket.MessageText {
 			wc.invalid(&frameError{msg: "frames are text messages of one JSON object"})
 			continue
@@ -179,6 +188,34 @@ func (wc *wsConn) read() {
 			wc.cancelReq(*f.ID)
 		case f.Type == frameReq:
 			wc.request(f)
+		}
+	}
+}
+
+// active pushes the idle timeout back: the client is there.
+func (wc *wsConn) active() {
+	if wc.idle != nil {
+		wc.idle.Reset(wc.g.set.ws.idle)
+	}
+}
+
+// pings sends a protocol ping every interval (browsers answer them
+// without the page's help); a pong counts as activity.
+func (wc *wsConn) pings(interval time.Duration) {
+	defer wc.tasks.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(wc.ctx, interval)
+			err := wc.c.Ping(ctx)
+			cancel()
+			if err == nil {
+				wc.active()
+			}
+		case <-wc.quit:
+			return
 		}
 	}
 }
@@ -401,6 +438,9 @@ func (wc *wsConn) closeWith(code websocket.StatusCode, reason string) {
 		wc.expiry.Stop()
 	}
 	wc.mu.Unlock()
+	if wc.idle != nil {
+		wc.idle.Stop()
+	}
 	go func() {
 		defer wc.tasks.Done()
 		if err := wc.c.Close(code, reason); err != nil && !errors.Is(err, context.Canceled) {

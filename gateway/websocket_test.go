@@ -277,3 +277,30 @@ func TestWebSocketTokenExpiry(t *testing.T) {
 	wantClose(t, c, closeTokenExpired)
 	_ = auth.ErrExpired
 }
+
+// TestWebSocketIdle: a client that sends nothing and answers no ping is
+// closed after the idle timeout; one whose library answers pings stays.
+func TestWebSocketIdle(t *testing.T) {
+	tg := newTestGateway(t, settings{ws: wsSettings{idle: 100 * time.Millisecond}})
+	c := dialWS(t, tg.ws, nil)
+	wantClose(t, c, closeGoingAway)
+
+	tg2 := newTestGateway(t, settings{ws: wsSettings{idle: 500 * time.Millisecond, ping: 10 * time.Millisecond}})
+	c2 := dialWS(t, tg2.ws, nil)
+	go func() { // a reader answers the pings
+		for {
+			if _, _, err := c2.Read(context.Background()); err != nil {
+				return
+			}
+		}
+	}()
+	// Well past the idle timeout, with pings answered, the connection
+	// still serves.
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if err := c2.Ping(t.Context()); err != nil {
+			t.Fatalf("the connection closed though its pings were answered: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond) // pacing, not synchronisation
+	}
+}
