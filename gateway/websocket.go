@@ -117,6 +117,9 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 		go wc.pings(g.set.ws.ping)
 	}
 	wc.read()
+	if wc.idle != nil {
+		wc.idle.Stop()
+	}
 	wc.closeWith(closeNormal, "")
 	wc.reqs.Wait()
 	wc.tasks.Wait()
@@ -438,9 +441,6 @@ func (wc *wsConn) closeWith(code websocket.StatusCode, reason string) {
 		wc.expiry.Stop()
 	}
 	wc.mu.Unlock()
-	if wc.idle != nil {
-		wc.idle.Stop()
-	}
 	go func() {
 		defer wc.tasks.Done()
 		if err := wc.c.Close(code, reason); err != nil && !errors.Is(err, context.Canceled) {
