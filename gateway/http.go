@@ -166,8 +166,12 @@ func timeoutHint(v string) (time.Duration, *apiError) {
 	if err != nil || ms <= 0 {
 		return 0, badRequest(TimeoutHeader + " must be a positive number of milliseconds, not " + strconv.Quote(clipString(v, 32)))
 	}
-	return time.Duration(min(ms, int64(time.Duration(1<<62)/time.Millisecond))) * time.Millisecond, nil
+	return time.Duration(min(ms, maxHintMs)) * time.Millisecond, nil
 }
+
+// maxHintMs bounds a timeout hint before it is clamped to a route's
+// max_timeout, so that it cannot overflow a Duration.
+const maxHintMs = int64(time.Duration(1<<62) / time.Millisecond)
 
 // readBody reads a JSON body of at most the configured size: 415 for
 // another content type, 413 past the size.

@@ -359,7 +359,7 @@ func (wc *wsConn) serveReq(ctx context.Context, f inFrame, id *auth.Identity, ri
 	if len(f.Body) > 0 && string(f.Body) != "null" {
 		raw = f.Body
 	}
-	return g.call(ctx, call{m: m, method: f.Method, path: u.Path, query: u.Query(), body: raw, hint: time.Duration(f.TimeoutMs) * time.Millisecond, id: id, rid: rid})
+	return g.call(ctx, call{m: m, method: f.Method, path: u.Path, query: u.Query(), body: raw, hint: time.Duration(min(f.TimeoutMs, maxHintMs)) * time.Millisecond, id: id, rid: rid})
 }
 
 // cancelReq cancels request id's mesh call, if it is in flight; its
