@@ -27,7 +27,7 @@ type authService struct {
 	calls atomic.Int32
 }
 
-func newAuthService(t *testing.T, fn func(ctx context.Context, token string) (any, error)) *authService {
+func newAuthService(t testing.TB, fn func(ctx context.Context, token string) (any, error)) *authService {
 	t.Helper()
 	n, err := runtime.New()
 	if err != nil {
@@ -49,7 +49,7 @@ func newAuthService(t *testing.T, fn func(ctx context.Context, token string) (an
 	return s
 }
 
-func newDelegate(t *testing.T, o auth.DelegateOptions) *auth.Delegate {
+func newDelegate(t testing.TB, o auth.DelegateOptions) *auth.Delegate {
 	t.Helper()
 	if o.Pattern == "" {
 		o.Pattern = authPattern
