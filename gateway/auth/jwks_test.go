@@ -329,3 +329,18 @@ func TestJWKSBurstOnFakeClock(t *testing.T) {
 		}
 	})
 }
+
+// TestJWKSOverTLS fetches the key set over https, with the client of the
+// test server's certificate, as a deployment would.
+func TestJWKSOverTLS(t *testing.T) {
+	ks := newKeyServer(jwksOf(t, jwkOf(t, "e", &ecKey().PublicKey)))
+	srv := httptest.NewTLSServer(ks)
+	t.Cleanup(srv.Close)
+	j := newJWT(t, auth.JWTOptions{JWKSURL: srv.URL + "/jwks.json", HTTPClient: srv.Client(), Algorithms: []string{"ES256"}})
+	if _, err := j.Verify(t.Context(), sign(t, jwt.SigningMethodES256, ecKey(), "e", claims(nil))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auth.NewJWT(auth.JWTOptions{JWKSURL: srv.URL + "/jwks.json", JWKSTimeout: 10 * time.Second}); err == nil {
+		t.Error("NewJWT trusted the test server's certificate without its client")
+	}
+}

@@ -247,6 +247,11 @@ func (j *JWT) parse(token string) (*Identity, error) {
 
 // keyfunc returns the keys for t's algorithm and kid.
 func (j *JWT) keyfunc(t *jwt.Token) (any, error) {
+	if _, ok := t.Header["crit"]; ok {
+		// RFC 7515 §4.1.11: extensions the verifier does not understand
+		// make the token invalid, and the gateway understands none.
+		return nil, newError(ReasonMalformed, "token has critical header parameters", nil)
+	}
 	kid, ok := t.Header["kid"].(string)
 	if !ok && t.Header["kid"] != nil {
 		return nil, newError(ReasonMalformed, "token kid is not a string", nil)

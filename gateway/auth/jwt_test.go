@@ -184,6 +184,11 @@ func TestJWTRejects(t *testing.T) {
 		{"exp a string", rs("r1", claims(map[string]any{"exp": "tomorrow"})), auth.ReasonClaims},
 		{"sub a number", rs("r1", claims(map[string]any{"sub": 7})), auth.ReasonClaims},
 		{"kid a number", strings.Join([]string{b64json(t, map[string]any{"alg": "RS256", "kid": 1}), parts[1], parts[2]}, "."), auth.ReasonMalformed},
+		{"crit header", func() string {
+			tok := jwt.NewWithClaims(jwt.SigningMethodRS256, claims(nil))
+			tok.Header["kid"], tok.Header["crit"] = "r1", []string{"exp"}
+			return must(tok.SignedString(rsaKey))
+		}(), auth.ReasonMalformed},
 		{"unknown alg", strings.Join([]string{b64json(t, map[string]any{"alg": "XS256"}), parts[1], parts[2]}, "."), auth.ReasonAlgorithm},
 		{"garbage", "not a token", auth.ReasonMalformed},
 		{"two segments", parts[0] + "." + parts[1], auth.ReasonMalformed},
