@@ -42,6 +42,10 @@ type DelegateOptions struct {
 	MaxCacheTTL time.Duration
 	// MaxTokenSize bounds the token, in bytes (default 16 KiB).
 	MaxTokenSize int
+	// MaxInFlight bounds the calls of the auth pattern in progress
+	// (default 1,024): a token that needs one more fails closed (503),
+	// so that a flood of distinct tokens cannot pile up calls.
+	MaxInFlight int
 }
 
 // Delegate verifies tokens by calling an auth pattern in the mesh, as
@@ -63,6 +67,7 @@ type Delegate struct {
 	timeout time.Duration
 	maxTTL  time.Duration
 	max     int
+	maxCall int
 	cache   *answerCache
 
 	base   context.Context // canceled by Close
@@ -88,6 +93,7 @@ const (
 	defaultDelegateTimeout = 500 * time.Millisecond
 	defaultCacheEntries    = 10_000
 	defaultCacheBytes      = 16 << 20
+	defaultMaxInFlight     = 1024
 )
 
 // NewDelegate returns a delegating verifier, or an error naming the option
@@ -109,6 +115,8 @@ func NewDelegate(o DelegateOptions) (*Delegate, error) {
 		err = fmt.Errorf("MaxCacheTTL %v is negative", o.MaxCacheTTL)
 	case o.MaxTokenSize < 0:
 		err = fmt.Errorf("MaxTokenSize %d is negative", o.MaxTokenSize)
+	case o.MaxInFlight < 0:
+		err = fmt.Errorf("MaxInFlight %d is negative", o.MaxInFlight)
 	default:
 		if _, perr := runtime.ParsePattern(o.Pattern); perr != nil {
 			err = fmt.Errorf("Pattern %q: %w", o.Pattern, perr)
@@ -123,6 +131,7 @@ func NewDelegate(o DelegateOptions) (*Delegate, error) {
 		timeout: cmp.Or(o.Timeout, defaultDelegateTimeout),
 		maxTTL:  o.MaxCacheTTL,
 		max:     cmp.Or(o.MaxTokenSize, defaultMaxTokenSize),
+		maxCall: cmp.Or(o.MaxInFlight, defaultMaxInFlight),
 		cache:   newAnswerCache(cmp.Or(o.CacheEntries, defaultCacheEntries), cmp.Or(o.CacheBytes, defaultCacheBytes)),
 		flights: map[[sha256.Size]byte]*flight{},
 	}
@@ -152,6 +161,10 @@ func (d *Delegate) Verify(ctx context.Context, token string) (*Identity, error) 
 	}
 	f := d.flights[key]
 	if f == nil {
+		if len(d.flights) >= d.maxCall {
+			d.mu.Unlock()
+			return nil, newError(ReasonUnavailable, "", fmt.Errorf("%d calls of the auth pattern in progress", d.maxCall))
+		}
 		f = &flight{done: make(chan struct{})}
 		d.flights[key] = f
 		d.wg.Add(1)

@@ -315,6 +315,36 @@ func TestDelegateCallerGoneKeepsTheCall(t *testing.T) {
 	})
 }
 
+// TestDelegateMaxInFlight: beyond MaxInFlight calls in progress, a token
+// that needs a new call fails closed; one that shares a call still waits.
+func TestDelegateMaxInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		svc := newAuthService(t, func(ctx context.Context, tok string) (any, error) {
+			<-release
+			return map[string]any{"subject": tok, "expires_at": time.Now().Add(time.Hour).Unix()}, nil
+		})
+		d := newDelegate(t, auth.DelegateOptions{Caller: svc.node, MaxInFlight: 2, Timeout: time.Minute})
+		var wg sync.WaitGroup
+		for _, tok := range []string{"a", "b", "a"} {
+			wg.Go(func() {
+				if _, err := d.Verify(t.Context(), tok); err != nil {
+					t.Errorf("token %s: %v", tok, err)
+				}
+			})
+		}
+		synctest.Wait()
+		if _, err := d.Verify(t.Context(), "c"); auth.ErrorOf(err).Status() != http.StatusServiceUnavailable {
+			t.Errorf("a third call: %v, want 503", err)
+		}
+		close(release)
+		wg.Wait()
+		if _, err := d.Verify(t.Context(), "c"); err != nil {
+			t.Errorf("after the calls ended: %v", err)
+		}
+	})
+}
+
 func TestDelegateClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		svc := newAuthService(t, func(ctx context.Context, _ string) (any, error) {
