@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -342,5 +343,22 @@ func TestJWKSOverTLS(t *testing.T) {
 	}
 	if _, err := auth.NewJWT(auth.JWTOptions{JWKSURL: srv.URL + "/jwks.json", JWKSTimeout: 10 * time.Second}); err == nil {
 		t.Error("NewJWT trusted the test server's certificate without its client")
+	}
+}
+
+// TestJWKSRedirect: the default client follows a redirect on loopback but
+// not one that leaves https for http elsewhere.
+func TestJWKSRedirect(t *testing.T) {
+	ks := newKeyServer(jwksOf(t, jwkOf(t, "e", &ecKey().PublicKey)))
+	target := ks.serve(t)
+	mux := http.NewServeMux()
+	mux.Handle("/ok", http.RedirectHandler(target, http.StatusFound))
+	mux.Handle("/away", http.RedirectHandler("http://id.example.com/jwks.json", http.StatusFound))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	newJWT(t, auth.JWTOptions{JWKSURL: srv.URL + "/ok"})
+	_, err := auth.NewJWT(auth.JWTOptions{JWKSURL: srv.URL + "/away"})
+	if err == nil || !strings.Contains(err.Error(), "http is allowed for loopback hosts only") {
+		t.Errorf("redirect to http elsewhere: %v, want refused", err)
 	}
 }

@@ -34,7 +34,8 @@ type JWTOptions struct {
 	JWKSMinRefresh time.Duration
 	// JWKSTimeout bounds one fetch (default 10s).
 	JWKSTimeout time.Duration
-	// HTTPClient fetches the JWKS (default: a client of its own).
+	// HTTPClient fetches the JWKS (default: a client of its own, which
+	// follows redirects only to https URLs, or http ones on loopback).
 	HTTPClient *http.Client
 	// Algorithms is the allow-list of "alg" values (HS256/384/512,
 	// RS256/384/512, PS256/384/512, ES256/384/512, EdDSA). Default: the
