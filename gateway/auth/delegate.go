@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/wizardmesh/wizard/runtime"
 )
@@ -41,6 +42,10 @@ type DelegateOptions struct {
 	MaxCacheTTL time.Duration
 	// MaxTokenSize bounds the token, in bytes (default 16 KiB).
 	MaxTokenSize int
+	// MaxInFlight bounds the calls of the auth pattern in progress
+	// (default 1,024): a token that needs one more fails closed (503),
+	// so that a flood of distinct tokens cannot pile up calls.
+	MaxInFlight int
 }
 
 // Delegate verifies tokens by calling an auth pattern in the mesh, as
@@ -62,6 +67,7 @@ type Delegate struct {
 	timeout time.Duration
 	maxTTL  time.Duration
 	max     int
+	maxCall int
 	cache   *answerCache
 
 	base   context.Context // canceled by Close
@@ -87,6 +93,7 @@ const (
 	defaultDelegateTimeout = 500 * time.Millisecond
 	defaultCacheEntries    = 10_000
 	defaultCacheBytes      = 16 << 20
+	defaultMaxInFlight     = 1024
 )
 
 // NewDelegate returns a delegating verifier, or an error naming the option
@@ -108,6 +115,8 @@ func NewDelegate(o DelegateOptions) (*Delegate, error) {
 		err = fmt.Errorf("MaxCacheTTL %v is negative", o.MaxCacheTTL)
 	case o.MaxTokenSize < 0:
 		err = fmt.Errorf("MaxTokenSize %d is negative", o.MaxTokenSize)
+	case o.MaxInFlight < 0:
+		err = fmt.Errorf("MaxInFlight %d is negative", o.MaxInFlight)
 	default:
 		if _, perr := runtime.ParsePattern(o.Pattern); perr != nil {
 			err = fmt.Errorf("Pattern %q: %w", o.Pattern, perr)
@@ -122,6 +131,7 @@ func NewDelegate(o DelegateOptions) (*Delegate, error) {
 		timeout: cmp.Or(o.Timeout, defaultDelegateTimeout),
 		maxTTL:  o.MaxCacheTTL,
 		max:     cmp.Or(o.MaxTokenSize, defaultMaxTokenSize),
+		maxCall: cmp.Or(o.MaxInFlight, defaultMaxInFlight),
 		cache:   newAnswerCache(cmp.Or(o.CacheEntries, defaultCacheEntries), cmp.Or(o.CacheBytes, defaultCacheBytes)),
 		flights: map[[sha256.Size]byte]*flight{},
 	}
@@ -140,7 +150,7 @@ func (d *Delegate) Verify(ctx context.Context, token string) (*Identity, error) 
 	if len(token) > d.max {
 		return nil, newError(ReasonMalformed, "token too large", nil)
 	}
-	key := sha256.Sum256([]byte(token))
+	key := tokenKey(token)
 	if id, ok := d.cache.get(key, time.Now()); ok {
 		return id, nil
 	}
@@ -151,6 +161,10 @@ func (d *Delegate) Verify(ctx context.Context, token string) (*Identity, error) 
 	}
 	f := d.flights[key]
 	if f == nil {
+		if len(d.flights) >= d.maxCall {
+			d.mu.Unlock()
+			return nil, newError(ReasonUnavailable, "", fmt.Errorf("%d calls of the auth pattern in progress", d.maxCall))
+		}
 		f = &flight{done: make(chan struct{})}
 		d.flights[key] = f
 		d.wg.Add(1)
@@ -186,6 +200,13 @@ func (d *Delegate) call(ctx context.Context, key [sha256.Size]byte, token string
 	d.mu.Unlock()
 	f.id, f.err = id, err
 	close(f.done)
+}
+
+// tokenKey is the cache key of token: its SHA-256. The hash reads the
+// string's bytes in place (it never writes them), so a cache hit
+// allocates nothing.
+func tokenKey(token string) [sha256.Size]byte {
+	return sha256.Sum256(unsafe.Slice(unsafe.StringData(token), len(token)))
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -33,7 +33,9 @@
 //
 // [Delegate] calls its pattern with {"token": "..."} and caches the answer
 // until its expires_at, bounded in entries and bytes and keyed by the
-// token's SHA-256. Concurrent verifications of one token share one call.
+// token's SHA-256. Concurrent verifications of one token share one call;
+// the calls in progress are bounded ([DelegateOptions.MaxInFlight]), and a
+// caller that stops waiting leaves its call to the others and the cache.
 //
 // # Errors
 //

@@ -48,6 +48,15 @@ func checkJWKSURL(s string) error {
 	return fmt.Errorf("JWKSURL %q: scheme %q is not https", s, u.Scheme)
 }
 
+// checkRedirect holds redirects to the rule of the JWKS URL (https, or
+// http on loopback), so that a redirect cannot downgrade the fetch.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 5 {
+		return errors.New("more than 5 redirects")
+	}
+	return checkJWKSURL(req.URL.String())
+}
+
 func isLoopback(host string) bool {
 	if host == "localhost" {
 		return true
@@ -88,7 +97,7 @@ func newJWKS(o *JWTOptions, install func([]verifyKey)) *jwks {
 		log:         cmp.Or(o.Logger, slog.Default()),
 	}
 	if s.client == nil {
-		s.client = &http.Client{}
+		s.client = &http.Client{CheckRedirect: checkRedirect}
 	}
 	s.minInterval = min(s.minInterval, s.interval)
 	s.ctx, s.cancel = context.WithCancel(context.Background())

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -328,4 +329,36 @@ func TestJWKSBurstOnFakeClock(t *testing.T) {
 			t.Errorf("waiting on a hung fetch: %v after %v, want %q after 9s (the fetch's 10s timeout)", err, time.Since(start), auth.ReasonUnknownKey)
 		}
 	})
+}
+
+// TestJWKSOverTLS fetches the key set over https, with the client of the
+// test server's certificate, as a deployment would.
+func TestJWKSOverTLS(t *testing.T) {
+	ks := newKeyServer(jwksOf(t, jwkOf(t, "e", &ecKey().PublicKey)))
+	srv := httptest.NewTLSServer(ks)
+	t.Cleanup(srv.Close)
+	j := newJWT(t, auth.JWTOptions{JWKSURL: srv.URL + "/jwks.json", HTTPClient: srv.Client(), Algorithms: []string{"ES256"}})
+	if _, err := j.Verify(t.Context(), sign(t, jwt.SigningMethodES256, ecKey(), "e", claims(nil))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auth.NewJWT(auth.JWTOptions{JWKSURL: srv.URL + "/jwks.json", JWKSTimeout: 10 * time.Second}); err == nil {
+		t.Error("NewJWT trusted the test server's certificate without its client")
+	}
+}
+
+// TestJWKSRedirect: the default client follows a redirect on loopback but
+// not one that leaves https for http elsewhere.
+func TestJWKSRedirect(t *testing.T) {
+	ks := newKeyServer(jwksOf(t, jwkOf(t, "e", &ecKey().PublicKey)))
+	target := ks.serve(t)
+	mux := http.NewServeMux()
+	mux.Handle("/ok", http.RedirectHandler(target, http.StatusFound))
+	mux.Handle("/away", http.RedirectHandler("http://id.example.com/jwks.json", http.StatusFound))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	newJWT(t, auth.JWTOptions{JWKSURL: srv.URL + "/ok"})
+	_, err := auth.NewJWT(auth.JWTOptions{JWKSURL: srv.URL + "/away"})
+	if err == nil || !strings.Contains(err.Error(), "http is allowed for loopback hosts only") {
+		t.Errorf("redirect to http elsewhere: %v, want refused", err)
+	}
 }

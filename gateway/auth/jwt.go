@@ -34,7 +34,8 @@ type JWTOptions struct {
 	JWKSMinRefresh time.Duration
 	// JWKSTimeout bounds one fetch (default 10s).
 	JWKSTimeout time.Duration
-	// HTTPClient fetches the JWKS (default: a client of its own).
+	// HTTPClient fetches the JWKS (default: a client of its own, which
+	// follows redirects only to https URLs, or http ones on loopback).
 	HTTPClient *http.Client
 	// Algorithms is the allow-list of "alg" values (HS256/384/512,
 	// RS256/384/512, PS256/384/512, ES256/384/512, EdDSA). Default: the
@@ -247,6 +248,11 @@ func (j *JWT) parse(token string) (*Identity, error) {
 
 // keyfunc returns the keys for t's algorithm and kid.
 func (j *JWT) keyfunc(t *jwt.Token) (any, error) {
+	if _, ok := t.Header["crit"]; ok {
+		// RFC 7515 §4.1.11: extensions the verifier does not understand
+		// make the token invalid, and the gateway understands none.
+		return nil, newError(ReasonMalformed, "token has critical header parameters", nil)
+	}
 	kid, ok := t.Header["kid"].(string)
 	if !ok && t.Header["kid"] != nil {
 		return nil, newError(ReasonMalformed, "token kid is not a string", nil)

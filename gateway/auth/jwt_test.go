@@ -81,17 +81,31 @@ func TestJWTKeyFiles(t *testing.T) {
 	if err := os.WriteFile(secretFile, append(append([]byte(nil), hmacSecret()...), '\n'), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	j := newJWT(t, auth.JWTOptions{Keys: []auth.Key{{ID: "ec", PEMFile: pemFile}, {ID: "hs", SecretFile: secretFile}}})
-	for _, tok := range []string{
-		sign(t, jwt.SigningMethodES256, ecKey(), "ec", claims(nil)),
-		sign(t, jwt.SigningMethodHS256, hmacSecret(), "hs", claims(nil)),
+	for _, keys := range [][]auth.Key{
+		{{ID: "ec", PEMFile: pemFile}, {ID: "hs", SecretFile: secretFile}},
+		{{ID: "ec", File: pemFile}, {ID: "hs", File: secretFile}},
 	} {
-		if _, err := j.Verify(t.Context(), tok); err != nil {
-			t.Error(err)
+		j := newJWT(t, auth.JWTOptions{Keys: keys})
+		for _, tok := range []string{
+			sign(t, jwt.SigningMethodES256, ecKey(), "ec", claims(nil)),
+			sign(t, jwt.SigningMethodHS256, hmacSecret(), "hs", claims(nil)),
+		} {
+			if _, err := j.Verify(t.Context(), tok); err != nil {
+				t.Error(err)
+			}
+		}
+		if diff := cmp.Diff([]string{"HS256", "HS384", "HS512", "ES256"}, j.Algorithms()); diff != "" {
+			t.Errorf("default algorithms (-want +got):\n%s", diff)
 		}
 	}
-	if diff := cmp.Diff([]string{"HS256", "HS384", "HS512", "ES256"}, j.Algorithms()); diff != "" {
-		t.Errorf("default algorithms (-want +got):\n%s", diff)
+	// A damaged PEM file is an error, never an HMAC secret made of public text.
+	damaged := filepath.Join(dir, "damaged.pem")
+	b := pemOf(t, &rsaKeys()[0].PublicKey)
+	if err := os.WriteFile(damaged, b[:len(b)-40], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auth.NewJWT(auth.JWTOptions{Keys: []auth.Key{{File: damaged}}, Algorithms: []string{"HS256"}}); err == nil || !strings.Contains(err.Error(), "damaged.pem: no PEM block") {
+		t.Errorf("damaged PEM file: %v, want an error naming it", err)
 	}
 }
 
@@ -156,7 +170,7 @@ func TestJWTRejects(t *testing.T) {
 		{"HS256 signed with the RSA key's PEM, no kid", sign(t, jwt.SigningMethodHS256, rsaPEM, "", claims(nil)), auth.ReasonAlgorithm},
 		{"HS256 signed with a secret", sign(t, jwt.SigningMethodHS256, secret, "", claims(nil)), auth.ReasonAlgorithm},
 		{"ES256 token of the RSA kid", sign(t, jwt.SigningMethodES256, ecKey(), "r1", claims(nil)), auth.ReasonAlgorithm},
-		{"signed by another key", rs("r1", claims(map[string]any{"sub": "u_2"}))[:0] + sign(t, jwt.SigningMethodRS256, other, "r1", claims(nil)), auth.ReasonSignature},
+		{"signed by another key", sign(t, jwt.SigningMethodRS256, other, "r1", claims(nil)), auth.ReasonSignature},
 		{"claims swapped under a good signature", parts[0] + "." + strings.Split(rs("r1", claims(map[string]any{"sub": "admin"})), ".")[1] + "." + parts[2], auth.ReasonSignature},
 		{"unknown kid", rs("r9", claims(nil)), auth.ReasonUnknownKey},
 		{"expired", rs("r1", claims(map[string]any{"exp": now.Add(-time.Minute).Unix()})), auth.ReasonExpired},
@@ -170,6 +184,11 @@ func TestJWTRejects(t *testing.T) {
 		{"exp a string", rs("r1", claims(map[string]any{"exp": "tomorrow"})), auth.ReasonClaims},
 		{"sub a number", rs("r1", claims(map[string]any{"sub": 7})), auth.ReasonClaims},
 		{"kid a number", strings.Join([]string{b64json(t, map[string]any{"alg": "RS256", "kid": 1}), parts[1], parts[2]}, "."), auth.ReasonMalformed},
+		{"crit header", func() string {
+			tok := jwt.NewWithClaims(jwt.SigningMethodRS256, claims(nil))
+			tok.Header["kid"], tok.Header["crit"] = "r1", []string{"exp"}
+			return must(tok.SignedString(rsaKey))
+		}(), auth.ReasonMalformed},
 		{"unknown alg", strings.Join([]string{b64json(t, map[string]any{"alg": "XS256"}), parts[1], parts[2]}, "."), auth.ReasonAlgorithm},
 		{"garbage", "not a token", auth.ReasonMalformed},
 		{"two segments", parts[0] + "." + parts[1], auth.ReasonMalformed},
@@ -263,7 +282,7 @@ func TestNewJWTErrors(t *testing.T) {
 		{"not PEM", auth.JWTOptions{Keys: []auth.Key{{PEM: []byte("hello")}}}, "key 1: no PEM block"},
 		{"small RSA", auth.JWTOptions{Keys: []auth.Key{{PEM: pemOf(t, &small.PublicKey)}}}, "key 1: RSA key has 1024 bits, fewer than 2048"},
 		{"short secret", auth.JWTOptions{Keys: []auth.Key{{Secret: []byte("password")}}}, "key 1: HMAC secret has 8 bytes, fewer than 32"},
-		{"two sources", auth.JWTOptions{Keys: []auth.Key{{Secret: hmacSecret(), PEMFile: "x.pem"}}}, "key 1: exactly one of PEM, PEMFile, Secret and SecretFile must be set (2 are)"},
+		{"two sources", auth.JWTOptions{Keys: []auth.Key{{Secret: hmacSecret(), PEMFile: "x.pem"}}}, "key 1: exactly one of PEM, PEMFile, Secret, SecretFile and File must be set (2 are)"},
 		{"missing file", auth.JWTOptions{Keys: []auth.Key{{PEMFile: filepath.Join(t.TempDir(), "none.pem")}}}, "none.pem: no such file"},
 		{"negative leeway", auth.JWTOptions{Keys: []auth.Key{{Secret: hmacSecret()}}, Leeway: -time.Second}, "Leeway -1s is negative"},
 		{"empty audience", auth.JWTOptions{Keys: []auth.Key{{Secret: hmacSecret()}}, Audience: []string{""}}, "Audience 1 is empty"},

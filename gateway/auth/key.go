@@ -17,7 +17,7 @@ import (
 )
 
 // Key is one verification key of [JWTOptions.Keys]: exactly one of PEM,
-// PEMFile, Secret and SecretFile is set.
+// PEMFile, Secret, SecretFile and File is set.
 //
 // PEM and PEMFile hold one public key: a "PUBLIC KEY" (PKIX: RSA, ECDSA
 // P-256/P-384/P-521 or Ed25519), an "RSA PUBLIC KEY" (PKCS #1) or a
@@ -26,12 +26,18 @@ import (
 //
 // Secret and SecretFile hold an HMAC secret of at least 32 bytes; a line
 // break at the end of a SecretFile is removed.
+//
+// File is either, as the gateway's YAML gives keys as file names alone: a
+// file with "-----BEGIN" in it is read as PEMFile (and fails if it is not a
+// good PEM public key: a damaged public key is never taken for a secret),
+// any other as SecretFile.
 type Key struct {
 	ID         string // kid: the key verifies tokens with this kid; empty: any kid
 	PEM        []byte
 	PEMFile    string
 	Secret     []byte
 	SecretFile string
+	File       string
 }
 
 // keyKind is the kind of a key, which decides the algorithms it may verify.
@@ -102,13 +108,28 @@ func (k *verifyKey) allows(alg string) bool {
 // load reads the key described by k.
 func (k Key) load() (verifyKey, error) {
 	set := 0
-	for _, b := range []bool{len(k.PEM) > 0, k.PEMFile != "", len(k.Secret) > 0, k.SecretFile != ""} {
+	for _, b := range []bool{len(k.PEM) > 0, k.PEMFile != "", len(k.Secret) > 0, k.SecretFile != "", k.File != ""} {
 		if b {
 			set++
 		}
 	}
 	if set != 1 {
-		return verifyKey{}, fmt.Errorf("exactly one of PEM, PEMFile, Secret and SecretFile must be set (%d are)", set)
+		return verifyKey{}, fmt.Errorf("exactly one of PEM, PEMFile, Secret, SecretFile and File must be set (%d are)", set)
+	}
+	if k.File != "" {
+		b, err := os.ReadFile(k.File)
+		if err != nil {
+			return verifyKey{}, err
+		}
+		if bytes.Contains(b, []byte("-----BEGIN")) {
+			vk, err := parsePEM(b)
+			if err != nil {
+				return verifyKey{}, fmt.Errorf("%s: %w", k.File, err)
+			}
+			vk.kid = k.ID
+			return vk, nil
+		}
+		return secretKey(k.ID, b)
 	}
 	switch {
 	case k.PEMFile != "":
@@ -127,18 +148,27 @@ func (k Key) load() (verifyKey, error) {
 		vk.kid = k.ID
 		return vk, err
 	}
-	secret := k.Secret
 	if k.SecretFile != "" {
 		b, err := os.ReadFile(k.SecretFile)
 		if err != nil {
 			return verifyKey{}, err
 		}
-		secret = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
+		return secretKey(k.ID, b)
 	}
+	return hmacKey(k.ID, k.Secret)
+}
+
+// secretKey is the HMAC key of a secret file's content, without the line
+// break at its end.
+func secretKey(kid string, b []byte) (verifyKey, error) {
+	return hmacKey(kid, bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r")))
+}
+
+func hmacKey(kid string, secret []byte) (verifyKey, error) {
 	if len(secret) < minHMACBytes {
 		return verifyKey{}, fmt.Errorf("HMAC secret has %d bytes, fewer than %d", len(secret), minHMACBytes)
 	}
-	return verifyKey{kid: k.ID, kind: kindHMAC, key: slices.Clone(secret)}, nil
+	return verifyKey{kid: kid, kind: kindHMAC, key: slices.Clone(secret)}, nil
 }
 
 // parsePEM reads the one public key of a PEM document.

@@ -243,3 +243,6 @@ func (c *Config) Table() *Table { return c.table }
 
 // File returns the name the configuration was parsed under.
 func (c *Config) File() string { return c.file }
+
+// hasAuth reports whether the file says how to verify tokens.
+func (c *Config) hasAuth() bool { return c.Auth.JWT != nil || c.Auth.Delegate != nil }

@@ -109,7 +109,9 @@ func compareTemplates(a, b *pathTemplate) conflict {
 func (v *validator) conflicts() {
 	byLen := make(map[int][]int)
 	for i, r := range v.c.Routes {
-		byLen[len(r.path.segs)] = append(byLen[len(r.path.segs)], i)
+		if r != nil && r.path != nil {
+			byLen[len(r.path.segs)] = append(byLen[len(r.path.segs)], i)
+		}
 	}
 	for _, group := range byLen {
 		for x, i := range group {

@@ -31,7 +31,7 @@ type anchorAt struct {
 // Limits of the decoder: the nodes visited with aliases expanded (a
 // billion laughs stops here) and the nesting of the tree.
 const (
-	maxNodes = 100_000
+	maxNodes = 1_000_000
 	maxDepth = 32
 )
 
@@ -234,6 +234,9 @@ func (d *decoder) object(n ast.Node, v reflect.Value, at pos, where string, dept
 		p.setStart(at)
 	}
 	d.pairs(m, where, depth, func(key string, kpos pos, value ast.Node) {
+		if where == "" && strings.HasPrefix(key, "x-") {
+			return // extension keys, a place for anchors
+		}
 		f, ok := fieldByTag(v, key)
 		if !ok {
 			d.ps.add(kpos, where, "unknown key %s%s", strconv.Quote(key), suggest(key, tagsOf(v.Type())))
@@ -293,8 +296,12 @@ func (d *decoder) pairs(m *ast.MappingNode, where string, depth int, f func(key 
 				d.ps.add(posOf(mv.Value), where, "a merge key (<<) takes a mapping or a list of mappings")
 				continue
 			}
-			if d.budget -= len(sm.Values); depth > maxDepth {
-				continue
+			if d.budget -= len(sm.Values) + 1; d.budget < 0 || depth > maxDepth {
+				if !d.over {
+					d.over = true
+					d.ps.add(posOf(mv.Value), where, "too large: more than %d values with aliases expanded, or nested deeper than %d", maxNodes, maxDepth)
+				}
+				return
 			}
 			d.pairs(sm, where, depth+1, f)
 		}

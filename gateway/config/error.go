@@ -22,7 +22,7 @@ type RequestError struct {
 	// Message is the text of the error body.
 	Message string
 	// Allow lists the methods the path has routes for, for a 405's Allow
-	// header (in the order of the file); empty otherwise.
+	// header (sorted); empty otherwise.
 	Allow []string
 	// Field names the variable (404) or message field (400) at fault,
 	// when there is one.

@@ -107,18 +107,16 @@ func (m *Match) Message(query url.Values, body []byte) (map[string]any, error) {
 func checkFields[V any](m *Match, fields map[string]V, present map[string]any, from string) error {
 	bad, why := "", ""
 	for k := range fields {
-		if bad != "" && k >= bad {
+		if why != "" && k >= bad {
 			continue
 		}
 		if w := m.refuse(k); w != "" {
 			bad, why = k, w
-		} else if _, dup := present[k]; dup && m.Route.Body == "" {
-			bad, why = k, "is in both the query and the body"
 		} else if _, dup := present[k]; dup {
-			bad, why = k, "is the route's body field"
+			bad, why = k, "is in both the query and the body"
 		}
 	}
-	if bad == "" {
+	if why == "" {
 		return nil
 	}
 	return badRequest(from+" field "+strconv.Quote(clip(bad))+" "+why, bad)

@@ -5,14 +5,18 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strings"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 )
 
-// MaxFileSize is the largest configuration file [Parse] reads.
-const MaxFileSize = 4 << 20
+// MaxFileSize is the largest configuration file [Parse] reads: a file of
+// 2,000 routes takes about 200KiB. (The YAML parser takes time quadratic
+// in the keys of one mapping: a hostile file of this size with one
+// mapping of 20,000 unknown keys takes seconds.)
+const MaxFileSize = 256 << 10
 
 // Parse decodes and validates a configuration file; name is the file's
 // name for the problems' positions. A returned error holds every
@@ -25,15 +29,20 @@ func Parse(name string, data []byte) (*Config, error) {
 		ps.add(pos{}, "", "the file is %d bytes; the limit is %d", len(data), MaxFileSize)
 		return nil, ps.err()
 	}
+	if at, ok := checkFlowDepth(data); !ok {
+		ps.add(at, "", "brackets nest deeper than %d", maxFlowDepth)
+		return nil, ps.err()
+	}
 	root, ok := parseYAML(ps, data)
 	if ok {
 		where := map[string]pos{}
+		over := false
 		if root != nil {
 			d := newDecoder(ps, root)
 			d.decode(root, reflect.ValueOf(c).Elem(), "", 0)
-			where = d.where
+			where, over = d.where, d.over
 		}
-		if !c.broken {
+		if !c.broken && !over {
 			validate(c, ps, where)
 		}
 	}
@@ -123,4 +132,58 @@ func parseBytes(data []byte) (f *ast.File, err error) {
 		}
 	}()
 	return parser.ParseBytes(data, 0)
+}
+
+// maxFlowDepth bounds the nesting of flow collections ([...] and {...}):
+// the YAML parser takes time quadratic in it.
+const maxFlowDepth = 64
+
+// checkFlowDepth reports whether data's flow collections nest at most
+// maxFlowDepth deep, and where they go deeper. It skips comments and
+// quoted scalars (a quote counts only where a token starts); brackets
+// inside plain scalars count, which errs on the side of refusing.
+func checkFlowDepth(data []byte) (pos, bool) {
+	depth, line, col := 0, 1, 0
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		col++
+		if c == '\n' {
+			line, col = line+1, 0
+			continue
+		}
+		tokenStart := i == 0 || strings.IndexByte(" \t\r\n[{,:", data[i-1]) >= 0
+		switch {
+		case c == '#' && tokenStart:
+			for i+1 < len(data) && data[i+1] != '\n' {
+				i++
+			}
+		case (c == '"' || c == '\'') && tokenStart:
+			for i++; i < len(data); i++ {
+				col++
+				if data[i] == '\n' {
+					line, col = line+1, 0
+				}
+				if c == '"' && data[i] == '\\' {
+					i++
+					col++
+					continue
+				}
+				if data[i] == c {
+					if c == '\'' && i+1 < len(data) && data[i+1] == '\'' {
+						i++
+						col++
+						continue
+					}
+					break
+				}
+			}
+		case c == '[' || c == '{':
+			if depth++; depth > maxFlowDepth {
+				return pos{line, col}, false
+			}
+		case c == ']' || c == '}':
+			depth = max(depth-1, 0)
+		}
+	}
+	return pos{}, true
 }

@@ -38,13 +38,22 @@ func (p *Problem) Error() string {
 	return s + p.Reason
 }
 
-// problems collects the problems of one file.
+// problems collects the problems of one file, the first maxProblems of
+// them.
 type problems struct {
 	file string
 	list []*Problem
+	more int // problems beyond maxProblems
 }
 
+// maxProblems is how many problems a file reports, at most.
+const maxProblems = 100
+
 func (ps *problems) add(at pos, where, format string, args ...any) {
+	if len(ps.list) == maxProblems {
+		ps.more++
+		return
+	}
 	ps.list = append(ps.list, &Problem{File: ps.file, Line: at.line, Col: at.col, Where: where, Reason: fmt.Sprintf(format, args...)})
 }
 
@@ -57,9 +66,12 @@ func (ps *problems) err() error {
 	slices.SortStableFunc(ps.list, func(a, b *Problem) int {
 		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
 	})
-	errs := make([]error, len(ps.list))
+	errs := make([]error, len(ps.list), len(ps.list)+1)
 	for i, p := range ps.list {
 		errs[i] = p
+	}
+	if ps.more > 0 {
+		errs = append(errs, &Problem{File: ps.file, Reason: fmt.Sprintf("%d more problems not shown", ps.more)})
 	}
 	return errors.Join(errs...)
 }

@@ -29,7 +29,7 @@ func (v *validator) server(s *Server) {
 	if !s.has("listen") {
 		s.Listen = DefaultListen
 	} else {
-		v.hostPort(&s.node, "server", "listen", s.Listen, false)
+		v.hostPort(&s.node, "server", "listen", s.Listen)
 	}
 	v.positive(&s.node, "server", "read_header_timeout", &s.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	v.positive(&s.node, "server", "idle_timeout", &s.IdleTimeout, DefaultIdleTimeout)
@@ -49,9 +49,12 @@ func (v *validator) server(s *Server) {
 func (v *validator) writeTimeout(s *Server) {
 	var longest *Route
 	for _, r := range v.c.Routes {
-		if longest == nil || r.MaxTimeout > longest.MaxTimeout {
+		if r != nil && (longest == nil || r.MaxTimeout > longest.MaxTimeout) {
 			longest = r
 		}
+	}
+	if longest == nil {
+		return
 	}
 	if !s.has("write_timeout") {
 		s.WriteTimeout = longest.MaxTimeout + 5*time.Second
@@ -72,24 +75,31 @@ func (v *validator) size(n *node, where, key string, z *Size, def Size) {
 	}
 }
 
-// hostPort checks an address "host:port" (the host may be empty: every
-// interface); a port alone is refused, hosts may be names when names is
-// true.
-func (v *validator) hostPort(n *node, where, key, addr string, names bool) {
-	if reason := checkHostPort(addr, names); reason != "" {
+// hostPort checks a listening address "host:port" (the host may be a
+// name, or empty for every interface).
+func (v *validator) hostPort(n *node, where, key, addr string) {
+	if reason := checkHostPort(addr, false); reason != "" {
 		v.add(n.at(key), join(where, key), "%s: %s", strconv.Quote(addr), reason)
 	}
 }
 
-func checkHostPort(addr string, names bool) string {
+// checkHostPort checks "host:port"; the host may be empty (every
+// interface) unless needHost.
+func checkHostPort(addr string, needHost bool) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
+		if needHost {
+			return "want host:port"
+		}
 		return "want host:port (or :port for every interface)"
 	}
 	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 		return "bad port " + strconv.Quote(port)
 	}
-	if host != "" && net.ParseIP(host) == nil && (!names || !isHostName(host)) {
+	if host == "" && needHost {
+		return "no host"
+	}
+	if host != "" && net.ParseIP(host) == nil && !isHostName(host) {
 		return "bad host " + strconv.Quote(host)
 	}
 	return ""
@@ -140,12 +150,12 @@ func (v *validator) mesh(m *Mesh) {
 	if !m.has("listen") {
 		m.Listen = ":0"
 	} else {
-		v.hostPort(&m.node, "mesh", "listen", m.Listen, false)
+		v.hostPort(&m.node, "mesh", "listen", m.Listen)
 	}
 	if !m.has("gossip_listen") {
 		m.GossipListen = "0.0.0.0:7946"
 	} else {
-		v.hostPort(&m.node, "mesh", "gossip_listen", m.GossipListen, false)
+		v.hostPort(&m.node, "mesh", "gossip_listen", m.GossipListen)
 	}
 	for i, s := range m.Seeds {
 		if reason := checkSeed(s); reason != "" {
@@ -215,13 +225,15 @@ func (v *validator) defaults(d *Defaults) {
 		v.add(d.at("timeout"), "defaults.timeout", "%v is longer than max_timeout %v", d.Timeout, d.MaxTimeout)
 	}
 	switch {
-	case !d.has("auth") && (v.c.Auth.JWT != nil || v.c.Auth.Delegate != nil):
+	case !d.has("auth") && v.c.hasAuth():
 		d.Auth = AuthRequired
 	case !d.has("auth"):
 		d.Auth = AuthNone
 	case !validAuth(d.Auth):
 		v.add(d.at("auth"), "defaults.auth", "want required, optional or none, got %s", strconv.Quote(string(d.Auth)))
-		d.Auth = AuthRequired
+		d.Auth = AuthNone
+	case d.Auth.needsAuth() && !v.c.hasAuth():
+		v.add(d.at("auth"), "defaults.auth", "%s needs an auth section (auth.jwt or auth.delegate)", d.Auth)
 	}
 }
 
@@ -354,6 +366,9 @@ func (v *validator) corsMethods(c *CORS) {
 	}
 	c.Methods = nil
 	for _, r := range v.c.Routes {
+		if r == nil {
+			continue
+		}
 		for _, m := range r.Methods {
 			if !slices.Contains(c.Methods, m) {
 				c.Methods = append(c.Methods, m)
@@ -404,18 +419,21 @@ func (v *validator) websocket(ws *WebSocket) {
 		v.add(ws.at("idle_timeout"), w+".idle_timeout", "%v is not longer than ping_interval %v: idle connections would close between pings", ws.IdleTimeout, ws.PingInterval)
 	}
 	for _, r := range v.c.Routes {
-		if routeMatches(r, ws.Path) {
+		if r != nil && r.path != nil && len(r.Methods) > 0 && routeMatches(r, ws.Path) {
 			v.add(ws.at("path"), w+".path", "%s is matched by %s; the WebSocket endpoint needs a path of its own", ws.Path, routeRef(r))
 			break
 		}
 	}
 }
 
-// routeMatches reports whether r's template matches path.
+// routeMatches reports whether r's path template matches path.
 func routeMatches(r *Route, path string) bool {
+	if checkPath(path) != nil {
+		return false
+	}
 	t := newTable([]*Route{r})
-	_, err := t.Match(r.Methods[0], path)
-	return err == nil || err.(*RequestError).Status == 404 && err.(*RequestError).Field != ""
+	found, _ := t.trees[r.Methods[0]].find(path, start(path), nil)
+	return found != nil
 }
 
 func (v *validator) count(n *node, where, key string, c *int, def int) {
@@ -446,7 +464,7 @@ func (v *validator) rateLimits(rl *RateLimits) {
 			v.add(l.l.at("burst"), w+".burst", "must be positive")
 		}
 	}
-	if rl.PerSubject != nil && v.c.Auth.JWT == nil && v.c.Auth.Delegate == nil {
+	if rl.PerSubject != nil && !v.c.hasAuth() {
 		v.add(rl.at("per_subject"), "rate_limits.per_subject", "needs an auth section: subjects come from verified tokens")
 	}
 }

@@ -132,6 +132,7 @@ func (t *Table) Match(method, path string) (*Match, error) {
 		}
 	}
 	if len(allow) > 0 {
+		slices.Sort(allow)
 		return nil, notAllowed("method "+clip(method)+" is not allowed for "+clip(path)+"; allowed: "+strings.Join(allow, ", "), allow)
 	}
 	msg := "no route for " + clip(method) + " " + clip(path)

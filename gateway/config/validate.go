@@ -37,9 +37,6 @@ func validate(c *Config, ps *problems, where map[string]pos) {
 	v.rateLimits(&c.RateLimits)
 	v.accessLog(&c.AccessLog)
 	v.routes()
-	if len(ps.list) > 0 {
-		return // conflicts need compiled routes, defaults a valid file
-	}
 	v.conflicts()
 	v.corsMethods(&c.CORS)
 	v.websocket(c.WebSocket)
@@ -70,7 +67,9 @@ func (v *validator) routes() {
 	for i, r := range v.c.Routes {
 		where := "routes[" + strconv.Itoa(i) + "]"
 		if r == nil {
-			v.add(v.c.at("routes"), where, "empty route")
+			if !slices.ContainsFunc(v.ps.list, func(p *Problem) bool { return p.Where == where }) {
+				v.add(v.c.at("routes"), where, "empty route")
+			}
 			continue
 		}
 		if r.broken {
@@ -106,9 +105,9 @@ func (v *validator) route(r *Route, where string) {
 	} else {
 		r.pat = t
 	}
-	if r.Name == "" && !r.has("name") && len(r.Methods) > 0 {
+	if !r.given("name") && len(r.Methods) > 0 {
 		r.Name = r.Methods[0] + " " + r.Path
-	} else if strings.TrimSpace(r.Name) == "" {
+	} else if r.has("name") && strings.TrimSpace(r.Name) == "" {
 		v.add(r.at("name"), join(where, "name"), "empty name")
 	}
 	v.routeAuth(r, where)
@@ -175,12 +174,8 @@ func (v *validator) routeAuth(r *Route, where string) {
 		v.add(r.at("auth"), join(where, "auth"), "want required, optional or none, got %s", strconv.Quote(string(r.Auth)))
 		return
 	}
-	if r.Auth.needsAuth() && v.c.Auth.JWT == nil && v.c.Auth.Delegate == nil {
-		at := r.at("auth")
-		if !r.has("auth") {
-			at = r.start
-		}
-		v.add(at, where, "auth %s needs an auth section (auth.jwt or auth.delegate)", r.Auth)
+	if r.has("auth") && r.Auth.needsAuth() && !v.c.hasAuth() {
+		v.add(r.at("auth"), join(where, "auth"), "%s needs an auth section (auth.jwt or auth.delegate)", r.Auth)
 	}
 	for i, s := range r.Scopes {
 		if s == "" || strings.ContainsAny(s, " \t\r\n\"") {
@@ -232,12 +227,11 @@ func (v *validator) constraint(c *Var, where string) bool {
 		v.add(c.start, where, `give allow (a list, or "*" for any value) or regex`)
 		return false
 	case c.has("regex"):
-		re, err := regexp.Compile(`^(?:` + c.Regex + `)$`)
-		if err != nil {
+		if _, err := regexp.Compile(c.Regex); err != nil {
 			v.add(c.at("regex"), join(where, "regex"), "bad regex %s: %v", strconv.Quote(c.Regex), strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 			return false
 		}
-		c.re = re
+		c.re = regexp.MustCompile(`^(?:` + c.Regex + `)$`)
 	case c.AllowsAny():
 	default:
 		if len(c.Allow) == 0 {
