@@ -106,6 +106,24 @@ func TestWrongMessageTypes(t *testing.T) {
 			}
 			return err
 		}, `"cmd:sum,role:math" takes wizard.testkit.v1.SumRequest, not google.protobuf.StringValue`},
+		{"a typed client of another object type", func() error { // JSON would drop its fields: an empty request
+			c, err := runtime.NewClient[testpb.SumResponse, testpb.SumResponse](n, testpb.MathServiceSumPattern)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := c.Call(ctx, &testpb.SumResponse{Sum: 5})
+			if err == nil {
+				t.Errorf("answered %v", out)
+			}
+			return err
+		}, `"cmd:sum,role:math" takes wizard.testkit.v1.SumRequest, not wizard.testkit.v1.SumResponse`},
+		{"decoding an answer into another object type", func() error {
+			res, err := n.ActE(ctx, testpb.MathServiceSumPattern, &testpb.SumRequest{Values: []float64{2}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.Decode(new(testpb.SumRequest))
+		}, "a wizard.testkit.v1.SumResponse cannot be decoded into a wizard.testkit.v1.SumRequest"},
 		{"ActE with another type", func() error {
 			_, err := n.ActE(ctx, testpb.MathServiceSumPattern, wrapperspb.Int64(3))
 			return err
@@ -136,8 +154,8 @@ func TestWrongMessageTypes(t *testing.T) {
 			}
 		})
 	}
-	if h.calls != 1 { // the decode case's call
-		t.Errorf("the handler ran %d times, want 1", h.calls)
+	if h.calls != 2 { // the decode cases' calls
+		t.Errorf("the handler ran %d times, want 2", h.calls)
 	}
 	// Maps and JSON still reach a typed handler, through protojson.
 	for _, msg := range []any{map[string]any{"values": []any{1, 2}}, []byte(`{"values":[1,2]}`)} {
