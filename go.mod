@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/failsafe-go/failsafe-go v0.9.8
+	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/go-cmp v0.7.0
 	github.com/hashicorp/memberlist v0.7.0
 	github.com/quic-go/quic-go v0.65.0
