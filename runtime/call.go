@@ -101,6 +101,10 @@ func (n *Node) outgoing(ctx context.Context, r *route, msg any, over *cachedPatt
 	if err != nil {
 		return nil, err
 	}
+	if ts := r.types.Load(); ts != nil && typ != "" && typ != ts.in {
+		// Every peer of the route said it takes another type.
+		return nil, errWrongRequest(r.pattern.String(), ts.in, typ)
+	}
 	om := new(outMessage) // the message and room for its metadata, in one allocation
 	m := &om.Message
 	*m = Message{Pattern: r.pattern.String(), Codec: codec, Payload: payload}
@@ -283,8 +287,8 @@ func (o outcome) report(ctx context.Context, br Breaker) {
 		switch o.reply.Code {
 		case CodeResourceExhausted:
 			br.Open()
-		case CodeNotFound:
-			br.Success() // its catalog changed; nothing wrong with it
+		case CodeNotFound, CodeInvalidArgument:
+			br.Success() // its catalog changed, or it takes another type; nothing wrong with it
 		default:
 			br.Failure()
 		}
@@ -307,7 +311,7 @@ func (o outcome) report(ctx context.Context, br Breaker) {
 func (o outcome) failed(ctx context.Context) bool {
 	switch o.kind {
 	case outRefused:
-		return o.reply.Code != CodeNotFound
+		return o.reply.Code != CodeNotFound && o.reply.Code != CodeInvalidArgument
 	case outEnded:
 		return ctx.Err() == context.DeadlineExceeded
 	case outUnsent, outLost:

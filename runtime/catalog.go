@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // CatalogPattern is the built-in system pattern through which nodes pull
@@ -30,7 +32,16 @@ type catalog struct {
 	Digest   string   `json:"digest,omitempty"`
 	Instance string   `json:"instance,omitempty"`
 	Patterns []string `json:"patterns"`
+	// Types gives, for each typed pattern (a handler added with
+	// [Method]), the protobuf full names of its request and response.
+	Types map[string][2]string `json:"types,omitempty"`
+
+	types catalogTypes // Types, checked (decodeCatalog)
 }
+
+// catalogTypes are the message types of a catalog's typed patterns, by
+// canonical pattern.
+type catalogTypes map[string]typeNames
 
 // The bounds of the catalogs a node keeps by digest, in number and in
 // bytes (estimated); past either the cache starts over (the catalogs in
@@ -148,17 +159,19 @@ func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []Pattern
 	// What was loaded, which may differ from what was announced (the peer
 	// changed since, or restarted and has not added its handlers yet): a
 	// later announcement of another digest fetches again.
+	types := c.types
 	if have != "" && c.Digest == have && len(c.Patterns) == 0 {
 		p.loaded = have // confirmed: pats are the cached ones
+		types = r.catalogTypes[have]
 	} else {
-		p.loaded = digestOf(pats)
-		r.cacheCatalog(p.loaded, pats)
+		p.loaded = catalogDigest(pats, types)
+		r.cacheCatalog(p.loaded, pats, types)
 	}
 	r.mu.Unlock()
 	if announcedID != "" && c.ID != "" && c.ID != announcedID {
 		n.log.Warn("wizard: peer answers under another id than discovery announced", "addr", p.addr, "announced", announcedID, "id", c.ID)
 	}
-	n.setCatalog(p, pats)
+	n.setTypedCatalog(p, pats, types)
 	return nil
 }
 
@@ -188,39 +201,66 @@ func readCatalog(b []byte, have string, cached []Pattern, lim *limits) (catalog,
 
 // cacheCatalog keeps pats by their digest d, within maxCachedCatalogs and
 // maxCachedCatalogBytes. Callers hold r.mu.
-func (r *remote) cacheCatalog(d string, pats []Pattern) {
+func (r *remote) cacheCatalog(d string, pats []Pattern, types catalogTypes) {
 	if old, ok := r.catalogs[d]; ok {
-		r.catalogBytes -= catalogSize(d, old)
+		r.catalogBytes -= catalogSize(d, old, r.catalogTypes[d])
 		delete(r.catalogs, d)
+		delete(r.catalogTypes, d)
 	}
-	size := catalogSize(d, pats)
+	size := catalogSize(d, pats, types)
 	if size > maxCachedCatalogBytes/4 {
 		return
 	}
 	if len(r.catalogs) >= maxCachedCatalogs || r.catalogBytes+size > maxCachedCatalogBytes {
 		clear(r.catalogs)
+		clear(r.catalogTypes)
 		r.catalogBytes = 0
 	}
 	r.catalogs[d] = pats
+	if len(types) > 0 {
+		r.catalogTypes[d] = types
+	}
 	r.catalogBytes += size
 }
 
 // catalogSize estimates the bytes a cached catalog holds.
-func catalogSize(d string, pats []Pattern) int {
+func catalogSize(d string, pats []Pattern, types catalogTypes) int {
 	size := len(d) + 64
 	for _, p := range pats {
 		size += 16 + p.size()
 	}
+	for k, t := range types {
+		size += 48 + len(k) + len(t.in) + len(t.out)
+	}
 	return size
 }
 
-// setCatalog makes pats the patterns p serves in routing.
-func (n *Node) setCatalog(p *peer, pats []Pattern) {
+// setCatalog makes pats the patterns p serves in routing, none of them
+// typed.
+func (n *Node) setCatalog(p *peer, pats []Pattern) { n.setTypedCatalog(p, pats, nil) }
+
+// setTypedCatalog makes pats the patterns p serves in routing, types the
+// message types of its typed ones.
+func (n *Node) setTypedCatalog(p *peer, pats []Pattern, types catalogTypes) {
 	n.routeMu.Lock()
 	defer n.routeMu.Unlock()
 	if p.ctx.Err() != nil || p.down.Load() {
-		pats = nil // the peer left: a late catalog must not bring it back
+		pats, types = nil, nil // the peer left: a late catalog must not bring it back
 	}
+	oldTypes := p.types
+	p.types = types
+	// Routes whose patterns keep p but change its types: the others are
+	// updated as p joins or leaves them.
+	defer func() {
+		for k := range oldTypes {
+			n.retype(k)
+		}
+		for k := range types {
+			if _, ok := oldTypes[k]; !ok {
+				n.retype(k)
+			}
+		}
+	}()
 	old := p.patterns
 	changed := false
 	// By canonical form, in a set: a catalog may hold 100,000 patterns.
@@ -258,12 +298,44 @@ func (n *Node) addPeerRoute(pt Pattern, p *peer) {
 		peers = append(peers, p)
 		n.balancerOf(r).Add(&p.target, 1)
 		r.peers.Store(&peers)
+		r.retype()
 		return
 	}
 	r := &route{pattern: pt}
 	n.balancerOf(r).Add(&p.target, 1)
 	r.peers.Store(&[]*peer{p}) // complete before any caller can see it
-	_ = n.router.Add(pt, r)    // cannot fail: pt is absent and routeMu is held
+	r.retype()
+	_ = n.router.Add(pt, r) // cannot fail: pt is absent and routeMu is held
+}
+
+// retype updates the types of the route of the pattern whose canonical
+// form is k, if there is one. Callers hold routeMu.
+func (n *Node) retype(k string) {
+	pt, err := ParsePattern(k)
+	if err != nil {
+		return
+	}
+	if re := n.router.exactEntry(pt); re != nil {
+		re.value.retype()
+	}
+}
+
+// retype sets r's types: those every peer of r lists for its pattern, or
+// none. Callers hold routeMu.
+func (r *route) retype() {
+	var common *typeNames
+	if ps := r.peers.Load(); ps != nil {
+		k := r.pattern.String()
+		for i, p := range *ps {
+			t, ok := p.types[k]
+			if !ok || i > 0 && *common != t {
+				common = nil
+				break
+			}
+			common = &t
+		}
+	}
+	r.types.Store(common)
 }
 
 // removePeerRoute removes p as a target of pattern pt, and the route when
@@ -283,6 +355,7 @@ func (n *Node) removePeerRoute(pt Pattern, p *peer) {
 			n.router.Remove(pt)
 		}
 		r.peers.Store(&peers)
+		r.retype()
 	}
 }
 
@@ -296,10 +369,16 @@ func (n *Node) catalogReply(m *Message) *Message {
 		}
 		return &Message{Codec: CodecJSON, Payload: b}
 	}
-	pats := n.localPatterns()
-	c := catalog{ID: n.id, Digest: digestOf(pats), Instance: n.instance, Patterns: make([]string, len(pats))}
+	pats, types := n.localCatalog()
+	c := catalog{ID: n.id, Digest: catalogDigest(pats, types), Instance: n.instance, Patterns: make([]string, len(pats))}
 	for i, p := range pats {
 		c.Patterns[i] = p.String()
+	}
+	if len(types) > 0 {
+		c.Types = make(map[string][2]string, len(types))
+		for k, t := range types {
+			c.Types[k] = [2]string{t.in, t.out}
+		}
 	}
 	b, err := json.Marshal(c)
 	if err != nil {
@@ -322,13 +401,33 @@ func pulledDigest(b []byte) string {
 
 // localPatterns returns the patterns of this node's own handlers.
 func (n *Node) localPatterns() []Pattern {
+	pats, _ := n.localCatalog()
+	return pats
+}
+
+// localCatalog returns the patterns of this node's own handlers, and the
+// message types of those added with [Method].
+func (n *Node) localCatalog() ([]Pattern, catalogTypes) {
 	var out []Pattern
+	var types catalogTypes
 	for _, p := range n.router.List() {
-		if re := n.router.exactEntry(p); re != nil && re.value.local.Load() != nil {
-			out = append(out, p)
+		re := n.router.exactEntry(p)
+		if re == nil {
+			continue
+		}
+		e := re.value.local.Load()
+		if e == nil {
+			continue
+		}
+		out = append(out, p)
+		if e.types.in != "" {
+			if types == nil {
+				types = catalogTypes{}
+			}
+			types[p.String()] = e.types
 		}
 	}
-	return out
+	return out, types
 }
 
 // selfDigest caches the digest of the node's own pattern set.
@@ -344,14 +443,14 @@ type selfDigest struct {
 // digest returns the digest of this node's pattern set.
 func (n *Node) digest() string {
 	if n.remote == nil {
-		return digestOf(n.localPatterns())
+		return catalogDigest(n.localCatalog())
 	}
 	s := &n.remote.self
 	g := s.gen.Load()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.ok || s.at != g {
-		s.val, s.at, s.ok = digestOf(n.localPatterns()), g, true
+		s.val, s.at, s.ok = catalogDigest(n.localCatalog()), g, true
 	}
 	return s.val
 }
@@ -372,10 +471,19 @@ func (n *Node) localChanged() {
 // SHA-256 of its canonical forms, sorted and joined by newlines, in
 // unpadded URL-safe base64 (22 characters). Order and duplicates do not
 // change it.
-func digestOf(pats []Pattern) string {
+func digestOf(pats []Pattern) string { return catalogDigest(pats, nil) }
+
+// catalogDigest is the digest of a pattern set whose typed patterns have
+// types: as digestOf, a typed pattern's line followed by a tab and its
+// request and response types (so that a change of types is a change of
+// catalog).
+func catalogDigest(pats []Pattern, types catalogTypes) string {
 	ss := make([]string, len(pats))
 	for i, p := range pats {
 		ss[i] = p.String()
+		if t, ok := types[ss[i]]; ok {
+			ss[i] += "\t" + t.in + "\t" + t.out
+		}
 	}
 	slices.Sort(ss)
 	ss = slices.Compact(ss)
@@ -414,8 +522,36 @@ func decodeCatalog(b []byte, lim *limits) (catalog, []Pattern, error) {
 			pats = append(pats, p)
 		}
 	}
-	if c.Digest != "" && c.Digest != digestOf(pats) {
+	if len(c.Types) > 0 {
+		types, err := checkTypes(c.Types, seen)
+		if err != nil {
+			return catalog{}, nil, err
+		}
+		c.types = types
+	}
+	if c.Digest != "" && c.Digest != catalogDigest(pats, c.types) {
 		return catalog{}, nil, fmt.Errorf("digest %q does not match its %d patterns", c.Digest, len(pats))
 	}
 	return c, pats, nil
+}
+
+// maxTypeName bounds a message type name in a catalog.
+const maxTypeName = 512
+
+// checkTypes checks a catalog's types: each for one of its patterns (in
+// canonical form, in seen), two protobuf full names.
+func checkTypes(in map[string][2]string, seen map[string]bool) (catalogTypes, error) {
+	types := make(catalogTypes, len(in))
+	for k, t := range in {
+		if !seen[k] {
+			return nil, fmt.Errorf("types for %s, not one of its patterns (in canonical form)", quoteClipped(k, maxEcho))
+		}
+		for _, name := range t {
+			if !protoreflect.FullName(name).IsValid() || len(name) > maxTypeName {
+				return nil, fmt.Errorf("types for %s: %s is not a protobuf message name", quoteClipped(k, maxEcho), quoteClipped(name, maxEchoKey))
+			}
+		}
+		types[k] = typeNames{t[0], t[1]}
+	}
+	return types, nil
 }

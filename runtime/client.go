@@ -8,13 +8,17 @@ import (
 )
 
 // Version is the runtime's version.
-const Version = "0.2.0"
+const Version = "0.3.0"
 
 // IsAtLeastVersion0_2_0 is referenced by generated code: a build against
 // an older runtime fails at compile time, naming the version it needs,
 // instead of misbehaving. (Code generated before 0.2.0, whose client
 // constructors return no error, must be generated again.)
 const IsAtLeastVersion0_2_0 = true
+
+// IsAtLeastVersion0_3_0 is referenced by code generated since 0.3.0,
+// which names its methods with [Method].
+const IsAtLeastVersion0_3_0 = true
 
 // Registrar is what generated RegisterXHandler functions add handlers to.
 // [*Node] implements it.
@@ -43,6 +47,7 @@ type Client[Req, Res any] struct {
 	parsed cachedPattern
 	opts   []CallOption // as given, for a Caller that is not a Node
 	cfg    callConfig   // opts applied
+	res    string       // Res's protobuf full name, or ""
 }
 
 // NewClient returns a client that calls pattern through c with [Node.ActE]
@@ -61,7 +66,7 @@ func NewClient[Req, Res any](c Caller, pattern string, opts ...CallOption) (*Cli
 	if err := checkCallOptions(opts); err != nil {
 		return nil, Errorf(CodeInvalidArgument, "wizard: NewClient(%q): %v", pattern, err)
 	}
-	cl := &Client[Req, Res]{caller: c, node: node, opts: slices.Clone(opts)}
+	cl := &Client[Req, Res]{caller: c, node: node, opts: slices.Clone(opts), res: protoName[Res]()}
 	cl.parsed.pattern = p
 	for _, o := range opts {
 		o.applyCall(&cl.cfg)
@@ -99,8 +104,9 @@ func (c *Client[Req, Res]) Pattern() Pattern { return c.parsed.pattern }
 // Call calls the client's pattern with req and returns the handler's result
 // as a *Res. A handler that returns no result (nil, nil, or a nil *Res)
 // gives an empty *Res, never nil, in-process as remotely (where nothing
-// tells an empty message from none). With [NoReply] it returns (nil, nil)
-// at once.
+// tells an empty message from none). An answer of another protobuf type
+// than Res fails ([CodeInvalidArgument], naming both types). With
+// [NoReply] it returns (nil, nil) at once.
 func (c *Client[Req, Res]) Call(ctx context.Context, req *Req, opts ...CallOption) (*Res, error) {
 	var res Result
 	var err error
@@ -134,6 +140,9 @@ func (c *Client[Req, Res]) Call(ctx context.Context, req *Req, opts ...CallOptio
 			return nil, nil
 		}
 		return new(Res), nil
+	}
+	if got := messageType(res.v); c.res != "" && got != "" && got != c.res {
+		return nil, errWrongResponse(c.parsed.pattern.String(), c.res, got)
 	}
 	out := new(Res)
 	if err := res.Decode(out); err != nil {

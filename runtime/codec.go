@@ -93,7 +93,10 @@ func decodeRaw(r *raw, dst any) error {
 	case CodecNone:
 		return nil
 	case CodecProto:
-		if dm, ok := dst.(proto.Message); ok && (r.typ == "" || string(dm.ProtoReflect().Descriptor().FullName()) == r.typ) {
+		if dm, ok := dst.(proto.Message); ok {
+			if name := string(dm.ProtoReflect().Descriptor().FullName()); r.typ != "" && name != r.typ {
+				return errOtherType(r.typ, name)
+			}
 			proto.Reset(dm)
 			if err := proto.Unmarshal(r.data, dm); err != nil {
 				return decodeError(dst, err)
@@ -123,6 +126,12 @@ func decodeRaw(r *raw, dst any) error {
 		return nil
 	}
 	return Errorf(CodeInvalidArgument, "wizard: unknown codec %d", r.codec)
+}
+
+// errOtherType refuses to decode a protobuf message of type got into one
+// of type want: their fields' numbers would be read as the other's.
+func errOtherType(got, want string) *Error {
+	return Errorf(CodeInvalidArgument, "wizard: decode: a %s cannot be decoded into a %s", got, want)
 }
 
 // decodeError is the error of decoding a message into dst. Its message

@@ -151,15 +151,24 @@ func (r Request) Prior(ctx context.Context, msg any) (any, error) {
 
 // NewUnaryHandler adapts a typed function to a [Handler]; generated code
 // registers handlers through it. When the caller sends a *Req (the
-// in-process typed path) the function receives it as is; other messages
-// (maps, JSON, other protobuf types) are decoded into a new Req.
+// in-process typed path) the function receives it as is; maps and JSON
+// are decoded into a new Req (through protojson when Req is a protobuf
+// message).
+//
+// A protobuf message of another type than Req is refused
+// ([CodeInvalidArgument], naming both types): never decoded into an empty
+// or half-filled Req.
 func NewUnaryHandler[Req, Res any](fn func(context.Context, *Req) (*Res, error)) Handler {
 	if fn == nil {
 		return nil
 	}
+	want := protoName[Req]()
 	return func(ctx context.Context, r Request) (any, error) {
 		in, ok := r.msg.(*Req)
 		if !ok || in == nil {
+			if got := messageType(r.msg); want != "" && got != "" && got != want {
+				return nil, errWrongRequest(r.Pattern().String(), want, got)
+			}
 			in = new(Req)
 			if err := r.Decode(in); err != nil {
 				return nil, err
@@ -181,6 +190,10 @@ type route struct {
 	local   atomic.Pointer[handlerEntry]
 	peers   atomic.Pointer[[]*peer]     // for introspection; calls go through bal
 	bal     atomic.Pointer[balancerBox] // set with the first peer
+	// types is the request and response types every peer of the route
+	// lists for it in its catalog, nil when one lists none or they
+	// differ: a caller refuses to send another protobuf type.
+	types atomic.Pointer[typeNames]
 }
 
 func (r *route) hasPeers() bool {
@@ -193,4 +206,6 @@ type handlerEntry struct {
 	pattern Pattern
 	h       Handler // wrapped by the node's handler interceptors
 	prior   *handlerEntry
+	spec    *Spec     // Method, if given
+	types   typeNames // of spec: what the node checks and lists in its catalog
 }

@@ -261,10 +261,16 @@ var protojsonIn = protojson.UnmarshalOptions{DiscardUnknown: true}
 func decodeProto(src any, dst proto.Message) error {
 	// Copy only between messages of the very same descriptor: proto.Merge
 	// panics on a type of the same name built from another descriptor.
-	if sm, ok := src.(proto.Message); ok && sm.ProtoReflect().Descriptor() == dst.ProtoReflect().Descriptor() {
-		proto.Reset(dst)
-		proto.Merge(dst, sm)
-		return nil
+	if sm, ok := src.(proto.Message); ok {
+		sd, dd := sm.ProtoReflect().Descriptor(), dst.ProtoReflect().Descriptor()
+		if sd == dd {
+			proto.Reset(dst)
+			proto.Merge(dst, sm)
+			return nil
+		}
+		if sd.FullName() != dd.FullName() {
+			return errOtherType(string(sd.FullName()), string(dd.FullName()))
+		}
 	}
 	data, err := toJSON(src)
 	if err != nil {

@@ -181,7 +181,7 @@ func (n *Node) addPattern(p Pattern, h Handler, opts ...HandlerOption) error {
 	}
 	n.routeMu.Lock()
 	defer n.routeMu.Unlock()
-	entry := &handlerEntry{pattern: p, h: h}
+	entry := &handlerEntry{pattern: p, h: h, spec: c.spec, types: c.spec.types()}
 	if re := n.router.exactEntry(p); re != nil {
 		r := re.value
 		entry.prior = r.local.Load()

@@ -42,6 +42,7 @@ type nodeConfig struct {
 
 type handlerConfig struct {
 	override bool
+	spec     *Spec // Method
 }
 
 type callConfig struct {
@@ -53,6 +54,7 @@ type callConfig struct {
 	timeout    time.Duration
 	idempotent bool
 	key        string
+	spec       *Spec // Method
 }
 
 type nodeOption func(*nodeConfig)
@@ -254,6 +256,23 @@ func (o callOptions) applyCall(c *callConfig) {
 			opt.applyCall(c)
 		}
 	}
+}
+
+type handlerOptions []HandlerOption
+
+func (o handlerOptions) applyHandler(c *handlerConfig) {
+	for _, opt := range o {
+		if opt != nil {
+			opt.applyHandler(c)
+		}
+	}
+}
+
+// WithHandlerOptions bundles opts into one option, applied in order:
+// generated registration passes its method's [Method] first and the
+// caller's options after it.
+func WithHandlerOptions(opts ...HandlerOption) HandlerOption {
+	return handlerOptions(slices.Clone(opts))
 }
 
 // WithCallOptions bundles opts into one option, applied in order: a

@@ -24,6 +24,9 @@ type remote struct {
 	mu       sync.Mutex
 	peers    map[string]*peer     // by address
 	catalogs map[string][]Pattern // fetched pattern sets by digest
+	// catalogTypes are the message types of the cached catalogs' typed
+	// patterns, by digest (none for an untyped catalog).
+	catalogTypes map[string]catalogTypes
 	// catalogBytes is the estimated size of catalogs (see cacheCatalog).
 	catalogBytes int
 
@@ -51,6 +54,7 @@ func newRemote(c *nodeConfig) *remote {
 		budget:         newRetryBudget(),
 		dials:          make(chan struct{}, cmp.Or(c.maxDials, defaultMaxDials)),
 		catalogs:       map[string][]Pattern{},
+		catalogTypes:   map[string]catalogTypes{},
 		foreign:        map[string]Peer{},
 	}
 }

@@ -94,6 +94,15 @@ func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over
 	m.in = raw{codec: m.Codec, data: m.Payload, typ: metaValue(m.Meta, metaType), call: m}
 	msg := &m.in // lives in m: boxing it allocates nothing
 	cfg := callConfig{noReply: m.Flags&FlagNoReply != 0}
+	if want := e.types.in; want != "" && m.Codec == CodecProto && m.in.typ != "" && m.in.typ != want {
+		// Refused, not run: another target may take this type.
+		err := errWrongRequest(e.pattern.String(), want, m.in.typ)
+		if cfg.noReply {
+			n.log.Warn("wizard: no-reply call refused", "pattern", m.Pattern, "err", err)
+			return nil
+		}
+		return refusedReply(err)
+	}
 	if cfg.noReply {
 		// A no-reply handler outlives ctx: give it the caller's budget.
 		// It runs on the transport's goroutine, which answers nothing

@@ -42,6 +42,11 @@ func patternName(c *contract, op *operation) string {
 	return c.svc.GoName + op.m.GoName + "Pattern"
 }
 
+// procedureName is the name of op's procedure constant.
+func procedureName(c *contract, op *operation) string {
+	return c.svc.GoName + op.m.GoName + "Procedure"
+}
+
 // generateFile writes <file>_wizard.pb.go, the stubs of f's contracts.
 func generateFile(gen *protogen.Plugin, f *protogen.File, cs []*contract) {
 	g := gen.NewGeneratedFile(f.GeneratedFilenamePrefix+"_wizard.pb.go", f.GoImportPath)
@@ -54,14 +59,14 @@ func generateFile(gen *protogen.Plugin, f *protogen.File, cs []*contract) {
 	g.P("// This is a compile-time assertion that this generated file and the wizard")
 	g.P("// runtime it is compiled against are compatible. If it fails, update")
 	g.P("// github.com/wizardmesh/wizard.")
-	g.P("const _ = ", runtimePackage.Ident("IsAtLeastVersion0_2_0"))
+	g.P("const _ = ", runtimePackage.Ident("IsAtLeastVersion0_3_0"))
 	for _, c := range cs {
 		g.P()
-		generateContract(g, c)
+		generateContract(g, f, c)
 	}
 }
 
-func generateContract(g *protogen.GeneratedFile, c *contract) {
+func generateContract(g *protogen.GeneratedFile, f *protogen.File, c *contract) {
 	s := c.svc
 	n := namesOf(c)
 	full := s.Desc.FullName()
@@ -87,7 +92,17 @@ func generateContract(g *protogen.GeneratedFile, c *contract) {
 		}
 		g.P(")")
 		g.P()
+		doc(g, "Procedures of the "+string(full)+" methods: the names interceptors, logs and traces give their calls ("+rt("Spec")+").")
+		g.P("const (")
+		for _, op := range c.methods {
+			g.P(procedureName(c, op), " = ", strconv.Quote(string(full)+"/"+string(op.m.Desc.Name())))
+		}
+		g.P(")")
+		g.P()
 	}
+	// The service's descriptor, read when it is needed: the file's
+	// descriptor is built by an init function, after package variables.
+	desc := g.QualifiedGoIdent(f.GoDescriptorIdent) + ".Services().ByName(" + strconv.Quote(string(s.Desc.Name())) + ")"
 
 	// Handler interface.
 	doc(g, n.handler+" serves "+string(full)+". Add an implementation to a node with ["+n.register+"].")
@@ -129,8 +144,12 @@ func generateContract(g *protogen.GeneratedFile, c *contract) {
 	g.P("if r == nil || h == nil {")
 	g.P("return ", rt("Errorf"), "(", rt("CodeInvalidArgument"), `, "wizard: `, n.register, `: nil Registrar or handler")`)
 	g.P("}")
+	if len(c.methods) > 0 {
+		g.P("methods := ", desc, ".Methods()")
+		g.P("o := ", rt("WithHandlerOptions"), "(opts...)")
+	}
 	for _, op := range c.methods {
-		g.P("if err := r.Add(", patternName(c, op), ", ", rt("NewUnaryHandler"), "(h.", op.m.GoName, "), opts...); err != nil {")
+		g.P("if err := r.Add(", patternName(c, op), ", ", rt("NewUnaryHandler"), "(h.", op.m.GoName, "), ", rt("Method"), "(methods.ByName(", strconv.Quote(string(op.m.Desc.Name())), ")), o); err != nil {")
 		g.P("return err")
 		g.P("}")
 	}
@@ -161,11 +180,13 @@ func generateContract(g *protogen.GeneratedFile, c *contract) {
 		g.P("}")
 		g.P()
 	} else {
+		g.P("methods := ", desc, ".Methods()")
 		g.P("o := ", rt("WithCallOptions"), "(opts...)")
 		g.P("cl := new(", n.clientImpl, ")")
 		g.P("var err error")
 		for _, op := range c.methods {
-			args := append(clientOptions(g, op), "o")
+			args := append([]string{rt("Method") + "(methods.ByName(" + strconv.Quote(string(op.m.Desc.Name())) + "))"}, clientOptions(g, op)...)
+			args = append(args, "o")
 			g.P("if cl.", fieldName(op), ", err = ", rt("NewClient"), "[", in(op), ", ", out(op), "](c, ", patternName(c, op), ", ", strings.Join(args, ", "), "); err != nil {")
 			g.P("return nil, err")
 			g.P("}")

@@ -1,6 +1,7 @@
 package quic_test
 
 import (
+	"github.com/wizardmesh/wizard/runtime"
 	"testing"
 
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testpki"
@@ -18,4 +19,10 @@ func TestMetadataChain(t *testing.T) {
 		newTransport(t, quic.WithServerTLS(p.MutualServerConfig()), quic.WithClientTLS(p.ClientCertConfig())),
 		newTransport(t, quic.WithServerTLS(p.MutualServerConfig()), quic.WithClientTLS(p.ClientCertConfig())),
 		"CN=other client", "CN=client")
+}
+
+// TestMessageTypes runs the typed-call scenarios over QUIC.
+func TestMessageTypes(t *testing.T) {
+	p := testpki.New(t)
+	transporttest.MessageTypes(t, func(t testing.TB) runtime.Transport { return transport(t, p) })
 }

@@ -42,7 +42,7 @@ func TestRemoteErrorTexts(t *testing.T) {
 			says          string
 		}{
 			{"JSON into a protobuf message", "role:dec,cmd:typed", map[string]any{"value": "x"}, runtime.CodeInvalidArgument, "decode into google.protobuf.Int64Value"},
-			{"another protobuf type", "role:dec,cmd:typed", wrapperspb.String("abc"), runtime.CodeInvalidArgument, "decode into google.protobuf.Int64Value"},
+			{"another protobuf type", "role:dec,cmd:typed", wrapperspb.String("abc"), runtime.CodeInvalidArgument, "takes google.protobuf.Int64Value, not google.protobuf.StringValue"},
 			{"a string into a number", "role:dec,cmd:struct", map[string]any{"A": "x"}, runtime.CodeInvalidArgument, `field "A": JSON string where a number is expected`},
 			{"an array into a map", "role:dec,cmd:map", []byte(`[1, 2]`), runtime.CodeInvalidArgument, "JSON array where an object is expected"},
 			{"bad JSON", "role:dec,cmd:map", []byte(`{"a":`), runtime.CodeInvalidArgument, "bad JSON at offset"},

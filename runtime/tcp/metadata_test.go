@@ -1,6 +1,7 @@
 package tcp_test
 
 import (
+	"github.com/wizardmesh/wizard/runtime"
 	"testing"
 
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testpki"
@@ -17,4 +18,9 @@ func TestMetadataChain(t *testing.T) {
 		newTransport(t, tcp.WithServerTLS(p.MutualServerConfig()), tcp.WithClientTLS(p.ClientCertConfig())),
 		newTransport(t, tcp.WithServerTLS(p.MutualServerConfig())),
 		"CN=other client", "CN=client")
+}
+
+// TestMessageTypes runs the typed-call scenarios over TCP.
+func TestMessageTypes(t *testing.T) {
+	transporttest.MessageTypes(t, func(t testing.TB) runtime.Transport { return newTransport(t) })
 }
