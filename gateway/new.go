@@ -1,12 +1,10 @@
 package gateway
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 
 	"github.com/wizardmesh/wizard/gateway/auth"
 	"github.com/wizardmesh/wizard/gateway/config"
@@ -107,12 +105,8 @@ func rateOf(l *config.Limit) rateSpec {
 func verifierOf(node *runtime.Node, a config.Auth) (auth.Verifier, io.Closer, error) {
 	switch {
 	case a.JWT != nil:
-		keys, err := keysOf(a.JWT.Keys)
-		if err != nil {
-			return nil, nil, err
-		}
 		j, err := auth.NewJWT(auth.JWTOptions{
-			Keys: keys, JWKSURL: a.JWT.JWKSURL, JWKSRefresh: a.JWT.Refresh,
+			Keys: keysOf(a.JWT.Keys), JWKSURL: a.JWT.JWKSURL, JWKSRefresh: a.JWT.Refresh,
 			Algorithms: a.JWT.Algorithms, Issuer: a.JWT.Issuer, Audience: a.JWT.Audience, Leeway: a.JWT.Leeway,
 		})
 		if err != nil {
@@ -129,22 +123,14 @@ func verifierOf(node *runtime.Node, a config.Auth) (auth.Verifier, io.Closer, er
 	return nil, nil, nil
 }
 
-// keysOf reads the configuration's key files: a PEM document is a public
-// key, anything else an HMAC secret.
-func keysOf(files []string) ([]auth.Key, error) {
-	keys := make([]auth.Key, 0, len(files))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		if bytes.Contains(b, []byte("-----BEGIN ")) {
-			keys = append(keys, auth.Key{PEMFile: f})
-		} else {
-			keys = append(keys, auth.Key{SecretFile: f})
-		}
+// keysOf names the configuration's key files (auth.Key.File: PEM public
+// keys, or HMAC secrets).
+func keysOf(files []string) []auth.Key {
+	keys := make([]auth.Key, len(files))
+	for i, f := range files {
+		keys[i] = auth.Key{File: f}
 	}
-	return keys, nil
+	return keys
 }
 
 // configTable is the gateway's view of a [config.Table]: the policy of
