@@ -77,6 +77,9 @@ func TestNewFromConfig(t *testing.T) {
 	none := "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJ1OCIsImlzcyI6InRlc3QtaXNzdWVyIiwiZXhwIjo0MTAyNDQ0ODAwfQ."
 	cases := []statusCase{
 		{name: "template", method: "POST", path: "/api/users/echo", body: `{"a":1}`, status: 200},
+		{name: "escaped segment", method: "POST", path: "/api/users/ec%68o", status: 200},
+		{name: "escaped slash stays in its segment", method: "POST", path: "/api/users/ec%2Fho", status: 404, code: "not_found", message: "action"},
+		{name: "dot segment", method: "POST", path: "/api/users/%2E%2E", status: 400, code: "invalid_argument"},
 		{name: "outside allow", method: "POST", path: "/api/users/delete", status: 404, code: "not_found", message: "action"},
 		{name: "wrong method", method: "GET", path: "/api/users/echo", status: 405, code: "unimplemented", headers: map[string]string{"Allow": "POST"}},
 		{name: "no route", method: "GET", path: "/nowhere", status: 404, code: "not_found", message: "GET /nowhere"},

@@ -59,7 +59,7 @@ func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, a *access
 	if e := g.limit(g.ipLim, clientIP(r)); e != nil {
 		return nil, e
 	}
-	m, e := g.table().lookup(r.Method, r.URL.Path)
+	m, e := g.table().lookup(r.Method, r.URL.EscapedPath())
 	if e != nil {
 		return nil, e
 	}

@@ -39,8 +39,11 @@ type match struct {
 	message func(query url.Values, body []byte) (any, *apiError)
 }
 
-// table is a route table: lookup fails with a 404 naming method and path,
-// a 405 with Allow, or a 404 for a value outside a variable's allow list.
+// table is a route table: lookup takes the request's escaped path (the
+// table splits it at '/' before decoding, so that %2F stays inside its
+// segment) and fails with a 404 naming method and path, a 405 with
+// Allow, a 404 for a value outside a variable's allow list, or a 400 for
+// a malformed path.
 type table interface {
 	lookup(method, path string) (match, *apiError)
 }

@@ -347,7 +347,7 @@ func (wc *wsConn) serveReq(ctx context.Context, f inFrame, id *auth.Identity, ri
 	if e := g.limit(g.ipLim, wc.ip); e != nil {
 		return nil, e
 	}
-	m, e := g.table().lookup(f.Method, u.Path)
+	m, e := g.table().lookup(f.Method, u.EscapedPath())
 	if e != nil {
 		return nil, e
 	}
