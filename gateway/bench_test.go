@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+	"github.com/wizardmesh/wizard/gateway/config"
 	"github.com/wizardmesh/wizard/runtime"
 )
 
@@ -28,7 +30,8 @@ func (l latencies) report(b *testing.B) {
 }
 
 // BenchmarkGatewayHTTP: one keep-alive client, POST /echo with a small
-// JSON body, through the gateway to an echo handler in the gateway's own
+// JSON body, through a gateway made by New from YAML (access log on, to
+// a discarding logger) to an echo handler in the gateway's own
 // node (inproc) or on another node over TCP on 127.0.0.1 (tcp). Compare
 // its p50 with BenchmarkDirectTCP's for the gateway's overhead.
 func BenchmarkGatewayHTTP(b *testing.B) {
@@ -48,8 +51,14 @@ func BenchmarkGatewayHTTP(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			tbl := testTable{route("POST", "/echo", "role:b,cmd:echo", policy{auth: authNone})}
-			g, err := newGateway(node, tbl, settings{}, WithLogger(quiet))
+			cfg, err := config.Parse("bench.yaml", []byte(`
+routes:
+  - {name: echo, method: POST, path: /echo, pattern: "role:b,cmd:echo"}
+`))
+			if err != nil {
+				b.Fatal(err)
+			}
+			g, err := New(node, cfg, WithLogger(quiet))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -103,6 +112,53 @@ func BenchmarkDirectTCP(b *testing.B) {
 	for b.Loop() {
 		start := time.Now()
 		if _, err := node.Act(context.Background(), "role:b,cmd:echo", msg); err != nil {
+			b.Fatal(err)
+		}
+		if len(lat) < cap(lat) {
+			lat = append(lat, time.Since(start))
+		}
+	}
+	lat.report(b)
+}
+
+// BenchmarkGatewayWebSocket: one connection, one req frame at a time, to
+// the echo handler over TCP.
+func BenchmarkGatewayWebSocket(b *testing.B) {
+	svc := newNode(b)
+	svc.Add("role:b,cmd:echo", benchEcho)
+	node := newNode(b, runtime.WithDiscovery(runtime.StaticPeers(svc.Addr())))
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	if err := node.WaitFor(ctx, "role:b,cmd:echo"); err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := config.Parse("bench.yaml", []byte(`
+websocket: {path: /ws}
+routes:
+  - {name: echo, method: POST, path: /echo, pattern: "role:b,cmd:echo"}
+`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := New(node, cfg, WithLogger(quiet))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tg := serveTestGateway(b, g, nil, nil)
+	c, _, err := websocket.Dial(ctx, tg.ws, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.CloseNow()
+	frame := []byte(`{"type":"req","id":"1","method":"POST","path":"/echo","body":{"name":"ada","n":1}}`)
+	lat := make(latencies, 0, 1<<16)
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		if err := c.Write(ctx, websocket.MessageText, frame); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := c.Read(ctx); err != nil {
 			b.Fatal(err)
 		}
 		if len(lat) < cap(lat) {
