@@ -38,6 +38,8 @@ type Gateway struct {
 	connWG  sync.WaitGroup
 }
 
+var _ http.Handler = (*Gateway)(nil)
+
 type tableBox struct{ t table }
 
 // newGateway is New's body, from the gateway's own types.

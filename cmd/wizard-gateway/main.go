@@ -89,6 +89,9 @@ func serve(f *flags, stderr io.Writer, sigs <-chan os.Signal, serving func(strin
 		return err
 	}
 	applyMeshFlags(&cfg.Mesh, f)
+	if len(cfg.Mesh.Peers)+len(cfg.Mesh.Seeds)+len(cfg.Mesh.DNS) == 0 {
+		log.Warn("wizard-gateway: no mesh.peers, mesh.seeds or mesh.dns (nor --peers, --seeds): the gateway knows no other node until one connects to it")
+	}
 	nopts, err := nodeOptions(cfg.Mesh, log)
 	if err != nil {
 		return fmt.Errorf("mesh: %w", err)
