@@ -124,7 +124,10 @@ func (g *Gateway) call(ctx context.Context, c call) (json.RawMessage, *apiError)
 	}
 	var out json.RawMessage
 	if err := res.Decode(&out); err != nil {
-		g.log.Error("gateway: a handler's result is not JSON", "request_id", c.rid, "pattern", c.m.pattern, "err", err)
+		// Most often a protobuf answer of a type this binary does not
+		// link: register it (import its Go package; wizard-gateway
+		// --descriptors loads a descriptor set).
+		g.log.Error("gateway: a handler's result cannot be turned into JSON", "request_id", c.rid, "pattern", c.m.pattern, "err", err)
 		return nil, newAPIError(http.StatusInternalServerError, runtime.CodeInternal, "internal error")
 	}
 	if out == nil {

@@ -84,6 +84,13 @@ func serve(f *flags, stderr io.Writer, sigs <-chan os.Signal, serving func(strin
 		return err
 	}
 	defer logFile.Close()
+	if f.descriptor != "" {
+		n, err := loadDescriptors(f.descriptor)
+		if err != nil {
+			return fmt.Errorf("--descriptors: %w", err)
+		}
+		log.Info("wizard-gateway: protobuf types loaded", "file", f.descriptor, "types", n)
+	}
 	addr, err := listenAddr(cfg.Server.Listen, f.ip, f.port)
 	if err != nil {
 		return err
