@@ -252,9 +252,9 @@ func authorize(p *policy, id *auth.Identity) *apiError {
 		return nil
 	case id == nil && p.auth == authRequired:
 		return authError(auth.ErrMissingToken)
-	case id == nil:
-		return nil // optional: scopes apply to those who bring a token
 	}
+	// Optional without a token passes unless the route needs scopes
+	// (then it is a 401, as auth.RequireScopes says).
 	if err := auth.RequireScopes(id, p.scopes); err != nil {
 		return authError(err)
 	}

@@ -222,6 +222,7 @@ func testRoutes() testTable {
 		route("GET", "/panic", "role:t,cmd:panic", policy{auth: authNone}),
 		route("GET", "/err", "role:t,cmd:err", policy{auth: authNone}),
 		route("GET,POST", "/private", "role:t,cmd:echo", policy{auth: authRequired}),
+		route("GET", "/optscoped", "role:t,cmd:echo", policy{auth: authOptional, scopes: []string{"admin"}}),
 		route("GET", "/admin", "role:t,cmd:echo", policy{auth: authRequired, scopes: []string{"admin"}}),
 	}
 }

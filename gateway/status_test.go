@@ -91,6 +91,8 @@ func statusCases() []statusCase {
 		{name: "token invalid", method: "GET", path: "/private", token: "bad", status: 401, code: "unauthenticated", headers: map[string]string{"WWW-Authenticate": `Bearer error="invalid_token"`}},
 		{name: "token on an optional route", method: "GET", path: "/echo", token: "good", status: 200},
 		{name: "scope missing", method: "GET", path: "/admin", token: "good", status: 403, code: "permission_denied", headers: map[string]string{"WWW-Authenticate": `Bearer error="insufficient_scope"`}},
+		{name: "optional route with a scope, no token", method: "GET", path: "/optscoped", status: 401, code: "unauthenticated"},
+		{name: "optional route with a scope, token", method: "GET", path: "/optscoped", token: "admin", status: 200},
 		{name: "scope present", method: "GET", path: "/admin", token: "admin", status: 200},
 		{name: "client sets a pattern key", method: "POST", path: "/echo", body: `{"cmd":"other"}`, status: 400, code: "invalid_argument", message: "cmd"},
 		{name: "client sets a pattern key in the query", method: "GET", path: "/echo?role=x", status: 400, code: "invalid_argument", message: "role"},
