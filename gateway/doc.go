@@ -6,7 +6,9 @@
 // Each HTTP request: the route is matched (no route: 404 at once, naming
 // method and path; a route for other methods: 405 with Allow); the bearer
 // token is verified as the route asks (auth: required, optional or none,
-// and the route's scopes); the message is built from the path's
+// and the route's scopes: an optional route that needs scopes refuses a
+// request without a token, and a token given to an optional route must
+// be valid); the message is built from the path's
 // variables, the query and the JSON body (the client cannot set the
 // route's or the pattern's keys, nor metadata keys ending in '$': 400
 // naming the field); the call runs with the route's timeout, or the
@@ -109,7 +111,10 @@
 // 1000 normal, 1001 shutdown, 1008 policy (repeated invalid frames), 1009
 // frame over websocket.max_message, 1011 internal, 4001 token expired,
 // 4008 slow consumer (the send queue, websocket.send_queue, is full),
-// 4501 invalid token.
+// 4501 invalid token. The gateway sends protocol pings every
+// websocket.ping_interval (browsers answer them themselves) and closes a
+// connection with 1001 after websocket.idle_timeout without a frame or a
+// pong.
 //
 // # Limits
 //
