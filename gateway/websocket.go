@@ -211,7 +211,11 @@ func (wc *wsConn) pings(interval time.Duration) {
 	for {
 		select {
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(wc.ctx, interval)
+			wait := interval // the pong may take until the idle timeout
+			if d := wc.g.set.ws.idle; d > wait {
+				wait = d
+			}
+			ctx, cancel := context.WithTimeout(wc.ctx, wait)
 			err := wc.c.Ping(ctx)
 			cancel()
 			if err == nil {

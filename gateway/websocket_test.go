@@ -285,7 +285,7 @@ func TestWebSocketIdle(t *testing.T) {
 	c := dialWS(t, tg.ws, nil)
 	wantClose(t, c, closeGoingAway)
 
-	tg2 := newTestGateway(t, settings{ws: wsSettings{idle: 500 * time.Millisecond, ping: 10 * time.Millisecond}})
+	tg2 := newTestGateway(t, settings{ws: wsSettings{idle: 500 * time.Millisecond, ping: 50 * time.Millisecond}})
 	c2 := dialWS(t, tg2.ws, nil)
 	go func() { // a reader answers the pings
 		for {
