@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -161,6 +162,43 @@ routes:
 		if _, _, err := c.Read(ctx); err != nil {
 			b.Fatal(err)
 		}
+		if len(lat) < cap(lat) {
+			lat = append(lat, time.Since(start))
+		}
+	}
+	lat.report(b)
+}
+
+// BenchmarkHTTPBaseline is BenchmarkGatewayHTTP's client against a bare
+// net/http handler that echoes the body: what HTTP itself costs, without
+// the gateway and the mesh.
+func BenchmarkHTTPBaseline(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	defer client.CloseIdleConnections()
+	url := "http://" + ln.Addr().String() + "/echo"
+	lat := make(latencies, 0, 1<<16)
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"name":"ada","n":1}`))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
 		if len(lat) < cap(lat) {
 			lat = append(lat, time.Since(start))
 		}
