@@ -108,17 +108,17 @@ func (t *Table) Match(method, path string) (*Match, error) {
 	if err := checkPath(path); err != nil {
 		return nil, err
 	}
-	m := &Match{}
+	var room [8]string
 	if root := t.trees[method]; root != nil {
-		if r, vals := root.find(path, start(path), m.room[:0]); r != nil {
-			m.Route, m.vals = r, vals
+		if r, vals := root.find(path, start(path), room[:0]); r != nil {
 			for i, c := range r.cons {
 				if c != nil && !c.allows(vals[i]) {
 					name := r.path.vars[i]
 					return nil, notFound("no route for "+method+" "+clip(path)+": "+strconv.Quote(clip(vals[i]))+" is not an allowed value of {"+name+"}", name)
 				}
 			}
-			m.Pattern = r.pat.fill(vals, r.patVars)
+			m := &Match{Route: r, Pattern: r.pat.fill(vals, r.patVars)}
+			m.vals = append(m.room[:0], vals...)
 			return m, nil
 		}
 	}
@@ -127,7 +127,7 @@ func (t *Table) Match(method, path string) (*Match, error) {
 		if other == method {
 			continue
 		}
-		if r, _ := t.trees[other].find(path, start(path), m.room[:0]); r != nil {
+		if r, _ := t.trees[other].find(path, start(path), room[:0]); r != nil {
 			allow = append(allow, other)
 		}
 	}
