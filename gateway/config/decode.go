@@ -311,6 +311,9 @@ func (d *decoder) pairs(m *ast.MappingNode, where string, depth int, f func(key 
 			continue
 		}
 		kn := d.resolve(mv.Key, where)
+		if kn == nil {
+			continue // the alias's problem is reported
+		}
 		key, ok := scalarText(kn)
 		if !ok {
 			d.ps.add(posOf(mv.Key), where, "want a string key, got %s", kindOf(kn))
@@ -363,6 +366,8 @@ func scalarText(n ast.Node) (string, bool) {
 // kindOf names the kind of a node for a problem.
 func kindOf(n ast.Node) string {
 	switch n.(type) {
+	case nil:
+		return "nothing"
 	case *ast.MappingNode:
 		return "a mapping"
 	case *ast.SequenceNode:

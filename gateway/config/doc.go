@@ -2,11 +2,22 @@
 // table: method and path templates mapped to pattern templates, matched
 // against requests, and the messages built from them.
 //
-// [Parse] and [Load] decode strictly: an unknown key, a value of the
-// wrong type and every rule below are a [*Problem] naming the file, line,
-// column, setting and reason; all problems of a file are returned at
-// once, in the order of the file. [Check] is what
-// `wizard-gateway check-config FILE` runs.
+// [Parse] and [Load] decode strictly: an unknown key (with the nearest
+// known one suggested), a value of the wrong type and every rule below
+// are a [*Problem] naming the file, line, column, setting and reason, as
+// FILE:LINE:COL: WHERE: REASON. All problems of a file are returned at
+// once (the first 100), one per line, in the order of the file. [Check]
+// is what `wizard-gateway check-config FILE` runs and prints.
+//
+// # Files
+//
+// One YAML document of at most [MaxFileSize] bytes. Anchors, aliases and
+// merge keys (<<) work; top-level keys starting with "x-" are ignored, a
+// place for anchors. A key with no value ("timeout:") counts as not
+// given. Sizes take a unit (512B, 64KiB, 1MiB; kB, MB, GB are powers of
+// 1000), durations are Go's (500ms, 2s, 1m), rates COUNT/UNIT (100/s,
+// 6000/m). The package reads no file the configuration names (PEM keys,
+// gossip keys): it checks their names, the gateway reads them.
 //
 // # Templates
 //
@@ -47,9 +58,11 @@
 // one more specific than the other, segment by segment: a literal
 // segment is more specific than one with variables, and a segment with
 // literal text around its variable ("{id}.json") is more specific than a
-// bare variable ("{id}"). The more specific route wins. Any other overlap
-// ("/a/{x}" and "/{y}/b", or "{a}-{b}" and "{x}.json" in the same place)
-// is a conflict refused at load, with both routes' lines, as net/http's
+// bare variable ("{id}"). The more specific route wins. Segments whose
+// literal starts or ends cannot agree ("{x}.json" and "{x}.xml", "v{n}"
+// and "w{n}") never overlap. Any other overlap ("/a/{x}" and "/{y}/b",
+// or "{a}-{b}" and "{x}.json" in the same place) is a conflict refused at
+// load, with both routes' lines, as net/http's
 // ServeMux explains its conflicts. Constraints do not take part: the
 // most specific template wins and its constraints decide, so a value
 // outside allow is a 404 naming the variable even when a less specific

@@ -96,10 +96,14 @@ func TestMatch(t *testing.T) {
 		{"GET", "*", result{Status: 404, Message: `no route for path "*": a path starts with '/'`}},
 		// Malformed paths.
 		{"GET", "/api/users/%zz", result{Status: 400, Message: "bad percent-escape in path /api/users/%zz"}},
-		{"GET", "/api/users/%FF", result{Status: 400, Message: "path /api/users/%FF is not valid UTF-8"}},
+		{"GET", "/api/users/%FF", result{Status: 400, Message: `path "/api/users/%FF" is not valid UTF-8`}},
 		{"GET", "/api/users/..", result{Status: 400, Message: `path /api/users/.. holds a ".." segment`}},
 		{"GET", "/api/%2e/me", result{Status: 400, Message: `path /api/%2e/me holds a "." segment`}},
-		{"GET", "/api/users/\xff", result{Status: 400, Message: "path /api/users/\xff is not valid UTF-8"}},
+		{"GET", "/api/users/\xff", result{Status: 400, Message: `path "/api/users/\xff" is not valid UTF-8`}},
+		{"GET", "/api/users/me?x=1", result{Status: 400, Message: `path "/api/users/me?x=1" holds '?'; escape it (a query goes apart from the path)`}},
+		{"GET", "/api/users/a b", result{Status: 400, Message: `path "/api/users/a b" holds ' '; escape it (a query goes apart from the path)`}},
+		{"GET", "/api/users/a\x00", result{Status: 400, Message: `path "/api/users/a\x00" holds '\x00'; escape it (a query goes apart from the path)`}},
+		{"GET", "/q/%3F%23%20", result{Route: "q", Vars: map[string]string{"v": "?# "}, Pattern: `role:q,v:"?# "`}},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			m, err := table.Match(tc.method, tc.path)

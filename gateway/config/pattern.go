@@ -166,14 +166,15 @@ func (t *patternTemplate) fill(vals []string, idx []int) string {
 			n += len(vals[idx[v]]) + 2
 		}
 	}
-	b := make([]byte, 0, n)
+	var b strings.Builder
+	b.Grow(n)
 	var room [64]byte
 	for i, pp := range t.pairs {
 		if i > 0 {
-			b = append(b, ',')
+			b.WriteByte(',')
 		}
-		b = append(b, pp.key...)
-		b = append(b, ':')
+		b.WriteString(pp.key)
+		b.WriteByte(':')
 		v := room[:0]
 		for j, l := range pp.lits {
 			v = append(v, l...)
@@ -181,25 +182,26 @@ func (t *patternTemplate) fill(vals []string, idx []int) string {
 				v = append(v, vals[idx[pp.vars[j]]]...)
 			}
 		}
-		b = appendValue(b, v)
+		writeValue(&b, v)
 	}
-	return string(b)
+	return b.String()
 }
 
-// appendValue appends v to b, quoted unless it is a plain word that
+// writeValue writes v, quoted unless it is a plain word that
 // [runtime.ParsePattern] reads back unchanged.
-func appendValue(b, v []byte) []byte {
+func writeValue(b *strings.Builder, v []byte) {
 	if !needsQuote(v) {
-		return append(b, v...)
+		b.Write(v)
+		return
 	}
-	b = append(b, '"')
+	b.WriteByte('"')
 	for _, c := range v {
 		if c == '"' || c == '\\' {
-			b = append(b, '\\')
+			b.WriteByte('\\')
 		}
-		b = append(b, c)
+		b.WriteByte(c)
 	}
-	return append(b, '"')
+	b.WriteByte('"')
 }
 
 // needsQuote reports whether v must be quoted in a pattern: anything but

@@ -8,10 +8,6 @@ type pos struct{ line, col int }
 
 func (p pos) String() string { return strconv.Itoa(p.line) + ":" + strconv.Itoa(p.col) }
 
-func (p pos) before(q pos) bool {
-	return p.line < q.line || p.line == q.line && p.col < q.col
-}
-
 // node records where a mapping of the file stands and where its keys'
 // values do; the decoder fills it in every struct that embeds it.
 type node struct {

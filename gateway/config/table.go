@@ -103,22 +103,24 @@ func (t *Table) Routes() []*Route { return slices.Clone(t.routes) }
 // Errors are [*RequestError]: 404 when no route matches (naming the
 // method and path), 405 when routes of other methods do (with Allow),
 // 400 for a malformed path (a bad escape, an escape that is not UTF-8,
-// a "." or ".." segment).
+// a "." or ".." segment, a raw space, control character, '?' or '#').
+// A WebSocket frame's path is taken the same way: escaped, without its
+// query.
 func (t *Table) Match(method, path string) (*Match, error) {
 	if err := checkPath(path); err != nil {
 		return nil, err
 	}
-	m := &Match{}
+	var room [8]string
 	if root := t.trees[method]; root != nil {
-		if r, vals := root.find(path, start(path), m.room[:0]); r != nil {
-			m.Route, m.vals = r, vals
+		if r, vals := root.find(path, start(path), room[:0]); r != nil {
 			for i, c := range r.cons {
 				if c != nil && !c.allows(vals[i]) {
 					name := r.path.vars[i]
 					return nil, notFound("no route for "+method+" "+clip(path)+": "+strconv.Quote(clip(vals[i]))+" is not an allowed value of {"+name+"}", name)
 				}
 			}
-			m.Pattern = r.pat.fill(vals, r.patVars)
+			m := &Match{Route: r, Pattern: r.pat.fill(vals, r.patVars)}
+			m.vals = append(m.room[:0], vals...)
 			return m, nil
 		}
 	}
@@ -127,7 +129,7 @@ func (t *Table) Match(method, path string) (*Match, error) {
 		if other == method {
 			continue
 		}
-		if r, _ := t.trees[other].find(path, start(path), m.room[:0]); r != nil {
+		if r, _ := t.trees[other].find(path, start(path), room[:0]); r != nil {
 			allow = append(allow, other)
 		}
 	}
@@ -187,14 +189,28 @@ func (n *tnode) find(path string, at int, vals []string) (*Route, []string) {
 }
 
 // checkPath refuses what no route should see: a path not starting with
-// '/', a bad percent-escape, escapes that decode to invalid UTF-8, and
-// "." or ".." segments (written plainly or escaped).
+// '/', a raw byte an escaped path never holds (a space, a control
+// character, '?' or '#': the query belongs apart), a bad percent-escape,
+// escapes that decode to invalid UTF-8, and "." or ".." segments
+// (written plainly or escaped).
 func checkPath(path string) error {
 	if path == "" || path[0] != '/' {
 		return notFound("no route for path "+strconv.Quote(clip(path))+": a path starts with '/'", "")
 	}
-	escaped := strings.IndexByte(path, '%') >= 0
-	if !escaped && strings.IndexByte(path, '.') < 0 && isASCII(path) {
+	escaped, dot, high := false, false, false
+	for i := 0; i < len(path); i++ {
+		switch c := path[i]; {
+		case c == '%':
+			escaped = true
+		case c == '.':
+			dot = true
+		case c >= utf8.RuneSelf:
+			high = true
+		case c <= ' ' || c == 0x7f || c == '?' || c == '#':
+			return badRequest("path "+strconv.Quote(clip(path))+" holds "+strconv.QuoteRune(rune(c))+"; escape it (a query goes apart from the path)", "")
+		}
+	}
+	if !escaped && !dot && !high {
 		return nil
 	}
 	for seg := range strings.SplitSeq(path[1:], "/") {
@@ -206,22 +222,13 @@ func checkPath(path string) error {
 			seg = d
 		}
 		if !utf8.ValidString(seg) {
-			return badRequest("path "+clip(path)+" is not valid UTF-8", "")
+			return badRequest("path "+strconv.Quote(clip(path))+" is not valid UTF-8", "")
 		}
 		if seg == "." || seg == ".." {
 			return badRequest("path "+clip(path)+" holds a "+strconv.Quote(seg)+" segment", "")
 		}
 	}
 	return nil
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
 }
 
 // maxEcho is how much of a client's method, path or value a message
