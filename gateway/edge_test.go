@@ -302,3 +302,36 @@ func TestTLS(t *testing.T) {
 		t.Error("WithTLSFiles without a key: no error")
 	}
 }
+
+// TestChunkedBody: a chunked body is bounded and typed like any other;
+// an empty one needs no type.
+func TestChunkedBody(t *testing.T) {
+	tg := newTestGateway(t, settings{maxBody: 64})
+	for _, tc := range []struct {
+		name, body, ct string
+		status         int
+	}{
+		{"empty, no type", "", "", 200},
+		{"json", `{"a":"b"}`, "application/json", 200},
+		{"no type", `{"a":"b"}`, "", 415},
+		{"too large", `{"a":"` + strings.Repeat("x", 100) + `"}`, "application/json", 413},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pr, pw := io.Pipe()
+			go func() { io.WriteString(pw, tc.body); pw.Close() }()
+			req, _ := http.NewRequestWithContext(t.Context(), "POST", tg.base+"/echo", pr)
+			req.ContentLength = -1
+			if tc.ct != "" {
+				req.Header.Set("Content-Type", tc.ct)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != tc.status {
+				t.Errorf("%d, want %d", res.StatusCode, tc.status)
+			}
+		})
+	}
+}

@@ -182,8 +182,10 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *api
 	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
-	if e := checkContentType(r.Header.Get("Content-Type")); e != nil {
-		return nil, e
+	if r.ContentLength > 0 { // else chunked: an empty one needs no type
+		if e := checkContentType(r.Header.Get("Content-Type")); e != nil {
+			return nil, e
+		}
 	}
 	if r.ContentLength > g.set.maxBody {
 		return nil, tooLarge(g.set.maxBody)
@@ -198,6 +200,11 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *api
 	}
 	if len(body) == 0 {
 		return nil, nil
+	}
+	if r.ContentLength < 0 {
+		if e := checkContentType(r.Header.Get("Content-Type")); e != nil {
+			return nil, e
+		}
 	}
 	return body, nil
 }
