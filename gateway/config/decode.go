@@ -110,7 +110,7 @@ func (d *decoder) resolve(n ast.Node, where string) ast.Node {
 				}
 			}
 			if target == nil {
-				d.ps.add(posOf(v), where, "alias *%s names no anchor before it", name)
+				d.ps.add(posOf(v), where, "alias %s names no anchor before it", strconv.Quote("*"+name))
 				return nil
 			}
 			n = target

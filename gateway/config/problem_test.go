@@ -420,7 +420,7 @@ routes:
 `,
 			want: []string{
 				"gateway.yaml:1:1: unknown key \"base\"; known keys: access_log, auth, cors, defaults, mesh, rate_limits, routes, server, websocket",
-				"gateway.yaml:4:5: routes[1]: alias *nope names no anchor before it",
+				"gateway.yaml:4:5: routes[1]: alias \"*nope\" names no anchor before it",
 			},
 		},
 		{
