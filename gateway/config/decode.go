@@ -400,6 +400,9 @@ func join(where, key string) string {
 }
 
 func fieldByTag(v reflect.Value, key string) (reflect.Value, bool) {
+	if key == "" {
+		return reflect.Value{}, false // untagged fields are not the file's
+	}
 	t := v.Type()
 	for i := range t.NumField() {
 		if t.Field(i).Tag.Get("yaml") == key {

@@ -520,6 +520,17 @@ routes:
     timeout:
 `,
 		},
+		{
+			name: "empty key",
+			src: `"": 1
+routes:
+  - {method: GET, path: /a, pattern: "role:a", "": x}
+`,
+			want: []string{
+				"gateway.yaml:1:1: unknown key \"\"; known keys: access_log, auth, cors, defaults, mesh, rate_limits, routes, server, websocket",
+				"gateway.yaml:3:48: routes[0]: unknown key \"\"; known keys: auth, body, max_timeout, method, name, path, pattern, scopes, timeout, vars",
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Parse("gateway.yaml", []byte(tc.src))
