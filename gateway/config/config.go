@@ -7,15 +7,25 @@ import (
 // Config is a gateway configuration file. [Parse] and [Load] return it
 // with every default applied, so each field holds the effective value.
 type Config struct {
-	Server     Server     `yaml:"server"`
-	Mesh       Mesh       `yaml:"mesh"`
-	Defaults   Defaults   `yaml:"defaults"`
-	Auth       Auth       `yaml:"auth"`
-	CORS       CORS       `yaml:"cors"`
-	WebSocket  *WebSocket `yaml:"websocket"`
+	// Server is the HTTP listener (the file's server).
+	Server Server `yaml:"server"`
+	// Mesh is the gateway's node in the mesh (mesh).
+	Mesh Mesh `yaml:"mesh"`
+	// Defaults apply to routes that do not set their own (defaults).
+	Defaults Defaults `yaml:"defaults"`
+	// Auth says how tokens are verified (auth).
+	Auth Auth `yaml:"auth"`
+	// CORS is the cross-origin policy (cors).
+	CORS CORS `yaml:"cors"`
+	// WebSocket is the WebSocket endpoint, nil when off (websocket).
+	WebSocket *WebSocket `yaml:"websocket"`
+	// RateLimits are the token buckets (rate_limits).
 	RateLimits RateLimits `yaml:"rate_limits"`
-	AccessLog  AccessLog  `yaml:"access_log"`
-	Routes     []*Route   `yaml:"routes"`
+	// AccessLog is the access log (access_log).
+	AccessLog AccessLog `yaml:"access_log"`
+	// Routes are the routes, in the order of the file (routes); at
+	// least one.
+	Routes []*Route `yaml:"routes"`
 
 	node
 	file  string
@@ -84,8 +94,9 @@ type Mesh struct {
 	// (static peers).
 	Peers []string `yaml:"peers"`
 	// GossipKey encrypts gossip: 16, 24 or 32 bytes, base64. Give it or
-	// GossipKeyFile (a file holding the base64 key), not both.
-	GossipKey     string `yaml:"gossip_key"`
+	// GossipKeyFile, not both.
+	GossipKey string `yaml:"gossip_key"`
+	// GossipKeyFile names a file holding the base64 gossip key.
 	GossipKeyFile string `yaml:"gossip_key_file"`
 	// Segment puts the gateway in a swim segment (at most 128 bytes).
 	Segment string `yaml:"segment"`
@@ -116,7 +127,10 @@ type Defaults struct {
 // Auth says how tokens are verified: by JWT keys, or by a delegate
 // service in the mesh. Exactly one is set when a route needs auth.
 type Auth struct {
-	JWT      *JWT      `yaml:"jwt"`
+	// JWT verifies tokens locally with keys (auth.jwt); nil when absent.
+	JWT *JWT `yaml:"jwt"`
+	// Delegate verifies tokens by a call into the mesh (auth.delegate);
+	// nil when absent.
 	Delegate *Delegate `yaml:"delegate"`
 
 	node
@@ -209,7 +223,10 @@ type WebSocket struct {
 // RateLimits are token buckets per client IP and per verified subject;
 // each is off when absent.
 type RateLimits struct {
-	PerIP      *Limit `yaml:"per_ip"`
+	// PerIP limits each client IP address; nil: no limit.
+	PerIP *Limit `yaml:"per_ip"`
+	// PerSubject limits each verified token subject; nil: no limit. It
+	// needs an auth section.
 	PerSubject *Limit `yaml:"per_subject"`
 
 	node

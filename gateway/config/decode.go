@@ -110,7 +110,7 @@ func (d *decoder) resolve(n ast.Node, where string) ast.Node {
 				}
 			}
 			if target == nil {
-				d.ps.add(posOf(v), where, "alias *%s names no anchor before it", name)
+				d.ps.add(posOf(v), where, "alias %s names no anchor before it", strconv.Quote("*"+name))
 				return nil
 			}
 			n = target
@@ -400,6 +400,9 @@ func join(where, key string) string {
 }
 
 func fieldByTag(v reflect.Value, key string) (reflect.Value, bool) {
+	if key == "" {
+		return reflect.Value{}, false // untagged fields are not the file's
+	}
 	t := v.Type()
 	for i := range t.NumField() {
 		if t.Field(i).Tag.Get("yaml") == key {

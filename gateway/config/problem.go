@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Problem is one thing wrong with a configuration file: where it is and
@@ -54,7 +55,10 @@ func (ps *problems) add(at pos, where, format string, args ...any) {
 		ps.more++
 		return
 	}
-	ps.list = append(ps.list, &Problem{File: ps.file, Line: at.line, Col: at.col, Where: where, Reason: fmt.Sprintf(format, args...)})
+	// One problem is one line, whatever the parser's messages hold.
+	reason := strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", `\n`)
+	where = strings.ReplaceAll(where, "\n", `\n`)
+	ps.list = append(ps.list, &Problem{File: ps.file, Line: at.line, Col: at.col, Where: where, Reason: reason})
 }
 
 // err returns the problems sorted by position (stable: one position's

@@ -420,7 +420,7 @@ routes:
 `,
 			want: []string{
 				"gateway.yaml:1:1: unknown key \"base\"; known keys: access_log, auth, cors, defaults, mesh, rate_limits, routes, server, websocket",
-				"gateway.yaml:4:5: routes[1]: alias *nope names no anchor before it",
+				"gateway.yaml:4:5: routes[1]: alias \"*nope\" names no anchor before it",
 			},
 		},
 		{
@@ -519,6 +519,17 @@ routes:
     pattern: "role:a"
     timeout:
 `,
+		},
+		{
+			name: "empty key",
+			src: `"": 1
+routes:
+  - {method: GET, path: /a, pattern: "role:a", "": x}
+`,
+			want: []string{
+				"gateway.yaml:1:1: unknown key \"\"; known keys: access_log, auth, cors, defaults, mesh, rate_limits, routes, server, websocket",
+				"gateway.yaml:3:48: routes[0]: unknown key \"\"; known keys: auth, body, max_timeout, method, name, path, pattern, scopes, timeout, vars",
+			},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

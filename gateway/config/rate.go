@@ -12,7 +12,8 @@ import (
 type Rate struct {
 	// Count events are allowed per Per.
 	Count int
-	Per   time.Duration
+	// Per is the period, positive.
+	Per time.Duration
 }
 
 // ParseRate parses a rate such as "100/s" or "6000/m".
