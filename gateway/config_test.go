@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/go-cmp/cmp"
 	"github.com/wizardmesh/wizard/gateway/config"
 )
 
@@ -121,6 +122,29 @@ func TestNewFromConfig(t *testing.T) {
 	json.Unmarshal(got.body, &m)
 	if m["auth-subject"] != "u9" || m["auth-issuer"] != "test-issuer" || m["auth-scopes"] != "admin read" {
 		t.Errorf("metadata %v", m)
+	}
+}
+
+// TestClientFieldsDoNotRoute: a client's body field that a narrower
+// pattern names does not reach it; the handler sees the route's pattern
+// pairs in its message.
+func TestClientFieldsDoNotRoute(t *testing.T) {
+	tg := configGateway(t, usersYAML)
+	for _, via := range []struct {
+		name string
+		do   func(t *testing.T, tg *testGateway, c statusCase) outcome
+	}{{"http", doHTTP}, {"websocket", doWebSocket}} {
+		t.Run(via.name, func(t *testing.T) {
+			got := via.do(t, tg, statusCase{method: "POST", path: "/api/users/echo", body: `{"admin":true,"a":1}`})
+			var m map[string]any
+			if err := json.Unmarshal(got.body, &m); err != nil || got.status != 200 {
+				t.Fatalf("%d %s: %v", got.status, got.body, err)
+			}
+			want := map[string]any{"admin": true, "a": 1.0, "action": "echo", "role": "t", "cmd": "echo"}
+			if diff := cmp.Diff(want, m); diff != "" {
+				t.Errorf("the echo handler's message (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

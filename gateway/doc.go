@@ -1,7 +1,11 @@
-// Package gateway is wizard's edge: HTTP and WebSocket in, [runtime.Node.Act]
+// Package gateway is wizard's edge: HTTP and WebSocket in, [runtime.Node.ActE]
 // into the mesh out. The gateway is a wizard node; its route table (YAML,
 // gateway/config) maps a method and path template to a pattern template,
 // and every request becomes one call of the pattern its route fills in.
+// Only that pattern routes the call: a field of the client's never
+// steers it to a narrower pattern (role:users,cmd:delete,admin:true); the
+// handler's message holds the pattern's pairs beside the client's fields,
+// as [runtime.Node.Act] would give them.
 //
 // Each HTTP request: the route is matched (no route: 404 at once, naming
 // method and path; a route for other methods: 405 with Allow); the bearer

@@ -109,9 +109,17 @@ func (g *Gateway) call(ctx context.Context, c call) (json.RawMessage, *apiError)
 	if e := refuseMetaKeys(msg); e != nil {
 		return nil, e
 	}
+	msg, e = withPattern(msg, c.m.pattern)
+	if e != nil {
+		return nil, e
+	}
 	callCtx, cancel := context.WithTimeout(withCallMeta(ctx, c.rid, c.id), c.m.policy.timeoutFor(c.hint))
 	defer cancel()
-	res, err := g.node.Act(callCtx, c.m.pattern, msg, runtime.Default(noServiceValue))
+	// Only the route's pattern routes (ActE): a field of the client's
+	// body must never steer the call to a narrower pattern
+	// (role:users,cmd:delete,admin:true); the handler still sees the
+	// pattern's pairs in its message, as Act would give them.
+	res, err := g.node.ActE(callCtx, c.m.pattern, msg, runtime.Default(noServiceValue))
 	if err != nil {
 		e := callError(ctx, callCtx, err, c.method, c.path)
 		if e.status >= 500 && e.status != http.StatusServiceUnavailable && e.status != http.StatusGatewayTimeout {
@@ -134,6 +142,27 @@ func (g *Gateway) call(ctx context.Context, c call) (json.RawMessage, *apiError)
 		out = json.RawMessage("null")
 	}
 	return out, nil
+}
+
+// withPattern sets pattern's pairs in msg, a message the gateway built
+// (the client's fields cannot hold the pattern's keys: the table refuses
+// them), so that the handler reads them as with Act.
+func withPattern(msg any, pattern string) (any, *apiError) {
+	p, err := runtime.ParsePattern(pattern)
+	if err != nil {
+		return nil, newAPIError(http.StatusInternalServerError, runtime.CodeInternal, "internal error")
+	}
+	m, ok := msg.(map[string]any)
+	if !ok {
+		if msg != nil {
+			return msg, nil
+		}
+		m = make(map[string]any, p.Len())
+	}
+	for _, pr := range p.Pairs() {
+		m[pr.Key] = pr.Value
+	}
+	return m, nil
 }
 
 // refuseMetaKeys refuses a message whose root has a metadata key (one

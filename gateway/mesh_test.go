@@ -92,6 +92,11 @@ func newBackend(t testing.TB) *backend {
 	add(b.svc, "role:t,cmd:echo", func(ctx context.Context, req runtime.Request) (any, error) {
 		return req.Msg(), nil
 	})
+	// Narrower than echo: only the route's pattern may route, never a
+	// field of the client's (TestClientFieldsDoNotRoute).
+	add(b.svc, "role:t,cmd:echo,admin:true", func(ctx context.Context, req runtime.Request) (any, error) {
+		return map[string]any{"narrower": true}, nil
+	})
 	add(b.svc, "role:t,cmd:slow", func(ctx context.Context, req runtime.Request) (any, error) {
 		b.slowStarted <- struct{}{}
 		<-ctx.Done()
