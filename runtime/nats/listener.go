@@ -86,7 +86,7 @@ func (l *Listener) Addr() string { return l.subject }
 func (l *Listener) onMessage(m *natsgo.Msg) {
 	var f wire.Frame
 	if err := decodeFrame(m.Data, l.b.maxFrame(), &f); err != nil {
-		l.log.Warn("wizard: nats: malformed message dropped", "subject", l.subject, "reply", m.Reply, "err", err.Error())
+		l.log.Warn("wizard: nats: malformed message dropped", "subject", l.subject, "remote", m.Reply, "err", err.Error())
 		return
 	}
 	switch f.Type {
@@ -110,7 +110,7 @@ func (l *Listener) onMessage(m *natsgo.Msg) {
 		}
 		l.mu.Unlock()
 	default:
-		l.log.Warn("wizard: nats: unexpected message dropped", "subject", l.subject, "reply", m.Reply, "type", f.Type.String())
+		l.log.Warn("wizard: nats: malformed message dropped", "subject", l.subject, "remote", m.Reply, "err", "a "+f.Type.String()+" frame on a node's subject")
 	}
 }
 
@@ -130,7 +130,7 @@ func (l *Listener) request(reply string, f *wire.Frame) {
 		refuse, code = "wizard: nats: "+l.subject+": serving too many calls", runtime.CodeResourceExhausted
 	case !noReply && l.running[reply] != nil:
 		l.mu.Unlock()
-		l.log.Warn("wizard: nats: a call with the reply subject of a call running dropped", "subject", l.subject, "reply", reply)
+		l.log.Warn("wizard: nats: malformed message dropped", "subject", l.subject, "remote", reply, "err", "a call with the reply subject of a call running")
 		return
 	}
 	var share *mux.Share
