@@ -38,11 +38,11 @@ func TestMalformedMessagesDropped(t *testing.T) {
 	bad := [][]byte{
 		nil,
 		[]byte("hello"),
-		{0xff, 0xff, 0xff, 0xff, 1, 2, 3},                                     // a length field past the data
-		binary.BigEndian.AppendUint32(nil, 3),                                 // a length field, nothing after it
+		{0xff, 0xff, 0xff, 0xff, 1, 2, 3},     // a length field past the data
+		binary.BigEndian.AppendUint32(nil, 3), // a length field, nothing after it
 		append(binary.BigEndian.AppendUint32(nil, 11), make([]byte, 11)...), // type 0
 		manyMeta,
-		wire.AppendFrame(nil, &wire.Frame{Type: wire.TypeResponse}),                         // not for a node's subject
+		wire.AppendFrame(nil, &wire.Frame{Type: wire.TypeResponse}),                             // not for a node's subject
 		wire.AppendFrame(nil, &wire.Frame{Type: wire.TypeRequest, Payload: make([]byte, 8192)}), // over the limit
 	}
 	start := time.Now()
