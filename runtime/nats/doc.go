@@ -9,7 +9,7 @@
 //	}
 //	node, err := runtime.New(
 //		runtime.WithTransport(tr),
-//		runtime.WithListen(""), // a subject of its own: wizard.node.<random>
+//		runtime.WithListen(":0"), // port 0 picks a subject of its own: wizard.node.<random>
 //		runtime.WithDiscovery(d), // d, err := nats.NewDiscovery(tr)
 //	)
 //
