@@ -24,6 +24,7 @@ type broker struct {
 	sub   *natsgo.Subscription
 	refs  int // under t.mu
 	next  atomic.Uint64
+	done  atomic.Bool // closed by the transport: a disconnect is no loss
 
 	mu        sync.Mutex
 	pending   map[uint64]*pending
@@ -94,6 +95,7 @@ func connect(t *Transport) (*broker, error) {
 // close flushes what was published (a listener's last word) and closes
 // the connection.
 func (b *broker) close() {
+	b.done.Store(true)
 	_ = b.nc.FlushTimeout(time.Second)
 	b.nc.Close()
 }
@@ -167,6 +169,9 @@ func (b *broker) onReply(m *natsgo.Msg) {
 // after being sent); the runtime dials again, and its calls are not sent
 // until the connection is back.
 func (b *broker) lost(err error) {
+	if b.done.Load() {
+		return
+	}
 	reason := errBrokerLost
 	if err != nil {
 		reason = fmt.Errorf("%w: %v", errBrokerLost, err)

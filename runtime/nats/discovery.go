@@ -143,7 +143,9 @@ func NewDiscovery(t *Transport, opts ...DiscoveryOption) (*Discovery, error) {
 }
 
 // Start connects to the broker (if the transport has not), listens for
-// announcements, asks the mesh to announce itself and announces the node.
+// announcements, asks the mesh to announce itself and announces the node
+// (unless it listens nowhere: a node that only calls learns the mesh
+// without being announced).
 func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -184,8 +186,6 @@ func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 // checkAnnounced checks that the node can be announced.
 func checkAnnounced(p runtime.Peer) error {
 	switch {
-	case p.Addr == "":
-		return errors.New("the node listens nowhere: nothing to announce")
 	case len(p.Addr) > maxSubject:
 		return fmt.Errorf("the node's address %q is over %d bytes", p.Addr, maxSubject)
 	case len(p.Digest) > maxDigest:
@@ -227,9 +227,13 @@ func (d *Discovery) run(ctx context.Context) {
 	}
 }
 
-// announceSelf publishes the node's heartbeat.
+// announceSelf publishes the node's heartbeat; a node that does not
+// listen (a caller only) is not announced.
 func (d *Discovery) announceSelf() {
 	s := d.host.Self()
+	if s.Addr == "" {
+		return
+	}
 	d.publish(announcement{Version: 1, Op: "up", ID: s.ID, Instance: s.Instance, Addr: s.Addr, Transport: s.Transport, Digest: s.Digest})
 }
 
@@ -291,8 +295,9 @@ func (d *Discovery) Close() error {
 	d.mu.Unlock()
 	d.cancel()
 	d.wg.Wait()
-	s := d.host.Self()
-	d.publish(announcement{Version: 1, Op: "down", ID: s.ID, Instance: s.Instance, Addr: s.Addr, Transport: s.Transport})
+	if s := d.host.Self(); s.Addr != "" {
+		d.publish(announcement{Version: 1, Op: "down", ID: s.ID, Instance: s.Instance, Addr: s.Addr, Transport: s.Transport})
+	}
 	_ = d.sub.Unsubscribe()
 	d.t.release(d.b)
 	if d.logh != nil {
