@@ -24,7 +24,8 @@ type broker struct {
 	sub   *natsgo.Subscription
 	refs  int // under t.mu
 	next  atomic.Uint64
-	done  atomic.Bool // closed by the transport: a disconnect is no loss
+	done  atomic.Bool  // closed by the transport: a disconnect is no loss
+	max   atomic.Int64 // the largest frame that can travel (see maxFrame)
 
 	mu        sync.Mutex
 	pending   map[uint64]*pending
@@ -67,6 +68,7 @@ func connect(t *Transport) (*broker, error) {
 		natsgo.ReconnectBufSize(-1), // a call while disconnected is not sent, never held and sent late
 		natsgo.DisconnectErrHandler(func(_ *natsgo.Conn, err error) { b.lost(err) }),
 		natsgo.ReconnectHandler(func(nc *natsgo.Conn) {
+			b.setMaxFrame() // another server may have another max_payload
 			t.log.Info("wizard: nats: broker connection back", "url", nc.ConnectedUrlRedacted())
 		}),
 		natsgo.ErrorHandler(func(_ *natsgo.Conn, s *natsgo.Subscription, err error) {
@@ -82,6 +84,7 @@ func connect(t *Transport) (*broker, error) {
 		return nil, fmt.Errorf("connect to %s: %w", t.urls, err)
 	}
 	b.nc = nc
+	b.setMaxFrame()
 	b.inbox = nc.NewInbox() + "."
 	b.sub, err = nc.Subscribe(b.inbox+"*", b.onReply)
 	if err != nil {
@@ -102,11 +105,15 @@ func (b *broker) close() {
 
 // maxFrame is the largest frame that can travel: the transport's limit or
 // the broker's max_payload, whichever is smaller.
-func (b *broker) maxFrame() int {
-	if mp := int(b.nc.MaxPayload()) - 4; mp > 0 && mp < b.t.maxFrame {
-		return mp
+func (b *broker) maxFrame() int { return int(b.max.Load()) }
+
+// setMaxFrame reads the broker's max_payload, on connecting.
+func (b *broker) setMaxFrame() {
+	m := b.t.maxFrame
+	if mp := int(b.nc.MaxPayload()) - 4; mp > 0 && mp < m {
+		m = mp
 	}
-	return b.t.maxFrame
+	b.max.Store(int64(m))
 }
 
 // register adds a pending call and returns its reply subject.

@@ -174,6 +174,13 @@ func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 		d.t.release(b)
 		return fmt.Errorf("wizard: nats: discovery: subscribe to %s: %w", d.subject, err)
 	}
+	// The broker has the subscription before the query goes: the
+	// answers reach this node.
+	if err := b.nc.Flush(); err != nil {
+		_ = d.sub.Unsubscribe()
+		d.t.release(b)
+		return fmt.Errorf("wizard: nats: discovery: subscribe to %s: %w", d.subject, err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	d.publish(announcement{Version: 1, Op: "query"})

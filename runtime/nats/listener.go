@@ -34,6 +34,7 @@ type Listener struct {
 	shares   map[string]*mux.Share // by caller (reply inbox), with budget
 	draining bool
 	closed   bool
+	idle     []*worker      // workers waiting for a call, the last to finish on top
 	wg       sync.WaitGroup // the handlers running
 	once     sync.Once
 }
@@ -46,6 +47,26 @@ type serving struct {
 	keep   bool       // runtime.FlagKeep: runs on if the broker connection is lost
 	share  *mux.Share // the caller's, taken; nil without a budget
 }
+
+// worker is a goroutine that serves calls one after another, so that a
+// stack grown by one call serves the next ones too (a goroutine per call
+// spends much of its time growing its stack).
+type worker struct {
+	next chan *job // capacity 1; nil: leave
+}
+
+// job is one call for a worker.
+type job struct {
+	ctx     context.Context
+	s       *serving
+	reply   string // "" for a no-reply call
+	m       *runtime.Message
+	noReply bool
+}
+
+// maxIdleWorkers bounds the workers a listener keeps waiting; one that
+// finishes beyond it leaves.
+const maxIdleWorkers = 256
 
 // maxIdleShares is how many callers without calls in flight a listener
 // keeps shares for (so that a caller between two calls keeps its part):
@@ -170,7 +191,35 @@ func (l *Listener) request(reply string, f *wire.Frame) {
 		Meta:     bridge.FromWire(f.Meta),
 		Remote:   runtime.NewRemote("nats", callerOf(reply), nil),
 	}
-	go l.serve(ctx, s, key, m, noReply)
+	j := &job{ctx: ctx, s: s, reply: key, m: m, noReply: noReply}
+	l.mu.Lock()
+	if n := len(l.idle); n > 0 {
+		w := l.idle[n-1]
+		l.idle[n-1] = nil
+		l.idle = l.idle[:n-1]
+		l.mu.Unlock()
+		w.next <- j
+		return
+	}
+	l.mu.Unlock()
+	go l.work(j)
+}
+
+// work serves j, then the calls handed to it while it waits, until the
+// listener closes or enough workers wait.
+func (l *Listener) work(j *job) {
+	w := &worker{next: make(chan *job, 1)}
+	for j != nil {
+		l.serve(j.ctx, j.s, j.reply, j.m, j.noReply)
+		l.mu.Lock()
+		if l.closed || len(l.idle) >= maxIdleWorkers {
+			l.mu.Unlock()
+			return
+		}
+		l.idle = append(l.idle, w)
+		l.mu.Unlock()
+		j = <-w.next
+	}
 }
 
 // shareLocked returns caller's share of the budget, making one if need
@@ -293,6 +342,10 @@ func (l *Listener) close(tell bool) {
 	l.once.Do(func() {
 		l.mu.Lock()
 		l.closed = true
+		for _, w := range l.idle {
+			w.next <- nil
+		}
+		l.idle = nil
 		for k, sh := range l.shares {
 			sh.Close()
 			delete(l.shares, k)
