@@ -33,8 +33,8 @@ func BenchmarkRemoteCall(b *testing.B) {
 // made three ways: a generated wizard client over NATS, a nats.go micro
 // service called with nc.Request through the same embedded broker, and
 // the generated wizard client over loopback TCP. Each round makes 256
-// calls with each contender in turn (the order rotating), from 1 or 16
-// callers at once, so that drift in the machine's load falls on all
+// calls (512 with 128 callers) with each contender in turn (the order
+// rotating), from 1, 16 or 128 callers at once, so that drift in the machine's load falls on all
 // alike. It reports each one's ns per call and the ratios: nats/micro
 // (above 1 is faster than micro) and nats/tcp (the fraction of wizard
 // TCP's calls per second).
@@ -115,9 +115,9 @@ func BenchmarkNATS(b *testing.B) {
 	}
 
 	contenders := []func(context.Context) error{overNATS, overMicro, overTCP}
-	for _, callers := range []int{1, 16} {
+	for _, callers := range []int{1, 16, 128} {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			const round = 256
+			round := max(256, 4*callers)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 			defer cancel()
 			var spent [3]time.Duration
