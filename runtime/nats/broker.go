@@ -99,7 +99,9 @@ func connect(t *Transport) (*broker, error) {
 // the connection.
 func (b *broker) close() {
 	b.done.Store(true)
-	_ = b.nc.FlushTimeout(time.Second)
+	if b.nc.IsConnected() {
+		_ = b.nc.FlushTimeout(time.Second)
+	}
 	b.nc.Close()
 }
 

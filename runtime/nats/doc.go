@@ -32,6 +32,27 @@
 // rate-limited record (see [WithLogger]); it never ends the listener, and
 // decoding it allocates at most its metadata slice.
 //
+// # Discovery
+//
+// [Discovery] finds nodes through the broker: each announces its id, run,
+// subject, transport and the digest of its pattern set on
+// "wizard.discovery" every heartbeat (1s) and when its patterns change; a
+// node joining asks the others to announce themselves at once; a node
+// leaving says so, and one not heard from for the dead-node timeout (5s)
+// is dropped. A node that only calls (no runtime.WithListen) learns the
+// mesh without being announced. runtime/swim stays usable beside it, for
+// the nodes that gossip.
+//
+// # Limits
+//
+// A listener serves at most [WithMaxServing] calls at once (4096) and
+// refuses those beyond at once. A node's runtime.WithMaxInFlight limit is
+// shared among its callers, each known by its reply inbox, as a TCP
+// listener shares it among connections: a flood from one caller does not
+// take the others' room. Decoding a message allocates at most its
+// metadata slice; messages over [WithMaxFrameSize] or the broker's
+// max_payload are dropped unread.
+//
 // # Errors
 //
 // A call fails as not sent ([runtime.ErrNotSent], "wizard: nats:

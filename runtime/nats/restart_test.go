@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -194,4 +195,43 @@ func TestBrokerRestartUnderLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d calls failed as unavailable (%d as not sent); retries %d, refeeds %d", failed, callers*perCaller, notSent, cl.Stats().Retries, cl.Stats().Refeeds)
+}
+
+// TestBrokerLostReportsCalls: when the broker connection is lost, a call
+// in flight fails as lost after it was sent (it may have run: not
+// ErrNotSent), the connection ends, and a call made on it then fails as
+// not sent, as on a lost TCP connection.
+func TestBrokerLostReportsCalls(t *testing.T) {
+	b := natstest.Start(t)
+	started := make(chan struct{}, 1)
+	release := transporttest.NewGate(t)
+	srv := transporttest.NewServer(t, newTransport(t, b.URL()))
+	transporttest.MustAdd(t, srv, "role:block", func(ctx context.Context, r runtime.Request) (any, error) {
+		started <- struct{}{}
+		<-release.C()
+		return nil, nil
+	})
+	conn, err := newTransport(t, b.URL()).Dial(t.Context(), srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := conn.Call(context.Background(), &runtime.Message{Pattern: "role:block", Codec: runtime.CodecJSON, Payload: []byte(`{}`)})
+		errc <- err
+	}()
+	testwait.Recv(t, started)
+	b.Stop()
+	err = testwait.Recv(t, errc)
+	const lost = ": connection lost after the call was sent: the broker connection was lost"
+	if err == nil || errors.Is(err, runtime.ErrNotSent) || !strings.Contains(err.Error(), lost) {
+		t.Errorf("the call in flight: %v; want %q, not matching ErrNotSent", err, lost)
+	}
+	testwait.Recv(t, conn.Done())
+	_, err = conn.Call(t.Context(), &runtime.Message{Pattern: "role:block"})
+	if !errors.Is(err, runtime.ErrNotSent) {
+		t.Errorf("a call on the lost connection: %v; want an error that matches ErrNotSent", err)
+	}
+	release.Open()
 }
