@@ -1,0 +1,317 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/bridge"
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
+)
+
+// Conn is a caller's connection to one node: the node's subject, over
+// the transport's broker connection. It ends when the node goes away
+// (says so, or stops answering pings), when the broker connection is
+// lost, or when it is closed.
+type Conn struct {
+	b       *broker
+	subject string
+	where   string // "wizard: nats: <subject>", to start its errors
+	ctl     *natsgo.Subscription
+	quiet   atomic.Int64 // when the node was last heard from, Unix nanoseconds
+
+	mu       sync.Mutex
+	inflight int
+	goaway   bool
+	ended    bool
+	reason   error
+	done     chan struct{}
+	released bool
+}
+
+var _ runtime.Conn = (*Conn)(nil)
+
+// newConn makes a connection to subject and subscribes to its control
+// subject, on which the node says it is going away.
+func newConn(b *broker, subject string) (*Conn, error) {
+	c := &Conn{b: b, subject: subject, where: "wizard: nats: " + subject, done: make(chan struct{})}
+	c.heard()
+	var err error
+	c.ctl, err = b.nc.Subscribe(controlSubject(subject), c.onControl)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	b.conns[c] = struct{}{}
+	b.mu.Unlock()
+	if !b.nc.IsConnected() {
+		c.Close()
+		return nil, errors.New("the broker connection is down")
+	}
+	return c, nil
+}
+
+// controlSubject is where the node listening on subject says it is going
+// away or gone.
+func controlSubject(subject string) string { return subject + ".ctl" }
+
+func (c *Conn) heard() { c.quiet.Store(time.Now().UnixNano()) }
+
+// onControl takes a message of the node: a goaway (drain) or an error
+// frame (closed: the calls in flight are lost).
+func (c *Conn) onControl(m *natsgo.Msg) {
+	var f wire.Frame
+	if err := decodeFrame(m.Data, wire.MinFrameSize+64, &f); err != nil {
+		c.b.t.log.Warn("wizard: nats: malformed control message dropped", "subject", m.Subject, "err", err)
+		return
+	}
+	switch f.Type {
+	case wire.TypeGoAway:
+		c.goAway()
+	case wire.TypeError:
+		c.fail(errors.New("the node closed"))
+	}
+}
+
+// goAway records the node's goaway: new calls are refused, the
+// connection ends once the calls in flight are answered.
+func (c *Conn) goAway() {
+	c.mu.Lock()
+	first := !c.goaway && !c.ended
+	c.goaway = true
+	end := c.inflight == 0
+	c.mu.Unlock()
+	if first {
+		c.b.t.log.Debug("wizard: nats: server is going away", "subject", c.subject)
+	}
+	if end {
+		c.fail(errors.New("the node went away"))
+	}
+}
+
+// fail ends the connection with reason; its pending calls fail as lost
+// after being sent.
+func (c *Conn) fail(reason error) {
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		return
+	}
+	c.ended, c.reason = true, reason
+	close(c.done)
+	c.mu.Unlock()
+	b := c.b
+	b.mu.Lock()
+	var mine []*pending
+	for id, p := range b.pending {
+		if p.conn == c {
+			mine = append(mine, p)
+			delete(b.pending, id)
+		}
+	}
+	delete(b.conns, c)
+	b.mu.Unlock()
+	for _, p := range mine {
+		p.ch <- answer{err: lostError{reason}}
+	}
+}
+
+// begin counts a call in flight, or returns why it cannot be sent.
+func (c *Conn) begin() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.goaway:
+		return bridge.NotSent(c.where, errors.New("server is going away"))
+	case c.ended:
+		return bridge.NotSent(c.where, c.reason)
+	}
+	c.inflight++
+	return nil
+}
+
+// end counts a call answered; the last one of a node going away ends the
+// connection.
+func (c *Conn) end() {
+	c.mu.Lock()
+	c.inflight--
+	last := c.goaway && c.inflight == 0
+	c.mu.Unlock()
+	if last {
+		c.fail(errors.New("the node went away"))
+	}
+}
+
+// Call sends m and waits for the reply. An error of the connection reads
+// "wizard: nats: <subject>: call not sent: <why>" (and matches
+// [runtime.ErrNotSent]) or "wizard: nats: <subject>: connection lost
+// after the call was sent: <why>".
+func (c *Conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f := wire.Frame{Type: wire.TypeRequest, Flags: wire.Flags(m.Flags), Codec: wire.Codec(m.Codec), Pattern: m.Pattern, Payload: m.Payload, Meta: bridge.ToWire(m.Meta)}
+	if dl, ok := ctx.Deadline(); ok {
+		d := time.Until(dl)
+		if d <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+		f.Deadline = d
+	}
+	if size, max := f.Size()-4, c.b.maxFrame(); size > max {
+		return nil, runtime.NewError(runtime.CodeResourceExhausted, fmt.Sprintf("%s: request of %d bytes: frame too large (limit %d)", c.where, size, max))
+	}
+	data := encodeFrame(&f)
+	if err := c.begin(); err != nil {
+		return nil, err
+	}
+	defer c.end()
+	if m.Flags&runtime.FlagNoReply != 0 {
+		if err := c.b.nc.Publish(c.subject, data); err != nil {
+			return nil, bridge.NotSent(c.where, err)
+		}
+		return nil, nil
+	}
+	p := &pending{ch: make(chan answer, 1), conn: c}
+	id, reply := c.b.register(p)
+	if err := c.b.nc.PublishRequest(c.subject, reply, data); err != nil {
+		if c.b.unregister(id) {
+			return nil, bridge.NotSent(c.where, err)
+		}
+		<-p.ch // the broker connection failed meanwhile and answered it
+		return nil, bridge.NotSent(c.where, err)
+	}
+	var a answer
+	select {
+	case a = <-p.ch:
+	case <-ctx.Done():
+		if c.b.unregister(id) {
+			// Tell the node, which cancels the handler's ctx.
+			_ = c.b.nc.PublishRequest(c.subject, reply, encodeFrame(&wire.Frame{Type: wire.TypeCancel}))
+			return nil, ctx.Err()
+		}
+		a = <-p.ch // the answer won the race
+	}
+	return c.reply(&a)
+}
+
+// reply makes the node's reply, or the call's error, of an answer.
+func (c *Conn) reply(a *answer) (*runtime.Message, error) {
+	if a.err != nil {
+		var le lostError
+		if errors.As(a.err, &le) {
+			return nil, bridge.Lost(c.where, le.reason)
+		}
+		if errors.Is(a.err, errNoResponders) {
+			return nil, bridge.NotSent(c.where, a.err)
+		}
+		return nil, fmt.Errorf("%s: %w", c.where, a.err)
+	}
+	switch a.f.Type {
+	case wire.TypeResponse:
+		return &runtime.Message{Codec: runtime.Codec(a.f.Codec), Payload: a.f.Payload, Meta: bridge.FromWire(a.f.Meta)}, nil
+	case wire.TypeError:
+		code, msg, details, err := wire.DecodeErrorDetails(a.f.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("%s: bad error reply: %w", c.where, err)
+		}
+		if code == 0 {
+			code = uint32(runtime.CodeUnknown)
+		}
+		return &runtime.Message{Code: runtime.Code(code), Error: msg, Payload: details, Flags: runtime.MessageFlags(a.f.Flags & wire.FlagRefused)}, nil
+	}
+	return nil, fmt.Errorf("%s: a %v frame in reply to a call", c.where, a.f.Type)
+}
+
+// ping asks the node for a pong within ctx. A goaway answer, or no one
+// listening, fails it.
+func (c *Conn) ping(ctx context.Context) error {
+	p := &pending{ch: make(chan answer, 1), conn: c}
+	id, reply := c.b.register(p)
+	if err := c.b.nc.PublishRequest(c.subject, reply, encodeFrame(&wire.Frame{Type: wire.TypePing})); err != nil {
+		if !c.b.unregister(id) {
+			<-p.ch
+		}
+		return err
+	}
+	var a answer
+	select {
+	case a = <-p.ch:
+	case <-ctx.Done():
+		if c.b.unregister(id) {
+			return errors.New("the node did not answer a ping in time")
+		}
+		a = <-p.ch
+	}
+	switch {
+	case a.err != nil:
+		return a.err
+	case a.f.Type == wire.TypeGoAway:
+		c.goAway()
+		return errors.New("server is going away")
+	case a.f.Type != wire.TypePong:
+		return fmt.Errorf("a %v frame in reply to a ping", a.f.Type)
+	}
+	return nil
+}
+
+// keepAlive pings the node while it is silent: after the keep-alive
+// interval when no call waits, after 250ms when some do; a node that does
+// not answer in time, or that no one listens for, ends the connection.
+func (c *Conn) keepAlive() {
+	t := c.b.t
+	if t.keepAlive < 0 {
+		return
+	}
+	tick := min(busyPing, t.keepAlive)
+	timer := time.NewTimer(tick)
+	defer timer.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-timer.C:
+		}
+		c.mu.Lock()
+		busy := c.inflight > 0
+		c.mu.Unlock()
+		quiet := time.Since(time.Unix(0, c.quiet.Load()))
+		wait, timeout := t.keepAlive, t.keepAliveTimeout
+		if busy {
+			wait, timeout = min(busyPing, wait), min(busyPingTimeout, timeout)
+		}
+		if quiet >= wait {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			err := c.ping(ctx)
+			cancel()
+			if err != nil {
+				c.fail(err)
+				return
+			}
+		}
+		timer.Reset(tick)
+	}
+}
+
+// Done is closed when the connection is gone.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Close closes the connection; calls in flight fail.
+func (c *Conn) Close() error {
+	c.fail(errors.New("connection closed"))
+	c.mu.Lock()
+	rel := !c.released
+	c.released = true
+	c.mu.Unlock()
+	if rel {
+		_ = c.ctl.Unsubscribe()
+		c.b.t.release(c.b)
+	}
+	return nil
+}

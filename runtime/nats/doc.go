@@ -1,0 +1,81 @@
+// Package nats is a wizard transport over a NATS broker, for meshes that
+// gossip and direct connections cannot span (across networks, NAT,
+// clusters or regions): calls travel as NATS request/reply through the
+// broker, and everything else stays the runtime's.
+//
+//	tr, err := nats.New(nats.WithURL("nats://10.0.0.7:4222"), nats.WithCredentials("node.creds"))
+//	if err != nil {
+//		return err
+//	}
+//	node, err := runtime.New(
+//		runtime.WithTransport(tr),
+//		runtime.WithListen(":0"), // port 0 picks a subject of its own: wizard.node.<random>
+//		runtime.WithDiscovery(d), // d, err := nats.NewDiscovery(tr)
+//	)
+//
+// # Subjects
+//
+// Each node listens on a subject of its own, its address
+// ("wizard.node.<random>", or the subject given to runtime.WithListen), so
+// that wizard's balancer, breakers, refeeding and de-duplication pick and
+// watch nodes as over TCP; the broker only carries. A caller sends every
+// call of all its connections over one broker connection and one reply
+// subscription, <inbox>.*, each call with a reply subject of its own.
+// A node says it is going away, or gone, on <subject>.ctl, to which its
+// callers subscribe.
+//
+// A message's data is one wizard frame (runtime/internal/wire): type,
+// flags, codec, the caller's remaining deadline, pattern, metadata and
+// payload. A cancel is a message to the node's subject with the call's
+// reply subject; it cancels the handler's ctx. A message on a node's
+// subject that is malformed, oversized or unexpected is dropped with a
+// rate-limited record (see [WithLogger]); it never ends the listener, and
+// decoding it allocates at most its metadata slice.
+//
+// # Discovery
+//
+// [Discovery] finds nodes through the broker: each announces its id, run,
+// subject, transport and the digest of its pattern set on
+// "wizard.discovery" every heartbeat (1s) and when its patterns change; a
+// node joining asks the others to announce themselves at once; a node
+// leaving says so, and one not heard from for the dead-node timeout (5s)
+// is dropped. A node that only calls (no runtime.WithListen) learns the
+// mesh without being announced. runtime/swim stays usable beside it, for
+// the nodes that gossip.
+//
+// # Limits
+//
+// A listener serves at most [WithMaxServing] calls at once (4096) and
+// refuses those beyond at once. A node's runtime.WithMaxInFlight limit is
+// shared among its callers, each known by its reply inbox, as a TCP
+// listener shares it among connections: a flood from one caller does not
+// take the others' room. Decoding a message allocates at most its
+// metadata slice; messages over [WithMaxFrameSize] or the broker's
+// max_payload are dropped unread.
+//
+// # Errors
+//
+// A call fails as not sent ([runtime.ErrNotSent], "wizard: nats:
+// <subject>: call not sent: <why>") only when it surely never reached a
+// node: the publish failed (the broker connection is down: nothing is
+// buffered while it reconnects), the broker answered that no one listens
+// on the subject, or the node had said it is going away. When the broker
+// connection is lost with calls in flight, they fail as lost after being
+// sent ("connection lost after the call was sent"), as on a lost TCP
+// connection, so that the runtime refeeds them, and every connection
+// ends; the transport reconnects with nats.go's backoff ([WithReconnect])
+// and the runtime dials again. A caller pings a silent node (see
+// [WithKeepAlive]); the broker answers at once that no one listens for a
+// node whose process died.
+//
+// # Trust
+//
+// The broker is the trust boundary: whoever may publish on a node's
+// subject may call every pattern it serves, and whoever may subscribe to
+// it sees the calls. There is no per-call identity
+// ([runtime.Message.Identity] is empty; de-duplication binds stored
+// answers to the caller's token). Give each node credentials
+// ([WithCredentials], [WithNKeySeed]) whose permissions allow publishing
+// to the node subjects and subscribing to its own, and connect over TLS
+// ([WithTLS]).
+package nats

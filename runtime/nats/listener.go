@@ -1,0 +1,367 @@
+package nats
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+
+	natsgo "github.com/nats-io/nats.go"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/bridge"
+	"github.com/wizardmesh/wizard/runtime/internal/mux"
+	"github.com/wizardmesh/wizard/runtime/internal/ratelog"
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
+)
+
+// Listener serves the calls sent to a node's subject.
+type Listener struct {
+	t       *Transport
+	b       *broker
+	subject string
+	s       runtime.Server
+	sub     *natsgo.Subscription
+	log     *slog.Logger     // rate-limited: anyone who may publish on the subject can cause its records
+	logh    *ratelog.Handler // nil when the transport logs nowhere
+	ctx     context.Context  // ends on Close: every handler's ctx ends
+	cancel  context.CancelFunc
+
+	budget *mux.Budget // the node's in-flight limit, shared among callers; nil: none
+
+	mu       sync.Mutex
+	running  map[string]*serving   // by reply subject
+	shares   map[string]*mux.Share // by caller (reply inbox), with budget
+	draining bool
+	closed   bool
+	idle     []*worker      // workers waiting for a call, the last to finish on top
+	wg       sync.WaitGroup // the handlers running
+	once     sync.Once
+}
+
+var _ runtime.Listener = (*Listener)(nil)
+
+// serving is a call being served.
+type serving struct {
+	cancel context.CancelFunc
+	keep   bool       // runtime.FlagKeep: runs on if the broker connection is lost
+	share  *mux.Share // the caller's, taken; nil without a budget
+}
+
+// worker is a goroutine that serves calls one after another, so that a
+// stack grown by one call serves the next ones too (a goroutine per call
+// spends much of its time growing its stack).
+type worker struct {
+	next chan *job // capacity 1; nil: leave
+}
+
+// job is one call for a worker.
+type job struct {
+	ctx     context.Context
+	s       *serving
+	reply   string // "" for a no-reply call
+	m       *runtime.Message
+	noReply bool
+}
+
+// maxIdleWorkers bounds the workers a listener keeps waiting; one that
+// finishes beyond it leaves.
+const maxIdleWorkers = 256
+
+// maxIdleShares is how many callers without calls in flight a listener
+// keeps shares for (so that a caller between two calls keeps its part):
+// past it, the shares of idle callers are dropped.
+const maxIdleShares = 1024
+
+func newListener(t *Transport, b *broker, subject string, s runtime.Server) (*Listener, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &Listener{t: t, b: b, subject: subject, s: s, ctx: ctx, cancel: cancel, running: map[string]*serving{}, shares: map[string]*mux.Share{}, log: t.log, budget: bridge.Budget(s)}
+	if t.log.Handler() != slog.DiscardHandler {
+		l.logh = ratelog.NewHandler(t.log.Handler())
+		l.log = slog.New(l.logh)
+	}
+	sub, err := b.nc.Subscribe(subject, l.onMessage)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	_ = sub.SetPendingLimits(-1, 64<<20)
+	l.sub = sub
+	// Once the broker has the subscription, callers find the node.
+	if err := b.nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		cancel()
+		return nil, err
+	}
+	b.mu.Lock()
+	b.listeners[l] = struct{}{}
+	b.mu.Unlock()
+	return l, nil
+}
+
+// Addr returns the subject the listener serves.
+func (l *Listener) Addr() string { return l.subject }
+
+// onMessage takes one message on the node's subject. A malformed one is
+// dropped with a rate-limited record: it never ends the listener.
+func (l *Listener) onMessage(m *natsgo.Msg) {
+	var f wire.Frame
+	if err := decodeFrame(m.Data, l.b.maxFrame(), &f); err != nil {
+		l.log.Warn("wizard: nats: malformed message dropped", "subject", l.subject, "remote", m.Reply, "err", err.Error())
+		return
+	}
+	switch f.Type {
+	case wire.TypeRequest:
+		l.request(m.Reply, &f)
+	case wire.TypePing:
+		l.mu.Lock()
+		closed, draining := l.closed, l.draining
+		l.mu.Unlock()
+		switch {
+		case closed || m.Reply == "":
+		case draining:
+			l.publish(m.Reply, &wire.Frame{Type: wire.TypeGoAway})
+		default:
+			l.publish(m.Reply, &wire.Frame{Type: wire.TypePong})
+		}
+	case wire.TypeCancel:
+		l.mu.Lock()
+		if s := l.running[m.Reply]; s != nil && m.Reply != "" {
+			s.cancel()
+		}
+		l.mu.Unlock()
+	default:
+		l.log.Warn("wizard: nats: malformed message dropped", "subject", l.subject, "remote", m.Reply, "err", "a "+f.Type.String()+" frame on a node's subject")
+	}
+}
+
+// request starts serving a call, or refuses it.
+func (l *Listener) request(reply string, f *wire.Frame) {
+	noReply := f.Flags&wire.FlagNoReply != 0 || reply == ""
+	l.mu.Lock()
+	var refuse string
+	var code runtime.Code
+	switch {
+	case l.closed:
+		l.mu.Unlock()
+		return
+	case l.draining:
+		refuse, code = "wizard: nats: "+l.subject+": server is going away", runtime.CodeUnavailable
+	case len(l.running) >= l.t.maxServing:
+		refuse, code = "wizard: nats: "+l.subject+": serving too many calls", runtime.CodeResourceExhausted
+	case !noReply && l.running[reply] != nil:
+		l.mu.Unlock()
+		l.log.Warn("wizard: nats: malformed message dropped", "subject", l.subject, "remote", reply, "err", "a call with the reply subject of a call running")
+		return
+	}
+	var share *mux.Share
+	if refuse == "" && l.budget != nil {
+		if share = l.shareLocked(callerOf(reply)); !share.Take() {
+			share = nil
+			refuse, code = "wizard: nats: "+l.subject+": over the caller's share of the in-flight limit", runtime.CodeResourceExhausted
+		}
+	}
+	if refuse != "" {
+		l.mu.Unlock()
+		if !noReply {
+			l.publish(reply, &wire.Frame{Type: wire.TypeError, Flags: wire.FlagRefused, Payload: wire.AppendError(nil, uint32(code), refuse)})
+		}
+		return
+	}
+	d := f.Deadline
+	if d <= 0 {
+		d = l.t.serveTimeout
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, d)
+	s := &serving{cancel: cancel, keep: f.Flags&wire.FlagKeep != 0, share: share}
+	key := reply
+	if noReply {
+		key = "" // a no-reply call cannot be cancelled; it is not in running
+	} else {
+		l.running[key] = s
+	}
+	l.wg.Add(1)
+	l.mu.Unlock()
+	m := &runtime.Message{
+		Pattern:  f.Pattern,
+		Flags:    runtime.MessageFlags(f.Flags),
+		Codec:    runtime.Codec(f.Codec),
+		Payload:  f.Payload,
+		Deadline: f.Deadline,
+		Meta:     bridge.FromWire(f.Meta),
+		Remote:   runtime.NewRemote("nats", callerOf(reply), nil),
+	}
+	j := &job{ctx: ctx, s: s, reply: key, m: m, noReply: noReply}
+	l.mu.Lock()
+	if n := len(l.idle); n > 0 {
+		w := l.idle[n-1]
+		l.idle[n-1] = nil
+		l.idle = l.idle[:n-1]
+		l.mu.Unlock()
+		w.next <- j
+		return
+	}
+	l.mu.Unlock()
+	go l.work(j)
+}
+
+// work serves j, then the calls handed to it while it waits, until the
+// listener closes or enough workers wait.
+func (l *Listener) work(j *job) {
+	w := &worker{next: make(chan *job, 1)}
+	for j != nil {
+		l.serve(j.ctx, j.s, j.reply, j.m, j.noReply)
+		l.mu.Lock()
+		if l.closed || len(l.idle) >= maxIdleWorkers {
+			l.mu.Unlock()
+			return
+		}
+		l.idle = append(l.idle, w)
+		l.mu.Unlock()
+		j = <-w.next
+	}
+}
+
+// shareLocked returns caller's share of the budget, making one if need
+// be; l.mu is held.
+func (l *Listener) shareLocked(caller string) *mux.Share {
+	if sh := l.shares[caller]; sh != nil {
+		return sh
+	}
+	if len(l.shares) >= maxIdleShares {
+		for k, sh := range l.shares {
+			if !sh.Busy() {
+				sh.Close()
+				delete(l.shares, k)
+			}
+		}
+	}
+	sh := l.budget.Share()
+	l.shares[caller] = sh
+	return sh
+}
+
+// callerOf is the calling end of a call, as far as the broker tells: its
+// reply inbox, without the call's token.
+func callerOf(reply string) string {
+	if i := strings.LastIndexByte(reply, '.'); i > 0 {
+		return reply[:i]
+	}
+	return reply
+}
+
+// serve runs one call and publishes its reply.
+func (l *Listener) serve(ctx context.Context, s *serving, reply string, m *runtime.Message, noReply bool) {
+	defer l.wg.Done()
+	defer s.cancel()
+	r := l.s.ServeMessage(ctx, m)
+	if s.share != nil {
+		s.share.Release()
+	}
+	l.mu.Lock()
+	if reply != "" {
+		delete(l.running, reply)
+	}
+	closed := l.closed
+	l.mu.Unlock()
+	if closed || noReply {
+		return
+	}
+	var f wire.Frame
+	switch {
+	case r == nil:
+		f = wire.Frame{Type: wire.TypeResponse}
+	case r.Code != runtime.CodeOK:
+		f = wire.Frame{Type: wire.TypeError, Flags: wire.Flags(r.Flags & runtime.FlagRefused), Payload: append(wire.AppendError(nil, uint32(r.Code), r.Error), r.Payload...)}
+	default:
+		f = wire.Frame{Type: wire.TypeResponse, Codec: wire.Codec(r.Codec), Payload: r.Payload, Meta: bridge.ToWire(r.Meta)}
+	}
+	if size, max := f.Size()-4, l.b.maxFrame(); size > max {
+		f = wire.Frame{Type: wire.TypeError, Payload: wire.AppendError(nil, uint32(runtime.CodeResourceExhausted), "wizard: nats: "+l.subject+": reply too large for the broker")}
+	}
+	l.publish(reply, &f)
+}
+
+// publish sends f to subject; a failure (the broker connection is down)
+// loses it, as a connection lost loses a reply.
+func (l *Listener) publish(subject string, f *wire.Frame) {
+	if err := l.b.nc.Publish(subject, encodeFrame(f)); err != nil {
+		l.log.Debug("wizard: nats: reply not sent", "subject", l.subject, "reply", subject, "err", err)
+	}
+}
+
+// brokerLost cancels the calls being served, but those flagged
+// runtime.FlagKeep, whose callers may send them again: their replies
+// were lost with the connection.
+func (l *Listener) brokerLost() {
+	l.mu.Lock()
+	for _, s := range l.running {
+		if !s.keep {
+			s.cancel()
+		}
+	}
+	l.mu.Unlock()
+}
+
+// Shutdown stops taking calls (those that come are refused as going
+// away, so that their callers try another node), tells the callers, and
+// waits for the calls running until ctx is done; then it closes.
+func (l *Listener) Shutdown(ctx context.Context) error {
+	l.mu.Lock()
+	first := !l.draining && !l.closed
+	l.draining = true
+	l.mu.Unlock()
+	if first {
+		l.publish(controlSubject(l.subject), &wire.Frame{Type: wire.TypeGoAway})
+	}
+	idle := make(chan struct{})
+	go func() { l.wg.Wait(); close(idle) }()
+	select {
+	case <-idle:
+		// Every call was answered and every caller told to go: a closed
+		// message could overtake the last replies (they travel on
+		// another subject), so none is sent.
+		l.close(false)
+		return nil
+	case <-ctx.Done():
+		l.close(true)
+		return ctx.Err()
+	}
+}
+
+// Close stops at once: the calls running are cancelled and their replies
+// never sent; the callers are told that their calls in flight are lost.
+func (l *Listener) Close() error {
+	l.close(true)
+	return nil
+}
+
+// close closes the listener, telling its callers that their calls in
+// flight are lost when tell is set.
+func (l *Listener) close(tell bool) {
+	l.once.Do(func() {
+		l.mu.Lock()
+		l.closed = true
+		for _, w := range l.idle {
+			w.next <- nil
+		}
+		l.idle = nil
+		for k, sh := range l.shares {
+			sh.Close()
+			delete(l.shares, k)
+		}
+		l.mu.Unlock()
+		l.cancel()
+		_ = l.sub.Unsubscribe()
+		if tell {
+			l.publish(controlSubject(l.subject), &wire.Frame{Type: wire.TypeError, Payload: wire.AppendError(nil, uint32(runtime.CodeUnavailable), "closed")})
+		}
+		l.b.mu.Lock()
+		delete(l.b.listeners, l)
+		l.b.mu.Unlock()
+		l.t.release(l.b)
+		if l.logh != nil {
+			l.logh.Close()
+		}
+	})
+}
