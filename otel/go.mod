@@ -1,0 +1,24 @@
+module github.com/wizardmesh/wizard/otel
+
+go 1.26.0
+
+replace github.com/wizardmesh/wizard => ../
+
+require (
+	github.com/failsafe-go/failsafe-go v0.9.8
+	github.com/wizardmesh/wizard v0.0.0-00010101000000-000000000000
+	go.opentelemetry.io/otel v1.47.0
+	go.opentelemetry.io/otel/metric v1.47.0
+	go.opentelemetry.io/otel/trace v1.47.0
+)
+
+require (
+	github.com/bits-and-blooms/bitset v1.24.4 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/go-logr/logr v1.4.4 // indirect
+	github.com/go-logr/stdr v1.2.2 // indirect
+	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
+	go.opentelemetry.io/otel/log v1.47.0 // indirect
+	golang.org/x/net v0.61.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)
