@@ -66,7 +66,7 @@ type metrics struct {
 }
 
 func newMetrics(mp metric.MeterProvider) (*metrics, error) {
-	m := &metrics{meter: mp.Meter(scope)}
+	m := &metrics{meter: mp.Meter(scope, metric.WithSchemaURL(semconv.SchemaURL))}
 	var errs [15]error
 	m.clientDuration, errs[0] = m.meter.Float64Histogram(metricClientDuration, metric.WithUnit("s"),
 		metric.WithDescription("The duration of the calls a node makes, by procedure and code."), metric.WithExplicitBucketBoundaries(durationBuckets...))
