@@ -113,7 +113,9 @@ func run(ctx context.Context, listen string, calls int, tick time.Duration, read
 }
 
 // math serves MathService's Sum and Divide, and greetings.
-type math struct{ mathv1.UnimplementedMathServiceHandler }
+type math struct {
+	mathv1.UnimplementedMathServiceHandler
+}
 
 func (math) Sum(_ context.Context, r *mathv1.SumRequest) (*mathv1.SumResponse, error) {
 	var s float64
