@@ -60,6 +60,14 @@ func newInstrumentation(c config) *instrumentation {
 	return in
 }
 
+// The options of the spans started: made once, so that starting a span
+// allocates none.
+var (
+	clientKind   = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+	serverKind   = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	internalKind = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+)
+
 // other is the procedure of an untyped call no pattern matched, in
 // metrics: its pattern, made of the message's fields, is not a bounded
 // name (the RPC conventions' "_OTHER").
@@ -68,8 +76,10 @@ const other = "_OTHER"
 // callState is what the instrumentation learns of a call while it runs:
 // the pattern that matched it (from the handler interceptor of an
 // in-process call, or the observer's attempts of a remote one) and the
-// call's span.
+// call's span. It is the call's ctx too, which carries it: one
+// allocation for both.
 type callState struct {
+	context.Context
 	span  trace.Span // nil when tracing is off
 	typed string     // a typed call's method: its procedure whatever matched
 
@@ -78,6 +88,14 @@ type callState struct {
 }
 
 type callStateKey struct{}
+
+// Value returns the state itself under callStateKey.
+func (st *callState) Value(key any) any {
+	if key == (callStateKey{}) {
+		return st
+	}
+	return st.Context.Value(key)
+}
 
 func stateOf(ctx context.Context) *callState {
 	st, _ := ctx.Value(callStateKey{}).(*callState)
@@ -97,13 +115,13 @@ func (st *callState) matched(p string) {
 func (in *instrumentation) call(next runtime.Invoker) runtime.Invoker {
 	return func(ctx context.Context, c *runtime.Call) (runtime.Result, error) {
 		spec := c.Spec()
-		st := new(callState)
+		st := &callState{Context: ctx}
 		if spec.Method != nil {
 			st.typed = spec.Procedure
 		}
-		ctx = context.WithValue(ctx, callStateKey{}, st)
+		ctx = st
 		if in.tracer != nil {
-			ctx, st.span = in.tracer.Start(ctx, spec.Procedure, trace.WithSpanKind(trace.SpanKindClient))
+			ctx, st.span = in.tracer.Start(ctx, spec.Procedure, clientKind...)
 			ctx = in.inject(ctx)
 		}
 		var start time.Time
@@ -157,7 +175,7 @@ func (in *instrumentation) handler(next runtime.Handler) runtime.Handler {
 		}
 		var span trace.Span
 		if in.tracer != nil {
-			ctx, span = in.startServer(ctx, spec, req.Pattern().String(), req.Source())
+			ctx, span = in.startServer(ctx, spec, req)
 		}
 		var start time.Time
 		var active *attrOpts
@@ -179,13 +197,14 @@ func (in *instrumentation) handler(next runtime.Handler) runtime.Handler {
 	}
 }
 
-// startServer starts the server span of a call of spec (matched by
-// pattern) from src, as a child of the span its metadata names.
-func (in *instrumentation) startServer(ctx context.Context, spec runtime.Spec, pattern string, src runtime.Source) (context.Context, trace.Span) {
+// startServer starts the server span of req (whose spec is spec), as a
+// child of the span its metadata names.
+func (in *instrumentation) startServer(ctx context.Context, spec runtime.Spec, req runtime.Request) (context.Context, trace.Span) {
 	ctx = in.prop.Extract(ctx, inCarrier{runtime.IncomingMetadata(ctx)})
-	ctx, span := in.tracer.Start(ctx, spec.Procedure, trace.WithSpanKind(trace.SpanKindServer))
+	ctx, span := in.tracer.Start(ctx, spec.Procedure, serverKind...)
 	if span.IsRecording() {
-		span.SetAttributes(systemAttr, keyMethod.String(spec.Procedure), keyPattern.String(pattern), keyCaller.String(src.Node))
+		src := req.Source()
+		span.SetAttributes(systemAttr, keyMethod.String(spec.Procedure), keyPattern.String(req.Pattern().String()), keyCaller.String(src.Node))
 		if src.Transport != "" {
 			span.SetAttributes(semconv.NetworkTransportKey.String(src.Transport))
 		}

@@ -43,22 +43,29 @@ func (o observer) AttemptStart(ctx context.Context, a runtime.Attempt) context.C
 	if a.N > 1 && o.in.m != nil {
 		o.in.m.retries.Add(ctx, 1, o.in.m.by.of(procedureOf(st, pattern), 0, false).add...)
 	}
-	if o.in.tracer == nil {
+	if o.in.tracer == nil || st == nil || st.span == nil || !st.span.IsRecording() {
+		// A call not sampled has no attempt spans: none is started, and
+		// AttemptEnd ends none.
 		return ctx
 	}
-	ctx, span := o.in.tracer.Start(ctx, "Attempt."+procedureOf(st, pattern), trace.WithSpanKind(trace.SpanKindInternal))
-	if span.IsRecording() || st != nil && st.span != nil && st.span.IsRecording() {
-		target := targetAttrs(a.Target)
-		attempt := keyAttempt.Int(a.N)
-		span.SetAttributes(append(target, systemAttr, keyPattern.String(pattern), attempt)...)
-		if st != nil && st.span != nil {
-			if a.N > 1 {
-				st.span.AddEvent("retry", trace.WithAttributes(append(target, attempt)...))
-			}
-			st.span.SetAttributes(append(target, keyPattern.String(pattern))...)
-		}
+	ctx, span := o.in.tracer.Start(ctx, "Attempt."+procedureOf(st, pattern), internalKind...)
+	target := targetAttrs(a.Target)
+	attempt := keyAttempt.Int(a.N)
+	span.SetAttributes(append(target, systemAttr, keyPattern.String(pattern), attempt)...)
+	if a.N > 1 {
+		st.span.AddEvent("retry", trace.WithAttributes(append(target, attempt)...))
 	}
+	st.span.SetAttributes(append(target, keyPattern.String(pattern))...)
 	return ctx
+}
+
+// attemptSpan is the span AttemptStart started for the attempt of ctx,
+// or nil.
+func (o observer) attemptSpan(ctx context.Context, st *callState) trace.Span {
+	if o.in.tracer == nil || st == nil || st.span == nil || !st.span.IsRecording() {
+		return nil
+	}
+	return trace.SpanFromContext(ctx)
 }
 
 // AttemptEnd counts a refusal and ends the attempt's span.
@@ -67,10 +74,10 @@ func (o observer) AttemptEnd(ctx context.Context, a runtime.Attempt, r runtime.A
 	if r.Refused && o.in.m != nil {
 		o.in.m.clientRefused.Add(ctx, 1, o.in.m.by.of(procedureOf(st, a.Pattern.String()), r.Code, true).add...)
 	}
-	if o.in.tracer == nil {
+	span := o.attemptSpan(ctx, st)
+	if span == nil {
 		return
 	}
-	span := trace.SpanFromContext(ctx) // the attempt's, started by AttemptStart
 	if span.IsRecording() {
 		code := keyCode.String(r.Code.String())
 		span.SetAttributes(code)
@@ -99,12 +106,10 @@ func (o observer) Event(ctx context.Context, e runtime.Event) {
 		if o.in.m != nil {
 			o.in.m.refeeds.Add(ctx, 1, o.in.m.by.of(procedureOf(st, ""), 0, false).add...)
 		}
-		if o.in.tracer != nil {
+		if span := o.attemptSpan(ctx, st); span != nil {
 			ev := trace.WithAttributes(targetAttrs(e.Target)...)
-			trace.SpanFromContext(ctx).AddEvent("refeed", ev)
-			if st != nil && st.span != nil {
-				st.span.AddEvent("refeed", ev)
-			}
+			span.AddEvent("refeed", ev)
+			st.span.AddEvent("refeed", ev)
 		}
 	case runtime.EventRefused:
 		if o.in.m != nil {
@@ -127,7 +132,7 @@ func (o observer) serverEvent(ctx context.Context, e runtime.Event, name string,
 		return
 	}
 	ctx = o.in.prop.Extract(ctx, inCarrier{runtime.IncomingMetadata(ctx)})
-	_, span := o.in.tracer.Start(ctx, e.Spec.Procedure, trace.WithSpanKind(trace.SpanKindServer))
+	_, span := o.in.tracer.Start(ctx, e.Spec.Procedure, serverKind...)
 	if span.IsRecording() {
 		span.SetAttributes(systemAttr, keyMethod.String(e.Spec.Procedure))
 		span.SetAttributes(attrs...)
