@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
@@ -42,6 +43,11 @@ type instrumentation struct {
 	tracer trace.Tracer // nil: tracing is off
 	prop   propagation.TextMapPropagator
 	m      *metrics // nil: metrics are off
+
+	targets  sync.Map // *runtime.Target → []attribute.KeyValue, by targetAttrs
+	nTargets atomic.Int64
+	peers    sync.Map // a caller's address → its []attribute.KeyValue, by peerAttrs
+	nPeers   atomic.Int64
 }
 
 func newInstrumentation(c config) *instrumentation {
@@ -85,6 +91,18 @@ type callState struct {
 
 	mu      sync.Mutex
 	pattern string
+
+	// Of the call's attempts, on the call's goroutine (a remote call's
+	// attempts are made one after the other on it), when it is recording:
+	target     *runtime.Target // of the last attempt
+	attempt    int             // the last attempt's number
+	firstStart time.Time       // when the first attempt started
+	refeeds    []time.Time     // when the first attempt was refed
+}
+
+// recording reports whether the call of st has a span that records.
+func (st *callState) recording() bool {
+	return st != nil && st.span != nil && st.span.IsRecording()
 }
 
 type callStateKey struct{}
@@ -100,6 +118,13 @@ func (st *callState) Value(key any) any {
 func stateOf(ctx context.Context) *callState {
 	st, _ := ctx.Value(callStateKey{}).(*callState)
 	return st
+}
+
+// matchedPattern returns the pattern that matched the call, or "".
+func (st *callState) matchedPattern() string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.pattern
 }
 
 // matched records the pattern that matched the call.
@@ -139,7 +164,7 @@ func (in *instrumentation) call(next runtime.Invoker) runtime.Invoker {
 			in.m.clientDuration.Record(ctx, time.Since(start).Seconds(), in.m.by.of(proc, code, true).record...)
 		}
 		if st.span != nil {
-			endClient(st.span, spec, proc, code, err)
+			in.endClient(st, spec, proc, code, err)
 		}
 		return res, err
 	}
@@ -147,18 +172,24 @@ func (in *instrumentation) call(next runtime.Invoker) runtime.Invoker {
 
 // endClient sets a client span's attributes and status, and ends it: any
 // code but ok is an error of the call.
-func endClient(span trace.Span, spec runtime.Spec, proc string, code runtime.Code, err error) {
+func (in *instrumentation) endClient(st *callState, spec runtime.Spec, proc string, code runtime.Code, err error) {
+	span := st.span
 	if span.IsRecording() {
 		if spec.Method == nil && proc != other {
 			span.SetName(proc) // the pattern that matched, rather than the message's
 		}
-		span.SetAttributes(systemAttr, keyMethod.String(proc), keyCode.String(code.String()))
-		if spec.Method == nil {
-			span.SetAttributes(keyPattern.String(proc))
+		var buf [8]attribute.KeyValue
+		attrs := append(buf[:0], systemAttr, keyMethod.String(proc), keyCode.String(code.String()))
+		if p := st.matchedPattern(); p != "" {
+			attrs = append(attrs, keyPattern.String(p))
 		}
 		if err != nil {
-			span.SetAttributes(semconv.ErrorTypeKey.String(code.String()))
+			attrs = append(attrs, semconv.ErrorTypeKey.String(code.String()))
 			span.SetStatus(codes.Error, err.Error())
+		}
+		span.SetAttributes(attrs...)
+		if st.target != nil {
+			span.SetAttributes(in.targetAttrs(st.target)...)
 		}
 	}
 	span.End()
@@ -208,7 +239,7 @@ func (in *instrumentation) startServer(ctx context.Context, spec runtime.Spec, r
 		if src.Transport != "" {
 			span.SetAttributes(semconv.NetworkTransportKey.String(src.Transport))
 		}
-		span.SetAttributes(hostPort(semconv.NetworkPeerAddressKey, semconv.NetworkPeerPortKey, src.Addr)...)
+		span.SetAttributes(in.peerAttrs(src.Addr)...)
 	}
 	return ctx, span
 }
@@ -235,6 +266,24 @@ func serverFault(c runtime.Code) bool {
 		return true
 	}
 	return false
+}
+
+// peerAttrs are the attributes of a caller's address (at most
+// maxCachedSets kept).
+func (in *instrumentation) peerAttrs(addr string) []attribute.KeyValue {
+	if addr == "" {
+		return nil
+	}
+	if v, ok := in.peers.Load(addr); ok {
+		return v.([]attribute.KeyValue)
+	}
+	attrs := hostPort(semconv.NetworkPeerAddressKey, semconv.NetworkPeerPortKey, addr)
+	if in.nPeers.Load() < maxCachedSets {
+		if _, loaded := in.peers.LoadOrStore(addr, attrs); !loaded {
+			in.nPeers.Add(1)
+		}
+	}
+	return attrs
 }
 
 // hostPort is addr ("host:port") as the attributes hostKey and portKey;

@@ -3,6 +3,8 @@ package wizotel
 import (
 	"cmp"
 	"context"
+	"slices"
+	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
 	"go.opentelemetry.io/otel"
@@ -33,7 +35,8 @@ func (o observer) Observe(n *runtime.Node) func() {
 }
 
 // AttemptStart records a retry, names the call by the pattern that
-// matched, and starts the attempt's span.
+// matched and its target, and starts the attempt's span: for the first
+// attempt, only if it turns out to need one (see AttemptEnd).
 func (o observer) AttemptStart(ctx context.Context, a runtime.Attempt) context.Context {
 	pattern := a.Pattern.String()
 	st := stateOf(ctx)
@@ -43,57 +46,63 @@ func (o observer) AttemptStart(ctx context.Context, a runtime.Attempt) context.C
 	if a.N > 1 && o.in.m != nil {
 		o.in.m.retries.Add(ctx, 1, o.in.m.by.of(procedureOf(st, pattern), 0, false).add...)
 	}
-	if o.in.tracer == nil || st == nil || st.span == nil || !st.span.IsRecording() {
+	if !st.recording() {
 		// A call not sampled has no attempt spans: none is started, and
 		// AttemptEnd ends none.
 		return ctx
 	}
-	ctx, span := o.in.tracer.Start(ctx, "Attempt."+procedureOf(st, pattern), internalKind...)
-	target := targetAttrs(a.Target)
-	attempt := keyAttempt.Int(a.N)
-	span.SetAttributes(append(target, systemAttr, keyPattern.String(pattern), attempt)...)
-	if a.N > 1 {
-		st.span.AddEvent("retry", trace.WithAttributes(append(target, attempt)...))
+	st.target, st.attempt = a.Target, a.N
+	if a.N == 1 {
+		// Most calls have one attempt, which answers: the call's span
+		// says all of it. Its span is made when it ends otherwise.
+		st.firstStart, st.refeeds = time.Now(), st.refeeds[:0]
+		return ctx
 	}
-	st.span.SetAttributes(append(target, keyPattern.String(pattern))...)
+	target := o.in.targetAttrs(a.Target)
+	attempt := keyAttempt.Int(a.N)
+	st.span.AddEvent("retry", trace.WithAttributes(append(target, attempt)...))
+	ctx, span := o.in.tracer.Start(ctx, "Attempt."+procedureOf(st, pattern), internalKind...)
+	span.SetAttributes(append(target, systemAttr, keyPattern.String(pattern), attempt)...)
 	return ctx
 }
 
-// attemptSpan is the span AttemptStart started for the attempt of ctx,
-// or nil.
-func (o observer) attemptSpan(ctx context.Context, st *callState) trace.Span {
-	if o.in.tracer == nil || st == nil || st.span == nil || !st.span.IsRecording() {
-		return nil
-	}
-	return trace.SpanFromContext(ctx)
-}
-
-// AttemptEnd counts a refusal and ends the attempt's span.
+// AttemptEnd counts a refusal and ends the attempt's span. The first
+// attempt gets a span only now, from its start, when it did not simply
+// answer: it was refused, it failed in the transport, or it was refed.
 func (o observer) AttemptEnd(ctx context.Context, a runtime.Attempt, r runtime.AttemptResult) {
 	st := stateOf(ctx)
 	if r.Refused && o.in.m != nil {
 		o.in.m.clientRefused.Add(ctx, 1, o.in.m.by.of(procedureOf(st, a.Pattern.String()), r.Code, true).add...)
 	}
-	span := o.attemptSpan(ctx, st)
-	if span == nil {
+	if !st.recording() {
 		return
 	}
-	if span.IsRecording() {
-		code := keyCode.String(r.Code.String())
-		span.SetAttributes(code)
-		switch {
-		case r.Refused:
-			span.AddEvent("refused", trace.WithAttributes(code))
-			span.SetStatus(codes.Error, "refused: "+r.Code.String())
-			if st != nil && st.span != nil {
-				st.span.AddEvent("refused", trace.WithAttributes(append(targetAttrs(a.Target), keyAttempt.Int(a.N), code)...))
-			}
-		case r.Err != nil:
-			span.RecordError(r.Err)
-			span.SetStatus(codes.Error, r.Err.Error())
-		case r.Code != runtime.CodeOK:
-			span.SetStatus(codes.Error, r.Code.String())
+	var span trace.Span
+	target := o.in.targetAttrs(a.Target)
+	if a.N > 1 {
+		span = trace.SpanFromContext(ctx) // started by AttemptStart
+	} else {
+		if !r.Refused && r.Err == nil && len(st.refeeds) == 0 {
+			return
 		}
+		_, span = o.in.tracer.Start(trace.ContextWithSpan(st, st.span), "Attempt."+procedureOf(st, a.Pattern.String()), append(internalKind, trace.WithTimestamp(st.firstStart))...)
+		span.SetAttributes(append(target, systemAttr, keyPattern.String(a.Pattern.String()), keyAttempt.Int(1))...)
+		for _, at := range st.refeeds {
+			span.AddEvent("refeed", trace.WithTimestamp(at), trace.WithAttributes(target...))
+		}
+	}
+	code := keyCode.String(r.Code.String())
+	span.SetAttributes(code)
+	switch {
+	case r.Refused:
+		span.AddEvent("refused", trace.WithAttributes(code))
+		span.SetStatus(codes.Error, "refused: "+r.Code.String())
+		st.span.AddEvent("refused", trace.WithAttributes(append(target, keyAttempt.Int(a.N), code)...))
+	case r.Err != nil:
+		span.RecordError(r.Err)
+		span.SetStatus(codes.Error, r.Err.Error())
+	case r.Code != runtime.CodeOK:
+		span.SetStatus(codes.Error, r.Code.String())
 	}
 	span.End()
 }
@@ -106,10 +115,14 @@ func (o observer) Event(ctx context.Context, e runtime.Event) {
 		if o.in.m != nil {
 			o.in.m.refeeds.Add(ctx, 1, o.in.m.by.of(procedureOf(st, ""), 0, false).add...)
 		}
-		if span := o.attemptSpan(ctx, st); span != nil {
-			ev := trace.WithAttributes(targetAttrs(e.Target)...)
-			span.AddEvent("refeed", ev)
+		if st.recording() {
+			ev := trace.WithAttributes(o.in.targetAttrs(e.Target)...)
 			st.span.AddEvent("refeed", ev)
+			if st.attempt == 1 {
+				st.refeeds = append(st.refeeds, time.Now()) // for its span, made when it ends
+			} else {
+				trace.SpanFromContext(ctx).AddEvent("refeed", ev)
+			}
 		}
 	case runtime.EventRefused:
 		if o.in.m != nil {
@@ -159,12 +172,25 @@ func procedureOf(st *callState, pattern string) string {
 	return cmp.Or(pattern, other)
 }
 
-// targetAttrs are the attributes naming t: its node id, address and port.
-func targetAttrs(t *runtime.Target) []attribute.KeyValue {
+// targetAttrs are the attributes naming t: its node id, address and
+// port. They are kept by target once its id is known (at most
+// maxCachedSets targets), so that calls do not make them again.
+func (in *instrumentation) targetAttrs(t *runtime.Target) []attribute.KeyValue {
 	if t == nil {
 		return nil
 	}
-	attrs := make([]attribute.KeyValue, 0, 4)
-	attrs = append(attrs, keyTarget.String(cmp.Or(t.ID(), t.Addr())))
-	return append(attrs, hostPort(semconv.ServerAddressKey, semconv.ServerPortKey, t.Addr())...)
+	if v, ok := in.targets.Load(t); ok {
+		return v.([]attribute.KeyValue)
+	}
+	id := t.ID()
+	attrs := make([]attribute.KeyValue, 0, 3)
+	attrs = append(attrs, keyTarget.String(cmp.Or(id, t.Addr())))
+	attrs = append(attrs, hostPort(semconv.ServerAddressKey, semconv.ServerPortKey, t.Addr())...)
+	attrs = slices.Clip(attrs) // callers append to it
+	if id != "" && in.nTargets.Load() < maxCachedSets {
+		if _, loaded := in.targets.LoadOrStore(t, attrs); !loaded {
+			in.nTargets.Add(1)
+		}
+	}
+	return attrs
 }
