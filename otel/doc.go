@@ -19,13 +19,19 @@
 // A call a node makes is a client span named by its procedure
 // ([runtime.Call.Spec]: a typed method's full name, such as
 // "wizard.examples.math.v1.MathService/Sum"; for an untyped call the
-// pattern that matched it). Each attempt of a remote call is a child span,
-// "Attempt.<procedure>", naming its target (wizard.target, server.address,
-// server.port) and its number (wizard.attempt). A call a node serves is a
-// server span named by the handler's procedure ([runtime.Request.Spec]),
-// with the caller's node id (wizard.caller), its address
-// (network.peer.address, network.peer.port) and the pattern that matched
-// (wizard.pattern). Spans follow OpenTelemetry's RPC conventions
+// pattern that matched it), naming the pattern that matched
+// (wizard.pattern) and the target of its last attempt (wizard.target, the
+// node id; server.address, server.port). An attempt of a remote call that
+// did not simply answer (it was refused, failed in the transport or was
+// refed), and every attempt after the first, is a child span of its own,
+// "Attempt.<procedure>", with its number (wizard.attempt), target and
+// code: a call answered at its first attempt is one client span, a
+// retried call shows each attempt. A call a node serves is a server span
+// named by the handler's procedure ([runtime.Request.Spec]), with the
+// caller's node id (wizard.caller), its address (network.peer.address,
+// network.peer.port), the transport (network.transport) and the pattern
+// that matched (wizard.pattern). Spans follow OpenTelemetry's RPC
+// conventions
 // (semconv 1.43): rpc.system.name "wizard", rpc.method (the procedure),
 // rpc.response.status_code (the wizard code: "ok", "not_found", …).
 // A client span with any code but ok has status Error; a server span only
@@ -44,7 +50,14 @@
 // over TCP or QUIC, is one trace. The server span is in the handler's
 // ctx, so the handler's own calls are its children. The trace context is
 // put in the call's metadata once per call: a server span's parent is the
-// caller's call span, its attempts are siblings of it.
+// caller's call span, its attempts are siblings of it. A call that is not
+// sampled has no attempt spans.
+//
+// What the interceptors and the observer do not see: a call refused by
+// the serving transport over its caller's share of the node's in-flight
+// limit (runtime/internal/mux) never reaches the serving node, so it is
+// seen only by the caller (a refused attempt); runtime.Node.Stats().Shed
+// does not count it either.
 //
 // # Metrics
 //
