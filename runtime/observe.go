@@ -153,19 +153,28 @@ func (n *Node) unobserve() {
 	})
 }
 
-// attemptStart tells the observer of c's attempt to t.
+// attemptStart tells the observer of c's attempt to t. (The nil check
+// inlines at the call; the rest does not.)
 func (n *Node) attemptStart(ctx context.Context, c *remoteCall, t *Target) context.Context {
 	if n.obs.o == nil {
 		return ctx
 	}
+	return n.observeAttemptStart(ctx, c, t)
+}
+
+//go:noinline
+func (n *Node) observeAttemptStart(ctx context.Context, c *remoteCall, t *Target) context.Context {
 	return n.obs.o.AttemptStart(ctx, Attempt{Pattern: c.r.pattern, Target: t, N: c.attempts})
 }
 
 // attemptEnd tells the observer how c's attempt to t ended.
 func (n *Node) attemptEnd(ctx context.Context, c *remoteCall, t *Target, o outcome) {
-	if n.obs.o == nil {
-		return
+	if n.obs.o != nil {
+		n.observeAttemptEnd(ctx, c, t, o)
 	}
+}
+
+func (n *Node) observeAttemptEnd(ctx context.Context, c *remoteCall, t *Target, o outcome) {
 	n.obs.o.AttemptEnd(ctx, Attempt{Pattern: c.r.pattern, Target: t, N: c.attempts}, o.result(ctx))
 }
 
