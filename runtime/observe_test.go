@@ -32,12 +32,13 @@ func (r *recorder) Event(_ context.Context, e Event) {
 	r.events = append(r.events, e)
 }
 
-// TestObserverLifecycle: New gives the observer the node it makes; the
-// function Observe returned is called once when the node stops, however
-// often it is closed.
+// TestObserverLifecycle: New gives the observer the node it makes (here
+// through WithOptions, which skips a nil option); the function Observe
+// returned is called once when the node stops, however often it is
+// closed.
 func TestObserverLifecycle(t *testing.T) {
 	rec := &recorder{}
-	n, err := New(WithObserver(rec))
+	n, err := New(WithOptions(WithObserver(rec), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
