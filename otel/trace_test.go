@@ -172,3 +172,40 @@ func TestErrorStatus(t *testing.T) {
 		t.Errorf("server span: status %v, code %q; want unset, invalid_argument", srv.Status, attr(srv, "rpc.response.status_code"))
 	}
 }
+
+// TestForwardedMetadataTrace: a handler that forwards the metadata it
+// received (its caller's traceparent among it) still makes its own call a
+// child of its own span: the interceptor's trace context replaces the
+// forwarded one, and the other keys go on.
+func TestForwardedMetadataTrace(t *testing.T) {
+	tm := newTelemetry(t)
+	b := server(t, tcpTransport(t), nil, tm.option())
+	var got runtime.Metadata
+	if err := b.Add("role:b", func(ctx context.Context, r runtime.Request) (any, error) {
+		got = runtime.IncomingMetadata(ctx)
+		return nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a := server(t, tcpTransport(t), []string{b.Addr()}, tm.option())
+	if err := a.Add("role:a", func(ctx context.Context, r runtime.Request) (any, error) {
+		return a.ActE(runtime.WithMetadata(ctx, runtime.IncomingMetadata(ctx)), "role:b", nil)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, a, "role:b", 1)
+	cl := client(t, tcpTransport(t), []string{a.Addr()}, tm.option())
+	waitFor(t, cl, "role:a", 1)
+	if _, err := cl.ActE(runtime.AppendMetadata(callCtx(t), "tenant", "t1"), "role:a", nil); err != nil {
+		t.Fatal(err)
+	}
+	spans := tm.ended()
+	callB := one(t, spans, "role:b", trace.SpanKindClient)
+	serveB := one(t, spans, "role:b", trace.SpanKindServer)
+	if !childOf(serveB, callB) {
+		t.Errorf("B's server span is a child of %v, want A's call span %v", serveB.Parent.SpanID(), callB.SpanContext.SpanID())
+	}
+	if n := len(got.Values("traceparent")); n != 1 || got.Get("tenant") != "t1" {
+		t.Errorf("B received %d traceparent values and tenant %q; want 1 and t1 (metadata %v)", n, got.Get("tenant"), got)
+	}
+}
