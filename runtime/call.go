@@ -252,11 +252,13 @@ func (c *remoteCall) attempt(ctx context.Context, bal Balancer, t *Target) outco
 		c.m.Meta[len(c.m.Meta)-1].Value = p.token
 	}
 	start := p.load.begin()
+	ctx = c.n.attemptStart(ctx, c, t)
 	reply, err := c.n.callPeer(ctx, p, c.m, c.refeed)
 	bal.Done(t)
 	o := outcome{kind: classify(ctx, reply, err), peer: p, reply: reply, err: err}
 	p.load.end(start, o.failed(ctx))
 	o.report(ctx, br)
+	c.n.attemptEnd(ctx, c, t, o)
 	return o
 }
 

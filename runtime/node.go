@@ -48,6 +48,7 @@ type Node struct {
 	dedup         *dedupTable   // nil without a listener or with WithDedup(0, _)
 	callSeq       atomic.Uint64 // ids of the remote calls this node makes
 	stats         stats
+	obs           observing // WithObserver
 	listenerStop  sync.Once
 	listenerErr   error
 	peersStop     sync.Once
@@ -97,6 +98,7 @@ func New(opts ...Option) (*Node, error) {
 		}
 		n.invoker = inv
 	}
+	n.observe(c.observer)
 	if c.transport == nil {
 		n.health.Store(uint32(HealthServing))
 		return n, nil
@@ -106,6 +108,7 @@ func New(opts ...Option) (*Node, error) {
 	}
 	n.remote = newRemote(&c)
 	if err := n.startRemote(); err != nil {
+		n.unobserve()
 		return nil, err
 	}
 	n.health.Store(uint32(HealthServing))
@@ -311,6 +314,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		}
 	}
 	n.health.Store(uint32(HealthNotServing))
+	n.unobserve()
 	if err == nil {
 		n.logLimit.Close() // the counts of records held back
 	}

@@ -38,6 +38,7 @@ type nodeConfig struct {
 	maxInFlight int
 	handlerICs  []HandlerInterceptor
 	callICs     []CallInterceptor
+	observer    Observer
 }
 
 type handlerConfig struct {
@@ -182,6 +183,20 @@ func WithHandlerInterceptors(ics ...HandlerInterceptor) Option {
 // interceptor is the outermost.
 func WithCallInterceptors(ics ...CallInterceptor) Option {
 	return nodeOption(func(c *nodeConfig) { c.callICs = append(c.callICs, ics...) })
+}
+
+// WithOptions bundles opts into one option, applied in order (nil ones
+// are skipped): a package that needs several node options, such as
+// interceptors and an [Observer], gives them as one.
+func WithOptions(opts ...Option) Option {
+	opts = slices.Clone(opts)
+	return nodeOption(func(c *nodeConfig) {
+		for _, o := range opts {
+			if o != nil {
+				o.applyNode(c)
+			}
+		}
+	})
 }
 
 type overrideOption struct{}

@@ -29,6 +29,7 @@ func (n *Node) callPeer(ctx context.Context, p *peer, m *Message, refeed bool) (
 		box = next
 		m.Flags |= FlagRetry
 		n.stats.refeeds.Add(1)
+		n.observeRefeed(ctx, p)
 		reply, err = box.c.Call(ctx, m)
 	}
 	return reply, err

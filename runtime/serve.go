@@ -77,6 +77,7 @@ func (n *Node) serveOnce(ctx context.Context, m *Message, e *handlerEntry, over 
 		return errorReply(Errorf(CodeAborted, "wizard: call id %d is already taken by another call of this caller", id))
 	case dedupCopy:
 		n.stats.duplicates.Add(1)
+		n.observeDuplicate(ctx, m, e)
 		reply, err := n.dedup.wait(ctx, de)
 		if err != nil {
 			return errorReply(err)
@@ -191,11 +192,13 @@ func (n *Node) dispatch(ctx context.Context, e *handlerEntry, msg any, over *cac
 	c := n.inflight.Add(1)
 	if n.closed.Load() {
 		n.done()
+		n.observeRefused(ctx, e, errClosing)
 		return Result{}, errClosing
 	}
 	if n.maxInFlight > 0 && c > n.maxInFlight {
 		n.done()
 		n.stats.shed.Add(1)
+		n.observeRefused(ctx, e, errOverloaded)
 		return Result{}, errOverloaded
 	}
 	if cfg.noReply {

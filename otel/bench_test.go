@@ -1,0 +1,108 @@
+package wizotel_test
+
+import (
+	"context"
+	"testing"
+
+	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
+	wizotel "github.com/wizardmesh/wizard/otel"
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/tcp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// BenchmarkRemoteCall is a typed call over TCP on loopback, both nodes
+// instrumented alike: off (no Instrument), Instrument with no provider
+// (the globals untouched), tracing that never samples (with and without
+// metrics), and tracing that always samples with metrics. Run with
+// -count to alternate them: go test -run '^$' -bench RemoteCall -count 10.
+func BenchmarkRemoteCall(b *testing.B) {
+	tracer := func(b *testing.B, opts ...sdktrace.TracerProviderOption) wizotel.Option {
+		tp := sdktrace.NewTracerProvider(opts...)
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		return wizotel.WithTracerProvider(tp)
+	}
+	meter := func(b *testing.B) wizotel.Option {
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+		return wizotel.WithMeterProvider(mp)
+	}
+	never := sdktrace.WithSampler(sdktrace.NeverSample())
+	for _, bc := range []struct {
+		name string
+		opt  func(b *testing.B) runtime.Option // nil: none
+	}{
+		{"off", nil},
+		{"no_provider", func(*testing.B) runtime.Option { return wizotel.Instrument() }},
+		{"never_sample", func(b *testing.B) runtime.Option { return wizotel.Instrument(tracer(b, never)) }},
+		{"never_sample+metrics", func(b *testing.B) runtime.Option { return wizotel.Instrument(tracer(b, never), meter(b)) }},
+		{"always_sample+metrics", func(b *testing.B) runtime.Option {
+			// Spans go to a batcher, as in production, whose exporter
+			// drops them.
+			return wizotel.Instrument(tracer(b, sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(tracetest.NewNoopExporter())), meter(b))
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var opts []runtime.Option
+			if bc.opt != nil {
+				opts = append(opts, bc.opt(b))
+			}
+			client := benchPair(b, opts)
+			ctx := context.Background()
+			req := &mathv1.SumRequest{Values: []float64{1, 2}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := client.Sum(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// benchPair starts a math server and a client calling it over TCP, both
+// with opts.
+func benchPair(b *testing.B, opts []runtime.Option) mathv1.MathServiceClient {
+	b.Helper()
+	mk := func(extra ...runtime.Option) *runtime.Node {
+		tr, err := tcp.New(tcp.WithLogger(quiet))
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, err := runtime.New(append(append([]runtime.Option{runtime.WithLogger(quiet), runtime.WithTransport(tr)}, opts...), extra...)...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { n.Close() })
+		return n
+	}
+	srv := mk(runtime.WithListen("127.0.0.1:0"))
+	if err := mathv1.RegisterMathServiceHandler(srv, sumOnly{}); err != nil {
+		b.Fatal(err)
+	}
+	cl := mk(runtime.WithDiscovery(runtime.StaticPeers(srv.Addr())))
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	if err := cl.WaitFor(ctx, mathv1.MathServiceSumPattern); err != nil {
+		b.Fatal(err)
+	}
+	c, err := mathv1.NewMathServiceClient(cl)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+type sumOnly struct {
+	mathv1.UnimplementedMathServiceHandler
+}
+
+func (sumOnly) Sum(_ context.Context, r *mathv1.SumRequest) (*mathv1.SumResponse, error) {
+	var s float64
+	for _, v := range r.GetValues() {
+		s += v
+	}
+	return &mathv1.SumResponse{Sum: s}, nil
+}

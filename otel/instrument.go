@@ -1,0 +1,303 @@
+package wizotel
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Instrument returns the option that gives a node ([runtime.New]) traces
+// and metrics: a handler interceptor, a call interceptor and a
+// [runtime.Observer]. Give it first among the node's interceptors, so that
+// the spans and durations cover the others.
+//
+// Tracing is on when a tracer provider is given ([WithTracerProvider]) or
+// set globally (otel.SetTracerProvider) before Instrument is called;
+// metrics likewise with a meter provider. With neither, Instrument adds
+// nothing to the node and costs its calls nothing.
+func Instrument(opts ...Option) runtime.Option {
+	in := newInstrumentation(newConfig(opts))
+	if in.tracer == nil && in.m == nil {
+		return runtime.WithOptions()
+	}
+	return runtime.WithOptions(
+		runtime.WithHandlerInterceptors(in.handler),
+		runtime.WithCallInterceptors(in.call),
+		runtime.WithObserver(observer{in: in}),
+	)
+}
+
+// instrumentation is what Instrument's interceptors and observer share.
+type instrumentation struct {
+	tracer trace.Tracer // nil: tracing is off
+	prop   propagation.TextMapPropagator
+	m      *metrics // nil: metrics are off
+
+	targets  sync.Map // *runtime.Target → []attribute.KeyValue, by targetAttrs
+	nTargets atomic.Int64
+	peers    sync.Map // a caller's address → its []attribute.KeyValue, by peerAttrs
+	nPeers   atomic.Int64
+}
+
+func newInstrumentation(c config) *instrumentation {
+	in := &instrumentation{prop: c.prop}
+	if c.tp != nil {
+		in.tracer = c.tp.Tracer(scope, trace.WithSchemaURL(semconv.SchemaURL))
+	}
+	if c.mp != nil {
+		m, err := newMetrics(c.mp)
+		if err != nil {
+			otel.Handle(err) // the SDK refused an instrument: metrics stay off
+		} else {
+			in.m = m
+		}
+	}
+	return in
+}
+
+// The options of the spans started: made once, so that starting a span
+// allocates none.
+var (
+	clientKind   = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+	serverKind   = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	internalKind = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+)
+
+// other is the procedure of an untyped call no pattern matched, in
+// metrics: its pattern, made of the message's fields, is not a bounded
+// name (the RPC conventions' "_OTHER").
+const other = "_OTHER"
+
+// callState is what the instrumentation learns of a call while it runs:
+// the pattern that matched it (from the handler interceptor of an
+// in-process call, or the observer's attempts of a remote one) and the
+// call's span. It is the call's ctx too, which carries it: one
+// allocation for both.
+type callState struct {
+	context.Context
+	span  trace.Span // nil when tracing is off
+	typed string     // a typed call's method: its procedure whatever matched
+
+	mu      sync.Mutex
+	pattern string
+
+	// Of the call's attempts, on the call's goroutine (a remote call's
+	// attempts are made one after the other on it), when it is recording:
+	target     *runtime.Target // of the last attempt
+	attempt    int             // the last attempt's number
+	firstStart time.Time       // when the first attempt started
+	refeeds    []time.Time     // when the first attempt was refed
+}
+
+// recording reports whether the call of st has a span that records.
+func (st *callState) recording() bool {
+	return st != nil && st.span != nil && st.span.IsRecording()
+}
+
+type callStateKey struct{}
+
+// Value returns the state itself under callStateKey.
+func (st *callState) Value(key any) any {
+	if key == (callStateKey{}) {
+		return st
+	}
+	return st.Context.Value(key)
+}
+
+func stateOf(ctx context.Context) *callState {
+	st, _ := ctx.Value(callStateKey{}).(*callState)
+	return st
+}
+
+// matchedPattern returns the pattern that matched the call, or "".
+func (st *callState) matchedPattern() string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.pattern
+}
+
+// matched records the pattern that matched the call.
+func (st *callState) matched(p string) {
+	st.mu.Lock()
+	st.pattern = p
+	st.mu.Unlock()
+}
+
+// call is the call interceptor: a client span around the call (its
+// attempts are the observer's), trace context into the call's metadata,
+// the call's duration and the calls in flight.
+func (in *instrumentation) call(next runtime.Invoker) runtime.Invoker {
+	return func(ctx context.Context, c *runtime.Call) (runtime.Result, error) {
+		spec := c.Spec()
+		st := &callState{Context: ctx}
+		if spec.Method != nil {
+			st.typed = spec.Procedure
+		}
+		ctx = st
+		if in.tracer != nil {
+			ctx, st.span = in.tracer.Start(ctx, spec.Procedure, clientKind...)
+			ctx = in.inject(ctx)
+		}
+		var start time.Time
+		var active *attrOpts
+		if in.m != nil {
+			start = time.Now()
+			active = in.m.by.of(procedureOf(st, ""), 0, false) // a typed call's method, else _OTHER: the pattern is not known yet
+			in.m.clientActive.Add(ctx, 1, active.add...)
+		}
+		res, err := next(ctx, c)
+		code := runtime.CodeOf(err)
+		proc := procedureOf(st, "")
+		if in.m != nil {
+			in.m.clientActive.Add(ctx, -1, active.add...)
+			in.m.clientDuration.Record(ctx, time.Since(start).Seconds(), in.m.by.of(proc, code, true).record...)
+		}
+		if st.span != nil {
+			in.endClient(st, spec, proc, code, err)
+		}
+		return res, err
+	}
+}
+
+// endClient sets a client span's attributes and status, and ends it: any
+// code but ok is an error of the call.
+func (in *instrumentation) endClient(st *callState, spec runtime.Spec, proc string, code runtime.Code, err error) {
+	span := st.span
+	if span.IsRecording() {
+		if spec.Method == nil && proc != other {
+			span.SetName(proc) // the pattern that matched, rather than the message's
+		}
+		var buf [8]attribute.KeyValue
+		attrs := append(buf[:0], systemAttr, keyMethod.String(proc), keyCode.String(code.String()))
+		if p := st.matchedPattern(); p != "" {
+			attrs = append(attrs, keyPattern.String(p))
+		}
+		if err != nil {
+			attrs = append(attrs, semconv.ErrorTypeKey.String(code.String()))
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.SetAttributes(attrs...)
+		if st.target != nil {
+			span.SetAttributes(in.targetAttrs(st.target)...)
+		}
+	}
+	span.End()
+}
+
+// handler is the handler interceptor: a server span, its parent the
+// caller's span named by the call's metadata, the call's duration and
+// the calls in flight.
+func (in *instrumentation) handler(next runtime.Handler) runtime.Handler {
+	return func(ctx context.Context, req runtime.Request) (any, error) {
+		spec := req.Spec()
+		if st := stateOf(ctx); st != nil {
+			st.matched(req.Pattern().String()) // an in-process call: its caller learns what matched
+		}
+		var span trace.Span
+		if in.tracer != nil {
+			ctx, span = in.startServer(ctx, spec, req)
+		}
+		var start time.Time
+		var active *attrOpts
+		if in.m != nil {
+			start = time.Now()
+			active = in.m.by.of(spec.Procedure, 0, false)
+			in.m.serverActive.Add(ctx, 1, active.add...)
+		}
+		res, err := next(ctx, req)
+		code := runtime.CodeOf(err)
+		if in.m != nil {
+			in.m.serverActive.Add(ctx, -1, active.add...)
+			in.m.serverDuration.Record(ctx, time.Since(start).Seconds(), in.m.by.of(spec.Procedure, code, true).record...)
+		}
+		if span != nil {
+			endServer(span, code, err)
+		}
+		return res, err
+	}
+}
+
+// startServer starts the server span of req (whose spec is spec), as a
+// child of the span its metadata names.
+func (in *instrumentation) startServer(ctx context.Context, spec runtime.Spec, req runtime.Request) (context.Context, trace.Span) {
+	ctx = in.prop.Extract(ctx, inCarrier{runtime.IncomingMetadata(ctx)})
+	ctx, span := in.tracer.Start(ctx, spec.Procedure, serverKind...)
+	if span.IsRecording() {
+		src := req.Source()
+		span.SetAttributes(systemAttr, keyMethod.String(spec.Procedure), keyPattern.String(req.Pattern().String()), keyCaller.String(src.Node))
+		if src.Transport != "" {
+			span.SetAttributes(semconv.NetworkTransportKey.String(src.Transport))
+		}
+		span.SetAttributes(in.peerAttrs(src.Addr)...)
+	}
+	return ctx, span
+}
+
+// endServer sets a server span's code and status, and ends it. As the
+// RPC conventions have it, only the codes that say the server failed
+// (unknown, deadline_exceeded, unimplemented, internal, unavailable,
+// data_loss) make the span an error; the others are the caller's.
+func endServer(span trace.Span, code runtime.Code, err error) {
+	if span.IsRecording() {
+		span.SetAttributes(keyCode.String(code.String()))
+		if err != nil && serverFault(code) {
+			span.SetAttributes(semconv.ErrorTypeKey.String(code.String()))
+			span.SetStatus(codes.Error, err.Error())
+		}
+	}
+	span.End()
+}
+
+func serverFault(c runtime.Code) bool {
+	switch c {
+	case runtime.CodeUnknown, runtime.CodeDeadlineExceeded, runtime.CodeUnimplemented,
+		runtime.CodeInternal, runtime.CodeUnavailable, runtime.CodeDataLoss:
+		return true
+	}
+	return false
+}
+
+// peerAttrs are the attributes of a caller's address (at most
+// maxCachedSets kept).
+func (in *instrumentation) peerAttrs(addr string) []attribute.KeyValue {
+	if addr == "" {
+		return nil
+	}
+	if v, ok := in.peers.Load(addr); ok {
+		return v.([]attribute.KeyValue)
+	}
+	attrs := hostPort(semconv.NetworkPeerAddressKey, semconv.NetworkPeerPortKey, addr)
+	if in.nPeers.Load() < maxCachedSets {
+		if _, loaded := in.peers.LoadOrStore(addr, attrs); !loaded {
+			in.nPeers.Add(1)
+		}
+	}
+	return attrs
+}
+
+// hostPort is addr ("host:port") as the attributes hostKey and portKey;
+// none for an empty addr, the host alone without a port.
+func hostPort(hostKey, portKey attribute.Key, addr string) []attribute.KeyValue {
+	if addr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return []attribute.KeyValue{hostKey.String(addr)}
+	}
+	if p, err := strconv.Atoi(port); err == nil {
+		return []attribute.KeyValue{hostKey.String(host), portKey.Int(p)}
+	}
+	return []attribute.KeyValue{hostKey.String(host)}
+}

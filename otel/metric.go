@@ -1,0 +1,195 @@
+package wizotel
+
+import (
+	"context"
+	"sync"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+)
+
+// The names of the instruments and attributes.
+const (
+	scope = "github.com/wizardmesh/wizard/otel"
+
+	metricClientDuration = "rpc.client.call.duration"
+	metricServerDuration = "rpc.server.call.duration"
+	metricClientActive   = "wizard.client.calls.active"
+	metricServerActive   = "wizard.server.calls.active"
+	metricClientRefused  = "wizard.client.attempts.refused"
+	metricClientRetries  = "wizard.client.retries"
+	metricClientRefeeds  = "wizard.client.refeeds"
+	metricServerRefused  = "wizard.server.refused"
+	metricServerDups     = "wizard.server.duplicates"
+	metricBreaker        = "wizard.breaker.transitions"
+	metricPeers          = "wizard.peers"
+	metricNodeShed       = "wizard.node.shed"
+	metricNodeRetries    = "wizard.node.retries"
+	metricNodeRefeeds    = "wizard.node.refeeds"
+	metricNodeDups       = "wizard.node.duplicates"
+
+	keySystem  = semconv.RPCSystemNameKey
+	keyMethod  = semconv.RPCMethodKey
+	keyCode    = semconv.RPCResponseStatusCodeKey
+	keyPattern = attribute.Key("wizard.pattern")
+	keyTarget  = attribute.Key("wizard.target")
+	keyAttempt = attribute.Key("wizard.attempt")
+	keyCaller  = attribute.Key("wizard.caller")
+	keyNode    = attribute.Key("wizard.node.id")
+	keyState   = attribute.Key("wizard.peer.state")
+	keyFrom    = attribute.Key("wizard.breaker.from")
+	keyTo      = attribute.Key("wizard.breaker.to")
+
+	system = "wizard"
+)
+
+var systemAttr = keySystem.String(system)
+
+// durationBuckets are the bounds of the duration histograms, in seconds:
+// from 50µs (a call on loopback) to 10s.
+var durationBuckets = []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// metrics are the instruments of an [Instrument]ation.
+type metrics struct {
+	meter                          metric.Meter
+	clientDuration, serverDuration metric.Float64Histogram
+	clientActive, serverActive     metric.Int64UpDownCounter
+	clientRefused, retries         metric.Int64Counter
+	refeeds, serverRefused, dups   metric.Int64Counter
+	peers                          metric.Int64ObservableGauge
+	shed, nodeRetries              metric.Int64ObservableCounter
+	nodeRefeeds, nodeDups          metric.Int64ObservableCounter
+
+	by attrCache // by procedure, and by procedure and code
+}
+
+func newMetrics(mp metric.MeterProvider) (*metrics, error) {
+	m := &metrics{meter: mp.Meter(scope, metric.WithSchemaURL(semconv.SchemaURL))}
+	var errs [15]error
+	m.clientDuration, errs[0] = m.meter.Float64Histogram(metricClientDuration, metric.WithUnit("s"),
+		metric.WithDescription("The duration of the calls a node makes, by procedure and code."), metric.WithExplicitBucketBoundaries(durationBuckets...))
+	m.serverDuration, errs[1] = m.meter.Float64Histogram(metricServerDuration, metric.WithUnit("s"),
+		metric.WithDescription("The duration of the calls a node serves, by procedure and code."), metric.WithExplicitBucketBoundaries(durationBuckets...))
+	m.clientActive, errs[2] = m.meter.Int64UpDownCounter(metricClientActive, metric.WithUnit("{call}"),
+		metric.WithDescription("The calls a node makes that are in flight, by procedure."))
+	m.serverActive, errs[3] = m.meter.Int64UpDownCounter(metricServerActive, metric.WithUnit("{call}"),
+		metric.WithDescription("The calls a node serves that are in flight, by procedure."))
+	m.clientRefused, errs[4] = m.meter.Int64Counter(metricClientRefused, metric.WithUnit("{attempt}"),
+		metric.WithDescription("The attempts of a node's calls that their target refused without running them, by procedure and code."))
+	m.retries, errs[5] = m.meter.Int64Counter(metricClientRetries, metric.WithUnit("{attempt}"),
+		metric.WithDescription("The attempts a node sent to another target after an attempt failed or was refused, by procedure."))
+	m.refeeds, errs[6] = m.meter.Int64Counter(metricClientRefeeds, metric.WithUnit("{call}"),
+		metric.WithDescription("The calls a node sent again, same id, to the same run of a peer after the connection dropped, by procedure."))
+	m.serverRefused, errs[7] = m.meter.Int64Counter(metricServerRefused, metric.WithUnit("{call}"),
+		metric.WithDescription("The calls a node refused without running the handler (over its in-flight limit, closing), by procedure and code."))
+	m.dups, errs[8] = m.meter.Int64Counter(metricServerDups, metric.WithUnit("{call}"),
+		metric.WithDescription("The calls a node received again and answered from its de-duplication table, by procedure."))
+	m.peers, errs[9] = m.meter.Int64ObservableGauge(metricPeers, metric.WithUnit("{peer}"),
+		metric.WithDescription("The peers a node knows, by state: connected, suspect, disconnected."))
+	m.shed, errs[10] = m.meter.Int64ObservableCounter(metricNodeShed, metric.WithUnit("{call}"),
+		metric.WithDescription("Node.Stats().Shed: the calls the node refused as over its in-flight limit."))
+	m.nodeRetries, errs[11] = m.meter.Int64ObservableCounter(metricNodeRetries, metric.WithUnit("{attempt}"),
+		metric.WithDescription("Node.Stats().Retries: the attempts the node sent to another target."))
+	m.nodeRefeeds, errs[12] = m.meter.Int64ObservableCounter(metricNodeRefeeds, metric.WithUnit("{call}"),
+		metric.WithDescription("Node.Stats().Refeeds: the calls the node sent again after their connection dropped."))
+	m.nodeDups, errs[13] = m.meter.Int64ObservableCounter(metricNodeDups, metric.WithUnit("{call}"),
+		metric.WithDescription("Node.Stats().Duplicates: the calls the node answered from its de-duplication table."))
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// observeNode registers the callback that reports n's Stats and peers;
+// the function it returns unregisters it.
+func (m *metrics) observeNode(n *runtime.Node) (func(), error) {
+	node := metric.WithAttributes(keyNode.String(n.ID()))
+	states := [3]string{"connected", "suspect", "disconnected"}
+	var stateOpts [3]metric.ObserveOption
+	for i, s := range states {
+		stateOpts[i] = metric.WithAttributes(keyNode.String(n.ID()), keyState.String(s))
+	}
+	reg, err := m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s := n.Stats()
+		o.ObserveInt64(m.shed, int64(s.Shed), node)
+		o.ObserveInt64(m.nodeRetries, int64(s.Retries), node)
+		o.ObserveInt64(m.nodeRefeeds, int64(s.Refeeds), node)
+		o.ObserveInt64(m.nodeDups, int64(s.Duplicates), node)
+		var count [3]int64
+		for _, mb := range n.Members() {
+			switch {
+			case mb.Self:
+			case mb.Suspect:
+				count[1]++
+			case mb.Connected:
+				count[0]++
+			default:
+				count[2]++
+			}
+		}
+		for i := range states {
+			o.ObserveInt64(m.peers, count[i], stateOpts[i])
+		}
+		return nil
+	}, m.shed, m.nodeRetries, m.nodeRefeeds, m.nodeDups, m.peers)
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = reg.Unregister() }, nil
+}
+
+// attrKey names a set of a measurement's attributes: a procedure, and a
+// code when hasCode.
+type attrKey struct {
+	procedure string
+	code      runtime.Code
+	hasCode   bool
+}
+
+// attrOpts are the options of measurements with one set of attributes,
+// made once: recording with them allocates nothing.
+type attrOpts struct {
+	record []metric.RecordOption
+	add    []metric.AddOption
+}
+
+// maxCachedSets bounds the attribute sets kept; past it, measurements
+// make theirs each time.
+const maxCachedSets = 4096
+
+// attrCache keeps the attribute sets of measurements by procedure and
+// code.
+type attrCache struct {
+	mu   sync.RWMutex
+	sets map[attrKey]*attrOpts
+}
+
+// of returns the options for procedure (and code, when hasCode).
+func (c *attrCache) of(procedure string, code runtime.Code, hasCode bool) *attrOpts {
+	k := attrKey{procedure, code, hasCode}
+	c.mu.RLock()
+	o := c.sets[k]
+	c.mu.RUnlock()
+	if o != nil {
+		return o
+	}
+	attrs := []attribute.KeyValue{systemAttr, keyMethod.String(procedure)}
+	if hasCode {
+		attrs = append(attrs, keyCode.String(code.String()))
+	}
+	set := metric.WithAttributeSet(attribute.NewSet(attrs...))
+	o = &attrOpts{record: []metric.RecordOption{set}, add: []metric.AddOption{set}}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sets == nil {
+		c.sets = make(map[attrKey]*attrOpts)
+	}
+	if len(c.sets) < maxCachedSets {
+		c.sets[k] = o
+	}
+	return o
+}
