@@ -80,7 +80,7 @@ func TestRateLimitPerIPBehindProxy(t *testing.T) {
 }
 
 func TestTrustedProxiesConfig(t *testing.T) {
-	cfg, err := config.Parse("gw.yaml", []byte("server: {trusted_proxies: [127.0.0.1, \"10.0.0.0/8\", \"::1\"]}\n" + oneRoute))
+	cfg, err := config.Parse("gw.yaml", []byte("server: {trusted_proxies: [127.0.0.1, \"10.0.0.0/8\", \"::1\"]}\n"+oneRoute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestTrustedProxiesConfig(t *testing.T) {
 			t.Errorf("trustedProxies[%d] = %v, want %v", i, got[i], want[i])
 		}
 	}
-	_, err = config.Parse("gw.yaml", []byte("server: {trusted_proxies: [\"10.0.0.0/33\", proxy.local]}\n" + oneRoute))
+	_, err = config.Parse("gw.yaml", []byte("server: {trusted_proxies: [\"10.0.0.0/33\", proxy.local]}\n"+oneRoute))
 	if err == nil {
 		t.Fatal("bad trusted_proxies accepted")
 	}
