@@ -106,3 +106,33 @@ func TestTrustedProxiesConfig(t *testing.T) {
 }
 
 const oneRoute = "routes: [{method: GET, path: /x, pattern: \"role:x\", auth: none}]\n"
+
+// FuzzClientIP: whatever X-Forwarded-For holds, the client IP is the
+// peer's, or an address the header names, and never one the header names
+// when the peer is not a trusted proxy.
+func FuzzClientIP(f *testing.F) {
+	f.Add("127.0.0.1:5000", "203.0.113.7")
+	f.Add("127.0.0.1:5000", "198.51.100.9, 203.0.113.7, 10.1.2.3")
+	f.Add("192.0.2.1:5000", "203.0.113.7")
+	f.Add("127.0.0.1:5000", "10.0.0.1,10.0.0.2")
+	f.Add("127.0.0.1:5000", "::ffff:10.0.0.1, 2001:db8::1, garbage")
+	f.Add("[::1]:5000", " , ,")
+	g := &Gateway{set: settings{trustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}}}
+	f.Fuzz(func(t *testing.T, remote, xff string) {
+		r := &http.Request{RemoteAddr: remote, Header: http.Header{"X-Forwarded-For": {xff}}}
+		got := g.clientIP(r)
+		peer := peerIP(r)
+		if got == peer {
+			return
+		}
+		if !g.trusted(peer) {
+			t.Fatalf("peer %q is not trusted, yet the client is %q", peer, got)
+		}
+		for e := range strings.SplitSeq(xff, ",") {
+			if a, err := netip.ParseAddr(strings.TrimSpace(e)); err == nil && a.Unmap().String() == got {
+				return
+			}
+		}
+		t.Fatalf("client %q is neither the peer %q nor in X-Forwarded-For %q", got, peer, xff)
+	})
+}
