@@ -9,10 +9,13 @@
 //
 // The services' answers are protobuf messages; the gateway writes them as
 // JSON because this binary links their generated types. The stock
-// wizard-gateway links none: in front of mathserver and usersserver it
-// needs their descriptors,
+// wizard-gateway links none: in front of mathserver and usersserver, as
+// processes, it needs their descriptors (without them a typed answer is a
+// 500, and the log names the unknown type):
 //
-//	buf build -o /tmp/examples.binpb
+//	go run ./examples/services/mathserver &
+//	go run ./examples/services/usersserver -peers 127.0.0.1:7070 &
+//	buf build -o /tmp/examples.binpb     # make buf installs buf
 //	go run ./cmd/wizard-gateway -c examples/services/gatewaydemo/gateway.yaml \
 //	    --peers 127.0.0.1:7070,127.0.0.1:7071 --descriptors /tmp/examples.binpb
 package main
