@@ -176,6 +176,6 @@ func printTry(w io.Writer, addr, math, users string) {
 	fmt.Fprintf(w, "try:\n")
 	fmt.Fprintf(w, "  curl -s -X POST %s/api/math/sum -H 'Content-Type: application/json' -d '{\"values\":[1,2,3.5]}'\n", base)
 	fmt.Fprintf(w, "  curl -s %s/api/users/ada\n", base)
-	fmt.Fprintf(w, "  npx wscat -c ws://%s/ws -x '{\"type\":\"req\",\"id\":\"1\",\"method\":\"POST\",\"path\":\"/api/math/sum\",\"body\":{\"values\":[1,2]}}' -w 1\n", addr)
+	fmt.Fprintf(w, "  npx -y wscat -c ws://%s/ws -x '{\"type\":\"req\",\"id\":\"1\",\"method\":\"POST\",\"path\":\"/api/math/sum\",\"body\":{\"values\":[1,2]}}' -w 1\n", addr)
 	fmt.Fprintf(w, "Ctrl-C stops.\n")
 }

@@ -41,7 +41,7 @@ func TestDemo(t *testing.T) {
 		switch {
 		case strings.HasPrefix(line, "curl "):
 			curls = append(curls, line)
-		case strings.HasPrefix(line, "npx wscat "):
+		case strings.HasPrefix(line, "npx -y wscat "):
 			wscat = line
 		}
 	}
