@@ -23,7 +23,7 @@ func (g *Gateway) logAccess(r *http.Request, a *access, d time.Duration) {
 		slog.Duration("duration", d),
 		slog.String("request_id", a.rid),
 		slog.String("subject", a.subject),
-		slog.String("remote", clientIP(r)),
+		slog.String("remote", g.clientIP(r)),
 	)
 }
 

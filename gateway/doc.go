@@ -88,6 +88,11 @@
 //	← {"type":"res","id":"42","status":200,"request_id":"...","body":{...}}
 //	← {"type":"res","id":"42","status":404,"request_id":"...","error":{"code":"not_found","message":"..."}}
 //	← {"type":"res","id":null,"status":400,"error":{"code":"invalid_argument","message":"frame is not valid JSON"}}
+//	← {"type":"res","id":"43","status":429,"request_id":"...","error":{...},"retry_after_ms":250}
+//
+// Frames have no headers: a 429 or 503 reply carries retry_after_ms
+// where HTTP has Retry-After (the exact wait of a rate limit, in
+// milliseconds; Retry-After's seconds otherwise).
 //
 // An id is 1 to 64 bytes, chosen by the client, unique among its
 // requests in flight, and echoed on every reply. Many requests may be in
@@ -115,7 +120,9 @@
 // 1000 normal, 1001 shutdown, 1008 policy (repeated invalid frames), 1009
 // frame over websocket.max_message, 1011 internal, 4001 token expired,
 // 4008 slow consumer (the send queue, websocket.send_queue, is full),
-// 4501 invalid token. The gateway sends protocol pings every
+// 4029 rate limited (ten request frames in a row answered 429 by the
+// per-IP or per-subject rate limit; any other reply starts the count
+// over, and the in-flight limit's 429s do not count), 4501 invalid token. The gateway sends protocol pings every
 // websocket.ping_interval (browsers answer them themselves) and closes a
 // connection with 1001 after websocket.idle_timeout without a frame or a
 // pong.
@@ -125,6 +132,9 @@
 // Bodies are bounded (server.max_body, 413), as are header reads, reads,
 // writes and idle connections (server timeouts). Token buckets limit the
 // requests per client IP and per token subject (429 with Retry-After);
+// the client IP is the peer's, or, from a peer in server.trusted_proxies,
+// the rightmost address of X-Forwarded-For that is not itself a trusted
+// proxy (the header is ignored from anyone else);
 // their tables hold at most 100,000 keys, dropping refilled buckets
 // first. CORS answers preflights for the configured origins, methods and
 // headers, with credentials when asked. /healthz answers 200 while the

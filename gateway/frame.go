@@ -136,6 +136,8 @@ type outFrame struct {
 	RequestID string          `json:"request_id,omitempty"`
 	Body      json.RawMessage `json:"body,omitempty"`
 	Error     *errorBody      `json:"error,omitempty"`
+	// RetryAfterMs is Retry-After for frames, which have no headers.
+	RetryAfterMs int64 `json:"retry_after_ms,omitempty"`
 }
 
 // resFrame is the reply of request id: body, or e.
@@ -144,6 +146,10 @@ func resFrame(id *string, rid string, body json.RawMessage, e *apiError) []byte 
 	if e != nil {
 		eb := e.body()
 		f.Status, f.Body, f.Error = e.status, nil, &eb
+		f.RetryAfterMs = e.retryMs
+		if f.RetryAfterMs == 0 {
+			f.RetryAfterMs = int64(e.retryAfter) * 1000
+		}
 	}
 	b, err := json.Marshal(f)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -56,7 +55,7 @@ func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, a *access
 		e.retryAfter = retryAfter
 		return nil, e
 	}
-	if e := g.limit(g.ipLim, clientIP(r)); e != nil {
+	if e := g.limit(g.ipLim, g.clientIP(r)); e != nil {
 		return nil, e
 	}
 	m, e := g.table().lookup(r.Method, r.URL.EscapedPath())
@@ -320,16 +319,9 @@ func (g *Gateway) limit(l *limiter, key string) *apiError {
 	}
 	e := newAPIError(http.StatusTooManyRequests, runtime.CodeResourceExhausted, "rate limited: too many requests")
 	e.retryAfter = retrySeconds(wait)
+	e.retryMs = max(1, wait.Milliseconds())
+	e.limited = true
 	return e
-}
-
-// clientIP is the request's peer address without its port.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // writeError writes e as the JSON error body.

@@ -84,8 +84,9 @@ func settingsOf(cfg *config.Config) settings {
 			origins: cfg.CORS.Origins, methods: cfg.CORS.Methods, headers: cfg.CORS.Headers,
 			credentials: cfg.CORS.Credentials, maxAge: cfg.CORS.MaxAge,
 		},
-		perIP:      rateOf(cfg.RateLimits.PerIP),
-		perSubject: rateOf(cfg.RateLimits.PerSubject),
+		perIP:          rateOf(cfg.RateLimits.PerIP),
+		perSubject:     rateOf(cfg.RateLimits.PerSubject),
+		trustedProxies: cfg.Server.TrustedProxyPrefixes(),
 	}
 	if ws := cfg.WebSocket; ws != nil {
 		s.ws = wsSettings{path: ws.Path, origins: ws.Origins, maxMessage: int64(ws.MaxMessage), maxInflight: ws.MaxInflightPerConn, sendQueue: ws.SendQueue, ping: ws.PingInterval, idle: ws.IdleTimeout}

@@ -1,6 +1,9 @@
 package gateway
 
-import "time"
+import (
+	"net/netip"
+	"time"
+)
 
 // settings are the gateway's limits and policies, as the configuration
 // gives them (defaults applied).
@@ -17,7 +20,8 @@ type settings struct {
 	ws                wsSettings
 	perIP             rateSpec
 	perSubject        rateSpec
-	maxTimeout        time.Duration // the default route's bound on a client's hint
+	maxTimeout        time.Duration  // the default route's bound on a client's hint
+	trustedProxies    []netip.Prefix // peers whose X-Forwarded-For names the client
 }
 
 // wsSettings are the WebSocket endpoint's.
@@ -29,6 +33,7 @@ type wsSettings struct {
 	sendQueue   int
 
 	maxGarbage int           // garbage frames answered before the connection is closed
+	maxLimited int           // rate-limited (429) replies in a row before the connection is closed (4029)
 	ping       time.Duration // protocol pings this often (0: none)
 	idle       time.Duration // closed after this long without a frame or a pong (0: never)
 }
@@ -50,6 +55,7 @@ const (
 	defaultMaxInflight       = 64
 	defaultSendQueue         = 256
 	defaultMaxGarbage        = 3
+	defaultMaxLimited        = 10
 	defaultTimeout           = 2 * time.Second
 	defaultMaxTimeout        = 10 * time.Second
 )
@@ -79,6 +85,9 @@ func (s settings) withDefaults() settings {
 	}
 	if s.ws.maxGarbage == 0 {
 		s.ws.maxGarbage = defaultMaxGarbage
+	}
+	if s.ws.maxLimited == 0 {
+		s.ws.maxLimited = defaultMaxLimited
 	}
 	return s
 }

@@ -25,8 +25,10 @@ type apiError struct {
 	message    string
 	details    any    // the body's error.details, if any
 	retryAfter int    // seconds; 0: no Retry-After
+	retryMs    int64  // a WebSocket frame's retry_after_ms; 0: retryAfter's
 	allow      string // 405's Allow
 	challenge  string // 401's WWW-Authenticate
+	limited    bool   // a rate limit's 429 (not the in-flight limit's)
 }
 
 func (e *apiError) Error() string { return e.message }

@@ -223,6 +223,8 @@ type wsFrame struct {
 	RequestID string          `json:"request_id"`
 	Body      json.RawMessage `json:"body"`
 	Error     *errorBody      `json:"error"`
+	// RetryAfterMs is a 429's or 503's retry_after_ms.
+	RetryAfterMs int64 `json:"retry_after_ms"`
 }
 
 func dialWS(t *testing.T, url string, opts *websocket.DialOptions) *websocket.Conn {

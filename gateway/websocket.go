@@ -23,6 +23,7 @@ const (
 	closeInternal     = websocket.StatusInternalError
 	closeTokenExpired = websocket.StatusCode(4001) // reconnect after refreshing the token
 	closeSlowConsumer = websocket.StatusCode(4008)
+	closeRateLimited  = websocket.StatusCode(4029) // ws.maxLimited rate-limited replies in a row
 	closeInvalidToken = websocket.StatusCode(4501)
 )
 
@@ -50,6 +51,7 @@ type wsConn struct {
 	idle     *time.Timer // nil without an idle timeout
 	draining bool
 	garbage  int
+	limited  int // rate-limited replies in a row
 
 	closed atomic.Bool
 	reqs   sync.WaitGroup // requests in flight
@@ -78,7 +80,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 	if o := r.Header.Get("Origin"); o != "" && len(origins) > 0 && !originAllowed(origins, o) {
 		return fail(newAPIError(http.StatusForbidden, runtime.CodePermissionDenied, "origin "+clipString(o, 100)+" may not open a WebSocket here"))
 	}
-	if e := g.limit(g.ipLim, clientIP(r)); e != nil {
+	if e := g.limit(g.ipLim, g.clientIP(r)); e != nil {
 		return fail(e)
 	}
 	id, e := g.upgradeIdentity(r)
@@ -94,7 +96,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 	c.SetReadLimit(g.set.ws.maxMessage)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	wc := &wsConn{
-		g: g, c: c, ip: clientIP(r),
+		g: g, c: c, ip: g.clientIP(r),
 		send: make(chan outMsg, g.set.ws.sendQueue), quit: make(chan struct{}),
 		ctx: ctx, cancel: cancel, inflight: make(map[string]context.CancelFunc),
 	}
@@ -315,7 +317,26 @@ func (wc *wsConn) request(f inFrame) {
 		rid := newRequestID()
 		body, e := wc.serveReq(ctx, f, caller, rid)
 		wc.enqueue(resFrame(f.ID, rid, body, e))
+		wc.countLimited(e)
 	}()
+}
+
+// countLimited counts the rate limits' 429s in a row (any other reply
+// starts over; the in-flight limit's 429s are not replies of serveReq)
+// and closes the connection (4029) at ws.maxLimited: a client that keeps
+// sending past its limit is told to back off for good.
+func (wc *wsConn) countLimited(e *apiError) {
+	wc.mu.Lock()
+	if e != nil && e.limited {
+		wc.limited++
+	} else {
+		wc.limited = 0
+	}
+	n := wc.limited
+	wc.mu.Unlock()
+	if n >= wc.g.set.ws.maxLimited {
+		wc.closeAfterQueued(closeRateLimited, "rate limited")
+	}
 }
 
 // done ends request id; the last of a draining connection closes it.

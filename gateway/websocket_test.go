@@ -304,3 +304,63 @@ func TestWebSocketIdle(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // pacing, not synchronisation
 	}
 }
+
+// TestWebSocketRateLimitedCloses: a rate-limited frame is answered 429
+// with retry_after_ms; after ws.maxLimited of them in a row the
+// connection is closed with 4029.
+func TestWebSocketRateLimitedCloses(t *testing.T) {
+	tg := newTestGateway(t, settings{perIP: rateSpec{rate: 0.001, burst: 2}, ws: wsSettings{maxLimited: 3}})
+	c := dialWS(t, tg.ws, nil) // the upgrade takes a token
+	sendFrame(t, c, map[string]any{"type": "req", "id": "ok", "method": "GET", "path": "/echo"})
+	if f := mustReadFrame(t, c); f.Status != 200 {
+		t.Fatalf("within the burst: %+v", f)
+	}
+	for i := range 3 {
+		sendFrame(t, c, map[string]any{"type": "req", "id": fmt.Sprint("r", i), "method": "GET", "path": "/echo"})
+		f := mustReadFrame(t, c)
+		if f.Status != 429 || f.Error == nil || f.Error.Code != "resource_exhausted" {
+			t.Fatalf("frame %d past the burst: %+v, want 429", i, f)
+		}
+		// 1/0.001 s = 1000 s for the next token.
+		if f.RetryAfterMs < 900_000 || f.RetryAfterMs > 1_000_000 {
+			t.Errorf("frame %d: retry_after_ms %d, want about 1,000,000", i, f.RetryAfterMs)
+		}
+	}
+	wantClose(t, c, closeRateLimited)
+}
+
+// TestWebSocketRateLimitedResets: a frame that passes the limits resets
+// the count of 429s in a row; the in-flight limit's 429s do not count.
+func TestWebSocketRateLimitedResets(t *testing.T) {
+	tg := newTestGateway(t, settings{ws: wsSettings{maxLimited: 2, maxInflight: 1}})
+	c := dialWS(t, tg.ws, nil)
+	sendFrame(t, c, map[string]any{"type": "req", "id": "s", "method": "GET", "path": "/slow", "timeout_ms": 60000})
+	recv(t, tg.b.slowStarted)
+	for i := range 5 {
+		sendFrame(t, c, map[string]any{"type": "req", "id": fmt.Sprint("r", i), "method": "GET", "path": "/echo"})
+		if f := mustReadFrame(t, c); f.Status != 429 || f.RetryAfterMs != 1000 {
+			t.Fatalf("over the in-flight limit: %+v, want 429 with retry_after_ms 1000", f)
+		}
+	}
+	sendFrame(t, c, map[string]any{"type": "cancel", "id": "s"})
+	mustReadFrame(t, c)
+	sendFrame(t, c, map[string]any{"type": "req", "id": "e", "method": "GET", "path": "/echo"})
+	if f := mustReadFrame(t, c); f.Status != 200 {
+		t.Fatalf("after the in-flight 429s: %+v, want 200 (the connection stays)", f)
+	}
+}
+
+// TestWebSocketRetryAfter503: a 503 frame carries retry_after_ms, as the
+// HTTP answer carries Retry-After.
+func TestWebSocketRetryAfter503(t *testing.T) {
+	tg := newTestGateway(t, settings{})
+	c := dialWS(t, tg.ws, nil)
+	sendFrame(t, c, map[string]any{"type": "req", "id": "a", "method": "GET", "path": "/absent"})
+	if f := mustReadFrame(t, c); f.Status != 503 || f.RetryAfterMs != 1000 {
+		t.Errorf("unserved: %+v, want 503 with retry_after_ms 1000", f)
+	}
+	sendFrame(t, c, map[string]any{"type": "req", "id": "e", "method": "GET", "path": "/echo"})
+	if f := mustReadFrame(t, c); f.Status != 200 || f.RetryAfterMs != 0 {
+		t.Errorf("a 200: %+v, want no retry_after_ms", f)
+	}
+}

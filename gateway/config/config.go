@@ -1,6 +1,8 @@
 package config
 
 import (
+	"net/netip"
+	"strings"
 	"time"
 )
 
@@ -56,8 +58,41 @@ type Server struct {
 	// ShutdownGrace is how long a graceful shutdown drains in-flight
 	// requests and WebSocket connections; 10s by default.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+	// TrustedProxies are the addresses (127.0.0.1) and networks
+	// (10.0.0.0/8) of the proxies in front of the gateway: from them, and
+	// only from them, X-Forwarded-For names the client that the per-IP
+	// rate limit and the access log count. None by default: the peer's
+	// address, whatever the header says.
+	TrustedProxies []string `yaml:"trusted_proxies"`
 
 	node
+}
+
+// TrustedProxyPrefixes returns TrustedProxies as networks (an address is
+// a network of one); entries that do not parse (which validation refuses)
+// are left out.
+func (s *Server) TrustedProxyPrefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range s.TrustedProxies {
+		if pre, ok := parseProxy(p); ok {
+			out = append(out, pre)
+		}
+	}
+	return out
+}
+
+// parseProxy parses an address or a CIDR network.
+func parseProxy(s string) (netip.Prefix, bool) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		return p.Masked(), err == nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, false
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), true
 }
 
 // TLS names PEM files: a certificate chain and its key, and for mutual

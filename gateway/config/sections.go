@@ -42,6 +42,11 @@ func (v *validator) server(s *Server) {
 	if s.TLS != nil {
 		v.tls(s.TLS, "server.tls", false)
 	}
+	for i, p := range s.TrustedProxies {
+		if _, ok := parseProxy(p); !ok {
+			v.add(s.at("trusted_proxies"), "server.trusted_proxies["+strconv.Itoa(i)+"]", "%s is not an IP address or a CIDR network (10.0.0.0/8)", strconv.Quote(p))
+		}
+	}
 }
 
 // writeTimeout applies the write timeout's default, which depends on the

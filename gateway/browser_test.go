@@ -1,0 +1,301 @@
+package gateway
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/wizardmesh/wizard/gateway/config"
+)
+
+// browserPage is the page a browser runs in TestBrowser.
+//
+//go:embed testdata/browser.html
+var browserPage []byte
+
+// requireEnv is runtime/internal/testkit/need's variable (which this
+// package cannot import): with WIZARD_REQUIRE=1 (.ci/run sets it) a
+// missing browser fails the test instead of skipping it.
+const requireEnv = "WIZARD_REQUIRE"
+
+// needSkipf skips t for lack of what format says, or fails it when
+// WIZARD_REQUIRE=1: need.Skipf's rule.
+func needSkipf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv(requireEnv) == "1" {
+		t.Fatalf("%s (required: %s=1)", msg, requireEnv)
+	}
+	t.Skip(msg)
+}
+
+// chromium finds a Chromium or Chrome on PATH.
+func chromium() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// newBrowser starts a headless Chromium for t, closed at its end: the
+// flags a headless machine without a network needs (no sandbox as root,
+// no GPU, none of the browser's own connections), and a fresh profile.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromium()
+	if path == "" {
+		needSkipf(t, "no Chromium on PATH (chromium, chromium-browser or google-chrome): apt-get install -y chromium")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()),
+	}
+	// Not t.Context(): it ends before the cleanups, and the browser is
+	// closed by them, in order.
+	base, stop := context.WithTimeout(context.Background(), 2*guard)
+	actx, cancelAlloc := chromedp.NewExecAllocator(base, opts...)
+	ctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelBrowser()
+		cancelAlloc() // waits for the browser's process to end
+		stop()
+	})
+	if err := chromedp.Do(ctx); err != nil {
+		needSkipf(t, "Chromium at %s does not start: %v", path, err)
+	}
+	return ctx
+}
+
+// pageServer serves the test page on its own 127.0.0.1 origin (another
+// port: another origin, to the browser).
+func pageServer(t *testing.T, ln net.Listener) {
+	t.Helper()
+	srv := &http.Server{Handler: http.HandlerFunc(servePage)}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+}
+
+func servePage(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(browserPage)
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// browserYAML is the gateway of TestBrowser: JWT auth (HS256), CORS for
+// one origin, WebSocket upgrades from the gateway's own origin.
+const browserYAML = `
+defaults: {timeout: 2s, max_timeout: 10s, auth: required}
+auth:
+  jwt: {keys: ["$DIR/hs.key"], algorithms: [HS256], issuer: test-issuer, audience: [browser]}
+cors: {origins: ["$ALLOWED"]}
+websocket: {path: /ws, origins: ["$SELF"]}
+routes:
+  - name: t
+    method: POST
+    path: /api/t/{action}
+    pattern: "role:t,cmd:{action}"
+    vars: {action: {allow: [echo, meta, slow]}}
+`
+
+// TestBrowser: a real browser (headless Chromium) loads a page from the
+// gateway's origin that opens a WebSocket, authenticates with an auth
+// frame (a JWT the gateway verifies), sends several requests at once to
+// a mesh over TCP, cancels the slow one once its handler runs; and, from
+// two other origins, makes a cross-origin fetch that CORS allows for the
+// listed origin and refuses for the other.
+func TestBrowser(t *testing.T) {
+	ctx := newBrowser(t)
+	gwLn, allowedLn, refusedLn := listen(t), listen(t), listen(t)
+	self, allowed, refused := "http://"+gwLn.Addr().String(), "http://"+allowedLn.Addr().String(), "http://"+refusedLn.Addr().String()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hs.key"), []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	yaml := strings.NewReplacer("$DIR", dir, "$ALLOWED", allowed, "$SELF", self).Replace(browserYAML)
+	cfg, err := config.Parse("browser.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBackend(t)
+	logs := &logBuffer{}
+	g, err := New(gatewayNode(t, b), cfg, WithLogger(slog.New(logs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The gateway's origin serves the page beside the gateway: the test's
+	// handler, not the gateway's.
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /browser.html", servePage)
+	mux.Handle("/", g)
+	srv := &http.Server{Handler: mux}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(gwLn) }()
+	t.Cleanup(func() {
+		g.Close()
+		srv.Close()
+		if err := recv(t, served); !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve returned %v", err)
+		}
+	})
+	pageServer(t, allowedLn)
+	pageServer(t, refusedLn)
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
+		"sub": "browser-user", "iss": "test-issuer", "aud": "browser", "exp": time.Now().Add(time.Hour).Unix(), "scope": "read",
+	}).SignedString([]byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("websocket", func(t *testing.T) {
+		ws := "ws://" + gwLn.Addr().String() + "/ws"
+		page := self + "/browser.html?" + url.Values{"mode": {"ws"}, "ws": {ws}, "token": {token}}.Encode()
+		ready := navigatePoll(t, ctx, page, "window.ready")
+		replies := decodeReplies(t, ready)
+		if a := replies["a1"]; a.OK == nil || !*a.OK || a.Subject != "browser-user" {
+			t.Fatalf("auth frame answered %+v, want ok for browser-user", a)
+		}
+		for i, id := range []string{"e1", "e2", "e3"} {
+			r := replies[id]
+			var body map[string]any
+			json.Unmarshal(r.Body, &body)
+			if r.Status != 200 || body["n"] != float64(i+1) {
+				t.Errorf("%s: %d %s, want 200 with n=%d", id, r.Status, r.Body, i+1)
+			}
+		}
+		if body := string(replies["e2"].Body); !strings.Contains(body, `"q":"2"`) {
+			t.Errorf("e2's query is not in the message: %s", body)
+		}
+		if body := string(replies["e3"].Body); !strings.Contains(body, `"s":"é"`) {
+			t.Errorf("e3's UTF-8 did not survive: %s", body)
+		}
+		var meta map[string]any
+		json.Unmarshal(replies["meta"].Body, &meta)
+		if meta["auth-subject"] != "browser-user" || meta["auth-scopes"] != "read" {
+			t.Errorf("meta: the handler saw %v, want the token's subject and scopes", meta)
+		}
+		if r := replies["nope"]; r.Status != 404 || r.Error == nil || r.Error.Code != "not_found" {
+			t.Errorf("nope: %+v, want 404 not_found", r)
+		}
+		if _, ok := replies["slow"]; ok {
+			t.Fatalf("the slow request answered before its cancel: %+v", replies["slow"])
+		}
+		recv(t, b.slowStarted)
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void]("window.cancelSlow()")); err != nil {
+			t.Fatal(err)
+		}
+		results := navigatePoll(t, ctx, "", "window.results")
+		if err := recv(t, b.slowDone); !errors.Is(err, context.Canceled) {
+			t.Errorf("the slow handler's ctx ended with %v, want context.Canceled", err)
+		}
+		if r := decodeReplies(t, results)["slow"]; r.Status != StatusClientClosed || r.Error == nil || r.Error.Code != "canceled" {
+			t.Errorf("slow: %+v, want 499 canceled", r)
+		}
+	})
+
+	for _, c := range []struct {
+		name, origin string
+		allowed      bool
+	}{{"cors allowed", allowed, true}, {"cors refused", refused, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			page := c.origin + "/browser.html?" + url.Values{"mode": {"cors"}, "url": {self + "/api/t/echo"}, "token": {token}}.Encode()
+			results := navigatePoll(t, ctx, page, "window.results")
+			var got struct {
+				Status    int            `json:"status"`
+				RequestID string         `json:"request_id"`
+				Body      map[string]any `json:"body"`
+				Refused   string         `json:"refused"`
+			}
+			if err := json.Unmarshal([]byte(results), &got); err != nil {
+				t.Fatalf("results %s: %v", results, err)
+			}
+			// The preflight reached the gateway either way: a refusal is
+			// the gateway's (403), not a lost connection.
+			want := http.StatusNoContent
+			if !c.allowed {
+				want = http.StatusForbidden
+			}
+			// The access log's record follows the answer.
+			until(t, fmt.Sprintf("a preflight answered %d in the access log", want), func() bool {
+				return len(logs.find("gateway: request", "method", "OPTIONS", "status", int64(want))) > 0
+			})
+			if c.allowed {
+				if got.Status != 200 || got.Body["n"] != float64(7) || got.RequestID != "from-the-browser" {
+					t.Errorf("allowed origin: %s, want 200 with n=7 and the X-Request-Id exposed", results)
+				}
+				return
+			}
+			if got.Refused == "" || !strings.HasPrefix(got.Refused, "TypeError") {
+				t.Errorf("unlisted origin: %s, want the fetch refused (TypeError)", results)
+			}
+		})
+	}
+}
+
+func decodeReplies(t *testing.T, s string) map[string]wsFrame {
+	t.Helper()
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &raw); err != nil {
+		t.Fatalf("replies %s: %v", s, err)
+	}
+	if e, ok := raw["error"]; ok {
+		t.Fatalf("the page failed: %s", e)
+	}
+	m := make(map[string]wsFrame, len(raw))
+	for id, b := range raw {
+		var f wsFrame
+		if err := json.Unmarshal(b, &f); err != nil {
+			t.Fatalf("reply %s: %s: %v", id, b, err)
+		}
+		m[id] = f
+	}
+	return m
+}
+
+// navigatePoll loads page (unless "") and waits for the expression to be
+// truthy: the page's JSON string.
+func navigatePoll(t *testing.T, ctx context.Context, page, expr string) string {
+	t.Helper()
+	if page != "" {
+		if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
+			t.Fatalf("navigate to %s: %v", page, err)
+		}
+	}
+	s, err := chromedp.Run(ctx, chromedp.Poll[string](expr, chromedp.WithPollingTimeout(guard)))
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", expr, err)
+	}
+	return s
+}
