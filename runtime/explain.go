@@ -158,33 +158,14 @@ func (n *Node) explain(pairs []Pair) Explanation {
 // explainRoute fills in x what the node knows of r's targets.
 func (n *Node) explainRoute(x *Explanation, r *route) {
 	x.Local = r.local.Load() != nil
-	if ts := r.types.Load(); ts != nil {
-		x.Request, x.Response = ts.in, ts.out
-	}
+	x.Request, x.Response = routeTypes(r)
 	if n.remote == nil {
 		x.Refused = n.refusal(r, "")
 		return
 	}
-	var peers []*peer
-	if ps := r.peers.Load(); ps != nil {
-		peers = slices.Clone(*ps)
-	}
-	slices.SortFunc(peers, func(a, b *peer) int { return strings.Compare(a.addr, b.addr) })
+	x.Targets = n.targetStates(r)
+	peers := sortedPeers(r)
 	now := clock()
-	own := n.remote.transport.Name()
-	n.remote.mu.Lock()
-	for _, p := range peers {
-		t := TargetState{ID: p.id, Addr: p.addr, Transport: own, Connected: p.conn.Load() != nil,
-			Suspect: p.suspect.Load(), Down: p.down.Load(), InFlight: int(p.load.inFlight.Load())}
-		lat, stalled := p.load.expect(now)
-		t.Latency, t.Stalled = time.Duration(lat), stalled
-		if e := p.dialErr.Load(); e != nil && !t.Connected {
-			t.LastError = *e
-		}
-		t.Breaker = breakerState(p)
-		x.Targets = append(x.Targets, t)
-	}
-	n.remote.mu.Unlock()
 	x.Refused = n.refusal(r, "")
 	if x.Local || len(peers) == 0 {
 		return
@@ -200,6 +181,89 @@ func (n *Node) explainRoute(x *Explanation, r *route) {
 	}
 	x.Balancer = "default"
 	n.explainNext(x, peers, now)
+}
+
+// Route is what a node knows of the route of one pattern in its routing
+// ([Node.Patterns] lists them): the peers serving it with their state,
+// and its message types. [Node.Route] returns it.
+type Route struct {
+	Pattern Pattern
+	// Local: this node has a handler for it.
+	Local bool
+	// Targets is what the node knows of each peer serving it (those
+	// reported down included), by address.
+	Targets []TargetState
+	// Request and Response are the protobuf full names of its messages:
+	// its local handler's, else those all its peers list ("" when untyped
+	// or when they differ).
+	Request, Response string
+}
+
+// Route returns the route of exactly pattern (not the best match: see
+// [Node.Explain]) and whether the node's routing has it.
+func (n *Node) Route(pattern string) (Route, bool, error) {
+	p, err := ParsePattern(pattern)
+	if err != nil {
+		return Route{}, false, err
+	}
+	re := n.router.exactEntry(p)
+	if re == nil {
+		return Route{}, false, nil
+	}
+	r := re.value
+	out := Route{Pattern: p, Local: r.local.Load() != nil, Targets: n.targetStates(r)}
+	out.Request, out.Response = routeTypes(r)
+	return out, true, nil
+}
+
+// sortedPeers returns r's peers by address.
+func sortedPeers(r *route) []*peer {
+	var peers []*peer
+	if ps := r.peers.Load(); ps != nil {
+		peers = slices.Clone(*ps)
+	}
+	slices.SortFunc(peers, func(a, b *peer) int { return strings.Compare(a.addr, b.addr) })
+	return peers
+}
+
+// targetStates returns what the node knows of r's peers, by address.
+func (n *Node) targetStates(r *route) []TargetState {
+	if n.remote == nil {
+		return nil
+	}
+	peers := sortedPeers(r)
+	if len(peers) == 0 {
+		return nil
+	}
+	now := clock()
+	own := n.remote.transport.Name()
+	out := make([]TargetState, 0, len(peers))
+	n.remote.mu.Lock()
+	defer n.remote.mu.Unlock()
+	for _, p := range peers {
+		t := TargetState{ID: p.id, Addr: p.addr, Transport: own, Connected: p.conn.Load() != nil,
+			Suspect: p.suspect.Load(), Down: p.down.Load(), InFlight: int(p.load.inFlight.Load())}
+		lat, stalled := p.load.expect(now)
+		t.Latency, t.Stalled = time.Duration(lat), stalled
+		if e := p.dialErr.Load(); e != nil && !t.Connected {
+			t.LastError = *e
+		}
+		t.Breaker = breakerState(p)
+		out = append(out, t)
+	}
+	return out
+}
+
+// routeTypes are the message types of r: its local handler's, else those
+// its peers all list.
+func routeTypes(r *route) (string, string) {
+	if e := r.local.Load(); e != nil {
+		return e.types.in, e.types.out
+	}
+	if ts := r.types.Load(); ts != nil {
+		return ts.in, ts.out
+	}
+	return "", ""
 }
 
 // explainNext says which of peers the default balancer is expected to
