@@ -168,4 +168,3 @@ func writeExplanation(c *cli, x runtime.Explanation) {
 		c.printf("a call      would be sent\n")
 	}
 }
-

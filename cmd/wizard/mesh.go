@@ -24,14 +24,14 @@ import (
 
 // meshFlags are the flags by which wizard joins a mesh.
 type meshFlags struct {
-	fs                                         *flag.FlagSet
-	seeds, dns, peers, gossip                  *string
-	transport, preset, segment, gossipKey      *string
-	tlsCA, tlsCert, tlsKey, tlsServerName      *string
-	tlsInsecure, insecure, verbose             *bool
-	timeout                                    *time.Duration
-	output                                     *string
-	envErrs                                    []error
+	fs                                    *flag.FlagSet
+	seeds, dns, peers, gossip             *string
+	transport, preset, segment, gossipKey *string
+	tlsCA, tlsCert, tlsKey, tlsServerName *string
+	tlsInsecure, insecure, verbose        *bool
+	timeout                               *time.Duration
+	output                                *string
+	envErrs                               []error
 }
 
 // envName is the environment variable of flag name.
