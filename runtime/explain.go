@@ -296,8 +296,22 @@ func (n *Node) explainNext(x *Explanation, peers []*peer, now int64) {
 			best = w
 		}
 	}
+	strict := true
+	for _, w := range ok {
+		if w.t != best.t && !cheaper(best, w, now) {
+			strict = false
+		}
+	}
+	if !strict {
+		x.NextReason = fmt.Sprintf("the default balancer draws two of the %d targets that can take a call at random and sends to the cheaper (stalled or 2x slower loses, else fewer calls in flight); none is cheaper than all the others now, so the next pick is random", len(ok))
+		return
+	}
 	x.Next = best.t.p.addr
-	x.NextReason = fmt.Sprintf("the default balancer is random: it draws two of the %d targets that can take a call and sends to the cheaper (stalled or 2x slower loses, else fewer calls in flight); %s is the cheapest now and wins every draw it is in (%d in %d), another target the rest", len(ok), best.t.p.addr, 2, len(ok))
+	if len(ok) == 2 {
+		x.NextReason = fmt.Sprintf("the default balancer draws two targets at random and sends to the cheaper (stalled or 2x slower loses, else fewer calls in flight): with two, both are drawn every time, and %s is the cheaper now", best.t.p.addr)
+		return
+	}
+	x.NextReason = fmt.Sprintf("the default balancer is random: it draws two of the %d targets that can take a call and sends to the cheaper (stalled or 2x slower loses, else fewer calls in flight); %s is the cheapest now and gets the call whenever it is drawn (%.0f%% of picks), the cheaper of another pair the rest", len(ok), best.t.p.addr, 200/float64(len(ok)))
 }
 
 // pickable reports whether a call's pick would accept p at last-resort
@@ -443,7 +457,7 @@ func (r *Router[V]) candidates(pairs []Pair) []Candidate {
 		}
 		out[i].Rule, out[i].Key, out[i].Reason = lossReason(paths[e], wp, trace, out[i].Pattern, winner.pattern)
 		if out[i].Rank == 0 {
-			out[i].Reason += "; the walk never reaches it for this message while the patterns ranked remain"
+			out[i].Reason += "; the walk never reaches it for this message, even with the patterns above it removed: it goes back only to branches that skip a key, never to another value or glob of a key it matched"
 		}
 	}
 	return out

@@ -71,8 +71,9 @@ func (c *cli) fail(err error) int {
 	}
 	var ue *usageError
 	var se *jsonic.SyntaxError
+	var ie *inputError
 	code := 1
-	if errors.As(err, &ue) || errors.As(err, &se) {
+	if errors.As(err, &ue) || errors.As(err, &se) || errors.As(err, &ie) {
 		code = 2
 	}
 	if c.json {
@@ -88,6 +89,10 @@ func (c *cli) fail(err error) int {
 
 // errorText is err for a person: a coded error with its code first.
 func errorText(err error) string {
+	var ie *inputError
+	if errors.As(err, &ie) {
+		return ie.what + ": " + errorText(ie.err)
+	}
 	var e *runtime.Error
 	if errors.As(err, &e) {
 		return e.Code.String() + ": " + strings.TrimPrefix(e.Message, "wizard: ")
@@ -106,11 +111,14 @@ func errorJSON(err error) any {
 	var e *runtime.Error
 	var ue *usageError
 	var se *jsonic.SyntaxError
+	var ie *inputError
 	switch {
+	case errors.As(err, &se):
+		b.Code, b.Offset, b.Message = "invalid_argument", &se.Offset, err.Error()
+	case errors.As(err, &ie):
+		b.Code, b.Message = "invalid_argument", errorText(err)
 	case errors.As(err, &e):
 		b.Message = e.Message
-	case errors.As(err, &se):
-		b.Code, b.Offset = "invalid_argument", &se.Offset
 	case errors.As(err, &ue):
 		b.Code = "invalid_argument"
 	}

@@ -125,15 +125,15 @@ func writeExplanation(c *cli, x runtime.Explanation) {
 	if len(x.Candidates) > 1 {
 		c.printf("candidates  in precedence order:\n")
 		for _, cd := range x.Candidates {
-			rank := "-"
+			rank := "never"
 			if cd.Rank > 0 {
-				rank = strconv.Itoa(cd.Rank)
+				rank = strconv.Itoa(cd.Rank) + "."
 			}
 			if cd.Rank == 1 {
-				c.printf("  %s. %s  wins\n", rank, patternText(cd.Pattern))
+				c.printf("  %s %s  wins\n", rank, patternText(cd.Pattern))
 				continue
 			}
-			c.printf("  %s. %s  lost: %s\n", rank, patternText(cd.Pattern), cd.Reason)
+			c.printf("  %s %s  lost: %s\n", rank, patternText(cd.Pattern), cd.Reason)
 		}
 	}
 	if x.Request != "" {
