@@ -3,6 +3,7 @@ module github.com/wizardmesh/wizard
 go 1.26.0
 
 require (
+	github.com/chzyer/readline v1.5.1
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/google/go-cmp v0.7.0
 	github.com/hashicorp/memberlist v0.7.0

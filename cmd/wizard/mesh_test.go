@@ -34,11 +34,12 @@ type testMesh struct {
 	gossip string // node-a's gossip address: the seed
 	kind   string
 	key    []byte
+	slow   chan struct{} // a call entered node-b's role:slow handler
 }
 
 func newTestMesh(t *testing.T, kind string, key []byte) *testMesh {
 	t.Helper()
-	m := &testMesh{kind: kind, key: key}
+	m := &testMesh{kind: kind, key: key, slow: make(chan struct{}, 16)}
 	for _, id := range []string{"node-a", "node-b", "node-c"} {
 		n, d := m.start(t, id)
 		m.nodes = append(m.nodes, n)
@@ -133,6 +134,10 @@ func (m *testMesh) register(id string, n *runtime.Node) error {
 			return err
 		}
 		return n.Add("role:slow", func(ctx context.Context, r runtime.Request) (any, error) {
+			select {
+			case m.slow <- struct{}{}:
+			default:
+			}
 			<-ctx.Done()
 			return nil, ctx.Err()
 		})
