@@ -24,18 +24,11 @@ func TestInit(t *testing.T) {
 	if err != nil {
 		skipf(t, "needs the go tool on PATH: %v", err)
 	}
-	bufTool, err := exec.LookPath("buf")
-	if err != nil {
-		if p := filepath.Join(os.Getenv("HOME"), "go", "bin", "buf"); fileExists(p) {
-			bufTool = p
-		} else {
-			skipf(t, "needs buf on PATH (make buf installs it)")
-		}
-	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
+	bufTool := findBuf(t, root, goTool)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	dir := filepath.Join(t.TempDir(), "hello")
@@ -87,6 +80,28 @@ func TestInit(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.err, "exists already") {
 		t.Errorf("init over a scaffold: exit %d, %s; want 2, naming the file that exists", r.code, r.err)
 	}
+}
+
+// findBuf returns the buf binary: on PATH, or where make buf installs it
+// (CI sets GOBIN to the checkout's bin/; otherwise GOPATH/bin).
+func findBuf(t *testing.T, root, goTool string) string {
+	t.Helper()
+	if p, err := exec.LookPath("buf"); err == nil {
+		return p
+	}
+	candidates := []string{filepath.Join(root, "bin", "buf")}
+	if out, err := exec.Command(goTool, "env", "GOPATH").Output(); err == nil {
+		for _, dir := range filepath.SplitList(strings.TrimSpace(string(out))) {
+			candidates = append(candidates, filepath.Join(dir, "bin", "buf"))
+		}
+	}
+	for _, c := range candidates {
+		if fileExists(c) {
+			return c
+		}
+	}
+	skipf(t, "needs buf (make buf installs it); looked on PATH and in %s", strings.Join(candidates, ", "))
+	return ""
 }
 
 func fileExists(p string) bool {
