@@ -148,6 +148,7 @@ func TestCommands(t *testing.T) {
 			{"glob", "role:x,cmd:get"},
 			{"glob_wins", `{"role":"x","cmd":"put","n":[1]}`},
 			{"typed", "role:math,cmd:sum"},
+			{"nested", "role:x,cmd:put,n:[1]"}, // a message: n does not route
 			{"not_found", "role:nobody"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {

@@ -59,18 +59,18 @@ type refusalJSON struct {
 	Message string `json:"message"`
 }
 
-// explainArg explains a pattern or a message.
+// explainArg explains a pattern or a message: read as a message first
+// (JSON or key:value pairs, whose nested values do not route), else as a
+// pattern (which may quote what a message cannot).
 func explainArg(n *runtime.Node, arg string) (runtime.Explanation, error) {
-	if !strings.HasPrefix(strings.TrimSpace(arg), "{") {
-		if _, err := runtime.ParsePattern(arg); err == nil {
-			return n.Explain(arg)
-		}
-	}
 	msg, err := jsonic.ParseObject(arg)
-	if err != nil {
-		return runtime.Explanation{}, &inputError{"MESSAGE", err}
+	if err == nil {
+		return n.ExplainMessage(msg)
 	}
-	return n.ExplainMessage(msg)
+	if _, perr := runtime.ParsePattern(arg); perr == nil && !strings.HasPrefix(strings.TrimSpace(arg), "{") {
+		return n.Explain(arg)
+	}
+	return runtime.Explanation{}, &inputError{"MESSAGE", err}
 }
 
 func runExplain(ctx context.Context, c *cli, args []string, _ any) error {
