@@ -187,6 +187,24 @@ func TestCommands(t *testing.T) {
 		}
 	})
 
+	t.Run("bench", func(t *testing.T) {
+		r := m.run(t, "bench", "--output", "json", "-c", "2", "-d", "300ms", "-warmup", "50ms", "cmd:sum,role:math", "values:[1,2]")
+		var b benchJSON
+		if err := json.Unmarshal([]byte(r.out), &b); err != nil {
+			t.Fatalf("bench: exit %d, %q: %v (%s)", r.code, r.out, err, r.err)
+		}
+		if r.code != 0 || b.Calls == 0 || len(b.Errors) != 0 || b.Callers != 2 || b.Typed != "wizard.examples.math.v1.SumRequest" || b.P50MS <= 0 || b.MaxMS < b.P99MS || b.P99MS < b.P50MS {
+			t.Errorf("bench: exit %d, %+v; want calls, no errors, ordered percentiles", r.code, b)
+		}
+		r = m.run(t, "bench", "-c", "1", "-d", "100ms", "cmd:div,role:math", "dividend:1,divisor:0")
+		if r.code != 1 || !strings.Contains(r.out, "errors    invalid_argument ") || r.err != "" {
+			t.Errorf("bench of failing calls: exit %d, out:\n%s\nerr: %s\nwant exit 1, errors by code, no progress line (not a terminal)", r.code, r.out, r.err)
+		}
+		if r := m.run(t, "bench", "-c", "0", "role:echo"); r.code != 2 || !strings.Contains(r.err, "-c 0: want at least one caller") {
+			t.Errorf("bench -c 0: exit %d, %s", r.code, r.err)
+		}
+	})
+
 	t.Run("health", func(t *testing.T) {
 		r := m.run(t, "health")
 		if r.code != 0 {
