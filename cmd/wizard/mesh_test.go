@@ -35,11 +35,21 @@ type testMesh struct {
 	kind   string
 	key    []byte
 	slow   chan struct{} // a call entered node-b's role:slow handler
+
+	pki     *testPKI // mutual TLS between the nodes (TCP), nil for none
+	segment string
 }
 
 func newTestMesh(t *testing.T, kind string, key []byte) *testMesh {
 	t.Helper()
 	m := &testMesh{kind: kind, key: key, slow: make(chan struct{}, 16)}
+	m.startAll(t)
+	return m
+}
+
+// startAll starts the three nodes and waits for the mesh to form.
+func (m *testMesh) startAll(t *testing.T) {
+	t.Helper()
 	for _, id := range []string{"node-a", "node-b", "node-c"} {
 		n, d := m.start(t, id)
 		m.nodes = append(m.nodes, n)
@@ -65,7 +75,6 @@ func newTestMesh(t *testing.T, kind string, key []byte) *testMesh {
 		}
 		return true
 	})
-	return m
 }
 
 func (m *testMesh) start(t *testing.T, id string) (*runtime.Node, *swim.Discovery) {
@@ -74,8 +83,12 @@ func (m *testMesh) start(t *testing.T, id string) (*runtime.Node, *swim.Discover
 	switch m.kind {
 	case "quic":
 		tr, err = quic.New(quic.WithInsecureSelfSigned())
-	default:
-		tr, err = tcp.New()
+	case "tcp":
+		var opts []tcp.Option
+		if m.pki != nil {
+			opts = append(opts, tcp.WithServerTLS(m.pki.server), tcp.WithClientTLS(m.pki.client))
+		}
+		tr, err = tcp.New(opts...)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +99,9 @@ func (m *testMesh) start(t *testing.T, id string) (*runtime.Node, *swim.Discover
 	}
 	if m.key != nil {
 		opts = append(opts, swim.WithKeys(m.key))
+	}
+	if m.segment != "" {
+		opts = append(opts, swim.WithSegment(m.segment))
 	}
 	d, err := swim.New(opts...)
 	if err != nil {
