@@ -568,6 +568,23 @@ func (r *Router[V]) tracedWalk(pairs []Pair) (*rentry[V], map[*rnode[V]]walkChoi
 	return data, trace
 }
 
+// extraPairs is what won has beyond lost when it holds every pair of
+// lost, and whether it does.
+func extraPairs(lost, won Pattern) (string, bool) {
+	var extra []string
+	for _, pr := range lost.pairs() {
+		if v, ok := won.Get(pr.Key); !ok || v != pr.Value {
+			return "", false
+		}
+	}
+	for _, pr := range won.pairs() {
+		if _, ok := lost.Get(pr.Key); !ok {
+			extra = append(extra, pr.Key+":"+pr.Value)
+		}
+	}
+	return strings.Join(extra, ","), len(extra) > 0
+}
+
 // lossReason says why the pattern lost, whose path is lp, to the winner,
 // whose path is wp, on the walk trace.
 func lossReason[V any](lp, wp []pathStep[V], trace map[*rnode[V]]walkChoice, lost, won Pattern) (Rule, string, string) {
@@ -578,6 +595,9 @@ func lossReason[V any](lp, wp []pathStep[V], trace map[*rnode[V]]walkChoice, los
 			}
 		}
 		return true
+	}
+	if extra, ok := extraPairs(lost, won); ok {
+		return RuleDeeper, "", fmt.Sprintf("deeper wins: %s matches all of it and also %s", quoteClipped(won.String(), maxEcho), extra)
 	}
 	for i := 0; i < len(lp); i++ {
 		s := lp[i]
@@ -606,15 +626,6 @@ func lossReason[V any](lp, wp []pathStep[V], trace map[*rnode[V]]walkChoice, los
 			return RuleKeyOrder, k, fmt.Sprintf("first key in byte order: %s has no key %s, which the walk matched (%s:%s) first; it goes back to patterns without %s only while it has found nothing", quoteClipped(lost.String(), maxEcho), k, k, w.label, k)
 		}
 		break
-	}
-	if len(wp) > len(lp) {
-		var extra []string
-		for _, s := range wp[len(lp):] {
-			if s.choice.kind != choiceSkip {
-				extra = append(extra, s.key+":"+s.choice.label)
-			}
-		}
-		return RuleDeeper, "", fmt.Sprintf("deeper wins: %s also matches %s", quoteClipped(won.String(), maxEcho), strings.Join(extra, ","))
 	}
 	return "", "", "loses by the walk's order"
 }

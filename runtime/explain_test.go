@@ -35,6 +35,7 @@ func TestExplainPrecedence(t *testing.T) {
 		{"exact over glob", []string{"a:1", "a:*,b:2"}, "a:1,b:2", []cand{{"a:1", 1, "", ""}, {"a:*,b:2", 2, runtime.RuleExact, "a"}}},
 		{"glob order", []string{"a:x*", "a:*"}, "a:xy", []cand{{"a:x*", 1, "", ""}, {"a:*", 2, runtime.RuleGlobOrder, "a"}}},
 		{"kept earlier", []string{"a:1", "a:1,b:1,c:1", "a:1,d:1"}, "a:1,b:1,d:1", []cand{{"a:1", 1, "", ""}, {"a:1,d:1", 2, runtime.RuleKept, "b"}}},
+		{"more specific", []string{"role:x", "role:x,cmd:get"}, "role:x,cmd:get", []cand{{"cmd:get,role:x", 1, "", ""}, {"role:x", 2, runtime.RuleDeeper, ""}}},
 		{"catch-all", []string{"", "a:1"}, "a:1", []cand{{"a:1", 1, "", ""}, {"", 2, runtime.RuleDeeper, ""}}},
 	}
 	for _, tt := range tests {
