@@ -98,6 +98,8 @@
 // ([Request.Prior]). [Router] is the matcher on its own. After a removal it
 // answers as a router built from the remaining patterns would (patrun keeps
 // empty nodes that can hide wider patterns; wizard prunes them).
+// [Node.Explain] says which pattern wins for a message, why each other
+// match loses, and where a call would go (the wizard command's explain).
 //
 // # Errors
 //

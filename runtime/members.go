@@ -33,6 +33,9 @@ type Member struct {
 	LastError string
 	// Patterns is the number of its patterns in this node's routing.
 	Patterns int
+	// Segment is the gossip segment it is in: this node's, since members
+	// of other segments are never seen ("" without gossip segments).
+	Segment string
 }
 
 // PatternInfo is one pattern in a node's routing and the targets that
@@ -89,6 +92,11 @@ func (n *Node) Members() []Member {
 	n.routeMu.Unlock()
 	out = append(out, foreign...)
 	slices.SortFunc(out[1:], func(a, b Member) int { return strings.Compare(a.Addr, b.Addr) })
+	if s, ok := r.discovery.(interface{ Segment() string }); ok {
+		for i := range out {
+			out[i].Segment = s.Segment()
+		}
+	}
 	return out
 }
 

@@ -35,6 +35,8 @@ func (n *Node) serveRemote(ctx context.Context, m *Message) *Message {
 		return n.catalogReply(m)
 	case HealthPattern:
 		return n.healthReply()
+	case DescribePattern:
+		return n.describeReply(m)
 	}
 	e, err := n.wireHandler(m.Pattern)
 	if err != nil {

@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chzyer/readline"
+
+	"github.com/wizardmesh/wizard/runtime"
+)
+
+func init() {
+	commands = append(commands, &command{
+		name: "repl",
+		summary: `An interactive shell on the mesh. Each line is a call, as act takes it:
+PATTERN DATA (separated by a space) or one MESSAGE; the answer is printed as
+indented JSON. Tab completes dot commands, and keys and key:value pairs of
+the mesh's patterns. Ctrl-C cancels the call in flight (or clears the line),
+Ctrl-D leaves. History is kept in --history. Dot commands:
+
+  .members               the nodes of the mesh
+  .patterns [GLOB]       the patterns and their targets
+  .explain ARG           which pattern answers ARG, and why
+  .describe PATTERN      a typed pattern's schema
+  .timeout [DURATION]    show or set the call timeout
+  .metadata [k=v ...]    show or set the metadata of every call (.metadata - clears it)
+  .help                  this list
+  .quit                  leave (as Ctrl-D)`,
+		example: `wizard repl --seeds 127.0.0.1:7946
+wizard> role:math,cmd:sum values:[1,2]`,
+		join:  true,
+		flags: addReplFlags,
+		run:   runRepl,
+	})
+}
+
+type replFlags struct{ history string }
+
+func addReplFlags(fs *flag.FlagSet) any {
+	f := &replFlags{}
+	def := ""
+	if home, err := os.UserHomeDir(); err == nil {
+		def = filepath.Join(home, ".wizard_history")
+	}
+	if v, ok := os.LookupEnv(envName("history")); ok {
+		def = v
+	}
+	fs.StringVar(&f.history, "history", def, `history file ("" keeps none)`)
+	return f
+}
+
+var dotCommands = []string{".members", ".patterns", ".explain", ".describe", ".timeout", ".metadata", ".help", ".quit"}
+
+// repl is the state of an interactive session.
+type repl struct {
+	c       *cli
+	n       *runtime.Node
+	out     io.Writer
+	timeout time.Duration
+	md      metadataFlag
+}
+
+func runRepl(ctx context.Context, c *cli, args []string, own any) error {
+	if err := wantArgs("repl", args, 0, 0, ""); err != nil {
+		return err
+	}
+	n, err := c.node(ctx)
+	if err != nil {
+		return err
+	}
+	r := &repl{c: c, n: n, timeout: *c.mesh.timeout}
+	rl, err := readline.NewEx(&readline.Config{
+		Prompt:          "wizard> ",
+		HistoryFile:     own.(*replFlags).history,
+		AutoComplete:    completer{r},
+		InterruptPrompt: "^C",
+		EOFPrompt:       "",
+		Stdin:           readerCloser(c.io.in),
+		Stdout:          c.io.out,
+		Stderr:          c.io.err,
+	})
+	if err != nil {
+		return fmt.Errorf("repl: %w", err)
+	}
+	defer rl.Close()
+	r.out = rl.Stdout()
+	// The session's output goes where readline redraws the prompt.
+	c.io = &stdio{in: c.io.in, out: rl.Stdout(), err: rl.Stderr()}
+	fmt.Fprintf(r.out, "wizard: %d members, %d patterns; .help lists the commands, Ctrl-D leaves\n", len(n.Members())-1, len(n.Patterns()))
+	for {
+		line, err := rl.Readline()
+		switch {
+		case errors.Is(err, readline.ErrInterrupt):
+			continue
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return err
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if strings.HasPrefix(line, ".") {
+			if r.dot(ctx, line) {
+				return nil
+			}
+			continue
+		}
+		r.act(ctx, line)
+	}
+}
+
+// readerCloser gives readline the reader it wants.
+func readerCloser(r io.Reader) io.ReadCloser {
+	if rc, ok := r.(io.ReadCloser); ok {
+		return rc
+	}
+	return io.NopCloser(r)
+}
+
+// act makes the call a line asks for; Ctrl-C cancels it.
+func (r *repl) act(ctx context.Context, line string) {
+	cl, err := prepare(ctx, r.n, splitLine(line), strings.NewReader(""), &callFlags{metadata: r.md})
+	if err != nil {
+		r.printErr(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	defer signal.Stop(sig)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-sig:
+			cancel()
+		case <-done:
+		}
+	}()
+	res, err := cl.send(ctx, r.n)
+	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			fmt.Fprintln(r.out, "canceled")
+			return
+		}
+		r.printErr(err)
+		return
+	}
+	b, err := answerJSON(res, cl.method)
+	if err != nil {
+		r.printErr(err)
+		return
+	}
+	fmt.Fprintf(r.out, "%s\n", b)
+}
+
+func (r *repl) printErr(err error) {
+	fmt.Fprintf(r.out, "error: %s\n", errorText(err))
+}
+
+// splitLine splits a line into PATTERN and DATA at the first space
+// outside brackets and quotes, or keeps it whole as one MESSAGE.
+func splitLine(line string) []string {
+	depth, quote := 0, byte(0)
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+		case depth == 0 && (c == ' ' || c == '\t'):
+			head, rest := line[:i], strings.TrimSpace(line[i+1:])
+			if _, err := runtime.ParsePattern(head); err == nil && rest != "" {
+				return []string{head, rest}
+			}
+			return []string{line}
+		}
+	}
+	return []string{line}
+}
+
+// dot runs a dot command; it reports whether the session ends.
+func (r *repl) dot(ctx context.Context, line string) bool {
+	name, arg, _ := strings.Cut(line, " ")
+	arg = strings.TrimSpace(arg)
+	sub := func(cmd string, args ...string) {
+		c := *r.c
+		c.cmd = lookup(cmd)
+		if err := c.cmd.run(ctx, &c, args, nil); err != nil {
+			r.printErr(err)
+		}
+	}
+	switch name {
+	case ".quit", ".exit":
+		return true
+	case ".help":
+		fmt.Fprintln(r.out, strings.Join(dotCommands, " "))
+	case ".members":
+		sub("members")
+	case ".patterns":
+		if arg == "" {
+			sub("patterns")
+		} else {
+			sub("patterns", arg)
+		}
+	case ".explain", ".describe":
+		if arg == "" {
+			fmt.Fprintf(r.out, "error: %s needs an argument\n", name)
+			break
+		}
+		sub(name[1:], arg)
+	case ".timeout":
+		if arg != "" {
+			d, err := time.ParseDuration(arg)
+			if err != nil || d <= 0 {
+				fmt.Fprintf(r.out, "error: .timeout %q: want a positive duration such as 2s\n", arg)
+				break
+			}
+			r.timeout = d
+		}
+		fmt.Fprintf(r.out, "timeout %v\n", r.timeout)
+	case ".metadata":
+		switch arg {
+		case "":
+		case "-":
+			r.md = nil
+		default:
+			var md metadataFlag
+			for _, kv := range strings.Fields(arg) {
+				if err := md.Set(kv); err != nil {
+					fmt.Fprintf(r.out, "error: .metadata %v\n", err)
+					return false
+				}
+			}
+			r.md = md
+		}
+		var pairs []string
+		for i := 0; i+1 < len(r.md); i += 2 {
+			pairs = append(pairs, r.md[i]+"="+r.md[i+1])
+		}
+		fmt.Fprintf(r.out, "metadata %s\n", strings.Join(pairs, " "))
+	default:
+		fmt.Fprintf(r.out, "error: unknown command %s; .help lists them\n", name)
+	}
+	return false
+}
+
+// completer completes dot commands, and the keys and key:value pairs of
+// the patterns in routing.
+type completer struct{ r *repl }
+
+func (c completer) Do(line []rune, pos int) ([][]rune, int) {
+	head := string(line[:pos])
+	start := strings.LastIndexAny(head, ", {[") + 1
+	word := head[start:]
+	var cands []string
+	if start == 0 && strings.HasPrefix(word, ".") {
+		cands = dotCommands
+	} else {
+		seen := map[string]bool{}
+		for _, p := range c.r.n.Patterns() {
+			for _, pr := range p.Pattern.Pairs() {
+				for _, s := range []string{pr.Key + ":", pr.Key + ":" + pr.Value} {
+					if !seen[s] {
+						seen[s] = true
+						cands = append(cands, s)
+					}
+				}
+			}
+		}
+		slices.Sort(cands)
+	}
+	var out [][]rune
+	for _, s := range cands {
+		if strings.HasPrefix(s, word) && s != word {
+			out = append(out, []rune(s[len(word):]))
+		}
+	}
+	return out, len([]rune(word))
+}

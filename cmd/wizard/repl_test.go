@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestREPL uses wizard repl as a person would, in a terminal that tmux
+// gives it: a line and its answer, Tab completion of a pair, a dot
+// command, Ctrl-C during a slow call (the call is canceled, the session
+// goes on), Ctrl-D to leave; the history file keeps the lines. It needs
+// tmux; without it, it skips, unless WIZARD_REQUIRE=1.
+func TestREPL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command: skipped in -short mode")
+	}
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		skipf(t, "needs tmux on PATH")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "wizard")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	m := newTestMesh(t, "tcp", nil)
+	socket := fmt.Sprintf("wizard-test-%d", os.Getpid())
+	tm := func(args ...string) string {
+		out, err := exec.Command(tmux, append([]string{"-L", socket}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	history := filepath.Join(dir, "history")
+	cmdline := strings.Join(append(append([]string{bin, "repl"}, m.flags()...), "--history", history), " ") + "; echo EXITED $?; sleep 60"
+	tm("new-session", "-d", "-s", "repl", "-x", "200", "-y", "50", cmdline)
+	t.Cleanup(func() { exec.Command(tmux, "-L", socket, "kill-server").Run() })
+	screen := func() string { return tm("capture-pane", "-p", "-t", "repl") }
+	wait := func(what, want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(screen(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("waiting for %s (%q); the screen:\n%s", what, want, screen())
+			}
+			time.Sleep(20 * time.Millisecond) // polling the screen
+		}
+	}
+	keys := func(k ...string) { tm(append([]string{"send-keys", "-t", "repl"}, k...)...) }
+
+	wait("the prompt", "wizard>")
+	keys("cmd:sum,role:math values:[1,2]", "Enter")
+	wait("the answer", "\"sum\": 3")
+
+	keys("cmd:pro", "Tab")
+	wait("cmd:pro completed", "wizard> cmd:product")
+	keys(",role:ma", "Tab")
+	wait("role:ma completed", "wizard> cmd:product,role:math")
+	keys(" values:[2,5]", "Enter")
+	wait("the completed line's answer", "\"product\": 10")
+
+	keys(".metadata trace=t1", "Enter")
+	wait("the metadata", "metadata trace=t1")
+	keys("role:echo,n:1", "Enter")
+	wait("metadata sent", "\"trace\": \"t1\"")
+
+	keys("role:slow", "Enter")
+	select { // the call is in flight
+	case <-m.slow:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the slow call did not arrive; the screen:\n%s", screen())
+	}
+	keys("C-c")
+	wait("the slow call canceled", "canceled")
+	keys(".timeout", "Enter")
+	wait("the session alive after Ctrl-C", "timeout 10s")
+
+	keys("C-d")
+	wait("the session ended", "EXITED 0")
+	h, err := os.ReadFile(history)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(h), "cmd:product,role:math values:[2,5]\n") {
+		t.Errorf("history:\n%s\nwant the completed line", h)
+	}
+}
