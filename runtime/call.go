@@ -323,7 +323,7 @@ func (o outcome) failed(ctx context.Context) bool {
 }
 
 // answer is the result of a call its peer answered.
-func answer(reply *Message) (Result, error) {
+func answer(reply *Message, types *peerTypes) (Result, error) {
 	if reply == nil { // NoReply
 		return Result{}, nil
 	}
@@ -339,6 +339,6 @@ func answer(reply *Message) (Result, error) {
 	}
 	// The payload decodes lazily, into the type the caller asks for; the
 	// raw view lives in the reply, so boxing it allocates nothing.
-	reply.in = raw{codec: reply.Codec, data: reply.Payload, typ: metaValue(reply.Meta, metaType)}
+	reply.in = raw{codec: reply.Codec, data: reply.Payload, typ: metaValue(reply.Meta, metaType), types: types}
 	return Result{v: &reply.in}, nil
 }

@@ -167,9 +167,15 @@ func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []Pattern
 		p.loaded = catalogDigest(pats, types)
 		r.cacheCatalog(p.loaded, pats, types)
 	}
+	loaded := p.loaded
 	r.mu.Unlock()
 	if announcedID != "" && c.ID != "" && c.ID != announcedID {
 		n.log.Warn("wizard: peer answers under another id than discovery announced", "addr", p.addr, "announced", announcedID, "id", c.ID)
+	}
+	if err := n.learnTypes(ctx, box.c, loaded, types); err != nil {
+		// Routed all the same: calls that decode into the types they link
+		// work; JSON of this peer's answers waits for the next pull.
+		n.log.Warn("wizard: the peer's message types could not be learnt", "addr", p.addr, "err", err)
 	}
 	n.setTypedCatalog(p, pats, types)
 	return nil

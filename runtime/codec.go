@@ -10,7 +10,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
@@ -25,6 +24,9 @@ type raw struct {
 	// caller. A field, not one of Request's: the in-process fast path
 	// passes a Request by value and pays ~2.5 ns for a fifth word.
 	call *Message
+	// types, for an answer a node received, are the types it learnt from
+	// its peers (WithPeerTypes), else nil.
+	types *peerTypes
 }
 
 // encodePayload encodes v for the wire: protobuf messages in binary, JSON
@@ -76,7 +78,7 @@ func (r *raw) value() any {
 
 // message decodes a protobuf payload into a new message of its type.
 func (r *raw) message() (proto.Message, error) {
-	mt, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(r.typ))
+	mt, err := r.types.find(protoreflect.FullName(r.typ))
 	if err != nil {
 		return nil, Errorf(CodeInvalidArgument, "wizard: protobuf payload of unknown type %q", r.typ)
 	}

@@ -41,6 +41,9 @@ type Node struct {
 	parsed patternCache // pattern strings parsed once: the node's own calls
 	wire   patternCache // and those of calls from other nodes, apart
 	limits limits       // on what other nodes send
+	// peerTypes are the message types learnt from peers (WithPeerTypes),
+	// nil without the option.
+	peerTypes *peerTypes
 
 	routeMu       sync.Mutex    // serialises route changes: local adds and removes, peer catalogs
 	changed       chan struct{} // closed and replaced on every routing change; guarded by routeMu
@@ -81,6 +84,7 @@ func New(opts ...Option) (*Node, error) {
 		handlerICs:  c.handlerICs,
 		changed:     make(chan struct{}),
 		limits:      newLimits(&c),
+		peerTypes:   newPeerTypes(c.peerTypes),
 	}
 	// Call ids start at a random point: a caller that restarts under the
 	// same id must not reuse the ids of its earlier run, whose answers the

@@ -39,6 +39,7 @@ type nodeConfig struct {
 	handlerICs  []HandlerInterceptor
 	callICs     []CallInterceptor
 	observer    Observer
+	peerTypes   bool // WithPeerTypes
 }
 
 type handlerConfig struct {

@@ -30,7 +30,7 @@ const (
 func (c *remoteCall) next(ctx context.Context, o outcome) (step, Result, error) {
 	switch o.kind {
 	case outAnswered:
-		res, err := answer(o.reply)
+		res, err := answer(o.reply, c.n.peerTypes)
 		return stepDone, res, err
 	case outRefused:
 		// Shed by an overloaded node, not served there any more, or

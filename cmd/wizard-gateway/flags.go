@@ -51,7 +51,7 @@ func (f *flags) defs() []flagDef {
 		{"gossip", "", "ADDR", "the gossip (SWIM) bind address (default: mesh.gossip_listen's, 0.0.0.0:7946)", &f.gossip, ""},
 		{"seeds", "", "ADDRS", "comma-separated gossip addresses of mesh members to join (default: mesh.seeds)", &f.seeds, ""},
 		{"peers", "", "ADDRS", "comma-separated transport addresses of static peers, without gossip (default: mesh.peers)", &f.peers, ""},
-		{"descriptors", "", "FILE", "a FileDescriptorSet (buf build -o FILE) of the services' protobuf types, to answer typed handlers' results as JSON", &f.descriptor, ""},
+		{"descriptors", "", "FILE", "a FileDescriptorSet (buf build -o FILE) of protobuf types to answer as JSON; the types of services added with their methods are learnt from the services themselves", &f.descriptor, ""},
 		{"gossip-key", "", "BASE64", "the gossip encryption key, 16, 24 or 32 bytes in base64 (prefer the environment variable: flags show in ps)", &f.gossipKey, ""},
 	}
 }

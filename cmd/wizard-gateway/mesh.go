@@ -57,7 +57,10 @@ func nodeOptions(m config.Mesh, log *slog.Logger) ([]runtime.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []runtime.Option{runtime.WithTransport(t), runtime.WithListen(m.Listen), runtime.WithLogger(log)}
+	// WithPeerTypes: the services' protobuf answers become JSON without
+	// their types linked into this binary (learnt from each service's
+	// schema).
+	opts := []runtime.Option{runtime.WithTransport(t), runtime.WithListen(m.Listen), runtime.WithLogger(log), runtime.WithPeerTypes()}
 	switch {
 	case len(m.Peers) > 0:
 		opts = append(opts, runtime.WithDiscovery(runtime.StaticPeers(m.Peers...)))

@@ -9,15 +9,14 @@
 //
 // The services' answers are protobuf messages; the gateway writes them as
 // JSON because this binary links their generated types. The stock
-// wizard-gateway links none: in front of mathserver and usersserver, as
-// processes, it needs their descriptors (without them a typed answer is a
-// 500, and the log names the unknown type):
+// wizard-gateway links none: it learns them from the services' schemas
+// (runtime.WithPeerTypes), so the same routes work in front of the
+// services as processes:
 //
 //	go run ./examples/services/mathserver &
 //	go run ./examples/services/usersserver -peers 127.0.0.1:7070 &
-//	buf build -o /tmp/examples.binpb     # make buf installs buf
 //	go run ./cmd/wizard-gateway -c examples/services/gatewaydemo/gateway.yaml \
-//	    --peers 127.0.0.1:7070,127.0.0.1:7071 --descriptors /tmp/examples.binpb
+//	    --peers 127.0.0.1:7070,127.0.0.1:7071
 package main
 
 import (
