@@ -204,6 +204,15 @@ func requestLine(m *runtime.Message) (line, error) {
 			o[p.Key] = p.Value
 		}
 	}
+	for _, p := range pin.Pairs() {
+		_, ok := o[p.Key]
+		if !ok && !strings.ContainsAny(p.Value, "*?") {
+			o[p.Key], ok = p.Value, true
+		}
+		if !ok {
+			return l, fmt.Errorf("the pin %s has a glob for %q, which the message lacks: MicroWizard routes by the message's values (use Act, or a pin without globs)", pin, p.Key)
+		}
+	}
 	args, err := json.Marshal(o)
 	if err != nil {
 		return l, err

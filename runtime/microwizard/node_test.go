@@ -98,3 +98,5 @@ func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Logf("node: %s", b)
 	return len(b), nil
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -170,4 +170,3 @@ func TestMicroWizardClientOverload(t *testing.T) {
 		t.Errorf("overload: got %+v, want retry_later_err_overload", r)
 	}
 }
-

@@ -12,6 +12,7 @@ mc.add('role:test,cmd:fail', async () => {
   e.code = 'invalid_argument';
   throw e;
 });
+mc.add('role:test,cmd:slow', () => new Promise((resolve) => setTimeout(() => resolve({ late: true }), 3000)));
 mc.add('role:test,cmd:echo', async (msg) => ({ got: msg }));
 const listening = await mc.listen({ type: 'tcp', host: '127.0.0.1', port: Number(process.env.PORT || 0) });
 process.stdout.write(JSON.stringify({ port: listening.port }) + '\n');
