@@ -47,9 +47,14 @@ func newConn(t *Transport, addr string, c net.Conn) *conn {
 	cn := &conn{t: t, addr: addr, where: "wizard: microwizard: " + addr, c: c, w: newLineWriter(c),
 		pending: map[string]chan *runtime.Message{}, done: make(chan struct{})}
 	cn.read.Store(time.Now().UnixNano())
-	cn.wg.Add(2)
+	cn.wg.Add(1)
 	go cn.readLoop()
-	go cn.keepAlive()
+	if !t.seneca {
+		// Seneca has no keep-alive: it would take the ping for a request
+		// of no kind and answer nothing.
+		cn.wg.Add(1)
+		go cn.keepAlive()
+	}
 	return cn
 }
 
@@ -92,6 +97,9 @@ func (c *conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, 
 		return nil, runtime.Errorf(runtime.CodeInvalidArgument, "wizard: microwizard: call %s: %v", m.Pattern, err)
 	}
 	out.ID = strconv.FormatUint(c.seq.Add(1), 36)
+	if c.t.seneca {
+		out = senecaLine(c.t.senecaID, out)
+	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return nil, runtime.Errorf(runtime.CodeInvalidArgument, "wizard: microwizard: call %s: %v", m.Pattern, err)
@@ -268,7 +276,7 @@ func (c *conn) readLoop() {
 		case in.H == 1:
 			c.w.write([]byte(`{"h":2}`))
 			continue
-		case in.K != kindRes:
+		case in.K != kindRes && in.Kind != kindRes:
 			c.t.log.Debug("wizard: microwizard: a line of unknown kind ignored", "addr", c.addr, "k", in.K)
 			continue
 		}
@@ -329,4 +337,36 @@ func (c *conn) keepAlive() {
 		}
 		t.Reset(c.t.keepAlive)
 	}
+}
+
+// senecaLine is the Seneca request for the MicroWizard request l: always
+// an act of the whole message (Seneca routes by its values), which
+// requestLine makes for a call that would go as actE.
+func senecaLine(id string, l line) line {
+	act := l.Args
+	if l.K == kindActE {
+		act = actOf(l.P, l.D)
+	}
+	return line{ID: l.ID + "/" + l.ID, Kind: "act", Origin: id, Track: []string{id},
+		Time: &senecaTime{ClientSent: time.Now().UnixMilli()}, Act: act, Sync: l.Sync}
+}
+
+// actOf is the act of an actE: d (an object, or none) with the pairs of
+// the pattern p (in MicroWizard's form, as mwPattern writes it) set.
+func actOf(p string, d json.RawMessage) json.RawMessage {
+	o := map[string]any{}
+	if len(d) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(d))
+		dec.UseNumber()
+		if dec.Decode(&o) != nil || o == nil {
+			o = map[string]any{}
+		}
+	}
+	for kv := range strings.SplitSeq(p, ",") {
+		if k, v, ok := strings.Cut(kv, ":"); ok {
+			o[k] = v
+		}
+	}
+	b, _ := json.Marshal(o)
+	return b
 }

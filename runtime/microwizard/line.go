@@ -43,6 +43,22 @@ type line struct {
 	Res   json.RawMessage `json:"res,omitempty"`
 	Error *lineError      `json:"error,omitempty"`
 	H     int             `json:"h,omitempty"`
+
+	// Seneca's fields: kind is its "k", act its "args"; origin is the
+	// caller's instance id, track the ids of the instances the call passed.
+	Kind   string          `json:"kind,omitempty"`
+	Origin string          `json:"origin,omitempty"`
+	Accept string          `json:"accept,omitempty"`
+	Track  []string        `json:"track,omitempty"`
+	Time   *senecaTime     `json:"time,omitempty"`
+	Act    json.RawMessage `json:"act,omitempty"`
+}
+
+// senecaTime is the timing a Seneca message carries, in Unix ms.
+type senecaTime struct {
+	ClientSent int64 `json:"client_sent,omitempty"`
+	ListenRecv int64 `json:"listen_recv,omitempty"`
+	ListenSent int64 `json:"listen_sent,omitempty"`
 }
 
 // lineError is an error as MicroWizard puts it on the wire: the error's
@@ -211,6 +227,9 @@ func fromLineError(e *lineError) *runtime.Message {
 		return &runtime.Message{Code: runtime.CodeResourceExhausted, Error: "wizard: microwizard: the remote node is overloaded or closing (" + overloadMessage + ")", Flags: runtime.FlagRefused}
 	}
 	code, ok := codeByName(e.Code)
+	if !ok && e.Code == "act_not_found" {
+		code, ok = runtime.CodeNotFound, true // Seneca's no-match
+	}
 	if !ok {
 		code = runtime.CodeUnknown
 	}

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
 )
@@ -103,6 +105,10 @@ func (l *listener) serveConn(c net.Conn) {
 			return
 		}
 		switch {
+		case l.t.seneca:
+			if !l.senecaRequest(c, &in) {
+				continue
+			}
 		case in.H == 1:
 			if w.write([]byte(`{"h":2}`)) != nil {
 				return
@@ -126,9 +132,39 @@ func (l *listener) serveConn(c net.Conn) {
 	}
 }
 
+// senecaRequest checks a Seneca request as seneca-transport does, and
+// makes it an act. A request of another kind, without an id, or whose
+// track holds this node's id (it looped back) is not served; Seneca's
+// answer to those has no sync, so over TCP it writes none: neither does
+// this.
+func (l *listener) senecaRequest(c net.Conn, in *line) bool {
+	why := ""
+	switch {
+	case in.Kind != "act":
+		why = "invalid_kind_act"
+	case in.ID == "":
+		why = "no_message_id"
+	case slices.Contains(in.Track, l.t.senecaID):
+		why = "message_loop"
+	}
+	if why != "" {
+		l.t.log.Warn("wizard: seneca: a request refused", "remote", c.RemoteAddr().String(), "why", why, "kind", in.Kind)
+		return false
+	}
+	in.K, in.Args = kindAct, in.Act
+	return true
+}
+
 // serve runs one request and writes its answer, unless it asked for none.
 func (l *listener) serve(w *lineWriter, remote *runtime.Remote, in line) {
 	out := line{ID: in.ID, K: kindRes, Sync: in.Sync}
+	if l.t.seneca {
+		out = line{ID: in.ID, Kind: kindRes, Sync: in.Sync, Origin: in.Origin, Accept: l.t.senecaID, Track: in.Track,
+			Time: &senecaTime{ListenRecv: time.Now().UnixMilli()}}
+		if in.Time != nil {
+			out.Time.ClientSent = in.Time.ClientSent
+		}
+	}
 	m, err := requestMessage(in)
 	switch {
 	case err != nil:
@@ -147,6 +183,9 @@ func (l *listener) serve(w *lineWriter, remote *runtime.Remote, in line) {
 	}
 	if !in.sync() {
 		return
+	}
+	if out.Time != nil {
+		out.Time.ListenSent = time.Now().UnixMilli()
 	}
 	b, err := json.Marshal(out)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
@@ -110,6 +111,23 @@ func WithKeepAlive(every, timeout time.Duration) Option {
 			return fmt.Errorf("WithKeepAlive(%v, %v): not positive", every, timeout)
 		}
 		t.keepAlive, t.keepAliveTimeout = every, timeout
+		return nil
+	})
+}
+
+// WithSeneca makes the transport speak Seneca 3's seneca-transport over
+// TCP instead of MicroWizard's protocol: requests {id, kind: "act",
+// origin, track, act, sync}, answers {id, kind: "res", origin, accept,
+// track, res | error}. id names this node's instance on that wire (in
+// origin and track; "" picks a random one): a request whose track holds
+// it has looped back and is not served, as Seneca refuses it.
+func WithSeneca(id string) Option {
+	return optionFunc(func(t *Transport) error {
+		if strings.ContainsAny(id, "\n\r") {
+			return fmt.Errorf("WithSeneca(%q): a line break in the id", id)
+		}
+		t.seneca = true
+		t.senecaID = id
 		return nil
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +40,8 @@ type Transport struct {
 	serveTimeout     time.Duration
 	keepAlive        time.Duration
 	keepAliveTimeout time.Duration
+	seneca           bool   // speak Seneca's wire (WithSeneca)
+	senecaID         string // this node's instance id on Seneca's wire
 }
 
 var _ runtime.Transport = (*Transport)(nil)
@@ -59,14 +63,24 @@ func New(opts ...Option) (*Transport, error) {
 	t.serveTimeout = cmp.Or(t.serveTimeout, defaultServeTimeout)
 	t.keepAlive = cmp.Or(t.keepAlive, defaultKeepAlive)
 	t.keepAliveTimeout = cmp.Or(t.keepAliveTimeout, defaultKeepAliveTO)
+	if t.seneca && t.senecaID == "" {
+		var b [8]byte
+		rand.Read(b[:])
+		t.senecaID = "wizard/" + hex.EncodeToString(b[:])
+	}
 	if t.log == nil {
 		t.log = slog.Default()
 	}
 	return t, nil
 }
 
-// Name returns "microwizard".
-func (t *Transport) Name() string { return "microwizard" }
+// Name returns "microwizard", or "seneca" ([WithSeneca]).
+func (t *Transport) Name() string {
+	if t.seneca {
+		return "seneca"
+	}
+	return "microwizard"
+}
 
 // Discovery returns static discovery of the peers given with [WithPeer],
 // for runtime.WithDiscovery.
