@@ -29,6 +29,21 @@
 // message as d; a call to a pin with a glob, or an Act with a protobuf
 // message, goes as act with the merged message.
 //
+// # Seneca
+//
+// [WithSeneca] makes the transport speak Seneca 3's seneca-transport over
+// TCP instead (the transport is then named "seneca"): a request is
+// {id: "msgid/txid", kind: "act", origin, track, time, act, sync}, an
+// answer {id, kind: "res", origin, accept, track, time, sync, res |
+// error}. Serving, an act routes by its root scalar values as MicroWizard's
+// act does; a request of another kind, without an id, or whose track
+// holds this node's id (a loop) is not served, and, as seneca-transport
+// over TCP, not answered either (its refusals carry no sync). Calling,
+// every call goes as an act of the whole message (Seneca routes by its
+// values): an ActE's data with the pin's pairs set; track and origin
+// name this node. Seneca has no keep-alive on its TCP wire: the
+// transport sends none.
+//
 // # Errors
 //
 // Errors cross both ways with their message and name, never a stack: a

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
@@ -150,21 +151,30 @@ func readLine(r *bufio.Reader, max int, buf []byte) ([]byte, []byte, error) {
 	}
 }
 
-// lineWriter writes lines to a connection, one writer at a time.
+// lineWriter writes lines to a connection, one writer at a time,
+// coalescing: a writer leaves its line in the buffer when another is
+// waiting to write, and the last one flushes.
 type lineWriter struct {
-	mu sync.Mutex
-	w  *bufio.Writer
+	waiting atomic.Int32
+	mu      sync.Mutex
+	w       *bufio.Writer
 }
 
 func newLineWriter(c net.Conn) *lineWriter {
 	return &lineWriter{w: bufio.NewWriterSize(c, readChunk)}
 }
 
-// write writes b and a newline, and flushes.
+// write writes b and a newline; it flushes unless another write waits
+// (which will). An error of a write or flush ends the connection, which
+// is how its other writers learn of it.
 func (w *lineWriter) write(b []byte) error {
+	w.waiting.Add(1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.w.Write(b)
 	w.w.WriteByte('\n')
+	if w.waiting.Add(-1) > 0 {
+		return nil
+	}
 	return w.w.Flush()
 }
