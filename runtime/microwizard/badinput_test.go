@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
 	"github.com/wizardmesh/wizard/runtime/microwizard"
 )
 
@@ -20,6 +21,7 @@ import (
 // as MicroWizard's do); the node serves on.
 func TestBadInputFromNode(t *testing.T) {
 	needNode(t, "microwizard")
+	leak.Check(t)
 	n := newNode(t, newTransport(t, microwizard.WithMaxLine(64<<10)))
 	mustAdd(t, n, "role:go,cmd:sum", func(ctx context.Context, req runtime.Request) (any, error) {
 		a, _ := req.Float64("a")

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testpb"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/microwizard"
@@ -47,6 +48,7 @@ func callerNode(t *testing.T, tr *microwizard.Transport, pattern string) *runtim
 // timeout, a no-reply call.
 func TestGoActsOnMicroWizard(t *testing.T) {
 	needNode(t, "microwizard")
+	leak.Check(t)
 	addr := startServer(t, "node")
 	tr := newTransport(t, microwizard.WithPeer(addr, "role:math,cmd:sum", "role:test,cmd:echo", "role:test,cmd:*"))
 	n := callerNode(t, tr, "role:math,cmd:sum")
@@ -101,6 +103,7 @@ func TestGoActsOnMicroWizard(t *testing.T) {
 // node at once; the Go caller's calls reach both.
 func TestMixedMesh(t *testing.T) {
 	needNode(t, "microwizard")
+	leak.Check(t)
 	nodeAddr := startServer(t, "node")
 	goServer := newNode(t, newTransport(t))
 	mustAdd(t, goServer, "role:mesh,cmd:who", func(ctx context.Context, req runtime.Request) (any, error) {
@@ -124,6 +127,7 @@ func TestMixedMesh(t *testing.T) {
 // the other node serving the pattern, and none fails.
 func TestOverloadAnswerMovesOn(t *testing.T) {
 	needNode(t, "microwizard")
+	leak.Check(t)
 	nodeAddr := startServer(t, "node")
 	var refused atomic.Int32
 	closing := fakeServer(t, func(id string) string {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/microwizard"
 )
@@ -51,6 +52,7 @@ func pingServer(t *testing.T, answer bool, pings *atomic.Int32) string {
 func TestKeepAlive(t *testing.T) {
 	for _, answer := range []bool{true, false} {
 		t.Run(map[bool]string{true: "answered", false: "unanswered"}[answer], func(t *testing.T) {
+			leak.Check(t)
 			var pings atomic.Int32
 			addr := pingServer(t, answer, &pings)
 			tr := newTransport(t, microwizard.WithKeepAlive(20*time.Millisecond, 200*time.Millisecond))

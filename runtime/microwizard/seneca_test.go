@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/microwizard"
 )
@@ -30,6 +31,7 @@ type senecaResult struct {
 // a plain one answered with origin, accept and track.
 func TestSenecaClientActsOnGo(t *testing.T) {
 	needNode(t, "seneca")
+	leak.Check(t)
 	const id = "go-seneca-1"
 	n := newNode(t, newTransport(t, microwizard.WithSeneca(id)))
 	runs := make(chan float64, 8)
@@ -115,6 +117,7 @@ func startSeneca(t *testing.T, by string) string {
 // the merged act Seneca routes by), an error (message and name kept).
 func TestGoActsOnSeneca(t *testing.T) {
 	needNode(t, "seneca")
+	leak.Check(t)
 	addr := startSeneca(t, "seneca")
 	tr := newTransport(t, microwizard.WithSeneca(""), microwizard.WithPeer(addr, "role:math,cmd:sum", "role:test,cmd:*"))
 	n := callerNode(t, tr, "role:math,cmd:sum")
@@ -145,6 +148,7 @@ func TestGoActsOnSeneca(t *testing.T) {
 // node (both on Seneca's wire); the Go caller's calls reach both.
 func TestSenecaMixedMesh(t *testing.T) {
 	needNode(t, "seneca")
+	leak.Check(t)
 	senAddr := startSeneca(t, "seneca")
 	goServer := newNode(t, newTransport(t, microwizard.WithSeneca("")))
 	mustAdd(t, goServer, "role:mesh,cmd:who", func(ctx context.Context, req runtime.Request) (any, error) {

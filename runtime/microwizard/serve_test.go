@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testpb"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
@@ -80,6 +81,7 @@ func runClient(t *testing.T, n *runtime.Node, scenarios ...string) map[string]cl
 // outlasts the client's timeout.
 func TestMicroWizardClientActsOnGo(t *testing.T) {
 	needNode(t, "microwizard")
+	leak.Check(t)
 	n := newNode(t, newTransport(t))
 	mustAdd(t, n, "role:go,cmd:sum", func(ctx context.Context, req runtime.Request) (any, error) {
 		a, _ := req.Float64("a")
@@ -146,6 +148,7 @@ func TestMicroWizardClientActsOnGo(t *testing.T) {
 // node answers.
 func TestMicroWizardClientOverload(t *testing.T) {
 	needNode(t, "microwizard")
+	leak.Check(t)
 	n := newNode(t, newTransport(t), runtime.WithMaxInFlight(1))
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
 
@@ -17,6 +18,7 @@ import (
 // closing MicroWizard node answers, and the running call still ends
 // with its result.
 func TestShutdownAnswersOverload(t *testing.T) {
+	leak.Check(t)
 	n := newNode(t, newTransport(t))
 	release, started := make(chan struct{}), make(chan struct{}, 1)
 	mustAdd(t, n, "role:go,cmd:block", func(ctx context.Context, req runtime.Request) (any, error) {
