@@ -155,11 +155,14 @@ func (c *conn) cause() error {
 }
 
 // catalog states the pins of c's address as its catalog.
-func (c *conn) catalog() (*runtime.Message, error) {
+func (c *conn) catalog() (*runtime.Message, error) { return pinCatalog(c.t, c.addr) }
+
+// pinCatalog states the pins given for addr as its catalog.
+func pinCatalog(t *Transport, addr string) (*runtime.Message, error) {
 	b, err := json.Marshal(struct {
 		ID       string   `json:"id"`
 		Patterns []string `json:"patterns"`
-	}{"microwizard@" + c.addr, append([]string{}, c.t.peers[c.addr]...)})
+	}{t.Name() + "@" + addr, append([]string{}, t.peers[addr]...)})
 	if err != nil {
 		return nil, err
 	}

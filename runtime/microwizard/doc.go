@@ -44,6 +44,16 @@
 // name this node. Seneca has no keep-alive on its TCP wire: the
 // transport sends none.
 //
+// [WithSenecaHTTP] speaks seneca-transport's HTTP wire (type 'http' or
+// 'web'): POST /act with the act as the body and seneca-id,
+// seneca-origin and seneca-track headers; the answer is the result with
+// 200, or the error with 500 (503 for a refusal). A looped request is
+// answered 500 with code message_loop, as Seneca answers it over HTTP.
+// seneca-transport's HTTP client rejects any status but 200 before
+// reading the body, so a Seneca HTTP caller sees an error's status, not
+// its message, from a Seneca server as from this one; a Go caller reads
+// the body and keeps the message.
+//
 // # Errors
 //
 // Errors cross both ways with their message and name, never a stack: a

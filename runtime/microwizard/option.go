@@ -131,3 +131,20 @@ func WithSeneca(id string) Option {
 		return nil
 	})
 }
+
+// WithSenecaHTTP makes the transport speak seneca-transport's HTTP wire
+// (Seneca's type 'http' / 'web'): a call is a POST to /act whose body is
+// the act and whose seneca-id, seneca-origin and seneca-track headers
+// carry what the TCP wire puts in the line; the answer is the result
+// (200) or the error (500, 503 for a refusal). id is as for
+// [WithSeneca]; a looped request is answered 500 message_loop, as Seneca
+// answers it over HTTP. The transport is then named "seneca-http".
+func WithSenecaHTTP(id string) Option {
+	return optionFunc(func(t *Transport) error {
+		if err := WithSeneca(id).apply(t); err != nil {
+			return fmt.Errorf("WithSenecaHTTP: %w", err)
+		}
+		t.http = true
+		return nil
+	})
+}

@@ -43,6 +43,7 @@ type Transport struct {
 	keepAliveTimeout time.Duration
 	seneca           bool   // speak Seneca's wire (WithSeneca)
 	senecaID         string // this node's instance id on Seneca's wire
+	http             bool   // Seneca over HTTP (WithSenecaHTTP)
 }
 
 var _ runtime.Transport = (*Transport)(nil)
@@ -77,7 +78,10 @@ func New(opts ...Option) (*Transport, error) {
 
 // Name returns "microwizard", or "seneca" ([WithSeneca]).
 func (t *Transport) Name() string {
-	if t.seneca {
+	switch {
+	case t.http:
+		return "seneca-http"
+	case t.seneca:
 		return "seneca"
 	}
 	return "microwizard"
@@ -94,12 +98,18 @@ func (t *Transport) Listen(addr string, s runtime.Server) (runtime.Listener, err
 	if err != nil {
 		return nil, fmt.Errorf("wizard: microwizard: listen %s: %w", addr, err)
 	}
+	if t.http {
+		return newHTTPListener(t, ln, s), nil
+	}
 	return newListener(t, ln, s), nil
 }
 
 // Dial connects to the MicroWizard node listening at addr. Every error
 // matches [runtime.ErrNotSent].
 func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error) {
+	if t.http {
+		return newHTTPConn(t, addr), nil
+	}
 	d := net.Dialer{Timeout: dialTimeout}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {

@@ -1,15 +1,16 @@
 // A Seneca 3 client of a wizard node at 127.0.0.1:PORT (seneca-transport
-// over TCP), for runtime/microwizard's tests: it runs each scenario and
+// over TCP, or HTTP with TYPE=http), for runtime/microwizard's tests: it runs each scenario and
 // prints one JSON line per scenario, {name, res} or {name, err}, then
 // {"done": true}. LOOPID names the Go node's instance id for the loop
 // scenario, which writes a raw request whose track holds it.
 const Net = require('net')
+const Http = require('http')
 const Seneca = require('seneca')
 
 const port = Number(process.argv[2])
 const only = process.argv.slice(3)
 const seneca = Seneca({ log: 'silent' })
-seneca.client({ type: 'tcp', host: '127.0.0.1', port, pin: 'role:go' })
+seneca.client({ type: process.env.TYPE || 'tcp', host: '127.0.0.1', port, pin: 'role:go' })
 const out = (x) => process.stdout.write(JSON.stringify(x) + '\n')
 
 function act (pattern, msg) {
@@ -33,7 +34,23 @@ function raw (obj) {
   })
 }
 
+// post posts act with a seneca-track header and returns the status and
+// the body.
+function post (track, act) {
+  return new Promise((resolve) => {
+    const body = JSON.stringify(act)
+    const req = Http.request({ host: '127.0.0.1', port, path: '/act', method: 'POST', headers: { 'content-type': 'application/json', 'seneca-id': 'h1/t1', 'seneca-origin': 'someone', 'seneca-track': JSON.stringify(track) } }, (res) => {
+      let buf = ''
+      res.on('data', (d) => { buf += d })
+      res.on('end', () => resolve({ res: { status: res.statusCode, body: JSON.parse(buf), accept: res.headers['seneca-accept'] } }))
+    })
+    req.end(body)
+  })
+}
+
 const scenarios = {
+  httploop: () => post(['someone', process.env.LOOPID], { role: 'go', cmd: 'sum', a: 1, b: 1 }),
+  httpok: () => post(['someone'], { role: 'go', cmd: 'sum', a: 1, b: 1 }),
   act: () => act('role:go,cmd:sum', { a: 1, b: 2 }),
   nosync: () => act('role:go,cmd:note', { v: 42, sync$: false }),
   fail: () => act('role:go,cmd:fail', {}),

@@ -1,4 +1,5 @@
-// A Seneca 3 node listening over TCP (seneca-transport) on 127.0.0.1, for
+// A Seneca 3 node listening over TCP (or HTTP with TYPE=http;
+// seneca-transport) on 127.0.0.1, for
 // runtime/microwizard's tests. It prints {"port": N} once listening, and
 // runs until stdin closes.
 const Net = require('net')
@@ -17,7 +18,7 @@ const free = Net.createServer().listen(0, '127.0.0.1', function () {
       e.code = 'out_of_range'
       reply(e)
     })
-    seneca.listen({ type: 'tcp', host: '127.0.0.1', port })
+    seneca.listen({ type: process.env.TYPE || 'tcp', host: '127.0.0.1', port })
     seneca.ready(function () {
       process.stdout.write(JSON.stringify({ port }) + '\n')
     })
