@@ -3,6 +3,10 @@ package microwizard
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/wizardmesh/wizard/runtime"
@@ -17,6 +21,8 @@ func FuzzDecodeLine(f *testing.F) {
 		`{"id":"3","k":"res","sync":true,"res":{"answer":3}}`,
 		`{"id":"4","k":"res","error":{"message":"retry_later_err_overload","name":"Error","stack":"x"}}`,
 		`{"id":"5","k":"res","error":"invalid_json"}`,
+		`{"id":"a/b","kind":"act","origin":"o","track":["o"],"time":{"client_sent":1},"act":{"role":"x"},"sync":true}`,
+		`{"id":"a/b","kind":"res","origin":"o","accept":"p","track":["o"],"res":{"x":1}}`,
 		`{"h":1}`, `{"h":2}`, `not json`, `{"k":"zz"}`, `[1,2]`, `{"args":{"a":1e400,"b$":1,"c d":2}}`,
 	} {
 		f.Add([]byte(s))
@@ -62,6 +68,35 @@ func FuzzReadLine(f *testing.F) {
 			if !bytes.Equal(b, want[i]) {
 				t.Fatalf("line %d = %q, want %q", i, b, want[i])
 			}
+		}
+	})
+}
+
+// echoServer answers every call with its payload.
+type echoServer struct{}
+
+func (echoServer) ServeMessage(ctx context.Context, m *runtime.Message) *runtime.Message {
+	return &runtime.Message{Codec: m.Codec, Payload: m.Payload}
+}
+
+// FuzzServeHTTP: no body or track header crashes the Seneca HTTP
+// listener's handler, and every answer is JSON.
+func FuzzServeHTTP(f *testing.F) {
+	f.Add([]byte(`{"role":"go","cmd":"sum","a":1}`), `["x"]`)
+	f.Add([]byte(`[1,2]`), `not json`)
+	f.Add([]byte(`{"a":{"b":[1]},"c$":1}`), `["me"]`)
+	t, err := New(WithSenecaHTTP("me"), WithMaxLine(1<<12))
+	if err != nil {
+		f.Fatal(err)
+	}
+	l := &httpListener{t: t, s: echoServer{}}
+	f.Fuzz(func(tt *testing.T, body []byte, track string) {
+		r := httptest.NewRequest(http.MethodPost, senecaPath, bytes.NewReader(body))
+		r.Header.Set(hTrack, track)
+		w := httptest.NewRecorder()
+		l.ServeHTTP(w, r)
+		if b := w.Body.Bytes(); len(b) > 0 && !json.Valid(b) {
+			tt.Fatalf("status %d, body %q is not JSON", w.Code, b)
 		}
 	})
 }

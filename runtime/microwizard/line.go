@@ -122,6 +122,11 @@ func (l *line) sync() bool { return l.Sync == nil || *l.Sync }
 // route. Keys that cannot be a wizard pattern key (empty, or holding
 // ',', ':', '"' or white space) are left out.
 func argsPattern(args json.RawMessage) (string, error) {
+	if !json.Valid(args) {
+		// A decoder would take the first value of "{}0" and leave the
+		// rest: the handler would get a payload that is not JSON.
+		return "", fmt.Errorf("args: %w", errNotObject)
+	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
 	var o map[string]any
