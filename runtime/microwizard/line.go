@@ -127,10 +127,9 @@ func argsPattern(args json.RawMessage) (string, error) {
 		// rest: the handler would get a payload that is not JSON.
 		return "", fmt.Errorf("args: %w", errNotObject)
 	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	var o map[string]any
-	if err := dec.Decode(&o); err != nil || o == nil {
+	// Root values only: nested objects and lists stay raw, unparsed.
+	var o map[string]json.RawMessage
+	if err := json.Unmarshal(args, &o); err != nil || o == nil {
 		return "", fmt.Errorf("args: %w", errNotObject)
 	}
 	keys := make([]string, 0, len(o))
@@ -143,20 +142,8 @@ func argsPattern(args json.RawMessage) (string, error) {
 		if k == "" || strings.HasSuffix(k, "$") || strings.ContainsAny(k, ",:\" \t\r\n") {
 			continue
 		}
-		var v string
-		switch x := o[k].(type) {
-		case string:
-			v = x
-		case bool:
-			v = strconv.FormatBool(x)
-		case json.Number:
-			f, err := x.Float64()
-			if err != nil || math.IsInf(f, 0) {
-				v = x.String()
-			} else {
-				v = strconv.FormatFloat(f, 'f', -1, 64)
-			}
-		default:
+		v, ok := scalar(o[k])
+		if !ok {
 			continue
 		}
 		if b.Len() > 0 {
@@ -167,6 +154,31 @@ func argsPattern(args json.RawMessage) (string, error) {
 		b.WriteString(quoteValue(v))
 	}
 	return b.String(), nil
+}
+
+// scalar is the routing form of a root JSON value: a string as is, a
+// boolean as true or false, a number in shortest form ("1.0" is "1");
+// false for null, objects and lists.
+func scalar(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 {
+		return "", false
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		var s string
+		return s, json.Unmarshal(raw, &s) == nil
+	case c == 't':
+		return "true", true
+	case c == 'f':
+		return "false", true
+	case c == '-' || c >= '0' && c <= '9':
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil || math.IsInf(f, 0) {
+			return string(raw), true
+		}
+		return strconv.FormatFloat(f, 'f', -1, 64), true
+	}
+	return "", false
 }
 
 // quoteValue quotes v for a pattern string when it needs it.

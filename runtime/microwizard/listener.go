@@ -28,6 +28,7 @@ type listener struct {
 	draining atomic.Bool    // Shutdown began: new requests are refused
 	serving  sync.WaitGroup // requests being served
 	conns    sync.WaitGroup // connection goroutines and the accept loop
+	workers  sync.WaitGroup // the connections' workers
 
 	mu     sync.Mutex
 	open   map[net.Conn]struct{}
@@ -85,7 +86,8 @@ func (l *listener) serveConn(c net.Conn) {
 	w := newLineWriter(c)
 	remote := runtime.NewRemote("microwizard", c.RemoteAddr().String(), nil)
 	r := bufio.NewReaderSize(c, readChunk)
-	sem := make(chan struct{}, l.t.maxPending)
+	ws := &workers{l: l, w: w, remote: remote, work: make(chan line), max: l.t.maxPending}
+	defer close(ws.work) // the workers end
 	var buf []byte
 	for {
 		b, nb, err := readLine(r, l.t.maxLine, buf)
@@ -119,16 +121,52 @@ func (l *listener) serveConn(c net.Conn) {
 			l.t.log.Debug("wizard: microwizard: a line of unknown kind ignored", "remote", c.RemoteAddr().String(), "k", in.K)
 			continue
 		}
-		select {
-		case sem <- struct{}{}:
-		case <-l.ctx.Done():
+		l.serving.Add(1)
+		if !ws.give(in) {
+			l.serving.Done()
 			return
 		}
-		l.serving.Add(1)
-		go func() {
-			defer func() { <-sem; l.serving.Done() }()
-			l.serve(w, remote, in)
-		}()
+	}
+}
+
+// workers serve one connection's requests: up to max goroutines, started
+// as needed and kept until the connection ends (a goroutine per request
+// grew a new stack for each).
+type workers struct {
+	l      *listener
+	w      *lineWriter
+	remote *runtime.Remote
+	work   chan line
+	n, max int
+}
+
+// give hands in to an idle worker, or to a new one while there are fewer
+// than max, else waits for one (the connection is not read meanwhile). It
+// returns false when the listener closed.
+func (ws *workers) give(in line) bool {
+	select {
+	case ws.work <- in:
+		return true
+	default:
+	}
+	if ws.n < ws.max {
+		ws.n++
+		ws.l.workers.Add(1)
+		go ws.run()
+	}
+	select {
+	case ws.work <- in:
+		return true
+	case <-ws.l.ctx.Done():
+		return false
+	}
+}
+
+func (ws *workers) run() {
+	defer ws.l.workers.Done()
+	for in := range ws.work {
+		ws.l.serve(ws.w, ws.remote, in)
+		ws.l.serving.Done()
 	}
 }
 
@@ -290,5 +328,6 @@ func (l *listener) Close() error {
 	l.ln.Close()
 	l.conns.Wait()
 	l.serving.Wait()
+	l.workers.Wait()
 	return nil
 }
