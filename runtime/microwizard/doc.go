@@ -1,0 +1,79 @@
+// Package microwizard is a transport that speaks MicroWizard 1.5.0's TCP
+// protocol, so that a wizard node and a fleet of MicroWizard (Node.js)
+// services call each other both ways: a Go service replaces one Node.js
+// service at a time.
+//
+// # Serving
+//
+// A node on this transport listens where MicroWizard clients, configured
+// with client({type: 'tcp', host, port, pin}), send their calls. An act
+// ({k:"a", args}) routes by the args' root string, number and boolean
+// values through the node's precedence and hands the handler the whole
+// args; an actE ({k:"aE", p, d}) routes by the pattern p (with the
+// mixins MicroWizard appended) and hands the handler d alone. sync:false
+// runs the handler and answers nothing. Typed (protobuf) handlers are
+// reached through their JSON form and answer JSON.
+//
+// # Calling
+//
+// MicroWizard servers publish no catalog, so the transport states one for
+// them: [WithPeer] names an address and the pins served there, and the
+// node's catalog pull of that address is answered with them. Give the
+// node [Transport.Discovery] as its discovery:
+//
+//	tr, _ := microwizard.New(microwizard.WithPeer("10.0.0.7:10201", "role:math,cmd:*"))
+//	n, _ := runtime.New(runtime.WithTransport(tr), runtime.WithDiscovery(tr.Discovery()))
+//	res, err := n.Act(ctx, "role:math,cmd:sum", map[string]any{"a": 1, "b": 2})
+//
+// A call to a pin without globs goes as actE with the pin as p and the
+// message as d; a call to a pin with a glob, or an Act with a protobuf
+// message, goes as act with the merged message.
+//
+// # Seneca
+//
+// [WithSeneca] makes the transport speak Seneca 3's seneca-transport over
+// TCP instead (the transport is then named "seneca"): a request is
+// {id: "msgid/txid", kind: "act", origin, track, time, act, sync}, an
+// answer {id, kind: "res", origin, accept, track, time, sync, res |
+// error}. Serving, an act routes by its root scalar values as MicroWizard's
+// act does; a request of another kind, without an id, or whose track
+// holds this node's id (a loop) is not served, and, as seneca-transport
+// over TCP, not answered either (its refusals carry no sync). Calling,
+// every call goes as an act of the whole message (Seneca routes by its
+// values): an ActE's data with the pin's pairs set; track and origin
+// name this node. Seneca has no keep-alive on its TCP wire: the
+// transport sends none.
+//
+// [WithSenecaHTTP] speaks seneca-transport's HTTP wire (type 'http' or
+// 'web'): POST /act with the act as the body and seneca-id,
+// seneca-origin and seneca-track headers; the answer is the result with
+// 200, or the error with 500 (503 for a refusal). A looped request is
+// answered 500 with code message_loop, as Seneca answers it over HTTP.
+// seneca-transport's HTTP client rejects any status but 200 before
+// reading the body, so a Seneca HTTP caller sees an error's status, not
+// its message, from a Seneca server as from this one; a Go caller reads
+// the body and keeps the message.
+//
+// # Errors
+//
+// Errors cross both ways with their message and name, never a stack: a
+// Go error reaches Node.js as {message, name: "Error", code: "<gRPC code
+// name>"}; a Node.js error reaches Go as a *runtime.Error with its
+// message, the code its "code" names if it is a gRPC code name (else
+// unknown), and its name ([ErrorName]). A refusal (over the node's
+// runtime.WithMaxInFlight, or shutting down) is answered
+// retry_later_err_overload, as a closing MicroWizard node answers; that
+// answer received is a refusal (runtime.FlagRefused, resource_exhausted),
+// so the balancer tries another target.
+//
+// # Limits
+//
+// Lines are bounded ([WithMaxLine], 4 MiB): a longer line ends its
+// connection, as does a line that is not a JSON object (MicroWizard's
+// parser ends it too). A line of an unknown kind is ignored, as
+// MicroWizard ignores it. Calls waiting for answers and requests being
+// served are bounded per connection ([WithMaxPending]); a served request
+// runs at most [WithServeTimeout] (the wire carries no deadline). A
+// connection silent for 120 s is pinged ({"h":1}) and dropped if the
+// answer ({"h":2}) takes more than 5 s, as MicroWizard's client does.
+package microwizard

@@ -1,0 +1,34 @@
+// A MicroWizard 1.5.0 client of a wizard node at 127.0.0.1:PORT, for
+// runtime/microwizard's tests: it runs each scenario and prints one JSON
+// line per scenario, {name, res} or {name, err: {name, message, code,
+// stack}}, then {"done": true}.
+import Micro from 'microwizard';
+
+const port = Number(process.argv[2]);
+const mc = new Micro();
+await mc.client({ type: 'tcp', host: '127.0.0.1', port, pin: 'role:go', timeout: 1500 });
+
+const out = (x) => process.stdout.write(JSON.stringify(x) + '\n');
+async function run (name, f) {
+  try {
+    out({ name, res: (await f()) ?? null });
+  } catch (e) {
+    out({ name, err: typeof e === 'string' ? { message: e } : { name: e.name, message: e.message, code: e.code, stack: e.stack } });
+  }
+}
+
+const only = process.argv.slice(3);
+const scenarios = {
+  act: () => mc.act('role:go,cmd:sum', { a: 1, b: 2 }),
+  actE: () => mc.actE('role:go,cmd:echo', { kind: 'mix', v: 7 }, { mixin: ['kind'] }),
+  typed: () => mc.act('role:go,cmd:typed', { values: [1.5, 2] }),
+  nosync: () => mc.act('role:go,cmd:note', { v: 42 }, { sync: false }),
+  fail: () => mc.act('role:go,cmd:fail', {}),
+  timeout: () => mc.act('role:go,cmd:slow', {}),
+  overload: () => mc.act('role:go,cmd:block', {})
+};
+for (const name of only) {
+  await run(name, scenarios[name]);
+}
+out({ done: true });
+process.exit(0);
