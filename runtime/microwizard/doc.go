@@ -76,4 +76,31 @@
 // runs at most [WithServeTimeout] (the wire carries no deadline). A
 // connection silent for 120 s is pinged ({"h":1}) and dropped if the
 // answer ({"h":2}) takes more than 5 s, as MicroWizard's client does.
+//
+// # What the packages do (read in their source, testdata/node after npm ci)
+//
+// MicroWizard 1.5.0 asks for @wzrdtales/visigoth ^2.0.5 and sneeze-ng
+// ^0.13.0, which are unpublished; npm overrides to 1.0.0 and 0.12.5
+// install and run its TCP transport. Its server's strict ndjson parser
+// ends the connection on a line that is not JSON, with no bound on a
+// line's length; {"h":1} is answered {"h":2}; a k other than a or aE is
+// answered without sync, so nothing is written; a routes by the args' root
+// scalar values in their JavaScript string form, aE by p, parsed by a
+// key:value regex without quoting; a call that matches nothing is answered
+// with no res; an error travels as its own fields plus message, name
+// (default Error) and stack. Its client reconnects after three failures,
+// takes ids from uid(), keeps pending calls in an LRU of 10,000, sends an
+// actE's mixins appended to p (",m:v"), and times out locally with the
+// string 'timeout'.
+//
+// seneca-transport 8.3 (Seneca 3): track is the sender's transport$.track
+// plus its seneca.id. The server refuses invalid_kind_act, no_message_id,
+// own_message, message_loop and data_error; over TCP such refusals carry no
+// sync and are not written (the caller waits for its timeout), over HTTP
+// they are a 500 with the error. The client requires an answer's origin to
+// be its own id. HTTP is a POST to /act whose body is the act, with
+// seneca-id, -kind, -origin, -track (JSON) and -time-client-sent headers;
+// the answer is 200 with the result, or the error's statusCode (else 500)
+// with the error, and the HTTP client rejects any status but 200 before
+// reading the body. Its timeouts are 5,555 ms.
 package microwizard
