@@ -123,8 +123,17 @@ func (n *Node) intercepted(ctx context.Context, p Pattern, msg any, over *cached
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	own := *cfg
-	return n.invoker(ctx, &Call{Pattern: p, Msg: msg, NoReply: cfg.noReply, cfg: &own, over: over})
+	// The call and its own copy of the options in one allocation.
+	b := &interceptedCall{own: *cfg}
+	b.call = Call{Pattern: p, Msg: msg, NoReply: cfg.noReply, cfg: &b.own, over: over}
+	return n.invoker(ctx, &b.call)
+}
+
+// interceptedCall is a Call handed to the call interceptors and the
+// options it carries.
+type interceptedCall struct {
+	call Call
+	own  callConfig
 }
 
 // invokeCall is the innermost Invoker: route and dispatch.

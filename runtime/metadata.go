@@ -139,7 +139,9 @@ func metaStateOf(ctx context.Context) *metaState {
 // [CodeResourceExhausted]), naming what is wrong.
 func AppendMetadata(ctx context.Context, kv ...string) context.Context {
 	st := metaStateOf(ctx)
-	next := &metaState{}
+	// The ctx, its state and room for a few pairs in one allocation.
+	c := &metaContext{Context: ctx}
+	next := &c.st
 	if st != nil {
 		*next = *st
 	}
@@ -147,13 +149,33 @@ func AppendMetadata(ctx context.Context, kv ...string) context.Context {
 		next.err = Errorf(CodeInvalidArgument, "wizard: AppendMetadata: %d strings, not key/value pairs: the key %s has no value", len(kv), quoteClipped(kv[len(kv)-1], maxEchoKey))
 		kv = kv[:len(kv)-1]
 	}
-	pairs := slices.Grow(slices.Clip(next.out.pairs), len(kv)/2)
+	var pairs []MetaPair
+	if n := len(next.out.pairs) + len(kv)/2; n <= len(c.room) {
+		pairs = append(c.room[:0], next.out.pairs...)
+	} else {
+		pairs = slices.Grow(slices.Clip(next.out.pairs), len(kv)/2)
+	}
 	for i := 0; i+1 < len(kv); i += 2 {
 		pairs = append(pairs, MetaPair{kv[i], kv[i+1]})
 	}
 	next.out = Metadata{pairs}
 	metadataUsed.Store(true)
-	return context.WithValue(ctx, metaKey{}, next)
+	return c
+}
+
+// metaContext is a ctx carrying a metaState (AppendMetadata), with room
+// for the pairs of a small metadata.
+type metaContext struct {
+	context.Context
+	st   metaState
+	room [4]MetaPair
+}
+
+func (c *metaContext) Value(key any) any {
+	if key == (metaKey{}) {
+		return &c.st
+	}
+	return c.Context.Value(key)
 }
 
 // WithMetadata returns a copy of ctx whose calls carry md, and no other
