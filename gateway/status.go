@@ -83,11 +83,6 @@ type noService struct{}
 
 var noServiceValue any = &noService{}
 
-// remoteNoHandler starts the not_found a peer answers a call with when it
-// no longer serves the pattern the gateway's catalog said it did (the
-// refusal of a call that never ran): the pattern is not served, as far as
-// the call can tell.
-const remoteNoHandler = "wizard: the remote node has no handler"
 
 // unserved is the 503 of a route whose pattern no node serves.
 func unserved(method, path string) *apiError {
@@ -112,7 +107,7 @@ func callError(client, call context.Context, err error, method, path string) *ap
 	}
 	status := StatusOf(re.Code)
 	switch {
-	case re.Code == runtime.CodeNotFound && strings.HasPrefix(re.Message, remoteNoHandler):
+	case errors.Is(err, runtime.ErrNoHandler): // the peers it went to had no handler for it any more
 		return unserved(method, path)
 	case status == http.StatusInternalServerError:
 		return newAPIError(status, re.Code, "internal error")

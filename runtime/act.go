@@ -189,7 +189,7 @@ func (n *Node) notFound(pattern string, cfg *callConfig) (Result, error) {
 			return Result{}, err
 		}
 	}
-	return Result{}, Errorf(CodeNotFound, "wizard: no handler matches %s", quoteClipped(pattern, maxEcho))
+	return Result{}, &Error{Code: CodeNotFound, Message: "wizard: no handler matches " + quoteClipped(pattern, maxEcho), cause: ErrNoHandler}
 }
 
 func errClosed() *Error {

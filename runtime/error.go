@@ -110,6 +110,12 @@ func CodeOf(err error) Code {
 	return CodeUnknown
 }
 
+// ErrNoHandler matches (errors.Is) the not_found of a call no handler
+// took: no pattern matched it, or the peers it went to had no handler for
+// it any more. A handler's own not_found ("no such user") does not match
+// it, so a gateway can tell a route nobody serves from a missing record.
+var ErrNoHandler = errors.New("wizard: no handler serves the call")
+
 // Code sentinels: errors.Is(err, ErrNotFound) is true for any *Error with
 // that code.
 var (

@@ -275,3 +275,20 @@ func detailStrings(ds []proto.Message) []string {
 	}
 	return out
 }
+
+// TestErrNoHandler: the not_found of a call no handler took matches
+// ErrNoHandler; a handler's own not_found does not.
+func TestErrNoHandler(t *testing.T) {
+	n := newTestNode(t)
+	mustAdd(t, n, "role:users,cmd:get", func(ctx context.Context, r runtime.Request) (any, error) {
+		return nil, runtime.Errorf(runtime.CodeNotFound, "no such user")
+	})
+	_, nobody := n.Act(t.Context(), "role:nobody", nil)
+	_, missing := n.Act(t.Context(), "role:users,cmd:get", nil)
+	if !errors.Is(nobody, runtime.ErrNoHandler) || !errors.Is(nobody, runtime.ErrNotFound) {
+		t.Errorf("no handler: %v does not match ErrNoHandler and ErrNotFound", nobody)
+	}
+	if errors.Is(missing, runtime.ErrNoHandler) || !errors.Is(missing, runtime.ErrNotFound) {
+		t.Errorf("a handler's not_found: %v, want ErrNotFound only", missing)
+	}
+}

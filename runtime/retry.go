@@ -43,6 +43,9 @@ func (c *remoteCall) next(ctx context.Context, o outcome) (step, Result, error) 
 			o.peer.signalRefetch() // its catalog changed
 		}
 		c.lastRefusal = &Error{Code: o.reply.Code, Message: o.reply.Error}
+		if o.reply.Code == CodeNotFound {
+			c.lastRefusal.cause = ErrNoHandler // refused unrun: the peer has no handler for it
+		}
 		c.lastErr = c.lastRefusal
 		return stepNext, Result{}, nil
 	case outUnsent:

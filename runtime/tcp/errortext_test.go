@@ -2,6 +2,7 @@ package tcp_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -74,6 +75,9 @@ func TestRemoteErrorTexts(t *testing.T) {
 		transporttest.WantCode(t, err, runtime.CodeNotFound)
 		if !strings.Contains(err.Error(), `has no handler for "cmd:gone,role:dec"`) || strings.Contains(err.Error(), id) {
 			t.Errorf("%q: want the remote node's answer, without its id", err)
+		}
+		if !errors.Is(err, runtime.ErrNoHandler) {
+			t.Errorf("%q does not match runtime.ErrNoHandler", err)
 		}
 		testwait.Until(t, "the client drops the removed pattern", func() bool { return !transporttest.Routes(cl, "role:dec,cmd:gone") })
 	})
