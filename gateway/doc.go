@@ -55,8 +55,9 @@
 // data_loss 500 with the message scrubbed to "internal error" (the
 // original goes to the log). A pattern nobody serves is told apart from a
 // handler's own not_found by the call itself (the gateway calls with
-// [runtime.Default] and a value only it holds), never by an error's
-// words; the mesh's own messages (naming peers and addresses) never reach
+// [runtime.Default] and a value only it holds; a peer that no longer has
+// the handler answers an error matching [runtime.ErrNoHandler]), never by
+// an error's words; the mesh's own messages (naming peers and addresses) never reach
 // a client.
 //
 // Every response carries X-Request-Id: the client's, when it sends one of

@@ -83,7 +83,6 @@ type noService struct{}
 
 var noServiceValue any = &noService{}
 
-
 // unserved is the 503 of a route whose pattern no node serves.
 func unserved(method, path string) *apiError {
 	e := newAPIError(http.StatusServiceUnavailable, runtime.CodeUnavailable, "no service is available for "+method+" "+path)
