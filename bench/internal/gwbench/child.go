@@ -127,7 +127,9 @@ type echoer interface {
 
 type echoServer struct{}
 
-func (echoServer) echo(_ context.Context, in *structpb.Struct) (*structpb.Struct, error) { return in, nil }
+func (echoServer) echo(_ context.Context, in *structpb.Struct) (*structpb.Struct, error) {
+	return in, nil
+}
 
 var echoServiceDesc = grpc.ServiceDesc{
 	ServiceName: "wizard.bench.v1.Echo",

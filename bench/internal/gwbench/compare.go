@@ -68,6 +68,26 @@ func (e *env) compare(ctx context.Context, cfg Config, rep *Report, logf func(st
 		}
 		entries = append(entries, entry{name, g})
 	}
+	// A warm-up of every gateway before the first level, unmeasured:
+	// Node.js compiles its hot paths as it runs them, so without it the
+	// first cells would measure moleculer-web's interpreter.
+	for _, en := range entries {
+		if en.g == nil {
+			continue
+		}
+		var cs []caller
+		for range 16 {
+			cs = append(cs, newHTTPCaller(en.g.echoURL(), ""))
+		}
+		s, err := drive(ctx, cs, 0, max(2*cfg.Warmup, 100*time.Millisecond))
+		for _, c := range cs {
+			c.close()
+		}
+		if err != nil {
+			return fmt.Errorf("%s: warm-up: %w", en.name, err)
+		}
+		logf("%-14s warm-up, 16 conns: %.0f req/s, %d errors", en.name, s.PerSec, s.Errors)
+	}
 	for _, n := range cfg.Levels {
 		type pool struct {
 			name    string

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -115,6 +116,14 @@ func (e *env) rampPass(ctx context.Context, cfg RampConfig, sc Scenario, logf fu
 	}
 	defer e.stopGateway(g)
 	logf("%-28s wizard-gateway pid %d on %s", sc.Title(), g.main.pid(), g.base)
+	if sign != nil {
+		// The pass measures the verification only if a request without
+		// the token is refused.
+		err := newHTTPCaller(g.echoURL(), "").call(ctx, 1)
+		if err == nil || !strings.HasPrefix(err.Error(), "401 ") {
+			return RampResult{}, fmt.Errorf("wizard-gateway with auth.jwt answered a request without a token: %v (want 401)", err)
+		}
+	}
 	r, err := runRamp(ctx, cfg, sc, g, sign, logf)
 	if err != nil {
 		return r, err
