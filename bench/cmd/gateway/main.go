@@ -36,6 +36,7 @@ func main() {
 	flag.IntVar(&cfg.Runs, "runs", 3, "runs per cell of the comparison; the report shows the median")
 	flag.DurationVar(&cfg.Warmup, "warmup", time.Second, "unmeasured time before each run of the comparison")
 	flag.DurationVar(&cfg.Duration, "duration", 5*time.Second, "measured time of each run of the comparison")
+	flag.StringVar(&cfg.ProfileDir, "profile", "", "profile the ramp's gateway (package gateway in a process of this binary, not the wizard-gateway binary) into this directory: cpu.pprof per pass, heap.pprof, goroutines.txt and memstats.txt halfway through the last stage")
 	out := flag.String("out", "results", "directory for gateway.md and gateway.svg")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
 	flag.Parse()

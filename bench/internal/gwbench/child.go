@@ -39,6 +39,8 @@ type childSpec struct {
 	Role     string `json:"role"`
 	Listen   string `json:"listen"`
 	Upstream string `json:"upstream,omitempty"`
+	Config   string `json:"config,omitempty"` // roleProfGateway's YAML file
+	Dir      string `json:"dir,omitempty"`    // roleProfGateway's profile directory
 }
 
 // ServeIfChild serves and exits when the process was started as one of
@@ -66,6 +68,8 @@ func serveChild(s childSpec, in io.Reader, out io.Writer) error {
 	var addr string
 	var closer func()
 	switch s.Role {
+	case roleProfGateway:
+		return serveProfGateway(s, in, out)
 	case roleEcho:
 		t, err := tcp.New()
 		if err != nil {

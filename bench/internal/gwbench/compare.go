@@ -48,7 +48,7 @@ func (e *env) compare(ctx context.Context, cfg Config, rep *Report, logf func(st
 		var err error
 		switch name {
 		case WizardGateway:
-			g, err = e.startWizardGateway(ctx, nil)
+			g, err = e.startWizardGateway(ctx, nil, "compare")
 		case MoleculerWeb:
 			if why := e.prepareMoleculer(ctx); why != "" {
 				rep.Gaps = append(rep.Gaps, Gap{MoleculerWeb, why})

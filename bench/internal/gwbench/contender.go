@@ -44,7 +44,8 @@ type env struct {
 	gwBin    string
 	stderr   io.Writer
 	logf     func(string, ...any)
-	echo     *proc // the wizard echo node
+	echo     *proc  // the wizard echo node
+	profDir  string // when set, the ramp's gateway is roleProfGateway, profiled into it
 	procs    []*proc
 }
 
@@ -151,21 +152,27 @@ func gatewayConfig(port int, echoAddr string, s *signer) string {
 
 // startWizardGateway starts wizard-gateway in front of the echo node and
 // waits until /readyz answers 200.
-func (e *env) startWizardGateway(ctx context.Context, s *signer) (*gateway, error) {
+// label names its config file and profile directory.
+func (e *env) startWizardGateway(ctx context.Context, s *signer, label string) (*gateway, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	name := "wizard-gateway"
-	if s != nil {
-		name += "-" + strings.ToLower(s.alg)
-	}
+	name := "wizard-gateway-" + label
 	file := filepath.Join(e.dir, name+".yaml")
 	if err := os.WriteFile(file, []byte(gatewayConfig(port, e.echo.addr, s)), 0o644); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(e.gwBin, "-c", file, "-l", "warn")
-	p, err := e.start(ctx, name, cmd, false)
+	var p *proc
+	if e.profDir != "" {
+		dir := filepath.Join(e.profDir, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		p, err = e.child(ctx, childSpec{Role: roleProfGateway, Config: file, Dir: dir})
+	} else {
+		p, err = e.start(ctx, name, exec.Command(e.gwBin, "-c", file, "-l", "warn"), false)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +138,28 @@ func checkSVG(t *testing.T, b []byte, bars int) {
 	}
 	if got != bars {
 		t.Errorf("the chart has %d bars, want %d", got, bars)
+	}
+}
+
+// TestProfileSmoke runs a tiny WebSocket ramp against the profiled
+// gateway and checks that its profiles are written.
+func TestProfileSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the echo and gateway processes; not in -short")
+	}
+	dir := t.TempDir()
+	cfg := Config{Ramp: RampConfig{Clients: 5, Stages: 5, Stage: 200 * time.Millisecond}, Scenarios: []string{"ws-hs256"}, ProfileDir: dir}
+	rep, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Ramps) != 1 || rep.Ramps[0].Overall.Errors > 0 || rep.Ramps[0].Overall.Calls == 0 {
+		t.Fatalf("ramp: %+v", rep.Ramps)
+	}
+	for _, f := range []string{"cpu.pprof", "heap.pprof", "goroutines.txt", "memstats.txt"} {
+		st, err := os.Stat(filepath.Join(dir, "wizard-gateway-ws-hs256", f))
+		if err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v, %v", f, st, err)
+		}
 	}
 }

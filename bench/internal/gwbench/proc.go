@@ -19,7 +19,8 @@ type proc struct {
 	name  string
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
-	addr  string // the first line it printed, when it prints one
+	addr  string      // the first line it printed, when it prints one
+	lines chan string // the lines after it: answers to queries
 	done  chan struct{}
 	err   error // of Wait, once done is closed
 }
@@ -43,7 +44,7 @@ func startProc(ctx context.Context, name string, cmd *exec.Cmd, printsAddr bool,
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, stdin: stdin, done: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, stdin: stdin, done: make(chan struct{}), lines: make(chan string, 4)}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
@@ -56,7 +57,16 @@ func startProc(ctx context.Context, name string, cmd *exec.Cmd, printsAddr bool,
 		br := bufio.NewReader(stdout)
 		s, _ := br.ReadString('\n')
 		line <- strings.TrimSpace(s)
-		io.Copy(io.Discard, br)
+		for {
+			s, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			select {
+			case p.lines <- strings.TrimSpace(s):
+			default: // nobody asked: dropped
+			}
+		}
 	}()
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -70,6 +80,27 @@ func startProc(ctx context.Context, name string, cmd *exec.Cmd, printsAddr bool,
 	case <-ctx.Done():
 		p.stop()
 		return nil, fmt.Errorf("%s did not print its address: %w", name, ctx.Err())
+	}
+}
+
+// query writes q on the process's stdin and waits for its one-line
+// answer, which must be "ok".
+func (p *proc) query(ctx context.Context, q string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := io.WriteString(p.stdin, q+"\n"); err != nil {
+		return fmt.Errorf("%s: %w", p.name, err)
+	}
+	select {
+	case l := <-p.lines:
+		if l != "ok" {
+			return fmt.Errorf("%s answered %q to %q", p.name, l, q)
+		}
+		return nil
+	case <-p.done:
+		return fmt.Errorf("%s exited: %v", p.name, p.err)
+	case <-ctx.Done():
+		return fmt.Errorf("%s: no answer to %q: %w", p.name, q, ctx.Err())
 	}
 }
 

@@ -75,7 +75,9 @@ type timed struct {
 }
 
 // runRamp drives g with the ramp of sc.
-func runRamp(ctx context.Context, cfg RampConfig, sc Scenario, g *gateway, sign *signer, logf func(string, ...any)) (RampResult, error) {
+// atFull, when not nil, runs halfway through the last stage, every
+// client connected.
+func runRamp(ctx context.Context, cfg RampConfig, sc Scenario, g *gateway, sign *signer, atFull func(), logf func(string, ...any)) (RampResult, error) {
 	res := RampResult{Scenario: sc}
 	if cfg.Stages <= 0 || cfg.Clients < cfg.Stages || cfg.Stage <= 0 {
 		return res, fmt.Errorf("gwbench: ramp of %d clients in %d stages of %v", cfg.Clients, cfg.Stages, cfg.Stage)
@@ -165,6 +167,15 @@ func runRamp(ctx context.Context, cfg RampConfig, sc Scenario, g *gateway, sign 
 			wg.Go(func() { client(i) })
 		}
 		stageEnds[st] = start.Add(time.Duration(st+1) * cfg.Stage)
+		if st == cfg.Stages-1 && atFull != nil {
+			t := time.NewTimer(time.Until(stageEnds[st].Add(-cfg.Stage / 2)))
+			select {
+			case <-t.C:
+				atFull()
+			case <-ctx.Done():
+				t.Stop()
+			}
+		}
 		t := time.NewTimer(time.Until(stageEnds[st]))
 		select {
 		case <-t.C:

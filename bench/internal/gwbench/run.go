@@ -35,6 +35,12 @@ type Config struct {
 	Log, Stderr io.Writer
 	// Command is the command line printed in the report.
 	Command string
+	// ProfileDir, when set, runs the ramp against package gateway in a
+	// process of this binary instead of the wizard-gateway binary, and
+	// writes its CPU profile over each pass and its heap profile,
+	// goroutines and memory statistics halfway through the last stage
+	// into ProfileDir/<pass>.
+	ProfileDir string
 }
 
 // Contenders lists the comparison's contenders in table order.
@@ -68,7 +74,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
-	e := &env{dir: dir, benchDir: bd, stderr: cfg.Stderr, logf: logf}
+	e := &env{dir: dir, benchDir: bd, stderr: cfg.Stderr, logf: logf, profDir: cfg.ProfileDir}
 	defer e.stopAll()
 	logf("building cmd/wizard-gateway")
 	if err := e.buildGateway(ctx); err != nil {
@@ -110,7 +116,7 @@ func (e *env) rampPass(ctx context.Context, cfg RampConfig, sc Scenario, logf fu
 			return RampResult{}, err
 		}
 	}
-	g, err := e.startWizardGateway(ctx, sign)
+	g, err := e.startWizardGateway(ctx, sign, sc.Name)
 	if err != nil {
 		return RampResult{}, err
 	}
@@ -124,7 +130,15 @@ func (e *env) rampPass(ctx context.Context, cfg RampConfig, sc Scenario, logf fu
 			return RampResult{}, fmt.Errorf("wizard-gateway with auth.jwt answered a request without a token: %v (want 401)", err)
 		}
 	}
-	r, err := runRamp(ctx, cfg, sc, g, sign, logf)
+	var atFull func()
+	if e.profDir != "" {
+		atFull = func() {
+			if err := g.main.query(ctx, queryHeap); err != nil {
+				logf("%v", err)
+			}
+		}
+	}
+	r, err := runRamp(ctx, cfg, sc, g, sign, atFull, logf)
 	if err != nil {
 		return r, err
 	}
