@@ -2,7 +2,9 @@ package gwbench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -59,6 +61,10 @@ type RampResult struct {
 	Stages   []StageStats
 	Res      Resources // the gateway process's
 	Connect  Stats     // the clients' connection (and auth frame) times
+	// LoadCPU and EchoCPU are the average CPU (% of one core) of the load
+	// generator (this process) and of the echo node over the pass: what
+	// the gateway shared the machine with.
+	LoadCPU, EchoCPU float64
 }
 
 // lastStage returns the stage with every client open.
@@ -77,7 +83,7 @@ type timed struct {
 // runRamp drives g with the ramp of sc.
 // atFull, when not nil, runs halfway through the last stage, every
 // client connected.
-func runRamp(ctx context.Context, cfg RampConfig, sc Scenario, g *gateway, sign *signer, atFull func(), logf func(string, ...any)) (RampResult, error) {
+func runRamp(ctx context.Context, cfg RampConfig, sc Scenario, g *gateway, echo *proc, sign *signer, atFull func(), logf func(string, ...any)) (RampResult, error) {
 	res := RampResult{Scenario: sc}
 	if cfg.Stages <= 0 || cfg.Clients < cfg.Stages || cfg.Stage <= 0 {
 		return res, fmt.Errorf("gwbench: ramp of %d clients in %d stages of %v", cfg.Clients, cfg.Stages, cfg.Stage)
@@ -94,6 +100,12 @@ func runRamp(ctx context.Context, cfg RampConfig, sc Scenario, g *gateway, sign 
 	}
 	mon, err := startMonitor([]int{g.main.pid()}, 250*time.Millisecond)
 	if err != nil {
+		return res, err
+	}
+	self, err1 := startMonitor([]int{os.Getpid()}, time.Second)
+	other, err2 := startMonitor([]int{echo.pid()}, time.Second)
+	if err := errors.Join(err1, err2); err != nil {
+		mon.finish()
 		return res, err
 	}
 	start := time.Now()
@@ -192,6 +204,9 @@ func runRamp(ctx context.Context, cfg RampConfig, sc Scenario, g *gateway, sign 
 	if res.Res, err = mon.finish(); err != nil {
 		return res, err
 	}
+	sr, _ := self.finish()
+	or, _ := other.finish()
+	res.LoadCPU, res.EchoCPU = sr.AvgCPU, or.AvgCPU
 	var all []time.Duration
 	byStage := make([][]time.Duration, cfg.Stages)
 	for _, m := range samples {

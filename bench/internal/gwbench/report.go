@@ -122,6 +122,8 @@ func (r *Report) writeRamp(b *strings.Builder) {
 	row("95th percentile", func(p pathfinderColumn) string { return ms(p.P95) }, func(x RampResult) string { return dur(x.Overall.P95) })
 	row("99th percentile", func(p pathfinderColumn) string { return ms(p.P99) }, func(x RampResult) string { return dur(x.Overall.P99) })
 	row("Requests / sec", func(p pathfinderColumn) string { return strconv.FormatFloat(p.PerSec, 'f', 3, 64) }, func(x RampResult) string { return rate(x.Overall.PerSec) })
+	row("(ours) load generator's avg CPU, %", func(pathfinderColumn) string { return "—" }, func(x RampResult) string { return f2(x.LoadCPU) })
+	row("(ours) echo node's avg CPU, %", func(pathfinderColumn) string { return "—" }, func(x RampResult) string { return f2(x.EchoCPU) })
 	b.WriteString("\npathfinder's columns are quoted from its README (Benchmarks): a MacBook Pro 13\" mid 2012, 2.5 GHz Core i5, 2 cores / 4 threads, " +
 		"every service in Docker, Gatling with 1,000 concurrent users in 5 stages; its JWT pass also registers each user and gets the token " +
 		"from its Auth/Auth microservice, which verifies the token on every request. Ours signs each client's token in the load generator " +
@@ -141,6 +143,18 @@ func (r *Report) writeRamp(b *strings.Builder) {
 			fmt.Fprintf(b, "- **%s: %d errors** (first: %s).\n", x.Scenario.Title(), x.Overall.Errors, x.Overall.FirstErr)
 		}
 	}
+	b.WriteString("With no pause between a client's requests, Little's law ties latency to throughput: the mean latency at full load is " +
+		"the clients divided by the req/s (")
+	var little []string
+	for _, x := range r.Ramps {
+		l := x.lastStage()
+		if l.PerSec > 0 {
+			little = append(little, fmt.Sprintf("%s: %d / %s req/s = %s, measured mean %s", x.Scenario.Title(), l.Clients, rate(l.PerSec),
+				dur(time.Duration(float64(l.Clients)/l.PerSec*float64(time.Second))), dur(l.Mean)))
+		}
+	}
+	b.WriteString(strings.Join(little, "; ") + "), so a p99 of 50 ms at 1,000 clients needs some 20,000 req/s or more through " +
+		"a machine whose 2 cores also run the load generator, the echo node and other work.\n\n")
 	b.WriteString("Connection set-up (dial, upgrade and auth frame), per pass: ")
 	var parts []string
 	for _, x := range r.Ramps {

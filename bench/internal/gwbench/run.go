@@ -138,7 +138,7 @@ func (e *env) rampPass(ctx context.Context, cfg RampConfig, sc Scenario, logf fu
 			}
 		}
 	}
-	r, err := runRamp(ctx, cfg, sc, g, sign, atFull, logf)
+	r, err := runRamp(ctx, cfg, sc, g, e.echo, sign, atFull, logf)
 	if err != nil {
 		return r, err
 	}
