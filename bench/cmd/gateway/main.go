@@ -30,7 +30,7 @@ func main() {
 	flag.IntVar(&cfg.Ramp.Clients, "clients", 1000, "clients of pathfinder's scenario at full load (0: skip it)")
 	flag.IntVar(&cfg.Ramp.Stages, "stages", 5, "stages of the ramp, each adding clients/stages clients")
 	flag.DurationVar(&cfg.Ramp.Stage, "stage", 10*time.Second, "duration of each stage")
-	scenarios := flag.String("scenarios", "", "comma-separated passes of the ramp (default all: ws,ws-hs256,ws-es256,http,http-hs256)")
+	scenarios := flag.String("scenarios", "", "comma-separated passes of the ramp (default all: ws,ws-hs256,ws-es256,http,http-hs256,http-es256)")
 	levels := flag.String("levels", "1,128,1000", "comma-separated numbers of connections of the comparison (empty: skip it)")
 	contenders := flag.String("contenders", "", "comma-separated contenders of the comparison (default all: "+strings.Join(gwbench.Contenders, ",")+")")
 	flag.IntVar(&cfg.Runs, "runs", 3, "runs per cell of the comparison; the report shows the median")

@@ -45,6 +45,7 @@ var Scenarios = []Scenario{
 	{Name: "ws-es256", WebSocket: true, Alg: "ES256"},
 	{Name: "http", WebSocket: false},
 	{Name: "http-hs256", WebSocket: false, Alg: "HS256"},
+	{Name: "http-es256", WebSocket: false, Alg: "ES256"},
 }
 
 // StageStats is one stage of a ramp: the calls that ended in it.
