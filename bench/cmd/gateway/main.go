@@ -37,7 +37,7 @@ func main() {
 	flag.DurationVar(&cfg.Warmup, "warmup", time.Second, "unmeasured time before each run of the comparison")
 	flag.DurationVar(&cfg.Duration, "duration", 5*time.Second, "measured time of each run of the comparison")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "profile the ramp's gateway (package gateway in a process of this binary, not the wizard-gateway binary) into this directory: cpu.pprof per pass, heap.pprof, goroutines.txt and memstats.txt halfway through the last stage")
-	out := flag.String("out", "results", "directory for gateway.md and gateway.svg")
+	out := flag.String("out", "results", "directory for gateway.md, gateway.svg (the comparison) and gateway-ramp.svg (the ramp)")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
 	flag.Parse()
 
@@ -75,6 +75,11 @@ func main() {
 	}
 	if len(rep.Cells) > 0 {
 		if err := write(filepath.Join(*out, "gateway.svg"), rep.WriteSVG); err != nil {
+			fail(err)
+		}
+	}
+	if len(rep.Ramps) > 0 {
+		if err := write(filepath.Join(*out, "gateway-ramp.svg"), rep.WriteRampSVG); err != nil {
 			fail(err)
 		}
 	}

@@ -112,11 +112,17 @@ func TestRunSmoke(t *testing.T) {
 	if err := rep.WriteSVG(&svg); err != nil {
 		t.Fatal(err)
 	}
-	checkSVG(t, svg.Bytes(), bars)
+	checkSVG(t, svg.Bytes(), "rect", "bar", bars)
+	svg.Reset()
+	if err := rep.WriteRampSVG(&svg); err != nil {
+		t.Fatal(err)
+	}
+	checkSVG(t, svg.Bytes(), "circle", "point", len(Scenarios)*cfg.Ramp.Stages)
 }
 
-// checkSVG checks that the chart is well-formed XML with a bar per cell.
-func checkSVG(t *testing.T, b []byte, bars int) {
+// checkSVG checks that a chart is well-formed XML with bars elements
+// elem of class class.
+func checkSVG(t *testing.T, b []byte, elem, class string, bars int) {
 	t.Helper()
 	d := xml.NewDecoder(bytes.NewReader(b))
 	got := 0
@@ -128,16 +134,16 @@ func checkSVG(t *testing.T, b []byte, bars int) {
 		if err != nil {
 			t.Fatalf("the chart is not well-formed: %v", err)
 		}
-		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "rect" {
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == elem {
 			for _, a := range se.Attr {
-				if a.Name.Local == "class" && a.Value == "bar" {
+				if a.Name.Local == "class" && a.Value == class {
 					got++
 				}
 			}
 		}
 	}
 	if got != bars {
-		t.Errorf("the chart has %d bars, want %d", got, bars)
+		t.Errorf("the chart has %d %s.%s, want %d", got, elem, class, bars)
 	}
 }
 

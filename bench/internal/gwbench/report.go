@@ -129,6 +129,7 @@ func (r *Report) writeRamp(b *strings.Builder) {
 		"from its Auth/Auth microservice, which verifies the token on every request. Ours signs each client's token in the load generator " +
 		"before it connects (not timed) and the gateway verifies it itself.\n\n")
 
+	b.WriteString("![p99 per stage of each pass](gateway-ramp.svg)\n\n")
 	fmt.Fprintf(b, "### Every stage\n\nThe calls that ended in each stage; RSS is the gateway's VmRSS at the stage's end, its clients' connections open.\n\n")
 	b.WriteString("| pass | clients | req/s | p50 | p75 | p95 | p99 | RSS at the end |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, x := range r.Ramps {
@@ -172,6 +173,9 @@ func (r *Report) writeCompare(b *strings.Builder) {
 		"connections, each a keep-alive HTTP/1.1 connection with one request in flight; each cell the median of %s of %v after %v of warm-up "+
 		"(req/s and each percentile taken separately), the contenders' runs interleaved. `wizard TCP, direct` is no gateway: a wizard node "+
 		"calling the same echo node over TCP, the baseline of the gateway's overhead.\n\n", runs(cfg.Runs), cfg.Duration, cfg.Warmup)
+	if len(r.Cells) > 0 {
+		b.WriteString("![req/s through each gateway](gateway.svg)\n\n")
+	}
 	b.WriteString("| connections | contender | req/s | p50 | p75 | p95 | p99 | errors | wizard-gateway's req/s over this |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range r.Cells {
 		ratio := "—"
