@@ -44,8 +44,9 @@ type env struct {
 	gwBin    string
 	stderr   io.Writer
 	logf     func(string, ...any)
-	echo     *proc  // the wizard echo node
-	profDir  string // when set, the ramp's gateway is roleProfGateway, profiled into it
+	echo     *proc    // the wizard echo node
+	profDir  string   // when set, the ramp's gateway is roleProfGateway, profiled into it
+	gwEnv    []string // added to wizard-gateway's environment
 	procs    []*proc
 }
 
@@ -171,7 +172,9 @@ func (e *env) startWizardGateway(ctx context.Context, s *signer, label string) (
 		}
 		p, err = e.child(ctx, childSpec{Role: roleProfGateway, Config: file, Dir: dir})
 	} else {
-		p, err = e.start(ctx, name, exec.Command(e.gwBin, "-c", file, "-l", "warn"), false)
+		cmd := exec.Command(e.gwBin, "-c", file, "-l", "warn")
+		cmd.Env = append(os.Environ(), e.gwEnv...)
+		p, err = e.start(ctx, name, cmd, false)
 	}
 	if err != nil {
 		return nil, err

@@ -59,6 +59,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if e.Commit != "" {
 		fmt.Fprintf(&b, ", wizard at %s", e.Commit)
 	}
+	if len(cfg.GatewayEnv) > 0 {
+		fmt.Fprintf(&b, "; wizard-gateway's environment: %s", strings.Join(cfg.GatewayEnv, " "))
+	}
 	fmt.Fprintf(&b, "; open-files limit %d  \nStarted %s, took %v; load average %s at the start, %s at the end "+
 		"(the machine is shared: other work skews every figure).\n\n",
 		r.FDLimit, r.StartedAt.UTC().Format(time.RFC3339), r.Elapsed.Round(time.Second), cmp.Or(e.LoadStart, "?"), cmp.Or(r.LoadEnd, "?"))

@@ -41,6 +41,9 @@ type Config struct {
 	// goroutines and memory statistics halfway through the last stage
 	// into ProfileDir/<pass>.
 	ProfileDir string
+	// GatewayEnv is added to wizard-gateway's environment (GOGC=50,
+	// GOMEMLIMIT=48MiB: the runtime's knobs, to see what they do to RSS).
+	GatewayEnv []string
 }
 
 // Contenders lists the comparison's contenders in table order.
@@ -74,7 +77,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
-	e := &env{dir: dir, benchDir: bd, stderr: cfg.Stderr, logf: logf, profDir: cfg.ProfileDir}
+	e := &env{dir: dir, benchDir: bd, stderr: cfg.Stderr, logf: logf, profDir: cfg.ProfileDir, gwEnv: cfg.GatewayEnv}
 	defer e.stopAll()
 	logf("building cmd/wizard-gateway")
 	if err := e.buildGateway(ctx); err != nil {
