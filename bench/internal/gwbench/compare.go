@@ -14,6 +14,11 @@ type Cell struct {
 	Conns     int
 	Stats     // PerSec and each percentile the median over Runs; Errors summed
 	Runs      []Stats
+	// RSS and CPU are the gateway process's: its VmRSS at the end of a
+	// run and its CPU over the run (% of one core), medians over Runs
+	// (zero for WizardDirect).
+	RSS int64
+	CPU float64
 }
 
 // compare runs the side by side comparison: every contender at every
@@ -91,8 +96,11 @@ func (e *env) compare(ctx context.Context, cfg Config, rep *Report, logf func(st
 	for _, n := range cfg.Levels {
 		type pool struct {
 			name    string
+			pid     int // the gateway's, 0 for WizardDirect
 			callers []caller
 			runs    []Stats
+			rss     []int64
+			cpu     []float64
 		}
 		var pools []*pool
 		closeAll := func() {
@@ -104,6 +112,9 @@ func (e *env) compare(ctx context.Context, cfg Config, rep *Report, logf func(st
 		}
 		for _, en := range entries {
 			p := &pool{name: en.name}
+			if en.g != nil {
+				p.pid = en.g.main.pid()
+			}
 			if en.g == nil { // WizardDirect: one node, one connection, one caller
 				if n != 1 {
 					continue
@@ -127,7 +138,19 @@ func (e *env) compare(ctx context.Context, cfg Config, rep *Report, logf func(st
 		}
 		for r := range cfg.Runs {
 			for _, p := range pools {
+				var mon *monitor
+				if p.pid != 0 {
+					var err error
+					if mon, err = startMonitor([]int{p.pid}, time.Second); err != nil {
+						closeAll()
+						return err
+					}
+				}
 				s, err := drive(ctx, p.callers, cfg.Warmup, cfg.Duration)
+				if mon != nil {
+					res, _ := mon.finish()
+					p.rss, p.cpu = append(p.rss, res.EndRSS), append(p.cpu, res.AvgCPU)
+				}
 				if err != nil {
 					closeAll()
 					return fmt.Errorf("%s, %d connections: %w", p.name, n, err)
@@ -138,7 +161,9 @@ func (e *env) compare(ctx context.Context, cfg Config, rep *Report, logf func(st
 		}
 		closeAll()
 		for _, p := range pools {
-			rep.Cells = append(rep.Cells, cellOf(p.name, n, p.runs))
+			c := cellOf(p.name, n, p.runs)
+			c.RSS, c.CPU = median(p.rss), median(p.cpu)
+			rep.Cells = append(rep.Cells, c)
 		}
 	}
 	return nil

@@ -174,18 +174,22 @@ func (r *Report) writeCompare(b *strings.Builder) {
 	fmt.Fprintf(b, "## Side by side over HTTP: wizard-gateway, moleculer-web, grpc-gateway\n\n")
 	fmt.Fprintf(b, "The same echo through each gateway, each in its own process in front of an echo service in another process; N "+
 		"connections, each a keep-alive HTTP/1.1 connection with one request in flight; each cell the median of %s of %v after %v of warm-up "+
-		"(req/s and each percentile taken separately), the contenders' runs interleaved. `wizard TCP, direct` is no gateway: a wizard node "+
+		"(req/s and each percentile taken separately), the contenders' runs interleaved. The last columns are the gateway process's VmRSS at the end of a run and its CPU over the run (%% of one core; Node.js runs JavaScript on one core), medians. `wizard TCP, direct` is no gateway: a wizard node "+
 		"calling the same echo node over TCP, the baseline of the gateway's overhead.\n\n", runs(cfg.Runs), cfg.Duration, cfg.Warmup)
 	if len(r.Cells) > 0 {
 		b.WriteString("![req/s through each gateway](gateway.svg)\n\n")
 	}
-	b.WriteString("| connections | contender | req/s | p50 | p75 | p95 | p99 | errors | wizard-gateway's req/s over this |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| connections | contender | req/s | p50 | p75 | p95 | p99 | errors | wizard-gateway's req/s over this | gateway RSS | gateway CPU |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range r.Cells {
 		ratio := "—"
 		if w, ok := r.cell(WizardGateway, c.Conns); ok && c.Contender != WizardGateway && c.PerSec > 0 {
 			ratio = strconv.FormatFloat(w.PerSec/c.PerSec, 'f', 2, 64) + "x"
 		}
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %d | %s |\n", c.Conns, titles[c.Contender], rate(c.PerSec), dur(c.P50), dur(c.P75), dur(c.P95), dur(c.P99), c.Errors, ratio)
+		rss, cpu := "—", "—"
+		if c.RSS > 0 {
+			rss, cpu = strconv.FormatFloat(mib(c.RSS), 'f', 1, 64)+" MiB", strconv.FormatFloat(c.CPU, 'f', 0, 64)+"%"
+		}
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s |\n", c.Conns, titles[c.Contender], rate(c.PerSec), dur(c.P50), dur(c.P75), dur(c.P95), dur(c.P99), c.Errors, ratio, rss, cpu)
 	}
 	b.WriteString("\n")
 	for _, g := range r.Gaps {
