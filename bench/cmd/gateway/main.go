@@ -1,0 +1,124 @@
+// Command gateway measures wizard-gateway: pathfinder's scenario (1,000
+// WebSocket or HTTP keep-alive clients ramped in 5 stages, with and
+// without a JWT, the gateway's memory and CPU from /proc) and a side by
+// side comparison with moleculer-web and grpc-gateway over HTTP. It
+// writes gateway.md and gateway.svg.
+//
+//	cd bench && go run ./cmd/gateway
+//	cd bench && go run ./cmd/gateway -clients 100 -stage 1s -levels 1,16 -duration 500ms -runs 1
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wizardmesh/wizard/bench/internal/gwbench"
+)
+
+func main() {
+	gwbench.ServeIfChild() // a server process: serves and exits
+
+	var cfg gwbench.Config
+	flag.IntVar(&cfg.Ramp.Clients, "clients", 1000, "clients of pathfinder's scenario at full load (0: skip it)")
+	flag.IntVar(&cfg.Ramp.Stages, "stages", 5, "stages of the ramp, each adding clients/stages clients")
+	flag.DurationVar(&cfg.Ramp.Stage, "stage", 10*time.Second, "duration of each stage")
+	scenarios := flag.String("scenarios", "", "comma-separated passes of the ramp (default all: ws,ws-hs256,ws-es256,http,http-hs256,http-es256)")
+	levels := flag.String("levels", "1,128,1000", "comma-separated numbers of connections of the comparison (empty: skip it)")
+	contenders := flag.String("contenders", "", "comma-separated contenders of the comparison (default all: "+strings.Join(gwbench.Contenders, ",")+")")
+	flag.IntVar(&cfg.Runs, "runs", 3, "runs per cell of the comparison; the report shows the median")
+	flag.DurationVar(&cfg.Warmup, "warmup", time.Second, "unmeasured time before each run of the comparison")
+	flag.DurationVar(&cfg.Duration, "duration", 5*time.Second, "measured time of each run of the comparison")
+	flag.StringVar(&cfg.ProfileDir, "profile", "", "profile the ramp's gateway (package gateway in a process of this binary, not the wizard-gateway binary) into this directory: cpu.pprof per pass, heap.pprof, goroutines.txt and memstats.txt halfway through the last stage")
+	gwEnv := flag.String("gateway-env", "", "space-separated NAME=VALUE pairs added to wizard-gateway's environment (e.g. GOMEMLIMIT=48MiB)")
+	out := flag.String("out", "results", "directory for gateway.md, gateway.svg (the comparison) and gateway-ramp.svg (the ramp)")
+	quiet := flag.Bool("q", false, "no progress lines on stderr")
+	flag.Parse()
+
+	var err error
+	if cfg.Levels, err = ints(*levels); err != nil {
+		fail(err)
+	}
+	if *scenarios != "" {
+		cfg.Scenarios = strings.Split(*scenarios, ",")
+	}
+	if *contenders != "" {
+		cfg.Contenders = strings.Split(*contenders, ",")
+	}
+	cfg.GatewayEnv = strings.Fields(*gwEnv)
+	if !*quiet {
+		cfg.Log = os.Stderr
+	}
+	cfg.Command = "go run ./cmd/gateway"
+	for _, a := range os.Args[1:] {
+		if a == "" || strings.ContainsAny(a, " \t'\"") {
+			a = strconv.Quote(a)
+		}
+		cfg.Command += " " + a
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	rep, err := gwbench.Run(ctx, cfg)
+	if err != nil {
+		fail(err)
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fail(err)
+	}
+	if err := write(filepath.Join(*out, "gateway.md"), rep.WriteMarkdown); err != nil {
+		fail(err)
+	}
+	if len(rep.Cells) > 0 {
+		if err := write(filepath.Join(*out, "gateway.svg"), rep.WriteSVG); err != nil {
+			fail(err)
+		}
+	}
+	if len(rep.Ramps) > 0 {
+		if err := write(filepath.Join(*out, "gateway-ramp.svg"), rep.WriteRampSVG); err != nil {
+			fail(err)
+		}
+	}
+	if err := rep.WriteMarkdown(os.Stdout); err != nil {
+		fail(err)
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s\n", *out)
+}
+
+func write(path string, fn func(w io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("-levels: %q is not a positive number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "gateway:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,171 @@
+package gwbench
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	ServeIfChild() // the test binary is re-executed as the echo and grpc processes
+	os.Exit(m.Run())
+}
+
+// TestRunSmoke runs a tiny version of everything: every pass of
+// pathfinder's ramp against the real wizard-gateway binary (10 clients in
+// 5 stages, WebSocket and HTTP, with and without HS256 and ES256 tokens
+// the gateway verifies), and every contender of the comparison at 1 and 4
+// connections; no call may fail, every figure must be sane, and the
+// report and chart must hold every row. moleculer-web may be a gap (no
+// Node.js), which the report must then name; WIZARD_REQUIRE=1 makes it a
+// failure.
+func TestRunSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds wizard-gateway and starts every contender's processes; not in -short")
+	}
+	levels := []int{1, 4}
+	cfg := Config{
+		Ramp:     RampConfig{Clients: 10, Stages: 5, Stage: 200 * time.Millisecond},
+		Levels:   levels,
+		Runs:     1,
+		Warmup:   100 * time.Millisecond,
+		Duration: 200 * time.Millisecond,
+		Command:  "go test",
+	}
+	if testing.Verbose() {
+		cfg.Log = os.Stderr
+	}
+	rep, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Ramps) != len(Scenarios) {
+		t.Fatalf("%d ramp passes, want %d", len(rep.Ramps), len(Scenarios))
+	}
+	for _, r := range rep.Ramps {
+		o := r.Overall
+		if o.Errors > 0 || o.Calls == 0 || o.P50 <= 0 || o.P99 < o.P50 {
+			t.Errorf("%s: %d calls, %d errors (first: %s), p50 %v, p99 %v", r.Scenario.Title(), o.Calls, o.Errors, o.FirstErr, o.P50, o.P99)
+		}
+		if len(r.Stages) != cfg.Ramp.Stages || r.lastStage().Clients != cfg.Ramp.Clients {
+			t.Errorf("%s: %d stages, the last with %d clients", r.Scenario.Title(), len(r.Stages), r.lastStage().Clients)
+		}
+		if r.Res.StartRSS <= 0 || r.Res.MaxRSS < r.Res.StartRSS || r.Res.AvgCPU < 0 {
+			t.Errorf("%s: insane resources %+v", r.Scenario.Title(), r.Res)
+		}
+	}
+	want := map[string]bool{WizardGateway: true, MoleculerWeb: true, GRPCGateway: true}
+	for _, g := range rep.Gaps {
+		if os.Getenv("WIZARD_REQUIRE") == "1" {
+			t.Errorf("%s not measured: %s", g.Contender, g.Reason)
+		} else {
+			t.Logf("%s not measured: %s", g.Contender, g.Reason)
+		}
+		delete(want, g.Contender)
+	}
+	bars := 0
+	for _, n := range levels {
+		for name := range want {
+			c, ok := rep.cell(name, n)
+			if !ok {
+				t.Errorf("no cell for %s at %d connections", name, n)
+				continue
+			}
+			bars++
+			if c.Errors > 0 || c.PerSec <= 0 || c.P50 <= 0 || c.P99 < c.P50 {
+				t.Errorf("%s, %d connections: %.0f req/s, p50 %v, p99 %v, %d errors (first: %s)", name, n, c.PerSec, c.P50, c.P99, c.Errors, c.FirstErr)
+			}
+		}
+	}
+	if _, ok := rep.cell(WizardDirect, 1); !ok {
+		t.Error("no cell for the direct wizard call at 1 connection")
+	} else {
+		bars++
+	}
+
+	var md bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"| Requests / sec | 162.723 | 53.357 |", "| 99th percentile | 12968 ms | 38587 ms |", "## Targets of issue 14"} {
+		if !strings.Contains(md.String(), s) {
+			t.Errorf("the report has no %q", s)
+		}
+	}
+	for _, r := range rep.Ramps {
+		if !strings.Contains(md.String(), "wizard, "+r.Scenario.Title()+" |") {
+			t.Errorf("the report has no column for %s", r.Scenario.Title())
+		}
+	}
+	for _, g := range rep.Gaps {
+		if !strings.Contains(md.String(), "Not measured: "+g.Contender) {
+			t.Errorf("the report does not name the gap %s", g.Contender)
+		}
+	}
+	var svg bytes.Buffer
+	if err := rep.WriteSVG(&svg); err != nil {
+		t.Fatal(err)
+	}
+	checkSVG(t, svg.Bytes(), "rect", "bar", bars)
+	svg.Reset()
+	if err := rep.WriteRampSVG(&svg); err != nil {
+		t.Fatal(err)
+	}
+	checkSVG(t, svg.Bytes(), "circle", "point", len(Scenarios)*cfg.Ramp.Stages)
+}
+
+// checkSVG checks that a chart is well-formed XML with bars elements
+// elem of class class.
+func checkSVG(t *testing.T, b []byte, elem, class string, bars int) {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(b))
+	got := 0
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the chart is not well-formed: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == elem {
+			for _, a := range se.Attr {
+				if a.Name.Local == "class" && a.Value == class {
+					got++
+				}
+			}
+		}
+	}
+	if got != bars {
+		t.Errorf("the chart has %d %s.%s, want %d", got, elem, class, bars)
+	}
+}
+
+// TestProfileSmoke runs a tiny WebSocket ramp against the profiled
+// gateway and checks that its profiles are written.
+func TestProfileSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the echo and gateway processes; not in -short")
+	}
+	dir := t.TempDir()
+	cfg := Config{Ramp: RampConfig{Clients: 5, Stages: 5, Stage: 200 * time.Millisecond}, Scenarios: []string{"ws-hs256"}, ProfileDir: dir}
+	rep, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Ramps) != 1 || rep.Ramps[0].Overall.Errors > 0 || rep.Ramps[0].Overall.Calls == 0 {
+		t.Fatalf("ramp: %+v", rep.Ramps)
+	}
+	for _, f := range []string{"cpu.pprof", "heap.pprof", "goroutines.txt", "memstats.txt"} {
+		st, err := os.Stat(filepath.Join(dir, "wizard-gateway-ws-hs256", f))
+		if err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v, %v", f, st, err)
+		}
+	}
+}

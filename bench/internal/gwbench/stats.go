@@ -1,0 +1,72 @@
+package gwbench
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Stats summarises the latencies of the calls that succeeded.
+type Stats struct {
+	Calls              int // succeeded
+	Errors             int // failed, or answered wrongly
+	FirstErr           string
+	Window             time.Duration // the time the calls were counted in
+	PerSec             float64       // Calls / Window
+	Min, Max, Mean, SD time.Duration
+	P50, P75, P95, P99 time.Duration
+}
+
+// summarise computes Stats of lat (sorted in place) over window.
+func summarise(lat []time.Duration, errs int, firstErr string, window time.Duration) Stats {
+	slices.Sort(lat)
+	s := Stats{Calls: len(lat), Errors: errs, FirstErr: firstErr, Window: window}
+	if window > 0 {
+		s.PerSec = float64(len(lat)) / window.Seconds()
+	}
+	if len(lat) == 0 {
+		return s
+	}
+	s.Min, s.Max = lat[0], lat[len(lat)-1]
+	var sum float64
+	for _, d := range lat {
+		sum += float64(d)
+	}
+	mean := sum / float64(len(lat))
+	var sq float64
+	for _, d := range lat {
+		sq += (float64(d) - mean) * (float64(d) - mean)
+	}
+	s.Mean = time.Duration(mean)
+	s.SD = time.Duration(math.Sqrt(sq / float64(len(lat))))
+	s.P50 = percentile(lat, 0.50)
+	s.P75 = percentile(lat, 0.75)
+	s.P95 = percentile(lat, 0.95)
+	s.P99 = percentile(lat, 0.99)
+	return s
+}
+
+// percentile returns the q-quantile of sorted (nearest rank), or 0 when
+// sorted is empty.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// median returns the median of xs (the mean of the middle two for an even
+// count), or 0 when xs is empty.
+func median[T ~int64 | ~float64](xs []T) T {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
