@@ -38,7 +38,7 @@ type wsConn struct {
 	g    *Gateway
 	c    *websocket.Conn
 	ip   string
-	send chan outMsg
+	send *sendQueue
 	quit chan struct{} // closed when the connection closes
 
 	ctx    context.Context // the requests', ended when the connection closes
@@ -97,7 +97,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	wc := &wsConn{
 		g: g, c: c, ip: g.clientIP(r),
-		send: make(chan outMsg, g.set.ws.sendQueue), quit: make(chan struct{}),
+		send: newSendQueue(g.set.ws.sendQueue), quit: make(chan struct{}),
 		ctx: ctx, cancel: cancel, inflight: make(map[string]context.CancelFunc),
 	}
 	if !g.addConn(wc) {
@@ -403,10 +403,8 @@ func (wc *wsConn) enqueue(b []byte) {
 	if wc.closed.Load() {
 		return
 	}
-	select {
-	case wc.send <- outMsg{b: b}:
-	default:
-		wc.g.log.Warn("gateway: websocket slow consumer: the send queue is full, closing", "remote", wc.ip, "queue", cap(wc.send))
+	if !wc.send.push(outMsg{b: b}) {
+		wc.g.log.Warn("gateway: websocket slow consumer: the send queue is full, closing", "remote", wc.ip, "queue", wc.send.max)
 		wc.closeWith(closeSlowConsumer, "slow consumer")
 	}
 }
@@ -419,20 +417,24 @@ func (wc *wsConn) write() {
 		timeout = wsWriteTimeout
 	}
 	for {
-		select {
-		case m := <-wc.send:
-			if m.close != 0 {
-				wc.closeWith(m.close, m.reason)
+		m, ok := wc.send.pop()
+		if !ok {
+			select {
+			case <-wc.send.ready:
+				continue
+			case <-wc.quit:
 				return
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			err := wc.c.Write(ctx, websocket.MessageText, m.b)
-			cancel()
-			if err != nil {
-				wc.closeWith(closeInternal, "write failed")
-				return
-			}
-		case <-wc.quit:
+		}
+		if m.close != 0 {
+			wc.closeWith(m.close, m.reason)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		err := wc.c.Write(ctx, websocket.MessageText, m.b)
+		cancel()
+		if err != nil {
+			wc.closeWith(closeInternal, "write failed")
 			return
 		}
 	}
@@ -444,9 +446,7 @@ func (wc *wsConn) closeAfterQueued(code websocket.StatusCode, reason string) {
 	if wc.closed.Load() {
 		return
 	}
-	select {
-	case wc.send <- outMsg{close: code, reason: reason}:
-	default:
+	if !wc.send.push(outMsg{close: code, reason: reason}) {
 		wc.closeWith(code, reason)
 	}
 }
