@@ -168,6 +168,7 @@ type remoteCall struct {
 	refused     int  // attempts refused without running
 	overloaded  int  // of those, refused as overloaded
 	withdrawn   bool // the retry budget paid for the next attempt
+	mayHaveRun  bool // an attempt was lost after it was written
 	lastErr     error
 	lastRefusal *Error
 }

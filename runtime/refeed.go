@@ -30,7 +30,14 @@ func (n *Node) callPeer(ctx context.Context, p *peer, m *Message, refeed bool) (
 		m.Flags |= FlagRetry
 		n.stats.refeeds.Add(1)
 		n.observeRefeed(ctx, p)
+		lost := err
 		reply, err = box.c.Call(ctx, m)
+		if errors.Is(err, ErrNotSent) {
+			// This copy was not sent, but the first may have run: the
+			// call is lost, never "not sent" (which would let it go to
+			// another peer and run twice).
+			return nil, lost
+		}
 	}
 	return reply, err
 }

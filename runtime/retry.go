@@ -60,6 +60,7 @@ func (c *remoteCall) next(ctx context.Context, o outcome) (step, Result, error) 
 		return stepDone, Result{}, &Error{Code: CodeOf(ctxErr), Message: fmt.Sprintf("wizard: call %q to %s: %v", c.r.pattern.String(), o.peer.addr, ctxErr), cause: ctxErr}
 	}
 	// Lost after it was written: it may have run.
+	c.mayHaveRun = true
 	if !c.cfg.idempotent {
 		return stepDone, Result{}, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("wizard: call %q to %s: %v", c.r.pattern.String(), o.peer.addr, o.err), cause: o.err}
 	}
@@ -94,6 +95,11 @@ func (c *remoteCall) exhausted(ctx context.Context) (Result, error) {
 	lastErr := c.lastErr
 	if lastErr == nil {
 		lastErr = errors.New("no target is connected: " + listPeers(c.n.routeStates(c.r)))
+	}
+	if c.mayHaveRun && errors.Is(lastErr, ErrNotSent) {
+		// An earlier attempt may have run: the call must not match
+		// ErrNotSent, whatever the last attempt met.
+		lastErr = errors.New(lastErr.Error())
 	}
 	return Result{}, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("wizard: no peer serving %q could take the call (%d tried): %v", name, tried, lastErr), cause: lastErr}
 }
