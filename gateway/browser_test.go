@@ -19,29 +19,15 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/wizardmesh/wizard/gateway/config"
+	"github.com/wizardmesh/wizard/internal/testkit/need"
 )
 
 // browserPage is the page a browser runs in TestBrowser.
 //
 //go:embed testdata/browser.html
 var browserPage []byte
-
-// requireEnv is runtime/internal/testkit/need's variable (which this
-// package cannot import): with WIZARD_REQUIRE=1 (.ci/run sets it) a
-// missing browser fails the test instead of skipping it.
-const requireEnv = "WIZARD_REQUIRE"
-
-// needSkipf skips t for lack of what format says, or fails it when
-// WIZARD_REQUIRE=1: need.Skipf's rule.
-func needSkipf(t *testing.T, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv(requireEnv) == "1" {
-		t.Fatalf("%s (required: %s=1)", msg, requireEnv)
-	}
-	t.Skip(msg)
-}
 
 // chromium finds a Chromium or Chrome on PATH.
 func chromium() string {
@@ -60,7 +46,7 @@ func newBrowser(t *testing.T) context.Context {
 	t.Helper()
 	path := chromium()
 	if path == "" {
-		needSkipf(t, "no Chromium on PATH (chromium, chromium-browser or google-chrome): apt-get install -y chromium")
+		need.Skipf(t, "no Chromium on PATH (chromium, chromium-browser or google-chrome): apt-get install -y chromium")
 	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
@@ -86,7 +72,7 @@ func newBrowser(t *testing.T) context.Context {
 		stop()
 	})
 	if err := chromedp.Do(ctx); err != nil {
-		needSkipf(t, "Chromium at %s does not start: %v", path, err)
+		need.Skipf(t, "Chromium at %s does not start: %v", path, err)
 	}
 	return ctx
 }

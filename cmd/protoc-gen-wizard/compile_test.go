@@ -11,6 +11,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/pluginpb"
+
+	"github.com/wizardmesh/wizard/internal/testkit/need"
 )
 
 // TestCompileAndRoundTrip proves that the stubs of every case that
@@ -26,7 +28,7 @@ func TestCompileAndRoundTrip(t *testing.T) {
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		skipf(t, "needs the go tool on PATH: %v", err)
+		need.Skipf(t, "needs the go tool on PATH: %v", err)
 	}
 	root, err := filepath.Abs("../..")
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wizardmesh/wizard/internal/testkit/need"
 )
 
 // TestOutsideModule follows the README's "Typed stubs" steps in a new
@@ -40,9 +42,9 @@ func TestOutsideModule(t *testing.T) {
 	steps := readmeSteps(t, filepath.Join(root, "README.md"))
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		skipf(t, "needs the go tool on PATH: %v", err)
+		need.Skipf(t, "needs the go tool on PATH: %v", err)
 	}
-	bufTool := findBuf(t, root, goTool)
+	bufTool := need.Buf(t, root, goTool)
 
 	// Not t.Context(): that ends before the cleanup that stops the server.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -185,28 +187,6 @@ func readmeSteps(t *testing.T, path string) outsideSteps {
 	return steps
 }
 
-// findBuf returns the buf binary: on PATH, or where `make buf` installs
-// it (CI sets GOBIN to the checkout's bin/; otherwise GOPATH/bin).
-func findBuf(t *testing.T, root, goTool string) string {
-	t.Helper()
-	if p, err := exec.LookPath("buf"); err == nil {
-		return p
-	}
-	candidates := []string{filepath.Join(root, "bin", "buf")}
-	if out, err := exec.Command(goTool, "env", "GOPATH").Output(); err == nil {
-		for _, dir := range filepath.SplitList(strings.TrimSpace(string(out))) {
-			candidates = append(candidates, filepath.Join(dir, "bin", "buf"))
-		}
-	}
-	for _, c := range candidates {
-		if _, err := os.Stat(c); err == nil {
-			return c
-		}
-	}
-	skipf(t, "needs buf (make buf installs it); looked on PATH and in %s", strings.Join(candidates, ", "))
-	return ""
-}
-
 // outsideEnv is the environment of the outside module's commands: no
 // workspace, and the module cache as the first proxy.
 func outsideEnv(t *testing.T, goTool string) []string {
@@ -253,17 +233,7 @@ func outsideRun(t *testing.T, ctx context.Context, dir string, env []string, arg
 	}
 	step := filepath.Base(args[0]) + " " + strings.Join(args[1:], " ")
 	if networkError.Match(out) {
-		skipf(t, "%s: offline? %v\n%s", step, err, out)
+		need.Skipf(t, "%s: offline? %v\n%s", step, err, out)
 	}
 	t.Fatalf("%s: %v\n%s", step, err, out)
-}
-
-// skipf skips the test, or fails it when WIZARD_REQUIRE=1 (as
-// runtime/internal/testkit/need, which cmd/ cannot import).
-func skipf(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("WIZARD_REQUIRE") == "1" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format, args...)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wizardmesh/wizard/internal/testkit/need"
 )
 
 // TestInit runs wizard init in a temporary directory, then buf generate,
@@ -22,13 +24,13 @@ func TestInit(t *testing.T) {
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		skipf(t, "needs the go tool on PATH: %v", err)
+		need.Skipf(t, "needs the go tool on PATH: %v", err)
 	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	bufTool := findBuf(t, root, goTool)
+	bufTool := need.Buf(t, root, goTool)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	dir := filepath.Join(t.TempDir(), "hello")
@@ -50,7 +52,7 @@ func TestInit(t *testing.T) {
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			if networkError.Match(out) {
-				skipf(t, "%s: offline: %s", strings.Join(args, " "), out)
+				need.Skipf(t, "%s: offline: %s", strings.Join(args, " "), out)
 			}
 			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
 		}
@@ -80,28 +82,6 @@ func TestInit(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.err, "exists already") {
 		t.Errorf("init over a scaffold: exit %d, %s; want 2, naming the file that exists", r.code, r.err)
 	}
-}
-
-// findBuf returns the buf binary: on PATH, or where make buf installs it
-// (CI sets GOBIN to the checkout's bin/; otherwise GOPATH/bin).
-func findBuf(t *testing.T, root, goTool string) string {
-	t.Helper()
-	if p, err := exec.LookPath("buf"); err == nil {
-		return p
-	}
-	candidates := []string{filepath.Join(root, "bin", "buf")}
-	if out, err := exec.Command(goTool, "env", "GOPATH").Output(); err == nil {
-		for _, dir := range filepath.SplitList(strings.TrimSpace(string(out))) {
-			candidates = append(candidates, filepath.Join(dir, "bin", "buf"))
-		}
-	}
-	for _, c := range candidates {
-		if fileExists(c) {
-			return c
-		}
-	}
-	skipf(t, "needs buf (make buf installs it); looked on PATH and in %s", strings.Join(candidates, ", "))
-	return ""
 }
 
 func fileExists(p string) bool {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wizardmesh/wizard/internal/testkit/need"
 )
 
 // TestREPL uses wizard repl as a person would, in a terminal that tmux
@@ -21,7 +23,7 @@ func TestREPL(t *testing.T) {
 	}
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
-		skipf(t, "needs tmux on PATH")
+		need.Skipf(t, "needs tmux on PATH")
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "wizard")

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wizardmesh/wizard/runtime/internal/testkit/need"
+	"github.com/wizardmesh/wizard/internal/testkit/need"
 )
 
 // nodeDir holds the Node.js packages the tests run (npm ci installs them).

@@ -16,11 +16,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	quicgo "github.com/quic-go/quic-go"
 
+	"github.com/wizardmesh/wizard/internal/testkit/need"
 	wizard "github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
 	"github.com/wizardmesh/wizard/runtime/internal/mux"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
-	"github.com/wizardmesh/wizard/runtime/internal/testkit/need"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )

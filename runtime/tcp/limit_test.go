@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wizardmesh/wizard/internal/testkit/need"
 	"github.com/wizardmesh/wizard/runtime"
-	"github.com/wizardmesh/wizard/runtime/internal/testkit/need"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"

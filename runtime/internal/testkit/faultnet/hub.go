@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wizardmesh/wizard/runtime/internal/testkit/need"
+	"github.com/wizardmesh/wizard/internal/testkit/need"
 )
 
 // Prefix starts the name of every namespace a Hub creates; the pid of the
