@@ -111,26 +111,3 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
-
-// shortRate formats a rate with k or M and about three significant digits.
-func shortRate(v float64) string {
-	unit := ""
-	switch {
-	case v >= 1e6:
-		v, unit = v/1e6, "M"
-	case v >= 1e3:
-		v, unit = v/1e3, "k"
-	}
-	prec := 0
-	switch {
-	case v < 10:
-		prec = 2
-	case v < 100:
-		prec = 1
-	}
-	s := strconv.FormatFloat(v, 'f', prec, 64)
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	return s + unit
-}

@@ -1,8 +1,6 @@
 package gwbench
 
 import (
-	"bufio"
-	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -30,32 +28,4 @@ func environment() Env {
 		}
 	}
 	return e
-}
-
-func cpuModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
-
-// loadAverage returns the 1, 5 and 15 minute load averages, or "".
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -300,36 +300,3 @@ func (r *Report) targets() []target {
 	}
 	return ts
 }
-
-// rate formats a count or rate with thousands separators.
-func rate(v float64) string {
-	s := strconv.FormatInt(int64(v+0.5), 10)
-	var out []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
-}
-
-// dur formats a latency: µs below 1 ms, ms below 1 s.
-func dur(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "-" + dur(-d)
-	case d < time.Millisecond:
-		return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64) + " µs"
-	case d < time.Second:
-		return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + " ms"
-	}
-	return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + " s"
-}
-
-func runs(n int) string {
-	if n == 1 {
-		return "1 run"
-	}
-	return strconv.Itoa(n) + " runs"
-}
