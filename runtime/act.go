@@ -161,6 +161,9 @@ func routeOf(re *rentry[*route]) *route {
 // handler if it has one, else on a peer; a nil r is not found (or the
 // call's [Default]). Every call goes through it.
 func (n *Node) callRoute(ctx context.Context, r *route, pairs []Pair, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
+	if cfg.waitForReady && cfg.ready == nil {
+		return n.callReady(ctx, r, pairs, msg, over, cfg)
+	}
 	if r == nil {
 		return n.notFound(string(appendCanonical(nil, pairs)), cfg)
 	}
@@ -186,6 +189,7 @@ func (n *Node) notFound(pattern string, cfg *callConfig) (Result, error) {
 	}
 	if n.remote != nil {
 		if err := n.unreachableError(pattern); err != nil {
+			cfg.ready.unavailable(false)
 			return Result{}, err
 		}
 	}

@@ -70,13 +70,13 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *cachedPa
 	for {
 		t, ok := c.pick(box.b)
 		if !ok {
-			return c.exhausted(ctx)
+			return c.giveUp(ctx)
 		}
 		switch s, res, err := c.next(ctx, c.attempt(ctx, box.b, t)); s {
 		case stepDone:
 			return res, err
 		case stepGiveUp:
-			return c.exhausted(ctx)
+			return c.giveUp(ctx)
 		}
 	}
 }
