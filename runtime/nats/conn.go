@@ -167,20 +167,26 @@ func (c *Conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, 
 	if size, max := f.Size()-4, c.b.maxFrame(); size > max {
 		return nil, runtime.NewError(runtime.CodeResourceExhausted, fmt.Sprintf("%s: request of %d bytes: frame too large (limit %d)", c.where, size, max))
 	}
-	data := encodeFrame(&f)
+	fb := encodePooled(&f)
 	if err := c.begin(); err != nil {
+		fb.free()
 		return nil, err
 	}
 	defer c.end()
 	if m.Flags&runtime.FlagNoReply != 0 {
-		if err := c.b.nc.Publish(c.subject, data); err != nil {
+		err := c.b.nc.Publish(c.subject, fb.b)
+		fb.free()
+		if err != nil {
 			return nil, bridge.NotSent(c.where, err)
 		}
 		return nil, nil
 	}
-	p := &pending{ch: make(chan answer, 1), conn: c}
+	p := getPending(c)
+	defer putPending(p) // every path below has taken p's one answer, or made sure none comes
 	id, reply := c.b.register(p)
-	if err := c.b.nc.PublishRequest(c.subject, reply, data); err != nil {
+	err := c.b.nc.PublishRequest(c.subject, reply, fb.b)
+	fb.free()
+	if err != nil {
 		if c.b.unregister(id) {
 			return nil, bridge.NotSent(c.where, err)
 		}

@@ -55,12 +55,13 @@ type worker struct {
 	next chan *job // capacity 1; nil: leave
 }
 
-// job is one call for a worker.
+// job is one call for a worker, with its state and message in the same
+// allocation.
 type job struct {
 	ctx     context.Context
-	s       *serving
+	s       serving
 	reply   string // "" for a no-reply call
-	m       *runtime.Message
+	m       runtime.Message
 	noReply bool
 }
 
@@ -173,16 +174,15 @@ func (l *Listener) request(reply string, f *wire.Frame) {
 		d = l.t.serveTimeout
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, d)
-	s := &serving{cancel: cancel, keep: f.Flags&wire.FlagKeep != 0, share: share}
-	key := reply
+	j := &job{ctx: ctx, s: serving{cancel: cancel, keep: f.Flags&wire.FlagKeep != 0, share: share}, reply: reply, noReply: noReply}
 	if noReply {
-		key = "" // a no-reply call cannot be cancelled; it is not in running
+		j.reply = "" // a no-reply call cannot be cancelled; it is not in running
 	} else {
-		l.running[key] = s
+		l.running[reply] = &j.s
 	}
 	l.wg.Add(1)
 	l.mu.Unlock()
-	m := &runtime.Message{
+	j.m = runtime.Message{
 		Pattern:  f.Pattern,
 		Flags:    runtime.MessageFlags(f.Flags),
 		Codec:    runtime.Codec(f.Codec),
@@ -191,7 +191,6 @@ func (l *Listener) request(reply string, f *wire.Frame) {
 		Meta:     bridge.FromWire(f.Meta),
 		Remote:   runtime.NewRemote("nats", callerOf(reply), nil),
 	}
-	j := &job{ctx: ctx, s: s, reply: key, m: m, noReply: noReply}
 	l.mu.Lock()
 	if n := len(l.idle); n > 0 {
 		w := l.idle[n-1]
@@ -210,7 +209,7 @@ func (l *Listener) request(reply string, f *wire.Frame) {
 func (l *Listener) work(j *job) {
 	w := &worker{next: make(chan *job, 1)}
 	for j != nil {
-		l.serve(j.ctx, j.s, j.reply, j.m, j.noReply)
+		l.serve(j.ctx, &j.s, j.reply, &j.m, j.noReply)
 		l.mu.Lock()
 		if l.closed || len(l.idle) >= maxIdleWorkers {
 			l.mu.Unlock()
@@ -285,7 +284,10 @@ func (l *Listener) serve(ctx context.Context, s *serving, reply string, m *runti
 // publish sends f to subject; a failure (the broker connection is down)
 // loses it, as a connection lost loses a reply.
 func (l *Listener) publish(subject string, f *wire.Frame) {
-	if err := l.b.nc.Publish(subject, encodeFrame(f)); err != nil {
+	fb := encodePooled(f)
+	err := l.b.nc.Publish(subject, fb.b)
+	fb.free()
+	if err != nil {
 		l.log.Debug("wizard: nats: reply not sent", "subject", l.subject, "reply", subject, "err", err)
 	}
 }
