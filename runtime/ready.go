@@ -83,17 +83,20 @@ func (n *Node) callReady(ctx context.Context, r *route, pairs []Pair, msg any, o
 		if err == nil || !w.unready || ctx.Err() != nil {
 			return res, err
 		}
-		if w.mayHaveRun && (!cfg.idempotent || !n.remote.budget.withdraw()) {
+		paid := w.mayHaveRun
+		if paid && (!cfg.idempotent || !n.remote.budget.withdraw()) {
 			return res, err // run again only if idempotent, and within the retry budget
 		}
 		n.stats.readyWaits.Add(1)
 		if r = wt.next(ctx); r == nil {
+			if paid {
+				n.remote.budget.refund() // not run again after all
+			}
 			if n.closed.Load() {
 				return Result{}, errClosed()
 			}
 			return Result{}, n.waitEnded(ctx, pairs, err)
 		}
-		n.stats.retries.Add(1)
 	}
 }
 
