@@ -32,10 +32,11 @@ func (n *Node) callPeer(ctx context.Context, p *peer, m *Message, refeed bool) (
 		n.observeRefeed(ctx, p)
 		lost := err
 		reply, err = box.c.Call(ctx, m)
-		if errors.Is(err, ErrNotSent) {
-			// This copy was not sent, but the first may have run: the
-			// call is lost, never "not sent" (which would let it go to
-			// another peer and run twice).
+		if errors.Is(err, ErrNotSent) || err == nil && reply != nil && reply.Flags&FlagRefused != 0 {
+			// This copy was not sent, or refused unrun (the first may
+			// still hold its place there), but the first may have run:
+			// the call is lost, never "not sent" or refused (which would
+			// let it go to another peer and run twice).
 			return nil, lost
 		}
 	}
