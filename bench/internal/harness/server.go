@@ -68,6 +68,9 @@ func ServeIfChild() {
 // queries of the control protocol read from in, and stops when in reaches
 // EOF (the parent closed it, or died).
 func serve(s ServerSpec, in io.Reader, out io.Writer) error {
+	if s.Role == RoleEcho {
+		return serveEcho(s, in, out)
+	}
 	c, err := Lookup(s.Contender)
 	if err != nil {
 		return err
