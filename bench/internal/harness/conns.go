@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -130,9 +131,11 @@ func RunConns(ctx context.Context, cfg ConnsConfig) (*ConnsReport, error) {
 	logf := logger(cfg.Log)
 	rep := &ConnsReport{Env: environment(), Config: cfg, FDLimit: lim.Cur, StartedAt: time.Now()}
 	if cfg.CPUProfileDir != "" {
-		if err := os.MkdirAll(cfg.CPUProfileDir, 0o755); err != nil {
+		stop, err := profileClient(cfg.CPUProfileDir, "client-conns.pprof")
+		if err != nil {
 			return nil, err
 		}
+		defer stop()
 	}
 	for _, c := range cs {
 		row, err := runConns(ctx, cfg, c, logf)
@@ -338,7 +341,7 @@ func parseRSS(status []byte) (int64, error) {
 			return 0, fmt.Errorf("harness: VmRSS line %q: want a number of kB", sc.Text())
 		}
 		n, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil || n < 0 {
+		if err != nil || n < 0 || n > math.MaxInt64>>10 {
 			return 0, fmt.Errorf("harness: VmRSS line %q: want a number of kB", sc.Text())
 		}
 		return n << 10, nil

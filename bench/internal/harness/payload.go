@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -78,9 +79,11 @@ func RunPayload(ctx context.Context, cfg PayloadConfig) (*PayloadReport, error) 
 	logf := logger(cfg.Log)
 	rep := &PayloadReport{Env: environment(), Config: cfg, Contenders: cs, StartedAt: time.Now()}
 	if cfg.CPUProfileDir != "" {
-		if err := os.MkdirAll(cfg.CPUProfileDir, 0o755); err != nil {
+		stop, err := profileClient(cfg.CPUProfileDir, "client-payload.pprof")
+		if err != nil {
 			return nil, err
 		}
+		defer stop()
 	}
 	var children []*child
 	var clients []EchoClient
@@ -159,6 +162,26 @@ func checkEcho(ctx context.Context, c EchoClient, sizes []int) error {
 		}
 	}
 	return nil
+}
+
+// profileClient makes dir and starts a CPU profile of this process into
+// dir/name; the function returned stops it.
+func profileClient(dir, name string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func logger(w io.Writer) func(string, ...any) {
