@@ -20,7 +20,7 @@ var (
 	payloadSizes    = flag.String("payload", "", "payload mode: comma-separated payload sizes to echo (16, 1K, 64KiB, 1M); runs instead of the comparison")
 	payloadCallers  = flag.Int("payload-callers", 16, "payload mode: concurrent callers over the one connection")
 	conns           = flag.Int("conns", 0, "connections mode: this many client connections to one server; runs instead of the comparison")
-	connsContenders = flag.String("conns-contenders", "wizard-tcp", "connections mode: comma-separated contenders")
+	connsContenders = flag.String("conns-contenders", "wizard-tcp,grpc,floor", "connections mode: comma-separated contenders (gRPC-go and the floor for reference)")
 	connsSettle     = flag.Duration("conns-settle", time.Second, "connections mode: idle time before the server's idle RSS is read")
 )
 

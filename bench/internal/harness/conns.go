@@ -57,6 +57,8 @@ type ConnsRow struct {
 	// Spread is Conns connections with one caller each; Shared one
 	// connection with Conns callers.
 	Spread, Shared Cell
+	// SpreadCPU and SharedCPU are their median CPU times per call.
+	SpreadCPU, SharedCPU CPUPerCall
 	// DialTime is how long the Conns clients took to connect.
 	DialTime time.Duration
 }
@@ -197,28 +199,31 @@ func runConns(ctx context.Context, cfg ConnsConfig, c Contender, logf func(strin
 	load := Load{Callers: cfg.Conns, Warmup: cfg.Warmup, Duration: cfg.Duration, MaxCalls: cfg.MaxCalls}
 	spread := spreadClient(clients)
 	var spreadRuns, sharedRuns []Sample
+	var spreadCPU, sharedCPU []CPUPerCall
 	for r := range cfg.Runs {
 		for _, t := range []struct {
 			what string
 			c    Client
 			runs *[]Sample
+			cpu  *[]CPUPerCall
 			peak *int64
 		}{
-			{fmt.Sprintf("%d connections", cfg.Conns), spread, &spreadRuns, &row.RSSBusy},
-			{fmt.Sprintf("1 connection, %d callers", cfg.Conns), clients[0], &sharedRuns, &row.RSSShared},
+			{fmt.Sprintf("%d connections", cfg.Conns), spread, &spreadRuns, &spreadCPU, &row.RSSBusy},
+			{fmt.Sprintf("1 connection, %d callers", cfg.Conns), clients[0], &sharedRuns, &sharedCPU, &row.RSSShared},
 		} {
-			s, peak, err := driveSampled(ctx, t.c, load, pid)
+			s, cpu, peak, err := driveSampled(ctx, t.c, load, pid)
 			if err != nil {
 				return row, fmt.Errorf("%s, %s: %w", c.Title, t.what, err)
 			}
 			*t.peak = max(*t.peak, peak)
 			*t.runs = append(*t.runs, s)
-			logf("%-14s %-26s run %d/%d  %9.0f req/s  p50 %9v  p99 %9v  errors %d  server RSS peak %s",
-				c.Title, t.what, r+1, cfg.Runs, s.PerSec, s.P50, s.P99, s.Errors, Size(int(peak)))
+			*t.cpu = append(*t.cpu, cpu)
+			logf("%-14s %-26s run %d/%d  %9.0f req/s  p50 %9v  p99 %9v  CPU/call server %v client %v  errors %d  server RSS peak %s",
+				c.Title, t.what, r+1, cfg.Runs, s.PerSec, s.P50, s.P99, cpu.Server, cpu.Client, s.Errors, Size(int(peak)))
 		}
 	}
-	row.Spread = cellOf(c, cfg.Conns, spreadRuns)
-	row.Shared = cellOf(c, cfg.Conns, sharedRuns)
+	row.Spread, row.SpreadCPU = cellOf(c, cfg.Conns, spreadRuns), medianCPU(spreadCPU)
+	row.Shared, row.SharedCPU = cellOf(c, cfg.Conns, sharedRuns), medianCPU(sharedCPU)
 	if err := settle(ctx, cfg.Settle); err != nil {
 		return row, err
 	}
@@ -292,9 +297,10 @@ func (s spreadClient) Call(ctx context.Context, a, b float64) (float64, error) {
 
 func (s spreadClient) Close() error { return nil }
 
-// driveSampled drives c with l while it samples the RSS of process pid
-// every 50 ms, and returns the run and the most RSS it saw.
-func driveSampled(ctx context.Context, c Client, l Load, pid int) (Sample, int64, error) {
+// driveSampled drives c with l (see [driveCPU]) while it samples the RSS
+// of process pid every 50 ms, and returns the run, its CPU times per call
+// and the most RSS it saw.
+func driveSampled(ctx context.Context, c Client, l Load, pid int) (Sample, CPUPerCall, int64, error) {
 	stop := make(chan struct{})
 	peak := make(chan int64, 1)
 	go func() {
@@ -313,9 +319,9 @@ func driveSampled(ctx context.Context, c Client, l Load, pid int) (Sample, int64
 			}
 		}
 	}()
-	s, err := drive(ctx, c, l)
+	s, cpu, err := driveCPU(ctx, c, l, pid)
 	close(stop)
-	return s, <-peak, err
+	return s, cpu, <-peak, err
 }
 
 // readRSS returns the resident set of process pid in bytes (VmRSS in
@@ -377,14 +383,15 @@ func (r *ConnsReport) WriteMarkdown(w io.Writer) error {
 			dur(row.DialTime))
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "| contender | load | req/s | p50 | p99 | vs 1 conn |\n|---|---|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| contender | load | req/s | p50 | p99 | vs 1 conn | server CPU/call | client CPU/call |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, row := range r.Rows {
 		for _, l := range []struct {
 			what string
 			c    Cell
-		}{{fmt.Sprintf("%d connections, 1 caller each", cfg.Conns), row.Spread}, {fmt.Sprintf("1 connection, %d callers", cfg.Conns), row.Shared}} {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", row.Contender, l.what, rate(l.c.PerSec), dur(l.c.P50), dur(l.c.P99),
-				ratioIf(true, l.c.PerSec, row.Shared.PerSec))
+			cpu  CPUPerCall
+		}{{fmt.Sprintf("%d connections, 1 caller each", cfg.Conns), row.Spread, row.SpreadCPU}, {fmt.Sprintf("1 connection, %d callers", cfg.Conns), row.Shared, row.SharedCPU}} {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", row.Contender, l.what, rate(l.c.PerSec), dur(l.c.P50), dur(l.c.P99),
+				ratioIf(true, l.c.PerSec, row.Shared.PerSec), cpuDur(l.cpu.Server), cpuDur(l.cpu.Client))
 		}
 	}
 	b.WriteString("\n")

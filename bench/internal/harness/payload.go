@@ -43,6 +43,9 @@ type PayloadCell struct {
 	Size int
 	// BytesPerSec is PerSec times Size: payload bytes each way.
 	BytesPerSec float64
+	// CPU is the median CPU time per call of the server process and of
+	// the client process.
+	CPU CPUPerCall
 }
 
 // PayloadReport is what [RunPayload] measured.
@@ -125,24 +128,27 @@ func RunPayload(ctx context.Context, cfg PayloadConfig) (*PayloadReport, error) 
 	}
 	for _, size := range cfg.Sizes {
 		runs := make([][]Sample, len(cs))
+		cpus := make([][]CPUPerCall, len(cs))
 		for r := range cfg.Runs {
 			for i, c := range cs {
 				ec, err := newEchoCaller(clients[i], size, cfg.Callers)
 				if err != nil {
 					return nil, err
 				}
-				s, err := drive(ctx, ec, Load{Callers: cfg.Callers, Warmup: cfg.Warmup, Duration: cfg.Duration, MaxCalls: cfg.MaxCalls})
+				load := Load{Callers: cfg.Callers, Warmup: cfg.Warmup, Duration: cfg.Duration, MaxCalls: cfg.MaxCalls}
+				s, cpu, err := driveCPU(ctx, ec, load, children[i].cmd.Process.Pid)
 				if err != nil {
 					return nil, fmt.Errorf("%s, %s payload: %w", c.Title, Size(size), err)
 				}
-				logf("%-14s %8s payload  run %d/%d  %9.0f req/s  %9s/s  p50 %9v  p99 %9v  errors %d",
-					c.Title, Size(size), r+1, cfg.Runs, s.PerSec, Size(int(s.PerSec*float64(size))), s.P50, s.P99, s.Errors)
+				logf("%-14s %8s payload  run %d/%d  %9.0f req/s  %11s  p50 %9v  p99 %9v  CPU/call server %v client %v  errors %d",
+					c.Title, Size(size), r+1, cfg.Runs, s.PerSec, bytesRate(s.PerSec*float64(size)), s.P50, s.P99, cpu.Server, cpu.Client, s.Errors)
 				runs[i] = append(runs[i], s)
+				cpus[i] = append(cpus[i], cpu)
 			}
 		}
 		for i, c := range cs {
 			cell := cellOf(c, cfg.Callers, runs[i])
-			rep.Cells = append(rep.Cells, PayloadCell{Cell: cell, Size: size, BytesPerSec: cell.PerSec * float64(size)})
+			rep.Cells = append(rep.Cells, PayloadCell{Cell: cell, Size: size, BytesPerSec: cell.PerSec * float64(size), CPU: medianCPU(cpus[i])})
 		}
 	}
 	rep.Elapsed = time.Since(rep.StartedAt)
@@ -265,15 +271,18 @@ func (r *PayloadReport) WriteMarkdown(w io.Writer) error {
 	writeRunHeader(&b, cfg.Command, r.Env, r.StartedAt, r.Elapsed, r.LoadEnd)
 	fmt.Fprintf(&b, "Each contender echoes a payload: the request carries it and the answer carries the same bytes back, so every call moves "+
 		"the payload once each way; bytes/s counts the payload one way (req/s x size). %d callers share the contender's one connection; "+
-		"each cell is the median of %s of %v after %v of warm-up, and every answer's length and stamps (the call's number at both ends) are checked.\n\n",
+		"each cell is the median of %s of %v after %v of warm-up, and every answer's length and stamps (the call's number at both ends) are checked. "+
+		"CPU/call is the user and system time of the server process and of the client process over a whole run, warm-up included, divided by its calls "+
+		"(the server's from /proc/PID/stat, in 10 ms ticks): on a shared machine it moves less than the rates do.\n\n",
 		cfg.Callers, runs(cfg.Runs), cfg.Duration, cfg.Warmup)
-	fmt.Fprintf(&b, "| payload | contender | req/s | bytes/s | p50 | p99 | bytes/s vs floor | bytes/s vs gRPC-go |\n")
-	fmt.Fprintf(&b, "|---:|---|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| payload | contender | req/s | bytes/s | p50 | p99 | bytes/s vs floor | bytes/s vs gRPC-go | server CPU/call | client CPU/call | CPU/call vs floor |\n")
+	fmt.Fprintf(&b, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range r.Cells {
 		f, fok := r.cell(floorName, c.Size)
 		g, gok := r.cell(gRPCName, c.Size)
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", Size(c.Size), c.Contender, rate(c.PerSec), bytesRate(c.BytesPerSec),
-			dur(c.P50), dur(c.P99), ratioIf(fok, c.BytesPerSec, f.BytesPerSec), ratioIf(gok, c.BytesPerSec, g.BytesPerSec))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", Size(c.Size), c.Contender, rate(c.PerSec), bytesRate(c.BytesPerSec),
+			dur(c.P50), dur(c.P99), ratioIf(fok, c.BytesPerSec, f.BytesPerSec), ratioIf(gok, c.BytesPerSec, g.BytesPerSec),
+			cpuDur(c.CPU.Server), cpuDur(c.CPU.Client), ratioIf(fok, float64(c.CPU.Server+c.CPU.Client), float64(f.CPU.Server+f.CPU.Client)))
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "| target | measured | met |\n|---|---:|---|\n")

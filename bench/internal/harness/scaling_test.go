@@ -40,6 +40,9 @@ func TestPayloadSmoke(t *testing.T) {
 			if cell.BytesPerSec != cell.PerSec*float64(size) {
 				t.Errorf("%s, %s: %.0f bytes/s for %.0f req/s", c.Title, Size(size), cell.BytesPerSec, cell.PerSec)
 			}
+			if cell.CPU.Server < 0 || cell.CPU.Client <= 0 {
+				t.Errorf("%s, %s: CPU per call %+v", c.Title, Size(size), cell.CPU)
+			}
 		}
 	}
 	var md bytes.Buffer
@@ -295,3 +298,35 @@ func (r recorder) Call(_ context.Context, a, b float64) (float64, error) {
 func (recorder) Close() error { return nil }
 
 func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
+
+func TestParseStatCPU(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"123 (compare) S 1 2 3 4 5 6 7 8 9 10 250 30 0 0 20 0 9", 280 * clockTick, true},
+		{"123 (a) b) (c) R 1 2 3 4 5 6 7 8 9 10 1 2 0", 3 * clockTick, true},
+		{"123 compare S 1 2 3", 0, false},
+		{"123 (x) S 1 2 3 4 5 6 7 8 9 10 -1 2 0", 0, false},
+		{"123 (x) S 1 2 3 4 5 6 7 8 9 10 99999999999999999 2 0", 0, false},
+		{"123 (x) S 1 2", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := parseStatCPU([]byte(tt.in))
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("parseStatCPU(%q) = %v, %v; want %v, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+// FuzzParseStatCPU checks that parseStatCPU never panics nor returns a
+// negative time.
+func FuzzParseStatCPU(f *testing.F) {
+	f.Add([]byte("1 (x) S 1 2 3 4 5 6 7 8 9 10 250 30 0"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if d, err := parseStatCPU(b); err == nil && d < 0 {
+			t.Fatalf("parseStatCPU(%q) = %v", b, d)
+		}
+	})
+}
