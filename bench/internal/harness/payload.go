@@ -245,15 +245,16 @@ func ParseSize(s string) (int, error) {
 	return n * mult, nil
 }
 
-// bytesRate formats bytes per second in MB/s-like binary units.
+// bytesRate formats bytes per second in decimal units (MB/s), as the
+// chart's axis does.
 func bytesRate(v float64) string {
 	switch {
-	case v >= 1<<30:
-		return strconv.FormatFloat(v/(1<<30), 'f', 2, 64) + " GiB/s"
-	case v >= 1<<20:
-		return strconv.FormatFloat(v/(1<<20), 'f', 1, 64) + " MiB/s"
-	case v >= 1<<10:
-		return strconv.FormatFloat(v/(1<<10), 'f', 1, 64) + " KiB/s"
+	case v >= 1e9:
+		return strconv.FormatFloat(v/1e9, 'f', 2, 64) + " GB/s"
+	case v >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', 1, 64) + " MB/s"
+	case v >= 1e3:
+		return strconv.FormatFloat(v/1e3, 'f', 1, 64) + " kB/s"
 	}
 	return strconv.FormatFloat(v, 'f', 0, 64) + " B/s"
 }
@@ -377,7 +378,5 @@ func (r *PayloadReport) WriteSVG(w io.Writer) error {
 	return ch.write(w)
 }
 
-// shortBytes labels a byte rate on a chart (12.3M).
-func shortBytes(v float64) string {
-	return strings.TrimSuffix(strings.TrimSuffix(bytesRate(v), "/s"), "iB")
-}
+// shortBytes labels a byte rate on the chart (12.3MB/s).
+func shortBytes(v float64) string { return shortRate(v) + "B/s" }

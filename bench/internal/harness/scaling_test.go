@@ -330,3 +330,14 @@ func FuzzParseStatCPU(f *testing.F) {
 		}
 	})
 }
+
+func TestBytesRate(t *testing.T) {
+	for v, want := range map[float64]string{999: "999 B/s", 2500: "2.5 kB/s", 266.3e6: "266.3 MB/s", 1.15e9: "1.15 GB/s"} {
+		if got := bytesRate(v); got != want {
+			t.Errorf("bytesRate(%v) = %q, want %q", v, got, want)
+		}
+	}
+	if got := shortBytes(266.3e6); got != "266MB/s" {
+		t.Errorf("shortBytes(266.3e6) = %q", got)
+	}
+}
