@@ -61,6 +61,18 @@ type ConnsRow struct {
 	SpreadCPU, SharedCPU CPUPerCall
 	// DialTime is how long the Conns clients took to connect.
 	DialTime time.Duration
+	// MemOne and MemIdle are the server's goroutines and Go memory with
+	// one connection and with Conns idle, each after a collection.
+	MemOne, MemIdle MemStats
+}
+
+// perIdleConn returns what each idle connection beyond the first adds to
+// the server: goroutines, bytes of heap in use and of stacks.
+func (r ConnsRow) perIdleConn() (goroutines, heap, stack float64) {
+	n := float64(max(r.Conns-1, 1))
+	return float64(r.MemIdle.Goroutines-r.MemOne.Goroutines) / n,
+		(float64(r.MemIdle.HeapInuse) - float64(r.MemOne.HeapInuse)) / n,
+		(float64(r.MemIdle.StackInuse) - float64(r.MemOne.StackInuse)) / n
 }
 
 // IdlePerConn is the server's RSS per idle connection beyond the first.
@@ -182,6 +194,9 @@ func runConns(ctx context.Context, cfg ConnsConfig, c Contender, logf func(strin
 	if row.RSSOne, err = readRSS(pid); err != nil {
 		return row, err
 	}
+	if row.MemOne, err = ch.mem(ctx); err != nil {
+		return row, err
+	}
 	start := time.Now()
 	if err := dialAll(ctx, c, ch.addr, clients, cfg.DialParallel); err != nil {
 		return row, err
@@ -191,6 +206,9 @@ func runConns(ctx context.Context, cfg ConnsConfig, c Contender, logf func(strin
 		return row, err
 	}
 	if row.RSSIdle, err = readRSS(pid); err != nil {
+		return row, err
+	}
+	if row.MemIdle, err = ch.mem(ctx); err != nil {
 		return row, err
 	}
 	logf("%-14s %d connections in %v; server pid %d RSS %s with one, %s with all idle (%s per connection)",
@@ -381,6 +399,14 @@ func (r *ConnsReport) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.Contender, Size(int(row.RSSOne)), Size(int(row.RSSIdle)),
 			Size(int(row.IdlePerConn())), Size(int(row.RSSBusy)), Size(int(row.BusyPerConn())), Size(int(row.RSSShared)), Size(int(row.RSSAfter)),
 			dur(row.DialTime))
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "What each idle connection adds to the server's Go runtime, from the server's own count after a collection (the \"mem\" control query; "+
+		"heap counts the spans in use, so buffers allocated but never touched count here in full and in the RSS only for the pages written):\n\n")
+	fmt.Fprintf(&b, "| contender | goroutines per conn | heap per conn | stacks per conn |\n|---|---:|---:|---:|\n")
+	for _, row := range r.Rows {
+		g, h, s := row.perIdleConn()
+		fmt.Fprintf(&b, "| %s | %.1f | %s | %s |\n", row.Contender, g, Size(int(h)), Size(int(s)))
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "| contender | load | req/s | p50 | p99 | vs 1 conn | server CPU/call | client CPU/call |\n|---|---|---:|---:|---:|---:|---:|---:|\n")

@@ -67,7 +67,7 @@ func echoerOf(name string) (echoer, error) {
 }
 
 // serveEcho is [serve] for [RoleEcho]: it writes the address, then
-// answers every control query as unknown until in reaches EOF.
+// answers the control queries (see [answerControl]) until in reaches EOF.
 func serveEcho(s ServerSpec, in io.Reader, out io.Writer) error {
 	e, err := echoerOf(s.Contender)
 	if err != nil {
@@ -94,7 +94,7 @@ func serveEcho(s ServerSpec, in io.Reader, out io.Writer) error {
 	}
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
-		if _, err := fmt.Fprintln(out, "unknown query "+sc.Text()); err != nil {
+		if _, err := fmt.Fprintln(out, answerControl(sc.Text())); err != nil {
 			return err
 		}
 	}

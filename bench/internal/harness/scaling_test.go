@@ -86,6 +86,11 @@ func TestConnsSmoke(t *testing.T) {
 	}
 	checkCell(t, row.Spread, 0)
 	checkCell(t, row.Shared, 0)
+	// Every client connection costs the server at least its reader.
+	if g, _, _ := row.perIdleConn(); row.MemOne.Goroutines == 0 || g < 1 {
+		t.Errorf("server goroutines %d with one connection, %d with %d: want at least one more per connection",
+			row.MemOne.Goroutines, row.MemIdle.Goroutines, row.Conns)
+	}
 	var md bytes.Buffer
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)

@@ -143,6 +143,9 @@ func serve(s ServerSpec, in io.Reader, out io.Writer) error {
 		if strings.TrimSpace(sc.Text()) == queryServed {
 			answer = answerServed + fmt.Sprint(served.Load())
 		}
+		if strings.TrimSpace(sc.Text()) == queryMem {
+			answer = memAnswer()
+		}
 		if _, err := fmt.Fprintln(out, answer); err != nil {
 			return err
 		}
