@@ -266,14 +266,24 @@ func TestEchoCallerChecks(t *testing.T) {
 }
 
 // TestSpreadClient checks that caller i of drive always uses connection
-// i.
+// i. Each connection's first call waits until every connection has had
+// one, so that every caller takes part however late it starts.
 func TestSpreadClient(t *testing.T) {
-	var got [3][]float64
+	const n = 3
+	var got [n][]float64
+	arrived := make(chan struct{}, n)
+	all := make(chan struct{})
 	var cs spreadClient
 	for i := range got {
-		cs = append(cs, recorder{&got[i]})
+		cs = append(cs, &recorder{as: &got[i], arrived: arrived, all: all})
 	}
-	s, err := drive(t.Context(), cs, Load{Callers: 3, Duration: 10 * time.Millisecond})
+	go func() {
+		for range n {
+			<-arrived
+		}
+		close(all)
+	}()
+	s, err := drive(t.Context(), cs, Load{Callers: n, Duration: time.Minute, MaxCalls: 30 * n})
 	if err != nil || s.Errors > 0 {
 		t.Fatalf("drive: %v, %+v", err, s)
 	}
@@ -287,20 +297,35 @@ func TestSpreadClient(t *testing.T) {
 			}
 		}
 	}
-	if _, err := cs.Call(t.Context(), 3, 0); err == nil || !strings.Contains(err.Error(), strconv.Itoa(len(cs))) {
-		t.Errorf("caller 3 of 3 connections: %v", err)
+	if _, err := cs.Call(t.Context(), n, 0); err == nil || !strings.Contains(err.Error(), strconv.Itoa(n)) {
+		t.Errorf("caller %d of %d connections: %v", n, n, err)
 	}
 }
 
 // recorder answers a + b and records a; drive's callers each own one.
-type recorder struct{ as *[]float64 }
+// Its first call reports on arrived and waits for all to close.
+type recorder struct {
+	as      *[]float64
+	arrived chan<- struct{}
+	all     <-chan struct{}
+	seen    bool
+}
 
-func (r recorder) Call(_ context.Context, a, b float64) (float64, error) {
+func (r *recorder) Call(ctx context.Context, a, b float64) (float64, error) {
+	if !r.seen {
+		r.seen = true
+		r.arrived <- struct{}{}
+		select {
+		case <-r.all:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
 	*r.as = append(*r.as, a)
 	return a + b, nil
 }
 
-func (recorder) Close() error { return nil }
+func (*recorder) Close() error { return nil }
 
 func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
 
