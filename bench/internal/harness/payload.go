@@ -379,4 +379,9 @@ func (r *PayloadReport) WriteSVG(w io.Writer) error {
 }
 
 // shortBytes labels a byte rate on the chart (12.3MB/s).
-func shortBytes(v float64) string { return shortRate(v) + "B/s" }
+func shortBytes(v float64) string {
+	if v >= 1e9 {
+		return strings.TrimSuffix(shortRate(v/1e3), "M") + "GB/s"
+	}
+	return shortRate(v) + "B/s"
+}

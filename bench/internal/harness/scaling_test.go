@@ -367,7 +367,9 @@ func TestBytesRate(t *testing.T) {
 			t.Errorf("bytesRate(%v) = %q, want %q", v, got, want)
 		}
 	}
-	if got := shortBytes(266.3e6); got != "266MB/s" {
-		t.Errorf("shortBytes(266.3e6) = %q", got)
+	for v, want := range map[float64]string{266.3e6: "266MB/s", 1e9: "1GB/s", 1.15e9: "1.15GB/s", 500: "500B/s"} {
+		if got := shortBytes(v); got != want {
+			t.Errorf("shortBytes(%v) = %q, want %q", v, got, want)
+		}
 	}
 }
