@@ -71,6 +71,12 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if ran, err := runScaling(ctx, cfg, *out); ran || err != nil {
+		if err != nil {
+			fail(err)
+		}
+		return
+	}
 	rep, err := harness.Run(ctx, cfg)
 	if err != nil {
 		fail(err)
