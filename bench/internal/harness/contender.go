@@ -61,8 +61,18 @@ type Contender struct {
 	// Balancer says what spreads the cluster scenario's calls over the
 	// replicas ("" for the harness's round robin).
 	Balancer string
-	// Hops says whether the contender takes part in the two-hop scenario.
+	// Hops says whether the contender takes part in the two-hop and the
+	// cluster scenarios.
 	Hops bool
+	// Drive, when set, measures one run itself instead of the harness's
+	// load loop over Dial's client: the contenders whose callers are not
+	// Go (a Node.js client process) drive the server at addr and report
+	// what they measured. Dial is then unused.
+	Drive func(ctx context.Context, addr string, l Load) (Sample, error)
+	// Prepare, when set, readies what the contender needs outside Go (a
+	// Node.js toolchain and its locked packages) and returns why it cannot
+	// run, or "": the harness then skips it with a line and a [Gap].
+	Prepare func(ctx context.Context) string
 }
 
 // Reference names: ratios in the tables are to these contenders.
@@ -79,6 +89,14 @@ var Contenders = []Contender{
 	grpcContender,
 	httpContender,
 	floorContender,
+	microwizardGoContender,
+	microwizardNodeContender,
+	microwizardBridgeContender,
+	moleculerContender,
+	drpcContender,
+	connectContender,
+	natsMicroContender,
+	wizardNATSContender,
 }
 
 // Gap is a contender the issue asks for that this build cannot run.
