@@ -35,7 +35,7 @@ func main() {
 	harness.ServeIfChild() // a server process: serves and exits
 
 	var cfg harness.Config
-	flag.DurationVar(&cfg.Duration, "duration", 2*time.Second, "measured time of each run (each cell and each scenario)")
+	flag.DurationVar(&cfg.Duration, "duration", time.Second, "measured time of each run (each cell and each scenario)")
 	flag.DurationVar(&cfg.Warmup, "warmup", 300*time.Millisecond, "unmeasured time before each run")
 	flag.IntVar(&cfg.Runs, "runs", 3, "runs per cell; the report shows the median")
 	conc := flag.String("concurrency", "1,16,128,1024", "comma-separated numbers of concurrent callers (empty: skip the comparison)")

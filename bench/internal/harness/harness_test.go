@@ -33,8 +33,10 @@ func TestRunSmoke(t *testing.T) {
 	cfg := Config{
 		Concurrency: levels,
 		Runs:        1,
-		Warmup:      50 * time.Millisecond,
-		Duration:    150 * time.Millisecond,
+		// Windows long enough that a process descheduled for a while on
+		// a loaded 2-core machine still completes calls in each.
+		Warmup:      100 * time.Millisecond,
+		Duration:    300 * time.Millisecond,
 		MaxCalls:    1_000_000,
 		Hops:        true,
 		HopsCallers: 8,
