@@ -4,17 +4,19 @@
 //   serve                 a node listening over TCP on 127.0.0.1 (any port),
 //                         serving role:bench,cmd:add {a, b} -> {r: a + b};
 //                         prints its address, stops when stdin ends.
-//   load ADDR C W D MAX   a client({type: 'tcp'}) to ADDR driving C
+//   load ADDR             a client({type: 'tcp'}) to ADDR; prints "ready", then
+//                         for each line "C W D MAX" of stdin drives C
 //                         concurrent loops of actE('role:bench,cmd:add',
 //                         {a, b}) for W ms of warm-up and D ms measured
 //                         (MAX calls at most, 0: no bound).
 //   inproc MODE C W D MAX the same loops against a handler in this process,
 //                         by actE or act (MODE).
 //
-// load and inproc print one JSON line: the calls completed in the window,
+// Each run of load, and inproc, prints one JSON line: the calls completed in the window,
 // the window's length, the errors (wrong answers included) and the p50 and
 // p99 latency in ns, the harness's definitions (nearest rank).
 import Micro from 'microwizard';
+import readline from 'node:readline';
 
 const PATTERN = 'role:bench,cmd:add';
 const [role, ...args] = process.argv.slice(2);
@@ -55,6 +57,19 @@ async function drive (call, callers, warmupMs, durationMs, maxCalls) {
   }) + '\n');
 }
 
+// serveRuns prints "ready", then drives one run for each line of stdin,
+// "CALLERS WARMUP_MS DURATION_MS MAX_CALLS", printing its JSON line; it
+// returns when stdin ends. One process serves every run of a contender:
+// its client stays connected and warm between runs.
+async function serveRuns (call) {
+  process.stdout.write('ready\n');
+  const rl = readline.createInterface({ input: process.stdin });
+  for await (const line of rl) {
+    const [callers, w, d, max] = line.trim().split(/\s+/).map(Number);
+    await drive(call, callers, w, d, max);
+  }
+}
+
 const numbers = (xs) => xs.map(Number);
 
 if (role === 'serve') {
@@ -66,13 +81,12 @@ if (role === 'serve') {
   process.stdin.resume();
 } else if (role === 'load') {
   const [host, port] = args[0].split(':');
-  const [callers, w, d, max] = numbers(args.slice(1));
   const mc = new Micro();
   await mc.client({ type: 'tcp', host, port: Number(port), pin: PATTERN });
   // One call first: the loops start on a connected client.
   const first = await mc.actE(PATTERN, { a: 1, b: 2 });
   if (!first || first.r !== 3) throw new Error(`1 + 2 answered ${JSON.stringify(first)}`);
-  await drive((a, b) => mc.actE(PATTERN, { a, b }), callers, w, d, max);
+  await serveRuns((a, b) => mc.actE(PATTERN, { a, b }));
   process.exit(0);
 } else if (role === 'inproc') {
   const mode = args[0];

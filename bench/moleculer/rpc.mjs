@@ -6,18 +6,20 @@
 //                         UDP discovery off, the caller's broker named in
 //                         PEER (host:port/nodeID): every address stays on
 //                         loopback. Prints its address; stops when stdin ends.
-//   load C W D MAX        a broker on TCP_PORT that knows the server at PEER
-//                         and drives C concurrent loops of
+//   load                  a broker on TCP_PORT that knows the server at PEER;
+//                         prints "ready", then for each line "C W D MAX" of
+//                         stdin drives C concurrent loops of
 //                         broker.call('bench.add', {a, b}) for W ms of
 //                         warm-up and D ms measured (MAX calls at most, 0: no
 //                         bound).
 //   inproc C W D MAX      the same loops against the action in this broker,
 //                         no transporter.
 //
-// load and inproc print one JSON line: the calls completed in the window,
+// Each run of load, and inproc, prints one JSON line: the calls completed in the window,
 // the window's length, the errors (wrong answers included) and the p50 and
 // p99 latency in ns, the harness's definitions (nearest rank).
 import moleculer from 'moleculer';
+import readline from 'node:readline';
 
 const { ServiceBroker } = moleculer;
 const [role, ...args] = process.argv.slice(2);
@@ -56,6 +58,19 @@ async function drive (call, callers, warmupMs, durationMs, maxCalls) {
   }) + '\n');
 }
 
+// serveRuns prints "ready", then drives one run for each line of stdin,
+// "CALLERS WARMUP_MS DURATION_MS MAX_CALLS", printing its JSON line; it
+// returns when stdin ends. One process serves every run of a contender:
+// its client stays connected and warm between runs.
+async function serveRuns (call) {
+  process.stdout.write('ready\n');
+  const rl = readline.createInterface({ input: process.stdin });
+  for await (const line of rl) {
+    const [callers, w, d, max] = line.trim().split(/\s+/).map(Number);
+    await drive(call, callers, w, d, max);
+  }
+}
+
 function newBroker (nodeID, transporter) {
   return new ServiceBroker({
     nodeID,
@@ -92,11 +107,12 @@ async function main () {
     process.stdin.on('end', () => broker.stop().finally(() => process.exit(0)));
     process.stdin.resume();
   } else if (role === 'load') {
-    const [callers, w, d, max] = numbers(args);
     const broker = newBroker('bench-client', tcp());
     await broker.start();
     await broker.waitForServices(['bench'], 30 * 1000);
-    await drive((a, b) => broker.call('bench.add', { a, b }), callers, w, d, max);
+    const first = await broker.call('bench.add', { a: 1, b: 2 });
+    if (!first || first.r !== 3) throw new Error(`1 + 2 answered ${JSON.stringify(first)}`);
+    await serveRuns((a, b) => broker.call('bench.add', { a, b }));
     await broker.stop();
     process.exit(0);
   } else if (role === 'inproc') {

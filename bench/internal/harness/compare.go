@@ -161,12 +161,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			children = append(children, ch)
 			logf("%-14s server pid %d on %s", c.Title, ch.cmd.Process.Pid, ch.addr)
-			if c.Drive != nil {
-				clients[i] = externalClient{ch.addr}
-				continue
-			}
 			dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			clients[i], err = dialChecked(dctx, c, ch.addr, DialOptions{})
+			clients[i], err = dialContender(dctx, c, ch.addr)
 			cancel()
 			if err != nil {
 				return nil, err

@@ -40,6 +40,14 @@ type DialOptions struct {
 	Pooled bool
 }
 
+// Driver drives runs against one server itself and reports what it
+// measured, for a caller outside the Go load generator; it is used by one
+// goroutine at a time.
+type Driver interface {
+	Drive(ctx context.Context, l Load) (Sample, error)
+	Close() error
+}
+
 // Contender is one way of making the call.
 type Contender struct {
 	// Name identifies the contender in flags and child processes
@@ -64,11 +72,10 @@ type Contender struct {
 	// Hops says whether the contender takes part in the two-hop and the
 	// cluster scenarios.
 	Hops bool
-	// Drive, when set, measures one run itself instead of the harness's
-	// load loop over Dial's client: the contenders whose callers are not
-	// Go (a Node.js client process) drive the server at addr and report
-	// what they measured. Dial is then unused.
-	Drive func(ctx context.Context, addr string, l Load) (Sample, error)
+	// DialDriver, when set, replaces Dial: the contenders whose callers
+	// are not Go (a Node.js client process) get a [Driver] for the server
+	// at addr, which measures each run itself.
+	DialDriver func(ctx context.Context, addr string) (Driver, error)
 	// Prepare, when set, readies what the contender needs outside Go (a
 	// Node.js toolchain and its locked packages) and returns why it cannot
 	// run, or "": the harness then skips it with a line and a [Gap].

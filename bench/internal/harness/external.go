@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,21 +35,33 @@ func prepare(ctx context.Context, cs []Contender, rep *Report, logf func(string,
 	return out
 }
 
-// externalClient stands for a contender whose runs are driven by
-// [Contender.Drive]: the harness has no client of its own for it.
-type externalClient struct{ addr string }
+// driverClient holds a [Driver] where the harness keeps its clients.
+type driverClient struct{ d Driver }
 
-func (externalClient) Call(context.Context, float64, float64) (float64, error) {
+func (driverClient) Call(context.Context, float64, float64) (float64, error) {
 	return 0, errors.New("harness: a driven contender has no Go client")
 }
 
-func (externalClient) Close() error { return nil }
+func (c driverClient) Close() error { return c.d.Close() }
 
-// driveContender measures one run of c: by its own Drive when it has one,
-// else by the harness's load loop over cl.
-func driveContender(ctx context.Context, c Contender, cl Client, l Load) (Sample, error) {
-	if c.Drive != nil {
-		return c.Drive(ctx, cl.(externalClient).addr, l)
+// dialContender connects to the server of c at addr: its Driver when it
+// has one, else its Go client, checked by a first call.
+func dialContender(ctx context.Context, c Contender, addr string) (Client, error) {
+	if c.DialDriver != nil {
+		d, err := c.DialDriver(ctx, addr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Title, err)
+		}
+		return driverClient{d}, nil
+	}
+	return dialChecked(ctx, c, addr, DialOptions{})
+}
+
+// driveContender measures one run over cl: by the contender's Driver
+// when it has one, else by the harness's load loop.
+func driveContender(ctx context.Context, _ Contender, cl Client, l Load) (Sample, error) {
+	if dc, ok := cl.(driverClient); ok {
+		return dc.d.Drive(ctx, l)
 	}
 	return drive(ctx, cl, l)
 }
@@ -223,6 +236,135 @@ func nodeLoadArgs(l Load) []string {
 		strconv.FormatInt(l.Duration.Milliseconds(), 10), strconv.FormatInt(l.MaxCalls, 10)}
 }
 
+// nodeDriver is a Node.js client process that drives runs: it prints
+// "ready" once connected, then answers each line "callers warmup_ms
+// duration_ms max_calls" of its standard input with one JSON sample.
+type nodeDriver struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string
+	done   chan struct{}
+	stderr *strings.Builder
+	what   string
+}
+
+// startNodeDriver runs node with args in the folder sub, env added, and
+// waits up to 30 s for it to be ready.
+func startNodeDriver(ctx context.Context, sub string, env []string, args ...string) (*nodeDriver, error) {
+	dir, err := nodeDir(sub)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("node", args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "NODE_ENV=production"), env...)
+	d := &nodeDriver{cmd: cmd, lines: make(chan string, 1), done: make(chan struct{}), stderr: new(strings.Builder),
+		what: "node " + strings.Join(args, " ")}
+	cmd.Stderr = d.stderr // read once done: Wait has finished copying
+	if d.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			select {
+			case d.lines <- sc.Text():
+			case <-d.done:
+				return
+			}
+		}
+	}()
+	go func() {
+		cmd.Wait()
+		close(d.done)
+	}()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	l, err := d.next(ctx)
+	if err == nil && l != "ready" {
+		err = fmt.Errorf("%s printed %q, want ready", d.what, l)
+	}
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// next returns the driver's next line of output.
+func (d *nodeDriver) next(ctx context.Context) (string, error) {
+	select {
+	case l := <-d.lines:
+		return l, nil
+	case <-d.done:
+		return "", fmt.Errorf("%s exited: %v: %s", d.what, d.cmd.ProcessState, strings.TrimSpace(d.stderr.String()))
+	case <-ctx.Done():
+		return "", fmt.Errorf("%s: %w", d.what, ctx.Err())
+	}
+}
+
+// Drive asks the process for one run and returns what it measured.
+func (d *nodeDriver) Drive(ctx context.Context, l Load) (Sample, error) {
+	grace := l.Grace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second+l.Warmup+l.Duration+grace)
+	defer cancel()
+	if _, err := io.WriteString(d.stdin, strings.Join(nodeLoadArgs(l), " ")+"\n"); err != nil {
+		return Sample{}, fmt.Errorf("%s: %w", d.what, err)
+	}
+	line, err := d.next(ctx)
+	if err != nil {
+		return Sample{}, err
+	}
+	return parseNodeSample(d.what, []byte(line))
+}
+
+// Close ends the process's standard input and kills it if it has not
+// exited within 5 s.
+func (d *nodeDriver) Close() error {
+	d.stdin.Close()
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-d.done:
+		return nil
+	case <-t.C:
+		d.cmd.Process.Kill()
+		<-d.done
+		return fmt.Errorf("%s did not stop in 5s; killed", d.what)
+	}
+}
+
+// parseNodeSample decodes the JSON sample a Node.js script printed.
+func parseNodeSample(what string, b []byte) (Sample, error) {
+	var ns nodeSample
+	if err := json.Unmarshal(b, &ns); err != nil {
+		return Sample{}, fmt.Errorf("%s printed %q: %v", what, b, err)
+	}
+	if ns.Calls < 0 || ns.Errors < 0 || ns.WindowNs < 0 || ns.P50Ns < 0 || ns.P99Ns < ns.P50Ns {
+		return Sample{}, fmt.Errorf("%s printed an impossible sample %q", what, b)
+	}
+	s := Sample{Calls: ns.Calls, Errors: ns.Errors, Window: time.Duration(ns.WindowNs),
+		P50: time.Duration(ns.P50Ns), P99: time.Duration(ns.P99Ns)}
+	if ns.FirstErr != "" {
+		s.FirstErr = errors.New(ns.FirstErr)
+	}
+	if s.Window > 0 {
+		s.PerSec = float64(s.Calls) / s.Window.Seconds()
+	}
+	return s, nil
+}
+
 // runNodeLoad runs a Node.js script that drives a run itself and returns
 // the sample it printed. The process gets 30 s to start and connect on top
 // of the run and its grace.
@@ -246,17 +388,5 @@ func runNodeLoad(ctx context.Context, sub string, env []string, l Load, args ...
 	if err != nil {
 		return Sample{}, fmt.Errorf("node %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
-	var ns nodeSample
-	if err := json.Unmarshal(out, &ns); err != nil {
-		return Sample{}, fmt.Errorf("node %s printed %q: %v", strings.Join(args, " "), out, err)
-	}
-	s := Sample{Calls: ns.Calls, Errors: ns.Errors, Window: time.Duration(ns.WindowNs),
-		P50: time.Duration(ns.P50Ns), P99: time.Duration(ns.P99Ns)}
-	if ns.FirstErr != "" {
-		s.FirstErr = errors.New(ns.FirstErr)
-	}
-	if s.Window > 0 {
-		s.PerSec = float64(s.Calls) / s.Window.Seconds()
-	}
-	return s, nil
+	return parseNodeSample("node "+strings.Join(args, " "), bytes.TrimSpace(out))
 }

@@ -33,10 +33,10 @@ func serveMicroWizard(listen string, _ Handler, _ ServeOptions) (Server, error) 
 	return startNodeServer(mwDir, nil, "bench.mjs", "serve")
 }
 
-// driveMicroWizard runs bench.mjs load: a MicroWizard client in its own
-// Node.js process drives the server at addr with actE.
-func driveMicroWizard(ctx context.Context, addr string, l Load) (Sample, error) {
-	return runNodeLoad(ctx, mwDir, nil, l, append([]string{"bench.mjs", "load", addr}, nodeLoadArgs(l)...)...)
+// dialMicroWizardDriver starts bench.mjs load: a MicroWizard client in its
+// own Node.js process that drives the server at addr with actE.
+func dialMicroWizardDriver(ctx context.Context, addr string) (Driver, error) {
+	return startNodeDriver(ctx, mwDir, nil, "bench.mjs", "load", addr)
 }
 
 var microwizardGoContender = Contender{
@@ -68,11 +68,11 @@ var microwizardNodeContender = Contender{
 	Name:  "microwizard-node",
 	Title: "MicroWizard TCP ← MicroWizard (Node.js)",
 	Note: "the same MicroWizard server, driven by a MicroWizard 1.5.0 client({type: 'tcp', host, port, pin}) in its own Node.js process " +
-		"(bench.mjs load: that many concurrent loops of actE, each awaiting its answer; it times the calls itself with process.hrtime " +
+		"(bench.mjs load, one process for all the runs, connected once: that many concurrent loops of actE, each awaiting its answer; it times the calls itself with process.hrtime " +
 		"and reports them as the harness does): the figure MicroWizard's users compare",
-	Prepare: prepareMicroWizard,
-	Serve:   serveMicroWizard,
-	Drive:   driveMicroWizard,
+	Prepare:    prepareMicroWizard,
+	Serve:      serveMicroWizard,
+	DialDriver: dialMicroWizardDriver,
 }
 
 var microwizardBridgeContender = Contender{
@@ -107,7 +107,7 @@ var microwizardBridgeContender = Contender{
 		}
 		return wizardServer{node}, nil
 	},
-	Drive: driveMicroWizard,
+	DialDriver: dialMicroWizardDriver,
 }
 
 type mwClient struct{ node *runtime.Node }

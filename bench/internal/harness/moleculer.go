@@ -28,7 +28,7 @@ var moleculerContender = Contender{
 	Title: "Moleculer TCP ← Moleculer (Node.js)",
 	Note: "Moleculer 0.15 (npm, bench/moleculer, Node.js): a broker with action bench.add on the TCP transporter, pinned to 127.0.0.1 " +
 		"(each broker given the other's address, UDP discovery off), JSON serializer, no logger, metrics or tracing; driven by a second " +
-		"broker in its own Node.js process (rpc.mjs load: that many concurrent loops of broker.call('bench.add'), timed there with " +
+		"broker in its own Node.js process (rpc.mjs load, one process for all the runs: that many concurrent loops of broker.call('bench.add'), timed there with " +
 		"process.hrtime and reported as the harness does)",
 	Prepare: func(ctx context.Context) string { return prepareNode(ctx, molDir) },
 	Serve: func(listen string, _ Handler, _ ServeOptions) (Server, error) {
@@ -44,14 +44,14 @@ var moleculerContender = Contender{
 		s.addr = fmt.Sprintf("%s client 127.0.0.1:%d", s.addr, cp)
 		return s, nil
 	},
-	Drive: func(ctx context.Context, addr string, l Load) (Sample, error) {
+	DialDriver: func(ctx context.Context, addr string) (Driver, error) {
 		server, client, ok := strings.Cut(addr, " client ")
 		_, cport, err := net.SplitHostPort(client)
 		if !ok || err != nil {
-			return Sample{}, fmt.Errorf("moleculer: server address %q is not \"host:port client host:port\"", addr)
+			return nil, fmt.Errorf("moleculer: server address %q is not \"host:port client host:port\"", addr)
 		}
 		env := []string{"TCP_PORT=" + cport, "PEER=" + server + "/" + molServerID}
-		return runNodeLoad(ctx, molDir, env, l, append([]string{"rpc.mjs", "load"}, nodeLoadArgs(l)...)...)
+		return startNodeDriver(ctx, molDir, env, "rpc.mjs", "load")
 	},
 }
 
