@@ -45,10 +45,9 @@ var moleculerContender = Contender{
 		return s, nil
 	},
 	DialDriver: func(ctx context.Context, addr string) (Driver, error) {
-		server, client, ok := strings.Cut(addr, " client ")
-		_, cport, err := net.SplitHostPort(client)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("moleculer: server address %q is not \"host:port client host:port\"", addr)
+		server, cport, err := splitMoleculerAddr(addr)
+		if err != nil {
+			return nil, err
 		}
 		env := []string{"TCP_PORT=" + cport, "PEER=" + server + "/" + molServerID}
 		return startNodeDriver(ctx, molDir, env, "rpc.mjs", "load")
@@ -63,4 +62,19 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// splitMoleculerAddr splits the Moleculer server's address, "host:port
+// client host:port", into the server's host:port and the client's port.
+func splitMoleculerAddr(addr string) (server, clientPort string, err error) {
+	server, client, ok := strings.Cut(addr, " client ")
+	if ok {
+		if _, _, err = net.SplitHostPort(server); err == nil {
+			_, clientPort, err = net.SplitHostPort(client)
+		}
+	}
+	if !ok || err != nil || clientPort == "" {
+		return "", "", fmt.Errorf("moleculer: server address %q is not \"host:port client host:port\"", addr)
+	}
+	return server, clientPort, nil
 }

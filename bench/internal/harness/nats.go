@@ -122,11 +122,10 @@ var wizardNATSContender = Contender{
 		return &natsServer{br: br, addr: br.ClientURL() + "/" + node.Addr(), close: func() { wizardServer{node}.Close() }}, nil
 	},
 	Dial: func(ctx context.Context, addr string, _ DialOptions) (Client, error) {
-		i := strings.LastIndex(addr, "/")
-		if i < 0 || !strings.HasPrefix(addr, "nats://") || i < len("nats://") {
-			return nil, fmt.Errorf("wizard NATS: address %q is not nats://host:port/subject", addr)
+		url, subject, err := splitNATSAddr(addr)
+		if err != nil {
+			return nil, err
 		}
-		url, subject := addr[:i], addr[i+1:]
 		newTransport := func() (runtime.Transport, error) { return wnats.New(wnats.WithURL(url)) }
 		return dialWizard(ctx, "wizard NATS", newTransport, []string{subject})
 	},
@@ -170,4 +169,15 @@ func (c natsClient) Call(ctx context.Context, a, b float64) (float64, error) {
 func (c natsClient) Close() error {
 	c.nc.Close()
 	return nil
+}
+
+// splitNATSAddr splits the wizard NATS server's address,
+// "nats://host:port/subject", into the broker's URL and the subject.
+func splitNATSAddr(addr string) (url, subject string, err error) {
+	rest, ok := strings.CutPrefix(addr, "nats://")
+	i := strings.LastIndex(rest, "/")
+	if !ok || i <= 0 || i == len(rest)-1 {
+		return "", "", fmt.Errorf("wizard NATS: address %q is not nats://host:port/subject", addr)
+	}
+	return "nats://" + rest[:i], rest[i+1:], nil
 }
