@@ -68,6 +68,11 @@ var natsMicroContender = Contender{
 				r.Respond(out)
 			})},
 		})
+		if err == nil {
+			// The service's subscription is sent asynchronously: until the
+			// broker has it, a request finds no responders.
+			err = nc.FlushTimeout(10 * time.Second)
+		}
 		if err != nil {
 			nc.Close()
 			br.Shutdown()
