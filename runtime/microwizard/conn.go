@@ -98,7 +98,7 @@ func (c *conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, 
 	}
 	out.ID = strconv.FormatUint(c.seq.Add(1), 36)
 	if c.t.seneca {
-		out = senecaLine(c.t.senecaID, out)
+		out = senecaLine(c.t.senecaID, outgoingTrack(ctx, c.t.senecaID), out)
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -344,13 +344,14 @@ func (c *conn) keepAlive() {
 
 // senecaLine is the Seneca request for the MicroWizard request l: always
 // an act of the whole message (Seneca routes by its values), which
-// requestLine makes for a call that would go as actE.
-func senecaLine(id string, l line) line {
+// requestLine makes for a call that would go as actE. id is this node's
+// instance id, track the call's ([outgoingTrack]).
+func senecaLine(id string, track []string, l line) line {
 	act := l.Args
 	if l.K == kindActE {
 		act = actOf(l.P, l.D)
 	}
-	return line{ID: l.ID + "/" + l.ID, Kind: "act", Origin: id, Track: []string{id},
+	return line{ID: l.ID + "/" + l.ID, Kind: "act", Origin: id, Track: track,
 		Time: &senecaTime{ClientSent: time.Now().UnixMilli()}, Act: act, Sync: l.Sync}
 }
 

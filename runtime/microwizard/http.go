@@ -91,7 +91,7 @@ func (l *httpListener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.Remote, m.Deadline = runtime.NewRemote("seneca-http", r.RemoteAddr, nil), l.t.serveTimeout
-	ctx, cancel := context.WithTimeout(r.Context(), l.t.serveTimeout)
+	ctx, cancel := context.WithTimeout(withTrack(r.Context(), track), l.t.serveTimeout)
 	defer cancel()
 	reply := l.s.ServeMessage(ctx, m)
 	var out line
@@ -169,7 +169,7 @@ func (c *httpConn) Call(ctx context.Context, m *runtime.Message) (*runtime.Messa
 	c.seq++
 	l.ID = strconv.FormatUint(c.seq, 36)
 	c.mu.Unlock()
-	sl := senecaLine(c.t.senecaID, l)
+	sl := senecaLine(c.t.senecaID, outgoingTrack(ctx, c.t.senecaID), l)
 	if len(sl.Act) > c.t.maxLine {
 		return nil, runtime.Errorf(runtime.CodeResourceExhausted, "wizard: seneca: call %s: %d bytes, longer than the bound %d", m.Pattern, len(sl.Act), c.t.maxLine)
 	}
