@@ -56,7 +56,11 @@
 // seneca-transport's HTTP client rejects any status but 200 before
 // reading the body, so a Seneca HTTP caller sees an error's status, not
 // its message, from a Seneca server as from this one; a Go caller reads
-// the body and keeps the message.
+// the body and keeps the message. A no-reply call returns once its
+// request is written, as Seneca's HTTP client goes on with sync false;
+// its answer is read and dropped in the background, at most
+// [WithMaxPending] per connection (one more is not sent), each bounded by
+// [WithServeTimeout].
 //
 // # Errors
 //
