@@ -26,8 +26,10 @@
 //	res, err := n.Act(ctx, "role:math,cmd:sum", map[string]any{"a": 1, "b": 2})
 //
 // A call to a pin without globs goes as actE with the pin as p and the
-// message as d; a call to a pin with a glob, or an Act with a protobuf
-// message, goes as act with the merged message.
+// message as d; so does an ActE to a pin with a glob, with p the pattern
+// it was made with (its mixins included), as MicroWizard's client sends
+// an actE under a glob pin; an Act to a pin with a glob, or an Act with
+// a protobuf message, goes as act with the merged message.
 //
 // # Seneca
 //

@@ -136,6 +136,15 @@ func TestGoActsOnSeneca(t *testing.T) {
 	if got, _ := res.Value().(map[string]any)["got"].(map[string]any); got["x"] != "y" || got["cmd"] != "echo" {
 		t.Errorf("echo: got %v", res.Value())
 	}
+	// An ActE under the glob pin goes as an act of its data with its own
+	// pattern's pairs; before, it was refused because the data lacks cmd.
+	res, err = n.ActE(ctx, "role:test,cmd:echo", map[string]any{"x": "y"})
+	if err != nil {
+		t.Fatalf("ActE under a glob pin: %v", err)
+	}
+	if got, _ := res.Value().(map[string]any)["got"].(map[string]any); got["x"] != "y" || got["cmd"] != "echo" || got["role"] != "test" {
+		t.Errorf("ActE under a glob pin: got %v, want the echo of x:y with role:test,cmd:echo", res.Value())
+	}
 	_, err = n.Act(ctx, "role:test,cmd:fail", nil)
 	var e *runtime.Error
 	if !errors.As(err, &e) || !strings.Contains(e.Message, "bad input from seneca") || strings.Contains(e.Message, "    at ") {
