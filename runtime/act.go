@@ -177,7 +177,7 @@ func (n *Node) callRoute(ctx context.Context, r *route, pairs []Pair, msg any, o
 		}
 		return n.dispatch(ctx, e, msg, over, cfg)
 	}
-	return n.callRemote(ctx, r, msg, over, cfg)
+	return n.callRemote(ctx, r, pairs, msg, over, cfg)
 }
 
 func (n *Node) notFound(pattern string, cfg *callConfig) (Result, error) {
