@@ -87,8 +87,8 @@ const other = "_OTHER"
 // allocation for both.
 type callState struct {
 	context.Context
-	span  trace.Span // nil when tracing is off
-	typed string     // a typed call's method: its procedure whatever matched
+	span  trace.Span  // nil when tracing is off
+	typed string      // a typed call's method: its procedure whatever matched
 	tp    traceparent // the call's traceparent in its metadata, with the default propagator
 
 	mu      sync.Mutex
