@@ -51,8 +51,8 @@ func (b *traceparent) format(sc trace.SpanContext) string {
 
 // parseTraceparent parses h as propagation.TraceContext does: a version
 // (00 to fe) and, dash-separated, a trace id, a span id and flags in
-// lower-case hex, nothing after the flags in version 00 (a later version
-// may add fields after a dash), no reserved flag in version 00, and
+// lower-case hex, nothing after the flags in version 00 but a dash (a
+// later version may add fields after one), no reserved flag in version 00, and
 // neither id zero. It returns the parts, or ok false.
 func parseTraceparent(h string) (tid trace.TraceID, sid trace.SpanID, flags trace.TraceFlags, ok bool) {
 	// 2 + 1 + 32 + 1 + 16 + 1 + 2: shorter is no traceparent; longer is
@@ -73,8 +73,9 @@ func parseTraceparent(h string) (tid trace.TraceID, sid trace.SpanID, flags trac
 		return tid, sid, 0, false
 	}
 	if len(h) > traceparentLen {
-		// A later version's extra fields follow a dash; version 00 has none.
-		if ver[0] == 0 || h[traceparentLen] != '-' {
+		// A later version's extra fields follow a dash; version 00 has
+		// none (propagation.TraceContext lets a lone dash end it).
+		if h[traceparentLen] != '-' || ver[0] == 0 && len(h) > traceparentLen+1 {
 			return tid, sid, 0, false
 		}
 	}
