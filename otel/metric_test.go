@@ -62,4 +62,3 @@ func TestCallsInFlight(t *testing.T) {
 		t.Errorf("in flight observed after both nodes closed: client %d, server %d", cl, srv)
 	}
 }
-
