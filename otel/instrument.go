@@ -180,7 +180,8 @@ func (in *instrumentation) endClient(st *callState, spec runtime.Spec, proc stri
 		if spec.Method == nil && proc != other {
 			span.SetName(proc) // the pattern that matched, rather than the message's
 		}
-		var buf [8]attribute.KeyValue
+		buf := getAttrs()
+		defer putAttrs(buf)
 		attrs := append(buf[:0], systemAttr, keyMethod.String(proc), keyCode.String(code.String()))
 		if p := st.matchedPattern(); p != "" {
 			attrs = append(attrs, keyPattern.String(p))
@@ -240,7 +241,8 @@ func (in *instrumentation) handler(next runtime.Handler) runtime.Handler {
 func (in *instrumentation) endServer(span trace.Span, spec runtime.Spec, req runtime.Request, code runtime.Code, err error) {
 	if span.IsRecording() {
 		src := req.Source()
-		var buf [8]attribute.KeyValue
+		buf := getAttrs()
+		defer putAttrs(buf)
 		attrs := append(buf[:0], systemAttr, keyMethod.String(spec.Procedure), keyPattern.String(req.Pattern().String()),
 			keyCaller.String(src.Node), keyCode.String(code.String()))
 		if src.Transport != "" {
@@ -254,6 +256,17 @@ func (in *instrumentation) endServer(span trace.Span, spec runtime.Spec, req run
 		span.SetAttributes(attrs...)
 	}
 	span.End()
+}
+
+// attrBufs hold the attributes a span's end sets: SetAttributes copies
+// them, and a buffer of the stack would escape through the interface.
+var attrBufs = sync.Pool{New: func() any { return new([10]attribute.KeyValue) }}
+
+func getAttrs() *[10]attribute.KeyValue { return attrBufs.Get().(*[10]attribute.KeyValue) }
+
+func putAttrs(b *[10]attribute.KeyValue) {
+	clear(b[:])
+	attrBufs.Put(b)
 }
 
 func serverFault(c runtime.Code) bool {
