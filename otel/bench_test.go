@@ -18,7 +18,8 @@ import (
 
 // BenchmarkRemoteCall is a typed call over TCP on loopback, both nodes
 // instrumented alike: off (no Instrument), Instrument with no provider
-// (the globals untouched), tracing that never samples (with and without
+// (the globals untouched), the runtime's part of tracing alone
+// (traceparent_only), tracing that never samples (with and without
 // metrics), and tracing that always samples, without and with metrics.
 // Run with -count to alternate them: go test -run '^$' -bench RemoteCall
 // -count 10. [BenchmarkSDKCost] is the part of it the SDK's own work
@@ -41,6 +42,10 @@ func BenchmarkRemoteCall(b *testing.B) {
 	}{
 		{"off", nil},
 		{"no_provider", func(*testing.B) runtime.Option { return wizotel.Instrument() }},
+		// The runtime's part of tracing, without OpenTelemetry: a call
+		// interceptor that adds a traceparent to the call's metadata and a
+		// handler interceptor that reads it.
+		{"traceparent_only", func(*testing.B) runtime.Option { return traceparentOnly() }},
 		{"never_sample", func(b *testing.B) runtime.Option { return wizotel.Instrument(tracer(b, never)) }},
 		{"never_sample+metrics", func(b *testing.B) runtime.Option { return wizotel.Instrument(tracer(b, never), meter(b)) }},
 		{"always_sample", func(b *testing.B) runtime.Option {
@@ -68,6 +73,26 @@ func BenchmarkRemoteCall(b *testing.B) {
 			}
 		})
 	}
+}
+
+// traceparentOnly is the option of the traceparent_only benchmark.
+func traceparentOnly() runtime.Option {
+	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	return runtime.WithOptions(
+		runtime.WithCallInterceptors(func(next runtime.Invoker) runtime.Invoker {
+			return func(ctx context.Context, c *runtime.Call) (runtime.Result, error) {
+				return next(runtime.AppendMetadata(ctx, "traceparent", tp), c)
+			}
+		}),
+		runtime.WithHandlerInterceptors(func(next runtime.Handler) runtime.Handler {
+			return func(ctx context.Context, r runtime.Request) (any, error) {
+				if runtime.IncomingMetadata(ctx).Get("traceparent") != tp {
+					return nil, runtime.Errorf(runtime.CodeInternal, "no traceparent")
+				}
+				return next(ctx, r)
+			}
+		}),
+	)
 }
 
 // benchPair starts a math server and a client calling it over TCP, both
