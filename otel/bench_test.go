@@ -20,7 +20,9 @@ import (
 // instrumented alike: off (no Instrument), Instrument with no provider
 // (the globals untouched), the runtime's part of tracing alone
 // (traceparent_only), tracing that never samples (with and without
-// metrics), and tracing that always samples, without and with metrics.
+// metrics), and tracing that always samples, without and with metrics
+// (spans to a batcher whose exporter drops them, as in production; and,
+// to tell the batcher's part, to the same exporter synchronously).
 // Run with -count to alternate them: go test -run '^$' -bench RemoteCall
 // -count 10. [BenchmarkSDKCost] is the part of it the SDK's own work
 // takes.
@@ -55,6 +57,11 @@ func BenchmarkRemoteCall(b *testing.B) {
 			// Spans go to a batcher, as in production, whose exporter
 			// drops them.
 			return wizotel.Instrument(tracer(b, sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(tracetest.NewNoopExporter())), meter(b))
+		}},
+		// The same with the spans exported on the goroutine that ends
+		// them: what the batcher's goroutine costs the calls.
+		{"always_sample+metrics+sync_export", func(b *testing.B) runtime.Option {
+			return wizotel.Instrument(tracer(b, sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSyncer(tracetest.NewNoopExporter())), meter(b))
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
