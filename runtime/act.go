@@ -138,6 +138,10 @@ type interceptedCall struct {
 
 // invokeCall is the innermost Invoker: route and dispatch.
 func (n *Node) invokeCall(ctx context.Context, c *Call) (Result, error) {
+	if c.cfg != nil && c.cfg.noReply == c.NoReply {
+		// The call's own copy (intercepted), which nothing writes: no other.
+		return n.callRoute(ctx, routeOf(n.router.findPattern(c.Pattern)), c.Pattern.pairs(), c.Msg, c.over, c.cfg)
+	}
 	var cfg callConfig
 	if c.cfg != nil {
 		cfg = *c.cfg
