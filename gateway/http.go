@@ -126,10 +126,9 @@ func (g *Gateway) call(ctx context.Context, c call) (json.RawMessage, *apiError)
 		}
 		return nil, e
 	}
-	if v := res.Value(); v == noServiceValue {
-		return nil, unserved(c.method, c.path)
-	}
-	var out json.RawMessage
+	// Decode, not Value: Value would decode a remote answer into maps
+	// only to find that it is not the default.
+	var out *answer
 	if err := res.Decode(&out); err != nil {
 		// Most often a protobuf answer of a type this binary does not
 		// link: register it (import its Go package; wizard-gateway
@@ -137,10 +136,13 @@ func (g *Gateway) call(ctx context.Context, c call) (json.RawMessage, *apiError)
 		g.log.Error("gateway: a handler's result cannot be turned into JSON", "request_id", c.rid, "pattern", c.m.pattern, "err", err)
 		return nil, newAPIError(http.StatusInternalServerError, runtime.CodeInternal, "internal error")
 	}
-	if out == nil {
-		out = json.RawMessage("null")
+	switch {
+	case out == noServiceValue:
+		return nil, unserved(c.method, c.path)
+	case out == nil:
+		return json.RawMessage("null"), nil
 	}
-	return out, nil
+	return out.json, nil
 }
 
 // withPattern sets pattern's pairs in msg, a message the gateway built
