@@ -32,7 +32,7 @@ const (
 // timeout.
 const wsWriteTimeout = 10 * time.Second
 
-// wsConn is one WebSocket connection: a reader (the upgrade's goroutine)
+// wsConn is one WebSocket connection: a reader (see [wsConn.serve])
 // and a goroutine per request in flight. Frames to send wait in a bounded
 // send queue, drained by whoever queued a frame when no writer was at
 // work (a request's goroutine writes its reply itself); pings run on a
@@ -71,8 +71,10 @@ type outMsg struct {
 }
 
 // serveWebSocket upgrades a request on the WebSocket path: Origin
-// allow-list, per-IP rate, a token at the upgrade if any; then serves the
-// connection until it closes. It returns the status of the upgrade.
+// allow-list, per-IP rate, a token at the upgrade if any; then it serves
+// the connection on a goroutine of its own (see [wsConn.serve]) and
+// returns the status of the upgrade, which the access log records then
+// (each request frame has a line of its own).
 func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid string) int {
 	fail := func(e *apiError) int { writeError(w, e, rid); return e.status }
 	if g.closing.Load() {
@@ -110,6 +112,18 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 		cancel()
 		return http.StatusSwitchingProtocols
 	}
+	// The connection is served on a goroutine of its own and this one,
+	// net/http's, returns: it would keep net/http's connection, request
+	// and buffers (some 10 KiB) for the WebSocket's life.
+	go wc.serve(id)
+	return http.StatusSwitchingProtocols
+}
+
+// serve serves an upgraded connection until it closes: the identity of
+// the upgrade (nil: none yet), the idle timeout and pings, the reader;
+// then it waits for the requests in flight and the connection's tasks.
+func (wc *wsConn) serve(id *auth.Identity) {
+	g := wc.g
 	defer g.removeConn(wc)
 	if id != nil {
 		wc.setIdentity(id)
@@ -129,7 +143,6 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 	wc.closeWith(closeNormal, "")
 	wc.reqs.Wait()
 	wc.tasks.Wait()
-	return http.StatusSwitchingProtocols
 }
 
 // upgradeIdentity verifies a token given with the upgrade: the
