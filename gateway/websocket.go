@@ -105,7 +105,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 	wc := &wsConn{
 		g: g, c: c, nc: hw.conn, ip: g.clientIP(r),
 		send: newSendQueue(g.set.ws.sendQueue),
-		ctx: ctx, cancel: cancel, inflight: make(map[string]context.CancelFunc),
+		ctx:  ctx, cancel: cancel, inflight: make(map[string]context.CancelFunc),
 	}
 	if !g.addConn(wc) {
 		c.Close(closeGoingAway, "the gateway is shutting down")
