@@ -52,16 +52,6 @@ func newRawHTTPCaller(rawURL, token string) (*rawHTTPCaller, error) {
 }
 
 func (h *rawHTTPCaller) call(ctx context.Context, n int64) error {
-	if h.conn == nil {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", h.addr)
-		if err != nil {
-			return err
-		}
-		h.conn, h.br = c, bufio.NewReaderSize(c, 4096)
-	}
-	dl, _ := ctx.Deadline() // zero: none
-	h.conn.SetDeadline(dl)
 	body := strconv.AppendInt(append(h.body[:0], `{"name":"`+echoName+`","n":`...), n, 10)
 	body = append(body, '}')
 	h.body = body
@@ -69,9 +59,36 @@ func (h *rawHTTPCaller) call(ctx context.Context, n int64) error {
 	req = strconv.AppendInt(req, int64(len(body)), 10)
 	req = append(append(req, "\r\n\r\n"...), body...)
 	h.req = req
-	status, data, keep, err := h.roundTrip(req)
-	if err != nil || !keep {
-		h.close()
+	var (
+		status string
+		data   []byte
+		err    error
+	)
+	// A kept connection the server closed while it was idle (Node.js
+	// closes them after 5 s: the comparison's contenders wait while the
+	// others run) fails before any answer: the call goes again on a new
+	// one, as net/http's Transport does when it sees the idle connection
+	// close.
+	for try := 0; try < 2; try++ {
+		reused := h.conn != nil
+		if !reused {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, "tcp", h.addr)
+			if err != nil {
+				return err
+			}
+			h.conn, h.br = c, bufio.NewReaderSize(c, 4096)
+		}
+		dl, _ := ctx.Deadline() // zero: none
+		h.conn.SetDeadline(dl)
+		var keep, answered bool
+		status, data, keep, answered, err = h.roundTrip(req)
+		if err != nil || !keep {
+			h.close()
+		}
+		if err == nil || answered || !reused || ctx.Err() != nil {
+			break
+		}
 	}
 	if err != nil {
 		return err
@@ -87,11 +104,22 @@ func (h *rawHTTPCaller) call(ctx context.Context, n int64) error {
 }
 
 // roundTrip writes req and reads the answer: its status ("200 OK"), its
-// body (Content-Length or chunked), and whether the connection stays.
-func (h *rawHTTPCaller) roundTrip(req []byte) (status string, body []byte, keep bool, err error) {
+// body (Content-Length or chunked), and whether the connection stays;
+// answered reports that a byte of the answer came (when err is not nil:
+// whether the server had begun answering).
+func (h *rawHTTPCaller) roundTrip(req []byte) (status string, body []byte, keep, answered bool, err error) {
 	if _, err := h.conn.Write(req); err != nil {
-		return "", nil, false, err
+		return "", nil, false, false, err
 	}
+	if _, err := h.br.Peek(1); err != nil {
+		return "", nil, false, false, err
+	}
+	status, body, keep, err = h.answer()
+	return status, body, keep, true, err
+}
+
+// answer reads an answer that has begun.
+func (h *rawHTTPCaller) answer() (status string, body []byte, keep bool, err error) {
 	line, err := h.line()
 	if err != nil {
 		return "", nil, false, err

@@ -12,8 +12,9 @@ import (
 // TestRawHTTPCaller: the raw client's echo calls pass against net/http's
 // server answering with a Content-Length, chunked, and Connection:
 // close (each needs its own reading of the body, and the last a new
-// connection); the request carries the token, type and body; a 401 is an
-// error starting with its status, as the JWT passes' check expects.
+// connection); the request carries the token, type and body; a kept
+// connection that ends while idle costs no error; a 401 is an error
+// starting with its status, as the JWT passes' check expects.
 func TestRawHTTPCaller(t *testing.T) {
 	var conns atomic.Int64
 	srv := &http.Server{
@@ -74,6 +75,20 @@ func TestRawHTTPCaller(t *testing.T) {
 			}
 		})
 	}
+	t.Run("closed while idle", func(t *testing.T) {
+		c, err := newRawHTTPCaller(base, "tok")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.close()
+		if err := c.call(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+		c.conn.(*net.TCPConn).CloseRead() // as if the server had closed it: the next read ends at once
+		if err := c.call(t.Context(), 2); err != nil {
+			t.Errorf("a call on a kept connection closed while idle: %v (want it made again on a new one)", err)
+		}
+	})
 	c, err := newRawHTTPCaller(base, "")
 	if err != nil {
 		t.Fatal(err)
