@@ -50,7 +50,7 @@ type env struct {
 	// httpClient is the load generator's HTTP client, ClientRaw or
 	// ClientNetHTTP.
 	httpClient string
-	procs    []*proc
+	procs      []*proc
 }
 
 // start starts cmd (see [startProc]) and remembers it for stopAll.
@@ -127,10 +127,10 @@ func freePort() (int, error) {
 // memory and CPU are read, and where its clients connect.
 type gateway struct {
 	name   string
-	client string // the load generator's HTTP client: ClientRaw or ClientNetHTTP
-	main  *proc   // the gateway process
-	procs []*proc // every process of the contender, the gateway last
-	base  string  // http://host:port
+	client string  // the load generator's HTTP client: ClientRaw or ClientNetHTTP
+	main   *proc   // the gateway process
+	procs  []*proc // every process of the contender, the gateway last
+	base   string  // http://host:port
 }
 
 func (g *gateway) echoURL() string { return g.base + "/echo" }
@@ -147,7 +147,7 @@ func (g *gateway) httpCaller(token string) caller {
 	}
 	return c
 }
-func (g *gateway) wsURL() string   { return "ws" + strings.TrimPrefix(g.base, "http") + "/ws" }
+func (g *gateway) wsURL() string { return "ws" + strings.TrimPrefix(g.base, "http") + "/ws" }
 
 // gatewayConfig is wizard-gateway's YAML: POST /echo to the echo node,
 // the WebSocket endpoint, no access log and no rate limits; with a signer,

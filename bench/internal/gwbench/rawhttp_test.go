@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestRawHTTPCaller: the raw client's echo calls pass against net/http's
@@ -17,10 +18,14 @@ import (
 // starting with its status, as the JWT passes' check expects.
 func TestRawHTTPCaller(t *testing.T) {
 	var conns atomic.Int64
+	idle := make(chan net.Conn, 100) // the server's connections as they go idle
 	srv := &http.Server{
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
+		ConnState: func(c net.Conn, s http.ConnState) {
+			switch s {
+			case http.StateNew:
 				conns.Add(1)
+			case http.StateIdle:
+				idle <- c
 			}
 		},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -81,10 +86,18 @@ func TestRawHTTPCaller(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.close()
+		for len(idle) > 0 { // the other subtests' connections
+			<-idle
+		}
 		if err := c.call(t.Context(), 1); err != nil {
 			t.Fatal(err)
 		}
-		c.conn.(*net.TCPConn).CloseRead() // as if the server had closed it: the next read ends at once
+		select {
+		case sc := <-idle:
+			sc.Close() // the server ends the kept connection, as Node.js does after 5 s
+		case <-time.After(10 * time.Second):
+			t.Fatal("the server's connection never went idle")
+		}
 		if err := c.call(t.Context(), 2); err != nil {
 			t.Errorf("a call on a kept connection closed while idle: %v (want it made again on a new one)", err)
 		}
