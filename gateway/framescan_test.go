@@ -26,7 +26,7 @@ func TestScanFrame(t *testing.T) {
 		{`{}`, true},
 		{`{"type":"req","id":"42","method":"POST","path":"/a","body":{"x":1},"timeout_ms":3000}`, true},
 		{`{"id":null}`, true},
-		{`{"Type":"req","id":"1"}`, false},       // encoding/json matches case-insensitively
+		{`{"Type":"req","id":"1"}`, false},      // encoding/json matches case-insensitively
 		{`{"type":"r\u0065q","id":"1"}`, false}, // an escape
 		{`{"timeout_ms":1.5}`, false},
 		{`{"extra":1}`, false},
