@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/wizardmesh/wizard/gateway/internal/jsonscan"
 )
 
 // scanFrame decodes the common frame without reflection: valid JSON, one
@@ -18,30 +20,30 @@ func scanFrame(data []byte) (inFrame, bool) {
 	if !json.Valid(data) {
 		return f, false
 	}
-	i := skipSpace(data, 0)
+	i := jsonscan.Space(data, 0)
 	if data[i] != '{' {
 		return f, false
 	}
-	i = skipSpace(data, i+1)
+	i = jsonscan.Space(data, i+1)
 	if data[i] == '}' {
 		return f, true // valid JSON: nothing follows but space
 	}
 	for {
 		// data is valid JSON: a key, ':', a value, then ',' or '}'.
 		ks := i + 1
-		i = skipString(data, i)
+		i = jsonscan.String(data, i)
 		key := data[ks : i-1]
-		i = skipSpace(data, i)
-		vs := skipSpace(data, i+1) // past ':'
-		i = skipValue(data, vs)
+		i = jsonscan.Space(data, i)
+		vs := jsonscan.Space(data, i+1) // past ':'
+		i = jsonscan.Value(data, vs)
 		if !f.set(key, data[vs:i]) {
 			return inFrame{}, false
 		}
-		i = skipSpace(data, i)
+		i = jsonscan.Space(data, i)
 		if data[i] == '}' {
 			return f, true
 		}
-		i = skipSpace(data, i+1) // past ','
+		i = jsonscan.Space(data, i+1) // past ','
 	}
 }
 
@@ -101,60 +103,4 @@ func plainString(v []byte, dst *string) bool {
 	}
 	*dst = string(s)
 	return true
-}
-
-// The skips walk JSON that json.Valid accepted.
-
-func skipSpace(d []byte, i int) int {
-	for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index past the string that starts at d[i].
-func skipString(d []byte, i int) int {
-	for i++; i < len(d); i++ {
-		switch d[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(d)
-}
-
-// skipValue returns the index past the value that starts at d[i].
-func skipValue(d []byte, i int) int {
-	switch d[i] {
-	case '"':
-		return skipString(d, i)
-	case '{', '[':
-		depth := 0
-		for i < len(d) {
-			switch d[i] {
-			case '"':
-				i = skipString(d, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return len(d)
-	}
-	for i < len(d) { // a number, true, false or null
-		switch d[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-		i++
-	}
-	return i
 }

@@ -101,14 +101,7 @@ func (g *Gateway) call(ctx context.Context, c call) (json.RawMessage, *apiError)
 			return nil, e
 		}
 	}
-	msg, e := c.m.message(c.query, c.body)
-	if e != nil {
-		return nil, e
-	}
-	if e := refuseMetaKeys(msg); e != nil {
-		return nil, e
-	}
-	msg, e = withPattern(msg, c.m.pattern)
+	msg, e := c.message()
 	if e != nil {
 		return nil, e
 	}
@@ -143,6 +136,25 @@ func (g *Gateway) call(ctx context.Context, c call) (json.RawMessage, *apiError)
 		return json.RawMessage("null"), nil
 	}
 	return out.json, nil
+}
+
+// message builds the call's message: the common request's as JSON, with
+// the client's own text of the body, the rest as maps (and the errors of
+// what the client may not send).
+func (c *call) message() (any, *apiError) {
+	if c.m.messageJSON != nil {
+		if b, ok := c.m.messageJSON(c.query, c.body); ok {
+			return json.RawMessage(b), nil
+		}
+	}
+	msg, e := c.m.message(c.query, c.body)
+	if e != nil {
+		return nil, e
+	}
+	if e := refuseMetaKeys(msg); e != nil {
+		return nil, e
+	}
+	return withPattern(msg, c.m.pattern)
 }
 
 // withPattern sets pattern's pairs in msg, a message the gateway built
