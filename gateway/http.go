@@ -232,6 +232,13 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *api
 	if r.ContentLength > g.set.maxBody {
 		return nil, tooLarge(g.set.maxBody)
 	}
+	if r.ContentLength > 0 { // within the limit: read it at once
+		body := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, badRequest("the request body could not be read")
+		}
+		return body, nil
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.set.maxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError

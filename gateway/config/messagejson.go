@@ -23,9 +23,12 @@ import (
 // same fields and values, numbers in the body's own text.
 func (m *Match) AppendMessageJSON(dst []byte, query url.Values, body []byte) ([]byte, bool) {
 	r := m.Route
-	p, err := runtime.ParsePattern(m.Pattern)
-	if err != nil {
-		return dst, false
+	p := r.pat.fixedPat
+	if r.pat.fixed == "" {
+		var err error
+		if p, err = runtime.ParsePattern(m.Pattern); err != nil {
+			return dst, false
+		}
 	}
 	out := append(dst, '{')
 	n := 0 // fields written
