@@ -340,14 +340,18 @@ func (wc *wsConn) request(f inFrame) {
 	wc.mu.Unlock()
 	go func() {
 		defer wc.reqs.Done()
-		defer wc.done(id)
 		defer cancel()
 		rid := newRequestID()
 		body, e := wc.serveReq(ctx, f, caller, rid)
-		if wc.queue(resFrame(f.ID, rid, body, e)) {
+		write := wc.queue(resFrame(f.ID, rid, body, e))
+		// The id is free before its reply is written: a client may send
+		// it again as soon as it has the reply. A close that done or
+		// countLimited queues follows the reply.
+		wc.done(id)
+		wc.countLimited(e)
+		if write {
 			wc.writeQueued() // this goroutine has the writer's turn: no other is needed
 		}
-		wc.countLimited(e)
 	}()
 }
 
