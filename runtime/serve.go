@@ -142,7 +142,7 @@ func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over
 	if hctx != ctx {
 		meta = nil // the handler's IncomingMetadata reads the request's
 	}
-	*m = Message{Codec: codec, Payload: payload}
+	*m = Message{Codec: codec, Payload: payload, owned: ownedPayload(res.v)}
 	if typ != "" {
 		m.Meta = append(meta, MetaPair{metaType, typ})
 	}

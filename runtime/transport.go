@@ -83,6 +83,9 @@ type Message struct {
 	Error string
 	// in is the node's lazily decoded view of Payload.
 	in raw
+	// owned is set on a reply whose Payload the node encoded for it
+	// alone (see ownedPayload): nothing else holds or changes its bytes.
+	owned bool
 
 	// Deadline is, on the serving side, the caller's remaining budget as
 	// received (zero means none); transports set it and the server ctx
