@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"google.golang.org/protobuf/proto"
 )
 
 // dedupTable remembers a node's recent remote calls by caller and call id,
@@ -110,6 +112,11 @@ type dedupSlot struct {
 	// shared, when set, is the answer's payload itself, kept rather than
 	// copied into buf (see dedupShareMin); released when s is evicted.
 	shared []byte
+	// body, when set, is the answer's result not yet encoded (a
+	// transport encodes it into its frame: see ServeMessageBody), of
+	// bodyLen bytes; released when s is evicted.
+	body    proto.Message
+	bodyLen int
 }
 
 const (
@@ -248,7 +255,7 @@ func (t *dedupTable) evictOldest() {
 		t.index.remove(s.key, t.head)
 	}
 	t.bytes -= s.bytes()
-	s.key, s.shared = deadKey, nil
+	s.key, s.shared, s.body = deadKey, nil, nil
 	t.head = (t.head + 1) % len(t.ring)
 	t.n--
 }
@@ -287,6 +294,8 @@ func (s *dedupSlot) set(k dedupKey, digest uint64, at time.Duration, m *Message,
 	if s.shared != nil {
 		size -= len(s.shared)
 	}
+	s.body, s.bodyLen = m.body, m.bodyLen
+	size -= m.bodyLen
 	if cap(s.buf) < size || cap(s.buf) > 4*size+512 {
 		s.buf = make([]byte, 0, size) // grown, or shrunk after a large answer
 	}
@@ -303,7 +312,7 @@ func (s *dedupSlot) set(k dedupKey, digest uint64, at time.Duration, m *Message,
 }
 
 // bytes is the size of the answer s holds.
-func (s *dedupSlot) bytes() int { return len(s.buf) + len(s.shared) }
+func (s *dedupSlot) bytes() int { return len(s.buf) + len(s.shared) + s.bodyLen }
 
 // answer returns a copy of s's answer, which shares no memory with s but
 // its shared payload, which no one changes.
@@ -318,6 +327,7 @@ func (s *dedupSlot) answer() *Message {
 		return v
 	}
 	m := &Message{Code: s.code, Codec: s.codec, Flags: s.flags, Error: str(s.errLen)}
+	m.body, m.bodyLen = s.body, s.bodyLen
 	if s.shared != nil {
 		m.Payload, m.owned = s.shared, true
 	} else if s.payLen > 0 {
@@ -334,7 +344,7 @@ func (s *dedupSlot) answer() *Message {
 
 // messageBytes is the size of m's payload, error and metadata.
 func messageBytes(m *Message) int {
-	size := len(m.Payload) + len(m.Error)
+	size := len(m.Payload) + len(m.Error) + m.bodyLen
 	for _, p := range m.Meta {
 		size += len(p.Key) + len(p.Value)
 	}
