@@ -18,6 +18,13 @@ import (
 // Call runs one call over a mux client. where names the connection in
 // errors: "wizard: <transport>: <addr>".
 func Call(ctx context.Context, cl *mux.Client, m *runtime.Message, where string) (*runtime.Message, error) {
+	return CallBody(ctx, cl, m, nil, 0, where)
+}
+
+// CallBody is [Call] for a message whose payload is body, of size bytes,
+// still to marshal: it is marshalled straight into the request's frame.
+// A nil body sends m's Payload.
+func CallBody(ctx context.Context, cl *mux.Client, m *runtime.Message, body proto.Message, size int, where string) (*runtime.Message, error) {
 	f := wire.Frame{
 		Type:    wire.TypeRequest,
 		Flags:   wire.Flags(m.Flags),
@@ -28,6 +35,10 @@ func Call(ctx context.Context, cl *mux.Client, m *runtime.Message, where string)
 	f.Meta = toWire(m.Meta)
 	x := new(exchange) // the answer frame and the message made of it, in one allocation
 	resp, out := &x.f, &x.m
+	if body != nil {
+		x.b = protoBody{body, size}
+		f.Body = &x.b
+	}
 	answered, err := cl.Do(ctx, &f, resp)
 	if err != nil {
 		if errors.Is(err, wire.ErrFrameTooLarge) { // refused here, as the server refuses a large response
