@@ -103,7 +103,7 @@ func (n *Node) outgoing(ctx context.Context, r *route, pairs []Pair, msg any, ov
 			msg, over = merged(m, over), nil
 		}
 	}
-	codec, payload, typ, err := encodePayload(msg)
+	codec, payload, typ, body, err := encodeRequest(msg)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (n *Node) outgoing(ctx context.Context, r *route, pairs []Pair, msg any, ov
 	}
 	om := new(outMessage) // the message and room for its metadata, in one allocation
 	m := &om.Message
-	*m = Message{Pattern: r.pattern.String(), Codec: codec, Payload: payload}
+	*m = Message{Pattern: r.pattern.String(), Codec: codec, Payload: payload, body: body.m, bodyLen: body.n}
 	m.Meta = append(om.meta[:0], MetaPair{metaCaller, n.id})
 	if typ != "" {
 		m.Meta = append(m.Meta, MetaPair{metaType, typ})
