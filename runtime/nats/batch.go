@@ -111,7 +111,8 @@ func checkBatch(data []byte, max int) error {
 type batcher struct {
 	nc      *natsgo.Conn
 	subject string
-	reply   string // the messages' reply subject; "" for none
+	reply   string        // the messages' reply subject; "" for none
+	limit   *atomic.Int64 // the bytes in a message; nil: maxBatchBytes
 	// failed, when set, is told the ids of the calls in a message that
 	// could not be published.
 	failed func(ids []uint64, err error)
@@ -143,7 +144,10 @@ var batches = sync.Pool{New: func() any { return new(batch) }}
 // published; others pass 0.
 func (w *batcher) send(f *wire.Frame, id uint64) {
 	size := f.Size()
-	limit := min(maxBatchBytes, int(w.nc.MaxPayload()))
+	limit := maxBatchBytes
+	if w.limit != nil {
+		limit = int(w.limit.Load())
+	}
 	w.mu.Lock()
 	var b *batch
 	if n := len(w.queue); n > 0 && w.queue[n-1].frames < maxBatchFrames && len(w.queue[n-1].data)+size <= limit {

@@ -26,6 +26,7 @@ type broker struct {
 	next  atomic.Uint64
 	done  atomic.Bool  // closed by the transport: a disconnect is no loss
 	max   atomic.Int64 // the largest frame that can travel (see maxFrame)
+	batch atomic.Int64 // the largest batch that can travel: maxBatchBytes, or the broker's max_payload
 
 	mu        sync.Mutex
 	pending   map[uint64]*pending
@@ -132,6 +133,10 @@ func (b *broker) maxFrame() int { return int(b.max.Load()) }
 
 // setMaxFrame reads the broker's max_payload, on connecting.
 func (b *broker) setMaxFrame() {
+	b.batch.Store(maxBatchBytes)
+	if mp := b.nc.MaxPayload(); mp > 0 && mp < maxBatchBytes {
+		b.batch.Store(mp)
+	}
 	m := b.t.maxFrame
 	if mp := int(b.nc.MaxPayload()) - 4; mp > 0 && mp < m {
 		m = mp

@@ -44,7 +44,7 @@ var _ runtime.Conn = (*Conn)(nil)
 func newConn(b *broker, subject string) (*Conn, error) {
 	c := &Conn{b: b, subject: subject, where: "wizard: nats: " + subject, done: make(chan struct{})}
 	c.heard()
-	c.out = &batcher{nc: b.nc, subject: subject, reply: b.inbox + batchToken, failed: b.notSent}
+	c.out = &batcher{nc: b.nc, subject: subject, reply: b.inbox + batchToken, limit: &b.batch, failed: b.notSent}
 	var err error
 	c.ctl, err = b.nc.Subscribe(controlSubject(subject), c.onControl)
 	if err != nil {

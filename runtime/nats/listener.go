@@ -349,7 +349,7 @@ func (l *Listener) batcherLocked(subject string) *batcher {
 			}
 		}
 	}
-	w := &batcher{nc: l.b.nc, subject: subject, onErr: func(err error) {
+	w := &batcher{nc: l.b.nc, subject: subject, limit: &l.b.batch, onErr: func(err error) {
 		l.log.Debug("wizard: nats: replies not sent", "subject", l.subject, "reply", subject, "err", err)
 	}}
 	l.out[subject] = w
