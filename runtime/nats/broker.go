@@ -227,6 +227,7 @@ func (b *broker) onBatch(m *natsgo.Msg) {
 		b.t.log.Warn("wizard: nats: malformed reply dropped", "subject", m.Subject, "err", err)
 		return
 	}
+	var heard *Conn // the connection last told it was heard from
 	for data := m.Data; len(data) > 0; {
 		var a answer
 		var err error
@@ -238,7 +239,10 @@ func (b *broker) onBatch(m *natsgo.Msg) {
 		if p == nil {
 			continue // late, or forged
 		}
-		p.conn.heard()
+		if p.conn != heard {
+			heard = p.conn
+			heard.heard()
+		}
 		p.ch <- a
 	}
 }

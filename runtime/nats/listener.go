@@ -337,14 +337,15 @@ func (l *Listener) answer(reply string, id uint64, f *wire.Frame) {
 
 // batcherLocked returns the batcher of the replies to subject, a
 // caller's batch subject, making one if need be; l.mu is held. Past
-// maxIdleShares callers, the batchers with nothing to send are dropped.
+// maxIdleShares callers, the batchers of callers with no calls being
+// served and nothing to send are dropped.
 func (l *Listener) batcherLocked(subject string) *batcher {
 	if w := l.out[subject]; w != nil {
 		return w
 	}
 	if len(l.out) >= maxIdleShares {
 		for k, w := range l.out {
-			if w.idle() {
+			if w.active.Load() == 0 && w.idle() {
 				delete(l.out, k)
 			}
 		}
