@@ -15,6 +15,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/natstest"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 	"github.com/wizardmesh/wizard/runtime/nats"
@@ -196,5 +197,57 @@ func TestCallerToNodeWithoutBatches(t *testing.T) {
 	defer mu.Unlock()
 	if len(wrong) > 0 {
 		t.Fatalf("%d messages not of the single-frame form, the first %s", len(wrong), wrong[0])
+	}
+}
+
+// TestCancelInTheRequestsBatch: a cancel in the same message as its
+// request, right behind it, cancels the call however soon it comes after
+// the request (usually before the call's worker has made its ctx): the
+// handler, if it started at all, sees its ctx cancelled, and the reply
+// is a cancelled error.
+func TestCancelInTheRequestsBatch(t *testing.T) {
+	b := natstest.Start(t)
+	srv := transporttest.NewServer(t, newTransport(t, b.URL()))
+	ended := make(chan error, 1)
+	transporttest.MustAdd(t, srv, "role:block", func(ctx context.Context, r runtime.Request) (any, error) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(testwait.Guard):
+		}
+		ended <- ctx.Err()
+		return nil, ctx.Err()
+	})
+	raw, err := natsgo.Connect(b.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	inbox := raw.NewInbox()
+	replies, err := raw.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := wire.AppendFrame(nil, &wire.Frame{Type: wire.TypeRequest, Codec: wire.CodecJSON, ID: 9, Pattern: "role:block", Payload: []byte("{}"), Deadline: time.Hour})
+	data = wire.AppendFrame(data, &wire.Frame{Type: wire.TypeCancel, ID: 9})
+	if err := raw.PublishRequest(srv.Addr(), inbox, data); err != nil {
+		t.Fatal(err)
+	}
+	m, err := replies.NextMsg(testwait.Guard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := rawFrames(t, m.Data)
+	if len(fs) != 1 || fs[0].ID != 9 || fs[0].Type != wire.TypeError {
+		t.Fatalf("reply %+v; want one error frame for call 9", fs)
+	}
+	if code, msg, err := wire.DecodeError(fs[0].Payload); err != nil || runtime.Code(code) != runtime.CodeCanceled {
+		t.Fatalf("reply: code %v %q (%v); want %v", runtime.Code(code), msg, err, runtime.CodeCanceled)
+	}
+	select {
+	case err := <-ended:
+		if err != context.Canceled {
+			t.Fatalf("the handler's ctx ended with %v", err)
+		}
+	default: // the call was cancelled before its handler started
 	}
 }

@@ -2,12 +2,19 @@ package nats
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
 
+	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/natstest"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
@@ -87,4 +94,91 @@ func equal(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// serverFunc serves calls with a function.
+type serverFunc func(context.Context, *runtime.Message) *runtime.Message
+
+func (f serverFunc) ServeMessage(ctx context.Context, m *runtime.Message) *runtime.Message {
+	return f(ctx, m)
+}
+
+// TestBatchedCancel: calls in flight at once to a node that reads
+// batches, half of them cancelled while their handlers run: each
+// cancelled one ends its own handler's ctx and no other's, and the rest
+// get their own replies.
+func TestBatchedCancel(t *testing.T) {
+	b := natstest.Start(t)
+	newT := func() *Transport {
+		tr, err := New(WithURL(b.URL()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	const calls = 32
+	started, ended := make(chan string, calls), make(chan string, calls)
+	release := make(chan struct{})
+	l, err := newT().Listen("", serverFunc(func(ctx context.Context, m *runtime.Message) *runtime.Message {
+		started <- string(m.Payload)
+		select {
+		case <-ctx.Done():
+			ended <- string(m.Payload)
+			return nil
+		case <-release:
+			return &runtime.Message{Payload: m.Payload}
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	rc, err := newT().Dial(t.Context(), l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if c := rc.(*Conn); !c.batch.Load() {
+		t.Fatal("the node's pong did not say it reads batches")
+	}
+	cancels := make([]context.CancelFunc, calls)
+	errs := make([]error, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancels[i] = cancel
+		wg.Go(func() {
+			defer cancel()
+			want := strconv.Itoa(i)
+			r, err := rc.Call(ctx, &runtime.Message{Pattern: "role:block", Payload: []byte(want)})
+			switch {
+			case i%2 == 0 && !errors.Is(err, context.Canceled):
+				errs[i] = fmt.Errorf("call %d, cancelled: %v, %v", i, r, err)
+			case i%2 == 1 && (err != nil || string(r.Payload) != want):
+				errs[i] = fmt.Errorf("call %d: %v, %v", i, r, err)
+			}
+		})
+	}
+	for range calls {
+		testwait.Recv(t, started)
+	}
+	for i := 0; i < calls; i += 2 {
+		cancels[i]()
+	}
+	got := map[string]bool{}
+	for range calls / 2 {
+		got[testwait.Recv(t, ended)] = true
+	}
+	for i := 0; i < calls; i += 2 {
+		if !got[strconv.Itoa(i)] {
+			t.Errorf("the handler of cancelled call %d did not end; those that did: %v", i, got)
+		}
+	}
+	close(release)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
 }

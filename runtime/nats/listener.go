@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	natsgo "github.com/nats-io/nats.go"
 
@@ -49,11 +50,14 @@ type callKey struct {
 	id    uint64
 }
 
-// serving is a call being served.
+// serving is a call being served. Its worker makes its ctx: until then
+// cancel is nil, and a cancel is recorded in cancelled. Both are under
+// the listener's mu.
 type serving struct {
-	cancel context.CancelFunc
-	keep   bool       // runtime.FlagKeep: runs on if the broker connection is lost
-	share  *mux.Share // the caller's, taken; nil without a budget
+	cancel    context.CancelFunc
+	cancelled bool
+	keep      bool       // runtime.FlagKeep: runs on if the broker connection is lost
+	share     *mux.Share // the caller's, taken; nil without a budget
 }
 
 // worker is a goroutine that serves calls one after another, so that a
@@ -66,7 +70,7 @@ type worker struct {
 // job is one call for a worker, with its state and message in the same
 // allocation.
 type job struct {
-	ctx     context.Context
+	end     time.Time // the handler's deadline
 	s       serving
 	reply   string   // "" for a no-reply call
 	id      uint64   // the call's id in a batch, 0 if it came alone
@@ -154,7 +158,7 @@ func (l *Listener) onFrame(reply string, f *wire.Frame) {
 	case wire.TypeCancel:
 		l.mu.Lock()
 		if s := l.running[callKey{reply, f.ID}]; s != nil && reply != "" {
-			s.cancel()
+			s.stop()
 		}
 		l.mu.Unlock()
 	default:
@@ -200,8 +204,9 @@ func (l *Listener) request(reply string, id uint64, f *wire.Frame) {
 	if d <= 0 {
 		d = l.t.serveTimeout
 	}
-	ctx, cancel := context.WithTimeout(l.ctx, d)
-	j := &job{ctx: ctx, s: serving{cancel: cancel, keep: f.Flags&wire.FlagKeep != 0, share: share}, reply: reply, id: id, noReply: noReply}
+	// The ctx is made by the worker: this goroutine takes every message
+	// on the subject, one after another, and does as little as it can.
+	j := &job{end: time.Now().Add(d), s: serving{keep: f.Flags&wire.FlagKeep != 0, share: share}, reply: reply, id: id, noReply: noReply}
 	if noReply {
 		j.reply = "" // a no-reply call cannot be cancelled; it is not in running
 	} else {
@@ -280,11 +285,29 @@ func callerOf(reply string) string {
 	return reply
 }
 
+// stop cancels the call's ctx, or has its worker make it cancelled; the
+// listener's mu is held.
+func (s *serving) stop() {
+	if s.cancel != nil {
+		s.cancel()
+		return
+	}
+	s.cancelled = true
+}
+
 // serve runs one call and publishes its reply.
 func (l *Listener) serve(j *job) {
-	ctx, s, reply, m, noReply := j.ctx, &j.s, j.reply, &j.m, j.noReply
+	s, reply, m, noReply := &j.s, j.reply, &j.m, j.noReply
 	defer l.wg.Done()
-	defer s.cancel()
+	ctx, cancel := context.WithDeadline(l.ctx, j.end)
+	defer cancel()
+	l.mu.Lock()
+	s.cancel = cancel
+	cancelled := s.cancelled
+	l.mu.Unlock()
+	if cancelled {
+		cancel()
+	}
 	r := l.s.ServeMessage(ctx, m)
 	if s.share != nil {
 		s.share.Release()
@@ -375,7 +398,7 @@ func (l *Listener) brokerLost() {
 	l.mu.Lock()
 	for _, s := range l.running {
 		if !s.keep {
-			s.cancel()
+			s.stop()
 		}
 	}
 	l.mu.Unlock()
