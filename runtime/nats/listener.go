@@ -217,6 +217,12 @@ func (l *Listener) request(reply string, id uint64, f *wire.Frame) {
 		}
 	}
 	l.wg.Add(1)
+	var w *worker // an idle one, if any
+	if n := len(l.idle); n > 0 {
+		w = l.idle[n-1]
+		l.idle[n-1] = nil
+		l.idle = l.idle[:n-1]
+	}
 	l.mu.Unlock()
 	j.m = runtime.Message{
 		Pattern:  f.Pattern,
@@ -227,16 +233,10 @@ func (l *Listener) request(reply string, id uint64, f *wire.Frame) {
 		Meta:     bridge.FromWire(f.Meta),
 		Remote:   runtime.NewRemote("nats", callerOf(reply), nil),
 	}
-	l.mu.Lock()
-	if n := len(l.idle); n > 0 {
-		w := l.idle[n-1]
-		l.idle[n-1] = nil
-		l.idle = l.idle[:n-1]
-		l.mu.Unlock()
+	if w != nil {
 		w.next <- j
 		return
 	}
-	l.mu.Unlock()
 	go l.work(j)
 }
 
