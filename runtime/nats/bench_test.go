@@ -42,7 +42,9 @@ func BenchmarkRemoteCall(b *testing.B) {
 // (above 1 is faster than micro) and nats/tcp (the fraction of wizard
 // TCP's calls per second). Where /proc/self/io tells, it reports the
 // write system calls per call too (the process's: both ends and the
-// broker).
+// broker), and where getrusage tells, the process's CPU time per call:
+// on a machine shared with other work, wall time per call swings with
+// the others' load, CPU time much less.
 func BenchmarkNATS(b *testing.B) {
 	br := natstest.Start(b)
 	req := &testpb.SumRequest{Values: []float64{1, 2}}
@@ -127,11 +129,12 @@ func BenchmarkNATS(b *testing.B) {
 			defer cancel()
 			var spent [3]time.Duration
 			var writes [3]uint64
+			var cpu [3]time.Duration
 			rounds := 0
 			for b.Loop() {
 				for j := range contenders {
 					i := (j + rounds) % len(contenders)
-					w0, start := writeSyscalls(), time.Now()
+					w0, c0, start := writeSyscalls(), cpuTime(), time.Now()
 					var wg sync.WaitGroup
 					for range callers {
 						wg.Go(func() {
@@ -146,6 +149,7 @@ func BenchmarkNATS(b *testing.B) {
 					wg.Wait()
 					spent[i] += time.Since(start)
 					writes[i] += writeSyscalls() - w0
+					cpu[i] += cpuTime() - c0
 				}
 				rounds++
 			}
@@ -153,6 +157,11 @@ func BenchmarkNATS(b *testing.B) {
 			b.ReportMetric(float64(spent[0].Nanoseconds())/calls, "ns/call-nats")
 			b.ReportMetric(float64(spent[1].Nanoseconds())/calls, "ns/call-micro")
 			b.ReportMetric(float64(spent[2].Nanoseconds())/calls, "ns/call-tcp")
+			if cpuTime() > 0 {
+				b.ReportMetric(float64(cpu[0].Nanoseconds())/calls, "cpu-ns/call-nats")
+				b.ReportMetric(float64(cpu[1].Nanoseconds())/calls, "cpu-ns/call-micro")
+				b.ReportMetric(float64(cpu[2].Nanoseconds())/calls, "cpu-ns/call-tcp")
+			}
 			if writeSyscalls() > 0 {
 				b.ReportMetric(float64(writes[0])/calls, "writes/call-nats")
 				b.ReportMetric(float64(writes[1])/calls, "writes/call-micro")

@@ -12,8 +12,9 @@ import (
 // A NATS message's data is one wizard frame as runtime/internal/wire
 // encodes it, length field first: the type, flags, codec, remaining
 // deadline, pattern and metadata travel in its header and the payload
-// after it. The request id is unused (a call is named by its reply
-// subject, one per call).
+// after it; or several frames, a batch (see batch.go). The request id is
+// 0 in a call of the single-frame form (named by its reply subject, one
+// per call) and the call's id in a batch.
 
 // errLength is the reason of a message whose length field does not
 // match the data that follows it.
