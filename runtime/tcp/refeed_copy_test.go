@@ -13,17 +13,18 @@ import (
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
 )
 
-// unsentAfterFirst dials through tr; every connection to addr after the
-// first refuses calls of pattern as not sent (the catalog goes through),
-// as a broker connection that ended at once does.
-type unsentAfterFirst struct {
+// laterConnsFail dials through tr; every connection to addr after the
+// first answers calls of pattern with fail instead of sending them (the
+// catalog goes through).
+type laterConnsFail struct {
 	runtime.Transport
 	addr, pattern string
+	fail          func() (*runtime.Message, error)
 	mu            sync.Mutex
 	dials         int
 }
 
-func (u *unsentAfterFirst) Dial(ctx context.Context, addr string) (runtime.Conn, error) {
+func (u *laterConnsFail) Dial(ctx context.Context, addr string) (runtime.Conn, error) {
 	c, err := u.Transport.Dial(ctx, addr)
 	if err != nil || addr != u.addr {
 		return c, err
@@ -35,27 +36,47 @@ func (u *unsentAfterFirst) Dial(ctx context.Context, addr string) (runtime.Conn,
 	if !later {
 		return c, nil
 	}
-	return unsentConn{c, u.pattern}, nil
+	return failingConn{c, u.pattern, u.fail}, nil
 }
 
-type unsentConn struct {
+type failingConn struct {
 	runtime.Conn
 	pattern string
+	fail    func() (*runtime.Message, error)
 }
 
-func (c unsentConn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, error) {
+func (c failingConn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, error) {
 	if m.Pattern == c.pattern {
-		return nil, fmt.Errorf("%w: the connection ended at once", runtime.ErrNotSent)
+		return c.fail()
 	}
 	return c.Conn.Call(ctx, m)
 }
 
-// TestRefeedUnsentIsLost: a call whose connection drops after it was
-// written is sent again on the new connection; when that copy is not
-// sent, the call is lost (it may have run), never "not sent": it must not
-// go to another peer and run twice. (Before, the copy's ErrNotSent sent
-// it on to the other server, which ran it too.)
-func TestRefeedUnsentIsLost(t *testing.T) {
+// TestRefeedCopyFailsIsLost: a call whose connection drops after it was
+// written is sent again on the peer's new connection; when that copy
+// fails without running — not sent (a broker connection that ended at
+// once), or refused unrun (its original may still hold the caller's share
+// of the in-flight limit there) — the call is lost (it may have run):
+// never "not sent" or refused, so it must not go to another peer and run
+// twice. (Before, each of these sent it on to the other server, which ran
+// it too.)
+func TestRefeedCopyFailsIsLost(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail func() (*runtime.Message, error)
+	}{
+		{"unsent", func() (*runtime.Message, error) {
+			return nil, fmt.Errorf("%w: the connection ended at once", runtime.ErrNotSent)
+		}},
+		{"refused", func() (*runtime.Message, error) {
+			return &runtime.Message{Code: runtime.CodeResourceExhausted, Error: "over the caller's share", Flags: runtime.FlagRefused}, nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testRefeedCopyFails(t, tc.fail) })
+	}
+}
+
+func testRefeedCopyFails(t *testing.T, fail func() (*runtime.Message, error)) {
 	pattern := "cmd:pay,role:bank"
 	var ranA, ranB atomic.Int64
 	started, release := make(chan struct{}, 1), make(chan struct{})
@@ -72,7 +93,7 @@ func TestRefeedUnsentIsLost(t *testing.T) {
 		return map[string]any{"by": "b"}, nil
 	})
 	proxy := newCutProxy(t, a.Addr())
-	tr := &unsentAfterFirst{Transport: newTransport(t), addr: proxy.Addr(), pattern: pattern}
+	tr := &laterConnsFail{Transport: newTransport(t), addr: proxy.Addr(), pattern: pattern, fail: fail}
 	cl := transporttest.NewClient(t, tr, "role:bank,cmd:pay", nil, proxy.Addr(), b.Addr())
 	testwait.Until(t, "both servers are targets", func() bool {
 		ts, _, _ := cl.Route("role:bank,cmd:pay")
@@ -95,7 +116,7 @@ func TestRefeedUnsentIsLost(t *testing.T) {
 			continue // b answered it
 		case <-started:
 		}
-		proxy.cut() // lost after it was written; the refeed meets an unsent connection
+		proxy.cut() // lost after it was written; the refed copy fails unrun
 		err := <-done
 		if err == nil || errors.Is(err, runtime.ErrNotSent) || runtime.CodeOf(err) != runtime.CodeUnavailable {
 			t.Errorf("call %d: %v; want unavailable, not matching ErrNotSent (it may have run)", i, err)
