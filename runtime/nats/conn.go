@@ -264,6 +264,15 @@ func (c *Conn) reply(a *answer) (*runtime.Message, error) {
 		if code == 0 {
 			code = uint32(runtime.CodeUnknown)
 		}
+		if a.f.Flags&wire.FlagRefused != 0 && runtime.Code(code) == runtime.CodeUnavailable {
+			// Refused unrun as unavailable: the node is going away (its
+			// listener drains, or the node closes). Its goaway on the
+			// control subject may come after this answer (another
+			// subscription, no order between them): take the news from
+			// the answer, so that the next call is not sent either.
+			c.goAway()
+			return nil, bridge.NotSent(c.where, errors.New(msg))
+		}
 		return &runtime.Message{Code: runtime.Code(code), Error: msg, Payload: details, Flags: runtime.MessageFlags(a.f.Flags & wire.FlagRefused)}, nil
 	}
 	return nil, fmt.Errorf("%s: a %v frame in reply to a call", c.where, a.f.Type)
