@@ -54,6 +54,14 @@ type server struct {
 	reaper      *time.Timer // armed while workers are idle
 	reaping     bool
 	stopped     bool // no handler runs any more: a late reap does nothing
+
+	// Serving inline (see inline.go), guarded by c.mu but for handover,
+	// the reader role's own.
+	inlineReq *request    // served inline by the reader, which holds its role
+	readerW   *worker     // the reader's handle, kept by it as a worker when it hands over
+	skip      int         // requests left to give to workers before serving inline again
+	backoff   int         // skip after the last hand-over; 0 once a request returned in time
+	handover  *time.Timer // hands the reader role over (takeOver); made under c.mu, armed by the reader
 }
 
 // Serve runs the server side of a connection over rw: it reads the
@@ -115,7 +123,7 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 	}
 	c := s.c
 	c.drained = s.startPending
-	c.start(func() { c.fail(c.readFrames(s.dispatch)) })
+	s.startReading()
 	select {
 	case <-ctx.Done():
 		s.shutdown()
@@ -276,6 +284,11 @@ func (s *server) dispatch(f *wire.Frame) error {
 			return s.waitRoom()
 		}
 		s.running++
+		if s.inlineLocked(r) {
+			w := s.readerWorker()
+			c.mu.Unlock()
+			return s.serveInline(r, w)
+		}
 		w := s.takeWorker()
 		c.mu.Unlock()
 		s.start(r, w)
@@ -391,7 +404,9 @@ func (r *request) serve(w *worker) *request {
 	}
 	delete(s.inflight, id)
 	var next *request
-	if len(s.pending) > 0 && c.queued < c.opts.MaxQueued {
+	if s.keepsReading(r) {
+		// Served inline: the reader goes back to reading (inline.go).
+	} else if len(s.pending) > 0 && c.queued < c.opts.MaxQueued {
 		next = s.popPending() // on this worker, whose stack is warm
 	} else {
 		s.running--

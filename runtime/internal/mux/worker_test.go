@@ -65,11 +65,17 @@ func TestWorkers(t *testing.T) {
 		close(gate)
 		wg.Wait()
 
-		for range 3 {
+		// Lone requests run on an idle worker or inline on the reader
+		// (see inline.go), never on a new goroutine each.
+		others := map[string]bool{}
+		for range 2 * inlineBackoff {
 			call("")
 			if id := <-who; !workers[id] {
-				t.Errorf("a request after the burst ran on a new goroutine %s, not on an idle worker", id)
+				others[id] = true
 			}
+		}
+		if len(others) > 1 {
+			t.Errorf("requests after the burst ran on %d new goroutines, want idle workers and the reader", len(others))
 		}
 
 		time.Sleep(2*workerIdle + time.Millisecond)
