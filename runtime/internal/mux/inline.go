@@ -9,9 +9,9 @@ import (
 // before its handler runs, most of a lone call's time on the server. So
 // the reader serves a request itself when a handler slot is free and no
 // request waits for one, and goes back to reading once the handler has
-// returned. Reading must never wait on a slow handler, though: a timer
-// armed for handOverAfter hands the reader role to a new goroutine when
-// the handler is still running by then. The handler's goroutine keeps
+// returned. Reading must never wait on a slow handler, though: a watch
+// timer hands the reader role to a new goroutine when a handler has been
+// running for between handOverAfter and twice that. The handler's goroutine keeps
 // the call and, once it has answered, serves on as a worker. A request
 // served inline is a request like any other: it counts against
 // MaxInFlight and its caller's share, is found by cancels, drains with
@@ -19,14 +19,27 @@ import (
 // reader finds the stream closed at once, so Serve does not wait on the
 // handler).
 //
+// The watch does not cost a timer per request (arming a timer that is the
+// process's earliest wakes the network poller's thread: a cross-thread
+// wake, the very cost inline serving saves). It ticks every handOverAfter
+// while requests are served inline, and stops after a period without
+// one; the next request served inline starts it again. A tick that finds
+// the same request running as the tick before hands its reading over.
+//
+// Only a lone request is served inline: one behind which the reader has
+// nothing more buffered. When requests come together, workers serve them
+// side by side, as many as there are cores, where the reader would serve
+// them one after another.
+//
 // A connection whose handlers keep running past the bound would pay a
 // hand-over, a new goroutine, per request: after one, its next requests
 // go to workers again (inlineBackoff of them, doubling with every
 // hand-over in a row up to maxInlineBackoff) before the reader tries once
 // more.
 
-// handOverAfter is how long a handler served inline may hold up reading.
-const handOverAfter = 50 * time.Microsecond
+// handOverAfter is the watch's period: a handler served inline holds up
+// reading for at most twice that (and the timer's lateness).
+const handOverAfter = 100 * time.Microsecond
 
 // inlineBackoff and maxInlineBackoff bound how many requests go to
 // workers after a hand-over before the reader serves one inline again.
@@ -65,17 +78,26 @@ func (s *server) read() {
 }
 
 // inlineLocked reports whether the reader serves r itself (c.mu is held;
-// r has a handler slot): not while it backs off after a hand-over.
+// r has a handler slot): when nothing more is buffered to read, and not
+// while it backs off after a hand-over.
 func (s *server) inlineLocked(r *request) bool {
+	if s.c.br.Buffered() > 0 {
+		return false // not alone
+	}
 	if s.skip > 0 {
 		s.skip--
 		return false
 	}
 	r.inline = true
 	s.inlineReq = r
-	if s.handover == nil { // made here, stopped, so that takeOver finds it set
-		s.handover = time.AfterFunc(time.Hour, s.takeOver)
-		s.handover.Stop()
+	s.inlineSeq++
+	if !s.watching {
+		s.watching = true
+		if s.handover == nil {
+			s.handover = time.AfterFunc(handOverAfter, s.watch)
+		} else {
+			s.handover.Reset(handOverAfter)
+		}
 	}
 	return true
 }
@@ -84,10 +106,8 @@ func (s *server) inlineLocked(r *request) bool {
 // reader goes on reading, errHandedOver when the handler ran past the
 // bound and this goroutine served on as a worker until told to leave.
 func (s *server) serveInline(r *request, w *worker) error {
-	s.handover.Reset(handOverAfter)
 	next := r.serve(w)
 	if r.inline {
-		s.handover.Stop()
 		return nil
 	}
 	for {
@@ -126,17 +146,24 @@ func (s *server) keepsReading(r *request) bool {
 	return true
 }
 
-// takeOver runs when a handler served inline is still running after
-// handOverAfter: this goroutine takes the reader role. (A timer that
-// fired late, for a request that has returned, finds nothing to take
-// over, or hands over the next request early, which costs only time.)
-func (s *server) takeOver() {
+// watch is the watch's tick: it hands the reader role over, to this
+// goroutine, when the request served inline is the one the last tick saw;
+// else it ticks again while a request runs inline.
+func (s *server) watch() {
 	c := s.c
 	c.mu.Lock()
-	if s.inlineReq == nil {
+	if s.inlineReq == nil && s.inlineSeq == s.watched {
+		s.watching = false // none for a whole period: the next one starts it again
 		c.mu.Unlock()
 		return
 	}
+	if s.inlineReq == nil || s.inlineSeq != s.watched {
+		s.watched = s.inlineSeq
+		s.handover.Reset(handOverAfter)
+		c.mu.Unlock()
+		return
+	}
+	s.watching = false
 	s.inlineReq = nil
 	s.readerW = nil // the handler's goroutine keeps its handle as a worker
 	s.backoff = min(max(2*s.backoff, inlineBackoff), maxInlineBackoff)

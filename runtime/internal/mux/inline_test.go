@@ -96,7 +96,7 @@ func TestSlowHandlerHandsReadingOver(t *testing.T) {
 }
 
 // TestHandOverBound: reading waits on a slow handler served inline for
-// handOverAfter exactly, not until the handler returns.
+// two ticks of the watch exactly, not until the handler returns.
 func TestHandOverBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newPair(t, func(ctx context.Context, req *wire.Frame) *wire.Frame {
@@ -117,8 +117,8 @@ func TestHandOverBound(t *testing.T) {
 		if _, err := p.client.Call(t.Context(), reqFrame(0, "fast")); err != nil {
 			t.Fatalf("fast call: %v", err)
 		}
-		if d := time.Since(start); d != handOverAfter {
-			t.Errorf("the fast call was answered after %v, want %v", d, handOverAfter)
+		if d := time.Since(start); d != 2*handOverAfter {
+			t.Errorf("the fast call was answered after %v, want %v", d, 2*handOverAfter)
 		}
 		if d := <-slowDone; d != time.Second {
 			t.Errorf("the slow call was answered after %v, want 1s", d)
@@ -155,8 +155,8 @@ func TestInlineHandlerCancelledOnLoss(t *testing.T) {
 			t.Errorf("Serve = %v, want nil", err)
 		}
 		p.served <- err // for the cleanup
-		if d := time.Since(start); d > handOverAfter {
-			t.Errorf("Serve returned %v after the loss, want at most %v", d, handOverAfter)
+		if d := time.Since(start); d > 2*handOverAfter {
+			t.Errorf("Serve returned %v after the loss, want at most %v", d, 2*handOverAfter)
 		}
 	})
 }
@@ -191,6 +191,37 @@ func TestInlineBackoff(t *testing.T) {
 		}
 		if !call("fast") {
 			t.Errorf("request %d after the hand-over ran on a worker, want inline", inlineBackoff)
+		}
+	})
+}
+
+// TestWatchStops: the watch ticks only while requests are served inline:
+// a period without one stops it, and the next request served inline
+// starts it again.
+func TestWatchStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var s *server
+		p := newPair(t, func(ctx context.Context, req *wire.Frame) *wire.Frame {
+			s = ctx.(*request).s
+			return echo(ctx, req)
+		}, Options{}, Options{})
+		watching := func() bool {
+			s.c.mu.Lock()
+			defer s.c.mu.Unlock()
+			return s.watching
+		}
+		for range 2 {
+			if _, err := p.client.Call(t.Context(), reqFrame(0, "x")); err != nil {
+				t.Fatal(err)
+			}
+			if !watching() {
+				t.Error("the watch does not tick after a request served inline")
+			}
+			time.Sleep(2 * handOverAfter) // a tick, and a period without a request
+			synctest.Wait()
+			if watching() {
+				t.Error("the watch ticks on with no request running inline")
+			}
 		}
 	})
 }

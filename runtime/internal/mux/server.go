@@ -55,13 +55,15 @@ type server struct {
 	reaping     bool
 	stopped     bool // no handler runs any more: a late reap does nothing
 
-	// Serving inline (see inline.go), guarded by c.mu but for handover,
-	// the reader role's own.
+	// Serving inline (see inline.go), guarded by c.mu.
 	inlineReq *request    // served inline by the reader, which holds its role
+	inlineSeq uint64      // requests served inline so far
+	watched   uint64      // inlineSeq at the watch's last tick
+	watching  bool        // the watch ticks
 	readerW   *worker     // the reader's handle, kept by it as a worker when it hands over
 	skip      int         // requests left to give to workers before serving inline again
 	backoff   int         // skip after the last hand-over; 0 once a request returned in time
-	handover  *time.Timer // hands the reader role over (takeOver); made under c.mu, armed by the reader
+	handover  *time.Timer // the watch (see server.watch)
 }
 
 // Serve runs the server side of a connection over rw: it reads the
@@ -399,7 +401,8 @@ func (r *request) serve(w *worker) *request {
 	// stops taking requests while the queue is over its bound in bytes,
 	// so answers are bounded by that and by MaxInFlight.
 	c.mu.Lock()
-	if buf != nil {
+	direct := buf != nil && s.directLocked(r)
+	if buf != nil && !direct {
 		c.pushLocked(outFrame{buf: buf}) // dropped if the connection has ended
 	}
 	delete(s.inflight, id)
@@ -420,6 +423,9 @@ func (r *request) serve(w *worker) *request {
 		}
 	}
 	c.mu.Unlock()
+	if direct {
+		c.writeDirect(buf)
+	}
 	s.done()
 	return next
 }
