@@ -2,6 +2,8 @@ package mux
 
 import (
 	"context"
+	"io"
+	"net"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -224,4 +226,35 @@ func TestWatchStops(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestNoInlineOffNetConn: a stream that is not a net.Conn (a QUIC
+// stream) serves every request on a worker.
+func TestNoInlineOffNetConn(t *testing.T) {
+	leak.Check(t)
+	cconn, sconn := net.Pipe()
+	served := make(chan error, 1)
+	inline := make(chan bool, 1)
+	go func() {
+		served <- Serve(t.Context(), struct{ io.ReadWriteCloser }{sconn}, func(ctx context.Context, req *wire.Frame) *wire.Frame {
+			inline <- onReader(ctx)
+			return echo(ctx, req)
+		}, Options{})
+	}()
+	cl, err := NewClient(cconn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := cl.Call(t.Context(), reqFrame(0, "x")); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if testwait.Recv(t, inline) {
+			t.Errorf("call %d ran inline on a stream that is not a net.Conn", i)
+		}
+	}
+	cl.Close()
+	if err := testwait.Recv(t, served); err != nil {
+		t.Errorf("Serve = %v", err)
+	}
 }

@@ -56,6 +56,7 @@ type server struct {
 	stopped     bool // no handler runs any more: a late reap does nothing
 
 	// Serving inline (see inline.go), guarded by c.mu.
+	inlineOn  bool        // the stream is a net.Conn (TCP, TLS): set before reading starts
 	inlineReq *request    // served inline by the reader, which holds its role
 	inlineSeq uint64      // requests served inline so far
 	watched   uint64      // inlineSeq at the watch's last tick
