@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -159,8 +160,12 @@ routes:
 		if err := c.Write(ctx, websocket.MessageText, frame); err != nil {
 			b.Fatal(err)
 		}
-		if _, _, err := c.Read(ctx); err != nil {
+		_, reply, err := c.Read(ctx)
+		if err != nil {
 			b.Fatal(err)
+		}
+		if !bytes.Contains(reply, []byte(`"status":200`)) {
+			b.Fatalf("reply %s", reply) // a benchmark of errors measures nothing
 		}
 		if len(lat) < cap(lat) {
 			lat = append(lat, time.Since(start))

@@ -5,7 +5,11 @@
 // Only that pattern routes the call: a field of the client's never
 // steers it to a narrower pattern (role:users,cmd:delete,admin:true); the
 // handler's message holds the pattern's pairs beside the client's fields,
-// as [runtime.Node.Act] would give them.
+// as [runtime.Node.Act] would give them. The message travels as JSON,
+// written from the client's own text of the body where it can be (a
+// handler in the gateway's own process then reads a json.RawMessage from
+// [runtime.Request.Msg]; [runtime.Request.Decode] and Get read it as any
+// JSON message).
 //
 // Each HTTP request: the route is matched (no route: 404 at once, naming
 // method and path; a route for other methods: 405 with Allow); the bearer

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"strconv"
+
+	"github.com/wizardmesh/wizard/runtime"
 )
 
 // The WebSocket frames (DESIGN §8): text messages of one JSON object each.
@@ -45,8 +48,23 @@ func (f *inFrame) ping() bool {
 	return f.Type == "" && f.ID == nil && f.Token == "" && f.Method == "" && f.Path == "" && f.Body == nil && f.TimeoutMs == 0
 }
 
-// decodeFrame decodes and checks one client frame.
+// decodeFrame decodes and checks one client frame: the common shape by
+// [scanFrame], anything else by encoding/json's strict decoding, which
+// has the last word on what a frame is.
 func decodeFrame(data []byte) (inFrame, *frameError) {
+	f, ok := scanFrame(data)
+	if !ok {
+		var fe *frameError
+		if f, fe = decodeFrameJSON(data); fe != nil {
+			return inFrame{}, fe
+		}
+	}
+	return checkFrame(f)
+}
+
+// decodeFrameJSON decodes a frame with encoding/json: strictly (an
+// unknown field is an error), one JSON value.
+func decodeFrameJSON(data []byte) (inFrame, *frameError) {
 	var f inFrame
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -56,6 +74,11 @@ func decodeFrame(data []byte) (inFrame, *frameError) {
 	if dec.More() {
 		return inFrame{}, &frameError{id: salvageID(data), msg: "frame holds more than one JSON value"}
 	}
+	return f, nil
+}
+
+// checkFrame checks a decoded frame.
+func checkFrame(f inFrame) (inFrame, *frameError) {
 	if f.ping() {
 		return f, nil
 	}
@@ -140,8 +163,23 @@ type outFrame struct {
 	RetryAfterMs int64 `json:"retry_after_ms,omitempty"`
 }
 
-// resFrame is the reply of request id: body, or e.
+// resFrame is the reply of request id: body (JSON, as a call's answer
+// decodes), or e.
 func resFrame(id *string, rid string, body json.RawMessage, e *apiError) []byte {
+	if e == nil && id != nil && plainJSONString(*id) && plainJSONString(rid) {
+		// The common reply, written as json.Marshal writes outFrame
+		// (but for escaping <, > and & in the body), without its
+		// reflection and the body's second scan.
+		b := make([]byte, 0, len(body)+len(*id)+len(rid)+48)
+		b = append(append(append(b, `{"type":"res","id":"`...), *id...), `","status":200`...)
+		if rid != "" {
+			b = append(append(append(b, `,"request_id":"`...), rid...), '"')
+		}
+		if len(body) > 0 {
+			b = append(append(b, `,"body":`...), body...)
+		}
+		return append(b, '}')
+	}
 	f := outFrame{Type: frameRes, ID: id, RequestID: rid, Status: 200, Body: body}
 	if e != nil {
 		eb := e.body()
@@ -152,11 +190,27 @@ func resFrame(id *string, rid string, body json.RawMessage, e *apiError) []byte 
 		}
 	}
 	b, err := json.Marshal(f)
-	if err != nil {
+	if err != nil && f.Error != nil {
 		f.Error.Details = nil
-		b, _ = json.Marshal(f)
+		b, err = json.Marshal(f)
+	}
+	if err != nil { // a body that is not JSON: no call answers one
+		return resFrame(id, rid, nil, newAPIError(http.StatusInternalServerError, runtime.CodeInternal, "internal error"))
 	}
 	return b
+}
+
+// plainJSONString reports whether s is written in JSON as it is, between
+// quotes, by json.Marshal: printable ASCII but for '"', '\\' and the
+// HTML characters it escapes.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 func marshalFrame(f outFrame) []byte {

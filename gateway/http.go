@@ -101,14 +101,7 @@ func (g *Gateway) call(ctx context.Context, c call) (json.RawMessage, *apiError)
 			return nil, e
 		}
 	}
-	msg, e := c.m.message(c.query, c.body)
-	if e != nil {
-		return nil, e
-	}
-	if e := refuseMetaKeys(msg); e != nil {
-		return nil, e
-	}
-	msg, e = withPattern(msg, c.m.pattern)
+	msg, e := c.message()
 	if e != nil {
 		return nil, e
 	}
@@ -126,10 +119,9 @@ func (g *Gateway) call(ctx context.Context, c call) (json.RawMessage, *apiError)
 		}
 		return nil, e
 	}
-	if v := res.Value(); v == noServiceValue {
-		return nil, unserved(c.method, c.path)
-	}
-	var out json.RawMessage
+	// Decode, not Value: Value would decode a remote answer into maps
+	// only to find that it is not the default.
+	var out *answer
 	if err := res.Decode(&out); err != nil {
 		// Most often a protobuf answer of a type this binary does not
 		// link: register it (import its Go package; wizard-gateway
@@ -137,10 +129,32 @@ func (g *Gateway) call(ctx context.Context, c call) (json.RawMessage, *apiError)
 		g.log.Error("gateway: a handler's result cannot be turned into JSON", "request_id", c.rid, "pattern", c.m.pattern, "err", err)
 		return nil, newAPIError(http.StatusInternalServerError, runtime.CodeInternal, "internal error")
 	}
-	if out == nil {
-		out = json.RawMessage("null")
+	switch {
+	case out == noServiceValue:
+		return nil, unserved(c.method, c.path)
+	case out == nil:
+		return json.RawMessage("null"), nil
 	}
-	return out, nil
+	return out.json, nil
+}
+
+// message builds the call's message: the common request's as JSON, with
+// the client's own text of the body, the rest as maps (and the errors of
+// what the client may not send).
+func (c *call) message() (any, *apiError) {
+	if c.m.messageJSON != nil {
+		if b, ok := c.m.messageJSON(c.query, c.body); ok {
+			return json.RawMessage(b), nil
+		}
+	}
+	msg, e := c.m.message(c.query, c.body)
+	if e != nil {
+		return nil, e
+	}
+	if e := refuseMetaKeys(msg); e != nil {
+		return nil, e
+	}
+	return withPattern(msg, c.m.pattern)
 }
 
 // withPattern sets pattern's pairs in msg, a message the gateway built
@@ -217,6 +231,13 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *api
 	}
 	if r.ContentLength > g.set.maxBody {
 		return nil, tooLarge(g.set.maxBody)
+	}
+	if r.ContentLength > 0 { // within the limit: read it at once
+		body := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, badRequest("the request body could not be read")
+		}
+		return body, nil
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.set.maxBody))
 	if err != nil {

@@ -179,6 +179,9 @@ func (ct *configTable) lookup(method, path string) (match, *apiError) {
 			}
 			return msg, nil
 		},
+		messageJSON: func(q url.Values, body []byte) ([]byte, bool) {
+			return m.AppendMessageJSON(nil, q, body)
+		},
 	}, nil
 }
 

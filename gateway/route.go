@@ -37,6 +37,10 @@ type match struct {
 	// message builds the call's message from the query and the JSON body
 	// (nil without one); its errors are the client's (400).
 	message func(query url.Values, body []byte) (any, *apiError)
+	// messageJSON, when not nil, writes the common request's message as
+	// JSON, the pattern's pairs included, or reports false: message
+	// then builds it or says what is wrong.
+	messageJSON func(query url.Values, body []byte) ([]byte, bool)
 }
 
 // table is a route table: lookup takes the request's escaped path (the

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -76,12 +78,21 @@ func StatusOf(c runtime.Code) int {
 	return http.StatusInternalServerError
 }
 
-// noService is the value a call's runtime.Default answers with when no
-// node serves its pattern: the gateway tells it apart from a handler's own
-// not_found by identity, never by a message.
-type noService struct{}
+// answer is a call's result as JSON: what [runtime.Result.Decode] makes of
+// a handler's answer (null decodes to a nil *answer), or noServiceValue.
+type answer struct{ json json.RawMessage }
 
-var noServiceValue any = &noService{}
+// UnmarshalJSON keeps the answer's JSON.
+func (a *answer) UnmarshalJSON(b []byte) error {
+	a.json = bytes.Clone(b)
+	return nil
+}
+
+// noServiceValue is the value a call's runtime.Default answers with when
+// no node serves its pattern: the gateway tells it apart from a handler's
+// own not_found by identity, never by a message (Decode into a *answer
+// hands it over as it is).
+var noServiceValue = &answer{}
 
 // unserved is the 503 of a route whose pattern no node serves.
 func unserved(method, path string) *apiError {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -31,15 +32,17 @@ const (
 // timeout.
 const wsWriteTimeout = 10 * time.Second
 
-// wsConn is one WebSocket connection: a reader (the upgrade's goroutine),
-// a writer draining a bounded send queue, and a goroutine per request in
-// flight.
+// wsConn is one WebSocket connection: a reader (see [wsConn.serve])
+// and a goroutine per request in flight. Frames to send wait in a bounded
+// send queue, drained by whoever queued a frame when no writer was at
+// work (a request's goroutine writes its reply itself); pings run on a
+// timer. An idle connection holds one goroutine.
 type wsConn struct {
 	g    *Gateway
 	c    *websocket.Conn
+	nc   net.Conn // the hijacked connection, for write deadlines; nil: none
 	ip   string
 	send *sendQueue
-	quit chan struct{} // closed when the connection closes
 
 	ctx    context.Context // the requests', ended when the connection closes
 	cancel context.CancelFunc
@@ -49,13 +52,14 @@ type wsConn struct {
 	id       *auth.Identity
 	expiry   *time.Timer
 	idle     *time.Timer // nil without an idle timeout
+	pinger   *time.Timer // nil without pings
 	draining bool
 	garbage  int
 	limited  int // rate-limited replies in a row
 
-	closed atomic.Bool
+	closed atomic.Bool    // set under mu, with tasks' count for the closer
 	reqs   sync.WaitGroup // requests in flight
-	tasks  sync.WaitGroup // the writer and the closer
+	tasks  sync.WaitGroup // a writer, a ping and the closer, each counted under mu while open
 }
 
 // outMsg is a frame to send, or (close != 0) the close that follows the
@@ -67,8 +71,10 @@ type outMsg struct {
 }
 
 // serveWebSocket upgrades a request on the WebSocket path: Origin
-// allow-list, per-IP rate, a token at the upgrade if any; then serves the
-// connection until it closes. It returns the status of the upgrade.
+// allow-list, per-IP rate, a token at the upgrade if any; then it serves
+// the connection on a goroutine of its own (see [wsConn.serve]) and
+// returns the status of the upgrade, which the access log records then
+// (each request frame has a line of its own).
 func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid string) int {
 	fail := func(e *apiError) int { writeError(w, e, rid); return e.status }
 	if g.closing.Load() {
@@ -87,7 +93,8 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 	if e != nil {
 		return fail(e)
 	}
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: len(origins) > 0})
+	hw := &hijackWriter{ResponseWriter: w}
+	c, err := websocket.Accept(hw, r, &websocket.AcceptOptions{InsecureSkipVerify: len(origins) > 0})
 	if err != nil {
 		// Accept has answered: a cross-origin request without an
 		// allow-list (403), or not a WebSocket handshake (400, 426).
@@ -96,15 +103,27 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 	c.SetReadLimit(g.set.ws.maxMessage)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	wc := &wsConn{
-		g: g, c: c, ip: g.clientIP(r),
-		send: newSendQueue(g.set.ws.sendQueue), quit: make(chan struct{}),
-		ctx: ctx, cancel: cancel, inflight: make(map[string]context.CancelFunc),
+		g: g, c: c, nc: hw.conn, ip: g.clientIP(r),
+		send: newSendQueue(g.set.ws.sendQueue),
+		ctx:  ctx, cancel: cancel, inflight: make(map[string]context.CancelFunc),
 	}
 	if !g.addConn(wc) {
 		c.Close(closeGoingAway, "the gateway is shutting down")
 		cancel()
 		return http.StatusSwitchingProtocols
 	}
+	// The connection is served on a goroutine of its own and this one,
+	// net/http's, returns: it would keep net/http's connection, request
+	// and buffers (some 10 KiB) for the WebSocket's life.
+	go wc.serve(id)
+	return http.StatusSwitchingProtocols
+}
+
+// serve serves an upgraded connection until it closes: the identity of
+// the upgrade (nil: none yet), the idle timeout and pings, the reader;
+// then it waits for the requests in flight and the connection's tasks.
+func (wc *wsConn) serve(id *auth.Identity) {
+	g := wc.g
 	defer g.removeConn(wc)
 	if id != nil {
 		wc.setIdentity(id)
@@ -112,11 +131,10 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 	if d := g.set.ws.idle; d > 0 {
 		wc.idle = time.AfterFunc(d, func() { wc.closeWith(closeGoingAway, "idle") })
 	}
-	wc.tasks.Add(1)
-	go wc.write()
-	if g.set.ws.ping > 0 {
-		wc.tasks.Add(1)
-		go wc.pings(g.set.ws.ping)
+	if d := g.set.ws.ping; d > 0 {
+		wc.mu.Lock()
+		wc.pinger = time.AfterFunc(d, wc.ping)
+		wc.mu.Unlock()
 	}
 	wc.read()
 	if wc.idle != nil {
@@ -125,7 +143,6 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 	wc.closeWith(closeNormal, "")
 	wc.reqs.Wait()
 	wc.tasks.Wait()
-	return http.StatusSwitchingProtocols
 }
 
 // upgradeIdentity verifies a token given with the upgrade: the
@@ -204,29 +221,40 @@ func (wc *wsConn) active() {
 	}
 }
 
-// pings sends a protocol ping every interval (browsers answer them
-// without the page's help); a pong counts as activity.
-func (wc *wsConn) pings(interval time.Duration) {
-	defer wc.tasks.Done()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			wait := interval // the pong may take until the idle timeout
-			if d := wc.g.set.ws.idle; d > wait {
-				wait = d
-			}
-			ctx, cancel := context.WithTimeout(wc.ctx, wait)
-			err := wc.c.Ping(ctx)
-			cancel()
-			if err == nil {
-				wc.active()
-			}
-		case <-wc.quit:
-			return
-		}
+// ping sends a protocol ping (browsers answer them without the page's
+// help), the pinger timer's function: a pong counts as activity, and the
+// next ping follows an interval after this one's answer.
+func (wc *wsConn) ping() {
+	if !wc.task() {
+		return
 	}
+	defer wc.tasks.Done()
+	interval := wc.g.set.ws.ping
+	wait := max(interval, wc.g.set.ws.idle) // the pong may take until the idle timeout
+	ctx, cancel := context.WithTimeout(wc.ctx, wait)
+	err := wc.c.Ping(ctx)
+	cancel()
+	if err == nil {
+		wc.active()
+	}
+	wc.mu.Lock()
+	if !wc.closed.Load() {
+		wc.pinger.Reset(interval)
+	}
+	wc.mu.Unlock()
+}
+
+// task counts a task of the connection (a writer, a ping) in tasks,
+// unless the connection is closed: then it reports false. Counted under
+// mu, a task is always in tasks before the reader waits for them.
+func (wc *wsConn) task() bool {
+	wc.mu.Lock()
+	defer wc.mu.Unlock()
+	if wc.closed.Load() {
+		return false
+	}
+	wc.tasks.Add(1)
+	return true
 }
 
 // invalid answers a frame that cannot be acted on (400, id if known) and
@@ -312,12 +340,18 @@ func (wc *wsConn) request(f inFrame) {
 	wc.mu.Unlock()
 	go func() {
 		defer wc.reqs.Done()
-		defer wc.done(id)
 		defer cancel()
 		rid := newRequestID()
 		body, e := wc.serveReq(ctx, f, caller, rid)
-		wc.enqueue(resFrame(f.ID, rid, body, e))
+		write := wc.queue(resFrame(f.ID, rid, body, e))
+		// The id is free before its reply is written: a client may send
+		// it again as soon as it has the reply. A close that done or
+		// countLimited queues follows the reply.
+		wc.done(id)
 		wc.countLimited(e)
+		if write {
+			wc.writeQueued() // this goroutine has the writer's turn: no other is needed
+		}
 	}()
 }
 
@@ -398,20 +432,48 @@ func (wc *wsConn) cancelReq(id string) {
 	}
 }
 
-// enqueue queues a frame; a full queue is a slow consumer, closed (4008).
+// enqueue queues a frame, starting a writer if none is at work; a full
+// queue is a slow consumer, closed (4008).
 func (wc *wsConn) enqueue(b []byte) {
-	if wc.closed.Load() {
-		return
-	}
-	if !wc.send.push(outMsg{b: b}) {
-		wc.g.log.Warn("gateway: websocket slow consumer: the send queue is full, closing", "remote", wc.ip, "queue", wc.send.max)
-		wc.closeWith(closeSlowConsumer, "slow consumer")
+	if wc.queue(b) {
+		wc.startWriter()
 	}
 }
 
-// write sends the queued frames until the connection closes.
-func (wc *wsConn) write() {
-	defer wc.tasks.Done()
+// queue queues a frame and reports whether the caller has the writer's
+// turn (then it must call writeQueued, or startWriter); a full queue is a
+// slow consumer, closed (4008).
+func (wc *wsConn) queue(b []byte) (write bool) {
+	if wc.closed.Load() {
+		return false
+	}
+	ok, write := wc.send.push(outMsg{b: b})
+	if !ok {
+		wc.g.log.Warn("gateway: websocket slow consumer: the send queue is full, closing", "remote", wc.ip, "queue", wc.send.max)
+		wc.closeWith(closeSlowConsumer, "slow consumer")
+	}
+	return write
+}
+
+// startWriter writes the queued frames on a goroutine of their own: for
+// the reader, which must not stop reading to write, and the rest that
+// queue a frame without a request's goroutine.
+func (wc *wsConn) startWriter() {
+	if !wc.task() {
+		return // closed: nothing more is sent
+	}
+	go func() {
+		defer wc.tasks.Done()
+		wc.writeQueued()
+	}()
+}
+
+// writeQueued sends the queued frames until the queue is empty (the
+// writer's turn ends) or the connection closes. A frame's write has the
+// server's write timeout (wsWriteTimeout without one), a deadline of the
+// connection cleared after it, so that the library's own writes (a pong,
+// the close handshake) never meet a deadline that has passed.
+func (wc *wsConn) writeQueued() {
 	timeout := wc.g.set.writeTimeout
 	if timeout <= 0 {
 		timeout = wsWriteTimeout
@@ -419,20 +481,25 @@ func (wc *wsConn) write() {
 	for {
 		m, ok := wc.send.pop()
 		if !ok {
-			select {
-			case <-wc.send.ready:
-				continue
-			case <-wc.quit:
-				return
-			}
+			return
+		}
+		if wc.closed.Load() {
+			return // the turn stays taken: nothing more is sent
 		}
 		if m.close != 0 {
 			wc.closeWith(m.close, m.reason)
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		err := wc.c.Write(ctx, websocket.MessageText, m.b)
-		cancel()
+		var err error
+		if wc.nc != nil {
+			wc.nc.SetWriteDeadline(time.Now().Add(timeout))
+			err = wc.c.Write(context.Background(), websocket.MessageText, m.b)
+			wc.nc.SetWriteDeadline(time.Time{})
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			err = wc.c.Write(ctx, websocket.MessageText, m.b)
+			cancel()
+		}
 		if err != nil {
 			wc.closeWith(closeInternal, "write failed")
 			return
@@ -446,8 +513,12 @@ func (wc *wsConn) closeAfterQueued(code websocket.StatusCode, reason string) {
 	if wc.closed.Load() {
 		return
 	}
-	if !wc.send.push(outMsg{close: code, reason: reason}) {
+	ok, write := wc.send.push(outMsg{close: code, reason: reason})
+	switch {
+	case !ok:
 		wc.closeWith(code, reason)
+	case write:
+		wc.startWriter()
 	}
 }
 
@@ -455,17 +526,21 @@ func (wc *wsConn) closeAfterQueued(code websocket.StatusCode, reason string) {
 // flight are canceled, and the close handshake runs on its own goroutine
 // (it may wait seconds on the peer).
 func (wc *wsConn) closeWith(code websocket.StatusCode, reason string) {
-	if !wc.closed.CompareAndSwap(false, true) {
+	wc.mu.Lock()
+	if wc.closed.Load() {
+		wc.mu.Unlock()
 		return
 	}
-	wc.tasks.Add(1) // while the writer still holds its own
-	wc.cancel()
-	close(wc.quit)
-	wc.mu.Lock()
+	wc.closed.Store(true)
+	wc.tasks.Add(1) // under mu: before the reader, whose own closeWith follows, waits
 	if wc.expiry != nil {
 		wc.expiry.Stop()
 	}
+	if wc.pinger != nil {
+		wc.pinger.Stop()
+	}
 	wc.mu.Unlock()
+	wc.cancel()
 	go func() {
 		defer wc.tasks.Done()
 		if err := wc.c.Close(code, reason); err != nil && !errors.Is(err, context.Canceled) {

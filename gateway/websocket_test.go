@@ -364,3 +364,18 @@ func TestWebSocketRetryAfter503(t *testing.T) {
 		t.Errorf("a 200: %+v, want no retry_after_ms", f)
 	}
 }
+
+// TestIDFreeWithItsReply: a client that sends the next request with the
+// id of the one just answered is served. The reply's own goroutine writes
+// it; before the id was freed first, the next request could meet it
+// still in flight (400).
+func TestIDFreeWithItsReply(t *testing.T) {
+	tg := newTestGateway(t, settings{})
+	c := dialWS(t, tg.ws, nil)
+	for i := range 200 {
+		sendFrame(t, c, map[string]any{"type": "req", "id": "same", "method": "POST", "path": "/echo", "body": map[string]any{"n": i}})
+		if f := mustReadFrame(t, c); f.Status != 200 {
+			t.Fatalf("request %d: %+v %+v", i, f, f.Error)
+		}
+	}
+}

@@ -11,8 +11,23 @@ import (
 
 // inject puts the trace context of ctx into the metadata of the calls
 // made with it, in place of any the metadata had (a handler that
-// forwards the metadata it received forwards its caller's).
-func (in *instrumentation) inject(ctx context.Context) context.Context {
+// forwards the metadata it received forwards its caller's). With the
+// default propagator the traceparent is formatted into st.
+func (in *instrumentation) inject(ctx context.Context, st *callState) context.Context {
+	if in.w3c == nil {
+		return in.injectCarrier(ctx)
+	}
+	var buf [6]string
+	kv := in.w3c.inject(ctx, &st.tp, buf[:0])
+	if len(kv) == 0 {
+		return ctx
+	}
+	return replaceMetadata(ctx, in.w3c.fields(), kv)
+}
+
+// injectCarrier is inject through the propagator, for any other than the
+// default.
+func (in *instrumentation) injectCarrier(ctx context.Context) context.Context {
 	c, _ := outCarriers.Get().(*outCarrier)
 	if c == nil {
 		c = &outCarrier{kv: make([]string, 0, 6)} // traceparent, tracestate, baggage
@@ -26,10 +41,25 @@ func (in *instrumentation) inject(ctx context.Context) context.Context {
 	if len(c.kv) == 0 {
 		return ctx
 	}
-	if md := runtime.OutgoingMetadata(ctx); md.Len() > 0 && has(md, in.prop.Fields()) {
-		ctx = runtime.AppendMetadata(runtime.WithMetadata(ctx, runtime.Metadata{}), without(md, in.prop.Fields())...)
+	return replaceMetadata(ctx, in.prop.Fields(), c.kv)
+}
+
+// replaceMetadata returns ctx whose calls carry kv after the metadata of
+// ctx but its pairs of keys.
+func replaceMetadata(ctx context.Context, keys []string, kv []string) context.Context {
+	if md := runtime.OutgoingMetadata(ctx); md.Len() > 0 && has(md, keys) {
+		ctx = runtime.AppendMetadata(runtime.WithMetadata(ctx, runtime.Metadata{}), without(md, keys)...)
 	}
-	return runtime.AppendMetadata(ctx, c.kv...)
+	return runtime.AppendMetadata(ctx, kv...)
+}
+
+// extract returns ctx with the trace context (and baggage) of the
+// metadata md a call came with.
+func (in *instrumentation) extract(ctx context.Context, md runtime.Metadata) context.Context {
+	if in.w3c != nil {
+		return in.w3c.extract(ctx, md)
+	}
+	return in.prop.Extract(ctx, inCarrier{md})
 }
 
 // has reports whether md has any of keys.

@@ -49,7 +49,9 @@
 // given with [WithPropagators]): a chain caller → A → B, in-process or
 // over TCP or QUIC, is one trace. The server span is in the handler's
 // ctx, so the handler's own calls are its children. The trace context is
-// put in the call's metadata once per call: a server span's parent is the
+// put in the call's metadata once per call (with the default propagator
+// without a carrier: the traceparent is formatted and parsed directly,
+// as propagation.TraceContext would): a server span's parent is the
 // caller's call span, its attempts are siblings of it. A call that is not
 // sampled has no attempt spans.
 //
@@ -63,8 +65,11 @@
 //
 // Durations (histograms in seconds, by rpc.method and
 // rpc.response.status_code): rpc.client.call.duration and
-// rpc.server.call.duration. In flight (by rpc.method):
-// wizard.client.calls.active, wizard.server.calls.active. Counters:
+// rpc.server.call.duration. In flight (by rpc.method; counted by the
+// instrumentation and observed at each collection while a node
+// instrumented with it is open, so that a call pays two atomic adds
+// rather than two measurements): wizard.client.calls.active,
+// wizard.server.calls.active. Counters:
 // wizard.client.retries, wizard.client.refeeds (by rpc.method),
 // wizard.client.attempts.refused and wizard.server.refused (by rpc.method
 // and code), wizard.server.duplicates (by rpc.method). Observed from each

@@ -42,6 +42,7 @@ func Instrument(opts ...Option) runtime.Option {
 type instrumentation struct {
 	tracer trace.Tracer // nil: tracing is off
 	prop   propagation.TextMapPropagator
+	w3c    *w3c     // prop without a carrier, or nil
 	m      *metrics // nil: metrics are off
 
 	targets  sync.Map // *runtime.Target → []attribute.KeyValue, by targetAttrs
@@ -51,7 +52,7 @@ type instrumentation struct {
 }
 
 func newInstrumentation(c config) *instrumentation {
-	in := &instrumentation{prop: c.prop}
+	in := &instrumentation{prop: c.prop, w3c: c.w3c}
 	if c.tp != nil {
 		in.tracer = c.tp.Tracer(scope, trace.WithSchemaURL(semconv.SchemaURL))
 	}
@@ -86,8 +87,9 @@ const other = "_OTHER"
 // allocation for both.
 type callState struct {
 	context.Context
-	span  trace.Span // nil when tracing is off
-	typed string     // a typed call's method: its procedure whatever matched
+	span  trace.Span  // nil when tracing is off
+	typed string      // a typed call's method: its procedure whatever matched
+	tp    traceparent // the call's traceparent in its metadata, with the default propagator
 
 	mu      sync.Mutex
 	pattern string
@@ -147,20 +149,20 @@ func (in *instrumentation) call(next runtime.Invoker) runtime.Invoker {
 		ctx = st
 		if in.tracer != nil {
 			ctx, st.span = in.tracer.Start(ctx, spec.Procedure, clientKind...)
-			ctx = in.inject(ctx)
+			ctx = in.inject(ctx, st)
 		}
 		var start time.Time
 		var active *attrOpts
 		if in.m != nil {
 			start = time.Now()
-			active = in.m.by.of(procedureOf(st, ""), 0, false) // a typed call's method, else _OTHER: the pattern is not known yet
-			in.m.clientActive.Add(ctx, 1, active.add...)
+			active = in.m.by.active(procedureOf(st, "")) // a typed call's method, else _OTHER: the pattern is not known yet
+			active.active[client].Add(1)
 		}
 		res, err := next(ctx, c)
 		code := runtime.CodeOf(err)
 		proc := procedureOf(st, "")
 		if in.m != nil {
-			in.m.clientActive.Add(ctx, -1, active.add...)
+			active.active[client].Add(-1)
 			in.m.clientDuration.Record(ctx, time.Since(start).Seconds(), in.m.by.of(proc, code, true).record...)
 		}
 		if st.span != nil {
@@ -178,7 +180,8 @@ func (in *instrumentation) endClient(st *callState, spec runtime.Spec, proc stri
 		if spec.Method == nil && proc != other {
 			span.SetName(proc) // the pattern that matched, rather than the message's
 		}
-		var buf [8]attribute.KeyValue
+		buf := getAttrs()
+		defer putAttrs(buf)
 		attrs := append(buf[:0], systemAttr, keyMethod.String(proc), keyCode.String(code.String()))
 		if p := st.matchedPattern(); p != "" {
 			attrs = append(attrs, keyPattern.String(p))
@@ -187,10 +190,10 @@ func (in *instrumentation) endClient(st *callState, spec runtime.Spec, proc stri
 			attrs = append(attrs, semconv.ErrorTypeKey.String(code.String()))
 			span.SetStatus(codes.Error, err.Error())
 		}
-		span.SetAttributes(attrs...)
 		if st.target != nil {
-			span.SetAttributes(in.targetAttrs(st.target)...)
+			attrs = append(attrs, in.targetAttrs(st.target)...)
 		}
+		span.SetAttributes(attrs...) // once: each call takes the span's lock
 	}
 	span.End()
 }
@@ -206,57 +209,64 @@ func (in *instrumentation) handler(next runtime.Handler) runtime.Handler {
 		}
 		var span trace.Span
 		if in.tracer != nil {
-			ctx, span = in.startServer(ctx, spec, req)
+			ctx = in.extract(ctx, runtime.IncomingMetadata(ctx))
+			ctx, span = in.tracer.Start(ctx, spec.Procedure, serverKind...)
 		}
 		var start time.Time
 		var active *attrOpts
 		if in.m != nil {
 			start = time.Now()
-			active = in.m.by.of(spec.Procedure, 0, false)
-			in.m.serverActive.Add(ctx, 1, active.add...)
+			active = in.m.by.active(spec.Procedure)
+			active.active[server].Add(1)
 		}
 		res, err := next(ctx, req)
 		code := runtime.CodeOf(err)
 		if in.m != nil {
-			in.m.serverActive.Add(ctx, -1, active.add...)
+			active.active[server].Add(-1)
 			in.m.serverDuration.Record(ctx, time.Since(start).Seconds(), in.m.by.of(spec.Procedure, code, true).record...)
 		}
 		if span != nil {
-			endServer(span, code, err)
+			in.endServer(span, spec, req, code, err)
 		}
 		return res, err
 	}
 }
 
-// startServer starts the server span of req (whose spec is spec), as a
-// child of the span its metadata names.
-func (in *instrumentation) startServer(ctx context.Context, spec runtime.Spec, req runtime.Request) (context.Context, trace.Span) {
-	ctx = in.prop.Extract(ctx, inCarrier{runtime.IncomingMetadata(ctx)})
-	ctx, span := in.tracer.Start(ctx, spec.Procedure, serverKind...)
+// endServer sets a server span's attributes, code and status, and ends
+// it: all its attributes at once (each SetAttributes takes the span's
+// lock). As the RPC conventions have it, only the codes that say the
+// server failed (unknown, deadline_exceeded, unimplemented, internal,
+// unavailable, data_loss) make the span an error; the others are the
+// caller's.
+func (in *instrumentation) endServer(span trace.Span, spec runtime.Spec, req runtime.Request, code runtime.Code, err error) {
 	if span.IsRecording() {
 		src := req.Source()
-		span.SetAttributes(systemAttr, keyMethod.String(spec.Procedure), keyPattern.String(req.Pattern().String()), keyCaller.String(src.Node))
+		buf := getAttrs()
+		defer putAttrs(buf)
+		attrs := append(buf[:0], systemAttr, keyMethod.String(spec.Procedure), keyPattern.String(req.Pattern().String()),
+			keyCaller.String(src.Node), keyCode.String(code.String()))
 		if src.Transport != "" {
-			span.SetAttributes(semconv.NetworkTransportKey.String(src.Transport))
+			attrs = append(attrs, semconv.NetworkTransportKey.String(src.Transport))
 		}
-		span.SetAttributes(in.peerAttrs(src.Addr)...)
-	}
-	return ctx, span
-}
-
-// endServer sets a server span's code and status, and ends it. As the
-// RPC conventions have it, only the codes that say the server failed
-// (unknown, deadline_exceeded, unimplemented, internal, unavailable,
-// data_loss) make the span an error; the others are the caller's.
-func endServer(span trace.Span, code runtime.Code, err error) {
-	if span.IsRecording() {
-		span.SetAttributes(keyCode.String(code.String()))
+		attrs = append(attrs, in.peerAttrs(src.Addr)...)
 		if err != nil && serverFault(code) {
-			span.SetAttributes(semconv.ErrorTypeKey.String(code.String()))
+			attrs = append(attrs, semconv.ErrorTypeKey.String(code.String()))
 			span.SetStatus(codes.Error, err.Error())
 		}
+		span.SetAttributes(attrs...)
 	}
 	span.End()
+}
+
+// attrBufs hold the attributes a span's end sets: SetAttributes copies
+// them, and a buffer of the stack would escape through the interface.
+var attrBufs = sync.Pool{New: func() any { return new([10]attribute.KeyValue) }}
+
+func getAttrs() *[10]attribute.KeyValue { return attrBufs.Get().(*[10]attribute.KeyValue) }
+
+func putAttrs(b *[10]attribute.KeyValue) {
+	clear(b[:])
+	attrBufs.Put(b)
 }
 
 func serverFault(c runtime.Code) bool {

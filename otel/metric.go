@@ -3,6 +3,7 @@ package wizotel
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/wizardmesh/wizard/runtime"
 	"go.opentelemetry.io/otel/attribute"
@@ -55,7 +56,7 @@ var durationBuckets = []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
 type metrics struct {
 	meter                          metric.Meter
 	clientDuration, serverDuration metric.Float64Histogram
-	clientActive, serverActive     metric.Int64UpDownCounter
+	clientActive, serverActive     metric.Int64ObservableUpDownCounter
 	clientRefused, retries         metric.Int64Counter
 	refeeds, serverRefused, dups   metric.Int64Counter
 	peers                          metric.Int64ObservableGauge
@@ -63,6 +64,12 @@ type metrics struct {
 	nodeRefeeds, nodeDups          metric.Int64ObservableCounter
 
 	by attrCache // by procedure, and by procedure and code
+
+	// The calls in flight are counted in by's entries and observed from
+	// them while a node uses the metrics (see observeActive).
+	activeMu    sync.Mutex
+	activeUsers int
+	activeReg   metric.Registration
 }
 
 func newMetrics(mp metric.MeterProvider) (*metrics, error) {
@@ -72,9 +79,9 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 		metric.WithDescription("The duration of the calls a node makes, by procedure and code."), metric.WithExplicitBucketBoundaries(durationBuckets...))
 	m.serverDuration, errs[1] = m.meter.Float64Histogram(metricServerDuration, metric.WithUnit("s"),
 		metric.WithDescription("The duration of the calls a node serves, by procedure and code."), metric.WithExplicitBucketBoundaries(durationBuckets...))
-	m.clientActive, errs[2] = m.meter.Int64UpDownCounter(metricClientActive, metric.WithUnit("{call}"),
+	m.clientActive, errs[2] = m.meter.Int64ObservableUpDownCounter(metricClientActive, metric.WithUnit("{call}"),
 		metric.WithDescription("The calls a node makes that are in flight, by procedure."))
-	m.serverActive, errs[3] = m.meter.Int64UpDownCounter(metricServerActive, metric.WithUnit("{call}"),
+	m.serverActive, errs[3] = m.meter.Int64ObservableUpDownCounter(metricServerActive, metric.WithUnit("{call}"),
 		metric.WithDescription("The calls a node serves that are in flight, by procedure."))
 	m.clientRefused, errs[4] = m.meter.Int64Counter(metricClientRefused, metric.WithUnit("{attempt}"),
 		metric.WithDescription("The attempts of a node's calls that their target refused without running them, by procedure and code."))
@@ -102,6 +109,41 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// observeActive observes the calls in flight while a node uses m: the
+// first node registers the callback, and the function it returns, once
+// the last has called it, unregisters it. Counted in m's own entries
+// rather than added to an UpDownCounter at each start and end, the calls
+// in flight cost a call two atomic adds, not two measurements.
+func (m *metrics) observeActive() (func(), error) {
+	m.activeMu.Lock()
+	defer m.activeMu.Unlock()
+	if m.activeUsers == 0 {
+		reg, err := m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			m.by.eachActive(func(a *attrOpts) {
+				o.ObserveInt64(m.clientActive, a.active[client].Load(), a.observe...)
+				o.ObserveInt64(m.serverActive, a.active[server].Load(), a.observe...)
+			})
+			return nil
+		}, m.clientActive, m.serverActive)
+		if err != nil {
+			return nil, err
+		}
+		m.activeReg = reg
+	}
+	m.activeUsers++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.activeMu.Lock()
+			defer m.activeMu.Unlock()
+			if m.activeUsers--; m.activeUsers == 0 {
+				_ = m.activeReg.Unregister()
+				m.activeReg = nil
+			}
+		})
+	}, nil
 }
 
 // observeNode registers the callback that reports n's Stats and peers;
@@ -151,11 +193,21 @@ type attrKey struct {
 }
 
 // attrOpts are the options of measurements with one set of attributes,
-// made once: recording with them allocates nothing.
+// made once: recording with them allocates nothing. An entry by
+// procedure alone counts that procedure's calls in flight.
 type attrOpts struct {
-	record []metric.RecordOption
-	add    []metric.AddOption
+	record  []metric.RecordOption
+	add     []metric.AddOption
+	observe []metric.ObserveOption
+
+	active [2]atomic.Int64 // the calls in flight: by client, by server
 }
+
+// The sides of a call, indexing attrOpts.active.
+const (
+	client = iota
+	server
+)
 
 // maxCachedSets bounds the attribute sets kept; past it, measurements
 // make theirs each time.
@@ -166,30 +218,78 @@ const maxCachedSets = 4096
 type attrCache struct {
 	mu   sync.RWMutex
 	sets map[attrKey]*attrOpts
+
+	overflow atomic.Pointer[attrOpts] // [other]'s, for the calls in flight of procedures not kept
+}
+
+// active returns the entry that counts the calls in flight of procedure:
+// its own, or, once maxCachedSets are kept, the one of [other].
+func (c *attrCache) active(procedure string) *attrOpts {
+	o, kept := c.lookup(procedure, 0, false)
+	if kept {
+		return o
+	}
+	if o := c.overflow.Load(); o != nil {
+		return o
+	}
+	o = newAttrOpts(other, 0, false)
+	if !c.overflow.CompareAndSwap(nil, o) {
+		o = c.overflow.Load()
+	}
+	return o
+}
+
+// eachActive calls f with every entry that counts calls in flight.
+func (c *attrCache) eachActive(f func(*attrOpts)) {
+	c.mu.RLock()
+	for k, o := range c.sets {
+		if !k.hasCode {
+			f(o)
+		}
+	}
+	c.mu.RUnlock()
+	if o := c.overflow.Load(); o != nil {
+		f(o)
+	}
 }
 
 // of returns the options for procedure (and code, when hasCode).
 func (c *attrCache) of(procedure string, code runtime.Code, hasCode bool) *attrOpts {
+	o, _ := c.lookup(procedure, code, hasCode)
+	return o
+}
+
+// lookup returns the options for procedure (and code, when hasCode), and
+// whether they are kept.
+func (c *attrCache) lookup(procedure string, code runtime.Code, hasCode bool) (*attrOpts, bool) {
 	k := attrKey{procedure, code, hasCode}
 	c.mu.RLock()
 	o := c.sets[k]
 	c.mu.RUnlock()
 	if o != nil {
-		return o
+		return o, true
 	}
+	o = newAttrOpts(procedure, code, hasCode)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev := c.sets[k]; prev != nil {
+		return prev, true // made meanwhile: its counts are the ones observed
+	}
+	if c.sets == nil {
+		c.sets = make(map[attrKey]*attrOpts)
+	}
+	if len(c.sets) >= maxCachedSets {
+		return o, false
+	}
+	c.sets[k] = o
+	return o, true
+}
+
+func newAttrOpts(procedure string, code runtime.Code, hasCode bool) *attrOpts {
 	attrs := []attribute.KeyValue{systemAttr, keyMethod.String(procedure)}
 	if hasCode {
 		attrs = append(attrs, keyCode.String(code.String()))
 	}
 	set := metric.WithAttributeSet(attribute.NewSet(attrs...))
-	o = &attrOpts{record: []metric.RecordOption{set}, add: []metric.AddOption{set}}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.sets == nil {
-		c.sets = make(map[attrKey]*attrOpts)
-	}
-	if len(c.sets) < maxCachedSets {
-		c.sets[k] = o
-	}
-	return o
+	return &attrOpts{record: []metric.RecordOption{set}, add: []metric.AddOption{set}, observe: []metric.ObserveOption{set}}
 }

@@ -26,12 +26,20 @@ func (o observer) Observe(n *runtime.Node) func() {
 	if o.in.m == nil {
 		return nil
 	}
-	stop, err := o.in.m.observeNode(n)
+	stopNode, err := o.in.m.observeNode(n)
 	if err != nil {
 		otel.Handle(err)
 		return nil
 	}
-	return stop
+	stopActive, err := o.in.m.observeActive()
+	if err != nil {
+		otel.Handle(err)
+		return stopNode
+	}
+	return func() {
+		stopNode()
+		stopActive()
+	}
 }
 
 // AttemptStart records a retry, names the call by the pattern that
@@ -144,7 +152,7 @@ func (o observer) serverEvent(ctx context.Context, e runtime.Event, name string,
 	if o.in.tracer == nil {
 		return
 	}
-	ctx = o.in.prop.Extract(ctx, inCarrier{runtime.IncomingMetadata(ctx)})
+	ctx = o.in.extract(ctx, runtime.IncomingMetadata(ctx))
 	_, span := o.in.tracer.Start(ctx, e.Spec.Procedure, serverKind...)
 	if span.IsRecording() {
 		span.SetAttributes(systemAttr, keyMethod.String(e.Spec.Procedure))

@@ -16,6 +16,7 @@ type config struct {
 	tp   trace.TracerProvider
 	mp   metric.MeterProvider
 	prop propagation.TextMapPropagator
+	w3c  *w3c // prop's propagation without a carrier, when prop is W3C trace context (and baggage)
 }
 
 type optionFunc func(*config)
@@ -73,7 +74,12 @@ func newConfig(opts []Option) config {
 		c.prop = otel.GetTextMapPropagator()
 		if c.prop == defaultPropagator {
 			c.prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+			c.w3c = &w3c{baggage: true}
 		}
+	}
+	switch c.prop.(type) {
+	case propagation.TraceContext, *propagation.TraceContext:
+		c.w3c = &w3c{}
 	}
 	switch c.tp.(type) {
 	case tracenoop.TracerProvider, *tracenoop.TracerProvider:

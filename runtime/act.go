@@ -138,6 +138,10 @@ type interceptedCall struct {
 
 // invokeCall is the innermost Invoker: route and dispatch.
 func (n *Node) invokeCall(ctx context.Context, c *Call) (Result, error) {
+	if c.cfg != nil && c.cfg.noReply == c.NoReply {
+		// The call's own copy (intercepted), which nothing writes: no other.
+		return n.callRoute(ctx, routeOf(n.router.findPattern(c.Pattern)), c.Pattern.pairs(), c.Msg, c.over, c.cfg)
+	}
 	var cfg callConfig
 	if c.cfg != nil {
 		cfg = *c.cfg
@@ -161,6 +165,9 @@ func routeOf(re *rentry[*route]) *route {
 // handler if it has one, else on a peer; a nil r is not found (or the
 // call's [Default]). Every call goes through it.
 func (n *Node) callRoute(ctx context.Context, r *route, pairs []Pair, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
+	if cfg.waitForReady && cfg.ready == nil {
+		return n.callReady(ctx, r, pairs, msg, over, cfg)
+	}
 	if r == nil {
 		return n.notFound(string(appendCanonical(nil, pairs)), cfg)
 	}
@@ -174,7 +181,7 @@ func (n *Node) callRoute(ctx context.Context, r *route, pairs []Pair, msg any, o
 		}
 		return n.dispatch(ctx, e, msg, over, cfg)
 	}
-	return n.callRemote(ctx, r, msg, over, cfg)
+	return n.callRemote(ctx, r, pairs, msg, over, cfg)
 }
 
 func (n *Node) notFound(pattern string, cfg *callConfig) (Result, error) {
@@ -186,6 +193,7 @@ func (n *Node) notFound(pattern string, cfg *callConfig) (Result, error) {
 	}
 	if n.remote != nil {
 		if err := n.unreachableError(pattern); err != nil {
+			cfg.ready.unavailable(false)
 			return Result{}, err
 		}
 	}

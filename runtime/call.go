@@ -31,6 +31,7 @@ const (
 	metaCaller = ":c" // the calling node's id
 	metaType   = ":t" // the protobuf full name of a CodecProto payload
 	metaOver   = ":o" // Act with a protobuf message: the pattern Request.Get sees
+	metaCalled = ":p" // a call to a glob pattern without :o: the pattern it was made with, for transports that route by it
 )
 
 func metaValue(meta []MetaPair, key string) string {
@@ -43,8 +44,9 @@ func metaValue(meta []MetaPair, key string) string {
 }
 
 // callRemote sends a call to one of r's peers, and to others as long as
-// the outcomes of its attempts allow (see [remoteCall.next]).
-func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
+// the outcomes of its attempts allow (see [remoteCall.next]). pairs are
+// the call's (sorted), which found r.
+func (n *Node) callRemote(ctx context.Context, r *route, pairs []Pair, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
 	box := r.bal.Load()
 	if box == nil || !r.hasPeers() || n.remote == nil {
 		return n.notFound(r.pattern.String(), cfg)
@@ -58,7 +60,7 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *cachedPa
 	if n.closed.Load() {
 		return Result{}, errClosed()
 	}
-	om, err := n.outgoing(ctx, r, msg, over, cfg)
+	om, err := n.outgoing(ctx, r, pairs, msg, over, cfg)
 	if err != nil {
 		return Result{}, err
 	}
@@ -70,13 +72,13 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *cachedPa
 	for {
 		t, ok := c.pick(box.b)
 		if !ok {
-			return c.exhausted(ctx)
+			return c.giveUp(ctx)
 		}
 		switch s, res, err := c.next(ctx, c.attempt(ctx, box.b, t)); s {
 		case stepDone:
 			return res, err
 		case stepGiveUp:
-			return c.exhausted(ctx)
+			return c.giveUp(ctx)
 		}
 	}
 }
@@ -84,20 +86,24 @@ func (n *Node) callRemote(ctx context.Context, r *route, msg any, over *cachedPa
 // outgoing encodes msg as the wire message of a call to r, with the
 // metadata the node sends: its id, the payload's type, the pattern that
 // overlays a protobuf message, the caller's metadata (see [Metadata]), and
-// the call's id when it may be sent again.
-func (n *Node) outgoing(ctx context.Context, r *route, msg any, over *cachedPattern, cfg *callConfig) (*outMessage, error) {
+// the call's id when it may be sent again; a call to a glob pattern that
+// carries no overlay, the pattern it was made with (an ActE's: the
+// handler gets the data alone, but a transport to a node that routes by
+// the called pattern, as MicroWizard's actE does, sends it).
+func (n *Node) outgoing(ctx context.Context, r *route, pairs []Pair, msg any, over *cachedPattern, cfg *callConfig) (*outMessage, error) {
 	st := metaStateOf(ctx)
 	if st != nil {
 		if err := checkOutgoing(st); err != nil {
 			return nil, err
 		}
 	}
+	called := over == nil && r.pattern.HasGlob()
 	if over != nil {
 		if m, ok := msg.(map[string]any); ok {
 			msg, over = merged(m, over), nil
 		}
 	}
-	codec, payload, typ, err := encodePayload(msg)
+	codec, payload, typ, body, err := encodeRequest(msg)
 	if err != nil {
 		return nil, err
 	}
@@ -107,13 +113,16 @@ func (n *Node) outgoing(ctx context.Context, r *route, msg any, over *cachedPatt
 	}
 	om := new(outMessage) // the message and room for its metadata, in one allocation
 	m := &om.Message
-	*m = Message{Pattern: r.pattern.String(), Codec: codec, Payload: payload}
+	*m = Message{Pattern: r.pattern.String(), Codec: codec, Payload: payload, body: body.m, bodyLen: body.n}
 	m.Meta = append(om.meta[:0], MetaPair{metaCaller, n.id})
 	if typ != "" {
 		m.Meta = append(m.Meta, MetaPair{metaType, typ})
 	}
 	if over != nil {
 		m.Meta = append(m.Meta, MetaPair{metaOver, over.pattern.String()})
+	}
+	if called {
+		m.Meta = append(m.Meta, MetaPair{metaCalled, string(appendCanonical(nil, pairs))})
 	}
 	if st != nil {
 		m.Meta = append(m.Meta, st.out.pairs...)

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"google.golang.org/protobuf/proto"
 )
 
 // dedupTable remembers a node's recent remote calls by caller and call id,
@@ -21,7 +23,8 @@ import (
 // Every non-idempotent remote call passes through it, so the common path
 // — a call seen once — touches little memory: running calls sit in a
 // small map, answers are copied into a ring of slots whose buffers are
-// reused, and the index from key to slot is a flat array of numbers that
+// reused (a large payload the node encoded for the answer is kept
+// itself, not copied: see dedupShareMin), and the index from key to slot is a flat array of numbers that
 // stays at most half full (see dedupIndex). A duplicate,
 // which is rare, gets its own copy of the answer.
 type dedupTable struct {
@@ -106,6 +109,14 @@ type dedupSlot struct {
 	payLen uint32
 	buf    []byte
 	meta   []uint32 // the metadata's key and value lengths, in turn
+	// shared, when set, is the answer's payload itself, kept rather than
+	// copied into buf (see dedupShareMin); released when s is evicted.
+	shared []byte
+	// body, when set, is the answer's result not yet encoded (a
+	// transport encodes it into its frame: see ServeMessageBody), of
+	// bodyLen bytes; released when s is evicted.
+	body    proto.Message
+	bodyLen int
 }
 
 const (
@@ -244,7 +255,7 @@ func (t *dedupTable) evictOldest() {
 		t.index.remove(s.key, t.head)
 	}
 	t.bytes -= s.bytes()
-	s.key = deadKey
+	s.key, s.shared, s.body = deadKey, nil, nil
 	t.head = (t.head + 1) % len(t.ring)
 	t.n--
 }
@@ -273,15 +284,25 @@ func (t *dedupTable) wait(ctx context.Context, e *dedupEntry) (*Message, error) 
 }
 
 // set copies m into s, reusing s's buffers: a reply may alias the buffer
-// of the request's frame, which the transport reuses.
+// of the request's frame, which the transport reuses. A large payload the
+// node encoded for m alone is kept as it is (see sharedPayload).
 func (s *dedupSlot) set(k dedupKey, digest uint64, at time.Duration, m *Message, size int) {
 	s.key, s.digest, s.at = k, digest, at
 	s.code, s.codec, s.flags = m.Code, m.Codec, m.Flags
 	s.errLen, s.payLen = uint32(len(m.Error)), uint32(len(m.Payload))
+	s.shared = sharedPayload(m)
+	if s.shared != nil {
+		size -= len(s.shared)
+	}
+	s.body, s.bodyLen = m.body, m.bodyLen
+	size -= m.bodyLen
 	if cap(s.buf) < size || cap(s.buf) > 4*size+512 {
 		s.buf = make([]byte, 0, size) // grown, or shrunk after a large answer
 	}
-	buf := append(append(s.buf[:0], m.Error...), m.Payload...)
+	buf := append(s.buf[:0], m.Error...)
+	if s.shared == nil {
+		buf = append(buf, m.Payload...)
+	}
 	meta := s.meta[:0]
 	for _, p := range m.Meta {
 		buf = append(append(buf, p.Key...), p.Value...)
@@ -291,9 +312,10 @@ func (s *dedupSlot) set(k dedupKey, digest uint64, at time.Duration, m *Message,
 }
 
 // bytes is the size of the answer s holds.
-func (s *dedupSlot) bytes() int { return len(s.buf) }
+func (s *dedupSlot) bytes() int { return len(s.buf) + len(s.shared) + s.bodyLen }
 
-// answer returns a copy of s's answer, which shares no memory with s.
+// answer returns a copy of s's answer, which shares no memory with s but
+// its shared payload, which no one changes.
 func (s *dedupSlot) answer() *Message {
 	buf := append([]byte(nil), s.buf...)
 	str := func(n uint32) string {
@@ -305,7 +327,10 @@ func (s *dedupSlot) answer() *Message {
 		return v
 	}
 	m := &Message{Code: s.code, Codec: s.codec, Flags: s.flags, Error: str(s.errLen)}
-	if s.payLen > 0 {
+	m.body, m.bodyLen = s.body, s.bodyLen
+	if s.shared != nil {
+		m.Payload, m.owned = s.shared, true
+	} else if s.payLen > 0 {
 		m.Payload, buf = buf[:s.payLen:s.payLen], buf[s.payLen:]
 	}
 	if len(s.meta) > 0 {
@@ -319,7 +344,7 @@ func (s *dedupSlot) answer() *Message {
 
 // messageBytes is the size of m's payload, error and metadata.
 func messageBytes(m *Message) int {
-	size := len(m.Payload) + len(m.Error)
+	size := len(m.Payload) + len(m.Error) + m.bodyLen
 	for _, p := range m.Meta {
 		size += len(p.Key) + len(p.Value)
 	}

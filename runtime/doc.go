@@ -151,6 +151,9 @@
 // idempotent is sent again, same id, to the same run of its peer when its
 // connection drops after it was written, and the serving node answers the
 // copy from its de-duplication table ([WithDedup]): the handler runs once.
+// A call made with [WaitForReady] that finds no target able to take it
+// (its peers, or the broker they sit behind, restarting) waits for one
+// within its deadline instead of failing at once, as gRPC's wait-for-ready.
 // A stored answer is bound to its caller: to a token the caller sends only
 // to that node (random per peer, so no other peer learns it), to the
 // certificate the caller presented under mutual TLS, and to the call's

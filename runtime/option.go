@@ -57,6 +57,9 @@ type callConfig struct {
 	idempotent bool
 	key        string
 	spec       *Spec // Method
+
+	waitForReady bool       // WaitForReady
+	ready        *readiness // a WaitForReady call's try: what it learnt (see callReady)
 }
 
 type nodeOption func(*nodeConfig)

@@ -16,7 +16,7 @@ func (n *Node) callPeer(ctx context.Context, p *peer, m *Message, refeed bool) (
 		return nil, fmt.Errorf("%w: %s is not connected", ErrNotSent, p.addr)
 	}
 	inst := box.instance()
-	reply, err := box.c.Call(ctx, m)
+	reply, err := send(ctx, box.c, m)
 	for refeed && inst != "" && lostAfterSent(err) && ctx.Err() == nil {
 		// The connection dropped after the call was written: it may have
 		// run. Send it again, same id, once the same run of p is back; its
@@ -31,11 +31,12 @@ func (n *Node) callPeer(ctx context.Context, p *peer, m *Message, refeed bool) (
 		n.stats.refeeds.Add(1)
 		n.observeRefeed(ctx, p)
 		lost := err
-		reply, err = box.c.Call(ctx, m)
-		if errors.Is(err, ErrNotSent) {
-			// This copy was not sent, but the first may have run: the
-			// call is lost, never "not sent" (which would let it go to
-			// another peer and run twice).
+		reply, err = send(ctx, box.c, m)
+		if errors.Is(err, ErrNotSent) || err == nil && reply != nil && reply.Flags&FlagRefused != 0 {
+			// This copy was not sent, or refused unrun (the first may
+			// still hold its place there), but the first may have run:
+			// the call is lost, never "not sent" or refused (which would
+			// let it go to another peer and run twice).
 			return nil, lost
 		}
 	}

@@ -84,7 +84,7 @@ func (n *Node) serveOnce(ctx context.Context, m *Message, e *handlerEntry, over 
 		if err != nil {
 			return errorReply(err)
 		}
-		return reply
+		return n.encodedFor(m, reply)
 	}
 	reply := n.serveLocal(ctx, m, e, over)
 	// A refusal did not run the handler: its retry must.
@@ -128,7 +128,7 @@ func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over
 	if err != nil {
 		return errorReply(err)
 	}
-	codec, payload, typ, err := encodePayload(res.v)
+	codec, payload, typ, body, err := encodeReply(m, res.v)
 	if err != nil {
 		// The reason names Go types: for this node's log, not the caller.
 		n.log.Error("wizard: a handler's result cannot be encoded", "pattern", e.pattern.String(), "err", err)
@@ -142,7 +142,7 @@ func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over
 	if hctx != ctx {
 		meta = nil // the handler's IncomingMetadata reads the request's
 	}
-	*m = Message{Codec: codec, Payload: payload}
+	*m = Message{Codec: codec, Payload: payload, owned: ownedPayload(res.v), body: body.m, bodyLen: body.n}
 	if typ != "" {
 		m.Meta = append(meta, MetaPair{metaType, typ})
 	}

@@ -16,9 +16,12 @@ type Stats struct {
 	// from its de-duplication table (joining the running call or with the
 	// stored answer) without running the handler.
 	Duplicates uint64
+	// ReadyWaits counts the times a [WaitForReady] call found no target
+	// that could take it and began to wait for one.
+	ReadyWaits uint64
 }
 
-type stats struct{ shed, retries, refeeds, duplicates atomic.Uint64 }
+type stats struct{ shed, retries, refeeds, duplicates, readyWaits atomic.Uint64 }
 
 // Stats returns the node's counters.
 func (n *Node) Stats() Stats {
@@ -27,5 +30,6 @@ func (n *Node) Stats() Stats {
 		Retries:    n.stats.retries.Load(),
 		Refeeds:    n.stats.refeeds.Load(),
 		Duplicates: n.stats.duplicates.Load(),
+		ReadyWaits: n.stats.readyWaits.Load(),
 	}
 }

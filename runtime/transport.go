@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 )
 
 // Transport carries calls between nodes. It works at message level, so
@@ -83,6 +85,15 @@ type Message struct {
 	Error string
 	// in is the node's lazily decoded view of Payload.
 	in raw
+	// owned is set on a reply whose Payload the node encoded for it
+	// alone (see ownedPayload): nothing else holds or changes its bytes.
+	owned bool
+	// deferBody is set on a call by a transport that encodes a protobuf
+	// reply itself (see ServeMessageBody); body and bodyLen are then, on
+	// the reply, the result not yet encoded and its size.
+	deferBody bool
+	body      proto.Message
+	bodyLen   int
 
 	// Deadline is, on the serving side, the caller's remaining budget as
 	// received (zero means none); transports set it and the server ctx

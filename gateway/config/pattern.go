@@ -17,6 +17,8 @@ type patternTemplate struct {
 	pairs []patternPair // sorted by key, as the canonical form has them
 	vars  []string      // the names used, in the order of the template
 	fixed string        // the canonical form when no value holds a variable
+	// fixedPat is fixed parsed, for the messages of its calls.
+	fixedPat runtime.Pattern
 }
 
 // patternPair is one key of a pattern template and its value: literal
@@ -96,7 +98,7 @@ func parsePattern(src string) (*patternTemplate, error) {
 		t.pairs = append(t.pairs, splitValue(pr.Key, pr.Value))
 	}
 	if len(t.vars) == 0 {
-		t.fixed = p.String()
+		t.fixed, t.fixedPat = p.String(), p
 	}
 	return t, nil
 }

@@ -98,7 +98,7 @@ func (c *conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, 
 	}
 	out.ID = strconv.FormatUint(c.seq.Add(1), 36)
 	if c.t.seneca {
-		out = senecaLine(c.t.senecaID, out)
+		out = senecaLine(c.t.senecaID, outgoingTrack(ctx, c.t.senecaID), out)
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -170,9 +170,11 @@ func pinCatalog(t *Transport, addr string) (*runtime.Message, error) {
 }
 
 // requestLine is the MicroWizard request for m, a call to the pin
-// m.Pattern: actE with p the pin, d the data; act when the pin has a glob
-// (MicroWizard routes by the message's values then) or m is an Act with a
-// protobuf message (overlaid with the pattern of the ":o" metadata).
+// m.Pattern: actE with p the pin, d the data; under a glob pin, p is the
+// pattern the ActE was made with (the ":p" metadata) when it has no glob;
+// else act, when the pin has a glob (MicroWizard routes by the message's
+// values then) or m is an Act with a protobuf message (overlaid with the
+// pattern of the ":o" metadata).
 func requestLine(m *runtime.Message) (line, error) {
 	l := line{}
 	if m.Flags&runtime.FlagNoReply != 0 {
@@ -191,6 +193,13 @@ func requestLine(m *runtime.Message) (line, error) {
 		return l, err
 	}
 	over := metaValue(m.Meta, ":o")
+	if c := metaValue(m.Meta, ":p"); over == "" && pin.HasGlob() && c != "" {
+		// An ActE to a glob pin names the pattern it was made with: sent
+		// as p, as MicroWizard's client sends an actE under a glob pin.
+		if cp, err := runtime.ParsePattern(c); err == nil && !cp.HasGlob() {
+			pin = cp
+		}
+	}
 	if over == "" && !pin.HasGlob() {
 		l.K, l.P, l.D = kindActE, mwPattern(pin), data
 		if l.D == nil {
@@ -344,13 +353,14 @@ func (c *conn) keepAlive() {
 
 // senecaLine is the Seneca request for the MicroWizard request l: always
 // an act of the whole message (Seneca routes by its values), which
-// requestLine makes for a call that would go as actE.
-func senecaLine(id string, l line) line {
+// requestLine makes for a call that would go as actE. id is this node's
+// instance id, track the call's ([outgoingTrack]).
+func senecaLine(id string, track []string, l line) line {
 	act := l.Args
 	if l.K == kindActE {
 		act = actOf(l.P, l.D)
 	}
-	return line{ID: l.ID + "/" + l.ID, Kind: "act", Origin: id, Track: []string{id},
+	return line{ID: l.ID + "/" + l.ID, Kind: "act", Origin: id, Track: track,
 		Time: &senecaTime{ClientSent: time.Now().UnixMilli()}, Act: act, Sync: l.Sync}
 }
 

@@ -26,8 +26,10 @@
 //	res, err := n.Act(ctx, "role:math,cmd:sum", map[string]any{"a": 1, "b": 2})
 //
 // A call to a pin without globs goes as actE with the pin as p and the
-// message as d; a call to a pin with a glob, or an Act with a protobuf
-// message, goes as act with the merged message.
+// message as d; so does an ActE to a pin with a glob, with p the pattern
+// it was made with (its mixins included), as MicroWizard's client sends
+// an actE under a glob pin; an Act to a pin with a glob, or an Act with
+// a protobuf message, goes as act with the merged message.
 //
 // # Seneca
 //
@@ -40,9 +42,13 @@
 // holds this node's id (a loop) is not served, and, as seneca-transport
 // over TCP, not answered either (its refusals carry no sync). Calling,
 // every call goes as an act of the whole message (Seneca routes by its
-// values): an ActE's data with the pin's pairs set; track and origin
-// name this node. Seneca has no keep-alive on its TCP wire: the
-// transport sends none.
+// values): an ActE's data with the pin's pairs set; origin names this
+// node, and track is the track of the request the calling handler serves
+// ([Track], which the transport puts in the handler's ctx) plus this
+// node's id, as seneca-transport sends a forwarded message's
+// transport$.track: a loop that passes a Go handler is refused where it
+// closes, however many hops later. Seneca has no keep-alive on its TCP
+// wire: the transport sends none.
 //
 // [WithSenecaHTTP] speaks seneca-transport's HTTP wire (type 'http' or
 // 'web'): POST /act with the act as the body and seneca-id,
@@ -52,7 +58,11 @@
 // seneca-transport's HTTP client rejects any status but 200 before
 // reading the body, so a Seneca HTTP caller sees an error's status, not
 // its message, from a Seneca server as from this one; a Go caller reads
-// the body and keeps the message.
+// the body and keeps the message. A no-reply call returns once its
+// request is written, as Seneca's HTTP client goes on with sync false;
+// its answer is read and dropped in the background, at most
+// [WithMaxPending] per connection (one more is not sent), each bounded by
+// [WithServeTimeout].
 //
 // # Errors
 //
@@ -60,7 +70,12 @@
 // Go error reaches Node.js as {message, name: "Error", code: "<gRPC code
 // name>"}; a Node.js error reaches Go as a *runtime.Error with its
 // message, the code its "code" names if it is a gRPC code name (else
-// unknown), and its name ([ErrorName]). A refusal (over the node's
+// unknown), and its name ([ErrorName]); [NodeErrorOf] returns its name,
+// message and code, and for a Seneca error (which wraps the action's
+// error as act_execute) the original under Orig, as Seneca's own client
+// shows it in err.orig: its code (which gives the *runtime.Error its
+// code when it names a gRPC code) and its message, from Seneca's
+// details. A refusal (over the node's
 // runtime.WithMaxInFlight, or shutting down) is answered
 // retry_later_err_overload, as a closing MicroWizard node answers; that
 // answer received is a refusal (runtime.FlagRefused, resource_exhausted),
@@ -97,7 +112,14 @@
 // plus its seneca.id. The server refuses invalid_kind_act, no_message_id,
 // own_message, message_loop and data_error; over TCP such refusals carry no
 // sync and are not written (the caller waits for its timeout), over HTTP
-// they are a 500 with the error. The client requires an answer's origin to
+// they are a 500 with the error. A relay that forwards its message
+// whole to a client crashes (prepare_request copies transport$.track
+// with seneca.util.deep, which makes the array an object, then calls
+// track.push), so a Seneca relay must drop transport$, and its call's
+// track starts again with its own id. An error crosses as its
+// enumerable fields: an Error's message and name do not (Seneca adds
+// message and name to its own), so a wrapped error's orig carries its
+// code alone, its message is in details.message, its name is lost. The client requires an answer's origin to
 // be its own id. HTTP is a POST to /act whose body is the act, with
 // seneca-id, -kind, -origin, -track (JSON) and -time-client-sent headers;
 // the answer is 200 with the result, or the error's statusCode (else 500)

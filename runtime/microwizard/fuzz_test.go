@@ -23,6 +23,8 @@ func FuzzDecodeLine(f *testing.F) {
 		`{"id":"5","k":"res","error":"invalid_json"}`,
 		`{"id":"a/b","kind":"act","origin":"o","track":["o"],"time":{"client_sent":1},"act":{"role":"x"},"sync":true}`,
 		`{"id":"a/b","kind":"res","origin":"o","accept":"p","track":["o"],"res":{"x":1}}`,
+		`{"id":"a/b","kind":"res","origin":"o","error":{"code":"act_execute","orig":{"code":"out_of_range"},"msg":"seneca: x","details":{"message":"x","orig$":{}},"name":"Error"}}`,
+		`{"id":"a/b","kind":"res","error":{"orig":{"name":1,"message":"m","code":"ok"},"details":[1]}}`,
 		`{"h":1}`, `{"h":2}`, `not json`, `{"k":"zz"}`, `[1,2]`, `{"args":{"a":1e400,"b$":1,"c d":2}}`,
 	} {
 		f.Add([]byte(s))
@@ -39,7 +41,11 @@ func FuzzDecodeLine(f *testing.F) {
 		}
 		replyMessage(l)
 		if l.Error != nil {
-			toLineError(fromLineError(l.Error))
+			m := fromLineError(l.Error)
+			toLineError(m)
+			if ne := NodeErrorOf(&runtime.Error{Details: decodeDetails(m.Payload)}); l.Error.Orig != nil && l.Error.Message != overloadMessage && (ne == nil || ne.Orig == nil) {
+				t.Fatalf("the orig of %q did not cross: %+v", b, ne)
+			}
 		}
 	})
 }

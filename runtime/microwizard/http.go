@@ -91,7 +91,7 @@ func (l *httpListener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.Remote, m.Deadline = runtime.NewRemote("seneca-http", r.RemoteAddr, nil), l.t.serveTimeout
-	ctx, cancel := context.WithTimeout(r.Context(), l.t.serveTimeout)
+	ctx, cancel := context.WithTimeout(withTrack(r.Context(), track), l.t.serveTimeout)
 	defer cancel()
 	reply := l.s.ServeMessage(ctx, m)
 	var out line
@@ -123,6 +123,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // httpConn calls one Seneca HTTP listener.
 type httpConn struct {
 	t    *Transport
+	ff   *fireAndForget // no-reply calls
 	addr string
 	url  string
 	cl   *http.Client
@@ -134,7 +135,7 @@ type httpConn struct {
 
 func newHTTPConn(t *Transport, addr string) *httpConn {
 	tr := &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, DialContext: (&net.Dialer{Timeout: dialTimeout}).DialContext}
-	return &httpConn{t: t, addr: addr, url: "http://" + addr + senecaPath, cl: &http.Client{Transport: tr}, done: make(chan struct{})}
+	return &httpConn{t: t, addr: addr, url: "http://" + addr + senecaPath, cl: &http.Client{Transport: tr}, done: make(chan struct{}), ff: newFireAndForget(t.maxPending)}
 }
 
 func (c *httpConn) Done() <-chan struct{} { return c.done }
@@ -142,6 +143,7 @@ func (c *httpConn) Done() <-chan struct{} { return c.done }
 func (c *httpConn) Close() error {
 	c.once.Do(func() {
 		close(c.done)
+		c.ff.stop()
 		c.cl.CloseIdleConnections()
 	})
 	return nil
@@ -169,7 +171,7 @@ func (c *httpConn) Call(ctx context.Context, m *runtime.Message) (*runtime.Messa
 	c.seq++
 	l.ID = strconv.FormatUint(c.seq, 36)
 	c.mu.Unlock()
-	sl := senecaLine(c.t.senecaID, l)
+	sl := senecaLine(c.t.senecaID, outgoingTrack(ctx, c.t.senecaID), l)
 	if len(sl.Act) > c.t.maxLine {
 		return nil, runtime.Errorf(runtime.CodeResourceExhausted, "wizard: seneca: call %s: %d bytes, longer than the bound %d", m.Pattern, len(sl.Act), c.t.maxLine)
 	}
@@ -185,6 +187,9 @@ func (c *httpConn) Call(ctx context.Context, m *runtime.Message) (*runtime.Messa
 	req.Header.Set(hOrigin, c.t.senecaID)
 	req.Header.Set(hTrack, string(track))
 	req.Header.Set(hClientSent, strconv.FormatInt(sl.Time.ClientSent, 10))
+	if m.Flags&runtime.FlagNoReply != 0 {
+		return nil, c.ff.post(ctx, c, req, where)
+	}
 	res, err := c.cl.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -203,9 +208,6 @@ func (c *httpConn) Call(ctx context.Context, m *runtime.Message) (*runtime.Messa
 	}
 	if len(b) > c.t.maxLine {
 		return nil, bridge.Lost(where, fmt.Errorf("an answer longer than the bound %d", c.t.maxLine))
-	}
-	if m.Flags&runtime.FlagNoReply != 0 {
-		return nil, nil
 	}
 	if res.StatusCode != http.StatusOK {
 		var e lineError

@@ -65,13 +65,15 @@ type senecaTime struct {
 // own fields plus message and name. Wizard adds the gRPC code's name and
 // never a stack; a stack received is dropped.
 type lineError struct {
-	Message string `json:"message"`
-	Name    string `json:"name,omitempty"`
-	Code    string `json:"code,omitempty"`
+	Message string     `json:"message"`
+	Name    string     `json:"name,omitempty"`
+	Code    string     `json:"code,omitempty"`
+	Orig    *lineError `json:"-"` // the error a Seneca error wraps (origError)
 }
 
-// UnmarshalJSON reads an error of any shape: an object (its message,
-// name and a string code), or a bare string (MicroWizard's own
+// UnmarshalJSON reads an error of any shape: an object (its message, or
+// Seneca's msg when the message did not cross; name and a string code;
+// the error it wraps, [origError]), or a bare string (MicroWizard's own
 // 'invalid_json' answers are one).
 func (e *lineError) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
@@ -82,14 +84,11 @@ func (e *lineError) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &o); err != nil {
 		return err
 	}
-	str := func(k string) string {
-		var s string
-		if v, ok := o[k]; ok && json.Unmarshal(v, &s) == nil {
-			return s
-		}
-		return ""
+	e.Message, e.Name, e.Code = strField(o, "message"), strField(o, "name"), strField(o, "code")
+	if e.Message == "" {
+		e.Message = strField(o, "msg") // a Seneca error whose message is not an own field
 	}
-	e.Message, e.Name, e.Code = str("message"), str("name"), str("code")
+	e.Orig = origError(o)
 	return nil
 }
 
@@ -189,12 +188,6 @@ func quoteValue(v string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
 }
 
-// errorName is the detail that carries a Node.js error's name through
-// wizard: a google.protobuf.Struct with the field "name".
-func errorName(name string) proto.Message {
-	return &structpb.Struct{Fields: map[string]*structpb.Value{"name": structpb.NewStringValue(name)}}
-}
-
 // ErrorName returns the name of the Node.js error err came from
 // ("TypeError", "Error"), as MicroWizard or Seneca sent it, or "".
 func ErrorName(err error) string {
@@ -243,7 +236,13 @@ func fromLineError(e *lineError) *runtime.Message {
 	if e.Message == overloadMessage {
 		return &runtime.Message{Code: runtime.CodeResourceExhausted, Error: "wizard: microwizard: the remote node is overloaded or closing (" + overloadMessage + ")", Flags: runtime.FlagRefused}
 	}
-	code, ok := codeByName(e.Code)
+	code, ok := runtime.CodeUnknown, false
+	if e.Orig != nil {
+		code, ok = codeByName(e.Orig.Code) // a Go error that a Seneca action passed on
+	}
+	if !ok {
+		code, ok = codeByName(e.Code)
+	}
 	if !ok && e.Code == "act_not_found" {
 		code, ok = runtime.CodeNotFound, true // Seneca's no-match
 	}
@@ -251,8 +250,8 @@ func fromLineError(e *lineError) *runtime.Message {
 		code = runtime.CodeUnknown
 	}
 	m := &runtime.Message{Code: code, Error: e.Message}
-	if e.Name != "" {
-		m.Payload = encodeDetails(errorName(e.Name))
+	if e.Name != "" || e.Orig != nil {
+		m.Payload = encodeDetails(errorDetail(e))
 	}
 	return m
 }

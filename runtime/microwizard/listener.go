@@ -211,7 +211,7 @@ func (l *listener) serve(w *lineWriter, remote *runtime.Remote, in line) {
 		out.Error = &lineError{Message: overloadMessage, Name: "Error", Code: runtime.CodeUnavailable.String()}
 	default:
 		m.Remote, m.Deadline = remote, l.t.serveTimeout
-		ctx, cancel := context.WithTimeout(l.ctx, l.t.serveTimeout)
+		ctx, cancel := context.WithTimeout(withTrack(l.ctx, in.Track), l.t.serveTimeout)
 		reply := l.s.ServeMessage(ctx, m)
 		cancel()
 		if !in.sync() || reply == nil {

@@ -78,8 +78,9 @@ func WithMaxLine(n int) Option {
 }
 
 // WithMaxPending bounds, per connection, the calls waiting for an answer
-// (calling) and the requests being served (serving; at the bound the
-// connection is not read until one ends). Default 1024.
+// (calling; over Seneca's HTTP wire also the no-reply calls whose answers
+// are still to come) and the requests being served (serving; at the
+// bound the connection is not read until one ends). Default 1024.
 func WithMaxPending(n int) Option {
 	return optionFunc(func(t *Transport) error {
 		if n < 1 {

@@ -136,12 +136,43 @@ func TestGoActsOnSeneca(t *testing.T) {
 	if got, _ := res.Value().(map[string]any)["got"].(map[string]any); got["x"] != "y" || got["cmd"] != "echo" {
 		t.Errorf("echo: got %v", res.Value())
 	}
+	// An ActE under the glob pin goes as an act of its data with its own
+	// pattern's pairs; before, it was refused because the data lacks cmd.
+	res, err = n.ActE(ctx, "role:test,cmd:echo", map[string]any{"x": "y"})
+	if err != nil {
+		t.Fatalf("ActE under a glob pin: %v", err)
+	}
+	if got, _ := res.Value().(map[string]any)["got"].(map[string]any); got["x"] != "y" || got["cmd"] != "echo" || got["role"] != "test" {
+		t.Errorf("ActE under a glob pin: got %v, want the echo of x:y with role:test,cmd:echo", res.Value())
+	}
 	_, err = n.Act(ctx, "role:test,cmd:fail", nil)
 	var e *runtime.Error
 	if !errors.As(err, &e) || !strings.Contains(e.Message, "bad input from seneca") || strings.Contains(e.Message, "    at ") {
 		t.Errorf("fail: got %v (code %v, name %q), want the Seneca message without a stack", err, runtime.CodeOf(err), microwizard.ErrorName(err))
 	}
-	t.Logf("a Seneca error as Go sees it: code %v, name %q, message %q", runtime.CodeOf(err), microwizard.ErrorName(err), err)
+	checkSenecaFail(t, err)
+}
+
+// checkSenecaFail checks the error of sn-server.js's role:test,cmd:fail
+// (a RangeError with code out_of_range, which Seneca wraps as
+// act_execute) as Go sees it: Seneca's wrapper with the original
+// unpacked (its message from Seneca's details, its code), as Seneca's own
+// client shows them in err and err.orig, and the code the original's
+// names. Before, the original was not unpacked.
+func checkSenecaFail(t *testing.T, err error) {
+	t.Helper()
+	ne := microwizard.NodeErrorOf(err)
+	if ne == nil {
+		t.Fatalf("fail: %v carries no Node.js error", err)
+	}
+	want := &microwizard.NodeError{Name: "Error", Message: "seneca: Action cmd:fail,role:test failed: bad input from seneca.", Code: "act_execute",
+		Orig: &microwizard.NodeError{Message: "bad input from seneca", Code: "out_of_range"}}
+	if diff := cmp.Diff(want, ne); diff != "" {
+		t.Errorf("fail: the Node.js error (-want +got):\n%s", diff)
+	}
+	if runtime.CodeOf(err) != runtime.CodeOutOfRange {
+		t.Errorf("fail: code %v, want out_of_range (the original's code)", runtime.CodeOf(err))
+	}
 }
 
 // TestSenecaMixedMesh: one pattern served by a Seneca node and by a Go

@@ -73,7 +73,7 @@ func TestSenecaHTTPClientActsOnGo(t *testing.T) {
 }
 
 // TestGoActsOnSenecaHTTP: a Go caller reaches a real Seneca listen({type:
-// 'http'}): an Act and an error.
+// 'http'}): an Act and an error (the original unpacked).
 func TestGoActsOnSenecaHTTP(t *testing.T) {
 	needNode(t, "seneca")
 	leak.Check(t)
@@ -93,4 +93,5 @@ func TestGoActsOnSenecaHTTP(t *testing.T) {
 	if !errors.As(err, &e) || !strings.Contains(e.Message, "bad input from seneca") {
 		t.Errorf("fail: got %v, want the Seneca message", err)
 	}
+	checkSenecaFail(t, err)
 }

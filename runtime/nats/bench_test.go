@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,7 +40,11 @@ func BenchmarkRemoteCall(b *testing.B) {
 // rotating), from 1, 16 or 128 callers at once, so that drift in the machine's load falls on all
 // alike. It reports each one's ns per call and the ratios: nats/micro
 // (above 1 is faster than micro) and nats/tcp (the fraction of wizard
-// TCP's calls per second).
+// TCP's calls per second). Where /proc/self/io tells, it reports the
+// write system calls per call too (the process's: both ends and the
+// broker), and where getrusage tells, the process's CPU time per call:
+// on a machine shared with other work, wall time per call swings with
+// the others' load, CPU time much less.
 func BenchmarkNATS(b *testing.B) {
 	br := natstest.Start(b)
 	req := &testpb.SumRequest{Values: []float64{1, 2}}
@@ -121,11 +128,13 @@ func BenchmarkNATS(b *testing.B) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 			defer cancel()
 			var spent [3]time.Duration
+			var writes [3]uint64
+			var cpu [3]time.Duration
 			rounds := 0
 			for b.Loop() {
 				for j := range contenders {
 					i := (j + rounds) % len(contenders)
-					start := time.Now()
+					w0, c0, start := writeSyscalls(), cpuTime(), time.Now()
 					var wg sync.WaitGroup
 					for range callers {
 						wg.Go(func() {
@@ -139,6 +148,8 @@ func BenchmarkNATS(b *testing.B) {
 					}
 					wg.Wait()
 					spent[i] += time.Since(start)
+					writes[i] += writeSyscalls() - w0
+					cpu[i] += cpuTime() - c0
 				}
 				rounds++
 			}
@@ -146,8 +157,34 @@ func BenchmarkNATS(b *testing.B) {
 			b.ReportMetric(float64(spent[0].Nanoseconds())/calls, "ns/call-nats")
 			b.ReportMetric(float64(spent[1].Nanoseconds())/calls, "ns/call-micro")
 			b.ReportMetric(float64(spent[2].Nanoseconds())/calls, "ns/call-tcp")
+			if cpuTime() > 0 {
+				b.ReportMetric(float64(cpu[0].Nanoseconds())/calls, "cpu-ns/call-nats")
+				b.ReportMetric(float64(cpu[1].Nanoseconds())/calls, "cpu-ns/call-micro")
+				b.ReportMetric(float64(cpu[2].Nanoseconds())/calls, "cpu-ns/call-tcp")
+			}
+			if writeSyscalls() > 0 {
+				b.ReportMetric(float64(writes[0])/calls, "writes/call-nats")
+				b.ReportMetric(float64(writes[1])/calls, "writes/call-micro")
+				b.ReportMetric(float64(writes[2])/calls, "writes/call-tcp")
+			}
 			b.ReportMetric(float64(spent[1])/float64(spent[0]), "nats/micro")
 			b.ReportMetric(float64(spent[2])/float64(spent[0]), "nats/tcp")
 		})
 	}
+}
+
+// writeSyscalls is the process's count of write system calls so far, or
+// 0 where /proc/self/io does not tell.
+func writeSyscalls() uint64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "syscw: "); ok {
+			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
 }

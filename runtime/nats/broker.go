@@ -26,6 +26,7 @@ type broker struct {
 	next  atomic.Uint64
 	done  atomic.Bool  // closed by the transport: a disconnect is no loss
 	max   atomic.Int64 // the largest frame that can travel (see maxFrame)
+	batch atomic.Int64 // the largest batch that can travel: maxBatchBytes, or the broker's max_payload
 
 	mu        sync.Mutex
 	pending   map[uint64]*pending
@@ -37,6 +38,27 @@ type broker struct {
 type pending struct {
 	ch   chan answer // gets exactly one answer
 	conn *Conn
+}
+
+// pendings pools pending calls: a call takes one answer from its pending
+// (or makes sure none comes) before it puts it back.
+var pendings sync.Pool
+
+// getPending returns a pending call on c.
+func getPending(c *Conn) *pending {
+	p, _ := pendings.Get().(*pending)
+	if p == nil {
+		p = &pending{ch: make(chan answer, 1)}
+	}
+	p.conn = c
+	return p
+}
+
+// putPending returns p to the pool: its channel is empty, and no answer
+// is on its way to it.
+func putPending(p *pending) {
+	p.conn = nil
+	pendings.Put(p)
 }
 
 // answer is what a pending call gets: a frame or an error.
@@ -111,6 +133,10 @@ func (b *broker) maxFrame() int { return int(b.max.Load()) }
 
 // setMaxFrame reads the broker's max_payload, on connecting.
 func (b *broker) setMaxFrame() {
+	b.batch.Store(maxBatchBytes)
+	if mp := b.nc.MaxPayload(); mp > 0 && mp < maxBatchBytes {
+		b.batch.Store(mp)
+	}
 	m := b.t.maxFrame
 	if mp := int(b.nc.MaxPayload()) - 4; mp > 0 && mp < m {
 		m = mp
@@ -120,11 +146,27 @@ func (b *broker) setMaxFrame() {
 
 // register adds a pending call and returns its reply subject.
 func (b *broker) register(p *pending) (uint64, string) {
+	id := b.add(p)
+	return id, b.inbox + strconv.FormatUint(id, 36)
+}
+
+// add adds a pending call and returns its id.
+func (b *broker) add(p *pending) uint64 {
 	id := b.next.Add(1)
 	b.mu.Lock()
 	b.pending[id] = p
 	b.mu.Unlock()
-	return id, b.inbox + strconv.FormatUint(id, 36)
+	return id
+}
+
+// notSent answers the pending calls ids, whose requests could not be
+// published, as not sent.
+func (b *broker) notSent(ids []uint64, err error) {
+	for _, id := range ids {
+		if p := b.take(id); p != nil {
+			p.ch <- answer{err: notSentError{err}}
+		}
+	}
 }
 
 // unregister removes a pending call, reporting whether it was still
@@ -150,6 +192,10 @@ func (b *broker) take(id uint64) *pending {
 // (late, or forged) are dropped.
 func (b *broker) onReply(m *natsgo.Msg) {
 	tok := m.Subject[min(len(b.inbox), len(m.Subject)):]
+	if tok == batchToken {
+		b.onBatch(m)
+		return
+	}
 	id, err := strconv.ParseUint(tok, 36, 64)
 	if err != nil {
 		return
@@ -171,6 +217,34 @@ func (b *broker) onReply(m *natsgo.Msg) {
 		c.heard()
 	}
 	p.ch <- a
+}
+
+// onBatch hands the replies in a batch to their pending calls; a
+// malformed batch is dropped whole, and its calls wait on (until their
+// deadlines, or the node is found silent).
+func (b *broker) onBatch(m *natsgo.Msg) {
+	if err := checkBatch(m.Data, b.maxFrame()); err != nil {
+		b.t.log.Warn("wizard: nats: malformed reply dropped", "subject", m.Subject, "err", err)
+		return
+	}
+	var heard *Conn // the connection last told it was heard from
+	for data := m.Data; len(data) > 0; {
+		var a answer
+		var err error
+		if data, err = nextFrame(data, b.maxFrame(), &a.f); err != nil {
+			b.t.log.Warn("wizard: nats: malformed reply dropped", "subject", m.Subject, "err", err)
+			return
+		}
+		p := b.take(a.f.ID)
+		if p == nil {
+			continue // late, or forged
+		}
+		if p.conn != heard {
+			heard = p.conn
+			heard.heard()
+		}
+		p.ch <- a
+	}
 }
 
 // lost fails every call in flight and every connection when the broker

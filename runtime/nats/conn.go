@@ -25,6 +25,8 @@ type Conn struct {
 	where   string // "wizard: nats: <subject>", to start its errors
 	ctl     *natsgo.Subscription
 	quiet   atomic.Int64 // when the node was last heard from, Unix nanoseconds
+	batch   atomic.Bool  // the node reads batches (its last pong said so)
+	out     *batcher     // the calls' requests and cancels, batched
 
 	mu       sync.Mutex
 	inflight int
@@ -42,6 +44,7 @@ var _ runtime.Conn = (*Conn)(nil)
 func newConn(b *broker, subject string) (*Conn, error) {
 	c := &Conn{b: b, subject: subject, where: "wizard: nats: " + subject, done: make(chan struct{})}
 	c.heard()
+	c.out = &batcher{nc: b.nc, subject: subject, reply: b.inbox + batchToken, limit: &b.batch, failed: b.notSent}
 	var err error
 	c.ctl, err = b.nc.Subscribe(controlSubject(subject), c.onControl)
 	if err != nil {
@@ -167,20 +170,30 @@ func (c *Conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, 
 	if size, max := f.Size()-4, c.b.maxFrame(); size > max {
 		return nil, runtime.NewError(runtime.CodeResourceExhausted, fmt.Sprintf("%s: request of %d bytes: frame too large (limit %d)", c.where, size, max))
 	}
-	data := encodeFrame(&f)
 	if err := c.begin(); err != nil {
 		return nil, err
 	}
 	defer c.end()
+	if m.Flags&runtime.FlagNoReply == 0 && c.batch.Load() {
+		p := getPending(c)
+		defer putPending(p) // callBatched takes p's one answer, or makes sure none comes
+		return c.callBatched(ctx, p, &f)
+	}
+	fb := encodePooled(&f)
 	if m.Flags&runtime.FlagNoReply != 0 {
-		if err := c.b.nc.Publish(c.subject, data); err != nil {
+		err := c.b.nc.Publish(c.subject, fb.b)
+		fb.free()
+		if err != nil {
 			return nil, bridge.NotSent(c.where, err)
 		}
 		return nil, nil
 	}
-	p := &pending{ch: make(chan answer, 1), conn: c}
+	p := getPending(c)
+	defer putPending(p) // every path below has taken p's one answer, or made sure none comes
 	id, reply := c.b.register(p)
-	if err := c.b.nc.PublishRequest(c.subject, reply, data); err != nil {
+	err := c.b.nc.PublishRequest(c.subject, reply, fb.b)
+	fb.free()
+	if err != nil {
 		if c.b.unregister(id) {
 			return nil, bridge.NotSent(c.where, err)
 		}
@@ -201,12 +214,39 @@ func (c *Conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, 
 	return c.reply(&a)
 }
 
+// callBatched sends f, a request, in the next batch to the node and
+// waits for its reply: the frame names the call by its id.
+func (c *Conn) callBatched(ctx context.Context, p *pending, f *wire.Frame) (*runtime.Message, error) {
+	id := c.b.add(p)
+	f.ID = id
+	c.out.active.Add(1)
+	defer c.out.active.Add(-1)
+	c.out.send(f, id)
+	var a answer
+	select {
+	case a = <-p.ch:
+	case <-ctx.Done():
+		if c.b.unregister(id) {
+			// Tell the node, which cancels the handler's ctx; it follows
+			// the request, in its batch or a later one.
+			c.out.send(&wire.Frame{Type: wire.TypeCancel, ID: id}, 0)
+			return nil, ctx.Err()
+		}
+		a = <-p.ch // the answer won the race
+	}
+	return c.reply(&a)
+}
+
 // reply makes the node's reply, or the call's error, of an answer.
 func (c *Conn) reply(a *answer) (*runtime.Message, error) {
 	if a.err != nil {
 		var le lostError
 		if errors.As(a.err, &le) {
 			return nil, bridge.Lost(c.where, le.reason)
+		}
+		var ns notSentError
+		if errors.As(a.err, &ns) {
+			return nil, bridge.NotSent(c.where, ns.reason)
 		}
 		if errors.Is(a.err, errNoResponders) {
 			return nil, bridge.NotSent(c.where, a.err)
@@ -258,6 +298,7 @@ func (c *Conn) ping(ctx context.Context) error {
 	case a.f.Type != wire.TypePong:
 		return fmt.Errorf("a %v frame in reply to a ping", a.f.Type)
 	}
+	c.batch.Store(a.f.ID == batchVersion)
 	return nil
 }
 

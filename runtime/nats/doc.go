@@ -26,11 +26,24 @@
 //
 // A message's data is one wizard frame (runtime/internal/wire): type,
 // flags, codec, the caller's remaining deadline, pattern, metadata and
-// payload. A cancel is a message to the node's subject with the call's
-// reply subject; it cancels the handler's ctx. A message on a node's
-// subject that is malformed, oversized or unexpected is dropped with a
-// rate-limited record (see [WithLogger]); it never ends the listener, and
-// decoding it allocates at most its metadata slice.
+// payload; or a batch of them, one after another. A call of the
+// single-frame form is named by its reply subject; a cancel is a message
+// to the node's subject with the call's reply subject, and cancels the
+// handler's ctx. Under concurrency the broker's work per message is most
+// of a call's cost, so a caller batches: the requests (and cancels) it
+// sends to one node while a publish to it is in progress go in one
+// message, with the reply subject <inbox>.0, each frame named by the
+// call's id; the node answers those calls with batches too, the replies
+// to one caller that queue while it publishes going in one message. A
+// lone call is sent at once, in a message of its own. A batch holds at
+// most 64 frames and 64 KiB (or the broker's max_payload, if smaller).
+// A node says in its pong that it reads batches; a caller batches only
+// to nodes that said so, and sends the single-frame form to the others
+// (older nodes), so that the two versions mix in one mesh. A message on a
+// node's subject that is malformed, oversized or unexpected, or a batch
+// with such a frame, is dropped whole with a rate-limited record (see
+// [WithLogger]); it never ends the listener, and decoding it allocates at
+// most the frames' metadata slices.
 //
 // # Discovery
 //
@@ -41,7 +54,9 @@
 // leaving says so, and one not heard from for the dead-node timeout (5s)
 // is dropped. A node that only calls (no runtime.WithListen) learns the
 // mesh without being announced. runtime/swim stays usable beside it, for
-// the nodes that gossip.
+// the nodes that gossip: runtime.MultiDiscovery runs both on one node,
+// which is then found by the nodes that gossip and by those that listen
+// to the broker, and is down only once both say so.
 //
 // # Limits
 //

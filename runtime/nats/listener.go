@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	natsgo "github.com/nats-io/nats.go"
 
@@ -30,7 +31,8 @@ type Listener struct {
 	budget *mux.Budget // the node's in-flight limit, shared among callers; nil: none
 
 	mu       sync.Mutex
-	running  map[string]*serving   // by reply subject
+	running  map[callKey]*serving  // by reply subject and id
+	out      map[string]*batcher   // the replies to callers that batch, by their batch subjects
 	shares   map[string]*mux.Share // by caller (reply inbox), with budget
 	draining bool
 	closed   bool
@@ -41,11 +43,21 @@ type Listener struct {
 
 var _ runtime.Listener = (*Listener)(nil)
 
-// serving is a call being served.
+// callKey names a call being served: its reply subject, and in a batch
+// its id too (0 otherwise).
+type callKey struct {
+	reply string
+	id    uint64
+}
+
+// serving is a call being served. Its worker makes its ctx: until then
+// cancel is nil, and a cancel is recorded in cancelled. Both are under
+// the listener's mu.
 type serving struct {
-	cancel context.CancelFunc
-	keep   bool       // runtime.FlagKeep: runs on if the broker connection is lost
-	share  *mux.Share // the caller's, taken; nil without a budget
+	cancel    context.CancelFunc
+	cancelled bool
+	keep      bool       // runtime.FlagKeep: runs on if the broker connection is lost
+	share     *mux.Share // the caller's, taken; nil without a budget
 }
 
 // worker is a goroutine that serves calls one after another, so that a
@@ -55,12 +67,15 @@ type worker struct {
 	next chan *job // capacity 1; nil: leave
 }
 
-// job is one call for a worker.
+// job is one call for a worker, with its state and message in the same
+// allocation.
 type job struct {
-	ctx     context.Context
-	s       *serving
-	reply   string // "" for a no-reply call
-	m       *runtime.Message
+	end     time.Time // the handler's deadline
+	s       serving
+	reply   string   // "" for a no-reply call
+	id      uint64   // the call's id in a batch, 0 if it came alone
+	out     *batcher // its reply's, when it came in a batch (and wants one)
+	m       runtime.Message
 	noReply bool
 }
 
@@ -75,7 +90,7 @@ const maxIdleShares = 1024
 
 func newListener(t *Transport, b *broker, subject string, s runtime.Server) (*Listener, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &Listener{t: t, b: b, subject: subject, s: s, ctx: ctx, cancel: cancel, running: map[string]*serving{}, shares: map[string]*mux.Share{}, log: t.log, budget: bridge.Budget(s)}
+	l := &Listener{t: t, b: b, subject: subject, s: s, ctx: ctx, cancel: cancel, running: map[callKey]*serving{}, out: map[string]*batcher{}, shares: map[string]*mux.Share{}, log: t.log, budget: bridge.Budget(s)}
 	if t.log.Handler() != slog.DiscardHandler {
 		l.logh = ratelog.NewHandler(t.log.Handler())
 		l.log = slog.New(l.logh)
@@ -102,41 +117,58 @@ func newListener(t *Transport, b *broker, subject string, s runtime.Server) (*Li
 // Addr returns the subject the listener serves.
 func (l *Listener) Addr() string { return l.subject }
 
-// onMessage takes one message on the node's subject. A malformed one is
-// dropped with a rate-limited record: it never ends the listener.
+// onMessage takes one message on the node's subject: one frame, or a
+// batch of them. A malformed one is dropped whole with a rate-limited
+// record: it never ends the listener.
 func (l *Listener) onMessage(m *natsgo.Msg) {
-	var f wire.Frame
-	if err := decodeFrame(m.Data, l.b.maxFrame(), &f); err != nil {
+	max := l.b.maxFrame()
+	if err := checkBatch(m.Data, max); err != nil {
 		l.log.Warn("wizard: nats: malformed message dropped", "subject", l.subject, "remote", m.Reply, "err", err.Error())
 		return
 	}
+	for data := m.Data; len(data) > 0; {
+		var f wire.Frame // its metadata goes on with the call
+		var err error
+		if data, err = nextFrame(data, max, &f); err != nil {
+			// A message of one frame, or a new max_payload meanwhile.
+			l.log.Warn("wizard: nats: malformed message dropped", "subject", l.subject, "remote", m.Reply, "err", err.Error())
+			return
+		}
+		l.onFrame(m.Reply, &f)
+	}
+}
+
+// onFrame takes one frame of a message on the node's subject, with the
+// message's reply subject.
+func (l *Listener) onFrame(reply string, f *wire.Frame) {
 	switch f.Type {
 	case wire.TypeRequest:
-		l.request(m.Reply, &f)
+		l.request(reply, f.ID, f)
 	case wire.TypePing:
 		l.mu.Lock()
 		closed, draining := l.closed, l.draining
 		l.mu.Unlock()
 		switch {
-		case closed || m.Reply == "":
+		case closed || reply == "":
 		case draining:
-			l.publish(m.Reply, &wire.Frame{Type: wire.TypeGoAway})
+			l.publish(reply, &wire.Frame{Type: wire.TypeGoAway})
 		default:
-			l.publish(m.Reply, &wire.Frame{Type: wire.TypePong})
+			l.publish(reply, &wire.Frame{Type: wire.TypePong, ID: batchVersion})
 		}
 	case wire.TypeCancel:
 		l.mu.Lock()
-		if s := l.running[m.Reply]; s != nil && m.Reply != "" {
-			s.cancel()
+		if s := l.running[callKey{reply, f.ID}]; s != nil && reply != "" {
+			s.stop()
 		}
 		l.mu.Unlock()
 	default:
-		l.log.Warn("wizard: nats: malformed message dropped", "subject", l.subject, "remote", m.Reply, "err", "a "+f.Type.String()+" frame on a node's subject")
+		l.log.Warn("wizard: nats: malformed message dropped", "subject", l.subject, "remote", reply, "err", "a "+f.Type.String()+" frame on a node's subject")
 	}
 }
 
-// request starts serving a call, or refuses it.
-func (l *Listener) request(reply string, f *wire.Frame) {
+// request starts serving a call, or refuses it; id is its id in a batch,
+// 0 if it came alone.
+func (l *Listener) request(reply string, id uint64, f *wire.Frame) {
 	noReply := f.Flags&wire.FlagNoReply != 0 || reply == ""
 	l.mu.Lock()
 	var refuse string
@@ -149,7 +181,7 @@ func (l *Listener) request(reply string, f *wire.Frame) {
 		refuse, code = "wizard: nats: "+l.subject+": server is going away", runtime.CodeUnavailable
 	case len(l.running) >= l.t.maxServing:
 		refuse, code = "wizard: nats: "+l.subject+": serving too many calls", runtime.CodeResourceExhausted
-	case !noReply && l.running[reply] != nil:
+	case !noReply && l.running[callKey{reply, id}] != nil:
 		l.mu.Unlock()
 		l.log.Warn("wizard: nats: malformed message dropped", "subject", l.subject, "remote", reply, "err", "a call with the reply subject of a call running")
 		return
@@ -164,7 +196,7 @@ func (l *Listener) request(reply string, f *wire.Frame) {
 	if refuse != "" {
 		l.mu.Unlock()
 		if !noReply {
-			l.publish(reply, &wire.Frame{Type: wire.TypeError, Flags: wire.FlagRefused, Payload: wire.AppendError(nil, uint32(code), refuse)})
+			l.answer(reply, id, &wire.Frame{Type: wire.TypeError, Flags: wire.FlagRefused, Payload: wire.AppendError(nil, uint32(code), refuse)})
 		}
 		return
 	}
@@ -172,17 +204,27 @@ func (l *Listener) request(reply string, f *wire.Frame) {
 	if d <= 0 {
 		d = l.t.serveTimeout
 	}
-	ctx, cancel := context.WithTimeout(l.ctx, d)
-	s := &serving{cancel: cancel, keep: f.Flags&wire.FlagKeep != 0, share: share}
-	key := reply
+	// The ctx is made by the worker: this goroutine takes every message
+	// on the subject, one after another, and does as little as it can.
+	j := &job{end: time.Now().Add(d), s: serving{keep: f.Flags&wire.FlagKeep != 0, share: share}, reply: reply, id: id, noReply: noReply}
 	if noReply {
-		key = "" // a no-reply call cannot be cancelled; it is not in running
+		j.reply = "" // a no-reply call cannot be cancelled; it is not in running
 	} else {
-		l.running[key] = s
+		l.running[callKey{reply, id}] = &j.s
+		if id != 0 {
+			j.out = l.batcherLocked(reply)
+			j.out.active.Add(1)
+		}
 	}
 	l.wg.Add(1)
+	var w *worker // an idle one, if any
+	if n := len(l.idle); n > 0 {
+		w = l.idle[n-1]
+		l.idle[n-1] = nil
+		l.idle = l.idle[:n-1]
+	}
 	l.mu.Unlock()
-	m := &runtime.Message{
+	j.m = runtime.Message{
 		Pattern:  f.Pattern,
 		Flags:    runtime.MessageFlags(f.Flags),
 		Codec:    runtime.Codec(f.Codec),
@@ -191,17 +233,10 @@ func (l *Listener) request(reply string, f *wire.Frame) {
 		Meta:     bridge.FromWire(f.Meta),
 		Remote:   runtime.NewRemote("nats", callerOf(reply), nil),
 	}
-	j := &job{ctx: ctx, s: s, reply: key, m: m, noReply: noReply}
-	l.mu.Lock()
-	if n := len(l.idle); n > 0 {
-		w := l.idle[n-1]
-		l.idle[n-1] = nil
-		l.idle = l.idle[:n-1]
-		l.mu.Unlock()
+	if w != nil {
 		w.next <- j
 		return
 	}
-	l.mu.Unlock()
 	go l.work(j)
 }
 
@@ -210,7 +245,7 @@ func (l *Listener) request(reply string, f *wire.Frame) {
 func (l *Listener) work(j *job) {
 	w := &worker{next: make(chan *job, 1)}
 	for j != nil {
-		l.serve(j.ctx, j.s, j.reply, j.m, j.noReply)
+		l.serve(j)
 		l.mu.Lock()
 		if l.closed || len(l.idle) >= maxIdleWorkers {
 			l.mu.Unlock()
@@ -250,20 +285,42 @@ func callerOf(reply string) string {
 	return reply
 }
 
+// stop cancels the call's ctx, or has its worker make it cancelled; the
+// listener's mu is held.
+func (s *serving) stop() {
+	if s.cancel != nil {
+		s.cancel()
+		return
+	}
+	s.cancelled = true
+}
+
 // serve runs one call and publishes its reply.
-func (l *Listener) serve(ctx context.Context, s *serving, reply string, m *runtime.Message, noReply bool) {
+func (l *Listener) serve(j *job) {
+	s, reply, m, noReply := &j.s, j.reply, &j.m, j.noReply
 	defer l.wg.Done()
-	defer s.cancel()
+	ctx, cancel := context.WithDeadline(l.ctx, j.end)
+	defer cancel()
+	l.mu.Lock()
+	s.cancel = cancel
+	cancelled := s.cancelled
+	l.mu.Unlock()
+	if cancelled {
+		cancel()
+	}
 	r := l.s.ServeMessage(ctx, m)
 	if s.share != nil {
 		s.share.Release()
 	}
 	l.mu.Lock()
 	if reply != "" {
-		delete(l.running, reply)
+		delete(l.running, callKey{reply, j.id})
 	}
 	closed := l.closed
 	l.mu.Unlock()
+	if j.out != nil {
+		defer j.out.active.Add(-1)
+	}
 	if closed || noReply {
 		return
 	}
@@ -279,13 +336,57 @@ func (l *Listener) serve(ctx context.Context, s *serving, reply string, m *runti
 	if size, max := f.Size()-4, l.b.maxFrame(); size > max {
 		f = wire.Frame{Type: wire.TypeError, Payload: wire.AppendError(nil, uint32(runtime.CodeResourceExhausted), "wizard: nats: "+l.subject+": reply too large for the broker")}
 	}
+	if j.out != nil {
+		f.ID = j.id
+		j.out.send(&f, 0)
+		return
+	}
 	l.publish(reply, &f)
+}
+
+// answer sends f, a reply to the call id on reply: in a batch when the
+// call came in one, in a message of its own otherwise.
+func (l *Listener) answer(reply string, id uint64, f *wire.Frame) {
+	if id == 0 {
+		l.publish(reply, f)
+		return
+	}
+	l.mu.Lock()
+	out := l.batcherLocked(reply)
+	l.mu.Unlock()
+	f.ID = id
+	out.send(f, 0)
+}
+
+// batcherLocked returns the batcher of the replies to subject, a
+// caller's batch subject, making one if need be; l.mu is held. Past
+// maxIdleShares callers, the batchers of callers with no calls being
+// served and nothing to send are dropped.
+func (l *Listener) batcherLocked(subject string) *batcher {
+	if w := l.out[subject]; w != nil {
+		return w
+	}
+	if len(l.out) >= maxIdleShares {
+		for k, w := range l.out {
+			if w.active.Load() == 0 && w.idle() {
+				delete(l.out, k)
+			}
+		}
+	}
+	w := &batcher{nc: l.b.nc, subject: subject, limit: &l.b.batch, onErr: func(err error) {
+		l.log.Debug("wizard: nats: replies not sent", "subject", l.subject, "reply", subject, "err", err)
+	}}
+	l.out[subject] = w
+	return w
 }
 
 // publish sends f to subject; a failure (the broker connection is down)
 // loses it, as a connection lost loses a reply.
 func (l *Listener) publish(subject string, f *wire.Frame) {
-	if err := l.b.nc.Publish(subject, encodeFrame(f)); err != nil {
+	fb := encodePooled(f)
+	err := l.b.nc.Publish(subject, fb.b)
+	fb.free()
+	if err != nil {
 		l.log.Debug("wizard: nats: reply not sent", "subject", l.subject, "reply", subject, "err", err)
 	}
 }
@@ -297,7 +398,7 @@ func (l *Listener) brokerLost() {
 	l.mu.Lock()
 	for _, s := range l.running {
 		if !s.keep {
-			s.cancel()
+			s.stop()
 		}
 	}
 	l.mu.Unlock()

@@ -91,12 +91,14 @@ func TestBrokerRestartRefeedRunsOnce(t *testing.T) {
 
 // TestBrokerRestartUnderLoad: callers make idempotent and
 // non-idempotent calls to two servers while the broker stops and starts
-// again on the same port. No call runs twice; every call that succeeded
-// ran exactly once; every call that failed failed as unavailable (every
-// target is behind the one broker: the calls made while it is down find
-// none connected, as over TCP when every replica is down), and one that
-// failed as not sent never ran; once the broker is back, every call
-// succeeds. The calls in flight at the restart are covered by
+// again on the same port. Every idempotent call waits for ready
+// ([runtime.WaitForReady]) and succeeds: the calls made while the broker
+// is down (every target sits behind it) wait for a target to come back,
+// and those lost in flight run again. No call that is not idempotent
+// runs twice, and every one that succeeded ran exactly once; one that
+// failed failed as unavailable, one that failed as not sent never ran,
+// and one that waited for ready never fails as not sent. The
+// non-idempotent calls in flight at the restart are covered by
 // TestBrokerRestartRefeedRunsOnce.
 func TestBrokerRestartUnderLoad(t *testing.T) {
 	const callers, perCaller = 8, 60
@@ -118,14 +120,17 @@ func TestBrokerRestartUnderLoad(t *testing.T) {
 	}
 	cl := transporttest.NewClient(t, newTransport(t, b.URL()), "role:work", nil, servers...)
 
-	type outcome struct {
-		id  string
-		err error
-	}
-	call := func(id string, idem bool) error {
+	// Calls by their index: even ones idempotent, every fourth waits for
+	// ready without being idempotent, the rest neither.
+	idempotent := func(i int) bool { return i%2 == 0 }
+	waits := func(i int) bool { return i%2 == 0 || i%4 == 1 }
+	call := func(id string, i int) error {
 		var opts []runtime.CallOption
-		if idem {
+		if idempotent(i) {
 			opts = append(opts, runtime.Idempotent())
+		}
+		if waits(i) {
+			opts = append(opts, runtime.WaitForReady())
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -134,6 +139,11 @@ func TestBrokerRestartUnderLoad(t *testing.T) {
 			err = fmt.Errorf("answered %v", res.Value())
 		}
 		return err
+	}
+	type outcome struct {
+		id  string
+		i   int
+		err error
 	}
 	var done atomic.Int32
 	restartAt := int32(callers * perCaller / 3)
@@ -144,7 +154,7 @@ func TestBrokerRestartUnderLoad(t *testing.T) {
 		wg.Go(func() {
 			for i := range perCaller {
 				id := fmt.Sprintf("%d/%d", c, i)
-				outcomes <- outcome{id, call(id, i%2 == 0)}
+				outcomes <- outcome{id, i, call(id, i)}
 				if done.Add(1) == restartAt {
 					close(restart)
 				}
@@ -168,7 +178,7 @@ func TestBrokerRestartUnderLoad(t *testing.T) {
 	})
 	for i := range 20 {
 		id := fmt.Sprintf("after/%d", i)
-		if err := call(id, i%2 == 0); err != nil {
+		if err := call(id, i); err != nil {
 			t.Errorf("call %s after the restart: %v", id, err)
 		}
 	}
@@ -178,14 +188,20 @@ func TestBrokerRestartUnderLoad(t *testing.T) {
 	for o := range outcomes {
 		n := runs[o.id]
 		switch {
+		case idempotent(o.i):
+			// It may run again after it was lost in flight.
+			if o.err != nil || n == 0 {
+				t.Errorf("idempotent call %s: %v, ran %d times; want success", o.id, o.err, n)
+			}
+			continue
 		case n > 1:
 			t.Errorf("call %s ran %d times", o.id, n)
 		case o.err == nil && n != 1:
 			t.Errorf("call %s succeeded and ran %d times", o.id, n)
 		case o.err != nil && !errors.Is(o.err, runtime.ErrUnavailable):
 			t.Errorf("call %s: %v; want success or unavailable", o.id, o.err)
-		case o.err != nil && errors.Is(o.err, runtime.ErrNotSent) && n != 0:
-			t.Errorf("call %s failed as not sent (%v) but ran", o.id, o.err)
+		case o.err != nil && errors.Is(o.err, runtime.ErrNotSent) && (n != 0 || waits(o.i)):
+			t.Errorf("call %s failed as not sent (%v) and ran %d times; a call that waits for ready never fails as not sent", o.id, o.err, n)
 		}
 		if o.err != nil {
 			failed++
@@ -194,7 +210,7 @@ func TestBrokerRestartUnderLoad(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d of %d calls failed as unavailable (%d as not sent); retries %d, refeeds %d", failed, callers*perCaller, notSent, cl.Stats().Retries, cl.Stats().Refeeds)
+	t.Logf("%d of %d calls failed as unavailable (%d as not sent), none of them idempotent; retries %d, refeeds %d", failed, callers*perCaller, notSent, cl.Stats().Retries, cl.Stats().Refeeds)
 }
 
 // TestBrokerLostReportsCalls: when the broker connection is lost, a call

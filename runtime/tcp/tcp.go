@@ -85,6 +85,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
 	"github.com/wizardmesh/wizard/runtime/internal/connset"
 	"github.com/wizardmesh/wizard/runtime/internal/mux"
+	"google.golang.org/protobuf/proto"
 )
 
 // Transport is the TCP transport. Create it with [New].
@@ -372,6 +373,14 @@ var _ runtime.Conn = (*Conn)(nil)
 // the call was sent: <why>".
 func (c *Conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, error) {
 	return bridge.Call(ctx, c.cl, m, c.where)
+}
+
+// CallBody is [Conn.Call] for a call whose protobuf payload is still to
+// encode: body, of size bytes (proto.Size), is marshalled straight into
+// the request's frame. A node calls it for the requests it leaves
+// unencoded.
+func (c *Conn) CallBody(ctx context.Context, m *runtime.Message, body proto.Message, size int) (*runtime.Message, error) {
+	return bridge.CallBody(ctx, c.cl, m, body, size, c.where)
 }
 
 // Done is closed when the connection is gone.

@@ -1,6 +1,8 @@
 // Command compare measures wizard's remote calls against gRPC-go, net/http
-// HTTP/1.1 and a raw multiplexed-TCP floor, each server in its own process,
-// and writes a Markdown table and an SVG chart.
+// HTTP/1.1, MicroWizard 1.5.0 and Moleculer 0.15 (Node.js), drpc,
+// connect-go, NATS micro and a raw multiplexed-TCP floor, each server in its
+// own process, and appends a Markdown report to results.md (which keeps
+// every run) and draws an SVG chart of the latest.
 //
 //	cd bench && go run ./cmd/compare
 //	cd bench && go run ./cmd/compare -duration 500ms -runs 1 -concurrency 1,128
@@ -33,7 +35,7 @@ func main() {
 	harness.ServeIfChild() // a server process: serves and exits
 
 	var cfg harness.Config
-	flag.DurationVar(&cfg.Duration, "duration", 2*time.Second, "measured time of each run (each cell and each scenario)")
+	flag.DurationVar(&cfg.Duration, "duration", time.Second, "measured time of each run (each cell and each scenario)")
 	flag.DurationVar(&cfg.Warmup, "warmup", 300*time.Millisecond, "unmeasured time before each run")
 	flag.IntVar(&cfg.Runs, "runs", 3, "runs per cell; the report shows the median")
 	conc := flag.String("concurrency", "1,16,128,1024", "comma-separated numbers of concurrent callers (empty: skip the comparison)")
@@ -46,6 +48,7 @@ func main() {
 	flag.IntVar(&cfg.ClusterCallers, "cluster-callers", 50, "callers in the cluster scenario")
 	flag.IntVar(&cfg.ClusterReplicas, "cluster-replicas", 3, "replicas of service B in the cluster scenario")
 	flag.DurationVar(&cfg.ClusterDelay, "cluster-delay", 10*time.Millisecond, "each replica's delay in the cluster scenario")
+	inproc := flag.String("inproc", "1,16", "comma-separated numbers of concurrent callers of the in-process section (empty: skip it)")
 	flag.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "write CPU profiles of the client and every server process into this directory")
 	out := flag.String("out", "results", "directory for results.md and chart.svg")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
@@ -53,7 +56,10 @@ func main() {
 
 	var err error
 	if cfg.Concurrency, err = ints(*conc); err != nil {
-		fail(err)
+		fail(fmt.Errorf("-concurrency: %w", err))
+	}
+	if cfg.InProcess, err = ints(*inproc); err != nil {
+		fail(fmt.Errorf("-inproc: %w", err))
 	}
 	if *contenders != "" {
 		cfg.Contenders = strings.Split(*contenders, ",")
@@ -71,6 +77,12 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if ran, err := runScaling(ctx, cfg, *out); ran || err != nil {
+		if err != nil {
+			fail(err)
+		}
+		return
+	}
 	rep, err := harness.Run(ctx, cfg)
 	if err != nil {
 		fail(err)
@@ -78,7 +90,7 @@ func main() {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fail(err)
 	}
-	if err := write(filepath.Join(*out, "results.md"), rep.WriteMarkdown); err != nil {
+	if err := appendRun(filepath.Join(*out, "results.md"), rep.WriteMarkdown); err != nil {
 		fail(err)
 	}
 	if len(cfg.Concurrency) > 0 {
@@ -104,6 +116,26 @@ func write(path string, fn func(w io.Writer) error) error {
 	return f.Close()
 }
 
+// appendRun adds the run to the end of the file at path (which keeps every
+// run), after a rule when the file has one already.
+func appendRun(path string, fn func(w io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+		if _, err := io.WriteString(f, "\n---\n\n"); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 func ints(s string) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(s, ",") {
@@ -112,7 +144,7 @@ func ints(s string) ([]int, error) {
 		}
 		n, err := strconv.Atoi(f)
 		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("-concurrency: %q is not a positive number", f)
+			return nil, fmt.Errorf("%q is not a positive number", f)
 		}
 		out = append(out, n)
 	}

@@ -37,6 +37,7 @@ func main() {
 	flag.DurationVar(&cfg.Warmup, "warmup", time.Second, "unmeasured time before each run of the comparison")
 	flag.DurationVar(&cfg.Duration, "duration", 5*time.Second, "measured time of each run of the comparison")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "profile the ramp's gateway (package gateway in a process of this binary, not the wizard-gateway binary) into this directory: cpu.pprof per pass, heap.pprof, goroutines.txt and memstats.txt halfway through the last stage")
+	flag.StringVar(&cfg.HTTPClient, "http-client", gwbench.ClientRaw, "the load generator's HTTP client for every contender: raw (one connection written and read on the caller's goroutine) or net/http")
 	gwEnv := flag.String("gateway-env", "", "space-separated NAME=VALUE pairs added to wizard-gateway's environment (e.g. GOMEMLIMIT=48MiB)")
 	out := flag.String("out", "results", "directory for gateway.md, gateway.svg (the comparison) and gateway-ramp.svg (the ramp)")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")

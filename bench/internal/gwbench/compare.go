@@ -82,7 +82,7 @@ func (e *env) compare(ctx context.Context, cfg Config, rep *Report, logf func(st
 		}
 		var cs []caller
 		for range 16 {
-			cs = append(cs, newHTTPCaller(en.g.echoURL(), ""))
+			cs = append(cs, en.g.httpCaller(""))
 		}
 		s, err := drive(ctx, cs, 0, max(2*cfg.Warmup, 100*time.Millisecond))
 		for _, c := range cs {
@@ -127,7 +127,7 @@ func (e *env) compare(ctx context.Context, cfg Config, rep *Report, logf func(st
 				p.callers = []caller{w}
 			} else {
 				for range n {
-					p.callers = append(p.callers, newHTTPCaller(en.g.echoURL(), ""))
+					p.callers = append(p.callers, en.g.httpCaller(""))
 				}
 			}
 			if err := p.callers[0].call(ctx, 1); err != nil {

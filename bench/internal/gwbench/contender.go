@@ -47,7 +47,10 @@ type env struct {
 	echo     *proc    // the wizard echo node
 	profDir  string   // when set, the ramp's gateway is roleProfGateway, profiled into it
 	gwEnv    []string // added to wizard-gateway's environment
-	procs    []*proc
+	// httpClient is the load generator's HTTP client, ClientRaw or
+	// ClientNetHTTP.
+	httpClient string
+	procs      []*proc
 }
 
 // start starts cmd (see [startProc]) and remembers it for stopAll.
@@ -123,14 +126,28 @@ func freePort() (int, error) {
 // gateway is a running gateway of some contender: the process whose
 // memory and CPU are read, and where its clients connect.
 type gateway struct {
-	name  string
-	main  *proc   // the gateway process
-	procs []*proc // every process of the contender, the gateway last
-	base  string  // http://host:port
+	name   string
+	client string  // the load generator's HTTP client: ClientRaw or ClientNetHTTP
+	main   *proc   // the gateway process
+	procs  []*proc // every process of the contender, the gateway last
+	base   string  // http://host:port
 }
 
 func (g *gateway) echoURL() string { return g.base + "/echo" }
-func (g *gateway) wsURL() string   { return "ws" + strings.TrimPrefix(g.base, "http") + "/ws" }
+
+// httpCaller is a caller of POST /echo over one connection of g.client's
+// kind, with the bearer token when not "".
+func (g *gateway) httpCaller(token string) caller {
+	if g.client == ClientNetHTTP {
+		return newHTTPCaller(g.echoURL(), token)
+	}
+	c, err := newRawHTTPCaller(g.echoURL(), token)
+	if err != nil {
+		panic(err) // g.base is ours: http://127.0.0.1:port
+	}
+	return c
+}
+func (g *gateway) wsURL() string { return "ws" + strings.TrimPrefix(g.base, "http") + "/ws" }
 
 // gatewayConfig is wizard-gateway's YAML: POST /echo to the echo node,
 // the WebSocket endpoint, no access log and no rate limits; with a signer,
@@ -179,7 +196,7 @@ func (e *env) startWizardGateway(ctx context.Context, s *signer, label string) (
 	if err != nil {
 		return nil, err
 	}
-	g := &gateway{name: WizardGateway, main: p, procs: []*proc{p}, base: "http://127.0.0.1:" + strconv.Itoa(port)}
+	g := &gateway{name: WizardGateway, client: e.httpClient, main: p, procs: []*proc{p}, base: "http://127.0.0.1:" + strconv.Itoa(port)}
 	if err := waitReady(ctx, g.base+"/readyz", p); err != nil {
 		e.stop(p)
 		return nil, fmt.Errorf("wizard-gateway: %w", err)
@@ -271,7 +288,7 @@ func (e *env) startMoleculer(ctx context.Context) (*gateway, error) {
 		e.stop(echo)
 		return nil, err
 	}
-	return &gateway{name: MoleculerWeb, main: gw, procs: []*proc{echo, gw}, base: "http://" + gw.addr}, nil
+	return &gateway{name: MoleculerWeb, client: e.httpClient, main: gw, procs: []*proc{echo, gw}, base: "http://" + gw.addr}, nil
 }
 
 // startGRPCGateway starts the gRPC echo server and grpc-gateway in front
@@ -286,7 +303,7 @@ func (e *env) startGRPCGateway(ctx context.Context) (*gateway, error) {
 		e.stop(echo)
 		return nil, err
 	}
-	return &gateway{name: GRPCGateway, main: gw, procs: []*proc{echo, gw}, base: "http://" + gw.addr}, nil
+	return &gateway{name: GRPCGateway, client: e.httpClient, main: gw, procs: []*proc{echo, gw}, base: "http://" + gw.addr}, nil
 }
 
 // stopGateway stops a contender's processes, the gateway first.

@@ -125,7 +125,7 @@ func runRamp(ctx context.Context, cfg RampConfig, sc Scenario, g *gateway, echo 
 		if sc.WebSocket {
 			return dialWS(cctx, g.wsURL(), tokens[i])
 		}
-		return newHTTPCaller(g.echoURL(), tokens[i]), nil
+		return g.httpCaller(tokens[i]), nil
 	}
 	client := func(i int) {
 		mine := make([]timed, 0, 256)

@@ -228,6 +228,14 @@ func (r *Report) writeNotes(b *strings.Builder) {
 		"grpc.ClientConn, ForwardResponseMessage), its default JSONPb (protojson) marshaler, in front of a grpc-go echo server in another " +
 		"process; the messages are google.protobuf.Struct, the dynamic JSON object the others carry.\n")
 	b.WriteString("- RSS and CPU are the gateway process's alone (not the echo service's, nor moleculer's second process).\n")
+	if r.Config.HTTPClient == ClientNetHTTP {
+		b.WriteString("- The load generator's HTTP client: net/http's Client (`-http-client net/http`), one Transport and connection per client, for every contender.\n")
+	} else {
+		b.WriteString("- The load generator's HTTP client, for every contender alike: one keep-alive HTTP/1.1 connection per client written and read " +
+			"on the caller's goroutine (`-http-client raw`, the default; a request in one write, the answer by Content-Length or chunked), " +
+			"not net/http's Client, whose Transport hands each request to two goroutines of the connection: on 2 cores shared with the gateways " +
+			"the generator's own CPU would cap every contender's req/s and add to every latency.\n")
+	}
 }
 
 // cell returns the cell of contender name at conns.

@@ -44,6 +44,9 @@ type Config struct {
 	// GatewayEnv is added to wizard-gateway's environment (GOGC=50,
 	// GOMEMLIMIT=48MiB: the runtime's knobs, to see what they do to RSS).
 	GatewayEnv []string
+	// HTTPClient is the load generator's HTTP client for every contender:
+	// ClientRaw (empty: the default) or ClientNetHTTP.
+	HTTPClient string
 }
 
 // Contenders lists the comparison's contenders in table order.
@@ -77,7 +80,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
-	e := &env{dir: dir, benchDir: bd, stderr: cfg.Stderr, logf: logf, profDir: cfg.ProfileDir, gwEnv: cfg.GatewayEnv}
+	switch cfg.HTTPClient {
+	case "":
+		cfg.HTTPClient = ClientRaw
+	case ClientRaw, ClientNetHTTP:
+	default:
+		return nil, fmt.Errorf("gwbench: HTTP client %q: want %s or %s", cfg.HTTPClient, ClientRaw, ClientNetHTTP)
+	}
+	rep.Config.HTTPClient = cfg.HTTPClient
+	e := &env{dir: dir, benchDir: bd, stderr: cfg.Stderr, logf: logf, profDir: cfg.ProfileDir, gwEnv: cfg.GatewayEnv, httpClient: cfg.HTTPClient}
 	defer e.stopAll()
 	logf("building cmd/wizard-gateway")
 	if err := e.buildGateway(ctx); err != nil {
@@ -128,7 +139,9 @@ func (e *env) rampPass(ctx context.Context, cfg RampConfig, sc Scenario, logf fu
 	if sign != nil {
 		// The pass measures the verification only if a request without
 		// the token is refused.
-		err := newHTTPCaller(g.echoURL(), "").call(ctx, 1)
+		c := g.httpCaller("")
+		err := c.call(ctx, 1)
+		c.close()
 		if err == nil || !strings.HasPrefix(err.Error(), "401 ") {
 			return RampResult{}, fmt.Errorf("wizard-gateway with auth.jwt answered a request without a token: %v (want 401)", err)
 		}

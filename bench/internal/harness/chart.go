@@ -17,6 +17,15 @@ var chartColors = map[string]string{
 	gRPCName:      "#38a169",
 	"http":        "#dd6b20",
 	floorName:     "#a0aec0",
+
+	"microwizard":        "#805ad5",
+	"microwizard-node":   "#b794f4",
+	"wizard-microwizard": "#44337a",
+	"moleculer":          "#d53f8c",
+	"drpc":               "#319795",
+	"connect":            "#b7791f",
+	"nats-micro":         "#e53e3e",
+	"wizard-nats":        "#1a365d",
 }
 
 var chartFallback = []string{"#805ad5", "#d53f8c", "#319795", "#b7791f"}
@@ -26,9 +35,9 @@ var chartFallback = []string{"#805ad5", "#d53f8c", "#319795", "#b7791f"}
 // written by hand, so it needs no chart library.
 func (r *Report) WriteSVG(w io.Writer) error {
 	const (
-		width, height            = 960, 500
-		left, right, top, bottom = 80, 20, 92, 56
-		plotW, plotH             = width - left - right, height - top - bottom
+		left, right, bottom = 80, 20, 56
+		plotH               = 352
+		legendW, legendH    = 300, 18 // a legend entry's cell
 	)
 	var levels []int
 	var names []Cell // one per contender, in order
@@ -46,6 +55,12 @@ func (r *Report) WriteSVG(w io.Writer) error {
 			lo, hi = math.Min(lo, c.PerSec), math.Max(hi, c.PerSec)
 		}
 	}
+	// Wide enough for about 24 px a bar, the legend in rows of cells.
+	width := max(960, left+right+len(levels)*len(names)*24)
+	perRow := max(1, (width-left-right)/legendW)
+	top := 58 + (len(names)+perRow-1)/perRow*legendH + 16
+	height := top + plotH + bottom
+	plotW := width - left - right
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" font-size="12">`+"\n", width, height, width, height)
 	title := "Unary calls per second over one connection (log scale, higher is better)"
@@ -62,8 +77,8 @@ func (r *Report) WriteSVG(w io.Writer) error {
 			col = chartFallback[i%len(chartFallback)]
 		}
 		colors[c.Name] = col
-		x := left + i*170
-		fmt.Fprintf(&b, `<rect x="%d" y="58" width="14" height="14" fill="%s"/><text x="%d" y="70">%s</text>`+"\n", x, col, x+20, html.EscapeString(c.Contender))
+		x, ly := left+i%perRow*legendW, 58+i/perRow*legendH
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="14" height="14" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n", x, ly, col, x+20, ly+12, html.EscapeString(c.Contender))
 	}
 	if len(levels) == 0 || hi == 0 {
 		b.WriteString("</svg>\n")
@@ -107,7 +122,7 @@ func (r *Report) WriteSVG(w io.Writer) error {
 			yy := y(cell.PerSec)
 			fmt.Fprintf(&b, `<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s, %d callers: %s req/s, p50 %s, p99 %s</title></rect>`+"\n",
 				x+1, yy, barW-2, float64(top+plotH)-yy, colors[c.Name], html.EscapeString(cell.Contender), n, rate(cell.PerSec), dur(cell.P50), dur(cell.P99))
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="10">%s</text>`+"\n", x+barW/2, yy-4, shortRate(cell.PerSec))
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="9">%s</text>`+"\n", x+barW/2, yy-4, shortRate(cell.PerSec))
 		}
 		label := strconv.Itoa(n) + " callers"
 		if n == 1 {

@@ -53,6 +53,9 @@ func runCluster(ctx context.Context, cfg Config, cs []Contender, rep *Report, ch
 		}
 	}()
 	for _, c := range cs {
+		if !c.Hops {
+			continue
+		}
 		k := &cluster{scenarioRun: scenarioRun{c: c}}
 		var addrs []string
 		for i := range cfg.ClusterReplicas {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"time"
 )
 
@@ -38,6 +39,11 @@ type Config struct {
 	ClusterCallers  int
 	ClusterReplicas int
 	ClusterDelay    time.Duration
+
+	// InProcess lists the numbers of concurrent callers of the in-process
+	// section (empty: skip it): wizard's ActE and Act beside MicroWizard's
+	// actE and act and Moleculer's broker.call, each in its own process.
+	InProcess []int
 
 	// CPUProfileDir, when set, receives a CPU profile of the client
 	// process (client.pprof) and of each server process.
@@ -71,6 +77,7 @@ type Report struct {
 	Cells      []Cell // by concurrency, then contender order
 	Hops       []Cell // the two-hop scenario; the first row is the in-process sleep baseline
 	Cluster    []ClusterRow
+	InProcess  []Cell // by callers, then row order
 	Gaps       []Gap
 	Elapsed    time.Duration
 	StartedAt  time.Time
@@ -105,7 +112,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Env: environment(), Config: cfg, Contenders: cs, Gaps: Gaps, StartedAt: time.Now()}
+	rep := &Report{Env: environment(), Config: cfg, Gaps: slices.Clone(Gaps), StartedAt: time.Now()}
+	cs = prepare(ctx, cs, rep, logf)
+	rep.Contenders = cs
 	if cfg.CPUProfileDir != "" {
 		if err := os.MkdirAll(cfg.CPUProfileDir, 0o755); err != nil {
 			return nil, err
@@ -151,19 +160,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				return nil, err
 			}
 			children = append(children, ch)
+			logf("%-14s server pid %d on %s", c.Title, ch.cmd.Process.Pid, ch.addr)
 			dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			clients[i], err = dialChecked(dctx, c, ch.addr, DialOptions{})
+			clients[i], err = dialContender(dctx, c, ch.addr)
 			cancel()
 			if err != nil {
 				return nil, err
 			}
-			logf("%-14s server pid %d on %s", c.Title, ch.cmd.Process.Pid, ch.addr)
 		}
 		for _, n := range cfg.Concurrency {
 			runs := make([][]Sample, len(cs))
 			for r := range cfg.Runs {
 				for i, c := range cs {
-					s, err := drive(ctx, clients[i], Load{Callers: n, Warmup: cfg.Warmup, Duration: cfg.Duration, MaxCalls: cfg.MaxCalls})
+					s, err := driveContender(ctx, c, clients[i], Load{Callers: n, Warmup: cfg.Warmup, Duration: cfg.Duration, MaxCalls: cfg.MaxCalls})
 					if err != nil {
 						return nil, fmt.Errorf("%s, %d callers: %w", c.Title, n, err)
 					}
@@ -180,6 +189,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	if cfg.Hops {
 		if err := runHops(ctx, cfg, cs, rep, &children, profile, logf); err != nil {
+			return nil, err
+		}
+	}
+	if len(cfg.InProcess) > 0 {
+		if err := runInProcess(ctx, cfg, rep, logf); err != nil {
 			return nil, err
 		}
 	}

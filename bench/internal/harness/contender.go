@@ -40,6 +40,14 @@ type DialOptions struct {
 	Pooled bool
 }
 
+// Driver drives runs against one server itself and reports what it
+// measured, for a caller outside the Go load generator; it is used by one
+// goroutine at a time.
+type Driver interface {
+	Drive(ctx context.Context, l Load) (Sample, error)
+	Close() error
+}
+
 // Contender is one way of making the call.
 type Contender struct {
 	// Name identifies the contender in flags and child processes
@@ -61,8 +69,17 @@ type Contender struct {
 	// Balancer says what spreads the cluster scenario's calls over the
 	// replicas ("" for the harness's round robin).
 	Balancer string
-	// Hops says whether the contender takes part in the two-hop scenario.
+	// Hops says whether the contender takes part in the two-hop and the
+	// cluster scenarios.
 	Hops bool
+	// DialDriver, when set, replaces Dial: the contenders whose callers
+	// are not Go (a Node.js client process) get a [Driver] for the server
+	// at addr, which measures each run itself.
+	DialDriver func(ctx context.Context, addr string) (Driver, error)
+	// Prepare, when set, readies what the contender needs outside Go (a
+	// Node.js toolchain and its locked packages) and returns why it cannot
+	// run, or "": the harness then skips it with a line and a [Gap].
+	Prepare func(ctx context.Context) string
 }
 
 // Reference names: ratios in the tables are to these contenders.
@@ -79,6 +96,14 @@ var Contenders = []Contender{
 	grpcContender,
 	httpContender,
 	floorContender,
+	microwizardGoContender,
+	microwizardNodeContender,
+	microwizardBridgeContender,
+	moleculerContender,
+	drpcContender,
+	connectContender,
+	natsMicroContender,
+	wizardNATSContender,
 }
 
 // Gap is a contender the issue asks for that this build cannot run.

@@ -14,7 +14,7 @@ import (
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	cfg := r.Config
-	fmt.Fprintf(&b, "# wizard vs gRPC-go vs HTTP/1.1 vs a raw TCP floor\n\n")
+	fmt.Fprintf(&b, "# wizard vs gRPC-go, HTTP/1.1, MicroWizard, Moleculer, drpc, connect-go, NATS and a raw TCP floor\n\n")
 	if cfg.Command != "" {
 		fmt.Fprintf(&b, "Command: `%s`  \n", cfg.Command)
 	}
@@ -31,19 +31,23 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 
 	if len(r.Cells) > 0 {
 		fmt.Fprintf(&b, "## Unary {a, b} -> {r}, one connection\n\n")
-		fmt.Fprintf(&b, "| callers | contender | req/s | p50 | p99 | req/s vs gRPC-go | p50 vs gRPC-go | req/s vs floor |\n")
-		fmt.Fprintf(&b, "|---:|---|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(&b, "| callers | contender | req/s | p50 | p99 | req/s vs gRPC-go | p50 vs gRPC-go | req/s vs floor | wizard TCP's req/s vs this |\n")
+		fmt.Fprintf(&b, "|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, c := range r.Cells {
 			g, gok := r.cell(gRPCName, c.Callers)
 			f, fok := r.cell(floorName, c.Callers)
-			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s |\n", c.Callers, c.Contender, rate(c.PerSec), dur(c.P50), dur(c.P99),
-				ratioIf(gok, c.PerSec, g.PerSec), ratioIf(gok, float64(c.P50), float64(g.P50)), ratioIf(fok, c.PerSec, f.PerSec))
+			w, wok := r.cell("wizard-tcp", c.Callers)
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Callers, c.Contender, rate(c.PerSec), dur(c.P50), dur(c.P99),
+				ratioIf(gok, c.PerSec, g.PerSec), ratioIf(gok, float64(c.P50), float64(g.P50)), ratioIf(fok, c.PerSec, f.PerSec), ratioIf(wok, w.PerSec, c.PerSec))
 		}
 		b.WriteString("\n")
 	}
 	for _, g := range r.Gaps {
 		fmt.Fprintf(&b, "**Not measured: %s** — %s.\n\n", g.Title, g.Reason)
 	}
+
+	r.writeContenders(&b)
+	r.writeInProcess(&b)
 
 	if len(r.Hops) > 0 {
 		fmt.Fprintf(&b, "## Two hops: the seed article's scenario\n\n")
@@ -79,6 +83,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		for _, c := range r.Cells {
 			fmt.Fprintf(&b, "| %d | %s | %s |\n", c.Callers, c.Contender, everyRun(c.Runs))
 		}
+		for _, c := range r.InProcess {
+			fmt.Fprintf(&b, "| %d, in-process | %s | %s |\n", c.Callers, c.Contender, everyRun(c.Runs))
+		}
 		for _, c := range r.Hops {
 			fmt.Fprintf(&b, "| %d, two hops | %s | %s |\n", c.Callers, c.Contender, everyRun(c.Runs))
 		}
@@ -96,8 +103,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	fmt.Fprintf(&b, "- Every contender carries the same call: protobuf AddRequest{a, b} -> AddResponse{sum} "+
-		"(examples/gen/math/v1) for wizard and gRPC-go, the JSON {\"a\", \"b\"} -> {\"r\"} for HTTP, raw float64s for the floor; "+
-		"every answer is checked.\n")
+		"(examples/gen/math/v1) for wizard, gRPC-go, drpc, connect-go and NATS micro, the JSON {\"a\", \"b\"} -> {\"r\"} for HTTP, "+
+		"MicroWizard (and wizard on its wire) and Moleculer, raw float64s for the floor; every answer is checked (by the Node.js client "+
+		"processes too). A row's title says who serves ← who calls where it is not the Go load generator with the contender's own client.\n")
 	if len(r.Hops) > 0 {
 		fmt.Fprintf(&b, "- Two hops: every contender but HTTP/1.1 uses one connection per hop; HTTP/1.1 uses a pool of keep-alive connections "+
 			"on both hops (with one connection, 50 callers would queue behind each 10 ms answer).\n")
@@ -110,7 +118,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			"one client per replica. Each B counts the calls its handler answered; the parent reads the counts over the child's stdin "+
 			"and stdout before the first run and after the last.\n", "`"+grpcRoundRobin+"`")
 	}
-	cells := append(append([]Cell(nil), r.Cells...), r.Hops...)
+	cells := append(append(append([]Cell(nil), r.Cells...), r.InProcess...), r.Hops...)
 	for _, c := range r.Cluster {
 		cells = append(cells, c.Cell)
 	}

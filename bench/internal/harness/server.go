@@ -68,6 +68,9 @@ func ServeIfChild() {
 // queries of the control protocol read from in, and stops when in reaches
 // EOF (the parent closed it, or died).
 func serve(s ServerSpec, in io.Reader, out io.Writer) error {
+	if s.Role == RoleEcho {
+		return serveEcho(s, in, out)
+	}
 	c, err := Lookup(s.Contender)
 	if err != nil {
 		return err
@@ -139,6 +142,9 @@ func serve(s ServerSpec, in io.Reader, out io.Writer) error {
 		answer := "unknown query " + strings.TrimSpace(sc.Text())
 		if strings.TrimSpace(sc.Text()) == queryServed {
 			answer = answerServed + fmt.Sprint(served.Load())
+		}
+		if strings.TrimSpace(sc.Text()) == queryMem {
+			answer = memAnswer()
 		}
 		if _, err := fmt.Fprintln(out, answer); err != nil {
 			return err

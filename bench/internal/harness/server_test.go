@@ -52,9 +52,10 @@ func TestServeControl(t *testing.T) {
 		{queryServed, answerServed + "3"},
 		{"what", "unknown query what"},
 		{" " + queryServed + " ", answerServed + "3"},
+		{queryMem, answerMem + "{"}, // a prefix: the figures vary
 	}
 	for _, tt := range tests {
-		if got := query(tt.query); got != tt.want {
+		if got := query(tt.query); got != tt.want && !(strings.HasSuffix(tt.want, "{") && strings.HasPrefix(got, tt.want)) {
 			t.Errorf("query %q: answered %q, want %q", tt.query, got, tt.want)
 		}
 	}

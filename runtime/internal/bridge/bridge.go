@@ -12,11 +12,19 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/mux"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
+	"google.golang.org/protobuf/proto"
 )
 
 // Call runs one call over a mux client. where names the connection in
 // errors: "wizard: <transport>: <addr>".
 func Call(ctx context.Context, cl *mux.Client, m *runtime.Message, where string) (*runtime.Message, error) {
+	return CallBody(ctx, cl, m, nil, 0, where)
+}
+
+// CallBody is [Call] for a message whose payload is body, of size bytes,
+// still to marshal: it is marshalled straight into the request's frame.
+// A nil body sends m's Payload.
+func CallBody(ctx context.Context, cl *mux.Client, m *runtime.Message, body proto.Message, size int, where string) (*runtime.Message, error) {
 	f := wire.Frame{
 		Type:    wire.TypeRequest,
 		Flags:   wire.Flags(m.Flags),
@@ -27,6 +35,10 @@ func Call(ctx context.Context, cl *mux.Client, m *runtime.Message, where string)
 	f.Meta = toWire(m.Meta)
 	x := new(exchange) // the answer frame and the message made of it, in one allocation
 	resp, out := &x.f, &x.m
+	if body != nil {
+		x.b = protoBody{body, size}
+		f.Body = &x.b
+	}
 	answered, err := cl.Do(ctx, &f, resp)
 	if err != nil {
 		if errors.Is(err, wire.ErrFrameTooLarge) { // refused here, as the server refuses a large response
@@ -55,6 +67,7 @@ func Call(ctx context.Context, cl *mux.Client, m *runtime.Message, where string)
 
 // Handler adapts a runtime.Server to a mux handler.
 func Handler(s runtime.Server) mux.Handler {
+	bs, _ := s.(bodyServer)
 	return func(ctx context.Context, req *wire.Frame) *wire.Frame {
 		// The message handed to the node and the frame answered take one
 		// allocation; mux encodes the frame before the handler's goroutine
@@ -73,7 +86,14 @@ func Handler(s runtime.Server) mux.Handler {
 		if req.Flags&wire.FlagKeep != 0 {
 			m.Identity = identity(ctx) // what a stored answer is bound to
 		}
-		reply := s.ServeMessage(ctx, m)
+		var reply *runtime.Message
+		var body proto.Message
+		var size int
+		if bs != nil {
+			reply, body, size = bs.ServeMessageBody(ctx, m)
+		} else {
+			reply = s.ServeMessage(ctx, m)
+		}
 		f := &x.f
 		switch {
 		case reply == nil:
@@ -82,6 +102,10 @@ func Handler(s runtime.Server) mux.Handler {
 			*f = wire.Frame{Type: wire.TypeError, Flags: wire.Flags(reply.Flags & runtime.FlagRefused), Payload: append(wire.AppendError(nil, uint32(reply.Code), reply.Error), reply.Payload...)}
 		default:
 			*f = wire.Frame{Type: wire.TypeResponse, Codec: wire.Codec(reply.Codec), Payload: reply.Payload, Meta: toWire(reply.Meta)}
+			if body != nil {
+				x.b = protoBody{body, size}
+				f.Body = &x.b
+			}
 		}
 		return f
 	}
@@ -104,6 +128,7 @@ func Budget(s runtime.Server) *mux.Budget {
 type exchange struct {
 	m runtime.Message
 	f wire.Frame
+	b protoBody
 }
 
 // wire.Meta and runtime.MetaPair have identical fields (the conversion

@@ -13,6 +13,9 @@ var bufferPool = sync.Pool{New: func() any {
 
 // getBuffer returns an empty encoding buffer with room for size bytes.
 func getBuffer(size int) *[]byte {
+	if p, ok := getBigBuffer(size); ok {
+		return p
+	}
 	p := bufferPool.Get().(*[]byte)
 	if cap(*p) < size {
 		*p = make([]byte, 0, size)
@@ -23,6 +26,7 @@ func getBuffer(size int) *[]byte {
 // putBuffer returns a buffer to the pool.
 func putBuffer(p *[]byte) {
 	if cap(*p) > maxPooledBuffer {
+		putBigBuffer(p)
 		return
 	}
 	*p = (*p)[:0]

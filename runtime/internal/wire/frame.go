@@ -94,6 +94,9 @@ type Frame struct {
 	Pattern  string        // request: the routing pattern (canonical string)
 	Meta     []Meta        // caller node id, trace context, auth...
 	Payload  []byte        // request/response body; for TypeError an encoded error
+	// Body, when set, is the payload instead of Payload, encoded by
+	// [AppendFrame] into the frame's own buffer. Decoding never sets it.
+	Body Body
 }
 
 // deadlineMicros converts a deadline to its wire value: whole microseconds,
@@ -117,7 +120,7 @@ func (f *Frame) bodySize() int {
 		uvarintLen(deadlineMicros(f.Deadline)) +
 		uvarintLen(uint64(len(f.Pattern))) + len(f.Pattern) +
 		uvarintLen(uint64(len(f.Meta))) +
-		len(f.Payload)
+		f.payloadLen()
 	for _, m := range f.Meta {
 		n += uvarintLen(uint64(len(m.Key))) + len(m.Key) +
 			uvarintLen(uint64(len(m.Value))) + len(m.Value)
@@ -153,6 +156,9 @@ func AppendFrame(dst []byte, f *Frame) []byte {
 		dst = append(dst, m.Key...)
 		dst = binary.AppendUvarint(dst, uint64(len(m.Value)))
 		dst = append(dst, m.Value...)
+	}
+	if f.Body != nil {
+		return f.Body.AppendTo(dst)
 	}
 	return append(dst, f.Payload...)
 }

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/wizardmesh/wizard/bench/internal/harness"
+)
+
+// The scaling modes: how cost grows with the payload and with the number
+// of connections. Either flag runs its mode instead of the comparison, and
+// appends its section to results.md.
+var (
+	payloadSizes    = flag.String("payload", "", "payload mode: comma-separated payload sizes to echo (16, 1K, 64KiB, 1M); runs instead of the comparison")
+	payloadCallers  = flag.Int("payload-callers", 16, "payload mode: concurrent callers over the one connection")
+	conns           = flag.Int("conns", 0, "connections mode: this many client connections to one server; runs instead of the comparison")
+	connsContenders = flag.String("conns-contenders", "wizard-tcp,grpc,floor", "connections mode: comma-separated contenders (gRPC-go and the floor for reference)")
+	connsSettle     = flag.Duration("conns-settle", time.Second, "connections mode: idle time before the server's idle RSS is read")
+)
+
+// runScaling runs the modes asked for, if any, appends their sections to
+// out/results.md and writes out/payload.svg; it reports whether it ran.
+func runScaling(ctx context.Context, cfg harness.Config, out string) (bool, error) {
+	if *payloadSizes == "" && *conns == 0 {
+		return false, nil
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return true, err
+	}
+	var sections []func(io.Writer) error
+	if *payloadSizes != "" {
+		var sizes []int
+		for f := range strings.SplitSeq(*payloadSizes, ",") {
+			n, err := harness.ParseSize(f)
+			if err != nil {
+				return true, fmt.Errorf("-payload: %w", err)
+			}
+			sizes = append(sizes, n)
+		}
+		if *payloadCallers <= 0 {
+			return true, fmt.Errorf("-payload-callers: %d is not a positive number", *payloadCallers)
+		}
+		rep, err := harness.RunPayload(ctx, harness.PayloadConfig{
+			Contenders: cfg.Contenders, Sizes: sizes, Callers: *payloadCallers,
+			Runs: cfg.Runs, Warmup: cfg.Warmup, Duration: cfg.Duration, MaxCalls: cfg.MaxCalls,
+			CPUProfileDir: cfg.CPUProfileDir, Log: cfg.Log, Command: cfg.Command,
+		})
+		if err != nil {
+			return true, err
+		}
+		if err := write(filepath.Join(out, "payload.svg"), rep.WriteSVG); err != nil {
+			return true, err
+		}
+		sections = append(sections, rep.WriteMarkdown)
+	}
+	if *conns != 0 {
+		rep, err := harness.RunConns(ctx, harness.ConnsConfig{
+			Contenders: strings.Split(*connsContenders, ","), Conns: *conns, Settle: *connsSettle,
+			Runs: cfg.Runs, Warmup: cfg.Warmup, Duration: cfg.Duration, MaxCalls: cfg.MaxCalls,
+			CPUProfileDir: cfg.CPUProfileDir, Log: cfg.Log, Command: cfg.Command,
+		})
+		if err != nil {
+			return true, err
+		}
+		sections = append(sections, rep.WriteMarkdown)
+	}
+	f, err := os.OpenFile(filepath.Join(out, "results.md"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return true, err
+	}
+	for _, s := range sections {
+		if err := s(io.MultiWriter(f, os.Stdout)); err != nil {
+			f.Close()
+			return true, err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return true, err
+	}
+	fmt.Fprintf(os.Stderr, "appended to %s\n", filepath.Join(out, "results.md"))
+	return true, nil
+}

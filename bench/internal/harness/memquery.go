@@ -1,0 +1,82 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// The "mem" query of the control protocol: the server process collects
+// garbage and answers its goroutine count and Go memory, so that the
+// connections mode can say what holds the memory it sees in the RSS.
+const (
+	queryMem  = "mem"
+	answerMem = "mem "
+)
+
+// MemStats is a server process's answer to the "mem" query, after a
+// collection.
+type MemStats struct {
+	Goroutines int    `json:"goroutines"`
+	HeapInuse  uint64 `json:"heap_inuse"`  // bytes in in-use heap spans
+	StackInuse uint64 `json:"stack_inuse"` // bytes of goroutine stacks
+	Sys        uint64 `json:"sys"`         // bytes obtained from the OS
+}
+
+// memAnswer collects garbage and returns the answer to the "mem" query.
+func memAnswer() string {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b, _ := json.Marshal(MemStats{Goroutines: runtime.NumGoroutine(), HeapInuse: ms.HeapInuse, StackInuse: ms.StackInuse, Sys: ms.Sys})
+	return answerMem + string(b)
+}
+
+// answerControl answers the queries of a server that has no counter
+// (the echo servers): "mem", and any other as unknown.
+func answerControl(q string) string {
+	if strings.TrimSpace(q) == queryMem {
+		return memAnswer()
+	}
+	return "unknown query " + strings.TrimSpace(q)
+}
+
+// mem asks the child for its goroutines and Go memory.
+func (c *child) mem(ctx context.Context) (MemStats, error) {
+	var m MemStats
+	l, err := c.ask(ctx, queryMem)
+	if err != nil {
+		return m, err
+	}
+	js, ok := strings.CutPrefix(l, answerMem)
+	if !ok {
+		return m, fmt.Errorf("server %s/%s answered %q to %q", c.spec.Contender, c.spec.Role, l, queryMem)
+	}
+	if err := json.Unmarshal([]byte(js), &m); err != nil {
+		return m, fmt.Errorf("server %s/%s: answer to %q: %w", c.spec.Contender, c.spec.Role, queryMem, err)
+	}
+	return m, nil
+}
+
+// ask writes query q to the child and returns its answer line.
+func (c *child) ask(ctx context.Context, q string) (string, error) {
+	c.queryMu.Lock()
+	defer c.queryMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := io.WriteString(c.stdin, q+"\n"); err != nil {
+		return "", fmt.Errorf("server %s/%s: %w", c.spec.Contender, c.spec.Role, err)
+	}
+	select {
+	case l := <-c.lines:
+		return l, nil
+	case <-c.done:
+		return "", fmt.Errorf("server %s/%s exited: %v", c.spec.Contender, c.spec.Role, c.err)
+	case <-ctx.Done():
+		return "", fmt.Errorf("server %s/%s: no answer to %q: %w", c.spec.Contender, c.spec.Role, q, ctx.Err())
+	}
+}
