@@ -34,14 +34,9 @@ import (
 // the QUIC connection's own goroutine anyway.
 //
 // Only a lone request is served inline: one behind which the reader has
-// nothing more buffered and that finds no other request running. When
-// requests come together, workers serve them side by side, as many as
-// there are cores, where the reader would serve them one after another.
-// And a connection on which they came together is likely to have them
-// again: the next busyBackoff requests go to workers too, even those that
-// look lone (BenchmarkCall/parallel, 128 callers over one connection:
-// the last request of a read often looked lone, 1.5% of all were served
-// inline, and the watch ticked all the time, every handOverAfter).
+// nothing more buffered. When requests come together, workers serve them
+// side by side, as many as there are cores, where the reader would serve
+// them one after another.
 //
 // A connection whose handlers keep running past the bound would pay a
 // hand-over, a new goroutine, per request: after one, its next requests
@@ -58,7 +53,6 @@ const handOverAfter = 100 * time.Microsecond
 const (
 	inlineBackoff    = 8
 	maxInlineBackoff = 4096
-	busyBackoff      = 64 // after a request that was not lone
 )
 
 // errHandedOver ends the read loop of a goroutine whose handler ran past
@@ -93,15 +87,10 @@ func (s *server) read() {
 
 // inlineLocked reports whether the reader serves r itself (c.mu is held;
 // r has a handler slot): on a net.Conn, when nothing more is buffered to
-// read and no other request runs, and not while it backs off after a
-// hand-over or after requests came together.
+// read, and not while it backs off after a hand-over.
 func (s *server) inlineLocked(r *request) bool {
-	if !s.inlineOn {
-		return false
-	}
-	if s.running > 1 || s.c.br.Buffered() > 0 {
-		s.skip = max(s.skip, busyBackoff) // requests come together: workers serve the next ones
-		return false                      // not alone
+	if !s.inlineOn || s.c.br.Buffered() > 0 {
+		return false // not alone
 	}
 	if s.skip > 0 {
 		s.skip--
