@@ -131,9 +131,16 @@ func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
 	buf := getBuffer(size)
 	*buf = wire.AppendFrame(*buf, &f)
 	noReply := f.Flags&wire.FlagNoReply != 0
+	var p *call
+	if !noReply {
+		p = cl.getCall() // before locking: the lock is the connection's busiest
+	}
 
 	if err := c.lockSpace(ctx); err != nil {
 		putBuffer(buf)
+		if p != nil {
+			cl.putCall(p)
+		}
 		if err == errNoWriter { // the connection has ended
 			return false, cl.refused(cl.goingAway.Load())
 		}
@@ -143,14 +150,15 @@ func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
 		goaway := cl.goaway
 		c.mu.Unlock()
 		putBuffer(buf)
+		if p != nil {
+			cl.putCall(p)
+		}
 		return false, cl.refused(goaway)
 	}
 	cl.nextID++
 	id := cl.nextID
 	wire.SetFrameID(*buf, id)
-	var p *call
 	if !noReply {
-		p = cl.getCall()
 		cl.pending[id] = p
 		if c.armed { // keep-alive watches the peer more closely while calls wait
 			c.armed = false
@@ -160,8 +168,7 @@ func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
 			}
 		}
 	}
-	c.pushLocked(outFrame{buf: buf, id: id})
-	c.mu.Unlock()
+	c.pushUnlock(outFrame{buf: buf, id: id})
 	if noReply {
 		return false, nil
 	}

@@ -35,6 +35,8 @@ type conn struct {
 	wclosed bool          // the writer stopped: frames pushed now are never sent
 	queued  int           // bytes (buffer capacity) of frames pushed and not yet written
 	paused  bool          // the server's reader waits on room (see server.waitRoom)
+	wIdle   bool          // the writer waits for frames, all it took flushed (see direct.go)
+	direct  bool          // a frame is being written past the writer (see direct.go)
 
 	wake chan struct{} // tells an idle writer that the queue has frames (cap 1)
 	room chan struct{} // wakes the paused reader (cap 1)
@@ -213,7 +215,7 @@ func (c *conn) pushLocked(f outFrame) {
 		putBuffer(f.buf)
 		return
 	}
-	if len(c.q) == 0 {
+	if len(c.q) == 0 && !c.direct { // else writeDirect wakes the writer
 		select {
 		case c.wake <- struct{}{}:
 		default:
@@ -290,7 +292,7 @@ func (c *conn) writeLoop() {
 				c.wakeLocked()
 			}
 		}
-		for len(c.q) == 0 {
+		for len(c.q) == 0 || c.direct {
 			if dirty && !yielded {
 				// Before paying for a write, let goroutines that are
 				// about to queue a frame (handlers finishing, callers
@@ -319,11 +321,12 @@ func (c *conn) writeLoop() {
 				c.mu.Lock()
 				continue // frames may have come during the flush
 			}
-			if c.quit {
+			if c.quit && !c.direct {
 				c.wclosed = true
 				c.mu.Unlock()
 				return
 			}
+			c.wIdle = true
 			c.mu.Unlock()
 			select {
 			case <-c.wake:
@@ -332,6 +335,7 @@ func (c *conn) writeLoop() {
 				return
 			}
 			c.mu.Lock()
+			c.wIdle = false
 		}
 		batch := c.q
 		c.q = c.spare[:0]

@@ -11,7 +11,13 @@
 //
 //   - one reader goroutine, which decodes frames and hands answers to the
 //     waiting callers (client) or hands requests to workers (server: see
-//     Bounds);
+//     Bounds). A lone request, with nothing more to read behind it, the
+//     server's reader on a TCP or TLS connection serves itself, sparing
+//     the wake of a worker, and
+//     writes its answer itself when the writer is idle; a handler that
+//     runs on past a short bound (at most 200µs) keeps the call, and
+//     another goroutine reads on, so a slow handler holds up the
+//     connection's other calls for that bound at most;
 //   - one writer goroutine, which takes the whole write queue at once,
 //     writes it into a buffered writer and flushes only when the queue is
 //     empty, so that frames queued together leave in one write;

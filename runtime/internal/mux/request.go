@@ -24,6 +24,7 @@ type request struct {
 	s            *server
 	deadline     time.Time // zero: none (yet, with serveTimeout)
 	serveTimeout bool      // no deadline came: the server's ServeTimeout applies
+	inline       bool      // served by the reader (see inline.go); guarded by s.c.mu
 
 	mu    sync.Mutex
 	err   error

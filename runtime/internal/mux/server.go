@@ -54,6 +54,17 @@ type server struct {
 	reaper      *time.Timer // armed while workers are idle
 	reaping     bool
 	stopped     bool // no handler runs any more: a late reap does nothing
+
+	// Serving inline (see inline.go), guarded by c.mu.
+	inlineOn  bool        // the stream is a net.Conn (TCP, TLS): set before reading starts
+	inlineReq *request    // served inline by the reader, which holds its role
+	inlineSeq uint64      // requests served inline so far
+	watched   uint64      // inlineSeq at the watch's last tick
+	watching  bool        // the watch ticks
+	readerW   *worker     // the reader's handle, kept by it as a worker when it hands over
+	skip      int         // requests left to give to workers before serving inline again
+	backoff   int         // skip after the last hand-over; 0 once a request returned in time
+	handover  *time.Timer // the watch (see server.watch)
 }
 
 // Serve runs the server side of a connection over rw: it reads the
@@ -115,7 +126,7 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 	}
 	c := s.c
 	c.drained = s.startPending
-	c.start(func() { c.fail(c.readFrames(s.dispatch)) })
+	s.startReading()
 	select {
 	case <-ctx.Done():
 		s.shutdown()
@@ -276,6 +287,11 @@ func (s *server) dispatch(f *wire.Frame) error {
 			return s.waitRoom()
 		}
 		s.running++
+		if s.inlineLocked(r) {
+			w := s.readerWorker()
+			c.mu.Unlock()
+			return s.serveInline(r, w)
+		}
 		w := s.takeWorker()
 		c.mu.Unlock()
 		s.start(r, w)
@@ -386,12 +402,15 @@ func (r *request) serve(w *worker) *request {
 	// stops taking requests while the queue is over its bound in bytes,
 	// so answers are bounded by that and by MaxInFlight.
 	c.mu.Lock()
-	if buf != nil {
+	direct := buf != nil && s.directLocked(r)
+	if buf != nil && !direct {
 		c.pushLocked(outFrame{buf: buf}) // dropped if the connection has ended
 	}
 	delete(s.inflight, id)
 	var next *request
-	if len(s.pending) > 0 && c.queued < c.opts.MaxQueued {
+	if s.keepsReading(r) {
+		// Served inline: the reader goes back to reading (inline.go).
+	} else if len(s.pending) > 0 && c.queued < c.opts.MaxQueued {
 		next = s.popPending() // on this worker, whose stack is warm
 	} else {
 		s.running--
@@ -405,6 +424,9 @@ func (r *request) serve(w *worker) *request {
 		}
 	}
 	c.mu.Unlock()
+	if direct {
+		c.writeDirect(buf)
+	}
 	s.done()
 	return next
 }

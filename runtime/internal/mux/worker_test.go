@@ -37,8 +37,12 @@ func TestWorkers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const concurrent = 8
 		who := make(chan string, concurrent)
+		reader := make(chan string, 4*concurrent) // goroutines that served on the reader (see inline.go)
 		gate := make(chan struct{})
 		p := newPair(t, func(ctx context.Context, req *wire.Frame) *wire.Frame {
+			if onReader(ctx) {
+				reader <- goid()
+			}
 			who <- goid()
 			if string(req.Payload) == "wait" {
 				<-gate
@@ -65,11 +69,20 @@ func TestWorkers(t *testing.T) {
 		close(gate)
 		wg.Wait()
 
-		for range 3 {
+		// Lone requests run on an idle worker or inline on the reader,
+		// never on a new goroutine each.
+		others := map[string]bool{}
+		for range 2 * inlineBackoff {
 			call("")
 			if id := <-who; !workers[id] {
-				t.Errorf("a request after the burst ran on a new goroutine %s, not on an idle worker", id)
+				others[id] = true
 			}
+		}
+		if len(others) > 1 {
+			t.Errorf("requests after the burst ran on %d new goroutines, want idle workers and the reader", len(others))
+		}
+		for len(reader) > 0 {
+			delete(workers, <-reader) // the reader stays: it is no worker
 		}
 
 		time.Sleep(2*workerIdle + time.Millisecond)

@@ -1,0 +1,181 @@
+package mux
+
+import (
+	"errors"
+	"net"
+	"time"
+)
+
+// Serving inline. Handing a request to a worker costs a goroutine wake
+// before its handler runs, most of a lone call's time on the server. So
+// the reader serves a request itself when a handler slot is free and no
+// request waits for one, and goes back to reading once the handler has
+// returned. Reading must never wait on a slow handler, though: a watch
+// timer hands the reader role to a new goroutine when a handler has been
+// running for between handOverAfter and twice that. The handler's goroutine keeps
+// the call and, once it has answered, serves on as a worker. A request
+// served inline is a request like any other: it counts against
+// MaxInFlight and its caller's share, is found by cancels, drains with
+// the connection and is cancelled when the connection ends (the new
+// reader finds the stream closed at once, so Serve does not wait on the
+// handler).
+//
+// The watch does not cost a timer per request (arming a timer that is the
+// process's earliest wakes the network poller's thread: a cross-thread
+// wake, the very cost inline serving saves). It ticks every handOverAfter
+// while requests are served inline, and stops after a period without
+// one; the next request served inline starts it again. A tick that finds
+// the same request running as the tick before hands its reading over.
+//
+// Only streams that are a net.Conn (TCP and TLS connections) serve
+// inline. A QUIC stream does not: its lone calls measured slower inline
+// (bench/ compare, one caller, medians of three paired runs: p50 53.7 µs
+// against 31.3 µs through a worker), its reads and writes going through
+// the QUIC connection's own goroutine anyway.
+//
+// Only a lone request is served inline: one behind which the reader has
+// nothing more buffered. When requests come together, workers serve them
+// side by side, as many as there are cores, where the reader would serve
+// them one after another.
+//
+// A connection whose handlers keep running past the bound would pay a
+// hand-over, a new goroutine, per request: after one, its next requests
+// go to workers again (inlineBackoff of them, doubling with every
+// hand-over in a row up to maxInlineBackoff) before the reader tries once
+// more.
+
+// handOverAfter is the watch's period: a handler served inline holds up
+// reading for at most twice that (and the timer's lateness).
+const handOverAfter = 100 * time.Microsecond
+
+// inlineBackoff and maxInlineBackoff bound how many requests go to
+// workers after a hand-over before the reader serves one inline again.
+const (
+	inlineBackoff    = 8
+	maxInlineBackoff = 4096
+)
+
+// errHandedOver ends the read loop of a goroutine whose handler ran past
+// handOverAfter: another goroutine holds the reader role.
+var errHandedOver = errors.New("wizard: mux: reader handed over")
+
+// startReading runs the writer and keep-alive goroutines, as conn.start
+// does, and the reader role on a goroutine of its own. The reader role
+// holds one count of c.wg wherever it moves: its last holder releases it.
+func (s *server) startReading() {
+	c := s.c
+	_, s.inlineOn = c.rw.(net.Conn)
+	c.wg.Add(2)
+	go c.writeLoop()
+	go s.read()
+	if c.opts.KeepAlive > 0 {
+		c.wg.Add(1)
+		go c.keepAlive()
+	}
+}
+
+// read holds the reader role until the stream fails, or until it serves a
+// request inline past handOverAfter and hands the role over.
+func (s *server) read() {
+	err := s.c.readFrames(s.dispatch)
+	if err == errHandedOver {
+		return
+	}
+	s.c.fail(err)
+	s.c.wg.Done()
+}
+
+// inlineLocked reports whether the reader serves r itself (c.mu is held;
+// r has a handler slot): on a net.Conn, when nothing more is buffered to
+// read, and not while it backs off after a hand-over.
+func (s *server) inlineLocked(r *request) bool {
+	if !s.inlineOn || s.c.br.Buffered() > 0 {
+		return false // not alone
+	}
+	if s.skip > 0 {
+		s.skip--
+		return false
+	}
+	r.inline = true
+	s.inlineReq = r
+	s.inlineSeq++
+	if !s.watching {
+		s.watching = true
+		if s.handover == nil {
+			s.handover = time.AfterFunc(handOverAfter, s.watch)
+		} else {
+			s.handover.Reset(handOverAfter)
+		}
+	}
+	return true
+}
+
+// serveInline serves r on the reader's goroutine. It returns nil when the
+// reader goes on reading, errHandedOver when the handler ran past the
+// bound and this goroutine served on as a worker until told to leave.
+func (s *server) serveInline(r *request, w *worker) error {
+	next := r.serve(w)
+	if r.inline {
+		return nil
+	}
+	for {
+		if next == nil { // w was parked
+			if next = <-w.next; next == nil {
+				return errHandedOver // told to leave
+			}
+		}
+		next = next.serve(w)
+	}
+}
+
+// readerWorker returns the worker handle of the goroutine holding the
+// reader role, which it keeps if it hands the role over; c.mu is held.
+func (s *server) readerWorker() *worker {
+	if s.readerW == nil {
+		s.readerW = &worker{next: make(chan *request, 1)}
+	}
+	return s.readerW
+}
+
+// keepsReading reports whether r was served inline by a reader that
+// still holds its role; then it frees r's handler slot. A request whose
+// handler ran past the bound is served on as by a worker. c.mu is held.
+func (s *server) keepsReading(r *request) bool {
+	if !r.inline {
+		return false
+	}
+	if s.inlineReq != r {
+		r.inline = false // handed over
+		return false
+	}
+	s.inlineReq = nil
+	s.running--
+	s.backoff = 0
+	return true
+}
+
+// watch is the watch's tick: it hands the reader role over, to this
+// goroutine, when the request served inline is the one the last tick saw;
+// else it ticks again while a request runs inline.
+func (s *server) watch() {
+	c := s.c
+	c.mu.Lock()
+	if s.inlineReq == nil && s.inlineSeq == s.watched {
+		s.watching = false // none for a whole period: the next one starts it again
+		c.mu.Unlock()
+		return
+	}
+	if s.inlineReq == nil || s.inlineSeq != s.watched {
+		s.watched = s.inlineSeq
+		s.handover.Reset(handOverAfter)
+		c.mu.Unlock()
+		return
+	}
+	s.watching = false
+	s.inlineReq = nil
+	s.readerW = nil // the handler's goroutine keeps its handle as a worker
+	s.backoff = min(max(2*s.backoff, inlineBackoff), maxInlineBackoff)
+	s.skip = s.backoff
+	c.mu.Unlock()
+	s.read()
+}
