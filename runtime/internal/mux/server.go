@@ -52,6 +52,7 @@ type server struct {
 	idleWorkers []*worker
 	gen         uint64      // reap periods so far
 	reaper      *time.Timer // armed while workers are idle
+	quiet       quiet       // sends the workers of a quiet connection away (quiet.go)
 	reaping     bool
 	stopped     bool // no handler runs any more: a late reap does nothing
 }
