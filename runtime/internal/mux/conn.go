@@ -75,6 +75,8 @@ type conn struct {
 	armed        bool
 
 	failOnce   sync.Once
+	ended      bool          // fail ran; guarded by mu
+	onEnd      func()        // run on a goroutine of its own once fail ran (see ServeDetached); guarded by mu
 	err        error         // why the connection ended; set before done closes
 	done       chan struct{} // closed when the connection ends
 	writerDone chan struct{}
@@ -157,6 +159,13 @@ func (c *conn) fail(reason error) {
 		c.err = reason
 		close(c.done)
 		c.rw.Close()
+		c.mu.Lock()
+		c.ended = true
+		end := c.onEnd
+		c.mu.Unlock()
+		if end != nil {
+			go end()
+		}
 		level := slog.LevelWarn
 		if errors.Is(reason, io.EOF) || errors.Is(reason, ErrClosed) || errors.Is(reason, errShutdown) {
 			level = slog.LevelDebug

@@ -117,11 +117,23 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 	c := s.c
 	c.drained = s.startPending
 	c.start(func() { c.fail(c.readFrames(s.dispatch)) })
+	if c.opts.end != nil {
+		s.detach(ctx)
+		return errDetached
+	}
 	select {
 	case <-ctx.Done():
 		s.shutdown()
 	case <-c.done:
 	}
+	return s.finish(ctx)
+}
+
+// finish is the end of Serve, once the connection has ended: it waits for
+// the reader and the writer, cancels the handlers still running and waits
+// for them, and returns what Serve returns.
+func (s *server) finish(ctx context.Context) error {
+	c := s.c
 	c.wg.Wait()
 	c.drainQueue()
 
