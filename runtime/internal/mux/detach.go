@@ -24,6 +24,24 @@ func ServeDetached(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts O
 	}
 }
 
+// detachedNow is the channel detached returns to ServeDetached's Serve.
+var detachedNow = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// detached returns a closed channel when Serve was called by
+// ServeDetached, else nil: Serve's wait on the connection takes it, unless
+// ctx or the connection have already ended (then Serve ends as it does
+// when not detached).
+func (s *server) detached() <-chan struct{} {
+	if s.c.opts.end == nil {
+		return nil
+	}
+	return detachedNow
+}
+
 // detach arranges for Serve's end without a goroutine waiting for it:
 // ctx's end starts the graceful shutdown, and the connection's end runs
 // the rest of Serve (finish) and hands its result to end.

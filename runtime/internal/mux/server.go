@@ -117,14 +117,13 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 	c := s.c
 	c.drained = s.startPending
 	c.start(func() { c.fail(c.readFrames(s.dispatch)) })
-	if c.opts.end != nil {
-		s.detach(ctx)
-		return errDetached
-	}
 	select {
 	case <-ctx.Done():
 		s.shutdown()
 	case <-c.done:
+	case <-s.detached(): // ServeDetached's: Serve returns, the connection's end runs finish
+		s.detach(ctx)
+		return errDetached
 	}
 	return s.finish(ctx)
 }
