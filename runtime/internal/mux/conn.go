@@ -80,7 +80,7 @@ type conn struct {
 	err        error         // why the connection ended; set before done closes
 	done       chan struct{} // closed when the connection ends
 	writerDone chan struct{}
-	wg         sync.WaitGroup // reader, writer
+	wg         sync.WaitGroup // reader, writer, keep-alive
 }
 
 // sentMark records where a request frame starts in the stream.
@@ -137,8 +137,8 @@ func connLogger(l *slog.Logger, rw io.ReadWriteCloser, side string) *slog.Logger
 	return l
 }
 
-// start runs the writer goroutine, with read the reader goroutine, and
-// keep-alive (a timer, not a goroutine).
+// start runs the writer and keep-alive goroutines and, with read, the
+// reader goroutine.
 func (c *conn) start(read func()) {
 	c.wg.Add(2)
 	go c.writeLoop()
@@ -147,7 +147,8 @@ func (c *conn) start(read func()) {
 		read()
 	}()
 	if c.opts.KeepAlive > 0 {
-		c.keepAlive()
+		c.wg.Add(1)
+		go c.keepAlive()
 	}
 }
 

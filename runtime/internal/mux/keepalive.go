@@ -33,23 +33,25 @@ type keeper struct {
 	// mu guards what follows; it is taken before c.mu, never while c.mu
 	// is held (see [conn.busyLocked]).
 	mu      sync.Mutex
-	t       *time.Timer   // runs tick; nil when keep-alive is off
-	due     time.Time     // when t is due: an earlier run of tick is a wake, not a look
-	stopped bool          // the connection ended: tick does nothing
-	id      uint64        // of the last ping
-	holds   uint64        // c.holds when it was pushed
-	waiting bool          // a ping is out, its pong not back
-	timeout time.Duration // of the ping out
-	last    time.Time     // when the last ping was pushed
+	t       atomic.Pointer[time.Timer] // runs tick; nil when keep-alive is off or not started yet
+	due     time.Time                  // when t is due: an earlier run of tick is a wake, not a look
+	stopped bool                       // the connection ended: tick does nothing
+	id      uint64                     // of the last ping
+	holds   uint64                     // c.holds when it was pushed
+	waiting bool                       // a ping is out, its pong not back
+	timeout time.Duration              // of the ping out
+	last    time.Time                  // when the last ping was pushed
 
 	// busy is set, with c.mu held, when a call starts waiting while
 	// armed; tick, woken at once, takes it.
 	busy atomic.Bool
 }
 
-// keepAlive starts keep-alive: its first look is KeepAlive from now. It
-// returns at once; the connection's end stops it (see [conn.stopKeepAlive]).
+// keepAlive starts keep-alive, its first look KeepAlive from now, and
+// releases the count of c.wg its caller took for it: it returns at once,
+// and the connection's end stops keep-alive (see [conn.stopKeepAlive]).
 func (c *conn) keepAlive() {
+	defer c.wg.Done()
 	k := &c.ka
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -58,13 +60,17 @@ func (c *conn) keepAlive() {
 	}
 	k.timeout = c.opts.KeepAliveTimeout
 	k.due = time.Now().Add(c.opts.KeepAlive)
-	k.t = time.AfterFunc(c.opts.KeepAlive, c.tick)
+	t := time.AfterFunc(c.opts.KeepAlive, c.tick)
+	k.t.Store(t)
+	if k.busy.Load() { // a call started waiting before the timer was there
+		t.Reset(0)
+	}
 }
 
 // arm sets keep-alive's next look d from now; k.mu is held.
 func (k *keeper) arm(d time.Duration) {
 	k.due = time.Now().Add(d)
-	k.t.Reset(d)
+	k.t.Load().Reset(d)
 }
 
 // tick is keep-alive's timer function: it takes a busy signal, and looks
@@ -84,7 +90,7 @@ func (c *conn) tick() {
 	if now := time.Now(); now.Before(k.due) {
 		// Woken by a busy signal while a ping is out, or a run of an
 		// earlier arming: not due yet.
-		k.t.Reset(k.due.Sub(now))
+		k.t.Load().Reset(k.due.Sub(now))
 		k.mu.Unlock()
 		return
 	}
@@ -130,7 +136,7 @@ func (c *conn) busyLocked() {
 		return
 	}
 	c.ka.busy.Store(true)
-	if t := c.ka.t; t != nil { // nil: the connection ended before keep-alive started
+	if t := c.ka.t.Load(); t != nil { // nil: keep-alive has not started yet, and takes the flag when it does
 		t.Reset(0)
 	}
 }
@@ -139,7 +145,7 @@ func (c *conn) busyLocked() {
 func (c *conn) pong(id uint64) {
 	k := &c.ka
 	k.mu.Lock()
-	if !k.stopped && k.t != nil && k.waiting && id == k.id {
+	if !k.stopped && k.t.Load() != nil && k.waiting && id == k.id {
 		k.waiting = false
 		k.arm(c.interval())
 	}
@@ -152,8 +158,8 @@ func (c *conn) stopKeepAlive() {
 	k := &c.ka
 	k.mu.Lock()
 	k.stopped = true
-	if k.t != nil {
-		k.t.Stop()
+	if t := k.t.Load(); t != nil {
+		t.Stop()
 	}
 	k.mu.Unlock()
 }
