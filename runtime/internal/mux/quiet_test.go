@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,12 +12,23 @@ import (
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
+// stacks returns the stack of every goroutine of the process by id.
+func stacks() map[string]string {
+	buf := make([]byte, 1<<22)
+	all := map[string]string{}
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if rest, ok := strings.CutPrefix(g, "goroutine "); ok {
+			all[strings.Fields(rest)[0]] = g
+		}
+	}
+	return all
+}
+
 // stacksWith returns how many goroutines of the process have fn in their
 // stack.
 func stacksWith(fn string) int {
-	buf := make([]byte, 1<<22)
 	n := 0
-	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+	for _, g := range stacks() {
 		if strings.Contains(g, fn) {
 			n++
 		}
@@ -24,42 +36,50 @@ func stacksWith(fn string) int {
 	return n
 }
 
-// TestQuietConnection: a connection that served a request keeps its
-// worker for requests that follow soon, and keeps no worker and no
-// keep-alive goroutine once it has been quiet for two workerQuiet periods,
-// with keep-alive on; the next request gets a new worker.
+// TestQuietConnection: the goroutines that served requests running at
+// once are gone once the connection has been quiet for two workerQuiet
+// periods (but for one that reads the connection now), and no keep-alive
+// goroutine is left, keep-alive on; the next request is served.
 func TestQuietConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		who := make(chan string, 1)
+		const concurrent = 4
+		who := make(chan string, concurrent)
+		gate := make(chan struct{})
 		p := newPair(t, func(ctx context.Context, req *wire.Frame) *wire.Frame {
 			who <- goid()
+			if string(req.Payload) == "wait" {
+				<-gate
+			}
 			return &wire.Frame{Type: wire.TypeResponse}
 		}, Options{KeepAlive: time.Hour}, Options{KeepAlive: time.Hour})
-		call := func() string {
-			if _, err := p.client.Call(t.Context(), &wire.Frame{}); err != nil {
-				t.Fatal(err)
+		call := func(payload string) {
+			if _, err := p.client.Call(t.Context(), &wire.Frame{Payload: []byte(payload)}); err != nil {
+				t.Error(err)
 			}
-			return <-who
 		}
-		first := call()
-		time.Sleep(workerQuiet / 2)
-		if id := call(); id != first {
-			t.Errorf("a request %v after the last one ran on a new goroutine %s, not on the idle worker %s", workerQuiet/2, id, first)
+		var wg sync.WaitGroup
+		for range concurrent {
+			wg.Go(func() { call("wait") })
 		}
+		served := map[string]bool{}
+		for range concurrent {
+			served[<-who] = true
+		}
+		close(gate)
+		wg.Wait()
 
 		time.Sleep(2*workerQuiet + time.Millisecond)
 		synctest.Wait()
-		if liveGoroutines()[first] {
-			t.Errorf("worker %s is still there after the connection was quiet for %v", first, 2*workerQuiet)
-		}
-		if n := stacksWith("mux.(*server).work"); n != 0 {
-			t.Errorf("%d workers on a quiet connection, want none", n)
+		all := stacks()
+		for id := range served {
+			if g, ok := all[id]; ok && !strings.Contains(g, "readFrames") {
+				t.Errorf("goroutine %s that served a request is still there, not reading, after the connection was quiet for %v:\n%s", id, 2*workerQuiet, g)
+			}
 		}
 		if n := stacksWith("mux.(*conn).keepAlive"); n != 0 {
 			t.Errorf("%d keep-alive goroutines, want none", n)
 		}
-		if id := call(); id == first {
-			t.Errorf("a worker that should have left served a request")
-		}
+		call("")
+		<-who
 	})
 }
