@@ -516,9 +516,10 @@ func (l *Listener) serve(tc net.Conn) {
 	if l.budget != nil {
 		opts.Share = l.budget.Share() // each connection is a caller of its own
 	}
-	go func() {
+	// Detached: past the handshake no goroutine of this one waits on the
+	// connection while it is idle.
+	go mux.ServeDetached(ctx, nc, bridge.Tracked(l.h, gc), opts, func(err error) {
 		defer l.wg.Done()
-		err := mux.Serve(ctx, nc, bridge.Tracked(l.h, gc), opts)
 		if opts.Share != nil {
 			opts.Share.Close()
 		}
@@ -530,7 +531,7 @@ func (l *Listener) serve(tc net.Conn) {
 		l.mu.Lock()
 		delete(l.conns, nc)
 		l.mu.Unlock()
-	}()
+	})
 }
 
 // Shutdown stops accepting, sends goaway on every connection and waits for

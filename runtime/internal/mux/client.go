@@ -162,10 +162,7 @@ func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
 		cl.pending[id] = p
 		if c.armed { // keep-alive watches the peer more closely while calls wait
 			c.armed = false
-			select {
-			case c.busy <- struct{}{}:
-			default:
-			}
+			c.busyLocked()
 		}
 	}
 	c.pushUnlock(outFrame{buf: buf, id: id})

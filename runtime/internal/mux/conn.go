@@ -68,16 +68,17 @@ type conn struct {
 	// updates it after every flush and when it stops.
 	written atomic.Uint64
 
-	pongs chan uint64 // pong ids, from the reader to keep-alive (cap 1)
+	ka keeper // keep-alive (keepalive.go)
 
 	// The client side's: pendingCalls counts its calls waiting for an
-	// answer (called with mu held); busy tells keep-alive that a call
-	// started waiting while armed (guarded by mu) was set (cap 1).
+	// answer (called with mu held); armed says that a call that starts
+	// waiting tells keep-alive (see busyLocked; guarded by mu).
 	pendingCalls func() int
 	armed        bool
-	busy         chan struct{}
 
 	failOnce   sync.Once
+	ended      bool          // fail ran; guarded by mu
+	onEnd      func()        // run on a goroutine of its own once fail ran (see ServeDetached); guarded by mu
 	err        error         // why the connection ended; set before done closes
 	done       chan struct{} // closed when the connection ends
 	writerDone chan struct{}
@@ -119,8 +120,6 @@ func newConn(rw io.ReadWriteCloser, br *bufio.Reader, opts Options, side string)
 		log:        log,
 		wake:       make(chan struct{}, 1),
 		room:       make(chan struct{}, 1),
-		pongs:      make(chan uint64, 1),
-		busy:       make(chan struct{}, 1),
 		armed:      true,
 		done:       make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -159,9 +158,17 @@ func (c *conn) start(read func()) {
 // done and the byte stream, which stops the reader and the writer.
 func (c *conn) fail(reason error) {
 	c.failOnce.Do(func() {
+		c.stopKeepAlive()
 		c.err = reason
 		close(c.done)
 		c.rw.Close()
+		c.mu.Lock()
+		c.ended = true
+		end := c.onEnd
+		c.mu.Unlock()
+		if end != nil {
+			go end()
+		}
 		level := slog.LevelWarn
 		if errors.Is(reason, io.EOF) || errors.Is(reason, ErrClosed) || errors.Is(reason, errShutdown) {
 			level = slog.LevelDebug
@@ -403,84 +410,6 @@ func (c *conn) drainQueue() {
 	}
 }
 
-// keepAlive pings the peer every KeepAlive and fails the connection when a
-// ping goes unanswered for KeepAliveTimeout.
-//
-// While this side waits on the peer (the client has calls pending), it
-// checks every BusyKeepAlive instead, pings when nothing came from the
-// peer since the last check, and gives the peer BusyKeepAliveTimeout to
-// answer: a peer gone silent under calls is found in about a second,
-// not KeepAlive+KeepAliveTimeout. (A server whose reader paused because
-// MaxQueued bytes of requests wait for its handlers cannot read the ping
-// either: its client takes it for dead when no answer comes meanwhile.)
-//
-// A ping whose pong is late gets another timeout, as often as needed, when
-// this side read a frame meanwhile (the peer is alive, its pong is behind
-// other frames), or when the ping left (was flushed) and this side's
-// reader paused meanwhile because requests wait for its handlers (the
-// pong may be waiting behind requests not read yet). A ping that did not
-// leave in time fails the connection: the peer is not reading.
-func (c *conn) keepAlive() {
-	defer c.wg.Done()
-	t := time.NewTimer(c.opts.KeepAlive)
-	defer t.Stop()
-	var id, holds uint64
-	waiting := false                   // a ping is out, its pong not back
-	timeout := c.opts.KeepAliveTimeout // of the ping out
-	var last time.Time                 // when the last ping was pushed
-	ping := func(busy bool) {
-		id++
-		waiting, holds, last = true, c.holds.Load(), time.Now()
-		timeout = c.opts.KeepAliveTimeout
-		if busy {
-			timeout = c.opts.BusyKeepAliveTimeout
-		}
-		c.read.Store(false)
-		c.pushControl(wire.TypePing, id)
-	}
-	for {
-		select {
-		case <-c.done:
-			return
-		case <-c.busy:
-			if !waiting {
-				t.Reset(c.opts.BusyKeepAlive)
-			}
-			continue
-		case got := <-c.pongs:
-			if waiting && got == id {
-				waiting = false
-				t.Reset(c.interval())
-			}
-			continue
-		case <-t.C:
-		}
-		busy := c.waitingOnPeer()
-		switch {
-		case waiting:
-			h := c.holds.Load()
-			if c.read.Swap(false) || c.pingSent.Load() == id && (h != holds || h&1 == 1) {
-				holds = h
-				t.Reset(timeout)
-				continue
-			}
-			if time.Since(last) < timeout {
-				t.Reset(timeout - time.Since(last))
-				continue
-			}
-			c.fail(ErrKeepAliveTimeout)
-			return
-		case busy && c.read.Swap(false):
-			t.Reset(c.opts.BusyKeepAlive) // the peer spoke meanwhile
-		case busy || time.Since(last) >= c.opts.KeepAlive:
-			ping(busy)
-			t.Reset(timeout)
-		default:
-			t.Reset(c.opts.KeepAlive - time.Since(last))
-		}
-	}
-}
-
 // interval is how long keep-alive waits before its next look at the
 // connection: BusyKeepAlive while this side waits on the peer, else
 // KeepAlive.
@@ -503,14 +432,6 @@ func (c *conn) waitingOnPeer() bool {
 	n := c.pendingCalls()
 	c.armed = n == 0
 	return n > 0
-}
-
-// pong hands a pong's id to keep-alive.
-func (c *conn) pong(id uint64) {
-	select {
-	case c.pongs <- id:
-	default: // keep-alive is off, or a stray pong
-	}
 }
 
 // readFrames reads frames until the stream fails, handing each to

@@ -120,6 +120,10 @@ type Options struct {
 	// the connection's caller may take (see [Budget]); nil means no
 	// limit but MaxInFlight.
 	Share *Share
+
+	// end, set by [ServeDetached], is called with what Serve would
+	// return; Serve then returns once serving has started.
+	end func(error)
 }
 
 // normalize validates o and fills in the defaults.

@@ -52,6 +52,7 @@ type server struct {
 	idleWorkers []*worker
 	gen         uint64      // reap periods so far
 	reaper      *time.Timer // armed while workers are idle
+	quiet       quiet       // sends the workers of a quiet connection away (quiet.go)
 	reaping     bool
 	stopped     bool // no handler runs any more: a late reap does nothing
 
@@ -131,7 +132,18 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 	case <-ctx.Done():
 		s.shutdown()
 	case <-c.done:
+	case <-s.detached(): // ServeDetached's: Serve returns, the connection's end runs finish
+		s.detach(ctx)
+		return errDetached
 	}
+	return s.finish(ctx)
+}
+
+// finish is the end of Serve, once the connection has ended: it waits for
+// the reader and the writer, cancels the handlers still running and waits
+// for them, and returns what Serve returns.
+func (s *server) finish(ctx context.Context) error {
+	c := s.c
 	c.wg.Wait()
 	c.drainQueue()
 

@@ -9,7 +9,8 @@ import "time"
 // stack is the warmest), and handing it over is one receive on its own
 // channel — no select over shared channels, no timer per request. A
 // worker idle for a whole workerIdle period leaves at the next reap; all
-// leave when Serve returns. At most MaxInFlight run at once: requests
+// leave when Serve returns. A connection on which nothing ran for a whole
+// workerQuiet period keeps no worker at all (see quiet.go). At most MaxInFlight run at once: requests
 // beyond wait in the server's pending queue, and the worker that
 // finishes takes the first.
 
@@ -26,6 +27,7 @@ const workerIdle = time.Second
 // takeWorker pops the idle worker that finished last, or returns nil.
 // Callers hold c.mu.
 func (s *server) takeWorker() *worker {
+	s.quiet.starts++
 	n := len(s.idleWorkers)
 	if n == 0 {
 		return nil
@@ -70,6 +72,9 @@ func (s *server) parkWorker(w *worker) {
 			s.reaper.Reset(workerIdle)
 		}
 	}
+	if s.running == 0 && len(s.pending) == 0 {
+		s.armQuiet()
+	}
 }
 
 // reap sends away the workers idle since before the last reap (they sit
@@ -107,5 +112,8 @@ func (s *server) stopWorkers() {
 	s.idleWorkers = nil
 	if s.reaper != nil {
 		s.reaper.Stop()
+	}
+	if s.quiet.t != nil {
+		s.quiet.t.Stop()
 	}
 }
