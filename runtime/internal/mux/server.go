@@ -422,6 +422,11 @@ func (r *request) serve(w *worker) *request {
 	var next *request
 	if s.keepsReading(r) {
 		// Served inline: the reader goes back to reading (inline.go).
+		// If it was the last request running, the workers that parked
+		// while it ran (and so did not arm the quiet timer) are idle now.
+		if s.running == 0 && len(s.pending) == 0 && len(s.idleWorkers) > 0 {
+			s.armQuiet()
+		}
 	} else if len(s.pending) > 0 && c.queued < c.opts.MaxQueued {
 		next = s.popPending() // on this worker, whose stack is warm
 	} else {
