@@ -130,7 +130,7 @@ func RunConns(ctx context.Context, cfg ConnsConfig) (*ConnsReport, error) {
 	if len(cfg.Contenders) == 0 {
 		cfg.Contenders = []string{"wizard-tcp"}
 	}
-	cs, err := selectContenders(cfg.Contenders)
+	cs, err := payloadContenders(cfg.Contenders) // the echo services serve this mode too
 	if err != nil {
 		return nil, err
 	}

@@ -75,7 +75,7 @@ func RunPayload(ctx context.Context, cfg PayloadConfig) (*PayloadReport, error) 
 			return nil, fmt.Errorf("harness: payload of %d bytes: want %d to %d", n, minPayload, floorEchoMax)
 		}
 	}
-	cs, err := selectContenders(cfg.Contenders)
+	cs, err := payloadContenders(cfg.Contenders)
 	if err != nil {
 		return nil, err
 	}
@@ -384,4 +384,43 @@ func shortBytes(v float64) string {
 		return strings.TrimSuffix(shortRate(v/1e3), "M") + "GB/s"
 	}
 	return shortRate(v) + "B/s"
+}
+
+// PayloadContenders are the contenders with an echo service, in table
+// order: the payload mode's default.
+func PayloadContenders() []Contender {
+	var out []Contender
+	for _, c := range Contenders {
+		if _, ok := echoers[c.Name]; ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// payloadContenders selects the payload mode's contenders: those named
+// (each must have an echo service), or every one that has.
+func payloadContenders(names []string) ([]Contender, error) {
+	if len(names) == 0 {
+		return PayloadContenders(), nil
+	}
+	cs, err := selectContenders(names)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cs {
+		if _, err := echoerOf(c.Name); err != nil {
+			return nil, fmt.Errorf("harness: %w (it has: %s)", err, strings.Join(echoNames(), ", "))
+		}
+	}
+	return cs, nil
+}
+
+// echoNames names the contenders with an echo service, in table order.
+func echoNames() []string {
+	var out []string
+	for _, c := range PayloadContenders() {
+		out = append(out, c.Name)
+	}
+	return out
 }

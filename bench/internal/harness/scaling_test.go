@@ -26,11 +26,11 @@ func TestPayloadSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := len(rep.Cells), len(Contenders)*len(sizes); got != want {
+	if got, want := len(rep.Cells), len(PayloadContenders())*len(sizes); got != want {
 		t.Fatalf("%d cells, want %d", got, want)
 	}
 	for _, size := range sizes {
-		for _, c := range Contenders {
+		for _, c := range PayloadContenders() {
 			cell, ok := rep.cell(c.Name, size)
 			if !ok {
 				t.Errorf("no cell for %s at %s", c.Title, Size(size))
@@ -59,7 +59,7 @@ func TestPayloadSmoke(t *testing.T) {
 	if err := rep.WriteSVG(&svg); err != nil {
 		t.Fatal(err)
 	}
-	checkSVG(t, svg.Bytes(), len(Contenders)*len(sizes))
+	checkSVG(t, svg.Bytes(), len(PayloadContenders())*len(sizes))
 }
 
 // TestConnsSmoke opens a few wizard clients, each with its own connection,
