@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -298,6 +299,7 @@ func (wc *wsConn) auth(f inFrame) {
 // setIdentity makes id the connection's identity, closing the connection
 // (4001) when its token expires.
 func (wc *wsConn) setIdentity(id *auth.Identity) {
+	id = connIdentity(id)
 	wc.mu.Lock()
 	defer wc.mu.Unlock()
 	wc.id = id
@@ -310,6 +312,19 @@ func (wc *wsConn) setIdentity(id *auth.Identity) {
 			wc.closeWith(closeTokenExpired, "token expired")
 		})
 	}
+}
+
+// connIdentity is what a connection keeps of a verified identity for its
+// life: the subject, issuer and scopes its calls carry and the expiry that
+// closes it. The claims map and the audience are dropped: a verifier's
+// claims (a map of every claim of the token, decoded by reflection) cost
+// more than a kilobyte per connection, and nothing after the auth frame
+// reads them.
+func connIdentity(id *auth.Identity) *auth.Identity {
+	if id.Claims == nil && id.Audience == nil {
+		return id
+	}
+	return &auth.Identity{Subject: id.Subject, Issuer: id.Issuer, Scopes: slices.Clip(id.Scopes), ExpiresAt: id.ExpiresAt}
 }
 
 // request starts serving a req frame, unless the connection is draining,
