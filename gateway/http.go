@@ -129,6 +129,15 @@ func (g *Gateway) call(ctx context.Context, c call) (json.RawMessage, *apiError)
 		}
 		return nil, e
 	}
+	// A remote JSON answer passes on as its text, checked but not
+	// decoded (the common case: a handler on another node).
+	if b, ok := res.JSON(); ok {
+		if !json.Valid(b) {
+			g.log.Error("gateway: a handler's answer is not valid JSON", "request_id", c.rid, "pattern", c.m.pattern)
+			return nil, newAPIError(http.StatusInternalServerError, runtime.CodeInternal, "internal error")
+		}
+		return json.RawMessage(b), nil
+	}
 	// Decode, not Value: Value would decode a remote answer into maps
 	// only to find that it is not the default.
 	var out *answer
