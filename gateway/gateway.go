@@ -87,7 +87,7 @@ func (w warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rid := requestID(r.Header.Get("X-Request-Id"))
-	w.Header().Set("X-Request-Id", rid)
+	w.Header()["X-Request-Id"] = []string{rid} // canonical already: no Set
 	a := access{rid: rid}
 	switch {
 	case r.URL.Path == "/healthz":

@@ -43,8 +43,10 @@ func (g *Gateway) serveRoute(w http.ResponseWriter, r *http.Request, a *access) 
 	}
 	a.status = http.StatusOK
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(out)))
+	// Canonical keys set directly: Set would canonicalize them again, and
+	// the type's slice is shared (net/http only reads it).
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(out))}
 	w.WriteHeader(http.StatusOK)
 	w.Write(out)
 }
@@ -78,8 +80,16 @@ func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, a *access
 	if e != nil {
 		return nil, e
 	}
-	return g.call(r.Context(), call{m: m, method: r.Method, path: r.URL.Path, query: r.URL.Query(), body: body, hint: hint, id: id, rid: a.rid})
+	var query url.Values // nil without a query: URL.Query makes a map even then
+	if r.URL.RawQuery != "" {
+		query = r.URL.Query()
+	}
+	return g.call(r.Context(), call{m: m, method: r.Method, path: r.URL.Path, query: query, body: body, hint: hint, id: id, rid: a.rid})
 }
+
+// jsonContentType is the Content-Type value of the gateway's answers,
+// shared by every response's header (never modified).
+var jsonContentType = []string{"application/json"}
 
 // call is one call into the mesh, from HTTP or a WebSocket frame.
 type call struct {
@@ -118,6 +128,15 @@ func (g *Gateway) call(ctx context.Context, c call) (json.RawMessage, *apiError)
 			g.log.Error("gateway: call failed", "request_id", c.rid, "pattern", c.m.pattern, "err", err)
 		}
 		return nil, e
+	}
+	// A remote JSON answer passes on as its text, checked but not
+	// decoded (the common case: a handler on another node).
+	if b, ok := res.JSON(); ok {
+		if !json.Valid(b) {
+			g.log.Error("gateway: a handler's answer is not valid JSON", "request_id", c.rid, "pattern", c.m.pattern)
+			return nil, newAPIError(http.StatusInternalServerError, runtime.CodeInternal, "internal error")
+		}
+		return json.RawMessage(b), nil
 	}
 	// Decode, not Value: Value would decode a remote answer into maps
 	// only to find that it is not the default.
