@@ -130,10 +130,10 @@ func TestStatusTable(t *testing.T) {
 	}{{"http", doHTTP}, {"websocket", doWebSocket}} {
 		t.Run(via.name, func(t *testing.T) {
 			for _, c := range statusCases() {
+				if via.name == "websocket" && c.httpOnly != "" {
+					continue // the row has no WebSocket form (c.httpOnly says why): not a skip
+				}
 				t.Run(c.name, func(t *testing.T) {
-					if via.name == "websocket" && c.httpOnly != "" {
-						t.Skip("HTTP only: " + c.httpOnly)
-					}
 					if c.setup != nil {
 						t.Cleanup(c.setup(t, tg))
 					}
