@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wizardmesh/wizard/bench/internal/benchkit"
 	"github.com/wizardmesh/wizard/bench/internal/harness"
 )
 
@@ -55,11 +56,11 @@ func main() {
 	flag.Parse()
 
 	var err error
-	if cfg.Concurrency, err = ints(*conc); err != nil {
-		fail(fmt.Errorf("-concurrency: %w", err))
+	if cfg.Concurrency, err = benchkit.Ints("concurrency", *conc); err != nil {
+		fail(err)
 	}
-	if cfg.InProcess, err = ints(*inproc); err != nil {
-		fail(fmt.Errorf("-inproc: %w", err))
+	if cfg.InProcess, err = benchkit.Ints("inproc", *inproc); err != nil {
+		fail(err)
 	}
 	if *contenders != "" {
 		cfg.Contenders = strings.Split(*contenders, ",")
@@ -94,7 +95,7 @@ func main() {
 		fail(err)
 	}
 	if len(cfg.Concurrency) > 0 {
-		if err := write(filepath.Join(*out, "chart.svg"), rep.WriteSVG); err != nil {
+		if err := benchkit.WriteFile(filepath.Join(*out, "chart.svg"), rep.WriteSVG); err != nil {
 			fail(err)
 		}
 	}
@@ -102,18 +103,6 @@ func main() {
 		fail(err)
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s\n", *out)
-}
-
-func write(path string, fn func(w io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := fn(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // appendRun adds the run to the end of the file at path (which keeps every
@@ -134,21 +123,6 @@ func appendRun(path string, fn func(w io.Writer) error) error {
 		return err
 	}
 	return f.Close()
-}
-
-func ints(s string) ([]int, error) {
-	var out []int
-	for f := range strings.SplitSeq(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("%q is not a positive number", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }
 
 func fail(err error) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wizardmesh/wizard/bench/internal/benchkit"
 	"github.com/wizardmesh/wizard/bench/internal/harness"
 )
 
@@ -54,7 +55,7 @@ func runScaling(ctx context.Context, cfg harness.Config, out string) (bool, erro
 		if err != nil {
 			return true, err
 		}
-		if err := write(filepath.Join(out, "payload.svg"), rep.WriteSVG); err != nil {
+		if err := benchkit.WriteFile(filepath.Join(out, "payload.svg"), rep.WriteSVG); err != nil {
 			return true, err
 		}
 		sections = append(sections, rep.WriteMarkdown)

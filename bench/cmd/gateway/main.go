@@ -12,7 +12,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wizardmesh/wizard/bench/internal/benchkit"
 	"github.com/wizardmesh/wizard/bench/internal/gwbench"
 )
 
@@ -44,7 +44,7 @@ func main() {
 	flag.Parse()
 
 	var err error
-	if cfg.Levels, err = ints(*levels); err != nil {
+	if cfg.Levels, err = benchkit.Ints("levels", *levels); err != nil {
 		fail(err)
 	}
 	if *scenarios != "" {
@@ -73,16 +73,16 @@ func main() {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fail(err)
 	}
-	if err := write(filepath.Join(*out, "gateway.md"), rep.WriteMarkdown); err != nil {
+	if err := benchkit.WriteFile(filepath.Join(*out, "gateway.md"), rep.WriteMarkdown); err != nil {
 		fail(err)
 	}
 	if len(rep.Cells) > 0 {
-		if err := write(filepath.Join(*out, "gateway.svg"), rep.WriteSVG); err != nil {
+		if err := benchkit.WriteFile(filepath.Join(*out, "gateway.svg"), rep.WriteSVG); err != nil {
 			fail(err)
 		}
 	}
 	if len(rep.Ramps) > 0 {
-		if err := write(filepath.Join(*out, "gateway-ramp.svg"), rep.WriteRampSVG); err != nil {
+		if err := benchkit.WriteFile(filepath.Join(*out, "gateway-ramp.svg"), rep.WriteRampSVG); err != nil {
 			fail(err)
 		}
 	}
@@ -90,33 +90,6 @@ func main() {
 		fail(err)
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s\n", *out)
-}
-
-func write(path string, fn func(w io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := fn(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func ints(s string) ([]int, error) {
-	var out []int
-	for f := range strings.SplitSeq(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("-levels: %q is not a positive number", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }
 
 func fail(err error) {

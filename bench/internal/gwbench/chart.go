@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/wizardmesh/wizard/bench/internal/benchkit"
 )
 
 // chartColors gives each contender its colour.
@@ -62,28 +64,7 @@ func (r *Report) WriteSVG(w io.Writer) error {
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	d0, d1 := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
-	if d1 <= d0 {
-		d1 = d0 + 1
-	}
-	y := func(v float64) float64 {
-		return float64(top+plotH) - (math.Log10(v)-d0)/(d1-d0)*float64(plotH)
-	}
-	for d := d0; d <= d1; d++ {
-		for _, m := range []float64{1, 2, 5} {
-			if d == d1 && m > 1 {
-				break
-			}
-			v := m * math.Pow(10, d)
-			yy := y(v)
-			stroke, dash := "#cbd5e0", ""
-			if m > 1 {
-				stroke, dash = "#edf2f7", ` stroke-dasharray="3,3"`
-			}
-			fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="%s"%s/>`+"\n", left, left+plotW, yy, yy, stroke, dash)
-			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" fill="#4a5568">%s</text>`+"\n", left-8, yy+4, shortRate(v))
-		}
-	}
+	y := benchkit.LogAxis(&b, left, top, plotW, plotH, lo, hi, shortRate)
 	fmt.Fprintf(&b, `<text transform="translate(18 %d) rotate(-90)" text-anchor="middle" fill="#4a5568">requests per second</text>`+"\n", top+plotH/2)
 	groupW := float64(plotW) / float64(len(levels))
 	barW := groupW * 0.84 / float64(len(names))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/wizardmesh/wizard/bench/internal/benchkit"
 )
 
 // Cell is the median of the runs of one contender at one number of
@@ -162,7 +164,7 @@ func (e *env) compare(ctx context.Context, cfg Config, rep *Report, logf func(st
 		closeAll()
 		for _, p := range pools {
 			c := cellOf(p.name, n, p.runs)
-			c.RSS, c.CPU = median(p.rss), median(p.cpu)
+			c.RSS, c.CPU = benchkit.Median(p.rss), benchkit.Median(p.cpu)
 			rep.Cells = append(rep.Cells, c)
 		}
 	}
@@ -183,7 +185,7 @@ func cellOf(name string, conns int, runs []Stats) Cell {
 			c.FirstErr = s.FirstErr
 		}
 	}
-	c.PerSec = median(rates)
-	c.P50, c.P75, c.P95, c.P99 = median(p50), median(p75), median(p95), median(p99)
+	c.PerSec = benchkit.Median(rates)
+	c.P50, c.P75, c.P95, c.P99 = benchkit.Median(p50), benchkit.Median(p75), benchkit.Median(p95), benchkit.Median(p99)
 	return c
 }

@@ -226,8 +226,8 @@ func waitReady(ctx context.Context, url string, p *proc) error {
 		}
 		select {
 		case <-tick.C:
-		case <-p.done:
-			return fmt.Errorf("exited before %s answered 200: %v", url, p.err)
+		case <-p.Done():
+			return fmt.Errorf("exited before %s answered 200: %v", url, p.Err())
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready: %s", url, last)
 		}

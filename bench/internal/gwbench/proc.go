@@ -1,212 +1,49 @@
 package gwbench
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/wizardmesh/wizard/bench/internal/benchkit"
 )
 
 // proc is a process the benchmark started.
 type proc struct {
-	name  string
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	addr  string      // the first line it printed, when it prints one
-	lines chan string // the lines after it: answers to queries
-	done  chan struct{}
-	err   error // of Wait, once done is closed
+	*benchkit.Proc
+	addr string // the first line it printed, when it prints one
 }
 
 // startProc starts cmd. When printsAddr, it waits for the process's first
-// line on stdout, which is its address. Closing the process's stdin asks it
-// to stop (the children of this package and moleculer/server.js do; the
-// gateway is sent SIGTERM).
+// line on stdout, which is its address. Stopping it closes its stdin (the
+// children of this package and moleculer/server.js stop on that) and sends
+// it os.Interrupt (the gateway stops on that).
 func startProc(ctx context.Context, name string, cmd *exec.Cmd, printsAddr bool, stderr io.Writer) (*proc, error) {
-	cmd.Stderr = stderr
-	stdin, err := cmd.StdinPipe()
+	p, err := benchkit.Start(ctx, name, cmd, benchkit.Options{Stderr: stderr, Addr: printsAddr, AddrTimeout: time.Minute, Interrupt: true})
 	if err != nil {
 		return nil, err
 	}
-	var stdout io.ReadCloser
-	if printsAddr {
-		if stdout, err = cmd.StdoutPipe(); err != nil {
-			return nil, err
-		}
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, stdin: stdin, done: make(chan struct{}), lines: make(chan string, 4)}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	if !printsAddr {
-		return p, nil
-	}
-	line := make(chan string, 1)
-	go func() {
-		br := bufio.NewReader(stdout)
-		s, _ := br.ReadString('\n')
-		line <- strings.TrimSpace(s)
-		for {
-			s, err := br.ReadString('\n')
-			if err != nil {
-				return
-			}
-			select {
-			case p.lines <- strings.TrimSpace(s):
-			default: // nobody asked: dropped
-			}
-		}
-	}()
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	select {
-	case p.addr = <-line:
-		if p.addr != "" {
-			return p, nil
-		}
-		<-p.done
-		return nil, fmt.Errorf("%s exited before printing its address: %v", name, p.err)
-	case <-ctx.Done():
-		p.stop()
-		return nil, fmt.Errorf("%s did not print its address: %w", name, ctx.Err())
-	}
+	return &proc{Proc: p, addr: p.Addr()}, nil
 }
 
 // query writes q on the process's stdin and waits for its one-line
 // answer, which must be "ok".
 func (p *proc) query(ctx context.Context, q string) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if _, err := io.WriteString(p.stdin, q+"\n"); err != nil {
-		return fmt.Errorf("%s: %w", p.name, err)
+	l, err := p.Ask(ctx, q, time.Minute)
+	if err != nil {
+		return err
 	}
-	select {
-	case l := <-p.lines:
-		if l != "ok" {
-			return fmt.Errorf("%s answered %q to %q", p.name, l, q)
-		}
-		return nil
-	case <-p.done:
-		return fmt.Errorf("%s exited: %v", p.name, p.err)
-	case <-ctx.Done():
-		return fmt.Errorf("%s: no answer to %q: %w", p.name, q, ctx.Err())
-	}
-}
-
-// pid returns the process id.
-func (p *proc) pid() int { return p.cmd.Process.Pid }
-
-// stop asks the process to stop (stdin closed, then SIGTERM) and kills it
-// if it has not exited within 10 s.
-func (p *proc) stop() error {
-	p.stdin.Close()
-	p.cmd.Process.Signal(os.Interrupt)
-	t := time.NewTimer(10 * time.Second)
-	defer t.Stop()
-	select {
-	case <-p.done:
-	case <-t.C:
-		p.cmd.Process.Kill()
-		<-p.done
-		return fmt.Errorf("%s did not stop in 10s; killed", p.name)
-	}
-	var ee *exec.ExitError
-	if p.err != nil && !(errors.As(p.err, &ee) && ee.Exited() && ee.ExitCode() == 0) && !isSignal(p.err) {
-		return fmt.Errorf("%s: %w", p.name, p.err)
+	if l != "ok" {
+		return fmt.Errorf("%s answered %q to %q", p.Name(), l, q)
 	}
 	return nil
 }
 
-// isSignal reports whether err is an exit by the signal stop sent.
-func isSignal(err error) bool {
-	var ee *exec.ExitError
-	return errors.As(err, &ee) && !ee.Exited()
-}
-
-// Usage is what /proc says of a process: resident memory now and at its
-// peak, and CPU time used.
-type Usage struct {
-	RSS, HWM int64         // bytes: VmRSS and VmHWM of /proc/PID/status
-	CPU      time.Duration // utime + stime of /proc/PID/stat
-}
-
-// clockTick is the unit of /proc/PID/stat's times (USER_HZ, 100 on every
-// Linux architecture Go supports).
-const clockTick = 10 * time.Millisecond
-
-// readUsage reads pid's Usage.
-func readUsage(pid int) (Usage, error) {
-	var u Usage
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return u, err
-	}
-	for l := range strings.SplitSeq(string(b), "\n") {
-		k, v, ok := strings.Cut(l, ":")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "VmRSS":
-			u.RSS = kib(v)
-		case "VmHWM":
-			u.HWM = kib(v)
-		}
-	}
-	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return u, err
-	}
-	cpu, err := statCPU(string(st))
-	if err != nil {
-		return u, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-	}
-	u.CPU = cpu
-	return u, nil
-}
-
-// statCPU returns utime + stime of a /proc/PID/stat line. The command
-// name (field 2) is in parentheses and may hold spaces, so the fields are
-// counted from its closing parenthesis: utime and stime are fields 14 and
-// 15.
-func statCPU(stat string) (time.Duration, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, errors.New("no command name")
-	}
-	f := strings.Fields(stat[i+1:])
-	// f[0] is field 3 (state): utime is f[11], stime f[12].
-	if len(f) < 13 {
-		return 0, fmt.Errorf("%d fields after the command name, want 13 or more", len(f))
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	stt, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	return time.Duration(ut+stt) * clockTick, nil
-}
-
-// kib parses " 1234 kB" into bytes (0 when it cannot).
-func kib(v string) int64 {
-	v = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB"))
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return 0
-	}
-	return n << 10
-}
+func (p *proc) pid() int    { return p.Pid() }
+func (p *proc) stop() error { return p.Stop() }
 
 // monitor samples the usage of a set of processes (a contender may be
 // more than one) every interval, for the CPU percentages of a scenario.
@@ -215,8 +52,8 @@ type monitor struct {
 	interval time.Duration
 
 	mu      sync.Mutex
-	start   Usage // summed over pids, at the start
-	last    Usage
+	start   benchkit.Usage // summed over pids, at the start
+	last    benchkit.Usage
 	lastAt  time.Time
 	startAt time.Time
 	maxRSS  int64
@@ -228,10 +65,10 @@ type monitor struct {
 	stopped chan struct{}
 }
 
-func sumUsage(pids []int) (Usage, error) {
-	var s Usage
+func sumUsage(pids []int) (benchkit.Usage, error) {
+	var s benchkit.Usage
 	for _, p := range pids {
-		u, err := readUsage(p)
+		u, err := benchkit.ReadUsage(p)
 		if err != nil {
 			return s, err
 		}

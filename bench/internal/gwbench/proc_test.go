@@ -2,57 +2,12 @@ package gwbench
 
 import (
 	"cmp"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wizardmesh/wizard/gateway/config"
 )
-
-// TestStatCPU reads utime and stime from stat lines, a command name with
-// spaces and parentheses included.
-func TestStatCPU(t *testing.T) {
-	for _, c := range []struct {
-		line string
-		want time.Duration
-		ok   bool
-	}{
-		{"1234 (wizard-gateway) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 8 0 100 0 0", 3 * time.Second, true},
-		{"9 (a (b) c) R 1 9 9 0 -1 0 0 0 0 0 7 3 0 0", 100 * time.Millisecond, true},
-		{"9 (short) R 1 2 3", 0, false},
-		{"no parenthesis", 0, false},
-		{"9 (x) R 1 9 9 0 -1 0 0 0 0 0 seven 3 0 0", 0, false},
-	} {
-		got, err := statCPU(c.line)
-		if (err == nil) != c.ok || got != c.want {
-			t.Errorf("statCPU(%q) = %v, %v; want %v, ok %v", c.line, got, err, c.want, c.ok)
-		}
-	}
-}
-
-func FuzzStatCPU(f *testing.F) {
-	f.Add("1234 (wizard-gateway) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 8 0 100 0 0")
-	f.Add("9 (a) b) R 1 9 9 0 -1 0 0 0 0 0 7 3")
-	f.Fuzz(func(t *testing.T, s string) {
-		statCPU(s) // must not panic
-	})
-}
-
-// TestReadUsage reads this process's memory and CPU: resident memory is
-// positive and never above its peak.
-func TestReadUsage(t *testing.T) {
-	u, err := readUsage(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u.RSS <= 0 || u.HWM < u.RSS || u.CPU < 0 {
-		t.Errorf("usage %+v", u)
-	}
-	if kib(" 2048 kB") != 2<<20 || kib("x kB") != 0 {
-		t.Errorf("kib: %d, %d", kib(" 2048 kB"), kib("x kB"))
-	}
-}
 
 // TestSummarise checks the percentiles, the mean and the rate.
 func TestSummarise(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/wizardmesh/wizard/bench/internal/benchkit"
 )
 
 // rampColors gives each pass of the ramp its colour.
@@ -48,27 +50,8 @@ func (r *Report) WriteRampSVG(w io.Writer) error {
 		return err
 	}
 	lo = math.Min(lo, float64(50*time.Millisecond))
-	d0, d1 := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
-	if d1 <= d0 {
-		d1 = d0 + 1
-	}
-	y := func(v float64) float64 { return float64(top+plotH) - (math.Log10(v)-d0)/(d1-d0)*float64(plotH) }
+	y := benchkit.LogAxis(&b, left, top, plotW, plotH, lo, hi, func(v float64) string { return dur(time.Duration(v)) })
 	x := func(c int) float64 { return float64(left) + float64(c)/float64(maxClients)*float64(plotW) }
-	for d := d0; d <= d1; d++ {
-		for _, m := range []float64{1, 2, 5} {
-			if d == d1 && m > 1 {
-				break
-			}
-			v := m * math.Pow(10, d)
-			yy := y(v)
-			stroke := "#cbd5e0"
-			if m > 1 {
-				stroke = "#edf2f7"
-			}
-			fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="%s"/>`+"\n", left, left+plotW, yy, yy, stroke)
-			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" fill="#4a5568">%s</text>`+"\n", left-8, yy+4, dur(time.Duration(v)))
-		}
-	}
 	t := y(float64(50 * time.Millisecond))
 	fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#e53e3e" stroke-dasharray="6,4"/><text x="%d" y="%.1f" fill="#e53e3e" text-anchor="end">target: p99 50 ms</text>`+"\n",
 		left, left+plotW, t, t, left+plotW-4, t-4)

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/wizardmesh/wizard/bench/internal/benchkit"
 )
 
 // Stats summarises the latencies of the calls that succeeded.
@@ -39,34 +41,9 @@ func summarise(lat []time.Duration, errs int, firstErr string, window time.Durat
 	}
 	s.Mean = time.Duration(mean)
 	s.SD = time.Duration(math.Sqrt(sq / float64(len(lat))))
-	s.P50 = percentile(lat, 0.50)
-	s.P75 = percentile(lat, 0.75)
-	s.P95 = percentile(lat, 0.95)
-	s.P99 = percentile(lat, 0.99)
+	s.P50 = benchkit.Percentile(lat, 0.50)
+	s.P75 = benchkit.Percentile(lat, 0.75)
+	s.P95 = benchkit.Percentile(lat, 0.95)
+	s.P99 = benchkit.Percentile(lat, 0.99)
 	return s
-}
-
-// percentile returns the q-quantile of sorted (nearest rank), or 0 when
-// sorted is empty.
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
-}
-
-// median returns the median of xs (the mean of the middle two for an even
-// count), or 0 when xs is empty.
-func median[T ~int64 | ~float64](xs []T) T {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -84,7 +84,7 @@ func runCluster(ctx context.Context, cfg Config, cs []Contender, rep *Report, ch
 		if k.before, err = servedBy(ctx, k.bs); err != nil {
 			return err
 		}
-		logf("%-14s cluster: A pid %d on %s -> %d replicas of B on %v", c.Title, a.cmd.Process.Pid, a.addr, len(addrs), addrs)
+		logf("%-14s cluster: A pid %d on %s -> %d replicas of B on %v", c.Title, a.Pid(), a.addr, len(addrs), addrs)
 	}
 	all := make([]*scenarioRun, len(clusters))
 	for i, k := range clusters {

@@ -9,6 +9,8 @@ import (
 	"runtime/pprof"
 	"slices"
 	"time"
+
+	"github.com/wizardmesh/wizard/bench/internal/benchkit"
 )
 
 // Config is what [Run] measures.
@@ -160,7 +162,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				return nil, err
 			}
 			children = append(children, ch)
-			logf("%-14s server pid %d on %s", c.Title, ch.cmd.Process.Pid, ch.addr)
+			logf("%-14s server pid %d on %s", c.Title, ch.Pid(), ch.addr)
 			dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			clients[i], err = dialContender(dctx, c, ch.addr)
 			cancel()
@@ -240,7 +242,7 @@ func runHops(ctx context.Context, cfg Config, cs []Contender, rep *Report, child
 			return err
 		}
 		hops = append(hops, &scenarioRun{c: c, client: cl})
-		logf("%-14s two hops: A pid %d on %s -> B pid %d on %s", c.Title, a.cmd.Process.Pid, a.addr, b.cmd.Process.Pid, b.addr)
+		logf("%-14s two hops: A pid %d on %s -> B pid %d on %s", c.Title, a.Pid(), a.addr, b.Pid(), b.addr)
 	}
 	base := &scenarioRun{c: Contender{Name: sleepName, Title: fmt.Sprintf("%v sleep, no network", cfg.HopsDelay)}, client: sleepClient{cfg.HopsDelay}}
 	all := append([]*scenarioRun{base}, hops...)
@@ -311,8 +313,8 @@ func cellOf(c Contender, callers int, runs []Sample) Cell {
 			cell.FirstErr = s.FirstErr.Error()
 		}
 	}
-	cell.PerSec = median(rates)
-	cell.P50 = median(p50s)
-	cell.P99 = median(p99s)
+	cell.PerSec = benchkit.Median(rates)
+	cell.P50 = benchkit.Median(p50s)
+	cell.P99 = benchkit.Median(p99s)
 	return cell
 }

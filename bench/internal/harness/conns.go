@@ -179,7 +179,7 @@ func runConns(ctx context.Context, cfg ConnsConfig, c Contender, logf func(strin
 			logf("%v", err)
 		}
 	}()
-	pid := ch.cmd.Process.Pid
+	pid := ch.Pid()
 	clients := make([]Client, cfg.Conns)
 	defer closeClients(clients)
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)

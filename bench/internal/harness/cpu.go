@@ -1,55 +1,27 @@
 package harness
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/wizardmesh/wizard/bench/internal/benchkit"
 )
 
 // On a shared machine, wall-clock rates move with the other work; the
 // CPU time a call costs moves much less. The scaling modes report both:
 // the server process's CPU time and the client process's, per call.
 
-// clockTick is the unit of utime and stime in /proc/PID/stat (USER_HZ,
-// 100 on Linux whatever the kernel's own tick).
-const clockTick = 10 * time.Millisecond
-
 // processCPU returns the user plus system CPU time process pid has used,
 // all its threads together.
 func processCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	d, err := benchkit.CPU(pid)
 	if err != nil {
 		return 0, fmt.Errorf("harness: reading the server's CPU time: %w", err)
 	}
-	return parseStatCPU(b)
-}
-
-// parseStatCPU reads utime and stime (fields 14 and 15) from the text of
-// /proc/PID/stat. The command name, field 2, is in parentheses and may
-// hold spaces and parentheses itself, so fields count from the last ')'.
-func parseStatCPU(stat []byte) (time.Duration, error) {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("harness: process stat without a command name")
-	}
-	f := bytes.Fields(stat[i+1:]) // f[0] is field 3, the state
-	if len(f) < 13 {
-		return 0, fmt.Errorf("harness: process stat with %d fields after the command name, want at least 13", len(f))
-	}
-	var sum time.Duration
-	for _, s := range f[11:13] {
-		n, err := strconv.ParseInt(string(s), 10, 64)
-		if err != nil || n < 0 || n > int64(time.Duration(1<<62)/clockTick) {
-			return 0, fmt.Errorf("harness: process stat CPU field %q: want a count of clock ticks", s)
-		}
-		sum += time.Duration(n) * clockTick
-	}
-	return sum, nil
+	return d, nil
 }
 
 // selfCPU returns the CPU time this process has used.
@@ -110,7 +82,7 @@ func medianCPU(runs []CPUPerCall) CPUPerCall {
 		s = append(s, r.Server)
 		c = append(c, r.Client)
 	}
-	return CPUPerCall{Server: median(s), Client: median(c)}
+	return CPUPerCall{Server: benchkit.Median(s), Client: benchkit.Median(c)}
 }
 
 // cpuDur formats a CPU time per call (µs below 1 ms).

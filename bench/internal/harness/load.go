@@ -3,11 +3,12 @@ package harness
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/wizardmesh/wizard/bench/internal/benchkit"
 )
 
 // Load is one measured run: callers goroutines call c in a loop over one
@@ -112,32 +113,7 @@ func drive(ctx context.Context, c Client, l Load) (Sample, error) {
 	if s.Window > 0 {
 		s.PerSec = float64(s.Calls) / s.Window.Seconds()
 	}
-	s.P50 = percentile(all, 0.50)
-	s.P99 = percentile(all, 0.99)
+	s.P50 = benchkit.Percentile(all, 0.50)
+	s.P99 = benchkit.Percentile(all, 0.99)
 	return s, nil
-}
-
-// percentile returns the q-quantile of sorted (nearest rank), or 0 when
-// sorted is empty.
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
-}
-
-// median returns the median of xs (the mean of the middle two for an even
-// count), or 0 when xs is empty.
-func median[T ~int64 | ~float64](xs []T) T {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"runtime"
 	"strings"
 	"time"
@@ -48,7 +47,7 @@ func answerControl(q string) string {
 // mem asks the child for its goroutines and Go memory.
 func (c *child) mem(ctx context.Context) (MemStats, error) {
 	var m MemStats
-	l, err := c.ask(ctx, queryMem)
+	l, err := c.Ask(ctx, queryMem, 10*time.Second)
 	if err != nil {
 		return m, err
 	}
@@ -60,23 +59,4 @@ func (c *child) mem(ctx context.Context) (MemStats, error) {
 		return m, fmt.Errorf("server %s/%s: answer to %q: %w", c.spec.Contender, c.spec.Role, queryMem, err)
 	}
 	return m, nil
-}
-
-// ask writes query q to the child and returns its answer line.
-func (c *child) ask(ctx context.Context, q string) (string, error) {
-	c.queryMu.Lock()
-	defer c.queryMu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := io.WriteString(c.stdin, q+"\n"); err != nil {
-		return "", fmt.Errorf("server %s/%s: %w", c.spec.Contender, c.spec.Role, err)
-	}
-	select {
-	case l := <-c.lines:
-		return l, nil
-	case <-c.done:
-		return "", fmt.Errorf("server %s/%s exited: %v", c.spec.Contender, c.spec.Role, c.err)
-	case <-ctx.Done():
-		return "", fmt.Errorf("server %s/%s: no answer to %q: %w", c.spec.Contender, c.spec.Role, q, ctx.Err())
-	}
 }

@@ -124,7 +124,7 @@ func RunPayload(ctx context.Context, cfg PayloadConfig) (*PayloadReport, error) 
 		if err != nil {
 			return nil, fmt.Errorf("%s echo: %w", c.Title, err)
 		}
-		logf("%-14s echo server pid %d on %s", c.Title, ch.cmd.Process.Pid, ch.addr)
+		logf("%-14s echo server pid %d on %s", c.Title, ch.Pid(), ch.addr)
 	}
 	for _, size := range cfg.Sizes {
 		runs := make([][]Sample, len(cs))
@@ -136,7 +136,7 @@ func RunPayload(ctx context.Context, cfg PayloadConfig) (*PayloadReport, error) 
 					return nil, err
 				}
 				load := Load{Callers: cfg.Callers, Warmup: cfg.Warmup, Duration: cfg.Duration, MaxCalls: cfg.MaxCalls}
-				s, cpu, err := driveCPU(ctx, ec, load, children[i].cmd.Process.Pid)
+				s, cpu, err := driveCPU(ctx, ec, load, children[i].Pid())
 				if err != nil {
 					return nil, fmt.Errorf("%s, %s payload: %w", c.Title, Size(size), err)
 				}

@@ -329,38 +329,6 @@ func (*recorder) Close() error { return nil }
 
 func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
 
-func TestParseStatCPU(t *testing.T) {
-	tests := []struct {
-		in   string
-		want time.Duration
-		ok   bool
-	}{
-		{"123 (compare) S 1 2 3 4 5 6 7 8 9 10 250 30 0 0 20 0 9", 280 * clockTick, true},
-		{"123 (a) b) (c) R 1 2 3 4 5 6 7 8 9 10 1 2 0", 3 * clockTick, true},
-		{"123 compare S 1 2 3", 0, false},
-		{"123 (x) S 1 2 3 4 5 6 7 8 9 10 -1 2 0", 0, false},
-		{"123 (x) S 1 2 3 4 5 6 7 8 9 10 99999999999999999 2 0", 0, false},
-		{"123 (x) S 1 2", 0, false},
-	}
-	for _, tt := range tests {
-		got, err := parseStatCPU([]byte(tt.in))
-		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("parseStatCPU(%q) = %v, %v; want %v, ok %v", tt.in, got, err, tt.want, tt.ok)
-		}
-	}
-}
-
-// FuzzParseStatCPU checks that parseStatCPU never panics nor returns a
-// negative time.
-func FuzzParseStatCPU(f *testing.F) {
-	f.Add([]byte("1 (x) S 1 2 3 4 5 6 7 8 9 10 250 30 0"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if d, err := parseStatCPU(b); err == nil && d < 0 {
-			t.Fatalf("parseStatCPU(%q) = %v", b, d)
-		}
-	})
-}
-
 func TestBytesRate(t *testing.T) {
 	for v, want := range map[float64]string{999: "999 B/s", 2500: "2.5 kB/s", 266.3e6: "266.3 MB/s", 1.15e9: "1.15 GB/s"} {
 		if got := bytesRate(v); got != want {

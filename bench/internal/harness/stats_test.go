@@ -6,59 +6,6 @@ import (
 	"time"
 )
 
-func TestPercentile(t *testing.T) {
-	ms := func(ns ...int) []time.Duration {
-		out := make([]time.Duration, len(ns))
-		for i, n := range ns {
-			out[i] = time.Duration(n) * time.Millisecond
-		}
-		return out
-	}
-	hundred := make([]int, 100)
-	for i := range hundred {
-		hundred[i] = i + 1
-	}
-	tests := []struct {
-		name   string
-		sorted []time.Duration
-		q      float64
-		want   time.Duration
-	}{
-		{"empty", nil, 0.5, 0},
-		{"one", ms(7), 0.99, 7 * time.Millisecond},
-		{"p50 of 1..100", ms(hundred...), 0.50, 50 * time.Millisecond},
-		{"p99 of 1..100", ms(hundred...), 0.99, 99 * time.Millisecond},
-		{"p50 of four", ms(1, 2, 3, 4), 0.50, 2 * time.Millisecond},
-		{"p99 of four", ms(1, 2, 3, 4), 0.99, 4 * time.Millisecond},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := percentile(tt.sorted, tt.q); got != tt.want {
-				t.Errorf("percentile(%v) = %v, want %v", tt.q, got, tt.want)
-			}
-		})
-	}
-}
-
-func TestMedian(t *testing.T) {
-	tests := []struct {
-		name string
-		in   []float64
-		want float64
-	}{
-		{"empty", nil, 0},
-		{"odd", []float64{3, 1, 2}, 2},
-		{"even", []float64{4, 1, 3, 2}, 2.5},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := median(tt.in); got != tt.want {
-				t.Errorf("median(%v) = %v, want %v", tt.in, got, tt.want)
-			}
-		})
-	}
-}
-
 func TestSpread(t *testing.T) {
 	tests := []struct {
 		name   string
