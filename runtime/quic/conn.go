@@ -21,9 +21,11 @@ type Conn struct {
 	qc      *quicgo.Conn
 	tr      *quicgo.Transport
 	udp     *net.UDPConn
-	clients []*mux.Client // one per stream
-	next    atomic.Uint32 // round robin over clients
-	live    atomic.Int32  // clients not yet ended
+	clients []*mux.Client  // one per stream
+	busy    []atomic.Int64 // calls in flight on each stream
+	fill    int64          // calls a stream takes before the next does; 0: in turn
+	next    atomic.Uint32  // round robin over clients, when fill is 0
+	live    atomic.Int32   // clients not yet ended
 	wg      sync.WaitGroup
 	once    sync.Once
 	where   string // "wizard: quic: <addr>", to start its errors
@@ -31,8 +33,8 @@ type Conn struct {
 
 var _ runtime.Conn = (*Conn)(nil)
 
-func newConn(qc *quicgo.Conn, tr *quicgo.Transport, udp *net.UDPConn, clients []*mux.Client, where string) *Conn {
-	c := &Conn{qc: qc, tr: tr, udp: udp, clients: clients, where: where}
+func newConn(qc *quicgo.Conn, tr *quicgo.Transport, udp *net.UDPConn, clients []*mux.Client, fill int64, where string) *Conn {
+	c := &Conn{qc: qc, tr: tr, udp: udp, clients: clients, busy: make([]atomic.Int64, len(clients)), fill: fill, where: where}
 	c.live.Store(int32(len(clients)))
 	for _, cl := range clients {
 		c.wg.Add(1)
@@ -58,33 +60,56 @@ func (c *Conn) watch(cl *mux.Client) {
 	}
 }
 
-// Call sends m over the next stream in turn and waits for the reply.
+// Call sends m over a stream and waits for the reply: the first stream
+// with fewer calls in flight than the fill bound (see [WithStreamFill]),
+// else the one with the fewest; or, with the bound off, the next stream
+// in turn. Streams that ended or said goaway are passed over.
 // A goaway on any stream means the server's listener is shutting down,
 // which sends goaway on every stream, one after another: the call is
 // refused at once as not sent (the stream that said goaway refuses it),
 // rather than slipping onto a stream whose goaway is still on its way.
-// Streams that ended otherwise are passed over. An error of the
-// connection reads "wizard: quic: <addr>: call not sent: <why>" (and
-// matches [runtime.ErrNotSent]) or "wizard: quic: <addr>: connection lost
-// after the call was sent: <why>".
+// An error of the connection reads "wizard: quic: <addr>: call not sent:
+// <why>" (and matches [runtime.ErrNotSent]) or "wizard: quic: <addr>:
+// connection lost after the call was sent: <why>".
 func (c *Conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, error) {
 	for _, cl := range c.clients {
 		if cl.GoAway() {
 			return bridge.Call(ctx, cl, m, c.where)
 		}
 	}
-	n := uint32(len(c.clients))
-	i := c.next.Add(1)
-	cl := c.clients[i%n]
-	if !usable(cl) {
-		for k := uint32(1); k < n; k++ {
-			if o := c.clients[(i+k)%n]; usable(o) {
-				cl = o
-				break
+	i := c.pick()
+	c.busy[i].Add(1)
+	defer c.busy[i].Add(-1)
+	return bridge.Call(ctx, c.clients[i], m, c.where)
+}
+
+// pick returns the index of the stream the next call goes to. When no
+// stream is usable it returns one anyway, whose call fails as not sent.
+func (c *Conn) pick() int {
+	if c.fill == 0 {
+		n := uint32(len(c.clients))
+		i := c.next.Add(1)
+		for k := range n {
+			if j := (i + k) % n; usable(c.clients[j]) {
+				return int(j)
 			}
 		}
+		return int(i % n)
 	}
-	return bridge.Call(ctx, cl, m, c.where)
+	best, least := 0, int64(-1)
+	for i, cl := range c.clients {
+		if !usable(cl) {
+			continue
+		}
+		n := c.busy[i].Load()
+		if n < c.fill {
+			return i
+		}
+		if least < 0 || n < least {
+			best, least = i, n
+		}
+	}
+	return best
 }
 
 // usable reports whether cl takes new calls.

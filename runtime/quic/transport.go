@@ -22,10 +22,11 @@ import (
 // a peer that does not offer it is refused.
 const ALPN = "wizard/1"
 
-// The stream defaults and bounds of [WithStreams].
+// The stream defaults and bounds of [WithStreams] and [WithStreamFill].
 const (
 	defaultStreams = 4
 	maxStreams     = 64
+	defaultFill    = 64
 )
 
 // The application error codes a connection is closed with.
@@ -45,6 +46,7 @@ type Transport struct {
 	cert      *tls.Certificate // WithInsecureSelfSigned's, without WithServerTLS
 	quicConf  *quicgo.Config
 	streams   int
+	fill      int // WithStreamFill's: 0 for the default, negative for in turn
 	mux       mux.Options
 	log       *slog.Logger
 
@@ -235,7 +237,19 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 		}
 		return nil, bridge.NotSent(where, err)
 	}
-	return newConn(qc, tr, udp, clients, "wizard: quic: "+addr), nil
+	return newConn(qc, tr, udp, clients, t.streamFill(), "wizard: quic: "+addr), nil
+}
+
+// streamFill returns the fill bound of a dialed connection's streams: 0
+// when calls take them in turn.
+func (t *Transport) streamFill() int64 {
+	switch {
+	case t.fill < 0:
+		return 0
+	case t.fill == 0:
+		return defaultFill
+	}
+	return int64(t.fill)
 }
 
 // firstError returns the first non-nil error of errs.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -78,8 +79,9 @@ func call(t *testing.T, c *Conn, pattern, payload string) (*wizard.Message, erro
 	return c.Call(ctx, &wizard.Message{Pattern: pattern, Codec: wizard.CodecJSON, Payload: []byte(payload)})
 }
 
-// TestCallsSpreadOverStreams: calls take the streams in turn, serial or
-// concurrent, so each stream carries exactly its share.
+// TestCallsSpreadOverStreams: with the fill bound off, calls take the
+// streams in turn, serial or concurrent, so each stream carries exactly
+// its share.
 func TestCallsSpreadOverStreams(t *testing.T) {
 	leak.Check(t)
 	const streams = 4
@@ -95,7 +97,7 @@ func TestCallsSpreadOverStreams(t *testing.T) {
 		mu.Unlock()
 		return echo(ctx, m)
 	})
-	_, _, c := pair(t, srv, WithStreams(streams))
+	_, _, c := pair(t, srv, WithStreams(streams), WithStreamFill(-1))
 
 	const serial = 2 * streams
 	for range serial {
@@ -132,6 +134,78 @@ func TestCallsSpreadOverStreams(t *testing.T) {
 	defer mu.Unlock()
 	if diff := cmp.Diff(want, perStream); diff != "" {
 		t.Errorf("calls per stream (-want +got):\n%s", diff)
+	}
+}
+
+// TestStreamFill: a call takes the first stream with fewer calls in
+// flight than the fill bound, else the one with the fewest; serial calls
+// all take the first.
+func TestStreamFill(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    []Option
+		holding int // calls held in their handlers at once
+		want    []int
+	}{
+		// Which stream each call took, numbered in the order the streams
+		// first took one: each holds 2 calls, then the least busy.
+		{"bound 2", []Option{WithStreams(3), WithStreamFill(2)}, 7, []int{0, 0, 1, 1, 2, 2, 0}},
+		// The default bound: 64 calls on the first stream, then the next.
+		{"default", []Option{WithStreams(2)}, 65, append(make([]int, 64), 1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			leak.Check(t)
+			arrived := make(chan quicgo.StreamID)
+			release := make(chan struct{})
+			srv := serverFunc(func(ctx context.Context, m *wizard.Message) *wizard.Message {
+				id, _ := ctx.Value(streamKey{}).(quicgo.StreamID)
+				if string(m.Payload) == `"hold"` {
+					arrived <- id
+					<-release
+				}
+				return &wizard.Message{Codec: m.Codec, Payload: []byte(strconv.Itoa(int(id)))}
+			})
+			_, _, c := pair(t, srv, tt.opts...)
+			order := map[quicgo.StreamID]int{} // stream id -> the order it first took a call
+			number := func(id quicgo.StreamID) int {
+				if _, ok := order[id]; !ok {
+					order[id] = len(order)
+				}
+				return order[id]
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, tt.holding)
+			var got []int
+			for range tt.holding {
+				wg.Go(func() {
+					if _, err := call(t, c, "a:1", `"hold"`); err != nil {
+						errs <- err
+					}
+				})
+				// The next call is sent once this one is in flight.
+				got = append(got, number(testwait.Recv(t, arrived)))
+			}
+			close(release)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("streams the held calls took (-want +got):\n%s", diff)
+			}
+			for range 3 {
+				res, err := call(t, c, "a:1", `"now"`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				id, _ := strconv.Atoi(string(res.Payload))
+				if n := number(quicgo.StreamID(id)); n != 0 {
+					t.Errorf("a serial call took stream %d (in order of first use), want the first", n)
+				}
+			}
+		})
 	}
 }
 
