@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bufio"
 	"encoding/binary"
 	"io"
 	"math"
@@ -171,6 +170,17 @@ func SetFrameID(b []byte, id uint64) {
 	binary.BigEndian.PutUint64(b[7:HeaderSize], id)
 }
 
+// BufferedReader is what [ReadFrame] reads frames from: a buffered
+// reader, such as a *bufio.Reader.
+type BufferedReader interface {
+	io.Reader
+	// Peek returns the next n bytes without consuming them; fewer, with
+	// an error, when the stream ends first.
+	Peek(n int) ([]byte, error)
+	// Discard skips the next n bytes.
+	Discard(n int) (int, error)
+}
+
 // ReadFrame reads one frame from r into f. It reads the length field,
 // checks it against max (<= 0 means [DefaultMaxFrameSize]) before
 // allocating, reads the body into buf (growing it when it is too small) and
@@ -181,7 +191,7 @@ func SetFrameID(b []byte, id uint64) {
 //
 // At a clean end of stream before a frame ReadFrame returns io.EOF; within
 // a frame it returns io.ErrUnexpectedEOF.
-func ReadFrame(r *bufio.Reader, max int, f *Frame, buf []byte) ([]byte, error) {
+func ReadFrame(r BufferedReader, max int, f *Frame, buf []byte) ([]byte, error) {
 	if max <= 0 {
 		max = DefaultMaxFrameSize
 	}
