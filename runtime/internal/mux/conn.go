@@ -93,8 +93,10 @@ type sentMark struct {
 // countingWriter counts the bytes its writer took, even from failed
 // writes.
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w   io.Writer
+	n   int64
+	two [2][]byte   // writeTwo's (streambuffer.go)
+	vec net.Buffers // over two
 }
 
 func (w *countingWriter) Write(p []byte) (int, error) {

@@ -226,32 +226,46 @@ func (e *readError) Unwrap() error { return e.errno }
 
 // writer is the buffered writer of a connection's stream: a
 // *bufio.Writer whose buffer is borrowed for the bytes waiting in it and
-// given back by Flush.
+// given back by Flush. A write of at least a buffer goes to the stream at
+// once, with the bytes buffered before it in the same system call
+// (writev), not copied.
 type writer struct {
-	w   io.Writer
+	w   *countingWriter
 	buf *[]byte // borrowed while bytes wait in it
 	n   int     // bytes waiting: (*buf)[:n]
 	err error   // the first write's error; sticky
 }
 
 // Write buffers p, writing the buffer out whenever it fills; a write at
-// least a buffer long with nothing buffered goes straight to the stream.
+// least a buffer long goes straight to the stream, after the bytes
+// buffered.
 func (b *writer) Write(p []byte) (int, error) {
-	nn := 0
-	for len(p) > bufferSize-b.n && b.err == nil {
-		var n int
+	if b.err != nil {
+		return 0, b.err
+	}
+	if len(p) >= bufferSize {
 		if b.n == 0 {
-			n, b.err = b.w.Write(p)
-		} else {
-			n = copy((*b.buf)[b.n:], p)
-			b.n += n
-			b.flush()
+			n, err := b.w.Write(p)
+			b.err = err
+			return n, err
 		}
+		n, err := b.w.writeTwo((*b.buf)[:b.n], p)
+		if err != nil {
+			b.err = err
+			return max(n-b.n, 0), err
+		}
+		b.n = 0
+		return len(p), nil
+	}
+	nn := 0
+	for len(p) > bufferSize-b.n {
+		n := copy((*b.buf)[b.n:], p)
+		b.n += n
 		nn += n
 		p = p[n:]
-	}
-	if b.err != nil {
-		return nn, b.err
+		if err := b.flush(); err != nil {
+			return nn, err
+		}
 	}
 	if len(p) == 0 {
 		return nn, nil
@@ -262,6 +276,18 @@ func (b *writer) Write(p []byte) (int, error) {
 	n := copy((*b.buf)[b.n:], p)
 	b.n += n
 	return nn + n, nil
+}
+
+// writeTwo writes a and then b to the stream, in one system call where
+// the stream takes a vector (a TCP connection), and counts the bytes it
+// took.
+func (w *countingWriter) writeTwo(a, b []byte) (int, error) {
+	w.two = [2][]byte{a, b}
+	w.vec = w.two[:]
+	n, err := w.vec.WriteTo(w.w) // w.vec, not a local: that would escape
+	w.two, w.vec = [2][]byte{}, nil
+	w.n += n
+	return int(n), err
 }
 
 // Flush writes the buffered bytes to the stream and gives the buffer

@@ -207,7 +207,7 @@ func (f *failing) Write(p []byte) (int, error) {
 // it, writes what a bufio.Writer writes, and keeps its first error.
 func TestWriterBorrows(t *testing.T) {
 	var out bytes.Buffer
-	w := writer{w: &out}
+	w := writer{w: &countingWriter{w: &out}}
 	var want []byte
 	for _, size := range []int{10, bufferSize - 20, 100, 3 * bufferSize, 5, bufferSize, 0, 1} {
 		p := bytes.Repeat([]byte{byte(size)}, size)
@@ -230,7 +230,7 @@ func TestWriterBorrows(t *testing.T) {
 	}
 
 	f := &failing{n: 50}
-	w = writer{w: f}
+	w = writer{w: &countingWriter{w: f}}
 	if _, err := w.Write(make([]byte, 40)); err != nil {
 		t.Fatal(err)
 	}
