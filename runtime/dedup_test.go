@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -324,5 +326,55 @@ func TestDedupBindsTheCall(t *testing.T) {
 		if _, ok := newCallerKey(bad[0], bad[1]); ok {
 			t.Errorf("newCallerKey(%q, %q) accepted", bad[0], bad[1])
 		}
+	}
+}
+
+// TestDedupDigestLargePayload: a large payload's digest, sampled, still
+// tells apart payloads of another length or that differ at either end
+// or in a sampled block, and a copy has the same digest.
+func TestDedupDigestLargePayload(t *testing.T) {
+	tab := newDedupTable(8, time.Minute)
+	for _, size := range []int{digestWhole, digestWhole + 1, 64 << 10, 1 << 20} {
+		payload := make([]byte, size)
+		for i := range payload {
+			payload[i] = byte(i * 7)
+		}
+		call := &Message{Pattern: "cmd:store", Codec: CodecProto, Payload: payload}
+		want := tab.digest(call)
+		same := *call
+		same.Payload = bytes.Clone(payload)
+		if got := tab.digest(&same); got != want {
+			t.Errorf("%d bytes: a copy's digest %x, want %x", size, got, want)
+		}
+		changed := map[string][]byte{
+			"one byte longer":  append(bytes.Clone(payload), 0),
+			"one byte shorter": payload[:size-1],
+		}
+		for name, at := range map[string]int{"first byte": 0, "last byte": size - 1, "middle sample": digestEdge + 64*((size-2*digestEdge-digestBlock)/(digestSamples-1))} {
+			p := bytes.Clone(payload)
+			p[at]++
+			changed[name] = p
+		}
+		for name, p := range changed {
+			other := *call
+			other.Payload = p
+			if tab.digest(&other) == want {
+				t.Errorf("%d bytes, %s: the same digest", size, name)
+			}
+		}
+	}
+}
+
+func BenchmarkDedupDigest(b *testing.B) {
+	for _, size := range []int{1 << 10, 64 << 10, 1 << 20} {
+		b.Run(strconv.Itoa(size), func(b *testing.B) {
+			tab := newDedupTable(8, time.Minute)
+			m := &Message{Pattern: "cmd:echo", Codec: CodecProto, Payload: make([]byte, size)}
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				tab.digest(m)
+			}
+		})
 	}
 }

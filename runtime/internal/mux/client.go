@@ -1,7 +1,6 @@
 package mux
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -63,7 +62,7 @@ func NewClient(rw io.ReadWriteCloser, opts Options) (*Client, error) {
 		rw.Close()
 		return nil, err
 	}
-	br := bufio.NewReaderSize(rw, bufferSize)
+	br := newReader(rw)
 	err = handshake(context.Background(), rw, opts.HandshakeTimeout, func() error {
 		if err := wire.WriteHandshake(rw); err != nil {
 			return err

@@ -1,7 +1,6 @@
 package mux
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -21,8 +20,8 @@ import (
 // connection's end.
 type conn struct {
 	rw   io.ReadWriteCloser
-	br   *bufio.Reader
-	bw   *bufio.Writer // the writer goroutine's
+	br   *reader // the reader role's (streambuffer.go)
+	bw   writer  // the writer goroutine's
 	opts Options
 	log  *slog.Logger
 
@@ -94,8 +93,10 @@ type sentMark struct {
 // countingWriter counts the bytes its writer took, even from failed
 // writes.
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w   io.Writer
+	n   int64
+	two [2][]byte   // writeTwo's (streambuffer.go)
+	vec net.Buffers // over two
 }
 
 func (w *countingWriter) Write(p []byte) (int, error) {
@@ -111,7 +112,7 @@ type outFrame struct {
 	ping uint64 // a ping's id, for [conn.pingSent]; 0 for other frames
 }
 
-func newConn(rw io.ReadWriteCloser, br *bufio.Reader, opts Options, side string) *conn {
+func newConn(rw io.ReadWriteCloser, br *reader, opts Options, side string) *conn {
 	log := connLogger(opts.Logger, rw, side)
 	c := &conn{
 		rw:         rw,
@@ -125,7 +126,7 @@ func newConn(rw io.ReadWriteCloser, br *bufio.Reader, opts Options, side string)
 		writerDone: make(chan struct{}),
 	}
 	c.cw.w = rw
-	c.bw = bufio.NewWriterSize(&c.cw, bufferSize)
+	c.bw.w = &c.cw
 	return c
 }
 

@@ -29,7 +29,9 @@
 //
 // Callers do not get goroutines: a call waits on its own channel, found by
 // request id in the client's pending table. Encoding buffers and call
-// records are pooled.
+// records are pooled, and so are the stream's read and write buffers:
+// a connection borrows them while bytes wait in them, so that an idle
+// TCP connection holds neither (see streambuffer.go).
 //
 // Request ids are assigned by the client in the order frames enter the
 // write queue, so they increase along the stream. This is what makes the

@@ -41,7 +41,8 @@ const (
 	DefaultServeTimeout = 30 * time.Second
 )
 
-// bufferSize is the size of each connection's bufio reader and writer.
+// bufferSize is the size of the buffers a connection borrows for its
+// stream (see streambuffer.go).
 const bufferSize = 32 << 10
 
 // Options configure a connection, client or server side. Zero fields take

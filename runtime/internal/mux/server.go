@@ -1,7 +1,6 @@
 package mux
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -95,7 +94,7 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 		rw.Close()
 		return err
 	}
-	br := bufio.NewReaderSize(rw, bufferSize)
+	br := newReader(rw)
 	err = handshake(ctx, rw, opts.HandshakeTimeout, func() error {
 		err := wire.ReadHandshake(br)
 		var ve *wire.VersionError

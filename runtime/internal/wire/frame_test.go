@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"math"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -450,5 +452,51 @@ func BenchmarkDecodeFrame(b *testing.B) {
 		if err := DecodeFrame(body, &got); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkReadFrameLarge reads 1 MiB frames into a buffer of their own
+// each, as the mux's reader does.
+func BenchmarkReadFrameLarge(b *testing.B) {
+	f := &Frame{Type: TypeRequest, ID: 1, Pattern: "cmd:echo", Payload: bytes.Repeat([]byte{0x5A}, 1<<20)}
+	br := bufio.NewReaderSize(&cycle{b: AppendFrame(nil, f)}, 32<<10)
+	var got Frame
+	b.ReportAllocs()
+	b.SetBytes(int64(f.Size()))
+	for b.Loop() {
+		if _, err := ReadFrame(br, 8<<20, &got, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestReadFrameLargeBodies reads large frames, whose buffers are not
+// zeroed, after garbage and truncated reads that leave stale bytes in
+// freed memory: every body is exactly its frame's bytes.
+func TestReadFrameLargeBodies(t *testing.T) {
+	for _, size := range []int{noZeroMin - 100, noZeroMin, 64 << 10, 1 << 20} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			for i := range 4 {
+				junk := bytes.Repeat([]byte{0xEE}, size+64)
+				want := &Frame{Type: TypeResponse, ID: uint64(i + 1), Payload: bytes.Repeat([]byte{byte(i)}, size)}
+				enc := AppendFrame(nil, want)
+				// A truncated copy first: its buffer is dropped.
+				var f Frame
+				if _, err := ReadFrame(bufio.NewReader(bytes.NewReader(enc[:len(enc)/2])), 8<<20, &f, nil); err != io.ErrUnexpectedEOF {
+					t.Fatalf("truncated: %v, want io.ErrUnexpectedEOF", err)
+				}
+				runtime.KeepAlive(junk)
+				buf, err := ReadFrame(bufio.NewReader(bytes.NewReader(enc)), 8<<20, &f, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(buf) != len(enc)-4 || !bytes.Equal(buf, enc[4:]) {
+					t.Fatalf("body of %d bytes differs from the frame's", len(buf))
+				}
+				if diff := cmp.Diff(want, &f, equateEmpty); diff != "" {
+					t.Errorf("(-want +got):\n%s", diff)
+				}
+			}
+		})
 	}
 }
