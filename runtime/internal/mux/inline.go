@@ -1,9 +1,12 @@
 package mux
 
 import (
+	"encoding/binary"
 	"errors"
 	"net"
 	"time"
+
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
 // Serving inline. Handing a request to a worker costs a goroutine wake
@@ -77,7 +80,7 @@ func (s *server) startReading() {
 // read holds the reader role until the stream fails, or until it serves a
 // request inline past handOverAfter and hands the role over.
 func (s *server) read() {
-	err := s.c.readFrames(s.dispatch)
+	err := s.c.readFrames(s.dispatchRead)
 	if err == errHandedOver {
 		return
 	}
@@ -89,12 +92,20 @@ func (s *server) read() {
 // r has a handler slot): on a net.Conn, when nothing more is buffered to
 // read, and not while it backs off after a hand-over.
 func (s *server) inlineLocked(r *request) bool {
-	if !s.inlineOn || s.c.br.Buffered() > 0 {
-		return false // not alone
+	if !s.inlineOn {
+		return false
 	}
 	if s.skip > 0 {
 		s.skip--
 		return false
+	}
+	if s.cost > batchInlineMax && s.moreBuffered() {
+		// Not alone, and handlers take long: workers serve these side
+		// by side. One in probeEvery is served inline all the same, so
+		// that the cost is measured again.
+		if s.probes++; s.probes%probeEvery != 0 {
+			return false
+		}
 	}
 	r.inline = true
 	s.inlineReq = r
@@ -173,9 +184,94 @@ func (s *server) watch() {
 	}
 	s.watching = false
 	s.inlineReq = nil
+	s.flushLocked() // the answers of the batch so far leave now
 	s.readerW = nil // the handler's goroutine keeps its handle as a worker
 	s.backoff = min(max(2*s.backoff, inlineBackoff), maxInlineBackoff)
 	s.skip = s.backoff
 	c.mu.Unlock()
 	s.read()
+}
+
+// batchInlineMax is the average handler time (see observe) up to which
+// the reader serves inline requests that have more buffered behind them;
+// above it they go to workers, as many running side by side as there are
+// cores, and one in probeEvery is served inline to measure again.
+const (
+	batchInlineMax = int64(20 * time.Microsecond)
+	probeEvery     = 64
+)
+
+// observe counts the time d of a handler served inline in the average
+// cost (each new time weighs an eighth); c.mu is held.
+func (s *server) observe(d time.Duration) {
+	s.cost += (int64(d) - s.cost) / 8
+}
+
+// moreBuffered reports whether a whole frame is buffered to read: the
+// reader's next read takes nothing from the stream. Only the goroutine
+// holding the reader role calls it.
+func (s *server) moreBuffered() bool {
+	br := s.c.br
+	n := br.Buffered()
+	if n < 4 {
+		return false
+	}
+	p, _ := br.Peek(4) // buffered: Peek reads nothing
+	return uint64(n) >= 4+uint64(binary.BigEndian.Uint32(p))
+}
+
+// holdLocked queues the answer buf of a request the reader served inline
+// without waking the writer, when more requests are buffered behind it:
+// the answers of the whole batch then leave together, once the reader
+// has nothing more to read (dispatchRead), a hand-over takes its role
+// (watch) or the reader waits for room (waitRoom). The writer is woken
+// as well when the answers held reach bufferSize, so that it writes them
+// while the reader serves on. It reports false when buf is to be queued
+// as any answer is; c.mu is held, on the reader.
+func (s *server) holdLocked(buf *[]byte) bool {
+	c := s.c
+	if s.draining || c.wclosed || c.quit || !s.moreBuffered() {
+		return false
+	}
+	c.q = append(c.q, outFrame{buf: buf})
+	c.queued += cap(*buf)
+	s.held += cap(*buf)
+	s.holding = true
+	if s.held >= bufferSize {
+		s.flushLocked()
+	}
+	return true
+}
+
+// flushLocked wakes the writer for the answers holdLocked queued; c.mu
+// is held.
+func (s *server) flushLocked() {
+	c := s.c
+	if s.held == 0 {
+		return
+	}
+	s.held = 0
+	if len(c.q) > 0 && !c.direct {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// dispatchRead dispatches f, as the reader does every frame, and once
+// nothing more is buffered to read, lets the answers held for the batch
+// leave.
+func (s *server) dispatchRead(f *wire.Frame) error {
+	if err := s.dispatch(f); err != nil {
+		return err
+	}
+	if s.holding && !s.moreBuffered() {
+		s.holding = false
+		c := s.c
+		c.mu.Lock()
+		s.flushLocked()
+		c.mu.Unlock()
+	}
+	return nil
 }

@@ -66,6 +66,13 @@ type server struct {
 	skip      int         // requests left to give to workers before serving inline again
 	backoff   int         // skip after the last hand-over; 0 once a request returned in time
 	handover  *time.Timer // the watch (see server.watch)
+	cost      int64       // handlers served inline: their average time, in ns (see observe)
+	probes    uint64      // buffered requests not served inline for their cost
+	held      int         // bytes of answers queued without waking the writer (see holdLocked)
+
+	// The reader role's own: answers of its batch may wait in the queue
+	// for its flush.
+	holding bool
 }
 
 // Serve runs the server side of a connection over rw: it reads the
@@ -208,6 +215,7 @@ func (s *server) shutdown() {
 	c.mu.Lock()
 	s.draining = true
 	s.lastID = s.maxID
+	s.flushLocked()
 	if len(s.inflight) == 0 {
 		close(s.idle)
 	}
@@ -379,6 +387,7 @@ func (s *server) waitRoom() error {
 			held = holding
 		}
 		c.paused = true
+		s.flushLocked() // the answers held for the reader's flush must leave
 		c.mu.Unlock()
 		select {
 		case <-c.room:
@@ -395,6 +404,10 @@ func (s *server) waitRoom() error {
 func (r *request) serve(w *worker) *request {
 	s := r.s
 	c := s.c
+	var start time.Time
+	if r.inline {
+		start = time.Now()
+	}
 	resp := s.call(r)
 	r.cancel(context.Canceled) // the handler has returned
 	id := r.frame.ID
@@ -414,13 +427,28 @@ func (r *request) serve(w *worker) *request {
 	// stops taking requests while the queue is over its bound in bytes,
 	// so answers are bounded by that and by MaxInFlight.
 	c.mu.Lock()
-	direct := buf != nil && s.directLocked(r)
-	if buf != nil && !direct {
+	reading := s.keepsReading(r)
+	if reading {
+		s.observe(time.Since(start))
+	}
+	direct := false
+	switch {
+	case buf == nil:
+	case reading && s.holdLocked(buf):
+		// More requests are buffered: the answer waits in the queue
+		// for the reader's flush (see inline.go).
+	case reading && s.directLocked():
+		direct = true
+	default:
 		c.pushLocked(outFrame{buf: buf}) // dropped if the connection has ended
+		if reading {
+			s.holding = false
+			s.flushLocked()
+		}
 	}
 	delete(s.inflight, id)
 	var next *request
-	if s.keepsReading(r) {
+	if reading {
 		// Served inline: the reader goes back to reading (inline.go).
 		// If it was the last request running, the workers that parked
 		// while it ran (and so did not arm the quiet timer) are idle now.
