@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -236,6 +237,45 @@ func TestBatchGoAway(t *testing.T) {
 		}
 		if !slices.Equal(ran, want) {
 			t.Errorf("ran %v, want %v", ran, want)
+		}
+	})
+}
+
+// TestBatchCostlyHandlersOnWorkers: once handlers served inline are
+// seen to take long (above batchInlineMax, though below the hand-over
+// bound), requests that come together go to workers, which serve them
+// side by side, where the reader would serve them one after another.
+func TestBatchCostlyHandlersOnWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		inline := map[uint64]bool{}
+		r, _, _ := pipeServer(t, func(ctx context.Context, req *wire.Frame) *wire.Frame {
+			on := onReader(ctx)
+			mu.Lock()
+			inline[req.ID] = on
+			mu.Unlock()
+			time.Sleep(time.Duration(batchInlineMax) * 5 / 2) // work, in the bubble
+			return echo(ctx, req)
+		}, Options{})
+		const n = 4 * timeEvery
+		var frames []*wire.Frame
+		for i := range n {
+			frames = append(frames, reqFrame(uint64(i+1), "x"))
+		}
+		r.sendAll(frames...)
+		for range n {
+			if _, err := r.read(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !inline[1] {
+			t.Error("the first request ran on a worker, want inline")
+		}
+		// (The last has nothing behind it: served inline, as a lone one.)
+		for id := uint64(3*timeEvery + 1); id < n; id++ {
+			if inline[id] {
+				t.Errorf("request %d ran inline after handlers were seen to take %v, want on a worker", id, time.Duration(batchInlineMax)*5/2)
+			}
 		}
 	})
 }

@@ -36,10 +36,17 @@ import (
 // against 31.3 µs through a worker), its reads and writes going through
 // the QUIC connection's own goroutine anyway.
 //
-// Only a lone request is served inline: one behind which the reader has
-// nothing more buffered. When requests come together, workers serve them
-// side by side, as many as there are cores, where the reader would serve
-// them one after another.
+// Requests that come together are served inline too, one after another,
+// while handlers are fast: handing each to a worker and its answer to
+// the writer costs two goroutine wakes a call, more than a fast handler
+// takes. Their answers wait in the write queue without waking the writer
+// (holdLocked) and leave together once the reader has nothing more to
+// read, or its role is handed over, or it waits for room. Once handlers
+// served inline are seen to take longer (batchInlineMax on average, one
+// handler in timeEvery timed), requests with more buffered behind them
+// go to workers, which serve them side by side, as many as there are
+// cores; a lone request is still served inline, and so is one in
+// probeEvery of the others, so that the cost is measured again.
 //
 // A connection whose handlers keep running past the bound would pay a
 // hand-over, a new goroutine, per request: after one, its next requests
@@ -108,6 +115,7 @@ func (s *server) inlineLocked(r *request) bool {
 		}
 	}
 	r.inline = true
+	r.timed = s.inlineSeq%timeEvery == 0
 	s.inlineReq = r
 	s.inlineSeq++
 	if !s.watching {
@@ -201,10 +209,15 @@ const (
 	probeEvery     = 64
 )
 
-// observe counts the time d of a handler served inline in the average
-// cost (each new time weighs an eighth); c.mu is held.
+// timeEvery is how often a handler served inline is timed: one in
+// timeEvery (reading the clock twice costs more than a tenth of the
+// mux's share of a call).
+const timeEvery = 8
+
+// observe counts the time d of a timed handler in the average cost (each
+// new time weighs a quarter); c.mu is held.
 func (s *server) observe(d time.Duration) {
-	s.cost += (int64(d) - s.cost) / 8
+	s.cost += (int64(d) - s.cost) / 4
 }
 
 // moreBuffered reports whether a whole frame is buffered to read: the

@@ -25,6 +25,7 @@ type request struct {
 	deadline     time.Time // zero: none (yet, with serveTimeout)
 	serveTimeout bool      // no deadline came: the server's ServeTimeout applies
 	inline       bool      // served by the reader (see inline.go); guarded by s.c.mu
+	timed        bool      // served inline, its handler's time counted (see server.observe)
 
 	mu    sync.Mutex
 	err   error

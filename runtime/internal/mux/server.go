@@ -405,7 +405,7 @@ func (r *request) serve(w *worker) *request {
 	s := r.s
 	c := s.c
 	var start time.Time
-	if r.inline {
+	if r.timed {
 		start = time.Now()
 	}
 	resp := s.call(r)
@@ -428,7 +428,7 @@ func (r *request) serve(w *worker) *request {
 	// so answers are bounded by that and by MaxInFlight.
 	c.mu.Lock()
 	reading := s.keepsReading(r)
-	if reading {
+	if reading && r.timed {
 		s.observe(time.Since(start))
 	}
 	direct := false
