@@ -3,6 +3,8 @@ package mux
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"time"
 
@@ -87,7 +89,7 @@ func (s *server) startReading() {
 // read holds the reader role until the stream fails, or until it serves a
 // request inline past handOverAfter and hands the role over.
 func (s *server) read() {
-	err := s.c.readFrames(s.dispatchRead)
+	err := s.readRequests()
 	if err == errHandedOver {
 		return
 	}
@@ -272,13 +274,50 @@ func (s *server) flushLocked() {
 	}
 }
 
-// dispatchRead dispatches f, as the reader does every frame, and once
-// nothing more is buffered to read, lets the answers held for the batch
-// leave.
-func (s *server) dispatchRead(f *wire.Frame) error {
-	if err := s.dispatch(f); err != nil {
-		return err
+// readRequests is the server's conn.readFrames: it reads every frame
+// into a request of its own (see newRequest), so that a request with a
+// small body costs one allocation, its frame's body and metadata in it,
+// and reuses the request for the next frame when the frame was not a
+// request the server took. Once nothing more is buffered to read, it
+// lets the answers held for the batch leave.
+func (s *server) readRequests() error {
+	c := s.c
+	r := s.newRequest()
+	for {
+		if _, err := wire.ReadFrame(c.br, c.opts.MaxFrameSize, &r.frame, r.body[:0]); err != nil {
+			return readError(err, c.opts.MaxFrameSize)
+		}
+		if !c.read.Load() { // a load per frame, a store once per ping
+			c.read.Store(true)
+		}
+		took, err := s.dispatch(r)
+		if err != nil {
+			return err
+		}
+		if took {
+			r = s.newRequest()
+		} else {
+			*r = request{s: s}
+			r.frame.Meta = r.meta[:0]
+		}
+		s.flushRead()
 	}
+}
+
+// readError is the error readFrames returns for err, ReadFrame's.
+func readError(err error, limit int) error {
+	if err == io.EOF {
+		return errPeerClosed
+	}
+	if errors.Is(err, wire.ErrFrameTooLarge) {
+		return fmt.Errorf("wizard: mux: reading frame: %w (limit %d bytes)", err, limit)
+	}
+	return fmt.Errorf("wizard: mux: reading frame: %w", err)
+}
+
+// flushRead lets the answers held for the batch leave once nothing more
+// is buffered to read.
+func (s *server) flushRead() {
 	if s.holding && !s.moreBuffered() {
 		s.holding = false
 		c := s.c
@@ -286,5 +325,4 @@ func (s *server) dispatchRead(f *wire.Frame) error {
 		s.flushLocked()
 		c.mu.Unlock()
 	}
-	return nil
 }

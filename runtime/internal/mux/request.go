@@ -32,6 +32,27 @@ type request struct {
 	done  chan struct{} // made on demand
 	timer *time.Timer   // made with done, when there is a deadline
 	after []*afterFunc
+
+	// Room for a small frame's body and metadata, read into by the
+	// reader (see readRequests): a request costs one allocation.
+	body [requestBody]byte
+	meta [requestMeta]wire.Meta
+}
+
+// requestBody and requestMeta are the body size and metadata count a
+// request holds without allocating: a unary call of the runtime's carries
+// four metadata pairs (the caller, its token, the call id, the message
+// type) in a body of about 140 bytes.
+const (
+	requestBody = 160
+	requestMeta = 4
+)
+
+// newRequest returns a request for the reader to read a frame into.
+func (s *server) newRequest() *request {
+	r := &request{s: s}
+	r.frame.Meta = r.meta[:0]
+	return r
 }
 
 type afterFunc struct{ f func() }

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -266,12 +267,15 @@ func (c *conn) linger(timeout <-chan time.Time) {
 	}
 }
 
-// dispatch handles one frame from the client.
-func (s *server) dispatch(f *wire.Frame) error {
+// dispatch handles one frame from the client, read into r (see
+// readRequests). It reports whether it took r, a request the server now
+// serves or keeps; otherwise r is the reader's to read the next frame
+// into.
+func (s *server) dispatch(r *request) (bool, error) {
 	c := s.c
+	f := &r.frame
 	switch f.Type {
 	case wire.TypeRequest:
-		r := &request{frame: *f, s: s}
 		if f.Deadline > 0 {
 			r.deadline = time.Now().Add(f.Deadline)
 		} else {
@@ -283,15 +287,15 @@ func (s *server) dispatch(f *wire.Frame) error {
 		c.mu.Lock()
 		if s.closed || (s.draining && f.ID > s.lastID) {
 			c.mu.Unlock() // refused: the client fails it on the goaway
-			return nil
+			return false, nil
 		}
 		if _, dup := s.inflight[f.ID]; dup {
 			c.mu.Unlock()
-			return protocolError("duplicate request id %d", f.ID)
+			return false, protocolError("duplicate request id %d", f.ID)
 		}
 		if sh := c.opts.Share; sh != nil && !sh.take() {
 			c.mu.Unlock()
-			return s.refuse(f)
+			return false, s.refuse(f)
 		}
 		s.inflight[f.ID] = r
 		s.maxID = max(s.maxID, f.ID)
@@ -304,17 +308,18 @@ func (s *server) dispatch(f *wire.Frame) error {
 			s.pending = append(s.pending, r)
 			s.waiting += requestCost(&r.frame)
 			c.mu.Unlock()
-			return s.waitRoom()
+			return true, s.waitRoom()
 		}
 		s.running++
 		if s.inlineLocked(r) {
 			w := s.readerWorker()
 			c.mu.Unlock()
-			return s.serveInline(r, w)
+			return true, s.serveInline(r, w)
 		}
 		w := s.takeWorker()
 		c.mu.Unlock()
 		s.start(r, w)
+		return true, nil
 	case wire.TypeCancel:
 		c.mu.Lock()
 		r := s.inflight[f.ID]
@@ -326,15 +331,15 @@ func (s *server) dispatch(f *wire.Frame) error {
 		// Every ping is answered: a peer that pings faster than it reads
 		// the pongs is held back by waitRoom.
 		c.push(controlFrame(wire.TypePong, f.ID))
-		return s.waitRoom()
+		return false, s.waitRoom()
 	case wire.TypePong:
 		c.pong(f.ID)
 	case wire.TypeGoAway:
 		// The client is leaving; it closes the connection when done.
 	default:
-		return protocolError("client sent a %v frame", f.Type)
+		return false, protocolError("client sent a %v frame", f.Type)
 	}
-	return nil
+	return false, nil
 }
 
 // errOverShare is the message of a request refused because its caller
@@ -356,8 +361,9 @@ func (s *server) refuse(f *wire.Frame) error {
 }
 
 // requestCost is what a pending request is counted for: its frame and
-// what the server keeps for it besides.
-func requestCost(f *wire.Frame) int { return f.Size() + 256 }
+// what the server keeps for it besides (the request, with room for a
+// small frame in it).
+func requestCost(f *wire.Frame) int { return f.Size() + int(unsafe.Sizeof(request{})) }
 
 // waitRoom pauses the reader while the connection is at one of its
 // bounds: MaxQueued bytes of requests waiting for a handler, or MaxQueued
