@@ -279,3 +279,36 @@ func TestBatchCostlyHandlersOnWorkers(t *testing.T) {
 		}
 	})
 }
+
+// TestBatchOutlierStaysInline: one handler that takes long (as a fast
+// one does whose thread lost its core) does not send the requests that
+// follow to workers: a time counts for twice batchInlineMax at most.
+func TestBatchOutlierStaysInline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var inline []bool
+		r, _, _ := pipeServer(t, func(ctx context.Context, req *wire.Frame) *wire.Frame {
+			inline = append(inline, onReader(ctx)) // one at a time: on the reader
+			if req.ID == 1 {
+				time.Sleep(handOverAfter * 9 / 10) // long, within the watch's bound
+			}
+			return echo(ctx, req)
+		}, Options{})
+		const n = 2 * timeEvery
+		var frames []*wire.Frame
+		for i := range n {
+			frames = append(frames, reqFrame(uint64(i+1), "x"))
+		}
+		r.sendAll(frames...)
+		for range n {
+			if _, err := r.read(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		for i, ok := range inline {
+			if !ok {
+				t.Errorf("request %d ran on a worker after one long handler, want inline", i+1)
+			}
+		}
+	})
+}

@@ -117,7 +117,7 @@ func (s *server) inlineLocked(r *request) bool {
 		}
 	}
 	r.inline = true
-	r.timed = s.inlineSeq%timeEvery == 0
+	r.timed = s.inlineSeq%timeEvery == 0 || s.cost > batchInlineMax
 	s.inlineReq = r
 	s.inlineSeq++
 	if !s.watching {
@@ -211,15 +211,21 @@ const (
 	probeEvery     = 64
 )
 
-// timeEvery is how often a handler served inline is timed: one in
-// timeEvery (reading the clock twice costs more than a tenth of the
-// mux's share of a call).
+// timeEvery is how often a handler served inline is timed while
+// handlers are fast: one in timeEvery (reading the clock twice costs
+// more than a tenth of the mux's share of a call). Once they are seen to
+// take long, every one served inline is, so that the next fast ones are
+// seen soon.
 const timeEvery = 8
 
 // observe counts the time d of a timed handler in the average cost (each
-// new time weighs a quarter); c.mu is held.
+// new time weighs a quarter); c.mu is held. A handler's time is the wall
+// clock's: on a loaded machine a fast handler's thread may lose its core
+// for a while, or the handler assist the garbage collector, so a time is
+// counted as twice batchInlineMax at most: it takes three long ones in a
+// row for requests to go to workers, not one outlier.
 func (s *server) observe(d time.Duration) {
-	s.cost += (int64(d) - s.cost) / 4
+	s.cost += (min(int64(d), 2*batchInlineMax) - s.cost) / 4
 }
 
 // moreBuffered reports whether a whole frame is buffered to read: the
