@@ -17,7 +17,7 @@ import "fmt"
 // the stream for it; c.mu is held.
 func (s *server) directLocked() bool {
 	c := s.c
-	if s.moreBuffered() {
+	if s.more {
 		return false
 	}
 	if !c.wIdle || c.direct || len(c.q) > 0 || c.wclosed || c.quit {

@@ -108,7 +108,7 @@ func (s *server) inlineLocked(r *request) bool {
 		s.skip--
 		return false
 	}
-	if s.cost > batchInlineMax && s.moreBuffered() {
+	if s.cost > batchInlineMax && s.more {
 		// Not alone, and handlers take long: workers serve these side
 		// by side. One in probeEvery is served inline all the same, so
 		// that the cost is measured again.
@@ -251,7 +251,7 @@ func (s *server) moreBuffered() bool {
 // as any answer is; c.mu is held, on the reader.
 func (s *server) holdLocked(buf *[]byte) bool {
 	c := s.c
-	if s.draining || c.wclosed || c.quit || !s.moreBuffered() {
+	if s.draining || c.wclosed || c.quit || !s.more {
 		return false
 	}
 	c.q = append(c.q, outFrame{buf: buf})
@@ -296,6 +296,7 @@ func (s *server) readRequests() error {
 		if !c.read.Load() { // a load per frame, a store once per ping
 			c.read.Store(true)
 		}
+		s.more = s.moreBuffered()
 		took, err := s.dispatch(r)
 		if err != nil {
 			return err
@@ -324,7 +325,7 @@ func readError(err error, limit int) error {
 // flushRead lets the answers held for the batch leave once nothing more
 // is buffered to read.
 func (s *server) flushRead() {
-	if s.holding && !s.moreBuffered() {
+	if s.holding && !s.more {
 		s.holding = false
 		c := s.c
 		c.mu.Lock()

@@ -74,6 +74,7 @@ type server struct {
 	// The reader role's own: answers of its batch may wait in the queue
 	// for its flush.
 	holding bool
+	more    bool // a whole frame is buffered behind the one being served (see moreBuffered)
 }
 
 // Serve runs the server side of a connection over rw: it reads the
