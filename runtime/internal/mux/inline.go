@@ -3,8 +3,6 @@ package mux
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
-	"io"
 	"net"
 	"time"
 
@@ -309,17 +307,6 @@ func (s *server) readRequests() error {
 		}
 		s.flushRead()
 	}
-}
-
-// readError is the error readFrames returns for err, ReadFrame's.
-func readError(err error, limit int) error {
-	if err == io.EOF {
-		return errPeerClosed
-	}
-	if errors.Is(err, wire.ErrFrameTooLarge) {
-		return fmt.Errorf("wizard: mux: reading frame: %w (limit %d bytes)", err, limit)
-	}
-	return fmt.Errorf("wizard: mux: reading frame: %w", err)
 }
 
 // flushRead lets the answers held for the batch leave once nothing more
