@@ -41,6 +41,8 @@ type dedupTable struct {
 	bytes   int // answers' bytes held by the slots in use
 
 	callers    map[callerKey]uint64 // callers, interned as numbers
+	last       callerKey            // the caller interned last, and its number (0: none):
+	lastNum    uint64               // a connection's calls come from one caller, in runs
 	seed       maphash.Seed         // of the calls' digests
 	nextCaller uint64
 	free       []*dedupEntry // entries no duplicate ever saw, to reuse
@@ -237,6 +239,9 @@ func (t *dedupTable) begin(caller callerKey, id, digest uint64) (*dedupEntry, de
 // intern returns caller's number. Callers hold mu. The table of numbers
 // is bounded in count, and so in bytes: its keys have a fixed size.
 func (t *dedupTable) intern(caller callerKey) uint64 {
+	if t.lastNum != 0 && caller == t.last {
+		return t.lastNum // comparing the key is cheaper than hashing it
+	}
 	c, ok := t.callers[caller]
 	if !ok {
 		if len(t.callers) >= maxInternedCallers {
@@ -246,6 +251,7 @@ func (t *dedupTable) intern(caller callerKey) uint64 {
 		c = t.nextCaller
 		t.callers[caller] = c
 	}
+	t.last, t.lastNum = caller, c
 	return c
 }
 

@@ -344,7 +344,10 @@ func TestGoAwayWithRequestsWaiting(t *testing.T) {
 		cconn, sconn := net.Pipe()
 		ctx, shutdown := context.WithCancel(t.Context())
 		served := make(chan error, 1)
-		go func() { served <- Serve(ctx, sconn, h, Options{MaxInFlight: 1, MaxQueued: 300}) }()
+		// Room for one waiting request, so that the second takes them
+		// past their bound.
+		room := requestCost(reqFrame(1, "x")) + 8
+		go func() { served <- Serve(ctx, sconn, h, Options{MaxInFlight: 1, MaxQueued: room}) }()
 		cl, err := NewClient(cconn, Options{})
 		if err != nil {
 			t.Fatal(err)

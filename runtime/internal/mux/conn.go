@@ -444,13 +444,7 @@ func (c *conn) readFrames(dispatch func(*wire.Frame) error) error {
 	for {
 		f.Meta = nil // every frame gets a Meta slice of its own
 		if _, err := wire.ReadFrame(c.br, c.opts.MaxFrameSize, &f, nil); err != nil {
-			if err == io.EOF {
-				return errPeerClosed
-			}
-			if errors.Is(err, wire.ErrFrameTooLarge) {
-				return fmt.Errorf("wizard: mux: reading frame: %w (limit %d bytes)", err, c.opts.MaxFrameSize)
-			}
-			return fmt.Errorf("wizard: mux: reading frame: %w", err)
+			return readError(err, c.opts.MaxFrameSize)
 		}
 		if !c.read.Load() { // a load per frame, a store once per ping
 			c.read.Store(true)
@@ -459,6 +453,18 @@ func (c *conn) readFrames(dispatch func(*wire.Frame) error) error {
 			return err
 		}
 	}
+}
+
+// readError is what a read loop returns for err, ReadFrame's:
+// errPeerClosed for a clean end of stream between frames.
+func readError(err error, limit int) error {
+	if err == io.EOF {
+		return errPeerClosed
+	}
+	if errors.Is(err, wire.ErrFrameTooLarge) {
+		return fmt.Errorf("wizard: mux: reading frame: %w (limit %d bytes)", err, limit)
+	}
+	return fmt.Errorf("wizard: mux: reading frame: %w", err)
 }
 
 // handshake runs fn, the handshake, bounded by the handshake timeout and

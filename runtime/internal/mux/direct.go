@@ -12,11 +12,12 @@ import "fmt"
 // a time. When more requests are buffered, answers go through the writer,
 // which coalesces them.
 
-// directLocked reports whether r's answer is written past the writer,
-// and if so claims the stream for it; c.mu is held.
-func (s *server) directLocked(r *request) bool {
+// directLocked reports whether the answer of a request the reader served
+// inline, keeping its role, is written past the writer, and if so claims
+// the stream for it; c.mu is held.
+func (s *server) directLocked() bool {
 	c := s.c
-	if !r.inline || s.inlineReq != r || c.br.Buffered() > 0 { // on the reader, which holds its role
+	if s.more {
 		return false
 	}
 	if !c.wIdle || c.direct || len(c.q) > 0 || c.wclosed || c.quit {

@@ -1,9 +1,12 @@
 package mux
 
 import (
+	"encoding/binary"
 	"errors"
 	"net"
 	"time"
+
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
 // Serving inline. Handing a request to a worker costs a goroutine wake
@@ -33,10 +36,17 @@ import (
 // against 31.3 µs through a worker), its reads and writes going through
 // the QUIC connection's own goroutine anyway.
 //
-// Only a lone request is served inline: one behind which the reader has
-// nothing more buffered. When requests come together, workers serve them
-// side by side, as many as there are cores, where the reader would serve
-// them one after another.
+// Requests that come together are served inline too, one after another,
+// while handlers are fast: handing each to a worker and its answer to
+// the writer costs two goroutine wakes a call, more than a fast handler
+// takes. Their answers wait in the write queue without waking the writer
+// (holdLocked) and leave together once the reader has nothing more to
+// read, or its role is handed over, or it waits for room. Once handlers
+// served inline are seen to take longer (batchInlineMax on average, one
+// handler in timeEvery timed), requests with more buffered behind them
+// go to workers, which serve them side by side, as many as there are
+// cores; a lone request is still served inline, and so is one in
+// probeEvery of the others, so that the cost is measured again.
 //
 // A connection whose handlers keep running past the bound would pay a
 // hand-over, a new goroutine, per request: after one, its next requests
@@ -77,7 +87,7 @@ func (s *server) startReading() {
 // read holds the reader role until the stream fails, or until it serves a
 // request inline past handOverAfter and hands the role over.
 func (s *server) read() {
-	err := s.c.readFrames(s.dispatch)
+	err := s.readRequests()
 	if err == errHandedOver {
 		return
 	}
@@ -89,14 +99,23 @@ func (s *server) read() {
 // r has a handler slot): on a net.Conn, when nothing more is buffered to
 // read, and not while it backs off after a hand-over.
 func (s *server) inlineLocked(r *request) bool {
-	if !s.inlineOn || s.c.br.Buffered() > 0 {
-		return false // not alone
+	if !s.inlineOn {
+		return false
 	}
 	if s.skip > 0 {
 		s.skip--
 		return false
 	}
+	if s.cost > batchInlineMax && s.more {
+		// Not alone, and handlers take long: workers serve these side
+		// by side. One in probeEvery is served inline all the same, so
+		// that the cost is measured again.
+		if s.probes++; s.probes%probeEvery != 0 {
+			return false
+		}
+	}
 	r.inline = true
+	r.timed = s.inlineSeq%timeEvery == 0 || s.cost > batchInlineMax
 	s.inlineReq = r
 	s.inlineSeq++
 	if !s.watching {
@@ -173,9 +192,131 @@ func (s *server) watch() {
 	}
 	s.watching = false
 	s.inlineReq = nil
+	s.flushLocked() // the answers of the batch so far leave now
 	s.readerW = nil // the handler's goroutine keeps its handle as a worker
 	s.backoff = min(max(2*s.backoff, inlineBackoff), maxInlineBackoff)
 	s.skip = s.backoff
 	c.mu.Unlock()
 	s.read()
+}
+
+// batchInlineMax is the average handler time (see observe) up to which
+// the reader serves inline requests that have more buffered behind them;
+// above it they go to workers, as many running side by side as there are
+// cores, and one in probeEvery is served inline to measure again.
+const (
+	batchInlineMax = int64(20 * time.Microsecond)
+	probeEvery     = 64
+)
+
+// timeEvery is how often a handler served inline is timed while
+// handlers are fast: one in timeEvery (reading the clock twice costs
+// more than a tenth of the mux's share of a call). Once they are seen to
+// take long, every one served inline is, so that the next fast ones are
+// seen soon.
+const timeEvery = 8
+
+// observe counts the time d of a timed handler in the average cost (each
+// new time weighs a quarter); c.mu is held. A handler's time is the wall
+// clock's: on a loaded machine a fast handler's thread may lose its core
+// for a while, or the handler assist the garbage collector, so a time is
+// counted as twice batchInlineMax at most: it takes three long ones in a
+// row for requests to go to workers, not one outlier.
+func (s *server) observe(d time.Duration) {
+	s.cost += (min(int64(d), 2*batchInlineMax) - s.cost) / 4
+}
+
+// moreBuffered reports whether a whole frame is buffered to read: the
+// reader's next read takes nothing from the stream. Only the goroutine
+// holding the reader role calls it.
+func (s *server) moreBuffered() bool {
+	br := s.c.br
+	n := br.Buffered()
+	if n < 4 {
+		return false
+	}
+	p, _ := br.Peek(4) // buffered: Peek reads nothing
+	return uint64(n) >= 4+uint64(binary.BigEndian.Uint32(p))
+}
+
+// holdLocked queues the answer buf of a request the reader served inline
+// without waking the writer, when more requests are buffered behind it:
+// the answers of the whole batch then leave together, once the reader
+// has nothing more to read (dispatchRead), a hand-over takes its role
+// (watch) or the reader waits for room (waitRoom). The writer is woken
+// as well when the answers held reach bufferSize, so that it writes them
+// while the reader serves on. It reports false when buf is to be queued
+// as any answer is; c.mu is held, on the reader.
+func (s *server) holdLocked(buf *[]byte) bool {
+	c := s.c
+	if s.draining || c.wclosed || c.quit || !s.more {
+		return false
+	}
+	c.q = append(c.q, outFrame{buf: buf})
+	c.queued += cap(*buf)
+	s.held += cap(*buf)
+	s.holding = true
+	if s.held >= bufferSize {
+		s.flushLocked()
+	}
+	return true
+}
+
+// flushLocked wakes the writer for the answers holdLocked queued; c.mu
+// is held.
+func (s *server) flushLocked() {
+	c := s.c
+	if s.held == 0 {
+		return
+	}
+	s.held = 0
+	if len(c.q) > 0 && !c.direct {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// readRequests is the server's conn.readFrames: it reads every frame
+// into a request of its own (see newRequest), so that a request with a
+// small body costs one allocation, its frame's body and metadata in it,
+// and reuses the request for the next frame when the frame was not a
+// request the server took. Once nothing more is buffered to read, it
+// lets the answers held for the batch leave.
+func (s *server) readRequests() error {
+	c := s.c
+	r := s.newRequest()
+	for {
+		if _, err := wire.ReadFrame(c.br, c.opts.MaxFrameSize, &r.frame, r.body[:0]); err != nil {
+			return readError(err, c.opts.MaxFrameSize)
+		}
+		if !c.read.Load() { // a load per frame, a store once per ping
+			c.read.Store(true)
+		}
+		s.more = s.moreBuffered()
+		took, err := s.dispatch(r)
+		if err != nil {
+			return err
+		}
+		if took {
+			r = s.newRequest()
+		} else {
+			*r = request{s: s}
+			r.frame.Meta = r.meta[:0]
+		}
+		s.flushRead()
+	}
+}
+
+// flushRead lets the answers held for the batch leave once nothing more
+// is buffered to read.
+func (s *server) flushRead() {
+	if s.holding && !s.more {
+		s.holding = false
+		c := s.c
+		c.mu.Lock()
+		s.flushLocked()
+		c.mu.Unlock()
+	}
 }

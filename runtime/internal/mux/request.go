@@ -25,12 +25,34 @@ type request struct {
 	deadline     time.Time // zero: none (yet, with serveTimeout)
 	serveTimeout bool      // no deadline came: the server's ServeTimeout applies
 	inline       bool      // served by the reader (see inline.go); guarded by s.c.mu
+	timed        bool      // served inline, its handler's time counted (see server.observe)
 
 	mu    sync.Mutex
 	err   error
 	done  chan struct{} // made on demand
 	timer *time.Timer   // made with done, when there is a deadline
 	after []*afterFunc
+
+	// Room for a small frame's body and metadata, read into by the
+	// reader (see readRequests): a request costs one allocation.
+	body [requestBody]byte
+	meta [requestMeta]wire.Meta
+}
+
+// requestBody and requestMeta are the body size and metadata count a
+// request holds without allocating: a unary call of the runtime's carries
+// four metadata pairs (the caller, its token, the call id, the message
+// type) in a body of about 140 bytes.
+const (
+	requestBody = 160
+	requestMeta = 4
+)
+
+// newRequest returns a request for the reader to read a frame into.
+func (s *server) newRequest() *request {
+	r := &request{s: s}
+	r.frame.Meta = r.meta[:0]
+	return r
 }
 
 type afterFunc struct{ f func() }

@@ -110,7 +110,8 @@ func TestRequestContextDerived(t *testing.T) {
 	defer cancel()
 	grand, cancel2 := context.WithCancel(child)
 	defer cancel2()
-	if n := runtime.NumGoroutine(); n != before {
+	// More, not other: a goroutine of an earlier test may end meanwhile.
+	if n := runtime.NumGoroutine(); n > before {
 		t.Errorf("deriving contexts started %d goroutines", n-before)
 	}
 	if dl, _ := child.Deadline(); dl != r.deadline {

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -65,6 +66,14 @@ type server struct {
 	skip      int         // requests left to give to workers before serving inline again
 	backoff   int         // skip after the last hand-over; 0 once a request returned in time
 	handover  *time.Timer // the watch (see server.watch)
+	cost      int64       // handlers served inline: their average time, in ns (see observe)
+	probes    uint64      // buffered requests not served inline for their cost
+	held      int         // bytes of answers queued without waking the writer (see holdLocked)
+
+	// The reader role's own: answers of its batch may wait in the queue
+	// for its flush.
+	holding bool
+	more    bool // a whole frame is buffered behind the one being served (see moreBuffered)
 }
 
 // Serve runs the server side of a connection over rw: it reads the
@@ -207,6 +216,7 @@ func (s *server) shutdown() {
 	c.mu.Lock()
 	s.draining = true
 	s.lastID = s.maxID
+	s.flushLocked()
 	if len(s.inflight) == 0 {
 		close(s.idle)
 	}
@@ -257,12 +267,15 @@ func (c *conn) linger(timeout <-chan time.Time) {
 	}
 }
 
-// dispatch handles one frame from the client.
-func (s *server) dispatch(f *wire.Frame) error {
+// dispatch handles one frame from the client, read into r (see
+// readRequests). It reports whether it took r, a request the server now
+// serves or keeps; otherwise r is the reader's to read the next frame
+// into.
+func (s *server) dispatch(r *request) (bool, error) {
 	c := s.c
+	f := &r.frame
 	switch f.Type {
 	case wire.TypeRequest:
-		r := &request{frame: *f, s: s}
 		if f.Deadline > 0 {
 			r.deadline = time.Now().Add(f.Deadline)
 		} else {
@@ -274,15 +287,15 @@ func (s *server) dispatch(f *wire.Frame) error {
 		c.mu.Lock()
 		if s.closed || (s.draining && f.ID > s.lastID) {
 			c.mu.Unlock() // refused: the client fails it on the goaway
-			return nil
+			return false, nil
 		}
 		if _, dup := s.inflight[f.ID]; dup {
 			c.mu.Unlock()
-			return protocolError("duplicate request id %d", f.ID)
+			return false, protocolError("duplicate request id %d", f.ID)
 		}
 		if sh := c.opts.Share; sh != nil && !sh.take() {
 			c.mu.Unlock()
-			return s.refuse(f)
+			return false, s.refuse(f)
 		}
 		s.inflight[f.ID] = r
 		s.maxID = max(s.maxID, f.ID)
@@ -295,17 +308,18 @@ func (s *server) dispatch(f *wire.Frame) error {
 			s.pending = append(s.pending, r)
 			s.waiting += requestCost(&r.frame)
 			c.mu.Unlock()
-			return s.waitRoom()
+			return true, s.waitRoom()
 		}
 		s.running++
 		if s.inlineLocked(r) {
 			w := s.readerWorker()
 			c.mu.Unlock()
-			return s.serveInline(r, w)
+			return true, s.serveInline(r, w)
 		}
 		w := s.takeWorker()
 		c.mu.Unlock()
 		s.start(r, w)
+		return true, nil
 	case wire.TypeCancel:
 		c.mu.Lock()
 		r := s.inflight[f.ID]
@@ -317,15 +331,15 @@ func (s *server) dispatch(f *wire.Frame) error {
 		// Every ping is answered: a peer that pings faster than it reads
 		// the pongs is held back by waitRoom.
 		c.push(controlFrame(wire.TypePong, f.ID))
-		return s.waitRoom()
+		return false, s.waitRoom()
 	case wire.TypePong:
 		c.pong(f.ID)
 	case wire.TypeGoAway:
 		// The client is leaving; it closes the connection when done.
 	default:
-		return protocolError("client sent a %v frame", f.Type)
+		return false, protocolError("client sent a %v frame", f.Type)
 	}
-	return nil
+	return false, nil
 }
 
 // errOverShare is the message of a request refused because its caller
@@ -347,8 +361,9 @@ func (s *server) refuse(f *wire.Frame) error {
 }
 
 // requestCost is what a pending request is counted for: its frame and
-// what the server keeps for it besides.
-func requestCost(f *wire.Frame) int { return f.Size() + 256 }
+// what the server keeps for it besides (the request, with room for a
+// small frame in it).
+func requestCost(f *wire.Frame) int { return f.Size() + int(unsafe.Sizeof(request{})) }
 
 // waitRoom pauses the reader while the connection is at one of its
 // bounds: MaxQueued bytes of requests waiting for a handler, or MaxQueued
@@ -378,6 +393,7 @@ func (s *server) waitRoom() error {
 			held = holding
 		}
 		c.paused = true
+		s.flushLocked() // the answers held for the reader's flush must leave
 		c.mu.Unlock()
 		select {
 		case <-c.room:
@@ -394,6 +410,10 @@ func (s *server) waitRoom() error {
 func (r *request) serve(w *worker) *request {
 	s := r.s
 	c := s.c
+	var start time.Time
+	if r.timed {
+		start = time.Now()
+	}
 	resp := s.call(r)
 	r.cancel(context.Canceled) // the handler has returned
 	id := r.frame.ID
@@ -413,13 +433,28 @@ func (r *request) serve(w *worker) *request {
 	// stops taking requests while the queue is over its bound in bytes,
 	// so answers are bounded by that and by MaxInFlight.
 	c.mu.Lock()
-	direct := buf != nil && s.directLocked(r)
-	if buf != nil && !direct {
+	reading := s.keepsReading(r)
+	if reading && r.timed {
+		s.observe(time.Since(start))
+	}
+	direct := false
+	switch {
+	case buf == nil:
+	case reading && s.holdLocked(buf):
+		// More requests are buffered: the answer waits in the queue
+		// for the reader's flush (see inline.go).
+	case reading && s.directLocked():
+		direct = true
+	default:
 		c.pushLocked(outFrame{buf: buf}) // dropped if the connection has ended
+		if reading {
+			s.holding = false
+			s.flushLocked()
+		}
 	}
 	delete(s.inflight, id)
 	var next *request
-	if s.keepsReading(r) {
+	if reading {
 		// Served inline: the reader goes back to reading (inline.go).
 		// If it was the last request running, the workers that parked
 		// while it ran (and so did not arm the quiet timer) are idle now.

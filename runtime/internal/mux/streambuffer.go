@@ -211,18 +211,18 @@ func rawResult(n int, errno, err error) (int, error) {
 	case err != nil:
 		return 0, err
 	case errno != nil:
-		return 0, &readError{errno}
+		return 0, &fdReadError{errno}
 	case n == 0:
 		return 0, io.EOF
 	}
 	return n, nil
 }
 
-// readError is a failed read(2) of a raw stream, as net reports one.
-type readError struct{ errno error }
+// fdReadError is a failed read(2) of a raw stream, as net reports one.
+type fdReadError struct{ errno error }
 
-func (e *readError) Error() string { return "read: " + e.errno.Error() }
-func (e *readError) Unwrap() error { return e.errno }
+func (e *fdReadError) Error() string { return "read: " + e.errno.Error() }
+func (e *fdReadError) Unwrap() error { return e.errno }
 
 // writer is the buffered writer of a connection's stream: a
 // *bufio.Writer whose buffer is borrowed for the bytes waiting in it and
