@@ -77,6 +77,7 @@ func NewClient(rw io.ReadWriteCloser, opts Options) (*Client, error) {
 		return nil, err
 	}
 	cl := &Client{c: newConn(rw, br, opts, "client"), pending: make(map[uint64]*call)}
+	cl.c.tw = newTryWriter(rw)
 	cl.c.pendingCalls = func() int { return len(cl.pending) }
 	cl.c.start(cl.read)
 	return cl, nil
@@ -165,7 +166,12 @@ func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
 			c.busyLocked()
 		}
 	}
-	c.pushUnlock(outFrame{buf: buf, id: id})
+	if c.sendLocked() {
+		c.mu.Unlock()
+		c.sendDirect(outFrame{buf: buf, id: id})
+	} else {
+		c.pushUnlock(outFrame{buf: buf, id: id})
+	}
 	if noReply {
 		return false, nil
 	}

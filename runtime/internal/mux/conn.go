@@ -62,6 +62,13 @@ type conn struct {
 	buffered int64          // bytes handed to bw
 	unsure   []sentMark     // requests in bw since the last good flush
 
+	// The client's sending past the writer (send.go): tw writes to the
+	// socket without waiting (nil when it cannot); sendQ and sendBuf are
+	// the batch and the bytes of the caller that holds direct.
+	tw      *tryWriter
+	sendQ   []outFrame
+	sendBuf []byte
+
 	// written is the id of the last request frame of which at least one
 	// byte may have reached the stream. Ids increase along the stream, so
 	// requests with a higher id have surely not been sent. The writer
@@ -395,6 +402,14 @@ func (c *conn) stopWriter(reason error) {
 	c.unsure = nil
 	c.mu.Lock()
 	c.wclosed = true
+	for c.direct {
+		// A frame is being written past the writer: the writer stops
+		// once that write is done, so that [conn.written] is final when
+		// writerDone closes. Giving the stream back wakes it.
+		c.mu.Unlock()
+		<-c.wake
+		c.mu.Lock()
+	}
 	c.mu.Unlock()
 }
 
