@@ -39,6 +39,7 @@ type call struct {
 	ch   chan struct{} // receives one value when resp or err is set
 	resp wire.Frame    // by value: the record is pooled, the answer costs no allocation
 	err  error
+	meta []wire.Meta // the caller's room for the answer's metadata (see Do)
 }
 
 func (cl *Client) getCall() *call {
@@ -49,7 +50,7 @@ func (cl *Client) getCall() *call {
 }
 
 func (cl *Client) putCall(p *call) {
-	p.resp, p.err = wire.Frame{}, nil
+	p.resp, p.err, p.meta = wire.Frame{}, nil, nil
 	cl.calls.Put(p)
 }
 
@@ -78,6 +79,7 @@ func NewClient(rw io.ReadWriteCloser, opts Options) (*Client, error) {
 	}
 	cl := &Client{c: newConn(rw, br, opts, "client"), pending: make(map[uint64]*call)}
 	cl.c.tw = newTryWriter(rw)
+	cl.c.keepMeta = true
 	cl.c.pendingCalls = func() int { return len(cl.pending) }
 	cl.c.start(cl.read)
 	return cl, nil
@@ -107,7 +109,9 @@ func (cl *Client) Call(ctx context.Context, req *wire.Frame) (*wire.Frame, error
 // Do is [Client.Call] with the answer written into resp, which the caller
 // provides (and may allocate together with other things). It reports
 // whether resp was written: false for an error, and for a no-reply request
-// once it is queued.
+// once it is queued. The answer's metadata goes into resp.Meta's backing
+// array when it fits (so that the caller may provide room for it), else
+// into a slice of its own.
 func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -135,6 +139,7 @@ func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
 	var p *call
 	if !noReply {
 		p = cl.getCall() // before locking: the lock is the connection's busiest
+		p.meta = resp.Meta[:0]
 	}
 
 	if err := c.lockSpace(ctx); err != nil {
@@ -159,6 +164,7 @@ func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
 	cl.nextID++
 	id := cl.nextID
 	wire.SetFrameID(*buf, id)
+	lone := len(cl.pending) == 0 // no other call waits: see send.go
 	if !noReply {
 		cl.pending[id] = p
 		if c.armed { // keep-alive watches the peer more closely while calls wait
@@ -166,7 +172,7 @@ func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
 			c.busyLocked()
 		}
 	}
-	if c.sendLocked() {
+	if lone && c.sendLocked() {
 		c.mu.Unlock()
 		c.sendDirect(outFrame{buf: buf, id: id})
 	} else {
@@ -256,6 +262,13 @@ func (cl *Client) dispatch(f *wire.Frame) error {
 			return nil // the caller gave up, or goaway refused it
 		}
 		p.resp = *f
+		p.resp.Meta = nil
+		if n := len(f.Meta); n > 0 {
+			if n > cap(p.meta) {
+				p.meta = make([]wire.Meta, 0, n)
+			}
+			p.resp.Meta = append(p.meta[:0], f.Meta...) // f.Meta is the reader's (keepMeta)
+		}
 		p.ch <- struct{}{}
 	case wire.TypePing:
 		c.pushControl(wire.TypePong, f.ID)

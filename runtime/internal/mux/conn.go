@@ -82,6 +82,9 @@ type conn struct {
 	// waiting tells keep-alive (see busyLocked; guarded by mu).
 	pendingCalls func() int
 	armed        bool
+	// keepMeta says that readFrames decodes every frame's metadata into
+	// the same slice: the client copies it into room of the caller's.
+	keepMeta bool
 
 	failOnce   sync.Once
 	ended      bool          // fail ran; guarded by mu
@@ -452,11 +455,13 @@ func (c *conn) waitingOnPeer() bool {
 // readFrames reads frames until the stream fails, handing each to
 // dispatch, and returns why it stopped: errPeerClosed (which wraps io.EOF)
 // for a clean end of stream between frames. A frame passed to dispatch
-// owns its body.
+// owns its body, and its Meta slice unless keepMeta is set.
 func (c *conn) readFrames(dispatch func(*wire.Frame) error) error {
 	var f wire.Frame
 	for {
-		f.Meta = nil // every frame gets a Meta slice of its own
+		if !c.keepMeta {
+			f.Meta = nil // every frame gets a Meta slice of its own
+		}
 		if _, err := wire.ReadFrame(c.br, c.opts.MaxFrameSize, &f, nil); err != nil {
 			if err == io.EOF {
 				return errPeerClosed
