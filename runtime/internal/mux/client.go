@@ -164,7 +164,10 @@ func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
 	cl.nextID++
 	id := cl.nextID
 	wire.SetFrameID(*buf, id)
-	lone := len(cl.pending) == 0 // no other call waits: see send.go
+	// A lone call (no other waits) is written by its caller (see send.go);
+	// a burst of no-reply requests goes through the writer, which
+	// coalesces them.
+	lone := !noReply && len(cl.pending) == 0
 	if !noReply {
 		cl.pending[id] = p
 		if c.armed { // keep-alive watches the peer more closely while calls wait

@@ -5,10 +5,13 @@ import (
 	"slices"
 )
 
-// Sending past the writer, the client's. A call whose request finds the
-// writer goroutine idle (its queue empty, all it took flushed) writes the
-// frame to the socket itself: waking the writer would cost a goroutine
-// hand-off on every call a lone caller makes. The caller never waits on
+// Sending past the writer, the client's. A lone call (no other waits for
+// an answer) whose request finds the writer goroutine idle (its queue
+// empty, all it took flushed) writes the frame to the socket itself:
+// waking the writer would cost a goroutine hand-off on every call a lone
+// caller makes. With other calls in flight the writer does better,
+// coalescing their requests into fewer writes (callers writing their own
+// made the p50 of 16 callers about 1.2x longer). The caller never waits on
 // the socket, so that its context still bounds it: it writes what the
 // kernel takes at once (see tryWriter), and when the kernel takes less the
 // rest goes to the head of the queue, for the writer goroutine, which
