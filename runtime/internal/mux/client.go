@@ -25,6 +25,7 @@ type Client struct {
 	lastID  uint64 // with goaway: the highest id the server takes
 	goaway  bool
 	closed  bool // the connection ended and pending calls were failed
+	alone   int  // calls in a row that found no other waiting, up to loneCalls (see send.go)
 
 	goingAway atomic.Bool
 
@@ -77,7 +78,7 @@ func NewClient(rw io.ReadWriteCloser, opts Options) (*Client, error) {
 		connLogger(opts.Logger, rw, "client").Warn("wizard: connection closed", "reason", err)
 		return nil, err
 	}
-	cl := &Client{c: newConn(rw, br, opts, "client"), pending: make(map[uint64]*call)}
+	cl := &Client{c: newConn(rw, br, opts, "client"), pending: make(map[uint64]*call), alone: loneCalls}
 	cl.c.tw = newTryWriter(rw)
 	cl.c.keepMeta = true
 	cl.c.pendingCalls = func() int { return len(cl.pending) }
@@ -164,10 +165,17 @@ func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
 	cl.nextID++
 	id := cl.nextID
 	wire.SetFrameID(*buf, id)
-	// A lone call (no other waits) is written by its caller (see send.go);
-	// a burst of no-reply requests goes through the writer, which
-	// coalesces them.
-	lone := !noReply && len(cl.pending) == 0
+	// A lone call is written by its caller (see send.go); a burst of
+	// no-reply requests goes through the writer, which coalesces them.
+	lone := false
+	if !noReply {
+		if len(cl.pending) > 0 {
+			cl.alone = 0
+		} else if cl.alone < loneCalls {
+			cl.alone++
+		}
+		lone = cl.alone == loneCalls
+	}
 	if !noReply {
 		cl.pending[id] = p
 		if c.armed { // keep-alive watches the peer more closely while calls wait
