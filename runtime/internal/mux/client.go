@@ -165,9 +165,7 @@ func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
 	cl.nextID++
 	id := cl.nextID
 	wire.SetFrameID(*buf, id)
-	// A lone call is written by its caller (see send.go); a burst of
-	// no-reply requests goes through the writer, which coalesces them.
-	lone := false
+	lone := false // written by its caller (see send.go); no-reply bursts go through the writer, which coalesces them
 	if !noReply {
 		if len(cl.pending) > 0 {
 			cl.alone = 0
@@ -175,8 +173,6 @@ func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
 			cl.alone++
 		}
 		lone = cl.alone == loneCalls
-	}
-	if !noReply {
 		cl.pending[id] = p
 		if c.armed { // keep-alive watches the peer more closely while calls wait
 			c.armed = false
