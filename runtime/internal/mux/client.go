@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -277,6 +278,12 @@ func (cl *Client) dispatch(f *wire.Frame) error {
 			p.resp.Meta = append(p.meta[:0], f.Meta...) // f.Meta is the reader's (keepMeta)
 		}
 		p.ch <- struct{}{}
+		if c.br.Buffered() == 0 {
+			// Nothing more to read but from the socket: let the caller
+			// just woken run first, rather than after a read that finds
+			// nothing yet (a system call) and the reader's park.
+			runtime.Gosched()
+		}
 	case wire.TypePing:
 		c.pushControl(wire.TypePong, f.ID)
 	case wire.TypePong:
