@@ -149,3 +149,23 @@ func TestSendDirect(t *testing.T) {
 		}
 	})
 }
+
+// TestSendDirectRefused checks that a lone call on a connection the server
+// reset fails as not sent, whether its caller's write or the reader finds
+// the reset first.
+func TestSendDirectRefused(t *testing.T) {
+	leak.Check(t)
+	reset := make(chan struct{})
+	addr := rawServer(t, func(r *raw) {
+		r.handshake()
+		r.conn.(*net.TCPConn).SetLinger(0)
+		r.conn.Close()
+		close(reset)
+	})
+	cl := dialSending(t, addr)
+	testwait.Recv(t, reset)
+	_, err := cl.Call(t.Context(), reqFrame(0, "x"))
+	if !errors.Is(err, ErrNotSent) || errors.Is(err, ErrConnLost) {
+		t.Errorf("Call = %v, want ErrNotSent", err)
+	}
+}
