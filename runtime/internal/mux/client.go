@@ -265,6 +265,7 @@ func (cl *Client) dispatch(f *wire.Frame) error {
 		if p != nil {
 			delete(cl.pending, f.ID)
 		}
+		last := len(cl.pending) == 0
 		c.mu.Unlock()
 		if p == nil {
 			return nil // the caller gave up, or goaway refused it
@@ -278,10 +279,12 @@ func (cl *Client) dispatch(f *wire.Frame) error {
 			p.resp.Meta = append(p.meta[:0], f.Meta...) // f.Meta is the reader's (keepMeta)
 		}
 		p.ch <- struct{}{}
-		if c.br.Buffered() == 0 {
-			// Nothing more to read but from the socket: let the caller
-			// just woken run first, rather than after a read that finds
-			// nothing yet (a system call) and the reader's park.
+		if last && c.br.Buffered() == 0 {
+			// The last call waiting, and nothing more to read but from
+			// the socket: let its caller run first, rather than after a
+			// read that finds nothing yet (a system call) and the
+			// reader's park. With other calls waiting the reader reads
+			// on, for their answers.
 			runtime.Gosched()
 		}
 	case wire.TypePing:
