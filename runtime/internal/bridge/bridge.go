@@ -33,8 +33,9 @@ func CallBody(ctx context.Context, cl *mux.Client, m *runtime.Message, body prot
 		Payload: m.Payload,
 	}
 	f.Meta = toWire(m.Meta)
-	x := new(exchange) // the answer frame and the message made of it, in one allocation
+	x := new(callExchange) // the answer frame, its metadata and the message made of it, in one allocation
 	resp, out := &x.f, &x.m
+	resp.Meta = x.meta[:0]
 	if body != nil {
 		x.b = protoBody{body, size}
 		f.Body = &x.b
@@ -129,6 +130,13 @@ type exchange struct {
 	m runtime.Message
 	f wire.Frame
 	b protoBody
+}
+
+// callExchange is the calling side's exchange, with room for the
+// answer's metadata: a reply carries its payload's type, and seldom more.
+type callExchange struct {
+	exchange
+	meta [2]wire.Meta
 }
 
 // wire.Meta and runtime.MetaPair have identical fields (the conversion

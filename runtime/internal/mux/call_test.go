@@ -409,3 +409,45 @@ func TestConnectionLossCancelsHandlers(t *testing.T) {
 	}
 	p.served <- err // for the cleanup
 }
+
+// TestAnswerMeta checks that every answer keeps metadata of its own, in
+// the room its caller gave when it fits, though the reader decodes all
+// frames' metadata into one slice.
+func TestAnswerMeta(t *testing.T) {
+	leak.Check(t)
+	p := newPair(t, echo, Options{}, Options{})
+	metaOf := func(i int) []wire.Meta {
+		m := make([]wire.Meta, i%4) // 0 to 3 pairs: into 2 pairs of room, or not
+		for j := range m {
+			m[j] = wire.Meta{Key: "k" + strconv.Itoa(j), Value: strconv.Itoa(i)}
+		}
+		return m
+	}
+	const calls = 200
+	resps := make([]*wire.Frame, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() {
+			room := make([]wire.Meta, 0, 2)
+			resp := &wire.Frame{Meta: room}
+			answered, err := p.client.Do(t.Context(), &wire.Frame{Pattern: "role:echo", Meta: metaOf(i)}, resp)
+			if !answered || err != nil {
+				t.Errorf("call %d: %v, %v", i, answered, err)
+				return
+			}
+			if n := len(resp.Meta); n > 0 && n <= cap(room) && &resp.Meta[0] != &room[:1][0] {
+				t.Errorf("call %d: %d pairs of metadata not in the caller's room for 2", i, n)
+			}
+			resps[i] = resp
+		})
+	}
+	wg.Wait()
+	for i, resp := range resps { // after every answer came: none overwrote another's
+		if resp == nil {
+			continue
+		}
+		if diff := cmp.Diff(metaOf(i), resp.Meta, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("call %d: answer's meta (-want +got):\n%s", i, diff)
+		}
+	}
+}

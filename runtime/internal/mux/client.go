@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,7 @@ type Client struct {
 	lastID  uint64 // with goaway: the highest id the server takes
 	goaway  bool
 	closed  bool // the connection ended and pending calls were failed
+	alone   int  // calls in a row that found no other waiting, up to loneCalls (see send.go)
 
 	goingAway atomic.Bool
 
@@ -38,6 +40,7 @@ type call struct {
 	ch   chan struct{} // receives one value when resp or err is set
 	resp wire.Frame    // by value: the record is pooled, the answer costs no allocation
 	err  error
+	meta []wire.Meta // the caller's room for the answer's metadata (see Do)
 }
 
 func (cl *Client) getCall() *call {
@@ -48,7 +51,7 @@ func (cl *Client) getCall() *call {
 }
 
 func (cl *Client) putCall(p *call) {
-	p.resp, p.err = wire.Frame{}, nil
+	p.resp, p.err, p.meta = wire.Frame{}, nil, nil
 	cl.calls.Put(p)
 }
 
@@ -75,7 +78,9 @@ func NewClient(rw io.ReadWriteCloser, opts Options) (*Client, error) {
 		connLogger(opts.Logger, rw, "client").Warn("wizard: connection closed", "reason", err)
 		return nil, err
 	}
-	cl := &Client{c: newConn(rw, br, opts, "client"), pending: make(map[uint64]*call)}
+	cl := &Client{c: newConn(rw, br, opts, "client"), pending: make(map[uint64]*call), alone: loneCalls}
+	cl.c.tw = newTryWriter(rw)
+	cl.c.keepMeta = true
 	cl.c.pendingCalls = func() int { return len(cl.pending) }
 	cl.c.start(cl.read)
 	return cl, nil
@@ -105,7 +110,9 @@ func (cl *Client) Call(ctx context.Context, req *wire.Frame) (*wire.Frame, error
 // Do is [Client.Call] with the answer written into resp, which the caller
 // provides (and may allocate together with other things). It reports
 // whether resp was written: false for an error, and for a no-reply request
-// once it is queued.
+// once it is queued. The answer's metadata goes into resp.Meta's backing
+// array when it fits (so that the caller may provide room for it), else
+// into a slice of its own.
 func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -133,6 +140,7 @@ func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
 	var p *call
 	if !noReply {
 		p = cl.getCall() // before locking: the lock is the connection's busiest
+		p.meta = resp.Meta[:0]
 	}
 
 	if err := c.lockSpace(ctx); err != nil {
@@ -157,14 +165,26 @@ func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
 	cl.nextID++
 	id := cl.nextID
 	wire.SetFrameID(*buf, id)
+	lone := false // written by its caller (see send.go); no-reply bursts go through the writer, which coalesces them
 	if !noReply {
+		if len(cl.pending) > 0 {
+			cl.alone = 0
+		} else if cl.alone < loneCalls {
+			cl.alone++
+		}
+		lone = cl.alone == loneCalls
 		cl.pending[id] = p
 		if c.armed { // keep-alive watches the peer more closely while calls wait
 			c.armed = false
 			c.busyLocked()
 		}
 	}
-	c.pushUnlock(outFrame{buf: buf, id: id})
+	if lone && c.sendLocked() {
+		c.mu.Unlock()
+		c.sendDirect(outFrame{buf: buf, id: id})
+	} else {
+		c.pushUnlock(outFrame{buf: buf, id: id})
+	}
 	if noReply {
 		return false, nil
 	}
@@ -244,12 +264,28 @@ func (cl *Client) dispatch(f *wire.Frame) error {
 		if p != nil {
 			delete(cl.pending, f.ID)
 		}
+		last := len(cl.pending) == 0
 		c.mu.Unlock()
 		if p == nil {
 			return nil // the caller gave up, or goaway refused it
 		}
 		p.resp = *f
+		p.resp.Meta = nil
+		if n := len(f.Meta); n > 0 {
+			if n > cap(p.meta) {
+				p.meta = make([]wire.Meta, 0, n)
+			}
+			p.resp.Meta = append(p.meta[:0], f.Meta...) // f.Meta is the reader's (keepMeta)
+		}
 		p.ch <- struct{}{}
+		if last && c.br.Buffered() == 0 {
+			// The last call waiting, and nothing more to read but from
+			// the socket: let its caller run first, rather than after a
+			// read that finds nothing yet (a system call) and the
+			// reader's park. With other calls waiting the reader reads
+			// on, for their answers.
+			runtime.Gosched()
+		}
 	case wire.TypePing:
 		c.pushControl(wire.TypePong, f.ID)
 	case wire.TypePong:

@@ -61,6 +61,13 @@ type conn struct {
 	buffered int64          // bytes handed to bw
 	unsure   []sentMark     // requests in bw since the last good flush
 
+	// The client's sending past the writer (send.go): tw writes to the
+	// socket without waiting (nil when it cannot); sendQ and sendBuf are
+	// the batch and the bytes of the caller that holds direct.
+	tw      *tryWriter
+	sendQ   []outFrame
+	sendBuf []byte
+
 	// written is the id of the last request frame of which at least one
 	// byte may have reached the stream. Ids increase along the stream, so
 	// requests with a higher id have surely not been sent. The writer
@@ -74,6 +81,9 @@ type conn struct {
 	// waiting tells keep-alive (see busyLocked; guarded by mu).
 	pendingCalls func() int
 	armed        bool
+	// keepMeta says that readFrames decodes every frame's metadata into
+	// the same slice: the client copies it into room of the caller's.
+	keepMeta bool
 
 	failOnce   sync.Once
 	ended      bool          // fail ran; guarded by mu
@@ -396,6 +406,14 @@ func (c *conn) stopWriter(reason error) {
 	c.unsure = nil
 	c.mu.Lock()
 	c.wclosed = true
+	for c.direct {
+		// A frame is being written past the writer: the writer stops
+		// once that write is done, so that [conn.written] is final when
+		// writerDone closes. Giving the stream back wakes it.
+		c.mu.Unlock()
+		<-c.wake
+		c.mu.Lock()
+	}
 	c.mu.Unlock()
 }
 
@@ -438,11 +456,13 @@ func (c *conn) waitingOnPeer() bool {
 // readFrames reads frames until the stream fails, handing each to
 // dispatch, and returns why it stopped: errPeerClosed (which wraps io.EOF)
 // for a clean end of stream between frames. A frame passed to dispatch
-// owns its body.
+// owns its body, and its Meta slice unless keepMeta is set.
 func (c *conn) readFrames(dispatch func(*wire.Frame) error) error {
 	var f wire.Frame
 	for {
-		f.Meta = nil // every frame gets a Meta slice of its own
+		if !c.keepMeta {
+			f.Meta = nil // every frame gets a Meta slice of its own
+		}
 		if _, err := wire.ReadFrame(c.br, c.opts.MaxFrameSize, &f, nil); err != nil {
 			return readError(err, c.opts.MaxFrameSize)
 		}

@@ -35,7 +35,7 @@ func (c *conn) writeDirect(buf *[]byte) {
 	putBuffer(buf)
 	c.mu.Lock()
 	c.direct = false
-	if len(c.q) > 0 || c.quit {
+	if len(c.q) > 0 || c.quit || c.wclosed { // wclosed: stopWriter waits for this write
 		select {
 		case c.wake <- struct{}{}:
 		default:
