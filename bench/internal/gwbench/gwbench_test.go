@@ -83,10 +83,13 @@ func TestRunSmoke(t *testing.T) {
 			}
 		}
 	}
-	if _, ok := rep.cell(WizardDirect, 1); !ok {
+	if c, ok := rep.cell(WizardDirect, 1); !ok {
 		t.Error("no cell for the direct wizard call at 1 connection")
 	} else {
 		bars++
+		if c.Errors > 0 || c.PerSec <= 0 || c.P50 <= 0 || c.P99 < c.P50 {
+			t.Errorf("%s, 1 connection: %.0f req/s, p50 %v, p99 %v, %d errors (first: %s)", WizardDirect, c.PerSec, c.P50, c.P99, c.Errors, c.FirstErr)
+		}
 	}
 
 	var md bytes.Buffer
