@@ -144,8 +144,9 @@
 // first. CORS answers preflights for the configured origins, methods and
 // headers, with credentials when asked. /healthz answers 200 while the
 // process serves; /readyz 200 once the node is serving and has joined a
-// mesh (a connected peer or a known pattern) and the verifier's keys are
-// loaded, 503 with the reason before and during shutdown.
+// mesh (it routes a pattern: a peer connected but whose catalog has not
+// loaded yet is not enough) and the verifier's keys are loaded, 503 with
+// the reason before and during shutdown.
 //
 // # Logging
 //

@@ -19,12 +19,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/google/go-cmp/cmp"
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/tcp"
 )
 
 func TestCORS(t *testing.T) {
@@ -128,6 +130,78 @@ func TestHealth(t *testing.T) {
 	if st, _ := get(t, lonely.base+"/healthz"); st != 200 {
 		t.Errorf("/healthz of a node alone: %d", st)
 	}
+}
+
+// TestReadyWaitsForTheCatalog holds the gateway's node's first call to a
+// peer, the request for its catalog: the peer is connected but nothing is
+// routed to it yet, and a request let in would find no service, so
+// /readyz must answer 503 until the catalog loads. (It answered 200 once
+// a peer was connected: the first requests of a load test against a
+// gateway just ready got 503s.)
+func TestReadyWaitsForTheCatalog(t *testing.T) {
+	svc := newNode(t)
+	if err := svc.Add("role:t,cmd:echo", func(context.Context, runtime.Request) (any, error) { return map[string]any{}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := tcp.New(tcp.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := &heldCalls{Transport: tr, called: make(chan struct{}), release: make(chan struct{})}
+	defer held.open()
+	n, err := runtime.New(runtime.WithTransport(held), runtime.WithListen("127.0.0.1:0"), runtime.WithLogger(quiet),
+		runtime.WithDiscovery(runtime.StaticPeers(svc.Addr())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	tg := newTestGatewayOn(t, nil, n, testRoutes(), settings{})
+	recv(t, held.called)
+	if st, body := get(t, tg.base+"/readyz"); st != 503 || !strings.Contains(body, "no peer") {
+		t.Errorf("/readyz with the peer connected, its catalog not loaded: %d %s; want 503", st, body)
+	}
+	held.open()
+	ctx, cancel := context.WithTimeout(t.Context(), guard)
+	defer cancel()
+	if err := n.WaitFor(ctx, "role:t,cmd:echo"); err != nil {
+		t.Fatal(err)
+	}
+	if st, body := get(t, tg.base+"/readyz"); st != 200 {
+		t.Errorf("/readyz with the peer's catalog loaded: %d %s", st, body)
+	}
+}
+
+// heldCalls is a transport whose connections hold every call until
+// release is closed; called is closed when the first call waits.
+type heldCalls struct {
+	runtime.Transport
+	called, release chan struct{}
+	once, opened    sync.Once
+}
+
+func (h *heldCalls) open() { h.opened.Do(func() { close(h.release) }) }
+
+func (h *heldCalls) Dial(ctx context.Context, addr string) (runtime.Conn, error) {
+	c, err := h.Transport.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	return heldConn{c, h}, nil
+}
+
+type heldConn struct {
+	runtime.Conn
+	h *heldCalls
+}
+
+func (c heldConn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, error) {
+	c.h.once.Do(func() { close(c.h.called) })
+	select {
+	case <-c.h.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return c.Conn.Call(ctx, m)
 }
 
 func TestAccessLog(t *testing.T) {

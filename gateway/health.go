@@ -15,9 +15,8 @@ func (g *Gateway) serveHealth(w http.ResponseWriter, r *http.Request) int {
 }
 
 // serveReady answers /readyz: 200 once the gateway can be useful, 503
-// (with why) before: the node serving and joined to a mesh (it has a
-// connected peer or knows a pattern), the verifier's keys loaded, and the
-// gateway not shutting down.
+// (with why) before: the node serving and joined to a mesh (it routes a
+// pattern), the verifier's keys loaded, and the gateway not shutting down.
 func (g *Gateway) serveReady(w http.ResponseWriter, r *http.Request) int {
 	if why := g.notReady(); why != "" {
 		return writeProbe(w, http.StatusServiceUnavailable, `{"status":"not_ready","reason":`+strconv.Quote(why)+`}`)
@@ -33,7 +32,7 @@ func (g *Gateway) notReady() string {
 	case !g.node.Ready():
 		return "the node is " + g.node.Health().String()
 	case !g.joined():
-		return "no peer connected and no pattern known yet"
+		return "no peer connected with its patterns routed yet"
 	}
 	if rv, ok := g.auth.(readiness); ok {
 		if err := rv.ready(); err != nil {
@@ -43,14 +42,11 @@ func (g *Gateway) notReady() string {
 	return ""
 }
 
-// joined reports whether the node has a connected peer or knows a
-// pattern to route to.
+// joined reports whether the node routes a pattern. A connected peer is
+// not enough: its patterns are routed a round trip after it connects
+// (the node loads its catalog then), and a request let in between finds
+// no service, a 503.
 func (g *Gateway) joined() bool {
-	for _, m := range g.node.Members() {
-		if !m.Self && m.Connected {
-			return true
-		}
-	}
 	return len(g.node.Patterns()) > 0
 }
 

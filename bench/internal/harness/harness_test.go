@@ -42,9 +42,8 @@ func TestRunSmoke(t *testing.T) {
 		InProcess: []int{1},
 		Command:   "go test",
 	}
-	// The scenarios run apart, in their own short windows: the
-	// latency-aware balancer's spread over few calls is what the bound
-	// below is made for.
+	// The scenarios run apart, in their own short windows (see
+	// checkSpread for what the cluster's spread must be).
 	scfg := Config{
 		Runs:        1,
 		Warmup:      50 * time.Millisecond,
@@ -200,25 +199,37 @@ func checkCell(t *testing.T, c Cell, floor time.Duration) {
 	}
 }
 
-// checkSpread checks that each of the replicas served about its share of
-// the cluster's calls: a round robin over them is exact but for the calls
-// in flight when the counts were read, so 20% is generous.
+// checkSpread checks that the replicas shared the cluster's calls. A round
+// robin (the harness's, gRPC's round_robin) hands them out in turn
+// whatever the replicas' speed, so each served about its share: exact but
+// for the calls in flight when the counts were read, so 20% is generous.
+// wizard's default balancer is latency-aware, and on a loaded machine a
+// replica descheduled for a while is slower, and gets fewer calls, as it
+// should ([56 51 13] in a smoke run at load average 15): only that every
+// replica served calls holds however slow the machine is. Its even
+// spread over replicas equally fast is runtime's
+// TestBalancerSpreadsHealthy, on a synctest clock.
 func checkSpread(t *testing.T, c ClusterRow, replicas int) {
 	t.Helper()
 	if len(c.Served) != replicas {
 		t.Fatalf("%s: %d replica counts, want %d", c.Contender, len(c.Served), replicas)
 	}
-	// Round robins spread calls exactly; wizard's default balancer draws
-	// pairs at random, whose counts vary by about the square root of a
-	// replica's calls: over the few calls of a smoke run, 20% plus four
-	// such deviations (about 0.77 at 50 calls a replica, 0.24 at 10,000).
-	mean := 0.0
+	var sum, calls uint64
 	for _, n := range c.Served {
-		mean += float64(n)
+		sum += n
 	}
-	mean /= float64(len(c.Served))
-	if bound := 0.2 + 4/math.Sqrt(max(mean, 1)); slices.Min(c.Served) == 0 || c.Spread() > bound {
-		t.Errorf("%s: calls served per replica %v, spread %.1f%%: not even (bound %.1f%%)", c.Contender, c.Served, 100*c.Spread(), 100*bound)
+	for _, r := range c.Runs {
+		calls += uint64(r.Calls)
+	}
+	if slices.Min(c.Served) == 0 || sum < calls {
+		t.Errorf("%s: calls served per replica %v for %d calls measured: want every replica to serve calls, all the calls served", c.Contender, c.Served, calls)
+	}
+	if c.Balancer != harnessRoundRobin && !strings.HasPrefix(c.Balancer, "round_robin") {
+		return
+	}
+	mean := float64(sum) / float64(len(c.Served))
+	if bound := 0.2 + 4/math.Sqrt(max(mean, 1)); c.Spread() > bound {
+		t.Errorf("%s (%s): calls served per replica %v, spread %.1f%%: not even (bound %.1f%%)", c.Contender, c.Balancer, c.Served, 100*c.Spread(), 100*bound)
 	}
 }
 

@@ -13,7 +13,9 @@ import (
 
 // Load is one measured run: callers goroutines call c in a loop over one
 // client for Warmup plus Duration, and the calls that complete within the
-// Duration window count.
+// Duration window count. The window stays open past Duration until a call
+// ends in it (see [benchkit.Window]): a run on a loaded machine whose
+// calls outlast Duration measures them rather than 0 req/s.
 type Load struct {
 	Callers  int
 	Warmup   time.Duration
@@ -46,9 +48,8 @@ func drive(ctx context.Context, c Client, l Load) (Sample, error) {
 		grace = 10 * time.Second
 	}
 	start := time.Now()
-	from := start.Add(l.Warmup)
-	to := from.Add(l.Duration)
-	ctx, cancel := context.WithDeadline(ctx, to.Add(grace))
+	win := benchkit.NewWindow(start.Add(l.Warmup), start.Add(l.Warmup+l.Duration))
+	ctx, cancel := context.WithDeadline(ctx, win.To.Add(grace))
 	defer cancel()
 
 	var (
@@ -67,7 +68,7 @@ func drive(ctx context.Context, c Client, l Load) (Sample, error) {
 			a := float64(w)
 			for i := 0; ; i++ {
 				s := time.Now()
-				if !s.Before(to) || stopped.Load() || ctx.Err() != nil {
+				if !win.Open(s) || stopped.Load() || ctx.Err() != nil {
 					break
 				}
 				if l.MaxCalls > 0 && calls.Add(1) > l.MaxCalls {
@@ -80,13 +81,10 @@ func drive(ctx context.Context, c Client, l Load) (Sample, error) {
 				if err == nil && r != a+b {
 					err = fmt.Errorf("%v + %v answered %v", a, b, r)
 				}
-				if err != nil {
-					if errs.Add(1) == 1 {
-						firstErr.Store(&err)
-					}
-					continue
+				if err != nil && errs.Add(1) == 1 {
+					firstErr.Store(&err)
 				}
-				if !e.Before(from) && e.Before(to) {
+				if win.Ended(e, err == nil) {
 					mine = append(mine, e.Sub(s))
 				}
 			}
@@ -94,11 +92,11 @@ func drive(ctx context.Context, c Client, l Load) (Sample, error) {
 		}()
 	}
 	wg.Wait()
-	end := time.Now()
-	if end.After(to) {
-		end = to
+	end := win.End()
+	if now := time.Now(); now.Before(end) { // stopped by MaxCalls
+		end = now
 	}
-	if time.Since(to) >= grace {
+	if time.Since(win.To) >= grace {
 		return Sample{}, fmt.Errorf("harness: run with %d callers stuck %v past its window", l.Callers, grace)
 	}
 	var all []time.Duration
@@ -106,7 +104,7 @@ func drive(ctx context.Context, c Client, l Load) (Sample, error) {
 		all = append(all, m...)
 	}
 	slices.Sort(all)
-	s := Sample{Calls: len(all), Errors: int(errs.Load()), Window: end.Sub(from)}
+	s := Sample{Calls: len(all), Errors: int(errs.Load()), Window: end.Sub(win.From)}
 	if p := firstErr.Load(); p != nil {
 		s.FirstErr = *p
 	}

@@ -79,7 +79,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, serving f
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-	math, err := newNode(log)
+	// The mesh is up when every node sees what it calls: the gateway's
+	// node both services, and the users node math, which GetUser calls
+	// (a static peer that is known but not connected yet answers
+	// unavailable, a 503 through the gateway).
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	math, err := newNode(log, "math")
 	if err != nil {
 		return err
 	}
@@ -87,7 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, serving f
 	if err := mathsvc.Register(math); err != nil {
 		return err
 	}
-	users, err := newNode(log, runtime.WithDiscovery(runtime.StaticPeers(math.Addr())))
+	users, err := newNode(log, "users", runtime.WithDiscovery(runtime.StaticPeers(math.Addr())))
 	if err != nil {
 		return err
 	}
@@ -95,16 +101,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, serving f
 	if err := registerUsers(ctx, users); err != nil {
 		return err
 	}
-	gw, err := newNode(log, runtime.WithDiscovery(runtime.StaticPeers(math.Addr(), users.Addr())))
+	gw, err := newNode(log, "gateway", runtime.WithDiscovery(runtime.StaticPeers(math.Addr(), users.Addr())))
 	if err != nil {
 		return err
 	}
 	defer gw.Close()
-	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for _, p := range []string{mathv1.MathServiceSumPattern, usersv1.UsersServiceGetUserPattern} {
-		if err := gw.WaitFor(wait, p); err != nil {
-			return fmt.Errorf("the gateway's node does not see %s: %w", p, err)
+	for _, w := range []struct {
+		name string
+		n    *runtime.Node
+		p    string
+	}{
+		{"users", users, mathv1.MathServiceSumPattern},
+		{"the gateway's", gw, mathv1.MathServiceSumPattern},
+		{"the gateway's", gw, usersv1.UsersServiceGetUserPattern},
+	} {
+		if err := w.n.WaitFor(wait, w.p); err != nil {
+			return fmt.Errorf("%s node does not see %s: %w", w.name, w.p, err)
 		}
 	}
 
@@ -144,14 +156,22 @@ func loadConfig(file string) (*config.Config, error) {
 	return config.Parse("gateway.yaml", routes)
 }
 
-// newNode starts a node over TCP on 127.0.0.1.
-func newNode(log *slog.Logger, opts ...runtime.Option) (*runtime.Node, error) {
+// newNode starts the node of role (math, users or gateway) over TCP on
+// 127.0.0.1.
+func newNode(log *slog.Logger, role string, opts ...runtime.Option) (*runtime.Node, error) {
 	t, err := tcp.New(tcp.WithLogger(log))
 	if err != nil {
 		return nil, err
 	}
-	return runtime.New(append([]runtime.Option{runtime.WithTransport(t), runtime.WithListen("127.0.0.1:0"), runtime.WithLogger(log)}, opts...)...)
+	var tr runtime.Transport = t
+	if wrapTransport != nil {
+		tr = wrapTransport(role, tr)
+	}
+	return runtime.New(append([]runtime.Option{runtime.WithTransport(tr), runtime.WithListen("127.0.0.1:0"), runtime.WithLogger(log)}, opts...)...)
 }
+
+// wrapTransport, when a test sets it, wraps the transport of each node.
+var wrapTransport func(role string, t runtime.Transport) runtime.Transport
 
 // registerUsers adds the users service to n, with a first user, ada,
 // whose points the math service totals.

@@ -8,11 +8,13 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/google/go-cmp/cmp"
+	"github.com/wizardmesh/wizard/runtime"
 )
 
 // TestDemo runs the demo on a free port and does what it prints: each
@@ -195,4 +197,63 @@ func jsonDiff(t *testing.T, want, got string) string {
 		return "not JSON: " + got
 	}
 	return cmp.Diff(w, g)
+}
+
+// TestDemoServesWhenTheMeshIsUp holds the users node's dials to math
+// back for a while: the demo may serve only once the users node sees
+// math (GetUser calls it), so the first GET /api/users/ada it answers is
+// a 200, not the 503 of a peer known but not connected yet. (Before the
+// fix, the demo waited only for the gateway's node and served at once.)
+// The hold's length only bounds how long a fixed demo waits; a demo that
+// does not wait serves within it and fails.
+func TestDemoServesWhenTheMeshIsUp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	hold := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	wrapTransport = func(role string, tr runtime.Transport) runtime.Transport {
+		if role != "users" {
+			return tr
+		}
+		return heldDial{tr, hold}
+	}
+	t.Cleanup(func() { wrapTransport = nil })
+	timer := time.AfterFunc(time.Second, release)
+	defer timer.Stop()
+	var out bytes.Buffer
+	addrs := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-listen", "127.0.0.1:0"}, &out, io.Discard, func(a string) { addrs <- a })
+	}()
+	var addr string
+	select {
+	case addr = <-addrs:
+	case err := <-done:
+		t.Fatalf("the demo ended before serving: %v\n%s", err, out.String())
+	}
+	status, body := doCurl(t, ctx, []string{"curl", "-s", "http://" + addr + "/api/users/ada"})
+	release()
+	if status != 200 {
+		t.Errorf("the first GET /api/users/ada: status %d: %s", status, body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("the demo's shutdown: %v", err)
+	}
+}
+
+// heldDial is a transport whose dials wait until hold is closed.
+type heldDial struct {
+	runtime.Transport
+	hold <-chan struct{}
+}
+
+func (h heldDial) Dial(ctx context.Context, addr string) (runtime.Conn, error) {
+	select {
+	case <-h.hold:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return h.Transport.Dial(ctx, addr)
 }
