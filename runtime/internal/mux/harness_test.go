@@ -159,3 +159,16 @@ func (r *raw) readAll() []*wire.Frame {
 func reqFrame(id uint64, payload string) *wire.Frame {
 	return &wire.Frame{Type: wire.TypeRequest, ID: id, Pattern: "role:test", Payload: []byte(payload)}
 }
+
+// closedFate names how a call on a client that was closed ended: "not
+// sent", "lost", or its error's text when it is neither.
+func closedFate(err error) string {
+	switch {
+	case errors.Is(err, ErrNotSent) && errors.Is(err, ErrClosed):
+		return "not sent"
+	case errors.Is(err, ErrConnLost) && errors.Is(err, ErrClosed):
+		return "lost"
+	default:
+		return err.Error()
+	}
+}

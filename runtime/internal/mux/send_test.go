@@ -109,14 +109,7 @@ func TestSendDirect(t *testing.T) {
 		cl.Close()
 		got := map[string]string{}
 		for name, ch := range errs {
-			switch err := testwait.Recv(t, ch); {
-			case errors.Is(err, ErrNotSent) && errors.Is(err, ErrClosed):
-				got[name] = "not sent"
-			case errors.Is(err, ErrConnLost) && errors.Is(err, ErrClosed):
-				got[name] = "lost"
-			default:
-				got[name] = err.Error()
-			}
+			got[name] = closedFate(testwait.Recv(t, ch))
 		}
 		want := map[string]string{"A": "lost", "B": "not sent", "C": "not sent"}
 		if diff := cmp.Diff(want, got); diff != "" {
