@@ -47,6 +47,7 @@ func (t *Transport) Listen(addr string, s runtime.Server) (runtime.Listener, err
 	guard := bridge.NewGuard("quic", lim, t.log)
 	opts := t.mux
 	opts.Logger = guard.Log
+	opts.Room = bridge.Room // the records for bridge.Handler's requests
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Listener{
 		t:      t,

@@ -405,6 +405,7 @@ func (t *Transport) Listen(addr string, s runtime.Server) (runtime.Listener, err
 	guard := bridge.NewGuard("tcp", connset.Resolve(t.maxConns, t.maxConnsPerIP, t.idleTimeout), t.mux.Logger)
 	opts := t.mux
 	opts.Logger = guard.Log
+	opts.Room = bridge.Room // the records for bridge.Handler's requests
 	l := &Listener{
 		t:      t,
 		nl:     nl,

@@ -70,10 +70,16 @@ func CallBody(ctx context.Context, cl *mux.Client, m *runtime.Message, body prot
 func Handler(s runtime.Server) mux.Handler {
 	bs, _ := s.(bodyServer)
 	return func(ctx context.Context, req *wire.Frame) *wire.Frame {
-		// The message handed to the node and the frame answered take one
-		// allocation; mux encodes the frame before the handler's goroutine
-		// moves on and keeps neither.
-		x := new(exchange)
+		// The message handed to the node and the frame answered share the
+		// request's record (see Room), or take one allocation; mux
+		// encodes the frame before the handler's goroutine moves on and
+		// keeps neither.
+		var x *exchange
+		if sx, ok := mux.RoomOf(ctx).(*serveExchange); ok {
+			x = &sx.exchange
+		} else {
+			x = new(exchange)
+		}
 		m := &x.m
 		*m = runtime.Message{
 			Pattern:  req.Pattern,
@@ -130,6 +136,23 @@ type exchange struct {
 	m runtime.Message
 	f wire.Frame
 	b protoBody
+}
+
+// serveExchange is the serving side's exchange in one allocation with
+// the mux's record of the request: a request served costs the node's
+// transport one allocation, not two. Nothing of it is reused: it lives,
+// as the record and the message do, as long as anything holds one of
+// them (a handler may keep its request, and its context, after it
+// returned).
+type serveExchange struct {
+	req mux.Request
+	exchange
+}
+
+// Room is the mux.Options.Room of a server whose handler is [Handler]'s.
+func Room() (*mux.Request, any) {
+	x := new(serveExchange)
+	return &x.req, x
 }
 
 // callExchange is the calling side's exchange, with room for the

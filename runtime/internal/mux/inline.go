@@ -302,7 +302,7 @@ func (s *server) readRequests() error {
 		if took {
 			r = s.newRequest()
 		} else {
-			*r = request{s: s}
+			*r = request{s: s, room: r.room} // no handler saw r: its room is untouched
 			r.frame.Meta = r.meta[:0]
 		}
 		s.flushRead()

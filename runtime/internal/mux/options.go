@@ -122,6 +122,15 @@ type Options struct {
 	// limit but MaxInFlight.
 	Share *Share
 
+	// Room, on the server side, makes each request's record with room of
+	// the handler's own beside it, in one allocation: it returns a new,
+	// zero record that is a field of a struct it allocated, and that
+	// struct, which the request's handler gets back from [RoomOf] on its
+	// context. A record is never reused once its handler has been called:
+	// the room lives, like the record, as long as anything holds either.
+	// nil: records alone.
+	Room func() (*Request, any)
+
 	// end, set by [ServeDetached], is called with what Serve would
 	// return; Serve then returns once serving has started.
 	end func(error)

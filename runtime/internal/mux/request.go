@@ -37,6 +37,25 @@ type request struct {
 	// reader (see readRequests): a request costs one allocation.
 	body [requestBody]byte
 	meta [requestMeta]wire.Meta
+
+	// room is the handler's own part of the record (see Options.Room),
+	// nil when it has none.
+	room any
+}
+
+// Request is a request's record, for [Options.Room]: a handler's package
+// makes it a field of a struct of its own, so that what it keeps for the
+// request shares the record's allocation. Only the mux fills it in.
+type Request = request
+
+// RoomOf returns the room the record of the request whose context is ctx
+// was made with (see [Options.Room]), or nil: a handler given another
+// context, or by a server without Room, gets nil and makes its own.
+func RoomOf(ctx context.Context) any {
+	if r, ok := ctx.(*request); ok {
+		return r.room
+	}
+	return nil
 }
 
 // requestBody and requestMeta are the body size and metadata count a
@@ -50,7 +69,15 @@ const (
 
 // newRequest returns a request for the reader to read a frame into.
 func (s *server) newRequest() *request {
-	r := &request{s: s}
+	var r *request
+	if room := s.c.opts.Room; room != nil {
+		var x any
+		r, x = room()
+		r.room = x
+	} else {
+		r = new(request)
+	}
+	r.s = s
 	r.frame.Meta = r.meta[:0]
 	return r
 }

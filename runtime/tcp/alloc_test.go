@@ -1,0 +1,37 @@
+//go:build !race
+
+package tcp_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testpb"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
+)
+
+// TestRemoteCallAllocs bounds the allocations of a typed remote call,
+// client and server in this process (as BenchmarkRemoteCall's
+// serial_deadline): the server's message and answer frame share the
+// mux's record of the request (bridge.Room), so serving costs the
+// record, the request and reply messages and the request's repeated
+// field.
+func TestRemoteCallAllocs(t *testing.T) {
+	srv := newServer(t)
+	if err := testpb.RegisterMathServiceHandler(srv, transporttest.MathService{}); err != nil {
+		t.Fatal(err)
+	}
+	c := transporttest.MathClient(t, newClient(t, testpb.MathServiceSumPattern, srv.Addr()))
+	req := &testpb.SumRequest{Values: []float64{1, 2}}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+	defer cancel()
+	const most = 8
+	if a := testing.AllocsPerRun(1000, func() {
+		if res, err := c.Sum(ctx, req); err != nil || res.GetSum() != 3 {
+			t.Fatal(res, err)
+		}
+	}); a > most {
+		t.Errorf("a remote call allocates %v times, want at most %d", a, most)
+	}
+}
