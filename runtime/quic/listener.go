@@ -45,9 +45,8 @@ func (t *Transport) Listen(addr string, s runtime.Server) (runtime.Listener, err
 	}
 	lim := connset.Resolve(t.maxConns, t.maxConnsPerIP, t.idleTimeout)
 	guard := bridge.NewGuard("quic", lim, t.log)
-	opts := t.mux
+	opts := bridge.WithRoom(t.mux) // for bridge.Handler's requests
 	opts.Logger = guard.Log
-	opts.Room = bridge.Room // the records for bridge.Handler's requests
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Listener{
 		t:      t,

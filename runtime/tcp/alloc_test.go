@@ -14,7 +14,7 @@ import (
 // TestRemoteCallAllocs bounds the allocations of a typed remote call,
 // client and server in this process (as BenchmarkRemoteCall's
 // serial_deadline): the server's message and answer frame share the
-// mux's record of the request (bridge.Room), so serving costs the
+// mux's record of the request (bridge.WithRoom), so serving costs the
 // record, the request and reply messages and the request's repeated
 // field.
 func TestRemoteCallAllocs(t *testing.T) {

@@ -403,9 +403,8 @@ func (t *Transport) Listen(addr string, s runtime.Server) (runtime.Listener, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	guard := bridge.NewGuard("tcp", connset.Resolve(t.maxConns, t.maxConnsPerIP, t.idleTimeout), t.mux.Logger)
-	opts := t.mux
+	opts := bridge.WithRoom(t.mux) // for bridge.Handler's requests
 	opts.Logger = guard.Log
-	opts.Room = bridge.Room // the records for bridge.Handler's requests
 	l := &Listener{
 		t:      t,
 		nl:     nl,

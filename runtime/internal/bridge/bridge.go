@@ -71,7 +71,7 @@ func Handler(s runtime.Server) mux.Handler {
 	bs, _ := s.(bodyServer)
 	return func(ctx context.Context, req *wire.Frame) *wire.Frame {
 		// The message handed to the node and the frame answered share the
-		// request's record (see Room), or take one allocation; mux
+		// request's record (see WithRoom), or take one allocation; mux
 		// encodes the frame before the handler's goroutine moves on and
 		// keeps neither.
 		var x *exchange
@@ -149,8 +149,15 @@ type serveExchange struct {
 	exchange
 }
 
-// Room is the mux.Options.Room of a server whose handler is [Handler]'s.
-func Room() (*mux.Request, any) {
+// WithRoom returns o for a server whose handler is [Handler]'s: its
+// requests' records are made with the handler's exchange in them.
+func WithRoom(o mux.Options) mux.Options {
+	o.Room = room
+	o.RoomSize = int(unsafe.Sizeof(serveExchange{}) - unsafe.Sizeof(mux.Request{}))
+	return o
+}
+
+func room() (*mux.Request, any) {
 	x := new(serveExchange)
 	return &x.req, x
 }

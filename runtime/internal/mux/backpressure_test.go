@@ -335,6 +335,28 @@ func TestKeepAliveWhileBusy(t *testing.T) {
 // waiting for a handler too; they are served, and the requests the server
 // had not read are refused as not sent.
 func TestGoAwayWithRequestsWaiting(t *testing.T) {
+	// Room for one waiting request, so that the second takes them past
+	// their bound: one runs, two wait.
+	testGoAwayWaiting(t, Options{MaxInFlight: 1, MaxQueued: requestCost(reqFrame(1, "x")) + 8}, 3)
+}
+
+// TestRoomSizeCountsWaiting: a waiting request is counted with the room
+// its record was made with (Options.RoomSize), so that a bound that
+// holds one request of a record alone, and two of them waiting past it,
+// holds one with its room: one runs, one waits.
+func TestRoomSizeCountsWaiting(t *testing.T) {
+	opts := Options{MaxInFlight: 1, MaxQueued: requestCost(reqFrame(1, "x")) + 8, RoomSize: 64,
+		Room: func() (*Request, any) {
+			x := new(roomed)
+			return &x.req, x
+		}}
+	testGoAwayWaiting(t, opts, 2)
+}
+
+// testGoAwayWaiting serves calls with a server of opts whose handlers
+// wait, shuts it down once it stopped reading and wants served of the
+// calls answered, the rest refused.
+func testGoAwayWaiting(t *testing.T, opts Options, served int) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		h := func(ctx context.Context, req *wire.Frame) *wire.Frame {
@@ -343,11 +365,8 @@ func TestGoAwayWithRequestsWaiting(t *testing.T) {
 		}
 		cconn, sconn := net.Pipe()
 		ctx, shutdown := context.WithCancel(t.Context())
-		served := make(chan error, 1)
-		// Room for one waiting request, so that the second takes them
-		// past their bound.
-		room := requestCost(reqFrame(1, "x")) + 8
-		go func() { served <- Serve(ctx, sconn, h, Options{MaxInFlight: 1, MaxQueued: room}) }()
+		done := make(chan error, 1)
+		go func() { done <- Serve(ctx, sconn, h, opts) }()
 		cl, err := NewClient(cconn, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -362,8 +381,8 @@ func TestGoAwayWithRequestsWaiting(t *testing.T) {
 			}()
 		}
 		// One runs (inline, handing reading over after two ticks of the
-		// watch), two wait (the second takes them past their bound), the
-		// server stopped reading.
+		// watch), the others wanted wait (the last takes them past their
+		// bound), the server stopped reading.
 		time.Sleep(2 * handOverAfter)
 		synctest.Wait()
 		shutdown()
@@ -380,10 +399,10 @@ func TestGoAwayWithRequestsWaiting(t *testing.T) {
 				t.Errorf("call: %v", err)
 			}
 		}
-		if ok != 3 || refused != n-3 {
-			t.Errorf("%d calls served and %d refused, want 3 (running and waiting) and %d", ok, refused, n-3)
+		if ok != served || refused != n-served {
+			t.Errorf("%d calls served and %d refused, want %d (running and waiting) and %d", ok, refused, served, n-served)
 		}
-		if err := <-served; err != nil {
+		if err := <-done; err != nil {
 			t.Errorf("Serve = %v", err)
 		}
 	})

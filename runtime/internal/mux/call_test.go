@@ -349,6 +349,7 @@ func TestOptionsValidation(t *testing.T) {
 		{WriteQueue: -1},
 		{HandshakeTimeout: -time.Second},
 		{DrainTimeout: -time.Second},
+		{RoomSize: -1},
 	}
 	for _, o := range tests {
 		t.Run(fmt.Sprintf("%+v", o), func(t *testing.T) {

@@ -130,6 +130,9 @@ type Options struct {
 	// the room lives, like the record, as long as anything holds either.
 	// nil: records alone.
 	Room func() (*Request, any)
+	// RoomSize is the bytes a room adds to a record, counted, with the
+	// record, for a request waiting for a handler (see MaxQueued).
+	RoomSize int
 
 	// end, set by [ServeDetached], is called with what Serve would
 	// return; Serve then returns once serving has started.
@@ -154,6 +157,8 @@ func (o Options) normalize() (Options, error) {
 		return o, fmt.Errorf("wizard: mux: negative DrainTimeout %v", o.DrainTimeout)
 	case o.MaxInFlight < 0:
 		return o, fmt.Errorf("wizard: mux: negative MaxInFlight %d", o.MaxInFlight)
+	case o.RoomSize < 0:
+		return o, fmt.Errorf("wizard: mux: negative RoomSize %d", o.RoomSize)
 	case o.MaxQueued < 0:
 		return o, fmt.Errorf("wizard: mux: negative MaxQueued %d", o.MaxQueued)
 	case o.ServeTimeout < 0:

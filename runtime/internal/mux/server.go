@@ -306,7 +306,7 @@ func (s *server) dispatch(r *request) (bool, error) {
 			// answers pings, applies cancels) until the waiting requests
 			// reach their bound.
 			s.pending = append(s.pending, r)
-			s.waiting += requestCost(&r.frame)
+			s.waiting += requestCost(&r.frame) + c.opts.RoomSize
 			c.mu.Unlock()
 			return true, s.waitRoom()
 		}
@@ -362,7 +362,7 @@ func (s *server) refuse(f *wire.Frame) error {
 
 // requestCost is what a pending request is counted for: its frame and
 // what the server keeps for it besides (the request, with room for a
-// small frame in it).
+// small frame in it); Options.RoomSize is added for a record's room.
 func requestCost(f *wire.Frame) int { return f.Size() + int(unsafe.Sizeof(request{})) }
 
 // waitRoom pauses the reader while the connection is at one of its
@@ -489,7 +489,7 @@ func (s *server) popPending() *request {
 	if s.pending = s.pending[1:]; len(s.pending) == 0 {
 		s.pending = nil // let the backing array go
 	}
-	s.waiting -= requestCost(&r.frame)
+	s.waiting -= requestCost(&r.frame) + s.c.opts.RoomSize
 	s.c.wakeLocked()
 	return r
 }
