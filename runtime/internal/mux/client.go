@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -288,12 +289,21 @@ func (cl *Client) dispatch(f *wire.Frame, body []byte, own bool) error {
 				kept = make([]byte, 0, len(body))
 			}
 			kept = append(kept[:0], body...)
-			p.resp.Meta = p.meta[:0]
-			if err := wire.DecodeFrame(kept, &p.resp); err != nil {
-				// Unreachable: the same bytes decoded into f.
-				p.resp, p.err = wire.Frame{}, err
-				p.ch <- struct{}{}
-				return err
+			p.resp = *f
+			p.resp.Pattern = rebase(f.Pattern, body, kept)
+			p.resp.Payload = nil
+			if n := len(f.Payload); n > 0 {
+				p.resp.Payload = unsafe.Slice(unsafe.StringData(rebase(unsafe.String(&f.Payload[0], n), body, kept)), n)
+			}
+			p.resp.Meta = nil
+			if n := len(f.Meta); n > 0 {
+				if n > cap(p.meta) {
+					p.meta = make([]wire.Meta, 0, n)
+				}
+				p.resp.Meta = p.meta[:n]
+				for i, m := range f.Meta {
+					p.resp.Meta[i] = wire.Meta{Key: rebase(m.Key, body, kept), Value: rebase(m.Value, body, kept)}
+				}
 			}
 		} else {
 			p.resp = *f
@@ -324,6 +334,19 @@ func (cl *Client) dispatch(f *wire.Frame, body []byte, own bool) error {
 		return protocolError("server sent a %v frame", f.Type)
 	}
 	return nil
+}
+
+// rebase returns the string of kept, a copy of body, at s's place in
+// body; s itself when it is not in body.
+func rebase(s string, body, kept []byte) string {
+	if len(s) == 0 {
+		return ""
+	}
+	off := uintptr(unsafe.Pointer(unsafe.StringData(s))) - uintptr(unsafe.Pointer(unsafe.SliceData(body)))
+	if off >= uintptr(len(body)) || off+uintptr(len(s)) > uintptr(len(body)) {
+		return s
+	}
+	return unsafe.String(&kept[off], len(s))
 }
 
 // goAway records the server's goaway: requests above lastID will not be
