@@ -23,6 +23,28 @@ type outMessage struct {
 	id   [8]byte // the call id's bytes, which a meta value points into
 }
 
+// outMessages pools the messages of remote calls. A call's message ends
+// when callRemote returns: the runtime keeps nothing of it (replies and
+// errors are the connection's), and the connections that had it keep
+// nothing of it either unless one may have (m.lent, see send), and then
+// the message is left to the collector.
+var outMessages sync.Pool
+
+func getOutMessage() *outMessage {
+	if om, ok := outMessages.Get().(*outMessage); ok {
+		return om
+	}
+	return new(outMessage)
+}
+
+func putOutMessage(om *outMessage) {
+	if om.lent {
+		return
+	}
+	*om = outMessage{} // nothing of the call stays reachable
+	outMessages.Put(om)
+}
+
 const (
 	// The node's own metadata keys start with ':', which callers' keys
 	// cannot (see [Metadata]).
@@ -64,6 +86,7 @@ func (n *Node) callRemote(ctx context.Context, r *route, pairs []Pair, msg any, 
 	if err != nil {
 		return Result{}, err
 	}
+	defer putOutMessage(om) // after the attempts: the last defer to run
 	ctx, cancel := n.remote.callContext(ctx, cfg)
 	defer cancel()
 	n.remote.budget.deposit()
@@ -111,7 +134,7 @@ func (n *Node) outgoing(ctx context.Context, r *route, pairs []Pair, msg any, ov
 		// Every peer of the route said it takes another type.
 		return nil, errWrongRequest(r.pattern.String(), ts.in, typ)
 	}
-	om := new(outMessage) // the message and room for its metadata, in one allocation
+	om := getOutMessage() // the message and room for its metadata, in one record
 	m := &om.Message
 	*m = Message{Pattern: r.pattern.String(), Codec: codec, Payload: payload, body: body.m, bodyLen: body.n}
 	m.Meta = append(om.meta[:0], MetaPair{metaCaller, n.id})

@@ -12,7 +12,11 @@ import (
 // marshals it straight into the request's frame; any other gets the
 // payload encoded, once, before its first attempt.
 
-// bodyConn is a [Conn] that encodes a protobuf request itself.
+// bodyConn is a [Conn] that encodes a protobuf request itself. Neither
+// its CallBody nor its Call keeps m, or anything m points to, once it
+// returns, nor returns m as the reply: a node reuses a call's message
+// once the call is over (see getOutMessage) when only such connections
+// had it.
 type bodyConn interface {
 	CallBody(ctx context.Context, m *Message, body proto.Message, size int) (*Message, error)
 }
@@ -34,8 +38,12 @@ func encodeRequest(v any) (Codec, []byte, string, replyBody, error) {
 // it itself and encoding it into m's payload otherwise (the attempts
 // that follow reuse it).
 func send(ctx context.Context, c Conn, m *Message) (*Message, error) {
+	bc, ok := c.(bodyConn)
+	if !ok {
+		m.lent = true // c may keep m: it is never reused
+	}
 	if m.body != nil {
-		if bc, ok := c.(bodyConn); ok {
+		if ok {
 			return bc.CallBody(ctx, m, m.body, m.bodyLen)
 		}
 		b, err := proto.Marshal(m.body)

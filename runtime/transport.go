@@ -92,8 +92,12 @@ type Message struct {
 	// reply itself (see ServeMessageBody); body and bodyLen are then, on
 	// the reply, the result not yet encoded and its size.
 	deferBody bool
-	body      proto.Message
-	bodyLen   int
+	// lent is set on a call once a connection that may keep it got it
+	// (see send): the node then leaves the message to the collector
+	// rather than reusing it.
+	lent    bool
+	body    proto.Message
+	bodyLen int
 
 	// Deadline is, on the serving side, the caller's remaining budget as
 	// received (zero means none); transports set it and the server ctx

@@ -378,7 +378,8 @@ func (c *Conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, 
 // CallBody is [Conn.Call] for a call whose protobuf payload is still to
 // encode: body, of size bytes (proto.Size), is marshalled straight into
 // the request's frame. A node calls it for the requests it leaves
-// unencoded.
+// unencoded. Like Call, it keeps nothing of m once it returns (the node
+// reuses the message of a call that is over).
 func (c *Conn) CallBody(ctx context.Context, m *runtime.Message, body proto.Message, size int) (*runtime.Message, error) {
 	return bridge.CallBody(ctx, c.cl, m, body, size, c.where)
 }

@@ -33,14 +33,14 @@ func CallBody(ctx context.Context, cl *mux.Client, m *runtime.Message, body prot
 		Payload: m.Payload,
 	}
 	f.Meta = toWire(m.Meta)
-	x := new(callExchange) // the answer frame, its metadata and the message made of it, in one allocation
+	x := new(callExchange) // the answer frame, its metadata and body and the message made of it, in one allocation
 	resp, out := &x.f, &x.m
 	resp.Meta = x.meta[:0]
 	if body != nil {
 		x.b = protoBody{body, size}
 		f.Body = &x.b
 	}
-	answered, err := cl.Do(ctx, &f, resp)
+	answered, err := cl.DoRoom(ctx, &f, resp, x.body[:])
 	if err != nil {
 		if errors.Is(err, wire.ErrFrameTooLarge) { // refused here, as the server refuses a large response
 			return nil, runtime.NewError(runtime.CodeResourceExhausted, where+": "+mux.Detail(err))
@@ -163,11 +163,18 @@ func room() (*mux.Request, any) {
 }
 
 // callExchange is the calling side's exchange, with room for the
-// answer's metadata: a reply carries its payload's type, and seldom more.
+// answer's metadata (a reply carries its payload's type, and seldom more)
+// and for a small answer's body, which the reply's Payload and metadata
+// then alias: the reply is the caller's, and nothing else writes it.
 type callExchange struct {
 	exchange
 	meta [2]wire.Meta
+	body [callRoom]byte
 }
+
+// callRoom is the answer body a call has room for: a small protobuf
+// result with its type's name (the record then fills its size class).
+const callRoom = 160
 
 // wire.Meta and runtime.MetaPair have identical fields (the conversion
 // below would not compile otherwise), so a slice of one is a slice of the

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -41,6 +42,7 @@ type call struct {
 	resp wire.Frame    // by value: the record is pooled, the answer costs no allocation
 	err  error
 	meta []wire.Meta // the caller's room for the answer's metadata (see Do)
+	room []byte      // the caller's room for the answer's body (see DoRoom)
 }
 
 func (cl *Client) getCall() *call {
@@ -51,7 +53,7 @@ func (cl *Client) getCall() *call {
 }
 
 func (cl *Client) putCall(p *call) {
-	p.resp, p.err, p.meta = wire.Frame{}, nil, nil
+	p.resp, p.err, p.meta, p.room = wire.Frame{}, nil, nil, nil
 	cl.calls.Put(p)
 }
 
@@ -114,6 +116,15 @@ func (cl *Client) Call(ctx context.Context, req *wire.Frame) (*wire.Frame, error
 // array when it fits (so that the caller may provide room for it), else
 // into a slice of its own.
 func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
+	return cl.DoRoom(ctx, req, resp, nil)
+}
+
+// DoRoom is [Client.Do] with room for the answer's body: an answer that
+// fits in room's capacity is copied into it, and resp's strings and
+// Payload then alias room (a larger one gets a buffer of its own). The
+// client writes room only before DoRoom returns, and only when it
+// reports resp written.
+func (cl *Client) DoRoom(ctx context.Context, req, resp *wire.Frame, room []byte) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -141,6 +152,7 @@ func (cl *Client) Do(ctx context.Context, req, resp *wire.Frame) (bool, error) {
 	if !noReply {
 		p = cl.getCall() // before locking: the lock is the connection's busiest
 		p.meta = resp.Meta[:0]
+		p.room = room[:0]
 	}
 
 	if err := c.lockSpace(ctx); err != nil {
@@ -255,7 +267,7 @@ func (cl *Client) read() {
 }
 
 // dispatch handles one frame from the server.
-func (cl *Client) dispatch(f *wire.Frame) error {
+func (cl *Client) dispatch(f *wire.Frame, body []byte, own bool) error {
 	c := cl.c
 	switch f.Type {
 	case wire.TypeResponse, wire.TypeError:
@@ -269,13 +281,39 @@ func (cl *Client) dispatch(f *wire.Frame) error {
 		if p == nil {
 			return nil // the caller gave up, or goaway refused it
 		}
-		p.resp = *f
-		p.resp.Meta = nil
-		if n := len(f.Meta); n > 0 {
-			if n > cap(p.meta) {
-				p.meta = make([]wire.Meta, 0, n)
+		if !own {
+			// body is the reader's, reused for the next frame: the
+			// answer gets a copy, in the caller's room when it fits.
+			kept := p.room
+			if len(body) > cap(kept) {
+				kept = make([]byte, 0, len(body))
 			}
-			p.resp.Meta = append(p.meta[:0], f.Meta...) // f.Meta is the reader's (keepMeta)
+			kept = append(kept[:0], body...)
+			p.resp = *f
+			p.resp.Pattern = rebase(f.Pattern, body, kept)
+			p.resp.Payload = nil
+			if n := len(f.Payload); n > 0 {
+				p.resp.Payload = unsafe.Slice(unsafe.StringData(rebase(unsafe.String(&f.Payload[0], n), body, kept)), n)
+			}
+			p.resp.Meta = nil
+			if n := len(f.Meta); n > 0 {
+				if n > cap(p.meta) {
+					p.meta = make([]wire.Meta, 0, n)
+				}
+				p.resp.Meta = p.meta[:n]
+				for i, m := range f.Meta {
+					p.resp.Meta[i] = wire.Meta{Key: rebase(m.Key, body, kept), Value: rebase(m.Value, body, kept)}
+				}
+			}
+		} else {
+			p.resp = *f
+			p.resp.Meta = nil
+			if n := len(f.Meta); n > 0 {
+				if n > cap(p.meta) {
+					p.meta = make([]wire.Meta, 0, n)
+				}
+				p.resp.Meta = append(p.meta[:0], f.Meta...) // f.Meta is the reader's (keepMeta)
+			}
 		}
 		p.ch <- struct{}{}
 		if last && c.br.Buffered() == 0 {
@@ -296,6 +334,19 @@ func (cl *Client) dispatch(f *wire.Frame) error {
 		return protocolError("server sent a %v frame", f.Type)
 	}
 	return nil
+}
+
+// rebase returns the string of kept, a copy of body, at s's place in
+// body; s itself when it is not in body.
+func rebase(s string, body, kept []byte) string {
+	if len(s) == 0 {
+		return ""
+	}
+	off := uintptr(unsafe.Pointer(unsafe.StringData(s))) - uintptr(unsafe.Pointer(unsafe.SliceData(body)))
+	if off >= uintptr(len(body)) || off+uintptr(len(s)) > uintptr(len(body)) {
+		return s
+	}
+	return unsafe.String(&kept[off], len(s))
 }
 
 // goAway records the server's goaway: requests above lastID will not be

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -456,24 +457,35 @@ func (c *conn) waitingOnPeer() bool {
 // readFrames reads frames until the stream fails, handing each to
 // dispatch, and returns why it stopped: errPeerClosed (which wraps io.EOF)
 // for a clean end of stream between frames. A frame passed to dispatch
-// owns its body, and its Meta slice unless keepMeta is set.
-func (c *conn) readFrames(dispatch func(*wire.Frame) error) error {
+// aliases body; when own is false body is the reader's, reused for the
+// next frame, so dispatch copies what it keeps (see Client.dispatch). Its
+// Meta slice is the frame's own unless keepMeta is set.
+func (c *conn) readFrames(dispatch func(f *wire.Frame, body []byte, own bool) error) error {
 	var f wire.Frame
+	scratch := make([]byte, scratchBody)
 	for {
 		if !c.keepMeta {
 			f.Meta = nil // every frame gets a Meta slice of its own
 		}
-		if _, err := wire.ReadFrame(c.br, c.opts.MaxFrameSize, &f, nil); err != nil {
+		body, err := wire.ReadFrame(c.br, c.opts.MaxFrameSize, &f, scratch[:0])
+		if err != nil {
 			return readError(err, c.opts.MaxFrameSize)
 		}
 		if !c.read.Load() { // a load per frame, a store once per ping
 			c.read.Store(true)
 		}
-		if err := dispatch(&f); err != nil {
+		// A frame larger than scratch got a buffer of its own.
+		own := len(body) > 0 && unsafe.SliceData(body) != unsafe.SliceData(scratch)
+		if err := dispatch(&f, body, own); err != nil {
 			return err
 		}
 	}
 }
+
+// scratchBody is the size of the reader's reused body buffer: frames up
+// to it are read into it (and copied out by whoever keeps them), larger
+// ones into a buffer of their own.
+const scratchBody = 4 << 10
 
 // readError is what a read loop returns for err, ReadFrame's:
 // errPeerClosed for a clean end of stream between frames.
