@@ -73,10 +73,7 @@ func TestBatchServedInline(t *testing.T) {
 			return echo(ctx, req)
 		}, Options{})
 		const n = 16
-		var frames []*wire.Frame
-		for i := range n {
-			frames = append(frames, reqFrame(uint64(i+1), "x"))
-		}
+		frames := requests(n)
 		r.sendAll(frames...)
 		for range n {
 			f, err := r.read()
@@ -202,10 +199,7 @@ func TestBatchGoAway(t *testing.T) {
 			return echo(ctx, req)
 		}, Options{})
 		stop = stop0
-		var frames []*wire.Frame
-		for i := range n {
-			frames = append(frames, reqFrame(uint64(i+1), "x"))
-		}
+		frames := requests(n)
 		r.sendAll(frames...)
 		var answered []uint64
 		var last uint64
@@ -258,16 +252,8 @@ func TestBatchCostlyHandlersOnWorkers(t *testing.T) {
 			return echo(ctx, req)
 		}, Options{})
 		const n = 4 * timeEvery
-		var frames []*wire.Frame
-		for i := range n {
-			frames = append(frames, reqFrame(uint64(i+1), "x"))
-		}
-		r.sendAll(frames...)
-		for range n {
-			if _, err := r.read(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		frames := requests(n)
+		r.roundTrips(t, frames)
 		if !inline[1] {
 			t.Error("the first request ran on a worker, want inline")
 		}
@@ -294,16 +280,8 @@ func TestBatchOutlierStaysInline(t *testing.T) {
 			return echo(ctx, req)
 		}, Options{})
 		const n = 2 * timeEvery
-		var frames []*wire.Frame
-		for i := range n {
-			frames = append(frames, reqFrame(uint64(i+1), "x"))
-		}
-		r.sendAll(frames...)
-		for range n {
-			if _, err := r.read(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		frames := requests(n)
+		r.roundTrips(t, frames)
 		synctest.Wait()
 		for i, ok := range inline {
 			if !ok {
@@ -311,4 +289,24 @@ func TestBatchOutlierStaysInline(t *testing.T) {
 			}
 		}
 	})
+}
+
+// requests returns n request frames with ids 1 to n.
+func requests(n int) []*wire.Frame {
+	frames := make([]*wire.Frame, n)
+	for i := range frames {
+		frames[i] = reqFrame(uint64(i+1), "x")
+	}
+	return frames
+}
+
+// roundTrips sends frames in one write and reads an answer for each.
+func (r *raw) roundTrips(t *testing.T, frames []*wire.Frame) {
+	t.Helper()
+	r.sendAll(frames...)
+	for range frames {
+		if _, err := r.read(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
