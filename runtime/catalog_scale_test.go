@@ -60,7 +60,10 @@ func TestCatalog_Linear(t *testing.T) {
 	}
 	var tSmall, tBig time.Duration
 	deadline := time.Now().Add(20 * time.Second)
-	for i := 0; i < 3 && time.Now().Before(deadline); i++ {
+	// Three rounds, the best of each size kept; more while the bound is
+	// missed, so that one round descheduled on a loaded machine does not
+	// fail the test (quadratic work misses it in every round).
+	for i := 0; i < 12 && time.Now().Before(deadline) && (i < 3 || tBig > 8*tSmall); i++ {
 		s, b := timeLoads(small, big/small), timeLoads(big, 1)
 		if i == 0 || s < tSmall {
 			tSmall = s
