@@ -42,7 +42,7 @@ type benchFlags struct {
 func addBenchFlags(fs *flag.FlagSet) any {
 	f := &benchFlags{}
 	fs.IntVar(&f.callers, "c", 1, "callers, each making one call at a time")
-	fs.DurationVar(&f.duration, "d", 10*time.Second, "how long to measure, after the warm-up")
+	fs.DurationVar(&f.duration, "d", 10*time.Second, "how long to measure, after the warm-up (until the first call ends, if later)")
 	fs.DurationVar(&f.warm, "warmup", 300*time.Millisecond, "how long to call before measuring")
 	fs.StringVar(&f.mixin, "mixin", "", "comma-separated keys of DATA that route too")
 	fs.Var(&f.metadata, "metadata", "call metadata key=value (repeatable)")
@@ -101,6 +101,8 @@ func runBench(ctx context.Context, c *cli, args []string, own any) error {
 	var measuring atomic.Bool
 	var calls, failed atomic.Int64
 	stop := make(chan struct{})
+	ended := make(chan struct{}) // closed by the first call that ends while measuring
+	var endedOnce sync.Once
 	workers := make([]benchWorker, f.callers)
 	var wg sync.WaitGroup
 	for i := range workers {
@@ -113,15 +115,18 @@ func runBench(ctx context.Context, c *cli, args []string, own any) error {
 					return
 				default:
 				}
-				// No deadline of its own: the node's default timeout
-				// (--timeout) bounds each call, without a timer per call.
+				// Each call bounded by --timeout, as the node's default
+				// timeout would bound it were ctx without a deadline.
 				start := time.Now()
-				_, err := cl.send(ctx, n)
+				callCtx, cancel := context.WithTimeout(ctx, *c.mesh.timeout)
+				_, err := cl.send(callCtx, n)
+				cancel()
 				d := time.Since(start)
 				if !measuring.Load() {
 					continue
 				}
 				calls.Add(1)
+				endedOnce.Do(func() { close(ended) })
 				if err != nil {
 					failed.Add(1)
 					w.errs[runtime.CodeOf(err)]++
@@ -142,6 +147,13 @@ func runBench(ctx context.Context, c *cli, args []string, own any) error {
 	timer.Reset(f.duration)
 	select {
 	case <-timer.C:
+		// Calls slower than the window: measure until one has ended in
+		// it (the node's timeout bounds the wait), rather than report
+		// no calls at all.
+		select {
+		case <-ended:
+		case <-ctx.Done():
+		}
 	case <-ctx.Done(): // interrupted: report what was measured
 	}
 	measuring.Store(false)

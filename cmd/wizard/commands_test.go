@@ -200,6 +200,16 @@ func TestCommands(t *testing.T) {
 		if r.code != 1 || !strings.Contains(r.out, "errors    invalid_argument ") || r.err != "" {
 			t.Errorf("bench of failing calls: exit %d, out:\n%s\nerr: %s\nwant exit 1, errors by code, no progress line (not a terminal)", r.code, r.out, r.err)
 		}
+		// Calls slower than the window (role:slow answers at the
+		// timeout): the bench measures until one ends, not zero calls.
+		r = m.run(t, "bench", "--output", "json", "--timeout", "300ms", "-c", "1", "-d", "20ms", "-warmup", "0s", "role:slow")
+		b = benchJSON{}
+		if err := json.Unmarshal([]byte(r.out), &b); err != nil {
+			t.Fatalf("bench of slow calls: exit %d, %q: %v (%s)", r.code, r.out, err, r.err)
+		}
+		if r.code != 1 || b.Calls == 0 || b.Errors["deadline_exceeded"] != b.Calls || b.Seconds < 0.2 {
+			t.Errorf("bench of calls slower than -d: exit %d, %+v; want exit 1, the calls that ended counted (deadline exceeded), the window kept open for them", r.code, b)
+		}
 		if r := m.run(t, "bench", "-c", "0", "role:echo"); r.code != 2 || !strings.Contains(r.err, "-c 0: want at least one caller") {
 			t.Errorf("bench -c 0: exit %d, %s", r.code, r.err)
 		}
