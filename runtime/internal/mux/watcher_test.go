@@ -117,8 +117,7 @@ func TestWatcherStopsWhenIdle(t *testing.T) {
 
 // TestWatcherDropsClosedConn: a connection that ends leaves its watcher
 // as Serve returns, with no tick: the watcher keeps no pointer to it, and
-// its goroutine ends at once with the last connection, so that it does
-// not outlive them (in a synctest bubble, that would be a deadlock).
+// its timer stops at once with the last connection.
 func TestWatcherDropsClosedConn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := NewWatcher()
