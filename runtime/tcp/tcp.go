@@ -406,6 +406,7 @@ func (t *Transport) Listen(addr string, s runtime.Server) (runtime.Listener, err
 	guard := bridge.NewGuard("tcp", connset.Resolve(t.maxConns, t.maxConnsPerIP, t.idleTimeout), t.mux.Logger)
 	opts := bridge.WithRoom(t.mux) // for bridge.Handler's requests
 	opts.Logger = guard.Log
+	opts.Watch = mux.NewWatcher() // one watch over the inline serving of every connection
 	l := &Listener{
 		t:      t,
 		nl:     nl,

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"net"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
@@ -59,6 +61,45 @@ func runCalls(b *testing.B, cl *Client) {
 func BenchmarkCall(b *testing.B) {
 	s := listen(b, benchHandler, Options{})
 	runCalls(b, s.dial(b, Options{}))
+}
+
+// BenchmarkConns is calls over many connections to one server, one
+// caller each (the shape of bench/'s -conns mode), with the server's
+// connections sharing one watch over their inline serving ("shared", as
+// a tcp listener's do) or each with its own ("own").
+func BenchmarkConns(b *testing.B) {
+	const conns = 64 // listen keeps the results of 100 connections
+	for _, shared := range []bool{false, true} {
+		name := "own"
+		if shared {
+			name = "shared"
+		}
+		b.Run(name, func(b *testing.B) {
+			opts := Options{}
+			if shared {
+				opts.Watch = NewWatcher()
+			}
+			s := listen(b, benchHandler, opts)
+			clients := make([]*Client, conns)
+			for i := range clients {
+				clients[i] = s.dial(b, Options{})
+			}
+			req := benchRequest()
+			ctx := context.Background()
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(conns / runtime.GOMAXPROCS(0))
+			b.RunParallel(func(pb *testing.PB) {
+				cl := clients[(next.Add(1)-1)%conns]
+				for pb.Next() {
+					if _, err := cl.Call(ctx, req); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
 }
 
 // BenchmarkClient is the client side alone, against a server that does

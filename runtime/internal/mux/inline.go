@@ -25,10 +25,13 @@ import (
 //
 // The watch does not cost a timer per request (arming a timer that is the
 // process's earliest wakes the network poller's thread: a cross-thread
-// wake, the very cost inline serving saves). It ticks every handOverAfter
-// while requests are served inline, and stops after a period without
-// one; the next request served inline starts it again. A tick that finds
-// the same request running as the tick before hands its reading over.
+// wake, the very cost inline serving saves), nor one per connection: a
+// [Watcher], shared by the connections of a listener (Options.Watch; a
+// connection without one makes its own), ticks every handOverAfter while
+// some of them serve inline, and scans only those, each until a period
+// without a request served inline; the next one registers it again (see
+// watcher.go). A tick that finds the same request running as the tick
+// before hands its reading over.
 //
 // Only streams that are a net.Conn (TCP and TLS connections) serve
 // inline. A QUIC stream does not: its lone calls measured slower inline
@@ -74,7 +77,12 @@ var errHandedOver = errors.New("wizard: mux: reader handed over")
 // holds one count of c.wg wherever it moves: its last holder releases it.
 func (s *server) startReading() {
 	c := s.c
-	_, s.inlineOn = c.rw.(net.Conn)
+	if _, s.inlineOn = c.rw.(net.Conn); s.inlineOn {
+		s.watcher = c.opts.Watch
+		if s.watcher == nil {
+			s.watcher = NewWatcher() // the connection's own
+		}
+	}
 	c.wg.Add(2)
 	go c.writeLoop()
 	go s.read()
@@ -120,11 +128,7 @@ func (s *server) inlineLocked(r *request) bool {
 	s.inlineSeq++
 	if !s.watching {
 		s.watching = true
-		if s.handover == nil {
-			s.handover = time.AfterFunc(handOverAfter, s.watch)
-		} else {
-			s.handover.Reset(handOverAfter)
-		}
+		s.watcher.add(s)
 	}
 	return true
 }
@@ -171,33 +175,6 @@ func (s *server) keepsReading(r *request) bool {
 	s.running--
 	s.backoff = 0
 	return true
-}
-
-// watch is the watch's tick: it hands the reader role over, to this
-// goroutine, when the request served inline is the one the last tick saw;
-// else it ticks again while a request runs inline.
-func (s *server) watch() {
-	c := s.c
-	c.mu.Lock()
-	if s.inlineReq == nil && s.inlineSeq == s.watched {
-		s.watching = false // none for a whole period: the next one starts it again
-		c.mu.Unlock()
-		return
-	}
-	if s.inlineReq == nil || s.inlineSeq != s.watched {
-		s.watched = s.inlineSeq
-		s.handover.Reset(handOverAfter)
-		c.mu.Unlock()
-		return
-	}
-	s.watching = false
-	s.inlineReq = nil
-	s.flushLocked() // the answers of the batch so far leave now
-	s.readerW = nil // the handler's goroutine keeps its handle as a worker
-	s.backoff = min(max(2*s.backoff, inlineBackoff), maxInlineBackoff)
-	s.skip = s.backoff
-	c.mu.Unlock()
-	s.read()
 }
 
 // batchInlineMax is the average handler time (see observe) up to which

@@ -134,6 +134,12 @@ type Options struct {
 	// record, for a request waiting for a handler (see MaxQueued).
 	RoomSize int
 
+	// Watch, on the server side, is the watch over requests served
+	// inline (see [Watcher]) that the connection shares with others: the
+	// accepting side's, made by whoever owns the connections. nil: the
+	// connection makes one of its own.
+	Watch *Watcher
+
 	// end, set by [ServeDetached], is called with what Serve would
 	// return; Serve then returns once serving has started.
 	end func(error)

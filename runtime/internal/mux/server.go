@@ -57,18 +57,18 @@ type server struct {
 	stopped     bool // no handler runs any more: a late reap does nothing
 
 	// Serving inline (see inline.go), guarded by c.mu.
-	inlineOn  bool        // the stream is a net.Conn (TCP, TLS): set before reading starts
-	inlineReq *request    // served inline by the reader, which holds its role
-	inlineSeq uint64      // requests served inline so far
-	watched   uint64      // inlineSeq at the watch's last tick
-	watching  bool        // the watch ticks
-	readerW   *worker     // the reader's handle, kept by it as a worker when it hands over
-	skip      int         // requests left to give to workers before serving inline again
-	backoff   int         // skip after the last hand-over; 0 once a request returned in time
-	handover  *time.Timer // the watch (see server.watch)
-	cost      int64       // handlers served inline: their average time, in ns (see observe)
-	probes    uint64      // buffered requests not served inline for their cost
-	held      int         // bytes of answers queued without waking the writer (see holdLocked)
+	inlineOn  bool     // the stream is a net.Conn (TCP, TLS): set before reading starts
+	inlineReq *request // served inline by the reader, which holds its role
+	inlineSeq uint64   // requests served inline so far
+	watched   uint64   // inlineSeq at the watch's last tick
+	watching  bool     // registered with watcher, which ticks
+	watcher   *Watcher // Options.Watch, or the connection's own: set before reading starts
+	readerW   *worker  // the reader's handle, kept by it as a worker when it hands over
+	skip      int      // requests left to give to workers before serving inline again
+	backoff   int      // skip after the last hand-over; 0 once a request returned in time
+	cost      int64    // handlers served inline: their average time, in ns (see observe)
+	probes    uint64   // buffered requests not served inline for their cost
+	held      int      // bytes of answers queued without waking the writer (see holdLocked)
 
 	// The reader role's own: answers of its batch may wait in the queue
 	// for its flush.
@@ -154,6 +154,9 @@ func (s *server) finish(ctx context.Context) error {
 	c := s.c
 	c.wg.Wait()
 	c.drainQueue()
+	if s.watcher != nil {
+		s.watcher.remove(s) // no request is served inline any more
+	}
 
 	// Cancel the handlers that are still running and wait for them. A
 	// handler of a call the client may send again on another connection
