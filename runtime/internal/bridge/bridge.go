@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/wizardmesh/wizard/runtime"
@@ -33,7 +34,7 @@ func CallBody(ctx context.Context, cl *mux.Client, m *runtime.Message, body prot
 		Payload: m.Payload,
 	}
 	f.Meta = toWire(m.Meta)
-	x := new(callExchange) // the answer frame, its metadata and body and the message made of it, in one allocation
+	x := getCallExchange() // the answer frame, its metadata and body and the message made of it, in one record
 	resp, out := &x.f, &x.m
 	resp.Meta = x.meta[:0]
 	if body != nil {
@@ -41,6 +42,11 @@ func CallBody(ctx context.Context, cl *mux.Client, m *runtime.Message, body prot
 		f.Body = &x.b
 	}
 	answered, err := cl.DoRoom(ctx, &f, resp, x.body[:])
+	if !answered {
+		// Nothing returned points into x, and the client writes the
+		// room only when it reports the answer written (DoRoom).
+		putCallExchange(x)
+	}
 	if err != nil {
 		if errors.Is(err, wire.ErrFrameTooLarge) { // refused here, as the server refuses a large response
 			return nil, runtime.NewError(runtime.CodeResourceExhausted, where+": "+mux.Detail(err))
@@ -166,6 +172,13 @@ func room() (*mux.Request, any) {
 // answer's metadata (a reply carries its payload's type, and seldom more)
 // and for a small answer's body, which the reply's Payload and metadata
 // then alias: the reply is the caller's, and nothing else writes it.
+//
+// The records are pooled. [CallBody] takes one and returns its message
+// as the reply, which from then on is its caller's: the caller may give
+// it back with [ReleaseReply] once nothing reads the reply or anything it
+// points to (the runtime's rules are in its replypool.go), or leave it to
+// the collector. A call that returns no reply gives its record back
+// itself.
 type callExchange struct {
 	exchange
 	meta [2]wire.Meta
@@ -173,8 +186,35 @@ type callExchange struct {
 }
 
 // callRoom is the answer body a call has room for: a small protobuf
-// result with its type's name (the record then fills its size class).
-const callRoom = 160
+// result with its type's name (the record then fills its size class,
+// 576 bytes).
+const callRoom = 144
+
+var callExchanges sync.Pool
+
+func getCallExchange() *callExchange {
+	if x, ok := callExchanges.Get().(*callExchange); ok {
+		return x
+	}
+	return new(callExchange)
+}
+
+func putCallExchange(x *callExchange) {
+	*x = callExchange{} // nothing of the call stays reachable, nor readable by the next
+	callExchanges.Put(x)
+}
+
+// The reply is the record's first word: ReleaseReply finds the record
+// from it.
+var _ [0]struct{} = [unsafe.Offsetof(callExchange{}.exchange) + unsafe.Offsetof(exchange{}.m)]struct{}{}
+
+// ReleaseReply gives back the record of m, a reply that [Call] or
+// [CallBody] returned, for a later call to reuse. The caller must not
+// read or write m, or anything it points to (its Payload, Error and
+// Meta), afterwards, and releases a reply at most once.
+func ReleaseReply(m *runtime.Message) {
+	putCallExchange((*callExchange)(unsafe.Pointer(m)))
+}
 
 // wire.Meta and runtime.MetaPair have identical fields (the conversion
 // below would not compile otherwise), so a slice of one is a slice of the
