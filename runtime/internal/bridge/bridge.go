@@ -81,8 +81,9 @@ func Handler(s runtime.Server) mux.Handler {
 		// encodes the frame before the handler's goroutine moves on and
 		// keeps neither.
 		var x *exchange
-		if sx, ok := mux.RoomOf(ctx).(*serveExchange); ok {
-			x = &sx.exchange
+		sx, _ := mux.RoomOf(ctx).(*serveExchange)
+		if sx != nil {
+			x = &sx.p.exchange
 		} else {
 			x = new(exchange)
 		}
@@ -103,7 +104,11 @@ func Handler(s runtime.Server) mux.Handler {
 		var body proto.Message
 		var size int
 		if bs != nil {
-			reply, body, size = bs.ServeMessageBody(ctx, m)
+			var free bool
+			reply, body, size, free = bs.ServeMessageBody(ctx, m)
+			if sx != nil && free && reply == m {
+				sx.free = true // given back once the mux has encoded the answer (release)
+			}
 		} else {
 			reply = s.ServeMessage(ctx, m)
 		}
@@ -144,28 +149,61 @@ type exchange struct {
 	b protoBody
 }
 
-// serveExchange is the serving side's exchange in one allocation with
-// the mux's record of the request: a request served costs the node's
-// transport one allocation, not two. Nothing of it is reused: it lives,
-// as the record and the message do, as long as anything holds one of
-// them (a handler may keep its request, and its context, after it
-// returned).
+// serveExchange is the serving side's record of a request: the mux's
+// record, which is the request's context and lives as long as anything
+// holds that, and the part of it the context never reaches (p): the
+// buffer the request was read into, the request message made of it and
+// the answer frame. p is pooled: Handler marks it free when the node says
+// that nothing holds the request message, its payload or its metadata
+// once the answer is encoded (a typed handler's request, decoded into a
+// message of its own: see the runtime's ServeMessageBody), and the mux's
+// Options.Done then gives it back (release), once it has encoded the
+// answer. A p not marked free is left to the collector with the record.
 type serveExchange struct {
-	req mux.Request
+	req  mux.Request
+	p    *serveRoom
+	free bool // set by Handler: p goes back to the pool on Done
+}
+
+// serveRoom is the pooled part of a request's record.
+type serveRoom struct {
+	buf mux.RequestBuf
 	exchange
 }
 
+var serveRooms sync.Pool
+
 // WithRoom returns o for a server whose handler is [Handler]'s: its
-// requests' records are made with the handler's exchange in them.
+// requests' records are made with the handler's exchange beside them,
+// from a pool, and given back when Handler marked them free.
 func WithRoom(o mux.Options) mux.Options {
 	o.Room = room
-	o.RoomSize = int(unsafe.Sizeof(serveExchange{}) - unsafe.Sizeof(mux.Request{}))
+	o.Done = release
+	o.RoomSize = int(unsafe.Sizeof(serveExchange{}) - unsafe.Sizeof(mux.Request{}) + unsafe.Sizeof(serveRoom{}) - unsafe.Sizeof(mux.RequestBuf{}))
 	return o
 }
 
-func room() (*mux.Request, any) {
+func room() (*mux.Request, *mux.RequestBuf, any) {
 	x := new(serveExchange)
-	return &x.req, x
+	p, ok := serveRooms.Get().(*serveRoom)
+	if !ok {
+		p = new(serveRoom)
+	}
+	x.p = p
+	return &x.req, &p.buf, x
+}
+
+// release is the mux's Options.Done: the answer of the request whose
+// room is x is encoded, and the mux reads nothing of p again.
+func release(x any) {
+	sx, ok := x.(*serveExchange)
+	if !ok || !sx.free {
+		return
+	}
+	p := sx.p
+	sx.p, sx.free = nil, false
+	*p = serveRoom{} // nothing of the call stays reachable, nor readable by the next (past its frame's end)
+	serveRooms.Put(p)
 }
 
 // callExchange is the calling side's exchange, with room for the
