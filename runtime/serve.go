@@ -87,8 +87,11 @@ func (n *Node) serveOnce(ctx context.Context, m *Message, e *handlerEntry, over 
 		return n.encodedFor(m, reply)
 	}
 	reply := n.serveLocal(ctx, m, e, over)
-	reply.copied = false // the table keeps it
-	// A refusal did not run the handler: its retry must.
+	// A refusal did not run the handler: its retry must. The table keeps
+	// a copy of the reply's error, payload and metadata, and its body (the
+	// handler's result): nothing of the call's memory (see Message.copied).
+	// It keeps a payload by reference only when the node encoded it for
+	// this answer alone (sharedPayload).
 	n.dedup.finish(de, reply, reply.Flags&FlagRefused == 0)
 	return reply
 }
