@@ -76,10 +76,10 @@ func CallBody(ctx context.Context, cl *mux.Client, m *runtime.Message, body prot
 func Handler(s runtime.Server) mux.Handler {
 	bs, _ := s.(bodyServer)
 	return func(ctx context.Context, req *wire.Frame) *wire.Frame {
-		// The message handed to the node and the frame answered share the
-		// request's record (see WithRoom), or take one allocation; mux
-		// encodes the frame before the handler's goroutine moves on and
-		// keeps neither.
+		// The message handed to the node and the frame answered are the
+		// request's pooled room (see WithRoom), or take one allocation;
+		// mux encodes the frame before the handler's goroutine moves on
+		// and keeps neither.
 		var x *exchange
 		sx, _ := mux.RoomOf(ctx).(*serveExchange)
 		if sx != nil {
