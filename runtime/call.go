@@ -372,6 +372,6 @@ func answer(reply *Message, types *peerTypes) (Result, error) {
 	}
 	// The payload decodes lazily, into the type the caller asks for; the
 	// raw view lives in the reply, so boxing it allocates nothing.
-	reply.in = raw{codec: reply.Codec, data: reply.Payload, typ: metaValue(reply.Meta, metaType), types: types}
+	reply.in = raw{codec: reply.Codec, data: reply.Payload, typ: metaValue(reply.Meta, metaType), types: types, pool: reply.in.pool}
 	return Result{v: &reply.in}, nil
 }

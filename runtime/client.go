@@ -148,6 +148,11 @@ func (c *Client[Req, Res]) Call(ctx context.Context, req *Req, opts ...CallOptio
 	if err := res.Decode(out); err != nil {
 		return nil, err
 	}
+	if c.node != nil && c.node.invoker == nil && c.res != "" {
+		// out is a copy: the reply's record goes back to its
+		// connection (replypool.go says when that is safe).
+		releaseReply(res)
+	}
 	return out, nil
 }
 

@@ -263,6 +263,8 @@ package runtime
 //	call.go         one remote call: its wire message, deadline, picks and attempts, each with an outcome
 //	retry.go        what an outcome means (next target, retry, done), the retry budget, backoff, the final error
 //	refeed.go       sending a call again, same id, to the same run of its peer after its connection dropped
+//	requestbody.go  a call's protobuf message left to its connection to encode
+//	replypool.go    who owns a reply's record, and when a typed call gives it back to its connection
 //	balance.go      Target, Balancer (the default: latency-aware power of two choices), Breaker (a no-op one without WithBreakers)
 //	load.go         what a node knows of each peer's answers: calls in flight, latency
 //

@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"reflect"
+	"sync"
 	"sync/atomic"
 
 	"google.golang.org/protobuf/proto"
@@ -163,7 +165,7 @@ func NewUnaryHandler[Req, Res any](fn func(context.Context, *Req) (*Res, error))
 		return nil
 	}
 	want := protoName[Req]()
-	return func(ctx context.Context, r Request) (any, error) {
+	h := func(ctx context.Context, r Request) (any, error) {
 		in, ok := r.msg.(*Req)
 		if !ok || in == nil {
 			if got := messageType(r.msg); want != "" && got != "" && got != want {
@@ -173,6 +175,11 @@ func NewUnaryHandler[Req, Res any](fn func(context.Context, *Req) (*Res, error))
 			if err := r.Decode(in); err != nil {
 				return nil, err
 			}
+			if rw, ok := r.msg.(*raw); ok && rw.call != nil && want != "" {
+				// A protobuf message decodes into copies of the bytes
+				// and strings: fn gets nothing of the call.
+				rw.call.copied = true
+			}
 		}
 		out, err := fn(ctx, in)
 		if err != nil || out == nil {
@@ -180,6 +187,20 @@ func NewUnaryHandler[Req, Res any](fn func(context.Context, *Req) (*Res, error))
 		}
 		return out, nil
 	}
+	unaryCode.Store(reflect.ValueOf(h).Pointer(), true)
+	return h
+}
+
+// unaryCode holds the code of the handlers NewUnaryHandler makes (one per
+// instantiation's shape), so that Add knows a handler that gives fn a
+// copy of the request and keeps nothing of the call (see Message.copied)
+// from any other, a handler that wraps one included.
+var unaryCode sync.Map // uintptr → true
+
+// isUnary reports whether h is a handler NewUnaryHandler made.
+func isUnary(h Handler) bool {
+	_, ok := unaryCode.Load(reflect.ValueOf(h).Pointer())
+	return ok
 }
 
 // route is the router's value for a pattern: the local handler, if any
@@ -205,6 +226,7 @@ func (r *route) hasPeers() bool {
 type handlerEntry struct {
 	pattern Pattern
 	h       Handler // wrapped by the node's handler interceptors
+	unary   bool    // h is NewUnaryHandler's, unwrapped: it keeps nothing of a call
 	prior   *handlerEntry
 	spec    *Spec     // Method, if given
 	types   typeNames // of spec: what the node checks and lists in its catalog

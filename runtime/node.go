@@ -183,12 +183,13 @@ func (n *Node) addPattern(p Pattern, h Handler, opts ...HandlerOption) error {
 			o.applyHandler(&c)
 		}
 	}
+	unary := isUnary(h) && len(n.handlerICs) == 0
 	for i := len(n.handlerICs) - 1; i >= 0; i-- {
 		h = n.handlerICs[i](h)
 	}
 	n.routeMu.Lock()
 	defer n.routeMu.Unlock()
-	entry := &handlerEntry{pattern: p, h: h, spec: c.spec, types: c.spec.types()}
+	entry := &handlerEntry{pattern: p, h: h, unary: unary, spec: c.spec, types: c.spec.types()}
 	if re := n.router.exactEntry(p); re != nil {
 		r := re.value
 		entry.prior = r.local.Load()

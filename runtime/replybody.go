@@ -26,13 +26,20 @@ import (
 // payload, size bytes long (proto.Size, whose sizes the message caches:
 // proto.MarshalOptions{UseCachedSize: true} may use them). The stream
 // transports (runtime/tcp, runtime/quic) find it by an interface check.
-func (s nodeServer) ServeMessageBody(ctx context.Context, m *Message) (reply *Message, body proto.Message, size int) {
+//
+// free reports that the reply took m's place and that nothing holds m,
+// or anything it points to (the request's payload and metadata), once
+// the reply is encoded: a typed handler decoded a copy of the request,
+// no handler interceptor had it, the handler's context does not carry
+// its metadata and the de-duplication table does not keep the reply.
+// The transport may then reuse their memory for another request.
+func (s nodeServer) ServeMessageBody(ctx context.Context, m *Message) (reply *Message, body proto.Message, size int, free bool) {
 	m.deferBody = true
 	r := s.n.serveRemote(ctx, m)
 	if r == nil {
-		return nil, nil, 0
+		return nil, nil, 0, false
 	}
-	return r, r.body, r.bodyLen
+	return r, r.body, r.bodyLen, r == m && r.copied && r.Code == CodeOK
 }
 
 // replyBody is a result left to the transport to encode, and its size.

@@ -64,10 +64,10 @@ func TestReplyBodyOnceForEveryTransport(t *testing.T) {
 			t.Errorf("%s: payload of %d bytes (body %v), want the %d bytes encoded", name, len(reply.Payload), reply.body != nil, len(want))
 		}
 	}
-	reply, body, size := s.ServeMessageBody(t.Context(), call())
+	reply, body, size, _ := s.ServeMessageBody(t.Context(), call())
 	check("first, deferred", reply, body, size, true)
 	check("copy, encoded", s.ServeMessage(t.Context(), call()), nil, 0, false)
-	reply, body, size = s.ServeMessageBody(t.Context(), call())
+	reply, body, size, _ = s.ServeMessageBody(t.Context(), call())
 	check("copy, deferred", reply, body, size, true)
 	if r := runs.Load(); r != 1 {
 		t.Errorf("the handler ran %d times, want once", r)

@@ -36,8 +36,17 @@ func encodeRequest(v any) (Codec, []byte, string, replyBody, error) {
 
 // send calls c with m, leaving m's unencoded message to c when c encodes
 // it itself and encoding it into m's payload otherwise (the attempts
-// that follow reuse it).
+// that follow reuse it). A reply whose record c takes back is marked
+// with c (see replypool.go).
 func send(ctx context.Context, c Conn, m *Message) (*Message, error) {
+	reply, err := sendTo(ctx, c, m)
+	if rp, ok := c.(replyPool); ok && reply != nil {
+		reply.in.pool = rp
+	}
+	return reply, err
+}
+
+func sendTo(ctx context.Context, c Conn, m *Message) (*Message, error) {
 	bc, ok := c.(bodyConn)
 	if !ok {
 		m.lent = true // c may keep m: it is never reused

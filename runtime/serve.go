@@ -87,7 +87,11 @@ func (n *Node) serveOnce(ctx context.Context, m *Message, e *handlerEntry, over 
 		return n.encodedFor(m, reply)
 	}
 	reply := n.serveLocal(ctx, m, e, over)
-	// A refusal did not run the handler: its retry must.
+	// A refusal did not run the handler: its retry must. The table keeps
+	// a copy of the reply's error, payload and metadata, and its body (the
+	// handler's result): nothing of the call's memory (see Message.copied).
+	// It keeps a payload by reference only when the node encoded it for
+	// this answer alone (sharedPayload).
 	n.dedup.finish(de, reply, reply.Flags&FlagRefused == 0)
 	return reply
 }
@@ -142,7 +146,11 @@ func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over
 	if hctx != ctx {
 		meta = nil // the handler's IncomingMetadata reads the request's
 	}
-	*m = Message{Codec: codec, Payload: payload, owned: ownedPayload(res.v), body: body.m, bodyLen: body.n}
+	// Nothing holds the call once its reply is encoded when the entry's
+	// handler is a typed one, unwrapped, which decoded a copy of it
+	// (copied), and the handler's context does not carry its metadata.
+	free := m.copied && e.unary && hctx == ctx
+	*m = Message{Codec: codec, Payload: payload, owned: ownedPayload(res.v), body: body.m, bodyLen: body.n, copied: free}
 	if typ != "" {
 		m.Meta = append(meta, MetaPair{metaType, typ})
 	}

@@ -95,7 +95,13 @@ type Message struct {
 	// lent is set on a call once a connection that may keep it got it
 	// (see send): the node then leaves the message to the collector
 	// rather than reusing it.
-	lent    bool
+	lent bool
+	// copied is set on a call by a handler that decoded its request into
+	// a message of its own and keeps nothing of the call (a typed
+	// handler's, NewUnaryHandler); on the reply that takes the call's
+	// place it reports that nothing holds the call's memory once the
+	// reply is encoded (see serveLocal).
+	copied  bool
 	body    proto.Message
 	bodyLen int
 

@@ -384,6 +384,13 @@ func (c *Conn) CallBody(ctx context.Context, m *runtime.Message, body proto.Mess
 	return bridge.CallBody(ctx, c.cl, m, body, size, c.where)
 }
 
+// ReleaseReply gives back the memory of m, a reply that c's Call or
+// CallBody returned, for a later call to reuse: m and everything it
+// points to (its Payload, Error and Meta) must not be used afterwards. A
+// node releases the replies of its typed calls once it has decoded them
+// ([runtime.Client]); a reply never released is left to the collector.
+func (c *Conn) ReleaseReply(m *runtime.Message) { bridge.ReleaseReply(m) }
+
 // Done is closed when the connection is gone.
 func (c *Conn) Done() <-chan struct{} { return c.cl.Done() }
 

@@ -9,9 +9,11 @@ import (
 
 // bodyServer is a runtime.Server that leaves a protobuf result for the
 // transport to encode (a node's: see the runtime's ServeMessageBody), so
-// that the answer's frame carries it as a [protoBody].
+// that the answer's frame carries it as a [protoBody]. free reports that
+// nothing holds m, or what it points to, once the reply is encoded: the
+// transport may then reuse their memory.
 type bodyServer interface {
-	ServeMessageBody(ctx context.Context, m *runtime.Message) (reply *runtime.Message, body proto.Message, size int)
+	ServeMessageBody(ctx context.Context, m *runtime.Message) (reply *runtime.Message, body proto.Message, size int, free bool)
 }
 
 // protoBody is a frame's payload still to marshal: m, of n bytes as

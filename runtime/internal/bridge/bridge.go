@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/wizardmesh/wizard/runtime"
@@ -33,7 +34,7 @@ func CallBody(ctx context.Context, cl *mux.Client, m *runtime.Message, body prot
 		Payload: m.Payload,
 	}
 	f.Meta = toWire(m.Meta)
-	x := new(callExchange) // the answer frame, its metadata and body and the message made of it, in one allocation
+	x := getCallExchange() // the answer frame, its metadata and body and the message made of it, in one record
 	resp, out := &x.f, &x.m
 	resp.Meta = x.meta[:0]
 	if body != nil {
@@ -41,6 +42,11 @@ func CallBody(ctx context.Context, cl *mux.Client, m *runtime.Message, body prot
 		f.Body = &x.b
 	}
 	answered, err := cl.DoRoom(ctx, &f, resp, x.body[:])
+	if !answered {
+		// Nothing returned points into x, and the client writes the
+		// room only when it reports the answer written (DoRoom).
+		putCallExchange(x)
+	}
 	if err != nil {
 		if errors.Is(err, wire.ErrFrameTooLarge) { // refused here, as the server refuses a large response
 			return nil, runtime.NewError(runtime.CodeResourceExhausted, where+": "+mux.Detail(err))
@@ -70,13 +76,14 @@ func CallBody(ctx context.Context, cl *mux.Client, m *runtime.Message, body prot
 func Handler(s runtime.Server) mux.Handler {
 	bs, _ := s.(bodyServer)
 	return func(ctx context.Context, req *wire.Frame) *wire.Frame {
-		// The message handed to the node and the frame answered share the
-		// request's record (see WithRoom), or take one allocation; mux
-		// encodes the frame before the handler's goroutine moves on and
-		// keeps neither.
+		// The message handed to the node and the frame answered are the
+		// request's pooled room (see WithRoom), or take one allocation;
+		// mux encodes the frame before the handler's goroutine moves on
+		// and keeps neither.
 		var x *exchange
-		if sx, ok := mux.RoomOf(ctx).(*serveExchange); ok {
-			x = &sx.exchange
+		sx, _ := mux.RoomOf(ctx).(*serveExchange)
+		if sx != nil {
+			x = &sx.p.exchange
 		} else {
 			x = new(exchange)
 		}
@@ -97,7 +104,11 @@ func Handler(s runtime.Server) mux.Handler {
 		var body proto.Message
 		var size int
 		if bs != nil {
-			reply, body, size = bs.ServeMessageBody(ctx, m)
+			var free bool
+			reply, body, size, free = bs.ServeMessageBody(ctx, m)
+			if sx != nil && free && reply == m {
+				sx.free = true // given back once the mux has encoded the answer (release)
+			}
 		} else {
 			reply = s.ServeMessage(ctx, m)
 		}
@@ -138,34 +149,74 @@ type exchange struct {
 	b protoBody
 }
 
-// serveExchange is the serving side's exchange in one allocation with
-// the mux's record of the request: a request served costs the node's
-// transport one allocation, not two. Nothing of it is reused: it lives,
-// as the record and the message do, as long as anything holds one of
-// them (a handler may keep its request, and its context, after it
-// returned).
+// serveExchange is the serving side's record of a request: the mux's
+// record, which is the request's context and lives as long as anything
+// holds that, and the part of it the context never reaches (p): the
+// buffer the request was read into, the request message made of it and
+// the answer frame. p is pooled: Handler marks it free when the node says
+// that nothing holds the request message, its payload or its metadata
+// once the answer is encoded (a typed handler's request, decoded into a
+// message of its own: see the runtime's ServeMessageBody), and the mux's
+// Options.Done then gives it back (release), once it has encoded the
+// answer. A p not marked free is left to the collector with the record.
 type serveExchange struct {
-	req mux.Request
+	req  mux.Request
+	p    *serveRoom
+	free bool // set by Handler: p goes back to the pool on Done
+}
+
+// serveRoom is the pooled part of a request's record.
+type serveRoom struct {
+	buf mux.RequestBuf
 	exchange
 }
 
+var serveRooms sync.Pool
+
 // WithRoom returns o for a server whose handler is [Handler]'s: its
-// requests' records are made with the handler's exchange in them.
+// requests' records are made with the handler's exchange beside them,
+// from a pool, and given back when Handler marked them free.
 func WithRoom(o mux.Options) mux.Options {
 	o.Room = room
-	o.RoomSize = int(unsafe.Sizeof(serveExchange{}) - unsafe.Sizeof(mux.Request{}))
+	o.Done = release
+	o.RoomSize = int(unsafe.Sizeof(serveExchange{}) - unsafe.Sizeof(mux.Request{}) + unsafe.Sizeof(serveRoom{}) - unsafe.Sizeof(mux.RequestBuf{}))
 	return o
 }
 
-func room() (*mux.Request, any) {
+func room() (*mux.Request, *mux.RequestBuf, any) {
 	x := new(serveExchange)
-	return &x.req, x
+	p, ok := serveRooms.Get().(*serveRoom)
+	if !ok {
+		p = new(serveRoom)
+	}
+	x.p = p
+	return &x.req, &p.buf, x
+}
+
+// release is the mux's Options.Done: the answer of the request whose
+// room is x is encoded, and the mux reads nothing of p again.
+func release(x any) {
+	sx, ok := x.(*serveExchange)
+	if !ok || !sx.free {
+		return
+	}
+	p := sx.p
+	sx.p, sx.free = nil, false
+	*p = serveRoom{} // nothing of the call stays reachable, nor readable by the next (past its frame's end)
+	serveRooms.Put(p)
 }
 
 // callExchange is the calling side's exchange, with room for the
 // answer's metadata (a reply carries its payload's type, and seldom more)
 // and for a small answer's body, which the reply's Payload and metadata
 // then alias: the reply is the caller's, and nothing else writes it.
+//
+// The records are pooled. [CallBody] takes one and returns its message
+// as the reply, which from then on is its caller's: the caller may give
+// it back with [ReleaseReply] once nothing reads the reply or anything it
+// points to (the runtime's rules are in its replypool.go), or leave it to
+// the collector. A call that returns no reply gives its record back
+// itself.
 type callExchange struct {
 	exchange
 	meta [2]wire.Meta
@@ -173,8 +224,35 @@ type callExchange struct {
 }
 
 // callRoom is the answer body a call has room for: a small protobuf
-// result with its type's name (the record then fills its size class).
-const callRoom = 160
+// result with its type's name (the record then fills its size class,
+// 576 bytes).
+const callRoom = 144
+
+var callExchanges sync.Pool
+
+func getCallExchange() *callExchange {
+	if x, ok := callExchanges.Get().(*callExchange); ok {
+		return x
+	}
+	return new(callExchange)
+}
+
+func putCallExchange(x *callExchange) {
+	*x = callExchange{} // nothing of the call stays reachable, nor readable by the next
+	callExchanges.Put(x)
+}
+
+// The reply is the record's first word: ReleaseReply finds the record
+// from it.
+var _ [0]struct{} = [unsafe.Offsetof(callExchange{}.exchange) + unsafe.Offsetof(exchange{}.m)]struct{}{}
+
+// ReleaseReply gives back the record of m, a reply that [Call] or
+// [CallBody] returned, for a later call to reuse. The caller must not
+// read or write m, or anything it points to (its Payload, Error and
+// Meta), afterwards, and releases a reply at most once.
+func ReleaseReply(m *runtime.Message) {
+	putCallExchange((*callExchange)(unsafe.Pointer(m)))
+}
 
 // wire.Meta and runtime.MetaPair have identical fields (the conversion
 // below would not compile otherwise), so a slice of one is a slice of the

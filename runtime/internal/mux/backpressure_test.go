@@ -345,11 +345,7 @@ func TestGoAwayWithRequestsWaiting(t *testing.T) {
 // holds one request of a record alone, and two of them waiting past it,
 // holds one with its room: one runs, one waits.
 func TestRoomSizeCountsWaiting(t *testing.T) {
-	opts := Options{MaxInFlight: 1, MaxQueued: requestCost(reqFrame(1, "x")) + 8, RoomSize: 64,
-		Room: func() (*Request, any) {
-			x := new(roomed)
-			return &x.req, x
-		}}
+	opts := Options{MaxInFlight: 1, MaxQueued: requestCost(reqFrame(1, "x")) + 8, RoomSize: 64, Room: newRoomed}
 	testGoAwayWaiting(t, opts, 2)
 }
 

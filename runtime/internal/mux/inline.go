@@ -265,7 +265,7 @@ func (s *server) readRequests() error {
 	c := s.c
 	r := s.newRequest()
 	for {
-		if _, err := wire.ReadFrame(c.br, c.opts.MaxFrameSize, &r.frame, r.body[:0]); err != nil {
+		if _, err := wire.ReadFrame(c.br, c.opts.MaxFrameSize, &r.frame, r.buf.body[:0]); err != nil {
 			return readError(err, c.opts.MaxFrameSize)
 		}
 		if !c.read.Load() { // a load per frame, a store once per ping
@@ -279,8 +279,8 @@ func (s *server) readRequests() error {
 		if took {
 			r = s.newRequest()
 		} else {
-			*r = request{s: s, room: r.room} // no handler saw r: its room is untouched
-			r.frame.Meta = r.meta[:0]
+			*r = request{s: s, buf: r.buf, room: r.room} // no handler saw r: its room is untouched
+			r.frame.Meta = r.buf.meta[:0]
 		}
 		s.flushRead()
 	}

@@ -123,16 +123,25 @@ type Options struct {
 	Share *Share
 
 	// Room, on the server side, makes each request's record with room of
-	// the handler's own beside it, in one allocation: it returns a new,
-	// zero record that is a field of a struct it allocated, and that
-	// struct, which the request's handler gets back from [RoomOf] on its
-	// context. A record is never reused once its handler has been called:
-	// the room lives, like the record, as long as anything holds either.
-	// nil: records alone.
-	Room func() (*Request, any)
+	// the handler's own beside it: it returns a new, zero record that is
+	// a field of a struct it allocated, a zero buffer for the request's
+	// frame to be read into, and that struct, which the request's handler
+	// gets back from [RoomOf] on its context. A record is never reused
+	// once its handler has been called: it lives, as its context, as long
+	// as anything holds it. The buffer is the room's: see Done.
+	// nil: records alone, each with its own buffer.
+	Room func() (*Request, *RequestBuf, any)
 	// RoomSize is the bytes a room adds to a record, counted, with the
 	// record, for a request waiting for a handler (see MaxQueued).
 	RoomSize int
+	// Done, with Room, is called with a request's room once the server
+	// is done with the request: its handler has returned and its answer
+	// is encoded (or it had none to send). From then on nothing of the
+	// mux reads the request's buffer, nor the answer frame its handler
+	// returned: the room may reuse them, if its handler knows that
+	// nothing else holds them either. It is not called for a request
+	// dropped before its handler ran. nil: nothing is told.
+	Done func(room any)
 
 	// Watch, on the server side, is the watch over requests served
 	// inline (see [Watcher]) that the connection shares with others: the

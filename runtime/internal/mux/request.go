@@ -33,20 +33,38 @@ type request struct {
 	timer *time.Timer   // made with done, when there is a deadline
 	after []*afterFunc
 
-	// Room for a small frame's body and metadata, read into by the
-	// reader (see readRequests): a request costs one allocation.
-	body [requestBody]byte
-	meta [requestMeta]wire.Meta
+	// buf is the room for a small frame's body and metadata, read into
+	// by the reader (see readRequests): the request's own, in its
+	// allocation, or its room's (see Options.Room and Options.Done).
+	buf *requestBuf
 
 	// room is the handler's own part of the record (see Options.Room),
 	// nil when it has none.
 	room any
 }
 
+// requestBuf is room for a small frame's body and metadata: a request
+// with a small body costs no allocation of its own for them.
+type requestBuf struct {
+	body [requestBody]byte
+	meta [requestMeta]wire.Meta
+}
+
 // Request is a request's record, for [Options.Room]: a handler's package
 // makes it a field of a struct of its own, so that what it keeps for the
 // request shares the record's allocation. Only the mux fills it in.
 type Request = request
+
+// RequestBuf is the room a request's frame is read into, for
+// [Options.Room]; only the mux writes it.
+type RequestBuf = requestBuf
+
+// ownRequest is a request and its buffer in one allocation, for a
+// server without Room.
+type ownRequest struct {
+	request
+	buf requestBuf
+}
 
 // RoomOf returns the room the record of the request whose context is ctx
 // was made with (see [Options.Room]), or nil: a handler given another
@@ -71,14 +89,17 @@ const (
 func (s *server) newRequest() *request {
 	var r *request
 	if room := s.c.opts.Room; room != nil {
+		var b *requestBuf
 		var x any
-		r, x = room()
-		r.room = x
+		r, b, x = room()
+		r.buf, r.room = b, x
 	} else {
-		r = new(request)
+		x := new(ownRequest)
+		r = &x.request
+		r.buf = &x.buf
 	}
 	r.s = s
-	r.frame.Meta = r.meta[:0]
+	r.frame.Meta = r.buf.meta[:0]
 	return r
 }
 

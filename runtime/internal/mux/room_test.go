@@ -12,7 +12,13 @@ import (
 // roomed is a handler's room in a request's record (see Options.Room).
 type roomed struct {
 	req  Request
+	buf  RequestBuf
 	kept string // what the handler wrote into it
+}
+
+func newRoomed() (*Request, *RequestBuf, any) {
+	x := new(roomed)
+	return &x.req, &x.buf, x
 }
 
 // TestRoomIsTheRequestsOwn: with Options.Room each request's handler gets
@@ -36,10 +42,7 @@ func TestRoomIsTheRequestsOwn(t *testing.T) {
 		got <- seen{ctx, x, req.Payload} // kept after the handler returns
 		return &wire.Frame{Type: wire.TypeResponse, Payload: req.Payload}
 	}
-	opts := Options{Room: func() (*Request, any) {
-		x := new(roomed)
-		return &x.req, x
-	}}
+	opts := Options{Room: newRoomed}
 	r, _, _ := pipeServer(t, h, opts)
 	done := r.answers(time.Now())
 	const n = 6

@@ -366,7 +366,9 @@ func (s *server) refuse(f *wire.Frame) error {
 // requestCost is what a pending request is counted for: its frame and
 // what the server keeps for it besides (the request, with room for a
 // small frame in it); Options.RoomSize is added for a record's room.
-func requestCost(f *wire.Frame) int { return f.Size() + int(unsafe.Sizeof(request{})) }
+func requestCost(f *wire.Frame) int {
+	return f.Size() + int(unsafe.Sizeof(request{})+unsafe.Sizeof(requestBuf{}))
+}
 
 // waitRoom pauses the reader while the connection is at one of its
 // bounds: MaxQueued bytes of requests waiting for a handler, or MaxQueued
@@ -481,8 +483,22 @@ func (r *request) serve(w *worker) *request {
 	if direct {
 		c.writeDirect(buf)
 	}
+	s.release(r)
 	s.done()
 	return next
+}
+
+// release tells r's room that the server is done with r (Options.Done):
+// its answer is encoded and nothing of the mux reads its buffer again.
+// The frame's fields that point into the buffer are cleared first, for
+// a record that outlives the request (its context, kept by a handler).
+func (s *server) release(r *request) {
+	done := s.c.opts.Done
+	if done == nil || r.room == nil {
+		return
+	}
+	r.frame.Pattern, r.frame.Meta, r.frame.Payload = "", nil, nil
+	done(r.room)
 }
 
 // popPending takes the first request waiting for a handler; c.mu is held.
