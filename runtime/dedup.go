@@ -52,10 +52,10 @@ type dedupTable struct {
 	running  []*dedupEntry // running calls by their number (runRef)
 	freeRuns []uint32      // numbers of running calls free for reuse
 
-	callers    map[callerKey]uint64 // callers, interned as numbers
-	last       callerKey            // the caller interned last, and its number (0: none):
-	lastNum    uint64               // a connection's calls come from one caller, in runs
-	seed       maphash.Seed         // of the calls' digests
+	callers    map[callerKey]*dedupCaller // callers, interned as numbers
+	last       callerKey                  // the caller interned last (when lastCaller is set):
+	lastCaller *dedupCaller               // a connection's calls come from one caller, in runs
+	seed       maphash.Seed               // of the calls' digests
 	nextCaller uint64
 	free       []*dedupEntry // entries no duplicate ever saw, to reuse
 }
@@ -91,6 +91,30 @@ func newCallerKey(id, tok string) (callerKey, bool) {
 	return k, true
 }
 
+// dedupCaller is an interned caller: its number, and the highest call id
+// of its that each generation's index has held. A node numbers its calls
+// in turn, so a call above that is not in the generation: a first
+// attempt, the common path, looks up nothing.
+type dedupCaller struct {
+	num    uint64
+	top    [2]uint64 // by generation: the highest id in gens[i]
+	serial [2]uint32 // the serial of gens[i] that top[i] is for
+}
+
+// saw records that id went into gens[i], of serial.
+func (c *dedupCaller) saw(i int, serial uint32, id uint64) {
+	if c.serial[i] != serial {
+		c.serial[i], c.top[i] = serial, id
+	} else {
+		c.top[i] = max(c.top[i], id)
+	}
+}
+
+// mayHold reports whether gens[i], of serial, may hold id.
+func (c *dedupCaller) mayHold(i int, serial uint32, id uint64) bool {
+	return c.serial[i] == serial && id <= c.top[i]
+}
+
 // dedupSeen says what begin found of a call.
 type dedupSeen uint8
 
@@ -106,9 +130,10 @@ type dedupEntry struct {
 	digest uint64        // of the call's pattern, overlay and payload
 	done   chan struct{} // made by the first duplicate that waits; closed once answer is set
 	answer *Message      // the answer's own copy, for duplicates
-	hash   uint32        // dedupHash(key)
-	run    uint32        // its number in the table's running calls
-	gen    uint32        // the serial of the generation whose index holds it
+	caller *dedupCaller
+	hash   uint32 // dedupHash(key)
+	run    uint32 // its number in the table's running calls
+	gen    uint32 // the serial of the generation whose index holds it
 }
 
 // dedupGen is one generation of answered calls, and the calls that began
@@ -172,7 +197,7 @@ func newDedupTable(size int, ttl time.Duration) *dedupTable {
 		ttl:      ttl,
 		maxBytes: dedupMaxBytes,
 		start:    time.Now(),
-		callers:  make(map[callerKey]uint64),
+		callers:  make(map[callerKey]*dedupCaller),
 		seed:     maphash.MakeSeed(),
 	}
 	if size > 0 {
@@ -240,12 +265,16 @@ func (t *dedupTable) payloadDigest(p []byte) uint64 {
 // dedupCopy: wait for its answer. An id seen before with another digest is
 // dedupOther.
 func (t *dedupTable) begin(caller callerKey, id, digest uint64) (*dedupEntry, dedupSeen) {
-	now := time.Since(t.start)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	k := dedupKey{t.intern(caller), id}
+	c := t.intern(caller)
+	k := dedupKey{c.num, id}
 	h := dedupHash(k)
-	for _, g := range [...]*dedupGen{&t.gens[t.cur], &t.gens[t.cur^1]} {
+	for _, gi := range [...]int{t.cur, t.cur ^ 1} {
+		g := &t.gens[gi]
+		if !c.mayHold(gi, t.gen(gi), id) {
+			continue
+		}
 		i, ref, ok := t.find(g, h, k)
 		if !ok {
 			continue
@@ -260,7 +289,7 @@ func (t *dedupTable) begin(caller callerKey, id, digest uint64) (*dedupEntry, de
 			}
 			return e, dedupCopy
 		}
-		if s := &g.slots[ref-1]; now-s.at <= t.ttl {
+		if s := &g.slots[ref-1]; time.Since(t.start)-s.at <= t.ttl {
 			if s.digest != digest {
 				return nil, dedupOther
 			}
@@ -278,7 +307,7 @@ func (t *dedupTable) begin(caller callerKey, id, digest uint64) (*dedupEntry, de
 	} else {
 		e = new(dedupEntry)
 	}
-	*e = dedupEntry{key: k, digest: digest, hash: h, gen: t.serial}
+	*e = dedupEntry{key: k, digest: digest, caller: c, hash: h, gen: t.serial}
 	if n := len(t.freeRuns); n > 0 {
 		e.run, t.freeRuns = t.freeRuns[n-1], t.freeRuns[:n-1]
 		t.running[e.run] = e
@@ -286,8 +315,15 @@ func (t *dedupTable) begin(caller callerKey, id, digest uint64) (*dedupEntry, de
 		e.run = uint32(len(t.running))
 		t.running = append(t.running, e)
 	}
-	t.gens[t.cur].index.insert(h, runBit|e.run)
+	t.insert(e, runBit|e.run)
 	return e, dedupNew
+}
+
+// insert adds e's key to the current generation's index with reference
+// ref. Callers hold mu.
+func (t *dedupTable) insert(e *dedupEntry, ref uint32) {
+	t.gens[t.cur].index.insert(e.hash, ref)
+	e.caller.saw(t.cur, t.serial, e.key.id)
 }
 
 // find returns the position in g's index of k's cell and the cell's
@@ -319,20 +355,20 @@ func (t *dedupTable) find(g *dedupGen, h uint32, k dedupKey) (uint64, uint32, bo
 
 // intern returns caller's number. Callers hold mu. The table of numbers
 // is bounded in count, and so in bytes: its keys have a fixed size.
-func (t *dedupTable) intern(caller callerKey) uint64 {
-	if t.lastNum != 0 && caller == t.last {
-		return t.lastNum // comparing the key is cheaper than hashing it
+func (t *dedupTable) intern(caller callerKey) *dedupCaller {
+	if t.lastCaller != nil && caller == t.last {
+		return t.lastCaller // comparing the key is cheaper than hashing it
 	}
-	c, ok := t.callers[caller]
-	if !ok {
+	c := t.callers[caller]
+	if c == nil {
 		if len(t.callers) >= maxInternedCallers {
 			clear(t.callers)
 		}
 		t.nextCaller++
-		c = t.nextCaller
+		c = &dedupCaller{num: t.nextCaller}
 		t.callers[caller] = c
 	}
-	t.last, t.lastNum = caller, c
+	t.last, t.lastCaller = caller, c
 	return c
 }
 
@@ -345,6 +381,9 @@ func (t *dedupTable) finish(e *dedupEntry, reply *Message, keep bool) {
 	charge := dedupCharge(reply)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if int(e.run) >= len(t.running) || t.running[e.run] != e {
+		return // a copy's entry, or finished already: nothing runs
+	}
 	if e.done != nil {
 		e.answer = ownCopy(reply)
 		close(e.done)
@@ -352,7 +391,7 @@ func (t *dedupTable) finish(e *dedupEntry, reply *Message, keep bool) {
 	if keep {
 		t.makeRoom(now, charge) // may move e to the current generation
 	}
-	g := t.gen(e.gen)
+	g := t.genOf(e.gen)
 	i := g.index.findRef(e.hash, runBit|e.run)
 	t.running[e.run] = nil
 	t.freeRuns = append(t.freeRuns, e.run)
@@ -361,8 +400,7 @@ func (t *dedupTable) finish(e *dedupEntry, reply *Message, keep bool) {
 		g.index.cells[i] = uint64(e.hash)<<32 | uint64(t.store(g, e, now, reply))
 	case keep: // it began in the generation before
 		g.index.forget(i)
-		cur := &t.gens[t.cur]
-		cur.index.insert(e.hash, t.store(cur, e, now, reply))
+		t.insert(e, t.store(&t.gens[t.cur], e, now, reply))
 	default:
 		g.index.forget(i)
 	}
@@ -371,13 +409,21 @@ func (t *dedupTable) finish(e *dedupEntry, reply *Message, keep bool) {
 	}
 }
 
-// gen returns the generation of serial, the current one or the one
+// genOf returns the generation of serial, the current one or the one
 // before. Callers hold mu.
-func (t *dedupTable) gen(serial uint32) *dedupGen {
+func (t *dedupTable) genOf(serial uint32) *dedupGen {
 	if serial == t.serial {
 		return &t.gens[t.cur]
 	}
 	return &t.gens[t.cur^1]
+}
+
+// gen returns the serial of gens[i]. Callers hold mu.
+func (t *dedupTable) gen(i int) uint32 {
+	if i == t.cur {
+		return t.serial
+	}
+	return t.serial - 1
 }
 
 // makeRoom starts a new generation, dropping the one before, when the
@@ -411,7 +457,7 @@ func (t *dedupTable) rotate(now time.Duration) {
 	for _, e := range t.running {
 		if e != nil && e.gen == t.serial-2 {
 			e.gen = t.serial
-			g.index.insert(e.hash, runBit|e.run)
+			t.insert(e, runBit|e.run)
 		}
 	}
 }
@@ -585,16 +631,19 @@ func newDedupIndex(n int) dedupIndex {
 	return dedupIndex{cells: make([]uint64, size), mask: uint64(size - 1)}
 }
 
-// dedupHash mixes a key's two numbers (a splitmix64 finaliser): call ids
-// from one caller are consecutive.
+// dedupHash mixes a key's two numbers (a splitmix64 finaliser) but the
+// low three bits of its id, which stay: a node numbers its calls in
+// turn, so eight of its calls in a row have their home cells in one
+// cache line, which the call before has just touched, in each
+// generation's index.
 func dedupHash(k dedupKey) uint32 {
-	h := k.id ^ k.caller*0x9e3779b97f4a7c15
+	h := k.id>>3 ^ k.caller*0x9e3779b97f4a7c15
 	h ^= h >> 30
 	h *= 0xbf58476d1ce4e5b9
 	h ^= h >> 27
 	h *= 0x94d049bb133111eb
 	h ^= h >> 31
-	return uint32(h)
+	return uint32(h)&^7 | uint32(k.id&7)
 }
 
 // insert adds a key with hash h and reference ref, which is not in x.

@@ -125,3 +125,25 @@ func TestDedupEncodesSmallResults(t *testing.T) {
 		t.Errorf("copy: body %v, payload %x, codec %v, meta %v; want the payload %x", r.body, r.Payload, r.Codec, r.Meta, want)
 	}
 }
+
+// TestDedupFinishingACopy: finishing the entry of a copy (as the
+// benchmark once did, its callers' names clipped to one token) changes
+// nothing: the call's first answer stays the one given.
+func TestDedupFinishingACopy(t *testing.T) {
+	tab := newDedupTable(8, time.Minute)
+	e, _ := begin(tab, "c", 1)
+	tab.finish(e, &Message{Payload: []byte("first")}, true)
+	d, dup := begin(tab, "c", 1)
+	if !dup {
+		t.Fatal("the copy is not a duplicate")
+	}
+	tab.finish(d, &Message{Payload: []byte("second")}, true)
+	tab.finish(e, &Message{Payload: []byte("third")}, true)
+	if n := tab.len(); n != 1 {
+		t.Errorf("%d calls known, want 1", n)
+	}
+	d, _ = begin(tab, "c", 1)
+	if r, _ := tab.wait(t.Context(), d); string(r.Payload) != "first" {
+		t.Errorf("answer %q, want %q", r.Payload, "first")
+	}
+}
