@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -31,8 +32,9 @@ import (
 // bytes or the count would pass their bound. Dropping one clears its
 // arrays and reuses them, so no answer is evicted one by one. Each
 // generation has a flat index from key to answer that stays at most half
-// full, an array of pointer-free slots and one arena of the answers'
-// bytes; the garbage collector scans none of them. Only a large answer is
+// full, pointer-free slots and an arena of the answers' bytes, both in
+// chunks that are filled in turn and reused, never copied to grow; the
+// garbage collector scans none of them. Only a large answer is
 // kept by reference (see dedupShareMin): its payload or its unencoded
 // result. A running call sits in the same index, in the generation it
 // began in, so a call seen once — the common path — touches one index
@@ -139,24 +141,27 @@ type dedupEntry struct {
 // dedupGen is one generation of answered calls, and the calls that began
 // while it was current and still run.
 type dedupGen struct {
-	index dedupIndex
-	slots []dedupSlot // answers, in the order they were given
-	arena []byte      // answers' bytes, in the same order
-	kept  []dedupKept // answers' large values, kept by reference
-	born  time.Duration
-	bytes int // charged by its answers (see dedupAnswerCost)
-	live  int // answers the index still finds
+	index  dedupIndex
+	slots  [][]dedupSlot // answers, in the order they were given, in chunks of dedupSlotChunk
+	n      int           // answers in slots
+	chunks [][]byte      // answers' bytes, in the same order; spare ones after the first used
+	used   int           // chunks in use
+	kept   []dedupKept   // answers' large values, kept by reference
+	born   time.Duration
+	bytes  int // charged by its answers (see dedupAnswerCost)
+	live   int // answers the index still finds
 }
 
-// dedupSlot is one answered call. Its bytes are at off in its
-// generation's arena: the metadata's key and value lengths (uint32s, in
+// dedupSlot is one answered call. Its bytes are at place in its
+// generation's arena (the chunk above the low 16 bits, the offset in it
+// in them): the metadata's key and value lengths (uint32s, in
 // turn), the error, the payload (unless kept by reference), then the
 // metadata's keys and values. It holds no pointers.
 type dedupSlot struct {
 	key    dedupKey
 	digest uint64
 	at     time.Duration // since the table's start, when it was answered
-	off    uint32
+	place  uint32
 	size   uint32 // of its bytes in the arena
 	errLen uint32
 	payLen uint32
@@ -186,6 +191,11 @@ const (
 	// dedupAnswerCost is what an answer costs beyond its bytes: its slot
 	// and its share of the index, which is at most half full.
 	dedupAnswerCost = int(unsafe.Sizeof(dedupSlot{})) + 2*8
+	// dedupChunk is the size of the chunks of a generation's arena
+	// (offsets in them fit 16 bits), and 1<<dedupSlotBits the slots in a
+	// chunk of slots.
+	dedupChunk    = 64 << 10
+	dedupSlotBits = 10
 	// maxFreeEntries bounds the entries kept for reuse.
 	maxFreeEntries = 1024
 )
@@ -204,7 +214,7 @@ func newDedupTable(size int, ttl time.Duration) *dedupTable {
 		t.genMax = max(size/2, 1)
 	}
 	for i := range t.gens {
-		t.gens[i].index = newDedupIndex(64)
+		t.gens[i].index = newDedupIndex(16384) // 256 KiB each: a busy node fills it within a second
 	}
 	t.serial = 1 // gens[1], never used, is serial 0
 	return t
@@ -289,7 +299,7 @@ func (t *dedupTable) begin(caller callerKey, id, digest uint64) (*dedupEntry, de
 			}
 			return e, dedupCopy
 		}
-		if s := &g.slots[ref-1]; time.Since(t.start)-s.at <= t.ttl {
+		if s := g.slot(ref); time.Since(t.start)-s.at <= t.ttl {
 			if s.digest != digest {
 				return nil, dedupOther
 			}
@@ -346,7 +356,7 @@ func (t *dedupTable) find(g *dedupGen, h uint32, k dedupKey) (uint64, uint32, bo
 				return i, ref, true
 			}
 		default:
-			if g.slots[ref-1].key == k {
+			if g.slot(ref).key == k {
 				return i, ref, true
 			}
 		}
@@ -433,7 +443,7 @@ func (t *dedupTable) gen(i int) uint32 {
 // newest answers up to half of it. Callers hold mu.
 func (t *dedupTable) makeRoom(now time.Duration, charge int) {
 	cur := &t.gens[t.cur]
-	if now-cur.born > t.ttl || len(cur.slots) > 0 && (cur.bytes+charge > t.maxBytes/2 || t.genMax > 0 && len(cur.slots) >= t.genMax) {
+	if now-cur.born > t.ttl || cur.n > 0 && (cur.bytes+charge > t.maxBytes/2 || t.genMax > 0 && cur.n >= t.genMax) {
 		t.rotate(now)
 	}
 	if t.bytes+charge > t.maxBytes { // an answer larger than half the bound
@@ -450,7 +460,13 @@ func (t *dedupTable) rotate(now time.Duration) {
 	clear(g.index.cells)
 	g.index.used = 0
 	clear(g.kept) // release what they hold
-	g.slots, g.arena, g.kept = g.slots[:0], g.arena[:0], g.kept[:0]
+	g.kept = g.kept[:0]
+	g.n = 0
+	g.chunks = slices.DeleteFunc(g.chunks, func(c []byte) bool { return cap(c) > dedupChunk })
+	for i := range g.chunks {
+		g.chunks[i] = g.chunks[i][:0]
+	}
+	g.used = 0
 	g.born, g.bytes, g.live = now, 0, 0
 	t.cur ^= 1
 	t.serial++
@@ -465,19 +481,75 @@ func (t *dedupTable) rotate(now time.Duration) {
 // store appends e's answer m to g and returns the reference to its slot.
 // Callers hold mu.
 func (t *dedupTable) store(g *dedupGen, e *dedupEntry, now time.Duration, m *Message) uint32 {
-	s := dedupSlot{key: e.key, digest: e.digest, at: now, off: uint32(len(g.arena))}
+	ci := g.room(inlineBytes(m))
+	c := g.chunks[ci]
+	s := dedupSlot{key: e.key, digest: e.digest, at: now, place: uint32(ci<<16 | len(c))}
 	var kv dedupKept
-	g.arena, kv = s.set(g.arena, m)
+	g.chunks[ci], kv = s.set(c, m)
 	if kv.shared != nil || kv.body != nil {
 		g.kept = append(g.kept, kv)
 		s.kept = uint32(len(g.kept))
 	}
-	g.slots = append(g.slots, s)
+	if g.n>>dedupSlotBits == len(g.slots) {
+		g.slots = append(g.slots, make([]dedupSlot, 1<<dedupSlotBits))
+	}
+	g.slots[g.n>>dedupSlotBits][g.n&(1<<dedupSlotBits-1)] = s
+	g.n++
 	charge := int(s.size) + dedupAnswerCost + len(kv.shared) + kv.bodyLen
 	g.bytes += charge
 	t.bytes += charge
 	g.live++
-	return uint32(len(g.slots))
+	return uint32(g.n)
+}
+
+// slot returns the slot of reference ref (its number plus one).
+func (g *dedupGen) slot(ref uint32) *dedupSlot {
+	i := ref - 1
+	return &g.slots[i>>dedupSlotBits][i&(1<<dedupSlotBits-1)]
+}
+
+// room returns the chunk of g's arena to append n bytes to: the last one
+// in use, a spare one or a new one, or for more than a chunk's bytes, a
+// chunk of their own (not kept for reuse).
+func (g *dedupGen) room(n int) int {
+	if g.used > 0 {
+		if c := g.chunks[g.used-1]; len(c) < 1<<16 && cap(c)-len(c) >= n {
+			return g.used - 1
+		}
+	}
+	switch {
+	case n > dedupChunk:
+		c := make([]byte, 0, n)
+		if g.used < len(g.chunks) {
+			g.chunks = append(g.chunks, g.chunks[g.used]) // move the spare one on
+			g.chunks[g.used] = c
+		} else {
+			g.chunks = append(g.chunks, c)
+		}
+	case g.used == len(g.chunks):
+		g.chunks = append(g.chunks, make([]byte, 0, dedupChunk))
+	}
+	g.used++
+	return g.used - 1
+}
+
+// inlineBytes is the size of what a slot's set appends of m to the
+// arena.
+func inlineBytes(m *Message) int {
+	n := 8*len(m.Meta) + len(m.Error)
+	for _, p := range m.Meta {
+		n += len(p.Key) + len(p.Value)
+	}
+	switch {
+	case sharedPayload(m) != nil:
+	case m.body != nil:
+		if m.bodyLen < dedupShareMin {
+			n += m.bodyLen
+		}
+	default:
+		n += len(m.Payload)
+	}
+	return n
 }
 
 // len returns the number of calls the table knows, running or answered
@@ -549,7 +621,7 @@ func (g *dedupGen) answer(s *dedupSlot) *Message {
 	if s.kept != 0 {
 		kv = g.kept[s.kept-1]
 	}
-	return s.answer(g.arena[s.off:][:s.size], kv)
+	return s.answer(g.chunks[s.place>>16][s.place&(1<<16-1):][:s.size], kv)
 }
 
 // answer returns a copy of the answer s holds, its bytes b and kv.

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -145,5 +146,40 @@ func TestDedupFinishingACopy(t *testing.T) {
 	d, _ = begin(tab, "c", 1)
 	if r, _ := tab.wait(t.Context(), d); string(r.Payload) != "first" {
 		t.Errorf("answer %q, want %q", r.Payload, "first")
+	}
+}
+
+// TestDedupArenaChunks: answers of every size, empty ones and ones larger
+// than a chunk among them, are found whole across the chunks of the
+// arena, in generations whose chunks are reused.
+func TestDedupArenaChunks(t *testing.T) {
+	tab := newDedupTable(2000, time.Minute) // generations of 1,000
+	payload := func(id uint64) []byte {
+		n := int(id*7919) % 3000
+		switch id % 97 {
+		case 0:
+			n = 0
+		case 1:
+			n = dedupChunk + int(id)
+		}
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(id + uint64(i))
+		}
+		return p
+	}
+	for id := range uint64(3500) {
+		e, _ := begin(tab, "c", id)
+		tab.finish(e, &Message{Codec: CodecJSON, Payload: payload(id), Meta: []MetaPair{{"k", strconv.Itoa(int(id))}}}, true)
+	}
+	for id := uint64(3000); id < 3500; id++ {
+		d, dup := begin(tab, "c", id)
+		if !dup {
+			t.Fatalf("id %d: not found", id)
+		}
+		r, _ := tab.wait(t.Context(), d)
+		if !bytes.Equal(r.Payload, payload(id)) || len(r.Meta) != 1 || r.Meta[0] != (MetaPair{"k", strconv.Itoa(int(id))}) {
+			t.Fatalf("id %d: payload of %d bytes, meta %v; want %d bytes, k=%d", id, len(r.Payload), r.Meta, len(payload(id)), id)
+		}
 	}
 }
