@@ -28,15 +28,16 @@ import (
 //
 // Answers are kept in two generations, the current one and the one
 // before, and dropped a generation at a time: when the current one is
-// older than ttl (all of the one before has expired then), or when the
-// bytes or the count would pass their bound. Dropping one clears its
+// older than ttl (all of the one before has expired then), or when it
+// would pass half the bound on bytes or on count (so the newest half
+// stays). Dropping one clears its
 // arrays and reuses them, so no answer is evicted one by one. Each
 // generation has a flat index from key to answer that stays at most half
 // full, pointer-free slots and an arena of the answers' bytes, both in
 // chunks that are filled in turn and reused, never copied to grow; the
-// garbage collector scans none of them. Only a large answer is
-// kept by reference (see dedupShareMin): its payload or its unencoded
-// result. A running call sits in the same index, in the generation it
+// garbage collector scans none of them. Only a large answer is kept by
+// reference (see dedupShareMin): its payload or its unencoded result; a
+// small unencoded result is encoded into the arena. A running call sits in the same index, in the generation it
 // began in, so a call seen once — the common path — touches one index
 // run, appends one slot and copies its answer once into the arena.
 type dedupTable struct {
