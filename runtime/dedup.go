@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -16,34 +17,48 @@ import (
 // connection dropped — joins the running call or receives the stored
 // answer, and the handler runs once.
 //
-// It is bounded three ways: at most size answers are kept, none longer
-// than ttl after it was given, and at most dedupMaxBytes of answers' bytes.
-// Calls still running are not counted; they are bounded by the calls in
-// flight.
+// It is bounded by time and bytes: an answer is given for ttl after it
+// was given first, and the answers kept take at most maxBytes, each
+// counted with its bookkeeping (dedupAnswerCost). A count of answers
+// would bound the time an answer is kept by the node's rate of calls
+// (16,384 answers turn over in 80 ms at 200,000 calls a second, well
+// within the time a caller takes to send a call again), so none is kept
+// unless asked for (WithDedup's size). Calls still running are not
+// counted; they are bounded by the calls in flight.
 //
-// Every non-idempotent remote call passes through it, so the common path
-// — a call seen once — touches little memory: running calls sit in a
-// small map, answers are copied into a ring of slots whose buffers are
-// reused (a large payload the node encoded for the answer is kept
-// itself, not copied: see dedupShareMin), and the index from key to slot is a flat array of numbers that
-// stays at most half full (see dedupIndex). A duplicate,
-// which is rare, gets its own copy of the answer.
+// Answers are kept in two generations, the current one and the one
+// before, and dropped a generation at a time: when the current one is
+// older than ttl (all of the one before has expired then), or when it
+// would pass half the bound on bytes or on count (so the newest half
+// stays). Dropping one clears its
+// arrays and reuses them, so no answer is evicted one by one. Each
+// generation has a flat index from key to answer that stays at most half
+// full, pointer-free slots and an arena of the answers' bytes, both in
+// chunks that are filled in turn and reused, never copied to grow; the
+// garbage collector scans none of them. Only a large answer is kept by
+// reference (see dedupShareMin): its payload or its unencoded result; a
+// small unencoded result is encoded into the arena. A running call sits in the same index, in the generation it
+// began in, so a call seen once — the common path — touches one index
+// run, appends one slot and copies its answer once into the arena.
 type dedupTable struct {
 	ttl      time.Duration
 	maxBytes int       // dedupMaxBytes, but for tests
-	start    time.Time // slots keep their times as offsets from it
+	genMax   int       // the answers a generation holds at most; 0: any number
+	start    time.Time // answers keep their times as offsets from it
 
-	mu      sync.Mutex
-	running map[dedupKey]*dedupEntry // calls being served
-	index   dedupIndex               // answered calls: their slot in ring
-	ring    []dedupSlot              // answered calls, oldest at head
-	head, n int
-	bytes   int // answers' bytes held by the slots in use
+	mu     sync.Mutex
+	gens   [2]dedupGen // gens[cur] takes the new answers
+	cur    int
+	serial uint32 // gens[cur]'s, counting the generations started
+	bytes  int    // charged by both generations' answers
 
-	callers    map[callerKey]uint64 // callers, interned as numbers
-	last       callerKey            // the caller interned last, and its number (0: none):
-	lastNum    uint64               // a connection's calls come from one caller, in runs
-	seed       maphash.Seed         // of the calls' digests
+	running  []*dedupEntry // running calls by their number (runRef)
+	freeRuns []uint32      // numbers of running calls free for reuse
+
+	callers    map[callerKey]*dedupCaller // callers, interned as numbers
+	last       callerKey                  // the caller interned last (when lastCaller is set):
+	lastCaller *dedupCaller               // a connection's calls come from one caller, in runs
+	seed       maphash.Seed               // of the calls' digests
 	nextCaller uint64
 	free       []*dedupEntry // entries no duplicate ever saw, to reuse
 }
@@ -79,6 +94,30 @@ func newCallerKey(id, tok string) (callerKey, bool) {
 	return k, true
 }
 
+// dedupCaller is an interned caller: its number, and the highest call id
+// of its that each generation's index has held. A node numbers its calls
+// in turn, so a call above that is not in the generation: a first
+// attempt, the common path, looks up nothing.
+type dedupCaller struct {
+	num    uint64
+	top    [2]uint64 // by generation: the highest id in gens[i]
+	serial [2]uint32 // the serial of gens[i] that top[i] is for
+}
+
+// saw records that id went into gens[i], of serial.
+func (c *dedupCaller) saw(i int, serial uint32, id uint64) {
+	if c.serial[i] != serial {
+		c.serial[i], c.top[i] = serial, id
+	} else {
+		c.top[i] = max(c.top[i], id)
+	}
+}
+
+// mayHold reports whether gens[i], of serial, may hold id.
+func (c *dedupCaller) mayHold(i int, serial uint32, id uint64) bool {
+	return c.serial[i] == serial && id <= c.top[i]
+}
+
 // dedupSeen says what begin found of a call.
 type dedupSeen uint8
 
@@ -88,36 +127,57 @@ const (
 	dedupOther                  // the caller's id with another pattern or payload
 )
 
-// deadKey marks a slot whose answer expired before its turn came.
-var deadKey = dedupKey{caller: 0}
-
 // dedupEntry is one running call, or the handle a duplicate holds.
 type dedupEntry struct {
 	key    dedupKey
 	digest uint64        // of the call's pattern, overlay and payload
 	done   chan struct{} // made by the first duplicate that waits; closed once answer is set
 	answer *Message      // the answer's own copy, for duplicates
+	caller *dedupCaller
+	hash   uint32 // dedupHash(key)
+	run    uint32 // its number in the table's running calls
+	gen    uint32 // the serial of the generation whose index holds it
 }
 
-// dedupSlot is one answered call, its answer's bytes in buf: the error,
-// then the payload, then the metadata's keys and values.
+// dedupGen is one generation of answered calls, and the calls that began
+// while it was current and still run.
+type dedupGen struct {
+	index  dedupIndex
+	slots  [][]dedupSlot // answers, in the order they were given, in chunks of dedupSlotChunk
+	n      int           // answers in slots
+	chunks [][]byte      // answers' bytes, in the same order; spare ones after the first used
+	used   int           // chunks in use
+	kept   []dedupKept   // answers' large values, kept by reference
+	born   time.Duration
+	bytes  int // charged by its answers (see dedupAnswerCost)
+	live   int // answers the index still finds
+}
+
+// dedupSlot is one answered call. Its bytes are at place in its
+// generation's arena (the chunk above the low 16 bits, the offset in it
+// in them): the metadata's key and value lengths (uint32s, in
+// turn), the error, the payload (unless kept by reference), then the
+// metadata's keys and values. It holds no pointers.
 type dedupSlot struct {
 	key    dedupKey
 	digest uint64
 	at     time.Duration // since the table's start, when it was answered
+	place  uint32
+	size   uint32 // of its bytes in the arena
+	errLen uint32
+	payLen uint32
+	metaN  uint32 // metadata pairs
+	kept   uint32 // its dedupKept's index plus one; 0: none
 	code   Code
 	codec  Codec
 	flags  MessageFlags
-	errLen uint32
-	payLen uint32
-	buf    []byte
-	meta   []uint32 // the metadata's key and value lengths, in turn
-	// shared, when set, is the answer's payload itself, kept rather than
-	// copied into buf (see dedupShareMin); released when s is evicted.
-	shared []byte
-	// body, when set, is the answer's result not yet encoded (a
-	// transport encodes it into its frame: see ServeMessageBody), of
-	// bodyLen bytes; released when s is evicted.
+}
+
+// dedupKept is what an answer keeps by reference: a large payload the
+// node encoded for it (see dedupShareMin), or a large result not yet
+// encoded (a transport encodes it into its frame: see ServeMessageBody).
+type dedupKept struct {
+	shared  []byte
 	body    proto.Message
 	bodyLen int
 }
@@ -129,21 +189,36 @@ const (
 	maxInternedCallers = 1 << 16
 	// dedupMaxBytes bounds the bytes of the answers a table keeps.
 	dedupMaxBytes = 64 << 20
+	// dedupAnswerCost is what an answer costs beyond its bytes: its slot
+	// and its share of the index, which is at most half full.
+	dedupAnswerCost = int(unsafe.Sizeof(dedupSlot{})) + 2*8
+	// dedupChunk is the size of the chunks of a generation's arena
+	// (offsets in them fit 16 bits), and 1<<dedupSlotBits the slots in a
+	// chunk of slots.
+	dedupChunk    = 64 << 10
+	dedupSlotBits = 10
 	// maxFreeEntries bounds the entries kept for reuse.
 	maxFreeEntries = 1024
 )
 
+// newDedupTable makes a table that keeps answers for ttl, at most size of
+// them if size is not zero.
 func newDedupTable(size int, ttl time.Duration) *dedupTable {
-	return &dedupTable{
+	t := &dedupTable{
 		ttl:      ttl,
 		maxBytes: dedupMaxBytes,
 		start:    time.Now(),
-		running:  make(map[dedupKey]*dedupEntry),
-		index:    newDedupIndex(size),
-		ring:     make([]dedupSlot, size),
-		callers:  make(map[callerKey]uint64),
+		callers:  make(map[callerKey]*dedupCaller),
 		seed:     maphash.MakeSeed(),
 	}
+	if size > 0 {
+		t.genMax = max(size/2, 1)
+	}
+	for i := range t.gens {
+		t.gens[i].index = newDedupIndex(16384) // 256 KiB each: a busy node fills it within a second
+	}
+	t.serial = 1 // gens[1], never used, is serial 0
+	return t
 }
 
 // digest sums what makes m the call it is: its pattern, the pattern
@@ -203,55 +278,108 @@ func (t *dedupTable) payloadDigest(p []byte) uint64 {
 func (t *dedupTable) begin(caller callerKey, id, digest uint64) (*dedupEntry, dedupSeen) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	k := dedupKey{t.intern(caller), id}
-	if e := t.running[k]; e != nil {
-		if e.digest != digest {
-			return nil, dedupOther
+	c := t.intern(caller)
+	k := dedupKey{c.num, id}
+	h := dedupHash(k)
+	for _, gi := range [...]int{t.cur, t.cur ^ 1} {
+		g := &t.gens[gi]
+		if !c.mayHold(gi, t.gen(gi), id) {
+			continue
 		}
-		if e.done == nil {
-			e.done = make(chan struct{})
+		i, ref, ok := t.find(g, h, k)
+		if !ok {
+			continue
 		}
-		return e, dedupCopy
-	}
-	if i, ok := t.index.find(k, t.ring); ok {
-		s := &t.ring[i]
-		if time.Since(t.start)-s.at <= t.ttl {
+		if ref&runBit != 0 {
+			e := t.running[ref&^runBit]
+			if e.digest != digest {
+				return nil, dedupOther
+			}
+			if e.done == nil {
+				e.done = make(chan struct{})
+			}
+			return e, dedupCopy
+		}
+		if s := g.slot(ref); time.Since(t.start)-s.at <= t.ttl {
 			if s.digest != digest {
 				return nil, dedupOther
 			}
-			return &dedupEntry{key: k, digest: digest, answer: s.answer()}, dedupCopy
+			return &dedupEntry{key: k, digest: digest, answer: g.answer(s)}, dedupCopy
 		}
-		// Expired, though not yet evicted: the slot no longer answers.
-		t.index.remove(k, i)
-		s.key = deadKey
+		// Expired, though its generation is not yet dropped: the answer
+		// no longer counts.
+		g.index.forget(i)
+		g.live--
+		break // a key is in one generation at most
 	}
 	var e *dedupEntry
 	if n := len(t.free); n > 0 {
 		e, t.free = t.free[n-1], t.free[:n-1]
-		*e = dedupEntry{key: k, digest: digest}
 	} else {
-		e = &dedupEntry{key: k, digest: digest}
+		e = new(dedupEntry)
 	}
-	t.running[k] = e
+	*e = dedupEntry{key: k, digest: digest, caller: c, hash: h, gen: t.serial}
+	if n := len(t.freeRuns); n > 0 {
+		e.run, t.freeRuns = t.freeRuns[n-1], t.freeRuns[:n-1]
+		t.running[e.run] = e
+	} else {
+		e.run = uint32(len(t.running))
+		t.running = append(t.running, e)
+	}
+	t.insert(e, runBit|e.run)
 	return e, dedupNew
+}
+
+// insert adds e's key to the current generation's index with reference
+// ref. Callers hold mu.
+func (t *dedupTable) insert(e *dedupEntry, ref uint32) {
+	t.gens[t.cur].index.insert(e.hash, ref)
+	e.caller.saw(t.cur, t.serial, e.key.id)
+}
+
+// find returns the position in g's index of k's cell and the cell's
+// reference: a running call's number with runBit, or its answer's slot
+// plus one.
+func (t *dedupTable) find(g *dedupGen, h uint32, k dedupKey) (uint64, uint32, bool) {
+	x := &g.index
+	for i := uint64(h) & x.mask; ; i = (i + 1) & x.mask {
+		c := x.cells[i]
+		if c == 0 {
+			return 0, 0, false
+		}
+		if uint32(c>>32) != h {
+			continue
+		}
+		switch ref := uint32(c); {
+		case ref == deadRef:
+		case ref&runBit != 0:
+			if t.running[ref&^runBit].key == k {
+				return i, ref, true
+			}
+		default:
+			if g.slot(ref).key == k {
+				return i, ref, true
+			}
+		}
+	}
 }
 
 // intern returns caller's number. Callers hold mu. The table of numbers
 // is bounded in count, and so in bytes: its keys have a fixed size.
-func (t *dedupTable) intern(caller callerKey) uint64 {
-	if t.lastNum != 0 && caller == t.last {
-		return t.lastNum // comparing the key is cheaper than hashing it
+func (t *dedupTable) intern(caller callerKey) *dedupCaller {
+	if t.lastCaller != nil && caller == t.last {
+		return t.lastCaller // comparing the key is cheaper than hashing it
 	}
-	c, ok := t.callers[caller]
-	if !ok {
+	c := t.callers[caller]
+	if c == nil {
 		if len(t.callers) >= maxInternedCallers {
 			clear(t.callers)
 		}
 		t.nextCaller++
-		c = t.nextCaller
+		c = &dedupCaller{num: t.nextCaller}
 		t.callers[caller] = c
 	}
-	t.last, t.lastNum = caller, c
+	t.last, t.lastCaller = caller, c
 	return c
 }
 
@@ -261,55 +389,176 @@ func (t *dedupTable) intern(caller callerKey) uint64 {
 // that a later attempt runs it.
 func (t *dedupTable) finish(e *dedupEntry, reply *Message, keep bool) {
 	now := time.Since(t.start)
+	charge := dedupCharge(reply)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.running, e.key)
+	if int(e.run) >= len(t.running) || t.running[e.run] != e {
+		return // a copy's entry, or finished already: nothing runs
+	}
 	if e.done != nil {
-		var s dedupSlot
-		s.set(e.key, e.digest, 0, reply, messageBytes(reply))
-		e.answer = s.answer()
+		e.answer = ownCopy(reply)
 		close(e.done)
-	} else if len(t.free) < maxFreeEntries {
+	}
+	if keep {
+		t.makeRoom(now, charge) // may move e to the current generation
+	}
+	g := t.genOf(e.gen)
+	i := g.index.findRef(e.hash, runBit|e.run)
+	t.running[e.run] = nil
+	t.freeRuns = append(t.freeRuns, e.run)
+	switch {
+	case keep && e.gen == t.serial:
+		g.index.cells[i] = uint64(e.hash)<<32 | uint64(t.store(g, e, now, reply))
+	case keep: // it began in the generation before
+		g.index.forget(i)
+		t.insert(e, t.store(&t.gens[t.cur], e, now, reply))
+	default:
+		g.index.forget(i)
+	}
+	if e.done == nil && len(t.free) < maxFreeEntries {
 		t.free = append(t.free, e) // no duplicate holds it
 	}
-	if !keep || len(t.ring) == 0 {
-		return
-	}
-	size := messageBytes(reply)
-	for t.n > 0 && (t.n == len(t.ring) || t.bytes+size > t.maxBytes) {
-		t.evictOldest()
-	}
-	i := (t.head + t.n) % len(t.ring)
-	t.ring[i].set(e.key, e.digest, now, reply, size)
-	t.index.insert(e.key, i)
-	t.n++
-	t.bytes += size
-	t.expire(now)
 }
 
-// expire drops the answers older than the table's ttl. Callers hold mu.
-func (t *dedupTable) expire(now time.Duration) {
-	for t.n > 0 && now-t.ring[t.head].at > t.ttl {
-		t.evictOldest()
+// genOf returns the generation of serial, the current one or the one
+// before. Callers hold mu.
+func (t *dedupTable) genOf(serial uint32) *dedupGen {
+	if serial == t.serial {
+		return &t.gens[t.cur]
+	}
+	return &t.gens[t.cur^1]
+}
+
+// gen returns the serial of gens[i]. Callers hold mu.
+func (t *dedupTable) gen(i int) uint32 {
+	if i == t.cur {
+		return t.serial
+	}
+	return t.serial - 1
+}
+
+// makeRoom starts a new generation, dropping the one before, when the
+// current one is older than ttl (the one before has expired then), or
+// would pass half the bound on bytes or count with an answer charging
+// charge bytes: so the table keeps at most the bound, and always the
+// newest answers up to half of it. Callers hold mu.
+func (t *dedupTable) makeRoom(now time.Duration, charge int) {
+	cur := &t.gens[t.cur]
+	if now-cur.born > t.ttl || cur.n > 0 && (cur.bytes+charge > t.maxBytes/2 || t.genMax > 0 && cur.n >= t.genMax) {
+		t.rotate(now)
+	}
+	if t.bytes+charge > t.maxBytes { // an answer larger than half the bound
+		t.rotate(now)
 	}
 }
 
-func (t *dedupTable) evictOldest() {
-	s := &t.ring[t.head]
-	if s.key != deadKey {
-		t.index.remove(s.key, t.head)
+// rotate drops the generation before the current one and starts a new
+// one in its arrays. The calls still running that began in the dropped
+// one move to the new one. Callers hold mu.
+func (t *dedupTable) rotate(now time.Duration) {
+	g := &t.gens[t.cur^1]
+	t.bytes -= g.bytes
+	clear(g.index.cells)
+	g.index.used = 0
+	clear(g.kept) // release what they hold
+	g.kept = g.kept[:0]
+	g.n = 0
+	g.chunks = slices.DeleteFunc(g.chunks, func(c []byte) bool { return cap(c) > dedupChunk })
+	for i := range g.chunks {
+		g.chunks[i] = g.chunks[i][:0]
 	}
-	t.bytes -= s.bytes()
-	s.key, s.shared, s.body = deadKey, nil, nil
-	t.head = (t.head + 1) % len(t.ring)
-	t.n--
+	g.used = 0
+	g.born, g.bytes, g.live = now, 0, 0
+	t.cur ^= 1
+	t.serial++
+	for _, e := range t.running {
+		if e != nil && e.gen == t.serial-2 {
+			e.gen = t.serial
+			t.insert(e, runBit|e.run)
+		}
+	}
 }
 
-// len returns the number of calls the table knows, running or answered.
+// store appends e's answer m to g and returns the reference to its slot.
+// Callers hold mu.
+func (t *dedupTable) store(g *dedupGen, e *dedupEntry, now time.Duration, m *Message) uint32 {
+	ci := g.room(inlineBytes(m))
+	c := g.chunks[ci]
+	s := dedupSlot{key: e.key, digest: e.digest, at: now, place: uint32(ci<<16 | len(c))}
+	var kv dedupKept
+	g.chunks[ci], kv = s.set(c, m)
+	if kv.shared != nil || kv.body != nil {
+		g.kept = append(g.kept, kv)
+		s.kept = uint32(len(g.kept))
+	}
+	if g.n>>dedupSlotBits == len(g.slots) {
+		g.slots = append(g.slots, make([]dedupSlot, 1<<dedupSlotBits))
+	}
+	g.slots[g.n>>dedupSlotBits][g.n&(1<<dedupSlotBits-1)] = s
+	g.n++
+	charge := int(s.size) + dedupAnswerCost + len(kv.shared) + kv.bodyLen
+	g.bytes += charge
+	t.bytes += charge
+	g.live++
+	return uint32(g.n)
+}
+
+// slot returns the slot of reference ref (its number plus one).
+func (g *dedupGen) slot(ref uint32) *dedupSlot {
+	i := ref - 1
+	return &g.slots[i>>dedupSlotBits][i&(1<<dedupSlotBits-1)]
+}
+
+// room returns the chunk of g's arena to append n bytes to: the last one
+// in use, a spare one or a new one, or for more than a chunk's bytes, a
+// chunk of their own (not kept for reuse).
+func (g *dedupGen) room(n int) int {
+	if g.used > 0 {
+		if c := g.chunks[g.used-1]; len(c) < 1<<16 && cap(c)-len(c) >= n {
+			return g.used - 1
+		}
+	}
+	switch {
+	case n > dedupChunk:
+		c := make([]byte, 0, n)
+		if g.used < len(g.chunks) {
+			g.chunks = append(g.chunks, g.chunks[g.used]) // move the spare one on
+			g.chunks[g.used] = c
+		} else {
+			g.chunks = append(g.chunks, c)
+		}
+	case g.used == len(g.chunks):
+		g.chunks = append(g.chunks, make([]byte, 0, dedupChunk))
+	}
+	g.used++
+	return g.used - 1
+}
+
+// inlineBytes is the size of what a slot's set appends of m to the
+// arena.
+func inlineBytes(m *Message) int {
+	n := 8*len(m.Meta) + len(m.Error)
+	for _, p := range m.Meta {
+		n += len(p.Key) + len(p.Value)
+	}
+	switch {
+	case sharedPayload(m) != nil:
+	case m.body != nil:
+		if m.bodyLen < dedupShareMin {
+			n += m.bodyLen
+		}
+	default:
+		n += len(m.Payload)
+	}
+	return n
+}
+
+// len returns the number of calls the table knows, running or answered
+// (expired answers included until found or dropped).
 func (t *dedupTable) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.running) + t.index.n
+	return len(t.running) - len(t.freeRuns) + t.gens[0].live + t.gens[1].live
 }
 
 // wait returns e's answer once it has one, or ctx's error.
@@ -328,41 +577,57 @@ func (t *dedupTable) wait(ctx context.Context, e *dedupEntry) (*Message, error) 
 	}
 }
 
-// set copies m into s, reusing s's buffers: a reply may alias the buffer
-// of the request's frame, which the transport reuses. A large payload the
-// node encoded for m alone is kept as it is (see sharedPayload).
-func (s *dedupSlot) set(k dedupKey, digest uint64, at time.Duration, m *Message, size int) {
-	s.key, s.digest, s.at = k, digest, at
+// set fills s with m, its bytes appended to arena (which returns): a
+// reply may alias the buffer of the request's frame, which the transport
+// reuses. A large payload the node encoded for m alone (see
+// sharedPayload), or a large result not yet encoded, is kept by
+// reference in kv instead; a small result is encoded into arena.
+func (s *dedupSlot) set(arena []byte, m *Message) (_ []byte, kv dedupKept) {
 	s.code, s.codec, s.flags = m.Code, m.Codec, m.Flags
-	s.errLen, s.payLen = uint32(len(m.Error)), uint32(len(m.Payload))
-	s.shared = sharedPayload(m)
-	if s.shared != nil {
-		size -= len(s.shared)
-	}
-	s.body, s.bodyLen = m.body, m.bodyLen
-	size -= m.bodyLen
-	if cap(s.buf) < size || cap(s.buf) > 4*size+512 {
-		s.buf = make([]byte, 0, size) // grown, or shrunk after a large answer
-	}
-	buf := append(s.buf[:0], m.Error...)
-	if s.shared == nil {
-		buf = append(buf, m.Payload...)
-	}
-	meta := s.meta[:0]
+	s.errLen, s.metaN = uint32(len(m.Error)), uint32(len(m.Meta))
+	start := len(arena)
 	for _, p := range m.Meta {
-		buf = append(append(buf, p.Key...), p.Value...)
-		meta = append(meta, uint32(len(p.Key)), uint32(len(p.Value)))
+		arena = binary.LittleEndian.AppendUint32(arena, uint32(len(p.Key)))
+		arena = binary.LittleEndian.AppendUint32(arena, uint32(len(p.Value)))
 	}
-	s.buf, s.meta = buf, meta
+	arena = append(arena, m.Error...)
+	switch kv.shared = sharedPayload(m); {
+	case kv.shared != nil:
+	case m.body != nil && m.bodyLen < dedupShareMin:
+		n := len(arena)
+		b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(arena, m.body)
+		if err == nil { // plainMessage makes an error unreachable
+			arena = b
+			s.payLen = uint32(len(arena) - n)
+			break
+		}
+		fallthrough
+	case m.body != nil:
+		kv.body, kv.bodyLen = m.body, m.bodyLen
+	default:
+		arena = append(arena, m.Payload...)
+		s.payLen = uint32(len(m.Payload))
+	}
+	for _, p := range m.Meta {
+		arena = append(append(arena, p.Key...), p.Value...)
+	}
+	s.size = uint32(len(arena) - start)
+	return arena, kv
 }
 
-// bytes is the size of the answer s holds.
-func (s *dedupSlot) bytes() int { return len(s.buf) + len(s.shared) + s.bodyLen }
+// answer returns a copy of the answer s holds, which shares no memory
+// with g but what it keeps by reference, which no one changes.
+func (g *dedupGen) answer(s *dedupSlot) *Message {
+	var kv dedupKept
+	if s.kept != 0 {
+		kv = g.kept[s.kept-1]
+	}
+	return s.answer(g.chunks[s.place>>16][s.place&(1<<16-1):][:s.size], kv)
+}
 
-// answer returns a copy of s's answer, which shares no memory with s but
-// its shared payload, which no one changes.
-func (s *dedupSlot) answer() *Message {
-	buf := append([]byte(nil), s.buf...)
+// answer returns a copy of the answer s holds, its bytes b and kv.
+func (s *dedupSlot) answer(b []byte, kv dedupKept) *Message {
+	lens, buf := b[:8*s.metaN], append([]byte(nil), b[8*s.metaN:]...)
 	str := func(n uint32) string {
 		if n == 0 {
 			return ""
@@ -372,19 +637,33 @@ func (s *dedupSlot) answer() *Message {
 		return v
 	}
 	m := &Message{Code: s.code, Codec: s.codec, Flags: s.flags, Error: str(s.errLen)}
-	m.body, m.bodyLen = s.body, s.bodyLen
-	if s.shared != nil {
-		m.Payload, m.owned = s.shared, true
+	m.body, m.bodyLen = kv.body, kv.bodyLen
+	if kv.shared != nil {
+		m.Payload, m.owned = kv.shared, true
 	} else if s.payLen > 0 {
 		m.Payload, buf = buf[:s.payLen:s.payLen], buf[s.payLen:]
 	}
-	if len(s.meta) > 0 {
-		m.Meta = make([]MetaPair, len(s.meta)/2)
+	if s.metaN > 0 {
+		m.Meta = make([]MetaPair, s.metaN)
 		for i := range m.Meta {
-			m.Meta[i] = MetaPair{str(s.meta[2*i]), str(s.meta[2*i+1])}
+			k, v := binary.LittleEndian.Uint32(lens[8*i:]), binary.LittleEndian.Uint32(lens[8*i+4:])
+			m.Meta[i] = MetaPair{str(k), str(v)}
 		}
 	}
 	return m
+}
+
+// ownCopy returns a copy of m that shares no memory with it but what a
+// slot would keep by reference: for the duplicates waiting on a call.
+func ownCopy(m *Message) *Message {
+	var s dedupSlot
+	b, kv := s.set(nil, m)
+	return s.answer(b, kv)
+}
+
+// dedupCharge is what keeping m costs the table's bound on bytes.
+func dedupCharge(m *Message) int {
+	return messageBytes(m) + 8*len(m.Meta) + dedupAnswerCost
 }
 
 // messageBytes is the size of m's payload, error and metadata.
@@ -396,90 +675,112 @@ func messageBytes(m *Message) int {
 	return size
 }
 
-// dedupIndex maps the keys of answered calls to their slots in the ring:
-// open addressing with linear probing and backward-shift deletion, so no
-// tombstones build up as the ring turns over, and at most half full, so a
-// key that is not there — every call's first attempt — is told apart
-// within a probe or two. A cell holds the low 32 bits of the key's hash
-// (whose low bits are its home cell) above the slot number plus one; zero
-// is empty.
+// dedupIndex maps the keys of a generation's calls to their slots or
+// running calls: open addressing with linear probing, at most half full
+// (tombstones included), so a key that is not there — every call's first
+// attempt — is told apart within a probe or two. A cell holds the key's
+// hash (whose low bits are its home cell) above its reference: an
+// answer's slot plus one, a running call's number with runBit, or
+// deadRef for a key forgotten; zero is empty. Nothing is removed but the
+// rare forgotten key: a generation's index is cleared whole when it is
+// dropped.
 type dedupIndex struct {
 	cells []uint64
 	mask  uint64
-	n     int
+	used  int // cells not empty
 }
 
-func newDedupIndex(slots int) dedupIndex {
+const (
+	runBit  = 1 << 31   // a running call's reference
+	deadRef = 1<<32 - 1 // a forgotten key's
+)
+
+// newDedupIndex makes an index with room for n keys.
+func newDedupIndex(n int) dedupIndex {
 	size := 16
-	for size < 2*slots {
+	for size < 2*n {
 		size <<= 1
 	}
 	return dedupIndex{cells: make([]uint64, size), mask: uint64(size - 1)}
 }
 
-// dedupHash mixes a key's two numbers (a splitmix64 finaliser): call ids
-// from one caller are consecutive.
+// dedupHash mixes a key's two numbers (a splitmix64 finaliser) but the
+// low three bits of its id, which stay: a node numbers its calls in
+// turn, so eight of its calls in a row have their home cells in one
+// cache line, which the call before has just touched, in each
+// generation's index.
 func dedupHash(k dedupKey) uint32 {
-	h := k.id ^ k.caller*0x9e3779b97f4a7c15
+	h := k.id>>3 ^ k.caller*0x9e3779b97f4a7c15
 	h ^= h >> 30
 	h *= 0xbf58476d1ce4e5b9
 	h ^= h >> 27
 	h *= 0x94d049bb133111eb
 	h ^= h >> 31
-	return uint32(h)
+	return uint32(h)&^7 | uint32(k.id&7)
 }
 
-// find returns the slot of k, checked against the ring's keys.
-func (x *dedupIndex) find(k dedupKey, ring []dedupSlot) (int, bool) {
-	h := dedupHash(k)
+// insert adds a key with hash h and reference ref, which is not in x.
+func (x *dedupIndex) insert(h, ref uint32) {
+	if 2*(x.used+1) > len(x.cells) {
+		x.rehash()
+	}
 	for i := uint64(h) & x.mask; ; i = (i + 1) & x.mask {
-		c := x.cells[i]
-		if c == 0 {
-			return 0, false
+		switch c := x.cells[i]; {
+		case c == 0:
+			x.used++
+		case uint32(c) != deadRef:
+			continue
 		}
-		if uint32(c>>32) == h {
-			if s := int(uint32(c)) - 1; ring[s].key == k {
-				return s, true
-			}
-		}
+		x.cells[i] = uint64(h)<<32 | uint64(ref)
+		return
 	}
 }
 
-// insert adds k at slot; k is not in the index.
-func (x *dedupIndex) insert(k dedupKey, slot int) {
-	h := dedupHash(k)
-	i := uint64(h) & x.mask
-	for x.cells[i] != 0 {
-		i = (i + 1) & x.mask
-	}
-	x.cells[i] = uint64(h)<<32 | uint64(slot+1)
-	x.n++
-}
-
-// remove drops k, which is at slot, and moves later cells of its run back
-// into the hole where their home cell allows.
-func (x *dedupIndex) remove(k dedupKey, slot int) {
-	h := dedupHash(k)
-	want := uint64(h)<<32 | uint64(slot+1)
+// findRef returns the position of the cell of hash h and reference ref,
+// which is in x.
+func (x *dedupIndex) findRef(h, ref uint32) uint64 {
+	want := uint64(h)<<32 | uint64(ref)
 	i := uint64(h) & x.mask
 	for x.cells[i] != want {
-		if x.cells[i] == 0 {
-			return // not there
-		}
 		i = (i + 1) & x.mask
 	}
-	x.n--
-	for j := (i + 1) & x.mask; ; j = (j + 1) & x.mask {
-		c := x.cells[j]
-		if c == 0 {
-			break
-		}
-		// c may fill the hole at i if its home cell is not after i on
-		// the way to j.
-		if home := (c >> 32) & x.mask; (j-home)&x.mask >= (j-i)&x.mask {
-			x.cells[i] = c
-			i = j
+	return i
+}
+
+// forget drops the cell at i: emptied if the run it is in ends after it,
+// else marked dead, so that the keys after it are still found.
+func (x *dedupIndex) forget(i uint64) {
+	if x.cells[(i+1)&x.mask] == 0 {
+		x.cells[i] = 0
+		x.used--
+		return
+	}
+	x.cells[i] = x.cells[i]&^(1<<32-1) | deadRef
+}
+
+// rehash moves x's keys into new cells, dropping the dead ones, at most a
+// quarter full.
+func (x *dedupIndex) rehash() {
+	live := 0
+	for _, c := range x.cells {
+		if c != 0 && uint32(c) != deadRef {
+			live++
 		}
 	}
-	x.cells[i] = 0
+	size := len(x.cells)
+	for 4*(live+1) > size {
+		size <<= 1
+	}
+	old := x.cells
+	*x = dedupIndex{cells: make([]uint64, size), mask: uint64(size - 1)}
+	for _, c := range old {
+		if c != 0 && uint32(c) != deadRef {
+			i := (c >> 32) & x.mask
+			for x.cells[i] != 0 {
+				i = (i + 1) & x.mask
+			}
+			x.cells[i] = c
+			x.used++
+		}
+	}
 }

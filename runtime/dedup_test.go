@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -74,13 +75,14 @@ func TestDedupForgetsRefusedCalls(t *testing.T) {
 
 func TestDedupBounds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tab := newDedupTable(3, 10*time.Second)
+		// At most 4 answers, dropped 2 at a time: of 5, the last 3 stay.
+		tab := newDedupTable(4, 10*time.Second)
 		for id := range uint64(5) {
 			e, _ := begin(tab, "c", id)
 			tab.finish(e, &Message{}, true)
 		}
 		if n := tab.len(); n != 3 {
-			t.Errorf("%d answers kept, want the bound 3", n)
+			t.Errorf("%d answers kept, want 3", n)
 		}
 		for id, want := range []bool{false, false, true, true, true} {
 			e, dup := begin(tab, "c", uint64(id))
@@ -124,16 +126,18 @@ func TestDedupOwnsItsCopies(t *testing.T) {
 	}
 }
 
-// TestDedupBoundsBytes: the answers' bytes are bounded too; the oldest
-// answers make room.
+// TestDedupBoundsBytes: the answers' bytes, each with its bookkeeping,
+// are bounded too; the oldest answers make room, half the bound at a time.
 func TestDedupBoundsBytes(t *testing.T) {
-	tab := newDedupTable(100, time.Minute)
-	tab.maxBytes = 10
-	for id := range uint64(4) {
+	tab := newDedupTable(0, time.Minute)
+	answer := &Message{Payload: []byte("abcd")}
+	charge := dedupCharge(answer)
+	tab.maxBytes = 4 * charge
+	for id := range uint64(5) {
 		e, _ := begin(tab, "c", id)
-		tab.finish(e, &Message{Payload: []byte("abcd")}, true)
+		tab.finish(e, answer, true)
 	}
-	for id, want := range []bool{false, false, true, true} {
+	for id, want := range []bool{false, false, true, true, true} {
 		e, dup := begin(tab, "c", uint64(id))
 		if dup != want {
 			t.Errorf("id %d: duplicate %v, want %v", id, dup, want)
@@ -142,8 +146,8 @@ func TestDedupBoundsBytes(t *testing.T) {
 			tab.finish(e, &Message{}, false)
 		}
 	}
-	if tab.bytes != 8 {
-		t.Errorf("%d bytes held, want 8", tab.bytes)
+	if tab.bytes != 3*charge {
+		t.Errorf("%d bytes held, want %d", tab.bytes, 3*charge)
 	}
 }
 
@@ -198,10 +202,11 @@ func TestDedupReusesSlots(t *testing.T) {
 // serving node, at the default size and full: begin, then finish with a
 // small answer.
 func BenchmarkDedup(b *testing.B) {
+	var callers atomic.Int64
 	tab := newDedupTable(16384, 30*time.Second)
 	reply := &Message{Codec: CodecProto, Payload: make([]byte, 9)}
 	b.RunParallel(func(pb *testing.PB) {
-		caller := fmt.Sprintf("caller-%p", pb)
+		caller := fmt.Sprint("caller-", callers.Add(1)) // within tokenSize: callers differ
 		var id uint64
 		for pb.Next() {
 			id++
@@ -211,52 +216,78 @@ func BenchmarkDedup(b *testing.B) {
 	})
 }
 
-// TestDedupIndexModel runs random inserts, removals and lookups against
-// the index and a map side by side; small tables make long probe runs
-// that wrap around the end, where backward shifts go wrong if anywhere.
-func TestDedupIndexModel(t *testing.T) {
-	for _, slots := range []int{8, 64} {
-		rnd := rand.New(rand.NewPCG(uint64(slots), 7))
-		x := newDedupIndex(slots)
-		ring := make([]dedupSlot, slots)
-		model := map[dedupKey]int{}
-		var free []int
-		for s := range slots {
-			free = append(free, s)
+// BenchmarkDedupDefault is BenchmarkDedup at the node's default: no
+// bound on the number of answers, so they are kept for the ttl within
+// the bound on bytes.
+func BenchmarkDedupDefault(b *testing.B) {
+	var callers atomic.Int64
+	tab := newDedupTable(0, 30*time.Second)
+	reply := &Message{Codec: CodecProto, Payload: make([]byte, 9)}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		caller := fmt.Sprint("caller-", callers.Add(1)) // within tokenSize: callers differ
+		var id uint64
+		for pb.Next() {
+			id++
+			e, _ := begin(tab, caller, id)
+			tab.finish(e, reply, true)
 		}
-		randomKey := func() dedupKey { return dedupKey{uint64(rnd.IntN(3)) + 1, uint64(rnd.IntN(40))} }
+	})
+}
+
+// TestDedupIndexModel runs random inserts, forgets and lookups against
+// the index and a map side by side, with few distinct hashes and small
+// tables, so that runs are long, wrap around the end and mix live and
+// dead cells, and the index grows.
+func TestDedupIndexModel(t *testing.T) {
+	for _, hashes := range []int{4, 64} {
+		rnd := rand.New(rand.NewPCG(uint64(hashes), 7))
+		x := newDedupIndex(4)
+		model := map[uint32]uint32{} // ref → hash
+		var refs []uint32
+		next := uint32(1)
 		for op := range 20000 {
-			k := randomKey()
-			switch s, in := model[k]; {
-			case !in && len(free) > 0 && rnd.IntN(2) == 0:
-				s, free = free[len(free)-1], free[:len(free)-1]
-				ring[s].key = k
-				x.insert(k, s)
-				model[k] = s
-			case in && rnd.IntN(2) == 0:
-				x.remove(k, s)
-				ring[s].key = deadKey
-				delete(model, k)
-				free = append(free, s)
+			switch {
+			case len(refs) < 200 && rnd.IntN(2) == 0:
+				h := uint32(rnd.IntN(hashes)) * 0x9e3779b9
+				x.insert(h, next)
+				model[next] = h
+				refs = append(refs, next)
+				next++
+			case len(refs) > 0:
+				j := rnd.IntN(len(refs))
+				ref := refs[j]
+				x.forget(x.findRef(model[ref], ref))
+				delete(model, ref)
+				refs[j] = refs[len(refs)-1]
+				refs = refs[:len(refs)-1]
 			}
-			for k, want := range model {
-				if got, ok := x.find(k, ring); !ok || got != want {
-					t.Fatalf("slots %d, op %d: find(%v) = %d, %v; want %d", slots, op, k, got, ok, want)
+			for ref, h := range model {
+				if !indexHas(x, h, ref) {
+					t.Fatalf("hashes %d, op %d: ref %d (hash %x) not found", hashes, op, ref, h)
 				}
 			}
-			if k := randomKey(); !inModel(model, k) {
-				if s, ok := x.find(k, ring); ok {
-					t.Fatalf("slots %d, op %d: find(%v) = %d for a key not in the index", slots, op, k, s)
-				}
+			if indexHas(x, 0x12345, next) {
+				t.Fatalf("hashes %d, op %d: a ref never inserted is found", hashes, op)
 			}
-			if x.n != len(model) {
-				t.Fatalf("slots %d, op %d: n = %d, want %d", slots, op, x.n, len(model))
+			if 2*x.used > len(x.cells) {
+				t.Fatalf("hashes %d, op %d: %d of %d cells used", hashes, op, x.used, len(x.cells))
 			}
 		}
 	}
 }
 
-func inModel(m map[dedupKey]int, k dedupKey) bool { _, ok := m[k]; return ok }
+// indexHas reports whether x holds the cell of hash h and ref, probing as
+// find does: until an empty cell.
+func indexHas(x dedupIndex, h, ref uint32) bool {
+	want := uint64(h)<<32 | uint64(ref)
+	for i := uint64(h) & x.mask; x.cells[i] != 0; i = (i + 1) & x.mask {
+		if x.cells[i] == want {
+			return true
+		}
+	}
+	return false
+}
 
 // begin is t.begin for a caller named by a string (its token: the name,
 // padded) and a call whose digest is its id: it reports whether the call

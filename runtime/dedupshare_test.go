@@ -16,8 +16,8 @@ func TestDedupSharesLargeOwnedAnswers(t *testing.T) {
 	payload := bytes.Repeat([]byte{7}, dedupShareMin)
 	e, _ := begin(tab, "c", 1)
 	tab.finish(e, &Message{Codec: CodecProto, Payload: payload, owned: true, Meta: []MetaPair{{"t", "x"}}}, true)
-	if tab.bytes != len(payload)+2 {
-		t.Errorf("%d bytes held, want %d", tab.bytes, len(payload)+2)
+	if want := len(payload) + 2 + 8 + dedupAnswerCost; tab.bytes != want {
+		t.Errorf("%d bytes held, want %d", tab.bytes, want)
 	}
 	d, dup := begin(tab, "c", 1)
 	if !dup {
@@ -30,17 +30,19 @@ func TestDedupSharesLargeOwnedAnswers(t *testing.T) {
 	if len(got.Meta) != 1 || got.Meta[0] != (MetaPair{"t", "x"}) {
 		t.Errorf("metadata %v, want [{t x}]", got.Meta)
 	}
-	for id := range uint64(2) { // evict the slot
+	for id := range uint64(2) { // drop its generation
 		e, _ := begin(tab, "c", 10+id)
 		tab.finish(e, &Message{}, true)
 	}
-	for i := range tab.ring {
-		if tab.ring[i].shared != nil {
-			t.Errorf("slot %d still holds a shared payload after its eviction", i)
+	for i := range tab.gens {
+		for j, kv := range tab.gens[i].kept[:cap(tab.gens[i].kept)] {
+			if kv.shared != nil {
+				t.Errorf("generation %d, kept %d: still holds a shared payload after it was dropped", i, j)
+			}
 		}
 	}
-	if tab.bytes != 0 {
-		t.Errorf("%d bytes held after eviction, want 0", tab.bytes)
+	if want := 2 * dedupAnswerCost; tab.bytes != want {
+		t.Errorf("%d bytes held after the drop, want %d", tab.bytes, want)
 	}
 }
 

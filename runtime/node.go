@@ -108,7 +108,7 @@ func New(opts ...Option) (*Node, error) {
 		return n, nil
 	}
 	if c.listen != "" && !c.noDedup {
-		n.dedup = newDedupTable(cmp.Or(c.dedupSize, 16384), cmp.Or(c.dedupTTL, 30*time.Second))
+		n.dedup = newDedupTable(c.dedupSize, cmp.Or(c.dedupTTL, 30*time.Second))
 	}
 	n.remote = newRemote(&c)
 	if err := n.startRemote(); err != nil {

@@ -113,15 +113,19 @@ func WithMaxDials(n int) Option { return nodeOption(func(c *nodeConfig) { c.maxD
 // WithDedup sizes the table of recent calls by which a node answers a call
 // sent to it again (refed after its connection dropped) without running the
 // handler twice: a duplicate joins the running call or receives the stored
-// answer. At most size answers are kept, none for longer than ttl, and no
-// more than 64 MiB of them; zero means the default (16384 answers, 30s).
-// [WithoutDedup] turns de-duplication off.
+// answer. An answer is kept for ttl, within 64 MiB of answers (each
+// counted with about 80 bytes of bookkeeping); a size other than zero
+// also bounds their number. Answers are dropped half the table at a time,
+// so the newest answers up to half of either bound are always kept. Zero
+// means the default: 30s, and no bound on the number. [WithoutDedup] turns
+// de-duplication off.
 //
 // An answer must outlive the time its caller takes to notice a dropped
-// connection and send the call again, so size should cover the node's rate
-// of calls that are not idempotent times that time: the default covers one
-// second at 16,384 such calls a second. The table holds about 120 bytes
-// per answer beyond the answer itself.
+// connection and send the call again (up to a second after the drop), so
+// a size should cover the node's rate of calls that are not idempotent
+// times twice that time; so should 32 MiB: at 200,000 calls a second with
+// small answers (about 110 bytes each, counted), the newest 32 MiB span
+// about 1.5 seconds, and a busy node holds the whole 64 MiB.
 func WithDedup(size int, ttl time.Duration) Option {
 	return nodeOption(func(c *nodeConfig) { c.dedupSize, c.dedupTTL, c.noDedup = size, ttl, false })
 }
