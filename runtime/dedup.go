@@ -199,6 +199,11 @@ const (
 	dedupSlotBits = 10
 	// maxFreeEntries bounds the entries kept for reuse.
 	maxFreeEntries = 1024
+	// dedupFirstAnswers is the answers a generation's index has room for
+	// at first (256 KiB: a busy node fills it within a second), and
+	// dedupIndexStart its cells.
+	dedupFirstAnswers = 16384
+	dedupIndexStart   = 2 * dedupFirstAnswers
 )
 
 // newDedupTable makes a table that keeps answers for ttl, at most size of
@@ -215,7 +220,7 @@ func newDedupTable(size int, ttl time.Duration) *dedupTable {
 		t.genMax = max(size/2, 1)
 	}
 	for i := range t.gens {
-		t.gens[i].index = newDedupIndex(16384) // 256 KiB each: a busy node fills it within a second
+		t.gens[i].index = newDedupIndex(dedupFirstAnswers)
 	}
 	t.serial = 1 // gens[1], never used, is serial 0
 	return t
@@ -444,26 +449,38 @@ func (t *dedupTable) gen(i int) uint32 {
 // newest answers up to half of it. Callers hold mu.
 func (t *dedupTable) makeRoom(now time.Duration, charge int) {
 	cur := &t.gens[t.cur]
-	if now-cur.born > t.ttl || cur.n > 0 && (cur.bytes+charge > t.maxBytes/2 || t.genMax > 0 && cur.n >= t.genMax) {
-		t.rotate(now)
+	if aged := now-cur.born > t.ttl; aged || cur.n > 0 && (cur.bytes+charge > t.maxBytes/2 || t.genMax > 0 && cur.n >= t.genMax) {
+		t.rotate(now, aged)
 	}
 	if t.bytes+charge > t.maxBytes { // an answer larger than half the bound
-		t.rotate(now)
+		t.rotate(now, false)
 	}
 }
 
 // rotate drops the generation before the current one and starts a new
 // one in its arrays. The calls still running that began in the dropped
-// one move to the new one. Callers hold mu.
-func (t *dedupTable) rotate(now time.Duration) {
+// one move to the new one. A generation dropped for its age (aged) had
+// a whole ttl to fill: calls come slower than its arrays were sized for,
+// maybe after a burst, so they go back to the collector and the new
+// generation starts as small as the table's first; one dropped for room
+// reuses them. Callers hold mu.
+func (t *dedupTable) rotate(now time.Duration, aged bool) {
 	g := &t.gens[t.cur^1]
 	t.bytes -= g.bytes
-	clear(g.index.cells)
-	g.index.used = 0
+	if aged && len(g.index.cells) > dedupIndexStart {
+		g.index = newDedupIndex(dedupFirstAnswers)
+	} else {
+		clear(g.index.cells)
+		g.index.used = 0
+	}
 	clear(g.kept) // release what they hold
 	g.kept = g.kept[:0]
 	g.n = 0
 	g.chunks = slices.DeleteFunc(g.chunks, func(c []byte) bool { return cap(c) > dedupChunk })
+	if aged {
+		g.chunks, g.slots = g.chunks[:min(len(g.chunks), 1)], g.slots[:min(len(g.slots), 1)]
+		g.chunks, g.slots = slices.Clip(g.chunks), slices.Clip(g.slots)
+	}
 	for i := range g.chunks {
 		g.chunks[i] = g.chunks[i][:0]
 	}

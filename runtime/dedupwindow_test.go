@@ -183,3 +183,47 @@ func TestDedupArenaChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestDedupBurstMemoryReturns: after a burst of calls filled the table,
+// calls that come slowly, a generation's ttl apart, leave it holding no
+// more than a table that never saw the burst: a generation dropped for
+// its age gives its arrays back instead of keeping them for reuse.
+func TestDedupBurstMemoryReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tab := newDedupTable(0, 10*time.Second)
+		payload := make([]byte, 200)
+		id := uint64(0)
+		for range 200_000 { // a burst: two generations' index grown, arenas of many chunks
+			id++
+			e, _ := begin(tab, "c", id)
+			tab.finish(e, &Message{Payload: payload}, true)
+		}
+		held := func() (cells, chunks, slots int) {
+			for i := range tab.gens {
+				g := &tab.gens[i]
+				cells += len(g.index.cells)
+				chunks += cap(g.chunks)
+				slots += cap(g.slots)
+			}
+			return
+		}
+		if cells, chunks, _ := held(); cells <= 2*dedupIndexStart || chunks <= 4 {
+			t.Fatalf("the burst left %d index cells and %d arena chunks: too few to show anything", cells, chunks)
+		}
+		for range 3 { // slow calls: each finds the current generation older than the ttl
+			time.Sleep(11 * time.Second)
+			id++
+			e, _ := begin(tab, "c", id)
+			tab.finish(e, &Message{Payload: payload}, true)
+		}
+		if cells, chunks, slots := held(); cells > 2*dedupIndexStart || chunks > 2 || slots > 2 {
+			t.Errorf("after the burst, with calls a ttl apart: %d index cells, %d arena chunks, %d slot chunks held; want at most %d, 2, 2 (a table's first)",
+				cells, chunks, slots, 2*dedupIndexStart)
+		}
+		if d, dup := begin(tab, "c", id); !dup {
+			t.Error("the last answer was dropped")
+		} else if r, _ := tab.wait(t.Context(), d); len(r.Payload) != len(payload) {
+			t.Errorf("the last answer has %d bytes, want %d", len(r.Payload), len(payload))
+		}
+	})
+}
