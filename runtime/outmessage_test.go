@@ -105,7 +105,13 @@ func (c *keepBodyConn) CallBody(_ context.Context, m *Message, body proto.Messag
 
 func keepNode(t *testing.T, tr *keepTransport) *Node {
 	tr.inFlight, tr.seen = map[*Message]bool{}, map[*Message]bool{}
-	n, err := New(WithTransport(tr), WithDiscovery(StaticPeers("a")))
+	return peerNode(t, WithTransport(tr))
+}
+
+// peerNode is a node over opts' transport whose one static peer, "a",
+// serves role:r, once it routes role:r to it; closed at cleanup.
+func peerNode(t *testing.T, opts ...Option) *Node {
+	n, err := New(append([]Option{WithDiscovery(StaticPeers("a"))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

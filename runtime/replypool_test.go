@@ -9,7 +9,6 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -131,20 +130,7 @@ func unsafeString(b []byte) string {
 
 func poolNode(t *testing.T, tr *poolTransport, opts ...Option) *Node {
 	tr.out = map[*Message]*poolRecord{}
-	n, err := New(append([]Option{WithTransport(tr), WithDiscovery(StaticPeers("a"))}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	testwait.Until(t, "the peer's catalog", func() bool {
-		re := n.router.exactEntry(MustParsePattern("role:r"))
-		if re == nil {
-			return false
-		}
-		ps := re.value.peers.Load()
-		return ps != nil && len(*ps) == 1
-	})
-	return n
+	return peerNode(t, append([]Option{WithTransport(tr)}, opts...)...)
 }
 
 func (tr *poolTransport) check(t *testing.T, released int) {
