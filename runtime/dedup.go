@@ -61,6 +61,14 @@ type dedupTable struct {
 	seed       maphash.Seed               // of the calls' digests
 	nextCaller uint64
 	free       []*dedupEntry // entries no duplicate ever saw, to reuse
+
+	// The sweep drops both generations once the last answer stored is
+	// older than ttl, so that a node that goes quiet after a burst does
+	// not hold the answers' memory until calls come again.
+	lastAt   time.Duration // when the last answer was stored
+	sweep    *time.Timer   // runs sweepIdle; made by the first answer stored
+	sweeping bool          // sweep is armed
+	stopped  bool          // stop was called: no sweep is armed again
 }
 
 // dedupKey names a call: the caller's interned number and its call id.
@@ -422,6 +430,49 @@ func (t *dedupTable) finish(e *dedupEntry, reply *Message, keep bool) {
 	}
 	if e.done == nil && len(t.free) < maxFreeEntries {
 		t.free = append(t.free, e) // no duplicate holds it
+	}
+	if keep {
+		t.lastAt = now
+		if !t.sweeping && !t.stopped {
+			t.sweeping = true
+			if t.sweep == nil {
+				t.sweep = time.AfterFunc(t.ttl+dedupSweepLate, t.sweepIdle)
+			} else {
+				t.sweep.Reset(t.ttl + dedupSweepLate)
+			}
+		}
+	}
+}
+
+// dedupSweepLate is how long after the last answer's ttl the sweep runs.
+const dedupSweepLate = time.Second
+
+// sweepIdle is the sweep: when every answer stored has expired it drops
+// both generations, giving their arrays back, else it runs again once
+// the last one has.
+func (t *dedupTable) sweepIdle() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return
+	}
+	now := time.Since(t.start)
+	if left := t.lastAt + t.ttl - now; left > 0 {
+		t.sweep.Reset(left + dedupSweepLate)
+		return
+	}
+	t.sweeping = false
+	t.rotate(now, true) // the one before, then the current one
+	t.rotate(now, true)
+}
+
+// stop stops the sweep for good (the node is closing).
+func (t *dedupTable) stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stopped = true
+	if t.sweep != nil {
+		t.sweep.Stop()
 	}
 }
 

@@ -77,6 +77,7 @@ func TestDedupRunningAcrossGenerations(t *testing.T) {
 func TestDedupDropsExpiredGenerations(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tab := newDedupTable(0, 10*time.Second)
+		tab.stop() // generations dropped as calls come; the sweep is TestDedupSweepsWhenIdle's
 		for id := range uint64(100) {
 			e, _ := begin(tab, "c", id)
 			tab.finish(e, &Message{Payload: []byte("old")}, true)
@@ -191,6 +192,7 @@ func TestDedupArenaChunks(t *testing.T) {
 func TestDedupBurstMemoryReturns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tab := newDedupTable(0, 10*time.Second)
+		tab.stop() // generations dropped as calls come; the sweep is TestDedupSweepsWhenIdle's
 		payload := make([]byte, 200)
 		id := uint64(0)
 		for range 200_000 { // a burst: two generations' index grown, arenas of many chunks
@@ -224,6 +226,53 @@ func TestDedupBurstMemoryReturns(t *testing.T) {
 			t.Error("the last answer was dropped")
 		} else if r, _ := tab.wait(t.Context(), d); len(r.Payload) != len(payload) {
 			t.Errorf("the last answer has %d bytes, want %d", len(r.Payload), len(payload))
+		}
+	})
+}
+
+// TestDedupSweepsWhenIdle: a table whose calls stop gives its memory back
+// once the last answer has expired, with no call to make room; an answer
+// stored meanwhile keeps the sweep away until it has expired too, and a
+// stopped table sweeps no more.
+func TestDedupSweepsWhenIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tab := newDedupTable(0, 10*time.Second)
+		defer tab.stop()
+		payload := make([]byte, 200)
+		for id := range uint64(200_000) { // a burst
+			e, _ := begin(tab, "c", id+1)
+			tab.finish(e, &Message{Payload: payload}, true)
+		}
+		held := func() (bytes, cells int) {
+			tab.mu.Lock()
+			defer tab.mu.Unlock()
+			for i := range tab.gens {
+				cells += len(tab.gens[i].index.cells)
+			}
+			return tab.bytes, cells
+		}
+		time.Sleep(6 * time.Second)
+		e, _ := begin(tab, "c", 1_000_000) // one more answer, 6 s after the burst's
+		tab.finish(e, &Message{Payload: payload}, true)
+		time.Sleep(5*time.Second + dedupSweepLate) // the burst's answers have expired, not the last one
+		synctest.Wait()
+		if d, dup := begin(tab, "c", 1_000_000); !dup {
+			t.Fatal("the sweep dropped an answer within its ttl")
+		} else if _, err := tab.wait(t.Context(), d); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Second) // now every answer has
+		synctest.Wait()
+		if bytes, cells := held(); bytes != 0 || cells > 2*dedupIndexStart {
+			t.Errorf("idle past every answer's ttl: %d bytes of answers and %d index cells held; want 0 and at most %d", bytes, cells, 2*dedupIndexStart)
+		}
+		tab.stop()
+		e, _ = begin(tab, "c", 2_000_000)
+		tab.finish(e, &Message{Payload: payload}, true)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if bytes, _ := held(); bytes == 0 {
+			t.Error("a stopped table swept")
 		}
 	})
 }

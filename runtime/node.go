@@ -320,6 +320,9 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	}
 	n.health.Store(uint32(HealthNotServing))
 	n.unobserve()
+	if n.dedup != nil {
+		n.dedup.stop()
+	}
 	if err == nil {
 		n.logLimit.Close() // the counts of records held back
 	}
