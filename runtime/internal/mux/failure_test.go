@@ -305,18 +305,10 @@ func TestNotSentVersusConnLost(t *testing.T) {
 			r.conn.Close()
 			close(hungUp)
 		})
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cl, err := NewClient(conn, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
+		cl := dialAddr(t, addr, Options{})
 		testwait.Recv(t, hungUp)
 		testwait.Recv(t, cl.Done())
-		_, err = cl.Call(t.Context(), reqFrame(0, "x"))
+		_, err := cl.Call(t.Context(), reqFrame(0, "x"))
 		if !errors.Is(err, ErrNotSent) || errors.Is(err, ErrConnLost) {
 			t.Errorf("Call = %v, want ErrNotSent", err)
 		}
@@ -331,16 +323,8 @@ func TestNotSentVersusConnLost(t *testing.T) {
 			r.read()
 			r.conn.Close()
 		})
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cl, err := NewClient(conn, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		_, err = cl.Call(t.Context(), reqFrame(0, "x"))
+		cl := dialAddr(t, addr, Options{})
+		_, err := cl.Call(t.Context(), reqFrame(0, "x"))
 		if !errors.Is(err, ErrConnLost) || errors.Is(err, ErrNotSent) {
 			t.Errorf("Call = %v, want ErrConnLost", err)
 		}
@@ -732,15 +716,7 @@ func TestGoAwayFailsCallsAboveLastID(t *testing.T) {
 		r.send(&wire.Frame{Type: wire.TypeResponse, ID: ids[0], Payload: []byte(first)})
 		io.Copy(io.Discard, r.br) // until the client hangs up
 	})
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := NewClient(conn, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := dialAddr(t, addr, Options{})
 
 	type result struct {
 		name, answer string

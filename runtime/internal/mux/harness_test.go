@@ -86,7 +86,13 @@ func listen(t testing.TB, h Handler, opts Options) *tcpServer {
 // dial connects a client to s, closed at cleanup.
 func (s *tcpServer) dial(t testing.TB, opts Options) *Client {
 	t.Helper()
-	conn, err := net.Dial("tcp", s.addr)
+	return dialAddr(t, s.addr, opts)
+}
+
+// dialAddr connects a client to the server at addr, closed at cleanup.
+func dialAddr(t testing.TB, addr string, opts Options) *Client {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

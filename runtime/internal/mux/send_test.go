@@ -66,15 +66,7 @@ func TestSendDirect(t *testing.T) {
 	t.Run("round trip", func(t *testing.T) {
 		leak.Check(t)
 		s := listen(t, echo, Options{})
-		conn, err := net.Dial("tcp", s.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cl, err := NewClient(conn, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
+		cl := dialAddr(t, s.addr, Options{})
 		// Serial calls find the writer idle, mostly; parallel ones find
 		// it at work, or a caller writing, and queue behind.
 		for i := range 100 {
