@@ -529,8 +529,10 @@ func (t *dedupTable) rotate(now time.Duration, aged bool) {
 	g.n = 0
 	g.chunks = slices.DeleteFunc(g.chunks, func(c []byte) bool { return cap(c) > dedupChunk })
 	if aged {
-		g.chunks, g.slots = g.chunks[:min(len(g.chunks), 1)], g.slots[:min(len(g.slots), 1)]
-		g.chunks, g.slots = slices.Clip(g.chunks), slices.Clip(g.slots)
+		// Arrays of their own: the old ones, which still hold every
+		// chunk past the first, go to the collector.
+		g.chunks = append([][]byte(nil), g.chunks[:min(len(g.chunks), 1)]...)
+		g.slots = append([][]dedupSlot(nil), g.slots[:min(len(g.slots), 1)]...)
 	}
 	for i := range g.chunks {
 		g.chunks[i] = g.chunks[i][:0]

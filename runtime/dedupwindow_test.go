@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	goruntime "runtime"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -194,6 +195,13 @@ func TestDedupBurstMemoryReturns(t *testing.T) {
 		tab := newDedupTable(0, 10*time.Second)
 		tab.stop() // generations dropped as calls come; the sweep is TestDedupSweepsWhenIdle's
 		payload := make([]byte, 200)
+		heap := func() uint64 {
+			goruntime.GC()
+			var ms goruntime.MemStats
+			goruntime.ReadMemStats(&ms)
+			return ms.HeapAlloc
+		}
+		before := heap()
 		id := uint64(0)
 		for range 200_000 { // a burst: two generations' index grown, arenas of many chunks
 			id++
@@ -212,6 +220,7 @@ func TestDedupBurstMemoryReturns(t *testing.T) {
 		if cells, chunks, _ := held(); cells <= 2*dedupIndexStart || chunks <= 4 {
 			t.Fatalf("the burst left %d index cells and %d arena chunks: too few to show anything", cells, chunks)
 		}
+		burst := heap() - before
 		for range 3 { // slow calls: each finds the current generation older than the ttl
 			time.Sleep(11 * time.Second)
 			id++
@@ -221,6 +230,11 @@ func TestDedupBurstMemoryReturns(t *testing.T) {
 		if cells, chunks, slots := held(); cells > 2*dedupIndexStart || chunks > 2 || slots > 2 {
 			t.Errorf("after the burst, with calls a ttl apart: %d index cells, %d arena chunks, %d slot chunks held; want at most %d, 2, 2 (a table's first)",
 				cells, chunks, slots, 2*dedupIndexStart)
+		}
+		// What the arrays point to counts, not only their lengths: a
+		// slice cut short still holds every chunk its array does.
+		if after := heap() - before; after > burst/8 {
+			t.Errorf("the table holds %d KiB of heap after the burst's %d KiB; want at most an eighth", after>>10, burst>>10)
 		}
 		if d, dup := begin(tab, "c", id); !dup {
 			t.Error("the last answer was dropped")
