@@ -30,8 +30,9 @@ import (
 // before, and dropped a generation at a time: when the current one is
 // older than ttl (all of the one before has expired then), or when it
 // would pass half the bound on bytes or on count (so the newest half
-// stays). Dropping one clears its
-// arrays and reuses them, so no answer is evicted one by one. Each
+// stays). Dropping one clears its arrays and reuses them (or, dropped
+// for its age, gives them back: see rotate), so no answer is evicted one
+// by one. Each
 // generation has a flat index from key to answer that stays at most half
 // full, pointer-free slots and an arena of the answers' bytes, both in
 // chunks that are filled in turn and reused, never copied to grow; the

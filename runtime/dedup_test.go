@@ -179,8 +179,8 @@ func TestDedupExpiredThenRunAgain(t *testing.T) {
 	})
 }
 
-// TestDedupReusesSlots: a call seen once, once the ring is full, takes no
-// allocation for its answer or its entry.
+// TestDedupReusesSlots: a call seen once, once both generations' arrays
+// have grown, takes no allocation for its answer or its entry.
 func TestDedupReusesSlots(t *testing.T) {
 	tab := newDedupTable(64, time.Minute)
 	reply := &Message{Codec: CodecProto, Payload: []byte("answer"), Meta: []MetaPair{{"t", "x"}}}

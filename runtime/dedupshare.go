@@ -7,7 +7,7 @@ import "google.golang.org/protobuf/proto"
 // encoded itself (a handler's protobuf result, marshalled for that answer)
 // is held by no one else and changed by no one: the transport only reads
 // it. Keeping it spares a copy of every large answer; below this size a
-// copy into the slot's reused buffer is cheaper than pinning an
+// copy into the generation's arena is cheaper than pinning an
 // allocation per answer.
 const dedupShareMin = 4 << 10
 

@@ -31,7 +31,7 @@ import (
 // or anything it points to (the request's payload and metadata), once
 // the reply is encoded: a typed handler decoded a copy of the request,
 // no handler interceptor had it, the handler's context does not carry
-// its metadata and the de-duplication table does not keep the reply.
+// its metadata (the de-duplication table keeps only copies of a reply).
 // The transport may then reuse their memory for another request.
 func (s nodeServer) ServeMessageBody(ctx context.Context, m *Message) (reply *Message, body proto.Message, size int, free bool) {
 	m.deferBody = true

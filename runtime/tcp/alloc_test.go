@@ -26,7 +26,7 @@ func TestRemoteCallAllocs(t *testing.T) {
 	req := &testpb.SumRequest{Values: []float64{1, 2}}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
 	defer cancel()
-	const most = 8
+	const most = 5 // AllocsPerRun averages: a pool emptied by a collection now and then does not show
 	if a := testing.AllocsPerRun(1000, func() {
 		if res, err := c.Sum(ctx, req); err != nil || res.GetSum() != 3 {
 			t.Fatal(res, err)

@@ -15,7 +15,7 @@ import (
 // own answer, and every kept Result still reads its own once all the
 // calls are over (under -race: no record is written while a call reads
 // it).
-func TestReplyRecordsReused(t *testing.T) {
+func TestReplyRecordsKeepTheirAnswers(t *testing.T) {
 	srv := newServer(t)
 	if err := testpb.RegisterMathServiceHandler(srv, transporttest.MathService{}); err != nil {
 		t.Fatal(err)

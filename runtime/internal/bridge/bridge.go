@@ -106,7 +106,7 @@ func Handler(s runtime.Server) mux.Handler {
 		if bs != nil {
 			var free bool
 			reply, body, size, free = bs.ServeMessageBody(ctx, m)
-			if sx != nil && free && reply == m {
+			if sx != nil && free { // free: reply took m's place
 				sx.free = true // given back once the mux has encoded the answer (release)
 			}
 		} else {

@@ -82,7 +82,6 @@ func NewClient(rw io.ReadWriteCloser, opts Options) (*Client, error) {
 	}
 	cl := &Client{c: newConn(rw, br, opts, "client"), pending: make(map[uint64]*call), alone: loneCalls}
 	cl.c.tw = newTryWriter(rw)
-	cl.c.keepMeta = true
 	cl.c.pendingCalls = func() int { return len(cl.pending) }
 	cl.c.start(cl.read)
 	return cl, nil
@@ -312,7 +311,7 @@ func (cl *Client) dispatch(f *wire.Frame, body []byte, own bool) error {
 				if n > cap(p.meta) {
 					p.meta = make([]wire.Meta, 0, n)
 				}
-				p.resp.Meta = append(p.meta[:0], f.Meta...) // f.Meta is the reader's (keepMeta)
+				p.resp.Meta = append(p.meta[:0], f.Meta...) // f.Meta is the reader's, reused
 			}
 		}
 		p.ch <- struct{}{}

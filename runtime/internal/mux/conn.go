@@ -82,9 +82,6 @@ type conn struct {
 	// waiting tells keep-alive (see busyLocked; guarded by mu).
 	pendingCalls func() int
 	armed        bool
-	// keepMeta says that readFrames decodes every frame's metadata into
-	// the same slice: the client copies it into room of the caller's.
-	keepMeta bool
 
 	failOnce   sync.Once
 	ended      bool          // fail ran; guarded by mu
@@ -235,10 +232,7 @@ func (c *conn) pushLocked(f outFrame) {
 		return
 	}
 	if len(c.q) == 0 && !c.direct { // else writeDirect wakes the writer
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
+		c.wakeWriter()
 	}
 	c.q = append(c.q, f)
 	c.queued += cap(*f.buf)
@@ -458,15 +452,12 @@ func (c *conn) waitingOnPeer() bool {
 // dispatch, and returns why it stopped: errPeerClosed (which wraps io.EOF)
 // for a clean end of stream between frames. A frame passed to dispatch
 // aliases body; when own is false body is the reader's, reused for the
-// next frame, so dispatch copies what it keeps (see Client.dispatch). Its
-// Meta slice is the frame's own unless keepMeta is set.
+// next frame, so dispatch copies what it keeps (see Client.dispatch),
+// metadata included: every frame's is decoded into the same slice.
 func (c *conn) readFrames(dispatch func(f *wire.Frame, body []byte, own bool) error) error {
 	var f wire.Frame
 	scratch := make([]byte, scratchBody)
 	for {
-		if !c.keepMeta {
-			f.Meta = nil // every frame gets a Meta slice of its own
-		}
 		body, err := wire.ReadFrame(c.br, c.opts.MaxFrameSize, &f, scratch[:0])
 		if err != nil {
 			return readError(err, c.opts.MaxFrameSize)

@@ -36,10 +36,7 @@ func (c *conn) writeDirect(buf *[]byte) {
 	c.mu.Lock()
 	c.direct = false
 	if len(c.q) > 0 || c.quit || c.wclosed { // wclosed: stopWriter waits for this write
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
+		c.wakeWriter()
 	}
 	c.mu.Unlock()
 	if err != nil {

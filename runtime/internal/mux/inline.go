@@ -104,8 +104,9 @@ func (s *server) read() {
 }
 
 // inlineLocked reports whether the reader serves r itself (c.mu is held;
-// r has a handler slot): on a net.Conn, when nothing more is buffered to
-// read, and not while it backs off after a hand-over.
+// r has a handler slot): on a net.Conn, not while it backs off after a
+// hand-over, and, with more requests buffered behind r, only while
+// handlers are fast (or for one probe in probeEvery).
 func (s *server) inlineLocked(r *request) bool {
 	if !s.inlineOn {
 		return false
@@ -219,9 +220,9 @@ func (s *server) moreBuffered() bool {
 // holdLocked queues the answer buf of a request the reader served inline
 // without waking the writer, when more requests are buffered behind it:
 // the answers of the whole batch then leave together, once the reader
-// has nothing more to read (dispatchRead), a hand-over takes its role
-// (watch) or the reader waits for room (waitRoom). The writer is woken
-// as well when the answers held reach bufferSize, so that it writes them
+// has nothing more to read (flushRead), a hand-over takes its role
+// (server.tick) or the reader waits for room (waitRoom). The writer is
+// woken as well when the answers held reach bufferSize, so that it writes them
 // while the reader serves on. It reports false when buf is to be queued
 // as any answer is; c.mu is held, on the reader.
 func (s *server) holdLocked(buf *[]byte) bool {
@@ -248,10 +249,7 @@ func (s *server) flushLocked() {
 	}
 	s.held = 0
 	if len(c.q) > 0 && !c.direct {
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
+		c.wakeWriter()
 	}
 }
 

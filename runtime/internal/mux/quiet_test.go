@@ -72,7 +72,7 @@ func TestQuietConnection(t *testing.T) {
 		synctest.Wait()
 		all := stacks()
 		for id := range served {
-			if g, ok := all[id]; ok && !strings.Contains(g, "readFrames") {
+			if g, ok := all[id]; ok && !strings.Contains(g, "readRequests") {
 				t.Errorf("goroutine %s that served a request is still there, not reading, after the connection was quiet for %v:\n%s", id, 2*workerQuiet, g)
 			}
 		}

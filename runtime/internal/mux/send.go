@@ -67,10 +67,7 @@ func (c *conn) sendDirect(f outFrame) {
 			wake := len(c.q) > 0 || c.quit || c.wclosed
 			c.mu.Unlock()
 			if wake {
-				select {
-				case c.wake <- struct{}{}:
-				default:
-				}
+				c.wakeWriter()
 			}
 			return
 		}

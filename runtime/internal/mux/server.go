@@ -239,10 +239,7 @@ func (s *server) shutdown() {
 	c.mu.Lock()
 	c.quit = true
 	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	c.wakeWriter()
 	select {
 	case <-c.writerDone:
 		c.linger(t.C)

@@ -10,9 +10,15 @@ func (c *conn) pushUnlock(f outFrame) {
 	c.queued += cap(*f.buf)
 	c.mu.Unlock()
 	if wake {
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
+		c.wakeWriter()
+	}
+}
+
+// wakeWriter wakes the writer if it waits for frames, without blocking:
+// a wake already pending is enough.
+func (c *conn) wakeWriter() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
 	}
 }

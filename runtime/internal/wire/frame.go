@@ -220,7 +220,7 @@ func ReadFrame(r BufferedReader, max int, f *Frame, buf []byte) ([]byte, error) 
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return buf, err
+		return buf[:0], err // what was not read is not shown (see makeBody)
 	}
 	return buf, DecodeFrame(buf, f)
 }
@@ -232,7 +232,7 @@ const noZeroMin = 4 << 10
 // makeBody returns a buffer for a frame body of n bytes. A large one is
 // not zeroed (clearing a 1 MiB body took a tenth of a server's time with
 // 1 MiB payloads): ReadFrame overwrites every byte of it before anyone
-// reads it, and drops it when the read fails. strings.Builder's Grow is
+// reads it, and returns it empty when the read fails. strings.Builder's Grow is
 // the standard library's way to such memory; the buffer is taken from the
 // builder's one-byte string, which nothing uses as a string.
 func makeBody(n int) []byte {
