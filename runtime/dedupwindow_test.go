@@ -195,11 +195,11 @@ func TestDedupBurstMemoryReturns(t *testing.T) {
 		tab := newDedupTable(0, 10*time.Second)
 		tab.stop() // generations dropped as calls come; the sweep is TestDedupSweepsWhenIdle's
 		payload := make([]byte, 200)
-		heap := func() uint64 {
+		heap := func() int64 { // signed: other tests' garbage may be freed meanwhile
 			goruntime.GC()
 			var ms goruntime.MemStats
 			goruntime.ReadMemStats(&ms)
-			return ms.HeapAlloc
+			return int64(ms.HeapAlloc)
 		}
 		before := heap()
 		id := uint64(0)
