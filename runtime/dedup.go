@@ -44,6 +44,7 @@ import (
 type dedupTable struct {
 	ttl      time.Duration
 	maxBytes int       // dedupMaxBytes, but for tests
+	maxRan   int       // dedupMaxRan, but for tests
 	genMax   int       // the answers a generation holds at most; 0: any number
 	start    time.Time // answers keep their times as offsets from it
 
@@ -57,6 +58,8 @@ type dedupTable struct {
 	freeRuns []uint32      // numbers of running calls free for reuse
 
 	callers    map[callerKey]*dedupCaller // callers, interned as numbers
+	byNum      map[uint64]*dedupCaller    // the same callers by their numbers
+	ranN       int                        // the callers' records of calls run (dedupran.go)
 	last       callerKey                  // the caller interned last (when lastCaller is set):
 	lastCaller *dedupCaller               // a connection's calls come from one caller, in runs
 	seed       maphash.Seed               // of the calls' digests
@@ -111,6 +114,9 @@ type dedupCaller struct {
 	num    uint64
 	top    [2]uint64 // by generation: the highest id in gens[i]
 	serial [2]uint32 // the serial of gens[i] that top[i] is for
+
+	ran     []dedupRan // calls run whose answers were dropped for room, by id (dedupran.go)
+	ranHead int        // ran[:ranHead] are dropped
 }
 
 // saw records that id went into gens[i], of serial.
@@ -134,6 +140,7 @@ const (
 	dedupNew   dedupSeen = iota // not seen: serve it
 	dedupCopy                   // the same call again: wait for its answer
 	dedupOther                  // the caller's id with another pattern or payload
+	dedupGone                   // the same call again, run, its answer dropped for room
 )
 
 // dedupEntry is one running call, or the handle a duplicate holds.
@@ -221,8 +228,10 @@ func newDedupTable(size int, ttl time.Duration) *dedupTable {
 	t := &dedupTable{
 		ttl:      ttl,
 		maxBytes: dedupMaxBytes,
+		maxRan:   dedupMaxRan,
 		start:    time.Now(),
 		callers:  make(map[callerKey]*dedupCaller),
+		byNum:    make(map[uint64]*dedupCaller),
 		seed:     maphash.MakeSeed(),
 	}
 	if size > 0 {
@@ -288,7 +297,8 @@ func (t *dedupTable) payloadDigest(p []byte) uint64 {
 // call it returns the entry and dedupNew: the caller serves it and calls
 // finish. For a copy of a call seen before it returns its entry and
 // dedupCopy: wait for its answer. An id seen before with another digest is
-// dedupOther.
+// dedupOther; a copy of a call whose answer was dropped for room is
+// dedupGone.
 func (t *dedupTable) begin(caller callerKey, id, digest uint64) (*dedupEntry, dedupSeen) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -325,6 +335,14 @@ func (t *dedupTable) begin(caller callerKey, id, digest uint64) (*dedupEntry, de
 		g.index.forget(i)
 		g.live--
 		break // a key is in one generation at most
+	}
+	if len(c.ran) > c.ranHead {
+		if r, ok := t.findRan(c, id, time.Since(t.start)); ok {
+			if r.digest != digest {
+				return nil, dedupOther
+			}
+			return nil, dedupGone
+		}
 	}
 	var e *dedupEntry
 	if n := len(t.free); n > 0 {
@@ -387,14 +405,38 @@ func (t *dedupTable) intern(caller callerKey) *dedupCaller {
 	c := t.callers[caller]
 	if c == nil {
 		if len(t.callers) >= maxInternedCallers {
-			clear(t.callers)
+			t.forgetCallers()
 		}
 		t.nextCaller++
 		c = &dedupCaller{num: t.nextCaller}
 		t.callers[caller] = c
+		t.byNum[c.num] = c
 	}
 	t.last, t.lastCaller = caller, c
 	return c
+}
+
+// forgetCallers makes room in the interned callers: it forgets those
+// that neither generation nor the records of calls run know, or, when
+// that frees less than a quarter of the room, every caller (their
+// answers and records are then not found again). Numbers are never
+// reused, so a forgotten caller's calls are new calls to the table.
+// Callers hold mu.
+func (t *dedupTable) forgetCallers() {
+	for k, c := range t.callers {
+		if !c.mayHold(0, t.gen(0), c.top[0]) && !c.mayHold(1, t.gen(1), c.top[1]) && len(c.ran) == c.ranHead {
+			delete(t.callers, k)
+			delete(t.byNum, c.num)
+		}
+	}
+	if len(t.callers) > maxInternedCallers*3/4 {
+		for _, c := range t.byNum {
+			t.forgetRan(c)
+		}
+		clear(t.callers)
+		clear(t.byNum)
+	}
+	t.last, t.lastCaller = callerKey{}, nil
 }
 
 // finish records e's answer (never nil: calls without an answer are not
@@ -518,6 +560,9 @@ func (t *dedupTable) makeRoom(now time.Duration, charge int) {
 // reuses them. Callers hold mu.
 func (t *dedupTable) rotate(now time.Duration, aged bool) {
 	g := &t.gens[t.cur^1]
+	if !aged {
+		t.keepRan(g, now)
+	}
 	t.bytes -= g.bytes
 	if aged && len(g.index.cells) > dedupIndexStart {
 		g.index = newDedupIndex(dedupFirstAnswers)

@@ -75,7 +75,8 @@ func TestDedupForgetsRefusedCalls(t *testing.T) {
 
 func TestDedupBounds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		// At most 4 answers, dropped 2 at a time: of 5, the last 3 stay.
+		// At most 4 answers, dropped 2 at a time: of 5, the last 3 stay;
+		// the first 2 are known to have run.
 		tab := newDedupTable(4, 10*time.Second)
 		for id := range uint64(5) {
 			e, _ := begin(tab, "c", id)
@@ -84,13 +85,9 @@ func TestDedupBounds(t *testing.T) {
 		if n := tab.len(); n != 3 {
 			t.Errorf("%d answers kept, want 3", n)
 		}
-		for id, want := range []bool{false, false, true, true, true} {
-			e, dup := begin(tab, "c", uint64(id))
-			if dup != want {
-				t.Errorf("id %d: duplicate %v, want %v", id, dup, want)
-			}
-			if !dup {
-				tab.finish(e, &Message{}, false)
+		for id, want := range []dedupSeen{dedupGone, dedupGone, dedupCopy, dedupCopy, dedupCopy} {
+			if _, s := seen(tab, "c", uint64(id)); s != want {
+				t.Errorf("id %d: %v, want %v", id, s, want)
 			}
 		}
 		running, _ := begin(tab, "c", 100) // running calls never expire
@@ -137,13 +134,9 @@ func TestDedupBoundsBytes(t *testing.T) {
 		e, _ := begin(tab, "c", id)
 		tab.finish(e, answer, true)
 	}
-	for id, want := range []bool{false, false, true, true, true} {
-		e, dup := begin(tab, "c", uint64(id))
-		if dup != want {
-			t.Errorf("id %d: duplicate %v, want %v", id, dup, want)
-		}
-		if !dup {
-			tab.finish(e, &Message{}, false)
+	for id, want := range []dedupSeen{dedupGone, dedupGone, dedupCopy, dedupCopy, dedupCopy} {
+		if _, s := seen(tab, "c", uint64(id)); s != want {
+			t.Errorf("id %d: %v, want %v", id, s, want)
 		}
 	}
 	if tab.bytes != 3*charge {
@@ -281,14 +274,25 @@ func indexHas(x dedupIndex, h, ref uint32) bool {
 // padded) and a call whose digest is its id: it reports whether the call
 // is a copy of one seen before.
 func begin(t *dedupTable, caller string, id uint64) (*dedupEntry, bool) {
+	e, s := seen(t, caller, id)
+	return e, s == dedupCopy
+}
+
+// seen begins call id of caller in t, its digest the id, and says what
+// the table found.
+func seen(t *dedupTable, caller string, id uint64) (*dedupEntry, dedupSeen) {
+	return t.begin(testCaller(caller), id, id)
+}
+
+// testCaller is the key of a caller whose token is its name.
+func testCaller(name string) callerKey {
 	var tok [tokenSize]byte
-	copy(tok[:], caller)
+	copy(tok[:], name)
 	k, ok := newCallerKey("", string(tok[:]))
 	if !ok {
-		panic("bad test caller " + caller)
+		panic("bad test caller " + name)
 	}
-	e, seen := t.begin(k, id, id)
-	return e, seen == dedupCopy
+	return k
 }
 
 // TestDedupBindsTheCall: a stored answer or a running call is found only

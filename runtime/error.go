@@ -129,6 +129,13 @@ var (
 	ErrCanceled          = &Error{Code: CodeCanceled}
 )
 
+// ErrAnswerDropped is the error of a call sent again (refed after its
+// connection dropped) whose first copy ran and whose answer the serving
+// node no longer kept: the de-duplication table dropped it for room
+// before its time. The call did run, once; what it answered is lost. Its
+// code is [CodeDataLoss], which the runtime gives no other error.
+var ErrAnswerDropped = &Error{Code: CodeDataLoss, Message: "wizard: the call ran; its answer is no longer kept"}
+
 // ErrClosed is the cause of the [CodeUnavailable] error returned by calls on
 // a node that is closed or shutting down.
 var ErrClosed = errors.New("wizard: node is closed")

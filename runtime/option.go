@@ -120,12 +120,15 @@ func WithMaxDials(n int) Option { return nodeOption(func(c *nodeConfig) { c.maxD
 // means the default: 30s, and no bound on the number. [WithoutDedup] turns
 // de-duplication off.
 //
-// An answer must outlive the time its caller takes to notice a dropped
-// connection and send the call again (up to a second after the drop), so
-// a size should cover the node's rate of calls that are not idempotent
-// times twice that time; so should 32 MiB: at 200,000 calls a second with
-// small answers (about 110 bytes each, counted), the newest 32 MiB span
-// about 1.5 seconds, and a busy node holds the whole 64 MiB.
+// A call whose answer is dropped before its ttl — for room, other
+// callers' answers filling the bound — leaves its id behind until the
+// ttl is up: a small record of fixed size, kept by caller, at most
+// 1,048,576 of them node-wide (past that the caller holding the most
+// loses its oldest). A copy of it that arrives then is answered
+// [ErrAnswerDropped]: the call ran once, its answer is lost, and it does
+// not run again. A caller sends a call again for up to 20s after its
+// connection dropped, within the call's deadline, so a ttl shorter than
+// that lets a late copy run a second time.
 func WithDedup(size int, ttl time.Duration) Option {
 	return nodeOption(func(c *nodeConfig) { c.dedupSize, c.dedupTTL, c.noDedup = size, ttl, false })
 }

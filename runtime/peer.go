@@ -3,8 +3,10 @@ package runtime
 import (
 	"context"
 	crand "crypto/rand"
+	"errors"
 	"math/rand/v2"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -39,6 +41,10 @@ type peer struct {
 	done     chan struct{}
 
 	dialErr atomic.Pointer[string] // why the last dial (or catalog pull) failed; nil once connected
+	// refusedAt is when a dial last found no one listening at addr
+	// (connection refused), in Unix nanoseconds: the run of the peer
+	// that listened there is gone, so a lost call waits for it no more.
+	refusedAt atomic.Int64
 }
 
 // connBox is one connection to a peer and the instance (run) of the peer
@@ -137,6 +143,9 @@ func (n *Node) runPeer(p *peer) {
 			failures++
 			msg := err.Error()
 			p.dialErr.Store(&msg)
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				p.refusedAt.Store(time.Now().UnixNano())
+			}
 			if !answered && p.named && failures >= unansweredDials {
 				n.log.Warn("wizard: peer never answered; dialled again when discovery reports a change", "addr", p.addr, "attempts", failures, "err", err)
 				select {

@@ -87,8 +87,9 @@ func TestWaitForReadyLostRunsAtMostOnce(t *testing.T) {
 		runs := func() int { return net.count(net.calls, "a") + net.count(net.calls, "b") }
 
 		_, err := c.ActE(t.Context(), "role:r", nil, WaitForReady())
-		if CodeOf(err) != CodeUnavailable {
-			t.Errorf("a lost call that is not idempotent: %v; want unavailable", err)
+		if CodeOf(err) != CodeDeadlineExceeded {
+			// It waits for its peer within its deadline, to send it again.
+			t.Errorf("a lost call that is not idempotent: %v; want deadline_exceeded", err)
 		}
 		if n := runs(); n != 1 {
 			t.Errorf("a lost call that is not idempotent ran %d times, want once", n)

@@ -17,7 +17,7 @@ func (n *Node) callPeer(ctx context.Context, p *peer, m *Message, refeed bool) (
 	}
 	inst := box.instance()
 	reply, err := send(ctx, box.c, m)
-	for refeed && inst != "" && lostAfterSent(err) && ctx.Err() == nil {
+	for refeed && inst != "" && lostAfterSent(err) && ctx.Err() == nil && !goneAway(box.c) {
 		// The connection dropped after the call was written: it may have
 		// run. Send it again, same id, once the same run of p is back; its
 		// de-duplication runs the call at most once. Another run of p (a
@@ -43,9 +43,20 @@ func (n *Node) callPeer(ctx context.Context, p *peer, m *Message, refeed bool) (
 	return reply, err
 }
 
+// goneAway reports whether c's peer said goaway on it: that run of the
+// peer is shutting down and will not take the call again.
+func goneAway(c Conn) bool {
+	g, ok := c.(GoAwayConn)
+	return ok && g.GoAway()
+}
+
 // refeedWindow bounds how long a call whose connection dropped waits for
-// its peer to come back before it fails.
-const refeedWindow = time.Second
+// the same run of its peer to come back, within the call's deadline,
+// before it fails. The serving node remembers a call it ran for its
+// de-duplication table's ttl (30s by default) whatever the answers
+// filling the table, so a copy sent within this window runs at most
+// once there (see [WithDedup]).
+const refeedWindow = 20 * time.Second
 
 // lostAfterSent reports whether err says the connection was lost after the
 // call was written (not refused with a code, not surely unsent).
@@ -59,11 +70,14 @@ func lostAfterSent(err error) bool {
 
 // awaitReconnect waits until p has a connection other than old whose
 // peer instance is known, polling with jittered backoff. It returns nil
-// when ctx ends, p leaves or refeedWindow passes.
+// when ctx ends (the call's deadline), p leaves, a dial finds no one
+// listening at p's address (the run it had is gone) or refeedWindow
+// passes.
 func (n *Node) awaitReconnect(ctx context.Context, p *peer, old *connBox) *connBox {
 	const minWait, maxWait = time.Millisecond, 100 * time.Millisecond
 	wait := minWait
-	giveUp := time.Now().Add(refeedWindow)
+	lost := time.Now()
+	giveUp := lost.Add(refeedWindow)
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -75,7 +89,7 @@ func (n *Node) awaitReconnect(ctx context.Context, p *peer, old *connBox) *connB
 			}
 		}
 		left := time.Until(giveUp)
-		if left <= 0 {
+		if left <= 0 || p.refusedAt.Load() > lost.UnixNano() || goneAway(old.c) {
 			return nil
 		}
 		t.Reset(min(wait/2+rand.N(wait/2+1), left))

@@ -57,7 +57,12 @@ func (c *remoteCall) next(ctx context.Context, o outcome) (step, Result, error) 
 		return stepDone, Result{}, e
 	case outEnded:
 		ctxErr := ctx.Err()
-		return stepDone, Result{}, &Error{Code: CodeOf(ctxErr), Message: fmt.Sprintf("wizard: call %q to %s: %v", c.r.pattern.String(), o.peer.addr, ctxErr), cause: ctxErr}
+		msg := fmt.Sprintf("wizard: call %q to %s: %v", c.r.pattern.String(), o.peer.addr, ctxErr)
+		if lostAfterSent(o.err) {
+			// It waited for its peer to come back to send it again.
+			msg += fmt.Sprintf(" waiting for the peer to come back; the call may have run (%v)", o.err)
+		}
+		return stepDone, Result{}, &Error{Code: CodeOf(ctxErr), Message: msg, cause: ctxErr}
 	}
 	// Lost after it was written: it may have run.
 	c.mayHaveRun = true

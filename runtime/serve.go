@@ -77,6 +77,13 @@ func (n *Node) serveOnce(ctx context.Context, m *Message, e *handlerEntry, over 
 		// The caller's own id for another call (another pattern or
 		// payload): not a copy of the call it names.
 		return errorReply(Errorf(CodeAborted, "wizard: call id %d is already taken by another call of this caller", id))
+	case dedupGone:
+		// It ran; other answers took the room its answer was kept in
+		// before its time. Running it again is what the table is for
+		// preventing: the caller learns it ran, and no more.
+		n.stats.duplicates.Add(1)
+		n.observeDuplicate(ctx, m, e)
+		return errorReply(ErrAnswerDropped)
 	case dedupCopy:
 		n.stats.duplicates.Add(1)
 		n.observeDuplicate(ctx, m, e)

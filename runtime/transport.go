@@ -47,6 +47,17 @@ type Conn interface {
 	Close() error
 }
 
+// GoAwayConn is a [Conn] that tells whether its peer said goaway: the
+// peer is shutting down and takes no new calls. A call that may have run
+// when such a connection dropped is not sent again (the run it reached
+// will not come back); on a Conn without it, the caller waits for the
+// peer within the call's deadline.
+type GoAwayConn interface {
+	Conn
+	// GoAway reports whether the peer said goaway on this connection.
+	GoAway() bool
+}
+
 // Server is what a [Listener] hands inbound calls to; a node gives one to
 // its transport's Listen. ctx carries the caller's remaining deadline and
 // is cancelled when the caller cancels or goes away. It returns the reply,

@@ -37,7 +37,14 @@ type Conn struct {
 	released bool
 }
 
-var _ runtime.Conn = (*Conn)(nil)
+var _ runtime.GoAwayConn = (*Conn)(nil)
+
+// GoAway reports whether the node said goaway to c.
+func (c *Conn) GoAway() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.goaway
+}
 
 // newConn makes a connection to subject and subscribes to its control
 // subject, on which the node says it is going away.

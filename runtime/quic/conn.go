@@ -31,7 +31,19 @@ type Conn struct {
 	where   string // "wizard: quic: <addr>", to start its errors
 }
 
-var _ runtime.Conn = (*Conn)(nil)
+var _ runtime.GoAwayConn = (*Conn)(nil)
+
+// GoAway reports whether the server said goaway on any of c's streams,
+// or closed the connection as its listener closed.
+func (c *Conn) GoAway() bool {
+	for _, cl := range c.clients {
+		if cl.GoAway() {
+			return true
+		}
+	}
+	var ae *quicgo.ApplicationError
+	return errors.As(context.Cause(c.qc.Context()), &ae) && ae.Remote && ae.ErrorCode == codeClosed
+}
 
 func newConn(qc *quicgo.Conn, tr *quicgo.Transport, udp *net.UDPConn, clients []*mux.Client, fill int64, where string) *Conn {
 	c := &Conn{qc: qc, tr: tr, udp: udp, clients: clients, busy: make([]atomic.Int64, len(clients)), fill: fill, where: where}

@@ -177,7 +177,7 @@ func (l *Listener) accept() {
 			l.mu.Unlock()
 			gc.Remove()
 			cancel()
-			qc.CloseWithError(codeError, "shutting down")
+			qc.CloseWithError(codeClosed, "shutting down")
 			continue // Accept fails once the queue is empty
 		}
 		l.conns[qc] = struct{}{}
@@ -299,7 +299,7 @@ func (l *Listener) closeConns() {
 	}
 	l.mu.Unlock()
 	for _, qc := range conns {
-		qc.CloseWithError(codeError, "listener closed")
+		qc.CloseWithError(codeClosed, "listener closed")
 	}
 }
 

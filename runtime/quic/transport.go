@@ -32,8 +32,9 @@ const (
 // The application error codes a connection is closed with.
 const (
 	codeNoError quicgo.ApplicationErrorCode = 0 // an orderly close
-	codeError   quicgo.ApplicationErrorCode = 1 // a stream failed, or the listener closed at once
+	codeError   quicgo.ApplicationErrorCode = 1 // a stream failed
 	codeRefused quicgo.ApplicationErrorCode = 2 // over a connection limit
+	codeClosed  quicgo.ApplicationErrorCode = 3 // the listener closed at once: that run of the node is gone
 )
 
 // Transport is the QUIC transport. Create it with [New]; it is safe for

@@ -365,7 +365,7 @@ type Conn struct {
 	where string // "wizard: tcp: <addr>", to start its errors
 }
 
-var _ runtime.Conn = (*Conn)(nil)
+var _ runtime.GoAwayConn = (*Conn)(nil)
 
 // Call sends m and waits for the reply. An error of the connection reads
 // "wizard: tcp: <addr>: call not sent: <why>" (and matches
@@ -393,6 +393,9 @@ func (c *Conn) ReleaseReply(m *runtime.Message) { bridge.ReleaseReply(m) }
 
 // Done is closed when the connection is gone.
 func (c *Conn) Done() <-chan struct{} { return c.cl.Done() }
+
+// GoAway reports whether the server said goaway on c.
+func (c *Conn) GoAway() bool { return c.cl.GoAway() }
 
 // Close closes the connection; calls in flight fail.
 func (c *Conn) Close() error { return c.cl.Close() }

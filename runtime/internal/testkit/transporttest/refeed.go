@@ -1,0 +1,88 @@
+package transporttest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/link"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+)
+
+// RefeedAfterAnswersDropped checks that a call refed after its
+// connection was out runs once, however many answers other callers
+// filled the serving node's de-duplication table with meanwhile: the
+// victim's call runs, its link goes down before the answer reaches it,
+// other callers' large answers fill the table's bound on bytes, and the
+// link comes up at once, or after 2.5s (a refeed waits within the call's
+// deadline). The copy sent again must not run the handler a second time:
+// it is answered runtime.ErrAnswerDropped.
+//
+// newTr makes a transport of the kind under test; relay puts a link
+// before the server's address.
+func RefeedAfterAnswersDropped(t *testing.T, newTr func(testing.TB) runtime.Transport, relay func(testing.TB, string) link.Link) {
+	for _, c := range []struct {
+		name string
+		down time.Duration
+	}{{"BriefOutage", 0}, {"OutageOfSeconds", 2500 * time.Millisecond}} {
+		t.Run(c.name, func(t *testing.T) { refeedAfterAnswersDropped(t, newTr, relay, c.down) })
+	}
+}
+
+func refeedAfterAnswersDropped(t *testing.T, newTr func(testing.TB) runtime.Transport, relay func(testing.TB, string) link.Link, downFor time.Duration) {
+	const big = 3 << 20 // an answer within the default frame bound
+	var pays atomic.Int64
+	ran, release := make(chan struct{}, 1), NewGate(t)
+	srv := NewServer(t, newTr(t))
+	MustAdd(t, srv, "role:pay", func(ctx context.Context, _ runtime.Request) (any, error) {
+		pays.Add(1)
+		ran <- struct{}{}
+		<-release.C()
+		return "paid", nil
+	})
+	payload := strings.Repeat("x", big)
+	MustAdd(t, srv, "role:fill", func(ctx context.Context, _ runtime.Request) (any, error) {
+		return payload, nil
+	})
+	l := relay(t, srv.Addr())
+	victim := NewClient(t, newTr(t), "role:pay", nil, l.Addr())
+	other := NewClient(t, newTr(t), "role:fill", nil, srv.Addr())
+
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err := victim.ActE(ctx, "role:pay", nil)
+		done <- err
+	}()
+	<-ran
+	down := time.Now()
+	l.Down()
+	release.Open() // its answer is kept by the server, and lost on the way
+
+	// One and a half times the table's 64 MiB of other callers'
+	// answers: the victim's answer, kept as its handler returned, is
+	// dropped for room (half the bound at a time) within the first 64.
+	for i := range 3 * (32 << 20) / big {
+		if _, err := other.ActE(t.Context(), "role:fill", nil); err != nil {
+			t.Fatalf("fill call %d: %v", i, err)
+		}
+	}
+	testwait.Until(t, "the outage's time pass", func() bool { return time.Since(down) > downFor })
+	l.Up()
+
+	err := <-done
+	if !errors.Is(err, runtime.ErrAnswerDropped) {
+		t.Errorf("the refed call: %v; want %v", err, runtime.ErrAnswerDropped)
+	}
+	if n := pays.Load(); n != 1 {
+		t.Errorf("the call ran %d times, want once", n)
+	}
+	if got := victim.Stats().Refeeds; got < 1 {
+		t.Errorf("%d refeeds, want the call sent again", got)
+	}
+}
