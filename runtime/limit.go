@@ -2,6 +2,9 @@ package runtime
 
 import (
 	"cmp"
+	"math"
+	goruntime "runtime"
+	"runtime/debug"
 	"strings"
 )
 
@@ -126,4 +129,28 @@ func (n *Node) parseWire(s string) (string, *cachedPattern, error) {
 		return "", nil, err
 	}
 	return s, newCachedPattern(p), nil
+}
+
+// The default bound on the handlers a node runs at once
+// ([WithMaxInFlight]): inFlightPerCPU for each of GOMAXPROCS, within a
+// quarter of the Go memory limit (GOMEMLIMIT) at handlerMemory each when
+// one is set, and at least minDefaultInFlight. A handler that waits
+// (on I/O, another call) holds its goroutine, its request and what it
+// builds; past a few thousand per core, more running at once only adds
+// memory and latency, and a node shedding them lets callers go to
+// another replica.
+const (
+	inFlightPerCPU     = 2048
+	handlerMemory      = 64 << 10
+	minDefaultInFlight = 256
+)
+
+// defaultMaxInFlight returns the default bound on the handlers a node
+// runs at once.
+func defaultMaxInFlight() int {
+	n := inFlightPerCPU * goruntime.GOMAXPROCS(0)
+	if lim := debug.SetMemoryLimit(-1); lim < math.MaxInt64 {
+		n = min(n, int(lim/4/handlerMemory))
+	}
+	return max(n, minDefaultInFlight)
 }

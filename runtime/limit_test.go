@@ -3,6 +3,9 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"math"
+	goruntime "runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -47,5 +50,23 @@ func TestAddOverLimits(t *testing.T) {
 				t.Errorf("warned %v, want %v; the log:\n%.500s", got, tt.warns, logs.String())
 			}
 		})
+	}
+}
+
+// TestDefaultMaxInFlight: 2,048 handlers for each of GOMAXPROCS, within a
+// quarter of the Go memory limit at 64 KiB each, and never under 256.
+func TestDefaultMaxInFlight(t *testing.T) {
+	old := debug.SetMemoryLimit(math.MaxInt64)
+	defer debug.SetMemoryLimit(old)
+	if got, want := defaultMaxInFlight(), 2048*goruntime.GOMAXPROCS(0); got != want {
+		t.Errorf("without a memory limit: %d, want %d", got, want)
+	}
+	debug.SetMemoryLimit(256 << 20)
+	if got := defaultMaxInFlight(); got != min(1024, 2048*goruntime.GOMAXPROCS(0)) {
+		t.Errorf("under 256 MiB: %d, want 1024", got)
+	}
+	debug.SetMemoryLimit(1 << 20)
+	if got := defaultMaxInFlight(); got != 256 {
+		t.Errorf("under 1 MiB: %d, want the floor of 256", got)
 	}
 }

@@ -79,7 +79,7 @@ func New(opts ...Option) (*Node, error) {
 		id:          cmp.Or(c.id, randomHex()),
 		instance:    randomHex(),
 		router:      NewRouter[*route](),
-		maxInFlight: int64(c.maxInFlight),
+		maxInFlight: int64(cmp.Or(c.maxInFlight, defaultMaxInFlight())),
 		drained:     make(chan struct{}),
 		handlerICs:  c.handlerICs,
 		changed:     make(chan struct{}),

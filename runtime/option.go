@@ -176,10 +176,14 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithMaxInFlight limits the handlers running at once on the node. Beyond n,
 // the node answers [CodeResourceExhausted] at once without running the
-// handler, so callers can go elsewhere. Zero means no limit. The stream
-// transports (tcp, quic) share the limit fairly among the connections
-// they serve: a connection beyond its part is refused the same way, so
-// that a flood on one does not take the others' room.
+// handler (the call is flagged as not run), so callers can go elsewhere.
+// Zero means the default: 2,048 for each of GOMAXPROCS (4,096 on two
+// cores), within a quarter of the Go memory limit (GOMEMLIMIT) at 64 KiB
+// a handler when one is set, and at least 256. Raise it for handlers that
+// mostly wait and are light; math.MaxInt lifts it. The stream transports
+// (tcp, quic) share the limit fairly among the connections they serve: a
+// connection beyond its part is refused the same way, so that a flood on
+// one does not take the others' room.
 func WithMaxInFlight(n int) Option {
 	return nodeOption(func(c *nodeConfig) { c.maxInFlight = n })
 }

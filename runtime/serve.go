@@ -118,11 +118,11 @@ func (n *Node) serveLocal(ctx context.Context, m *Message, e *handlerEntry, over
 		return refusedReply(err)
 	}
 	if cfg.noReply {
-		// A no-reply handler outlives ctx: give it the caller's budget.
-		// It runs on the transport's goroutine, which answers nothing
-		// for it, so that the transport's bound on the handlers it runs
-		// per connection holds (a goroutine of its own per call escaped
-		// it).
+		// A no-reply handler has the caller's budget, within its
+		// connection's life. It runs on the transport's goroutine, which
+		// answers nothing for it, so that the transport's bound on the
+		// handlers it runs per connection holds (a goroutine of its own
+		// per call escaped it).
 		cfg.timeout, cfg.inline = m.Deadline, true
 	}
 	hctx := remoteContext(ctx, m)
@@ -221,7 +221,11 @@ func (n *Node) dispatch(ctx context.Context, e *handlerEntry, msg any, over *cac
 	if cfg.noReply {
 		req := Request{msg: msg, over: over, entry: e, node: n}
 		if cfg.inline {
-			n.serveNoReply(context.WithoutCancel(ctx), cfg.timeout, e, req)
+			// A remote call's: its ctx ends when its connection does
+			// (the caller sends no cancel for it), so that work for a
+			// caller that left stops, and calls still queued on the
+			// connection do not run.
+			n.serveNoReply(ctx, cfg.timeout, e, req)
 		} else {
 			go n.serveNoReply(context.WithoutCancel(ctx), cfg.timeout, e, req)
 		}
