@@ -115,8 +115,7 @@ type dedupCaller struct {
 	top    [2]uint64 // by generation: the highest id in gens[i]
 	serial [2]uint32 // the serial of gens[i] that top[i] is for
 
-	ran     []dedupRan // calls run whose answers were dropped for room, by id (dedupran.go)
-	ranHead int        // ran[:ranHead] are dropped
+	ran ranRing // calls run whose answers were dropped for room (dedupran.go)
 }
 
 // saw records that id went into gens[i], of serial.
@@ -336,8 +335,8 @@ func (t *dedupTable) begin(caller callerKey, id, digest uint64) (*dedupEntry, de
 		g.live--
 		break // a key is in one generation at most
 	}
-	if len(c.ran) > c.ranHead {
-		if r, ok := t.findRan(c, id, time.Since(t.start)); ok {
+	if c.ran.n > 0 {
+		if r, ok := t.findRan(c, id); ok {
 			if r.digest != digest {
 				return nil, dedupOther
 			}
@@ -424,7 +423,7 @@ func (t *dedupTable) intern(caller callerKey) *dedupCaller {
 // Callers hold mu.
 func (t *dedupTable) forgetCallers() {
 	for k, c := range t.callers {
-		if !c.mayHold(0, t.gen(0), c.top[0]) && !c.mayHold(1, t.gen(1), c.top[1]) && len(c.ran) == c.ranHead {
+		if !c.mayHold(0, t.gen(0), c.top[0]) && !c.mayHold(1, t.gen(1), c.top[1]) && c.ran.n == 0 {
 			delete(t.callers, k)
 			delete(t.byNum, c.num)
 		}

@@ -1,7 +1,7 @@
 package runtime
 
 import (
-	"slices"
+	"sort"
 	"time"
 )
 
@@ -49,8 +49,9 @@ func (t *dedupTable) keepRan(g *dedupGen, now time.Duration) {
 			if c = t.byNum[s.key.caller]; c == nil {
 				continue // forgotten by the interning: its calls are new to it
 			}
+			t.ranN -= c.ran.expire(now, t.ttl)
 		}
-		c.addRan(dedupRan{id: s.key.id, digest: s.digest, at: s.at})
+		c.ran.add(dedupRan{id: s.key.id, digest: s.digest, at: s.at})
 		t.ranN++
 	}
 	for t.ranN > t.maxRan {
@@ -58,54 +59,19 @@ func (t *dedupTable) keepRan(g *dedupGen, now time.Duration) {
 	}
 }
 
-// addRan adds r to c's records, which stay sorted by id: a node numbers
-// its calls in turn, so r belongs at the end or near it.
-func (c *dedupCaller) addRan(r dedupRan) {
-	i := len(c.ran)
-	for i > c.ranHead && c.ran[i-1].id > r.id {
-		i--
+// findRan returns c's record of id, if it has one that has not expired.
+// Callers hold mu.
+func (t *dedupTable) findRan(c *dedupCaller, id uint64) (dedupRan, bool) {
+	if !c.ran.spans(id) {
+		return dedupRan{}, false // the common path: a new call, above them all
 	}
-	c.ran = slices.Insert(c.ran, i, r)
-}
-
-// findRan returns c's record of id, dropping the records expired at now
-// from the front first (they are near enough in the order of their
-// times).
-func (t *dedupTable) findRan(c *dedupCaller, id uint64, now time.Duration) (dedupRan, bool) {
-	for c.ranHead < len(c.ran) && now-c.ran[c.ranHead].at > t.ttl {
-		c.ranHead++
-		t.ranN--
-	}
-	c.compactRan()
-	live := c.ran[c.ranHead:]
-	if len(live) == 0 || id < live[0].id || id > live[len(live)-1].id {
+	now := time.Since(t.start)
+	t.ranN -= c.ran.expire(now, t.ttl)
+	r, ok := c.ran.find(id)
+	if !ok || now-r.at > t.ttl {
 		return dedupRan{}, false
 	}
-	i, ok := slices.BinarySearchFunc(live, id, func(r dedupRan, id uint64) int {
-		switch {
-		case r.id < id:
-			return -1
-		case r.id > id:
-			return 1
-		}
-		return 0
-	})
-	if !ok || now-live[i].at > t.ttl {
-		return dedupRan{}, false
-	}
-	return live[i], true
-}
-
-// compactRan moves c's live records to the front of its array once the
-// dropped ones are half of it, and gives an empty array back.
-func (c *dedupCaller) compactRan() {
-	switch {
-	case c.ranHead == len(c.ran):
-		c.ran, c.ranHead = nil, 0
-	case c.ranHead > len(c.ran)/2:
-		n := copy(c.ran, c.ran[c.ranHead:])
-		c.ran, c.ranHead = c.ran[:n], 0
-	}
+	return r, true
 }
 
 // dropRan drops the oldest records of the caller holding the most.
@@ -113,18 +79,81 @@ func (c *dedupCaller) compactRan() {
 func (t *dedupTable) dropRan() {
 	var big *dedupCaller
 	for _, c := range t.byNum {
-		if big == nil || len(c.ran)-c.ranHead > len(big.ran)-big.ranHead {
+		if big == nil || c.ran.n > big.ran.n {
 			big = c
 		}
 	}
-	n := max((len(big.ran)-big.ranHead)/dedupRanEvict, 1)
-	big.ranHead += n
+	n := max(big.ran.n/dedupRanEvict, 1)
+	big.ran.drop(n)
 	t.ranN -= n
-	big.compactRan()
 }
 
 // forgetRan drops c's records, when the interning forgets c.
 func (t *dedupTable) forgetRan(c *dedupCaller) {
-	t.ranN -= len(c.ran) - c.ranHead
-	c.ran, c.ranHead = nil, 0
+	t.ranN -= c.ran.n
+	c.ran = ranRing{}
+}
+
+// ranRing is a caller's records, sorted by id, oldest first: a ring that
+// doubles when full, so that dropping the oldest moves nothing.
+type ranRing struct {
+	buf  []dedupRan // len is a power of two, or zero
+	head int        // buf index of the first record
+	n    int
+}
+
+// at returns the i-th record.
+func (q *ranRing) at(i int) *dedupRan { return &q.buf[(q.head+i)&(len(q.buf)-1)] }
+
+// add adds r in id order: a node numbers its calls in turn, so r belongs
+// at the end or near it.
+func (q *ranRing) add(r dedupRan) {
+	if q.n == len(q.buf) {
+		buf := make([]dedupRan, max(2*len(q.buf), 64))
+		for i := range q.n {
+			buf[i] = *q.at(i)
+		}
+		q.buf, q.head = buf, 0
+	}
+	i := q.n
+	for ; i > 0 && q.at(i-1).id > r.id; i-- {
+		*q.at(i) = *q.at(i - 1)
+	}
+	*q.at(i) = r
+	q.n++
+}
+
+// spans reports whether id is within the ids of q's records.
+func (q *ranRing) spans(id uint64) bool {
+	return q.n > 0 && id >= q.at(0).id && id <= q.at(q.n-1).id
+}
+
+// find returns the record of id.
+func (q *ranRing) find(id uint64) (dedupRan, bool) {
+	i := sort.Search(q.n, func(i int) bool { return q.at(i).id >= id })
+	if i < q.n && q.at(i).id == id {
+		return *q.at(i), true
+	}
+	return dedupRan{}, false
+}
+
+// expire drops the records from the front whose time is up at now (the
+// records are near enough in the order of their times) and returns how
+// many.
+func (q *ranRing) expire(now, ttl time.Duration) int {
+	n := 0
+	for n < q.n && now-q.at(n).at > ttl {
+		n++
+	}
+	q.drop(n)
+	return n
+}
+
+// drop drops the n oldest records; an emptied ring gives its array back.
+func (q *ranRing) drop(n int) {
+	q.head = (q.head + n) & (len(q.buf) - 1)
+	q.n -= n
+	if q.n == 0 {
+		*q = ranRing{}
+	}
 }
