@@ -127,6 +127,9 @@
 //     peer's [Member.Transport] and [Member.LastError].
 //   - A node over its [WithMaxInFlight] limit: [CodeResourceExhausted],
 //     without running the handler.
+//   - A call sent again after its connection dropped, whose answer the
+//     serving node no longer kept: [ErrAnswerDropped] ([CodeDataLoss],
+//     which the runtime gives no other error); the call ran once.
 //   - A handler's *Error reaches the caller as is; any other error becomes
 //     [CodeUnknown] with its message (in-process, errors.Is still finds the
 //     original). A panicking handler becomes [CodeInternal] for that call;
@@ -149,8 +152,12 @@
 // not run goes to another peer; one that may have run goes to another peer
 // only when it is [Idempotent], within a retry budget. A call that is not
 // idempotent is sent again, same id, to the same run of its peer when its
-// connection drops after it was written, and the serving node answers the
-// copy from its de-duplication table ([WithDedup]): the handler runs once.
+// connection drops after it was written — once that run of the peer is
+// back, within the call's deadline and at most 20s — and the serving node
+// answers the copy from its de-duplication table ([WithDedup]): the
+// handler runs once. A copy whose answer the table dropped for room (other
+// callers' answers filled it) gets [ErrAnswerDropped], [CodeDataLoss]: the
+// call ran, and its answer is lost.
 // A call made with [WaitForReady] that finds no target able to take it
 // (its peers, or the broker they sit behind, restarting) waits for one
 // within its deadline instead of failing at once, as gRPC's wait-for-ready.
