@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/link"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
 )
@@ -92,7 +93,7 @@ func testRefeedCopyFails(t *testing.T, fail func() (*runtime.Message, error)) {
 		ranB.Add(1)
 		return map[string]any{"by": "b"}, nil
 	})
-	proxy := newCutProxy(t, a.Addr())
+	proxy := link.NewTCP(t, a.Addr())
 	tr := &laterConnsFail{Transport: newTransport(t), addr: proxy.Addr(), pattern: pattern, fail: fail}
 	cl := transporttest.NewClient(t, tr, "role:bank,cmd:pay", nil, proxy.Addr(), b.Addr())
 	testwait.Until(t, "both servers are targets", func() bool {
@@ -116,7 +117,7 @@ func testRefeedCopyFails(t *testing.T, fail func() (*runtime.Message, error)) {
 			continue // b answered it
 		case <-started:
 		}
-		proxy.cut() // lost after it was written; the refed copy fails unrun
+		proxy.Cut() // lost after it was written; the refed copy fails unrun
 		err := <-done
 		if err == nil || errors.Is(err, runtime.ErrNotSent) || runtime.CodeOf(err) != runtime.CodeUnavailable {
 			t.Errorf("call %d: %v; want unavailable, not matching ErrNotSent (it may have run)", i, err)

@@ -3,95 +3,16 @@ package tcp_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/link"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
 )
-
-// cutProxy forwards TCP connections to a target and cuts all of them on
-// demand; connections made after a cut are forwarded again.
-type cutProxy struct {
-	l      net.Listener
-	target string
-
-	mu    sync.Mutex
-	conns []net.Conn
-	wg    sync.WaitGroup
-}
-
-func newCutProxy(t *testing.T, target string) *cutProxy {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{l: l, target: target}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(func() {
-		l.Close()
-		p.cut()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *cutProxy) Addr() string { return p.l.Addr().String() }
-
-func (p *cutProxy) accept() {
-	defer p.wg.Done()
-	for {
-		in, err := p.l.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		target := p.target
-		p.mu.Unlock()
-		out, err := net.Dial("tcp", target)
-		if err != nil {
-			in.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, in, out)
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go p.pipe(in, out)
-		go p.pipe(out, in)
-	}
-}
-
-func (p *cutProxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
-	io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-}
-
-// retarget makes later connections reach addr.
-func (p *cutProxy) retarget(addr string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.target = addr
-}
-
-// cut closes every connection forwarded so far.
-func (p *cutProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
 
 // TestRefeedRunsOnce: the connection is cut while non-idempotent calls
 // run on the server; the caller sends them again, same ids, once it is
@@ -123,7 +44,7 @@ func TestRefeedRunsOnce(t *testing.T) {
 		}
 		return "paid " + id, nil
 	})
-	proxy := newCutProxy(t, srv.Addr())
+	proxy := link.NewTCP(t, srv.Addr())
 	cl := newClient(t, "role:pay", proxy.Addr())
 
 	type answer struct {
@@ -142,7 +63,7 @@ func TestRefeedRunsOnce(t *testing.T) {
 		}()
 	}
 	started.Wait() // every call runs on the server
-	proxy.cut()
+	proxy.Cut()
 	// Every call arrives again and joins its running handler, which the
 	// cut did not cancel.
 	testwait.Until(t, "every call is sent again", func() bool { return srv.Stats().Duplicates == calls })
@@ -178,11 +99,11 @@ func TestRefeedWithoutDedupRunsAgain(t *testing.T) {
 		<-release.C()
 		return "paid", nil
 	})
-	proxy := newCutProxy(t, srv.Addr())
+	proxy := link.NewTCP(t, srv.Addr())
 	cl := newClient(t, "role:pay", proxy.Addr())
 	done := payAsync(cl)
 	<-started
-	proxy.cut()
+	proxy.Cut()
 	<-started // the refed call runs again
 	release.Open()
 	if err := <-done; err != nil {
@@ -212,12 +133,12 @@ func TestNoRefeedToAnotherRun(t *testing.T) {
 		secondRuns.Add(1)
 		return "paid again", nil
 	})
-	proxy := newCutProxy(t, first.Addr())
+	proxy := link.NewTCP(t, first.Addr())
 	cl := newClient(t, "role:pay", proxy.Addr())
 	done := payAsync(cl)
 	<-started
-	proxy.retarget(second.Addr())
-	proxy.cut()
+	proxy.Retarget(second.Addr())
+	proxy.Cut()
 	err := <-done
 	transporttest.WantCode(t, err, runtime.CodeUnavailable)
 	if n := secondRuns.Load(); n != 0 {

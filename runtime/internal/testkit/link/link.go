@@ -24,13 +24,16 @@ type Link interface {
 
 // TCP relays TCP connections to target. While it is down, the
 // connections relayed so far are closed and new ones are closed at once.
-func TCP(t testing.TB, target string) Link {
+func TCP(t testing.TB, target string) Link { return NewTCP(t, target) }
+
+// NewTCP is [TCP], with the relay's own methods.
+func NewTCP(t testing.TB, target string) *TCPLink {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &tcpLink{l: l, target: target}
+	p := &TCPLink{l: l, target: target}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(func() {
@@ -41,7 +44,8 @@ func TCP(t testing.TB, target string) Link {
 	return p
 }
 
-type tcpLink struct {
+// TCPLink relays TCP connections (see [TCP]).
+type TCPLink struct {
 	l      net.Listener
 	target string
 	wg     sync.WaitGroup
@@ -51,9 +55,9 @@ type tcpLink struct {
 	conns []net.Conn
 }
 
-func (p *tcpLink) Addr() string { return p.l.Addr().String() }
+func (p *TCPLink) Addr() string { return p.l.Addr().String() }
 
-func (p *tcpLink) Down() {
+func (p *TCPLink) Down() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.down = true
@@ -63,13 +67,26 @@ func (p *tcpLink) Down() {
 	p.conns = nil
 }
 
-func (p *tcpLink) Up() {
+// Cut closes the connections relayed so far; new ones are relayed.
+func (p *TCPLink) Cut() {
+	p.Down()
+	p.Up()
+}
+
+// Retarget makes the connections relayed from now on reach addr.
+func (p *TCPLink) Retarget(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = addr
+}
+
+func (p *TCPLink) Up() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.down = false
 }
 
-func (p *tcpLink) accept() {
+func (p *TCPLink) accept() {
 	defer p.wg.Done()
 	for {
 		in, err := p.l.Accept()
@@ -77,13 +94,13 @@ func (p *tcpLink) accept() {
 			return
 		}
 		p.mu.Lock()
-		down := p.down
+		down, target := p.down, p.target
 		p.mu.Unlock()
 		if down {
 			in.Close()
 			continue
 		}
-		out, err := net.Dial("tcp", p.target)
+		out, err := net.Dial("tcp", target)
 		if err != nil {
 			in.Close()
 			continue
@@ -97,7 +114,7 @@ func (p *tcpLink) accept() {
 	}
 }
 
-func (p *tcpLink) pipe(dst, src net.Conn) {
+func (p *TCPLink) pipe(dst, src net.Conn) {
 	defer p.wg.Done()
 	io.Copy(dst, src)
 	dst.Close()
