@@ -3,9 +3,12 @@ package runtime
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestDedupRanOutlivesDroppedAnswer: other callers' answers fill the
@@ -48,7 +51,7 @@ func TestDedupRanOutlivesDroppedAnswer(t *testing.T) {
 // holding the most loses its oldest; one with few keeps them.
 func TestDedupRanBoundPrefersLargest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tab := newDedupTable(2, 30*time.Second) // a generation of one answer: each second answer drops one
+		tab := newDedupTable(200, 30*time.Second) // generations of 100 answers
 		tab.maxRan = 1000
 		finishCall := func(caller string, id uint64) {
 			e, s := seen(tab, caller, id)
@@ -71,4 +74,40 @@ func TestDedupRanBoundPrefersLargest(t *testing.T) {
 			t.Errorf("the flood's oldest call: %v, want its record dropped (new)", s)
 		}
 	})
+}
+
+// TestRanRing: records added a little out of order come out sorted and
+// are found by id, across growth and wrapping; the oldest drop first.
+func TestRanRing(t *testing.T) {
+	var q ranRing
+	var want []uint64
+	for i := range uint64(300) {
+		id := i ^ 1 // pairs swapped: each second record goes before the one added last
+		q.add(dedupRan{id: id, at: time.Duration(i)})
+		want = append(want, id)
+		if i%50 == 49 {
+			q.drop(20) // the head moves on, and later adds wrap around
+			want = want[20:]
+			slices.Sort(want)
+		}
+	}
+	slices.Sort(want)
+	var got []uint64
+	for i := range q.n {
+		got = append(got, q.at(i).id)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("records (-want +got):\n%s", diff)
+	}
+	for _, id := range want {
+		if r, ok := q.find(id); !ok || r.id != id {
+			t.Errorf("find(%d) = %v, %v", id, r, ok)
+		}
+	}
+	if _, ok := q.find(want[0] - 1); ok || q.spans(want[0]-1) || q.spans(want[len(want)-1]+1) {
+		t.Error("an id outside the records was found")
+	}
+	if n := q.expire(time.Duration(1000), 0); n != len(want) || q.n != 0 || q.buf != nil {
+		t.Errorf("expire dropped %d of %d, left %d and an array of %d", n, len(want), q.n, len(q.buf))
+	}
 }
