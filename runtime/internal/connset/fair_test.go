@@ -83,7 +83,7 @@ func TestIdleOfTheHeaviest(t *testing.T) {
 
 // TestReserve: the last Reserve connections go only to IPs with fewer
 // than FewConns; an IP with more is refused there, or takes the place of
-// an idle connection of its own.
+// a connection of its own without a request in flight.
 func TestReserve(t *testing.T) {
 	var e events
 	s := New(Limits{Max: 10, MaxPerIP: 10, Reserve: 3})
@@ -92,11 +92,8 @@ func TestReserve(t *testing.T) {
 	if _, err := e.try(s, "a8", ip(1)); !errors.Is(err, ErrReserved) {
 		t.Errorf("Add into the reserve from an IP with 7 = %v, want ErrReserved", err)
 	}
-	a[1].End() // a2: active since the set looked, so passed over once
-	if _, err := e.try(s, "a9", ip(1)); !errors.Is(err, ErrReserved) {
-		t.Errorf("Add into the reserve from an IP with 7 = %v, want ErrReserved", err)
-	}
-	e.add(t, s, "a10", ip(1))
+	a[1].End() // a2: nothing in flight now
+	e.add(t, s, "a9", ip(1))
 	e.check(t, "evict a2: "+ErrReserved.Error())
 
 	e.add(t, s, "b1", ip(2))
@@ -106,10 +103,10 @@ func TestReserve(t *testing.T) {
 	if s.Len() != 10 {
 		t.Errorf("Len = %d, want 10", s.Len())
 	}
-	// Full: an IP with fewer connections takes one of a's, the idle a10
+	// Full: an IP with fewer connections takes one of a's, the idle a9
 	// first, then a busy one.
 	e.add(t, s, "b4", ip(2))
-	e.check(t, "evict a10: "+ErrShare.Error())
+	e.check(t, "evict a9: "+ErrShare.Error())
 	e.add(t, s, "c1", ip(3))
 	e.checkOne(t, "evict a", ErrShare)
 }
@@ -159,4 +156,22 @@ func TestTally(t *testing.T) {
 			t.Fatalf("step %d: heaviest has %d connections, the most is %d", i, got, most)
 		}
 	}
+}
+
+// TestNoTakingTurns: an IP one connection behind the IP with the most
+// does not close its connections that are active, though without a
+// request in flight: the two would take turns closing each other's.
+func TestNoTakingTurns(t *testing.T) {
+	var e events
+	s := New(Limits{Max: 3, MaxPerIP: 3})
+	defer s.Close()
+	for _, c := range []*Conn{e.add(t, s, "a1", ip(1)), e.add(t, s, "a2", ip(1))} {
+		c.Begin()
+		c.End()
+	}
+	e.addBusy(t, s, "b", ip(2), 1)
+	if _, err := e.try(s, "b2", ip(2)); !errors.Is(err, ErrFull) {
+		t.Errorf("Add = %v, want ErrFull", err)
+	}
+	e.check(t)
 }

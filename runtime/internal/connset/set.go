@@ -26,7 +26,7 @@ const FewConns = 4
 // another.
 var (
 	ErrFull     = errors.New("too many connections (WithMaxConns), none idle")
-	ErrReserved = errors.New("too many connections (WithMaxConns), the rest kept for IPs with few connections, none idle")
+	ErrReserved = errors.New("too many connections (WithMaxConns), the rest kept for IPs with few connections; none idle")
 	ErrShare    = errors.New("too many connections (WithMaxConns), the most from this IP")
 	ErrIPFull   = errors.New("too many connections from the same IP (WithMaxConnsPerIP), none idle")
 	ErrClosed   = errors.New("the listener is closed")
@@ -145,23 +145,23 @@ func (s *Set) Add(addr netip.Addr, evict func(why error), goAway func()) (*Conn,
 // else a connection to close and why, or only why when the newcomer is
 // refused. Callers hold s.mu.
 //
-// An IP at the per-IP limit makes room among its own connections, idle
-// ones only. Past the maximum, or past the maximum less the reserve for an
-// IP with FewConns or more, the IP with the most connections gives way
-// when it has at least two more than the newcomer's: its idlest
-// connection goes, else one without a request in flight, else any (its
-// caller sends those requests again: the node's de-duplication answers a
-// refeed without running the call twice); with one more, only an idle one
-// of it goes; otherwise the newcomer's IP makes room among its own idle
-// connections. So a few IPs, however active, leave room for new callers,
-// and a caller never loses its connection to an IP with more.
+// An IP at the per-IP limit makes room among its own connections. Past
+// the maximum, or past the maximum less the reserve for an IP with
+// FewConns or more, the IP with the most connections gives way when it
+// has at least two more than the newcomer's, whether its connections are
+// busy or not (their callers send the requests cut off again: the node's
+// de-duplication answers a refeed without running the call twice); with
+// one more, only an idle connection of it goes, so that two IPs do not
+// take turns closing each other's; otherwise the newcomer's IP makes room
+// among its own connections. So a few IPs, however active, leave room for
+// new callers, and a caller never loses its connection to an IP with more.
 func (s *Set) room(g *group, now time.Time) (*Conn, error) {
 	n := 0
 	if g != nil {
 		n = g.n
 	}
 	if n >= s.lim.MaxPerIP {
-		return s.ownIdle(g, now, ErrIPFull)
+		return s.pick(g, now, false), ErrIPFull
 	}
 	full := ErrFull
 	switch {
@@ -172,22 +172,16 @@ func (s *Set) room(g *group, now time.Time) (*Conn, error) {
 		return nil, nil
 	}
 	if h := s.tally.heaviest(); h != nil && h.n > n+1 {
-		return s.evictee(h, now), ErrShare
+		return s.pick(h, now, true), ErrShare
 	} else if h != nil && h.n == n+1 {
 		if c := s.idlest(h, now); c != nil {
 			return c, full
 		}
 	}
-	return s.ownIdle(g, now, full)
-}
-
-// ownIdle returns g's idlest connection and why when it has an idle one,
-// else nil and why. Callers hold s.mu.
-func (s *Set) ownIdle(g *group, now time.Time, why error) (*Conn, error) {
 	if g == nil {
-		return nil, why
+		return nil, full
 	}
-	return s.idlest(g, now), why
+	return s.pick(g, now, false), full
 }
 
 // idlest returns the connection of g idle since the set last looked at
@@ -207,10 +201,10 @@ func (s *Set) idlest(g *group, now time.Time) *Conn {
 	return nil
 }
 
-// evictee returns the connection of g to close for another IP's: the
-// idlest, else among the first maxScan the first without a request in
-// flight, else the first looked at. Callers hold s.mu.
-func (s *Set) evictee(g *group, now time.Time) *Conn {
+// pick returns the connection of g to close: among the first maxScan, the
+// idlest, else the first looked at without a request in flight, else,
+// when busy allows it, the first looked at, else nil. Callers hold s.mu.
+func (s *Set) pick(g *group, now time.Time, busy bool) *Conn {
 	first, free := g.conns.head, (*Conn)(nil)
 	c := first
 	for range min(maxScan, g.n) {
@@ -224,10 +218,13 @@ func (s *Set) evictee(g *group, now time.Time) *Conn {
 		s.touchLocked(c, now)
 		c = next
 	}
-	if free != nil {
+	switch {
+	case free != nil:
 		return free
+	case busy:
+		return first
 	}
-	return first
+	return nil
 }
 
 // idle reports whether c has had no request in flight and none started
