@@ -89,7 +89,7 @@ func TestActiveConnectionsLeaveRoom(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := transporttest.NewServer(t, newTransport(t, quic.WithInsecureSelfSigned(), quic.WithMaxConns(limit)))
 			d := &sourceDialer{t: t, tr: map[string]*quicgo.Transport{}}
-			served := transporttest.Admission(t, srv, d.dial, limit, tt.busy)
+			served := transporttest.Admission(t, srv, d.dial, limit, tt.busy, nil)
 			t.Logf("the new caller's calls served: %d of 50", served)
 			if served != 50 {
 				t.Errorf("the new caller's calls served: %d of 50, want all", served)

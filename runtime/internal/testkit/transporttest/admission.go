@@ -31,24 +31,22 @@ type DialFrom func(ctx context.Context, addr, from string) (RawConn, error)
 // connections each, an IP of one connection per eighth of Max, and the new
 // caller's IP after them, all 127.0.0.x from 127.0.0.2 on.
 const (
-	heavySources    = 5
-	firstSource     = 2
-	admissionCalls  = 50
-	admissionRounds = 10
+	heavySources   = 5
+	firstSource    = 2
+	admissionCalls = 50
 )
 
 // Admission fills srv's listener, whose WithMaxConns is max (above 64, so
 // that no search for a connection to close looks at all of them; its
 // WithMaxConnsPerIP the default), with connections that stay active:
 // five IPs holding a fifth of max each, then one connection from each of
-// max/8 more IPs. Then a new caller, from an IP of its own, makes
-// admissionCalls calls, one at a time, in admissionRounds rounds: at the
-// start of a round it dials when it has no connection (the last one was
-// refused or closed), then makes its calls over the connection; it
-// returns how many were answered. busy says how the others stay active:
-// each with a cheap call in every round (false), or each with one call in
-// flight that never ends (true).
-func Admission(t *testing.T, srv *runtime.Node, dial DialFrom, max int, busy bool) (served int) {
+// max/8 more IPs. Then a new caller (newCaller's, [RawCaller]'s when nil),
+// from an IP of its own, makes admissionCalls calls to role:fair,cmd:ping,
+// one at a time; Admission returns how many were answered. busy says how
+// the others stay active: each with a cheap call before every connection
+// the new caller opens (false), or each with one call in flight that
+// never ends (true).
+func Admission(t *testing.T, srv *runtime.Node, dial DialFrom, max int, busy bool, newCaller NewCaller) (served int) {
 	t.Helper()
 	light := max / 8
 	newcomer := ip(firstSource + heavySources + light)
@@ -91,32 +89,38 @@ func Admission(t *testing.T, srv *runtime.Node, dial DialFrom, max int, busy boo
 		}
 	}
 
-	full := fill
-	var c *rawCaller
-	for r := range admissionRounds {
-		if !busy && r > 0 {
-			fill = round(fill, "cmd:ping,role:fair")
-		}
-		if c == nil {
-			c = open(t, dial, srv.Addr(), newcomer)
-		}
-		for i := range admissionCalls / admissionRounds {
-			if c.call(uint64(r*admissionCalls+i+1), "cmd:ping,role:fair") {
-				served++
-			}
-		}
-		if c.err != nil {
-			c.close()
-			c = nil
-		}
+	full := &active{fill: fill}
+	before := func() {}
+	if !busy {
+		before = full.round
 	}
-	if c != nil {
-		c.close()
+	if newCaller == nil {
+		newCaller = RawCaller(dial)
+	}
+	call := newCaller(t, srv.Addr(), newcomer, before)
+	for range admissionCalls {
+		if call() {
+			served++
+		}
 	}
 	if !busy {
-		checkGaveWay(t, full, fill)
+		full.round()
+		checkGaveWay(t, fill, full.fill)
 	}
 	return served
+}
+
+// active is the connections that fill the listener, those still served.
+type active struct {
+	mu   sync.Mutex
+	fill []*rawCaller
+}
+
+// round has each connection make a cheap call, and keeps those answered.
+func (a *active) round() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.fill = round(a.fill, "cmd:ping,role:fair")
 }
 
 // checkGaveWay checks that of the connections full, those left are all
@@ -143,6 +147,33 @@ func checkGaveWay(t *testing.T, full, left []*rawCaller) {
 	}
 	if len(lost) != 1 || !heavy(lost[0]) {
 		t.Errorf("connections closed for the new caller: from %v, want one from an IP with the most", lost)
+	}
+}
+
+// NewCaller starts a caller of the node at addr from the local IP from,
+// which calls beforeDial before it opens a connection, and returns its
+// call: it calls role:fair,cmd:ping and reports whether it was answered.
+type NewCaller func(t *testing.T, addr, from string, beforeDial func()) (call func() bool)
+
+// RawCaller returns the NewCaller that calls over its connection, and
+// opens one first when it has none (the last one was refused or closed).
+func RawCaller(dial DialFrom) NewCaller {
+	return func(t *testing.T, addr, from string, beforeDial func()) func() bool {
+		var c *rawCaller // open has t close it
+		id := uint64(0)
+		return func() bool {
+			if c == nil {
+				beforeDial()
+				c = open(t, dial, addr, from)
+			}
+			id++
+			ok := c.call(id, "cmd:ping,role:fair")
+			if c.err != nil {
+				c.close()
+				c = nil
+			}
+			return ok
+		}
 	}
 }
 
