@@ -42,8 +42,6 @@ func (l *list[T]) moveBack(e *T) {
 	l.pushBack(e)
 }
 
-func byAll(c *Conn) *links[Conn] { return &c.all }
-func byIP(c *Conn) *links[Conn]  { return &c.ip }
-func byTally(g *group) *links[group] {
-	return &g.tally
-}
+func byAll(c *Conn) *links[Conn]     { return &c.all }
+func byIP(c *Conn) *links[Conn]      { return &c.ip }
+func byTally(g *group) *links[group] { return &g.tally }

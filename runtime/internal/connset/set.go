@@ -95,7 +95,7 @@ func Key(addr netip.Addr) netip.Prefix {
 }
 
 // Add admits a connection from addr, making room when the set is at a
-// limit (see [Set.room]): the connection chosen is removed and its evict
+// limit (see room): the connection chosen is removed and its evict
 // called with the reason. When there is none to close, Add returns the
 // limit's error and admits nothing. goAway is called, once, when the
 // connection has been idle past the idle timeout; it is removed then. The
