@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
@@ -29,13 +30,13 @@ func (h hookedTransport) Dial(ctx context.Context, addr string) (runtime.Conn, e
 }
 
 // nodeCaller is a node calling from the local IP from: it waits for the
-// pattern to be routable (bounded: it never is while its connections are
-// refused), then makes its calls.
+// pattern to be routable (within the guard: it never is while its
+// connections are refused), then makes its calls.
 func nodeCaller(t *testing.T, addr, from string, beforeDial func()) func() bool {
 	tr := hookedTransport{newTransport(t, tcp.WithLocalAddr(from)), beforeDial}
 	n := transporttest.NewNode(t, runtime.WithTransport(tr),
 		runtime.WithDiscovery(runtime.StaticPeers(addr)), runtime.WithCatalogRefresh(50*time.Millisecond))
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testwait.Guard)
 	defer cancel()
 	n.WaitFor(ctx, "role:fair,cmd:ping")
 	return func() bool {
