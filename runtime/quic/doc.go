@@ -70,24 +70,31 @@
 // A listener holds at most [WithMaxConns] connections (by default half the
 // process's file-descriptor limit, at most 4096), and at most
 // [WithMaxConnsPerIP] from one IP address (an IPv6 /64; by default a
-// quarter of the maximum). A connection that would exceed a limit takes
-// the place of the connection in the way that has been idle longest (no
-// request in flight; one that has not opened a stream counts as idle
-// since it was accepted), which is closed at once with application error
-// 2; when all of them have requests in flight, the newcomer is closed
-// instead. So connections held open by an attacker cannot lock callers
-// out. QUIC handshakes in progress count against the maximum too: beyond
-// it quic-go refuses new ones, and past a quarter of it a client must
-// prove its address with a Retry round trip first, so that forged source
-// addresses cannot fill the slots; quic-go bounds each handshake in time
-// (5 seconds without a packet, 10 in all). A connection without a request
-// in flight for [WithIdleTimeout] (10 minutes by default) is sent a goaway
-// on every stream, so that its caller reconnects when it needs to; the
-// wizard handshake on a stream must end within 10 seconds. Connections
-// refused or closed for a limit, and streams that fail their handshake,
-// are logged at Warn with the remote address, at most 10 records of a kind
-// every 10 seconds and then one that counts the others ("... N more
-// suppressed").
+// quarter of the maximum); an eighth of the maximum is kept for IPs with
+// fewer than 4 connections. When the listener is full, the IP with the
+// most connections gives one up to an IP with at least two fewer: its
+// connection idle longest (no request in flight since the listener last
+// looked; one that has not opened a stream counts as idle since it was
+// accepted), else one without a request in flight, else one with requests
+// in flight, which its caller sends again (the node's de-duplication keeps
+// a call from running twice); to an IP with one fewer, only an idle one.
+// Otherwise, and at the per-IP limit, the newcomer's IP makes room among
+// its own connections, one without a request in flight. The connection
+// chosen is closed at once with application error 2; when there is none,
+// the newcomer is closed instead. So neither connections held open by an
+// attacker nor a few IPs keeping many connections busy can lock new
+// callers out. QUIC handshakes in progress count against the maximum too:
+// beyond it quic-go refuses new ones, and past a quarter of it a client
+// must prove its address with a Retry round trip first, so that forged
+// source addresses cannot fill the slots; quic-go bounds each handshake in
+// time (5 seconds without a packet, 10 in all). A connection without a
+// request in flight for [WithIdleTimeout] (10 minutes by default) is sent
+// a goaway on every stream, so that its caller reconnects when it needs
+// to; the wizard handshake on a stream must end within 10 seconds.
+// Connections refused or closed for a limit, and streams that fail their
+// handshake, are logged at Warn with the remote address, at most 10
+// records of a kind every 10 seconds and then one that counts the others
+// ("... N more suppressed").
 //
 // # UDP buffers
 //

@@ -90,12 +90,13 @@ func refused(t *testing.T, qc *quicgo.Conn) {
 }
 
 // TestAttackerHoldsConnections (finding 4): an attacker holds as many
-// QUIC connections as the listener allows (WithMaxConns(20)), idle after
-// the wizard handshake or without a stream; a real caller still connects
-// and calls. Its connection takes the place of the attacker's oldest; the
-// attacker's others are still served.
+// QUIC connections as the listener allows one IP (WithMaxConns(20) less
+// the eighth kept for IPs with few connections), idle after the wizard
+// handshake or without a stream; a real caller from the same IP still
+// connects and calls. Its connection takes the place of the attacker's
+// oldest; the attacker's others are still served.
 func TestAttackerHoldsConnections(t *testing.T) {
-	const limit = 20
+	const limit, held = 20, 20 - 20/8
 	for _, tt := range []struct {
 		name   string
 		stream bool
@@ -108,8 +109,8 @@ func TestAttackerHoldsConnections(t *testing.T) {
 			srv := transporttest.NewServer(t, newTransport(t, quic.WithInsecureSelfSigned(), quic.WithMaxConns(limit), quic.WithMaxConnsPerIP(limit), quic.WithLogger(log.Logger())))
 			transporttest.MustAdd(t, srv, "role:limit,cmd:ping", func(ctx context.Context, r runtime.Request) (any, error) { return "pong", nil })
 			d := newRawDialer(t)
-			conns := make([]*quicgo.Conn, limit)
-			streams := make([]*rawStream, limit)
+			conns := make([]*quicgo.Conn, held)
+			streams := make([]*rawStream, held)
 			for i := range conns {
 				if tt.stream {
 					streams[i] = d.open(srv.Addr())

@@ -155,9 +155,13 @@ func WithKeepAlive(interval, timeout time.Duration) Option {
 // WithMaxConns sets how many connections a listener holds at once: 0 for
 // the default, half the process's file-descriptor limit (the soft
 // RLIMIT_NOFILE when the listener starts; Go raises it to the hard limit
-// at start) and at most 4096, else at least 1. A connection beyond it
-// takes the place of the connection idle longest, which is closed; when
-// every connection has a request in flight, the new one is closed. QUIC
+// at start) and at most 4096, else at least 1. An eighth of it is kept for
+// IPs with fewer than 4 connections. A connection beyond it takes the
+// place of one of the IP with the most connections, when that IP has at
+// least two more than the newcomer's (busy or not, the idlest first), or
+// else of one of its own IP's without a request in flight, which is
+// closed; when there is none, the new one is closed (see the package
+// documentation's Limits). QUIC
 // connections share the listener's UDP socket, so here the limit bounds
 // memory rather than descriptors; it also bounds the QUIC handshakes in
 // progress.
@@ -174,9 +178,9 @@ func WithMaxConns(n int) Option {
 // WithMaxConnsPerIP sets how many connections a listener holds at once
 // from one IP address (IPv4) or one /64 (IPv6): 0 for the default, a
 // quarter of the maximum ([WithMaxConns]), else from 1 to the maximum. A
-// connection beyond it takes the place of that address's connection idle
-// longest, which is closed; when every one of them has a request in
-// flight, the new one is closed.
+// connection beyond it takes the place of one of that address's
+// connections without a request in flight (the idlest), which is closed;
+// when every one of them has a request in flight, the new one is closed.
 func WithMaxConnsPerIP(n int) Option {
 	return optionFunc(func(t *Transport) error {
 		if err := bridge.CheckMaxConnsPerIP(n, 0); err != nil {

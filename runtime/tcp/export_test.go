@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"fmt"
+	"net"
 	"time"
 )
 
@@ -13,6 +14,15 @@ func WithHandshakeTimeout(d time.Duration) Option {
 			return fmt.Errorf("WithHandshakeTimeout(%v): the timeout cannot be negative", d)
 		}
 		t.mux.HandshakeTimeout = d
+		return nil
+	})
+}
+
+// WithLocalAddr dials from the local IP ip; tests use it to call from
+// several loopback addresses.
+func WithLocalAddr(ip string) Option {
+	return optionFunc(func(t *Transport) error {
+		t.dialer.LocalAddr = &net.TCPAddr{IP: net.ParseIP(ip)}
 		return nil
 	})
 }

@@ -82,12 +82,13 @@ func (b *blocker) busy(t *testing.T, r *rawConn, id uint64) {
 }
 
 // TestAttackerHoldsConnections (finding 4): an attacker holds as many
-// connections as the listener allows (WithMaxConns(20)), idle after the
-// handshake or silent before it; a real caller still connects and calls.
-// Its connection takes the place of the attacker's oldest, which is
-// closed; the attacker's others are still served.
+// connections as the listener allows one IP (WithMaxConns(20) less the
+// eighth kept for IPs with few connections), idle after the handshake or
+// silent before it; a real caller from the same IP still connects and
+// calls. Its connection takes the place of the attacker's oldest, which
+// is closed; the attacker's others are still served.
 func TestAttackerHoldsConnections(t *testing.T) {
-	const limit = 20
+	const limit, held = 20, 20 - 20/8
 	for _, tt := range []struct {
 		name      string
 		handshake bool
@@ -99,7 +100,7 @@ func TestAttackerHoldsConnections(t *testing.T) {
 			var log transporttest.Log
 			srv := newServer(t, runtime.WithTransport(newTransport(t, tcp.WithMaxConns(limit), tcp.WithMaxConnsPerIP(limit), tcp.WithLogger(log.Logger()))))
 			transporttest.MustAdd(t, srv, "role:limit,cmd:ping", func(ctx context.Context, r runtime.Request) (any, error) { return "pong", nil })
-			attacker := make([]*rawConn, limit)
+			attacker := make([]*rawConn, held)
 			for i := range attacker {
 				attacker[i] = dialRaw(t, srv.Addr())
 				if tt.handshake {

@@ -33,12 +33,19 @@
 // A listener holds at most [WithMaxConns] connections (by default half the
 // process's file-descriptor limit, at most 4096), and at most
 // [WithMaxConnsPerIP] from one IP address (an IPv6 /64; by default a
-// quarter of the maximum). A connection that would exceed a limit takes
-// the place of the connection in the way that has been idle longest (no
-// request in flight; a connection still in its handshake counts as idle
-// since it was accepted), which is closed at once; when all of them have
-// requests in flight, the newcomer is closed instead. So connections held
-// open by an attacker cannot lock callers out. A connection without a
+// quarter of the maximum); an eighth of the maximum is kept for IPs with
+// fewer than 4 connections. When the listener is full, the IP with the
+// most connections gives one up to an IP with at least two fewer: its
+// connection idle longest (no request in flight since the listener last
+// looked; a connection still in its handshake counts as idle since it was
+// accepted), else one without a request in flight, else one with requests
+// in flight, which its caller sends again (the node's de-duplication keeps
+// a call from running twice); to an IP with one fewer, only an idle one.
+// Otherwise, and at the per-IP limit, the newcomer's IP makes room among
+// its own connections, one without a request in flight; when all of them
+// have requests in flight, the newcomer is closed instead. So neither
+// connections held open by an attacker nor a few IPs keeping many
+// connections busy can lock new callers out. A connection without a
 // request in flight for [WithIdleTimeout] (10 minutes by default) is sent
 // a goaway, so that its caller reconnects when it needs to; the handshakes
 // (TLS and wizard's) must end within 10 seconds. Connections refused or
@@ -156,9 +163,13 @@ func WithInsecure() Option {
 // WithMaxConns sets how many connections a listener holds at once: 0 for
 // the default, half the process's file-descriptor limit (the soft
 // RLIMIT_NOFILE when the listener starts; Go raises it to the hard limit
-// at start) and at most 4096, else at least 1. A connection beyond it
-// takes the place of the connection idle longest, which is closed; when
-// every connection has a request in flight, the new one is closed.
+// at start) and at most 4096, else at least 1. An eighth of it is kept for
+// IPs with fewer than 4 connections. A connection beyond it takes the
+// place of one of the IP with the most connections, when that IP has at
+// least two more than the newcomer's (busy or not, the idlest first), or
+// else of one of its own IP's without a request in flight, which is
+// closed; when there is none, the new one is closed (see the package
+// documentation's Limits).
 func WithMaxConns(n int) Option {
 	return optionFunc(func(t *Transport) error {
 		if err := bridge.CheckMaxConns(n); err != nil {
@@ -172,9 +183,9 @@ func WithMaxConns(n int) Option {
 // WithMaxConnsPerIP sets how many connections a listener holds at once
 // from one IP address (IPv4) or one /64 (IPv6): 0 for the default, a
 // quarter of the maximum ([WithMaxConns]), else from 1 to the maximum. A
-// connection beyond it takes the place of that address's connection idle
-// longest, which is closed; when every one of them has a request in
-// flight, the new one is closed.
+// connection beyond it takes the place of one of that address's
+// connections without a request in flight (the idlest), which is closed;
+// when every one of them has a request in flight, the new one is closed.
 func WithMaxConnsPerIP(n int) Option {
 	return optionFunc(func(t *Transport) error {
 		if err := bridge.CheckMaxConnsPerIP(n, 0); err != nil {

@@ -12,6 +12,10 @@ const (
 	// some 70 KB (its buffers and goroutines), so 4096 of them about
 	// 300 MB, which a small node can spare.
 	defaultMaxCap = 4096
+
+	// reserveShare is the part of the maximum (one in reserveShare) kept
+	// for IPs with few connections.
+	reserveShare = 8
 )
 
 // DefaultMax returns the default maximum number of connections of a
@@ -31,7 +35,8 @@ func DefaultMax() int {
 // Resolve returns the limits for a listener's options, 0 meaning the
 // default for each: max [DefaultMax], perIP a quarter of the maximum
 // (at least 1), idle [DefaultIdle] (negative: no idle timeout). perIP is
-// at most the maximum.
+// at most the maximum. An eighth of the maximum is kept in reserve for
+// IPs with fewer than [FewConns] connections.
 func Resolve(maxConns, perIP int, idle time.Duration) Limits {
 	if maxConns == 0 {
 		maxConns = DefaultMax()
@@ -45,5 +50,5 @@ func Resolve(maxConns, perIP int, idle time.Duration) Limits {
 	case idle < 0:
 		idle = 0
 	}
-	return Limits{Max: maxConns, MaxPerIP: min(perIP, maxConns), Idle: idle}
+	return Limits{Max: maxConns, MaxPerIP: min(perIP, maxConns), Reserve: maxConns / reserveShare, Idle: idle}
 }

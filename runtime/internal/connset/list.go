@@ -1,40 +1,47 @@
 package connset
 
-// links are a connection's place in one list.
-type links struct{ prev, next *Conn }
+// links are an element's place in one list.
+type links[T any] struct{ prev, next *T }
 
-// linkSel picks the links of one list.
-type linkSel func(*Conn) *links
+// list is a doubly linked list of T (connections, or the groups of one
+// tally), through the links which selects.
+type list[T any] struct {
+	head, tail *T
+	which      func(*T) *links[T]
+}
 
-func byAll(c *Conn) *links { return &c.all }
-func byIP(c *Conn) *links  { return &c.ip }
-
-// list is a doubly linked list of connections, through the links which
-// selects.
-type list struct{ head, tail *Conn }
-
-func (l *list) pushBack(c *Conn, which linkSel) {
-	lc := which(c)
-	lc.prev, lc.next = l.tail, nil
+func (l *list[T]) pushBack(e *T) {
+	le := l.which(e)
+	le.prev, le.next = l.tail, nil
 	if l.tail != nil {
-		which(l.tail).next = c
+		l.which(l.tail).next = e
 	} else {
-		l.head = c
+		l.head = e
 	}
-	l.tail = c
+	l.tail = e
 }
 
-func (l *list) remove(c *Conn, which linkSel) {
-	lc := which(c)
-	if lc.prev != nil {
-		which(lc.prev).next = lc.next
+func (l *list[T]) remove(e *T) {
+	le := l.which(e)
+	if le.prev != nil {
+		l.which(le.prev).next = le.next
 	} else {
-		l.head = lc.next
+		l.head = le.next
 	}
-	if lc.next != nil {
-		which(lc.next).prev = lc.prev
+	if le.next != nil {
+		l.which(le.next).prev = le.prev
 	} else {
-		l.tail = lc.prev
+		l.tail = le.prev
 	}
-	lc.prev, lc.next = nil, nil
+	le.prev, le.next = nil, nil
 }
+
+// moveBack moves e, in l, behind the others.
+func (l *list[T]) moveBack(e *T) {
+	l.remove(e)
+	l.pushBack(e)
+}
+
+func byAll(c *Conn) *links[Conn]     { return &c.all }
+func byIP(c *Conn) *links[Conn]      { return &c.ip }
+func byTally(g *group) *links[group] { return &g.tally }

@@ -12,15 +12,24 @@ import (
 type Limits struct {
 	Max      int           // connections at once; at least 1
 	MaxPerIP int           // connections at once from one IP; at least 1
+	Reserve  int           // of Max, the connections only IPs with fewer than FewConns take
 	Idle     time.Duration // how long a connection may stay without a request in flight; 0 for ever
 }
+
+// FewConns is the number of connections from which an IP no longer takes
+// the connections kept in reserve (Limits.Reserve): a caller usually holds
+// one connection to a node, so the reserve keeps room for new callers
+// however many connections a few IPs hold.
+const FewConns = 4
 
 // The reasons a connection is refused, or closed to make room for
 // another.
 var (
-	ErrFull   = errors.New("too many connections (WithMaxConns), none idle")
-	ErrIPFull = errors.New("too many connections from the same IP (WithMaxConnsPerIP), none idle")
-	ErrClosed = errors.New("the listener is closed")
+	ErrFull     = errors.New("too many connections (WithMaxConns), none idle")
+	ErrReserved = errors.New("too many connections (WithMaxConns), the rest kept for IPs with few connections; none idle")
+	ErrShare    = errors.New("too many connections (WithMaxConns), the most from this IP")
+	ErrIPFull   = errors.New("too many connections from the same IP (WithMaxConnsPerIP), none idle")
+	ErrClosed   = errors.New("the listener is closed")
 )
 
 // maxScan bounds the connections looked at in search of one to close: a
@@ -34,7 +43,8 @@ type Set struct {
 	mu     sync.Mutex
 	n      int
 	groups map[netip.Prefix]*group
-	all    list // every connection, the one idle longest (as far as known) first
+	tally  tally      // the groups by their number of connections
+	all    list[Conn] // every connection, the one idle longest (as far as known) first
 	timer  *time.Timer
 	armed  bool
 	closed bool
@@ -43,7 +53,8 @@ type Set struct {
 // group is the connections of one IP.
 type group struct {
 	n     int
-	conns list
+	conns list[Conn] // the one idle longest (as far as known) first
+	tally links[group]
 }
 
 // Conn is one connection of a [Set].
@@ -60,7 +71,7 @@ type Conn struct {
 	// Guarded by set.mu.
 	seen    uint64    // state when the set last looked
 	since   time.Time // when the set last looked
-	all, ip links
+	all, ip links[Conn]
 	member  bool
 	evict   func(why error)
 	goAway  func()
@@ -68,7 +79,7 @@ type Conn struct {
 
 // New returns an empty set with limits lim.
 func New(lim Limits) *Set {
-	return &Set{lim: lim, groups: map[netip.Prefix]*group{}}
+	return &Set{lim: lim, groups: map[netip.Prefix]*group{}, all: list[Conn]{which: byAll}}
 }
 
 // Key is the IP a connection from addr counts against: the address for
@@ -84,12 +95,11 @@ func Key(addr netip.Addr) netip.Prefix {
 }
 
 // Add admits a connection from addr, making room when the set is at a
-// limit: the connection in the way that has been idle the longest is
-// removed and its evict called with the limit ([ErrFull] or [ErrIPFull]).
-// When every one in the way is busy, Add returns that error and admits
-// nothing. goAway is called, once, when the connection has been idle past
-// the idle timeout; it is removed then. The caller removes the connection
-// with [Conn.Remove] when it ends.
+// limit (see room): the connection chosen is removed and its evict
+// called with the reason. When there is none to close, Add returns the
+// limit's error and admits nothing. goAway is called, once, when the
+// connection has been idle past the idle timeout; it is removed then. The
+// caller removes the connection with [Conn.Remove] when it ends.
 func (s *Set) Add(addr netip.Addr, evict func(why error), goAway func()) (*Conn, error) {
 	key := Key(addr)
 	now := time.Now()
@@ -98,34 +108,28 @@ func (s *Set) Add(addr netip.Addr, evict func(why error), goAway func()) (*Conn,
 		s.mu.Unlock()
 		return nil, ErrClosed
 	}
-	var victim *Conn
-	var why error
 	g := s.groups[key]
-	switch {
-	case g != nil && g.n >= s.lim.MaxPerIP:
-		victim, why = s.idlest(&g.conns, byIP, now), ErrIPFull
-	case s.n >= s.lim.Max:
-		victim, why = s.idlest(&s.all, byAll, now), ErrFull
+	victim, why := s.room(g, now)
+	if victim == nil && why != nil {
+		s.mu.Unlock()
+		return nil, why
 	}
-	if why != nil {
-		if victim == nil {
-			s.mu.Unlock()
-			return nil, why
-		}
+	if victim != nil {
 		s.removeLocked(victim)
 		if g != nil && g.n == 0 {
 			g = nil // removeLocked dropped it
 		}
 	}
 	if g == nil {
-		g = &group{}
+		g = &group{conns: list[Conn]{which: byIP}}
 		s.groups[key] = g
 	}
 	c := &Conn{set: s, key: key, g: g, since: now, member: true, evict: evict, goAway: goAway}
-	s.all.pushBack(c, byAll)
-	g.conns.pushBack(c, byIP)
+	s.all.pushBack(c)
+	g.conns.pushBack(c)
 	s.n++
 	g.n++
+	s.tally.up(g)
 	if s.lim.Idle > 0 && !s.armed {
 		s.armLocked(now)
 	}
@@ -136,22 +140,89 @@ func (s *Set) Add(addr netip.Addr, evict func(why error), goAway func()) (*Conn,
 	return c, nil
 }
 
-// idlest returns the connection of l idle since the set last looked at
+// room returns what admitting a connection from the IP of g (nil: an IP
+// without connections) takes: nothing (nil, nil) when the set has room;
+// else a connection to close and why, or only why when the newcomer is
+// refused. Callers hold s.mu.
+//
+// An IP at the per-IP limit makes room among its own connections. Past
+// the maximum, or past the maximum less the reserve for an IP with
+// FewConns or more, the IP with the most connections gives way when it
+// has at least two more than the newcomer's, whether its connections are
+// busy or not (their callers send the requests cut off again: the node's
+// de-duplication answers a refeed without running the call twice); with
+// one more, only an idle connection of it goes, so that two IPs do not
+// take turns closing each other's; otherwise the newcomer's IP makes room
+// among its own connections. So a few IPs, however active, leave room for
+// new callers, and a caller never loses its connection to an IP with more.
+func (s *Set) room(g *group, now time.Time) (*Conn, error) {
+	n := 0
+	if g != nil {
+		n = g.n
+	}
+	if n >= s.lim.MaxPerIP {
+		return s.pick(g, now, false), ErrIPFull
+	}
+	full := ErrFull
+	switch {
+	case s.n >= s.lim.Max:
+	case s.n >= s.lim.Max-s.lim.Reserve && n >= FewConns:
+		full = ErrReserved
+	default:
+		return nil, nil
+	}
+	if h := s.tally.heaviest(); h != nil && h.n > n+1 {
+		return s.pick(h, now, true), ErrShare
+	} else if h != nil && h.n == n+1 {
+		if c := s.idlest(h, now); c != nil {
+			return c, full
+		}
+	}
+	if g == nil {
+		return nil, full
+	}
+	return s.pick(g, now, false), full
+}
+
+// idlest returns the connection of g idle since the set last looked at
 // it, the one looked at earliest; connections found active are moved to
 // the back. It returns nil when the first maxScan are all active.
 // Callers hold s.mu.
-func (s *Set) idlest(l *list, which linkSel, now time.Time) *Conn {
-	c := l.head
-	for range maxScan {
-		if c == nil {
-			return nil
-		}
-		next := which(c).next
+func (s *Set) idlest(g *group, now time.Time) *Conn {
+	c := g.conns.head
+	for range min(maxScan, g.n) {
+		next := c.ip.next
 		if c.idle() {
 			return c
 		}
 		s.touchLocked(c, now)
 		c = next
+	}
+	return nil
+}
+
+// pick returns the connection of g to close: among the first maxScan, the
+// idlest, else the first looked at without a request in flight, else,
+// when busy allows it, the first looked at, else nil. Callers hold s.mu.
+func (s *Set) pick(g *group, now time.Time, busy bool) *Conn {
+	first, free := g.conns.head, (*Conn)(nil)
+	c := first
+	for range min(maxScan, g.n) {
+		next := c.ip.next
+		if c.idle() {
+			return c
+		}
+		if free == nil && c.inFlight() == 0 {
+			free = c
+		}
+		s.touchLocked(c, now)
+		c = next
+	}
+	switch {
+	case free != nil:
+		return free
+	case busy:
+		return first
 	}
 	return nil
 }
@@ -163,14 +234,15 @@ func (c *Conn) idle() bool {
 	return st == c.seen && uint32(st) == 0
 }
 
+// inFlight returns the number of c's requests in flight.
+func (c *Conn) inFlight() uint32 { return uint32(c.state.Load()) }
+
 // touchLocked records that the set looked at c now and found it active:
 // it moves to the back. Callers hold s.mu.
 func (s *Set) touchLocked(c *Conn, now time.Time) {
 	c.seen, c.since = c.state.Load(), now
-	s.all.remove(c, byAll)
-	s.all.pushBack(c, byAll)
-	c.g.conns.remove(c, byIP)
-	c.g.conns.pushBack(c, byIP)
+	s.all.moveBack(c)
+	c.g.conns.moveBack(c)
 }
 
 // removeLocked takes c out of the set. Callers hold s.mu.
@@ -179,10 +251,12 @@ func (s *Set) removeLocked(c *Conn) {
 		return
 	}
 	c.member = false
-	s.all.remove(c, byAll)
-	c.g.conns.remove(c, byIP)
+	s.all.remove(c)
+	c.g.conns.remove(c)
 	s.n--
-	if c.g.n--; c.g.n == 0 {
+	c.g.n--
+	s.tally.down(c.g)
+	if c.g.n == 0 {
 		delete(s.groups, c.key)
 	}
 }
