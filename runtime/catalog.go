@@ -146,9 +146,18 @@ func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []Pattern
 	}
 	r := n.remote
 	r.mu.Lock()
+	first, err := p.misidentified(c)
+	if err != nil {
+		r.mu.Unlock()
+		if first {
+			n.log.Warn("wizard: peer not routed: it answers as another node than discovery announced at its address", "addr", p.addr, "err", err)
+		}
+		return err
+	}
 	announcedID := p.id
-	// Who answers at the address is who the peer says it is: what
-	// discovery announced only said whom to expect there.
+	// Who answers at the address is who the peer says it is, one of those
+	// discovery announced there (a restarted node, or a later claim
+	// another member made for the address).
 	if c.ID != "" {
 		p.id = c.ID
 	}

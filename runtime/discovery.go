@@ -145,6 +145,7 @@ func (h nodeHost) PeerUp(p Peer) {
 			signal(old.revive)
 		}
 		old.id, old.instance, old.digest = cmp.Or(p.ID, old.id), cmp.Or(p.Instance, old.instance), p.Digest
+		old.announce(claim{p.ID, p.Instance})
 		if refetch {
 			old.signalRefetch()
 		}
@@ -157,6 +158,7 @@ func (h nodeHost) PeerUp(p Peer) {
 		token: newToken(),
 	}
 	pr.suspect.Store(p.Suspect)
+	pr.announce(claim{p.ID, p.Instance})
 	pr.node, pr.target.p = n, pr
 	r.peers[p.Addr] = pr
 	go n.runPeer(pr)

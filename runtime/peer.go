@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	crand "crypto/rand"
+	"errors"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -16,9 +17,13 @@ type peer struct {
 	digest   string // guarded by remote.mu: the digest discovery announced ("" for none)
 	loaded   string // guarded by remote.mu: the digest of the catalog routed now
 	named    bool   // discovery named it (by id or instance): it may be given up
-	suspect  atomic.Bool
-	down     atomic.Bool // reported down: a last resort over its connection, kept for downGrace
-	downT    *time.Timer // forgets the peer when downGrace passes; guarded by remote.mu
+	// claims are whom discovery announced at addr, latest last: the
+	// peer is routed only while its connection answers as one of them.
+	claims  []claim  // guarded by remote.mu
+	misled  [2]claim // guarded by remote.mu: the mismatch last logged (announced, answered)
+	suspect atomic.Bool
+	down    atomic.Bool // reported down: a last resort over its connection, kept for downGrace
+	downT   *time.Timer // forgets the peer when downGrace passes; guarded by remote.mu
 	// token goes with every call to the peer that may be sent again: the
 	// peer gives a stored answer only to a call with the same token (and
 	// the same transport identity), so another peer that learns this
@@ -130,6 +135,18 @@ func (n *Node) runPeer(p *peer) {
 		default:
 		}
 		conn, err := n.connect(p)
+		if errors.Is(err, errMisidentified) {
+			// Not the node announced there: not called again until
+			// discovery says something new of the address.
+			msg := err.Error()
+			p.dialErr.Store(&msg)
+			select {
+			case <-p.revive:
+				continue
+			case <-p.ctx.Done():
+				return
+			}
+		}
 		if err != nil {
 			if p.ctx.Err() != nil {
 				return
@@ -231,7 +248,11 @@ func (n *Node) watchPeer(p *peer, conn Conn) {
 			}
 		case <-p.refetch:
 		}
-		if err := n.loadCatalog(p, p.conn.Load()); err != nil {
+		err := n.loadCatalog(p, p.conn.Load())
+		switch {
+		case errors.Is(err, errMisidentified):
+			return // runPeer drops the connection and its routes
+		case err != nil:
 			n.log.Warn("wizard: catalog refresh failed", "addr", p.addr, "err", err)
 		}
 	}
