@@ -146,13 +146,9 @@ func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []Pattern
 	}
 	r := n.remote
 	r.mu.Lock()
-	first, err := p.misidentified(c)
-	if err != nil {
+	if err := n.misidentified(p, c); err != nil {
 		r.mu.Unlock()
-		if first {
-			n.log.Warn("wizard: peer not routed: it answers as another node than discovery announced at its address", "addr", p.addr, "err", err)
-		}
-		return err
+		return err // runPeer parks p
 	}
 	announcedID := p.id
 	// Who answers at the address is who the peer says it is, one of those

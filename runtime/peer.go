@@ -135,17 +135,11 @@ func (n *Node) runPeer(p *peer) {
 		default:
 		}
 		conn, err := n.connect(p)
-		if errors.Is(err, errMisidentified) {
-			// Not the node announced there: not called again until
-			// discovery says something new of the address.
-			msg := err.Error()
-			p.dialErr.Store(&msg)
-			select {
-			case <-p.revive:
-				continue
-			case <-p.ctx.Done():
+		if e := (*misidentified)(nil); errors.As(err, &e) {
+			if !n.parkMisidentified(p, e) {
 				return
 			}
+			continue
 		}
 		if err != nil {
 			if p.ctx.Err() != nil {

@@ -3,6 +3,7 @@ package swim_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,62 +75,87 @@ func record(n *runtime.Node, addr string) (runtime.Member, bool) {
 	return runtime.Member{}, false
 }
 
+// impostorCases are the two ways an impostor is announced: under an id of
+// its own, or under the real node's id with an instance of its own.
+var impostorCases = []struct{ name, id, instance string }{
+	{"another id", "impostor", "i1"},
+	{"same id another instance", "svc", "i1"},
+}
+
+// startImpostorOf starts svc, a caller cl that routes svc, and an
+// impostor of svc announced under id and instance, once cl has pulled
+// the impostor's catalog (and routed it, or turned it away).
+func startImpostorOf(t *testing.T, id, instance string) (svc, cl *member, im *impostor) {
+	t.Helper()
+	svc = startMember(t, "svc")
+	cl = startMember(t, "cl", swim.WithSeeds(svc.d.GossipAddr()))
+	t.Cleanup(func() { closeAll([]*member{svc, cl}) })
+	waitRoutable(t, []*member{cl}, svc.pattern())
+	im = startImpostor(t, svc, id, instance, svc.d.GossipAddr())
+	testwait.Until(t, "the caller pulls the impostor's catalog", func() bool {
+		m, ok := record(cl.n, im.addr)
+		return ok && (m.Patterns > 0 || m.LastError != "")
+	})
+	return svc, cl, im
+}
+
+// callSvc makes calls calls from cl to svc's pattern and counts the
+// answers by who gave them.
+func callSvc(t *testing.T, cl, svc *member, calls int) map[string]int {
+	t.Helper()
+	served := map[string]int{}
+	for i := range calls {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		got, err := call(ctx, cl, svc.pattern())
+		cancel()
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		served[got]++
+	}
+	return served
+}
+
 // TestImpostorGetsNoCalls: a gossip member announces, at an address of
 // its own, the digest of a node the caller has routed, and relays that
 // node's catalog, under its own id or under the real node's id with
-// another instance. The answer on its connection states an id or an
-// instance other than the one it was announced under: the caller routes
-// it no call. When it leaves gossip, no record of it stays (none of the
-// real node at its address).
+// another instance. Its connection answers as the real node, not as the
+// node announced there: the caller routes it no call, and lists it under
+// the id it was announced with, not connected, saying why.
 func TestImpostorGetsNoCalls(t *testing.T) {
-	for _, tc := range []struct{ name, id, instance string }{
-		{"another id", "impostor", "i1"},
-		{"same id another instance", "svc", "i1"},
-	} {
+	for _, tc := range impostorCases {
 		t.Run(tc.name, func(t *testing.T) {
 			leak.Check(t)
-			svc := startMember(t, "svc")
-			cl := startMember(t, "cl", swim.WithSeeds(svc.d.GossipAddr()))
-			t.Cleanup(func() { closeAll([]*member{svc, cl}) })
-			waitRoutable(t, []*member{cl}, svc.pattern())
-
-			im := startImpostor(t, svc, tc.id, tc.instance, svc.d.GossipAddr())
-			// Either routed (its patterns counted) or turned away (a reason
-			// given): the caller has pulled its catalog.
-			testwait.Until(t, "the caller pulls the impostor's catalog", func() bool {
-				m, ok := record(cl.n, im.addr)
-				return ok && (m.Patterns > 0 || m.LastError != "")
-			})
-			served := map[string]int{}
-			for i := range 100 {
-				ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-				got, err := call(ctx, cl, svc.pattern())
-				cancel()
-				if err != nil {
-					t.Fatalf("call %d: %v", i, err)
-				}
-				served[got]++
-			}
+			svc, cl, im := startImpostorOf(t, tc.id, tc.instance)
+			served := callSvc(t, cl, svc, 100)
 			if n := im.calls.Load(); n != 0 || served["svc"] != 100 {
 				t.Errorf("the impostor served %d of 100 calls (answers: %v); want 0", n, served)
 			}
 			m, _ := record(cl.n, im.addr)
-			if m.ID == "svc" && tc.id != "svc" || m.Patterns != 0 || m.Connected {
-				t.Errorf("the impostor's record: %+v; want its own id, unrouted, unconnected", m)
+			if m.ID != tc.id || m.Patterns != 0 || m.Connected || !strings.Contains(m.LastError, "answers as") {
+				t.Errorf("the impostor's record: %+v; want its announced id %s, unrouted, unconnected, saying why", m, tc.id)
 			}
+		})
+	}
+}
 
+// TestImpostorLeavesNoRecord: when such an impostor leaves gossip (its
+// listener still up), the caller keeps no record of it, under any id,
+// and it gets no call.
+func TestImpostorLeavesNoRecord(t *testing.T) {
+	for _, tc := range impostorCases {
+		t.Run(tc.name, func(t *testing.T) {
+			leak.Check(t)
+			svc, cl, im := startImpostorOf(t, tc.id, tc.instance)
+			before := im.calls.Load()
 			im.d.Close()
 			testwait.Within(t, 10*time.Second, "a record of the impostor stays after it left", func() bool {
 				_, ok := record(cl.n, im.addr)
 				return !ok
 			})
-			for range 20 {
-				if got, err := call(t.Context(), cl, svc.pattern()); err != nil || got != "svc" {
-					t.Fatalf("after the impostor left: answered by %q, %v; want svc", got, err)
-				}
-			}
-			if n := im.calls.Load(); n != 0 {
-				t.Errorf("the impostor served %d calls in all; want 0", n)
+			served := callSvc(t, cl, svc, 50)
+			if n := im.calls.Load() - before; n != 0 || served["svc"] != 50 {
+				t.Errorf("after it left, the impostor served %d of 50 calls (answers: %v); want 0", n, served)
 			}
 		})
 	}
