@@ -150,7 +150,9 @@ func (h nodeHost) PeerUp(p Peer) {
 			signal(old.revive)
 		}
 		old.id, old.instance, old.digest = cmp.Or(p.ID, old.id), cmp.Or(p.Instance, old.instance), p.Digest
-		old.announce(claim{p.ID, p.Instance})
+		if c := (claim{p.ID, p.Instance}); old.announce(c) {
+			r.recheck(old, c)
+		}
 		if refetch {
 			old.signalRefetch()
 		}
@@ -163,7 +165,9 @@ func (h nodeHost) PeerUp(p Peer) {
 		token: newToken(),
 	}
 	pr.suspect.Store(p.Suspect)
-	pr.announce(claim{p.ID, p.Instance})
+	if c := (claim{p.ID, p.Instance}); pr.announce(c) {
+		r.recheck(pr, c)
+	}
 	pr.node, pr.target.p = n, pr
 	r.peers[p.Addr] = pr
 	go n.runPeer(pr)

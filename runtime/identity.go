@@ -32,17 +32,20 @@ func (e *misidentified) Error() string {
 
 func (e *misidentified) Unwrap() error { return errMisidentified }
 
-// announce records c as announced at p's address, the latest. Callers
-// hold remote.mu.
-func (p *peer) announce(c claim) {
+// announce records c as announced at p's address, the latest, and
+// reports whether it is new there. Callers hold remote.mu.
+func (p *peer) announce(c claim) bool {
 	if c == (claim{}) {
-		return // an address alone (StaticPeers) names no one
+		return false // an address alone (StaticPeers) names no one
 	}
-	p.claims = slices.DeleteFunc(p.claims, func(o claim) bool { return o == c })
-	if len(p.claims) == maxClaims {
+	i := slices.Index(p.claims, c)
+	if i >= 0 {
+		p.claims = slices.Delete(p.claims, i, i+1)
+	} else if len(p.claims) == maxClaims {
 		p.claims = slices.Delete(p.claims, 0, 1)
 	}
 	p.claims = append(p.claims, c)
+	return i < 0
 }
 
 // misidentified returns nil when a node that answers, on a connection to
@@ -82,6 +85,20 @@ func (n *Node) announcedElsewhere(p *peer, c claim) bool {
 		}
 	}
 	return false
+}
+
+// recheck asks the peers other than p that answer as run c, not announced
+// at their addresses, to answer again: c is announced at p's address now,
+// so they relay it. Callers hold remote.mu.
+func (r *remote) recheck(p *peer, c claim) {
+	if c.instance == "" {
+		return
+	}
+	for _, q := range r.peers {
+		if q != p && q.id == c.id && q.instance == c.instance && !slices.Contains(q.claims, c) {
+			q.signalRefetch()
+		}
+	}
 }
 
 // parkMisidentified keeps p, whose connection answered as e says, out of

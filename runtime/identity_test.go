@@ -89,3 +89,48 @@ func TestImpostorOfARunNotRouted(t *testing.T) {
 		waitRoute(t, c, "role:r", "s")
 	})
 }
+
+// TestImpostorAnnouncedFirst: the impostor of a run is announced before
+// the node it relays, so at first it looks like a new run of the id
+// announced at its address, and is routed. Once the node is announced at
+// its own address, the impostor is asked again, no longer routed, and
+// gets no further call.
+func TestImpostorAnnouncedFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs testlog.Buffer
+		net := newMemNet()
+		s, _ := memNode(t, net, "s", "role:r")
+		c, d := memNode(t, net, "c")
+		c.log = logs.Logger()
+		net.serve("h", serverFunc(func(ctx context.Context, m *Message) *Message {
+			if m.Pattern == CatalogPattern {
+				return s.serveRemote(ctx, m)
+			}
+			return &Message{Codec: CodecJSON, Payload: []byte(`"h"`)}
+		}))
+		d.host.PeerUp(Peer{ID: "s", Instance: "x", Addr: "h", Digest: s.digest()})
+		time.Sleep(catalogJitter)
+		synctest.Wait()
+		waitRoute(t, c, "role:r", "s") // h, under the id it relays
+
+		d.host.PeerUp(Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()})
+		time.Sleep(catalogJitter)
+		synctest.Wait()
+		waitRoute(t, c, "role:r", "s")
+		if ms := c.Members(); len(ms) != 3 || ms[1].Addr != "h" || ms[1].Connected || ms[1].Patterns != 0 {
+			t.Errorf("Members() = %+v, want h listed, not connected, unrouted", ms)
+		}
+		before := net.count(net.calls, "h")
+		for range 20 {
+			if res, err := c.ActE(t.Context(), "role:r", nil); err != nil || res.Value() != "s" {
+				t.Fatalf("role:r: %v, %v; want s's answer", res.Value(), err)
+			}
+		}
+		if got := net.count(net.calls, "h") - before; got != 0 {
+			t.Errorf("the impostor got %d calls once the node it relays was announced", got)
+		}
+		if got := strings.Count(logs.String(), warnedMisidentified); got != 1 {
+			t.Errorf("warned of %d times, want once:\n%s", got, logs.String())
+		}
+	})
+}
