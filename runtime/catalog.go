@@ -146,9 +146,14 @@ func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []Pattern
 	}
 	r := n.remote
 	r.mu.Lock()
+	if err := n.misidentified(p, c); err != nil {
+		r.mu.Unlock()
+		return err // runPeer parks p
+	}
 	announcedID := p.id
-	// Who answers at the address is who the peer says it is: what
-	// discovery announced only said whom to expect there.
+	// Who answers at the address is who the peer says it is, one of those
+	// discovery announced there (a restarted node, or a later claim
+	// another member made for the address).
 	if c.ID != "" {
 		p.id = c.ID
 	}

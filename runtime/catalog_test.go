@@ -152,8 +152,11 @@ func TestReplicaJoinCostsAConfirmation(t *testing.T) {
 
 // TestCatalogContradictsDiscovery: discovery names the node at an address
 // with an id and an instance that node does not answer with. The node is
-// routed under what it says itself, the contradiction is logged, and a
-// death notice for the announced run does not remove it.
+// not routed, the contradiction is logged once with both ids, discovery
+// repeating itself dials it no more, and a death notice for the announced
+// run removes the record. Announced as itself, the node is routed; a later
+// claim of another member for its address, and that member's death
+// notice, change nothing.
 func TestCatalogContradictsDiscovery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs testlog.Buffer
@@ -165,23 +168,46 @@ func TestCatalogContradictsDiscovery(t *testing.T) {
 		d.host.PeerUp(claim)
 		time.Sleep(catalogJitter)
 		synctest.Wait()
-		waitRoute(t, c, "role:r", "s")
-		if ms := c.Members(); len(ms) != 2 || ms[1].ID != "s" {
-			t.Errorf("Members() = %+v, want the peer under its own id s", ms)
+		if _, err := c.ActE(t.Context(), "role:r", nil); err == nil {
+			t.Errorf("role:r routed to a claim the node contradicts")
 		}
-		if !strings.Contains(logs.String(), "another id than discovery announced") {
-			t.Errorf("the contradiction was not logged:\n%s", logs.String())
+		ms := c.Members()
+		if len(ms) != 2 || ms[1].ID != "evil" || ms[1].Connected || !strings.Contains(ms[1].LastError, `"s"`) {
+			t.Errorf("Members() = %+v, want the claim listed, not connected, with the id s answered", ms)
+		}
+		const logged = "it answers as another node than discovery announced"
+		if got := strings.Count(logs.String(), logged); got != 1 || !strings.Contains(logs.String(), "announced=evil announced_instance=x id=s ") {
+			t.Errorf("the contradiction logged %d times, want once with both ids:\n%s", got, logs.String())
+		}
+		dials := net.count(net.dials, "s")
+		claim.Suspect = true
+		d.host.PeerUp(claim)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := net.count(net.dials, "s"); got != dials {
+			t.Errorf("%d dials as discovery repeated itself", got-dials)
 		}
 		d.host.PeerDown(claim)
-		if _, err := c.ActE(t.Context(), "role:r", nil); err != nil {
-			t.Errorf("after a death notice for the announced run: %v", err)
+		if ms := c.Members(); len(ms) != 1 {
+			t.Errorf("after a death notice for the announced run: Members() = %+v, want none but itself", ms)
 		}
-		// The same claim again is asked again, and answered the same.
-		d.host.PeerUp(claim)
+
+		// Announced as itself, it is routed.
+		self := Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()}
+		d.host.PeerUp(self)
 		synctest.Wait()
 		waitRoute(t, c, "role:r", "s")
+		// Another member's claim for its address: asked again, answered
+		// as one announced there.
+		d.host.PeerUp(claim)
+		synctest.Wait()
+		d.host.PeerDown(claim)
+		waitRoute(t, c, "role:r", "s")
 		if _, err := c.ActE(t.Context(), "role:r", nil); err != nil {
-			t.Errorf("after the claim again: %v", err)
+			t.Errorf("after another member's claim and death notice: %v", err)
+		}
+		if got := strings.Count(logs.String(), logged); got != 1 {
+			t.Errorf("the contradiction logged %d times in all, want once:\n%s", got, logs.String())
 		}
 	})
 }

@@ -10,7 +10,12 @@ import (
 // Peer describes a node as discovery reports it. Discovery says where to
 // dial a node and whom to expect there; a node routes a peer's patterns
 // only once the peer itself has stated them, pulled over its own
-// connection, and knows it by the id and instance it answers with.
+// connection, and knows it by the id and instance it answers with. Those
+// must be an ID and Instance announced at that address, or a new run of
+// an ID announced there whose instance was not announced at another
+// address: a peer that answers as another node (relaying its catalog) is
+// not routed, is warned of once, and is dialled again only when discovery
+// reports something new of the address.
 type Peer struct {
 	// ID is the node's id, if known.
 	ID string
@@ -145,6 +150,9 @@ func (h nodeHost) PeerUp(p Peer) {
 			signal(old.revive)
 		}
 		old.id, old.instance, old.digest = cmp.Or(p.ID, old.id), cmp.Or(p.Instance, old.instance), p.Digest
+		if c := (claim{p.ID, p.Instance}); old.announce(c) {
+			r.recheck(old, c)
+		}
 		if refetch {
 			old.signalRefetch()
 		}
@@ -157,6 +165,9 @@ func (h nodeHost) PeerUp(p Peer) {
 		token: newToken(),
 	}
 	pr.suspect.Store(p.Suspect)
+	if c := (claim{p.ID, p.Instance}); pr.announce(c) {
+		r.recheck(pr, c)
+	}
 	pr.node, pr.target.p = n, pr
 	r.peers[p.Addr] = pr
 	go n.runPeer(pr)

@@ -18,9 +18,13 @@ type peer struct {
 	digest   string // guarded by remote.mu: the digest discovery announced ("" for none)
 	loaded   string // guarded by remote.mu: the digest of the catalog routed now
 	named    bool   // discovery named it (by id or instance): it may be given up
-	suspect  atomic.Bool
-	down     atomic.Bool // reported down: a last resort over its connection, kept for downGrace
-	downT    *time.Timer // forgets the peer when downGrace passes; guarded by remote.mu
+	// claims are whom discovery announced at addr, latest last: the
+	// peer is routed only while its connection answers as one of them.
+	claims  []claim  // guarded by remote.mu
+	misled  [2]claim // guarded by remote.mu: the mismatch last logged (announced, answered)
+	suspect atomic.Bool
+	down    atomic.Bool // reported down: a last resort over its connection, kept for downGrace
+	downT   *time.Timer // forgets the peer when downGrace passes; guarded by remote.mu
 	// token goes with every call to the peer that may be sent again: the
 	// peer gives a stored answer only to a call with the same token (and
 	// the same transport identity), so another peer that learns this
@@ -136,6 +140,12 @@ func (n *Node) runPeer(p *peer) {
 		default:
 		}
 		conn, err := n.connect(p)
+		if e := (*misidentified)(nil); errors.As(err, &e) {
+			if !n.parkMisidentified(p, e) {
+				return
+			}
+			continue
+		}
 		if err != nil {
 			if p.ctx.Err() != nil {
 				return
@@ -240,7 +250,11 @@ func (n *Node) watchPeer(p *peer, conn Conn) {
 			}
 		case <-p.refetch:
 		}
-		if err := n.loadCatalog(p, p.conn.Load()); err != nil {
+		err := n.loadCatalog(p, p.conn.Load())
+		switch {
+		case errors.Is(err, errMisidentified):
+			return // runPeer drops the connection and its routes
+		case err != nil:
 			n.log.Warn("wizard: catalog refresh failed", "addr", p.addr, "err", err)
 		}
 	}

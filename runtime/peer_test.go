@@ -58,9 +58,9 @@ func TestUnansweredAddressNotStormed(t *testing.T) {
 		if got := net.count(net.attempts, "nowhere"); got != given+1 {
 			t.Errorf("%d dials an hour after another run was reported, want 1", got-given)
 		}
-		// When it answers at last, it is routed.
+		// When it answers at last, as announced, it is routed.
 		n, _ := memNode(t, net, "nowhere", "role:late")
-		claim.Instance, claim.Digest = n.instance, n.digest()
+		claim.ID, claim.Instance, claim.Digest = n.id, n.instance, n.digest()
 		d.host.PeerUp(claim)
 		time.Sleep(maxUnansweredBackoff)
 		synctest.Wait()

@@ -117,7 +117,12 @@
 // [Discovery.Start] fails without WithKeys or WithInsecure, as gRPC wants
 // insecure credentials spelled out. The keys make every member a holder
 // of the cluster's secret: they authenticate membership, not each node;
-// a member that has the key is believed about itself and about others.
+// a member that has the key is believed about where to dial. What a
+// member serves, and who it is, its own connection says: a node routes a
+// member only when the catalog pulled over that connection states the id
+// it was announced under (the same run, or a new run of it not yet
+// announced elsewhere). A member that announces another node's digest at
+// its own address and relays that node's catalog is not routed.
 //
 // Anyone who reaches the port can also send noise, which memberlist
 // reports: its warnings and errors are rate-limited, at most 10 every 10
