@@ -38,6 +38,16 @@
 // for the codes that say the server failed (unknown, deadline_exceeded,
 // unimplemented, internal, unavailable, data_loss).
 //
+// A handler that panics ends its server span and its measurements as
+// the internal error the runtime answers it with: status Error, code
+// internal, and an "exception" event with the panic's type and value
+// (exception.type, exception.message, cut to 512 bytes; the stack is in
+// the runtime's log, not the span). The panic then goes on to the
+// runtime's recovery, which logs it and answers the caller. A call that
+// panics on the calling side (in an interceptor after Instrument's, say)
+// ends its client span and measurements the same way and goes on
+// panicking to its caller.
+//
 // Retries ("retry"), refeeds ("refeed", a call sent again after its
 // connection dropped) and refusals ("refused") are events of the call's
 // span; a call a serving node refuses without running its handler, or

@@ -138,7 +138,9 @@ func (st *callState) matched(p string) {
 
 // call is the call interceptor: a client span around the call (its
 // attempts are the observer's), trace context into the call's metadata,
-// the call's duration and the calls in flight.
+// the call's duration and the calls in flight. A call that panics (in
+// an interceptor after this one, say) ends them too, as internal, and
+// goes on panicking to its caller.
 func (in *instrumentation) call(next runtime.Invoker) runtime.Invoker {
 	return func(ctx context.Context, c *runtime.Call) (runtime.Result, error) {
 		spec := c.Spec()
@@ -158,17 +160,31 @@ func (in *instrumentation) call(next runtime.Invoker) runtime.Invoker {
 			active = in.m.by.active(procedureOf(st, "")) // a typed call's method, else _OTHER: the pattern is not known yet
 			active.active[client].Add(1)
 		}
+		returned := false
+		defer func() {
+			if !returned {
+				p := recover()
+				in.endCall(ctx, st, spec, active, start, panicked(st.span, "call "+spec.Procedure, p))
+				repanic(p)
+			}
+		}()
 		res, err := next(ctx, c)
-		code := runtime.CodeOf(err)
-		proc := procedureOf(st, "")
-		if in.m != nil {
-			active.active[client].Add(-1)
-			in.m.clientDuration.Record(ctx, time.Since(start).Seconds(), in.m.by.of(proc, code, true).record...)
-		}
-		if st.span != nil {
-			in.endClient(st, spec, proc, code, err)
-		}
+		returned = true
+		in.endCall(ctx, st, spec, active, start, err)
 		return res, err
+	}
+}
+
+// endCall measures a call that ended with err and ends its span.
+func (in *instrumentation) endCall(ctx context.Context, st *callState, spec runtime.Spec, active *attrOpts, start time.Time, err error) {
+	code := runtime.CodeOf(err)
+	proc := procedureOf(st, "")
+	if in.m != nil {
+		active.active[client].Add(-1)
+		in.m.clientDuration.Record(ctx, time.Since(start).Seconds(), in.m.by.of(proc, code, true).record...)
+	}
+	if st.span != nil {
+		in.endClient(st, spec, proc, code, err)
 	}
 }
 
@@ -200,35 +216,58 @@ func (in *instrumentation) endClient(st *callState, spec runtime.Spec, proc stri
 
 // handler is the handler interceptor: a server span, its parent the
 // caller's span named by the call's metadata, the call's duration and
-// the calls in flight.
+// the calls in flight. A handler that panics ends them too, as the
+// internal error the runtime answers it with, and goes on panicking to
+// the runtime's recovery.
 func (in *instrumentation) handler(next runtime.Handler) runtime.Handler {
 	return func(ctx context.Context, req runtime.Request) (any, error) {
-		spec := req.Spec()
+		sc := serverCall{spec: req.Spec(), req: req}
 		if st := stateOf(ctx); st != nil {
 			st.matched(req.Pattern().String()) // an in-process call: its caller learns what matched
 		}
-		var span trace.Span
 		if in.tracer != nil {
 			ctx = in.extract(ctx, runtime.IncomingMetadata(ctx))
-			ctx, span = in.tracer.Start(ctx, spec.Procedure, serverKind...)
+			ctx, sc.span = in.tracer.Start(ctx, sc.spec.Procedure, serverKind...)
 		}
-		var start time.Time
-		var active *attrOpts
 		if in.m != nil {
-			start = time.Now()
-			active = in.m.by.active(spec.Procedure)
-			active.active[server].Add(1)
+			sc.start = time.Now()
+			sc.active = in.m.by.active(sc.spec.Procedure)
+			sc.active.active[server].Add(1)
 		}
+		returned := false
+		defer func() {
+			if !returned {
+				p := recover()
+				in.endServerCall(ctx, &sc, panicked(sc.span, "handler for "+strconv.Quote(req.Pattern().String()), p))
+				repanic(p)
+			}
+		}()
 		res, err := next(ctx, req)
-		code := runtime.CodeOf(err)
-		if in.m != nil {
-			active.active[server].Add(-1)
-			in.m.serverDuration.Record(ctx, time.Since(start).Seconds(), in.m.by.of(spec.Procedure, code, true).record...)
-		}
-		if span != nil {
-			in.endServer(span, spec, req, code, err)
-		}
+		returned = true
+		in.endServerCall(ctx, &sc, err)
 		return res, err
+	}
+}
+
+// serverCall is what the handler interceptor keeps of a call it serves.
+type serverCall struct {
+	spec   runtime.Spec
+	req    runtime.Request
+	span   trace.Span // nil when tracing is off
+	start  time.Time
+	active *attrOpts // nil when metrics are off
+}
+
+// endServerCall measures a served call that ended with err and ends its
+// span.
+func (in *instrumentation) endServerCall(ctx context.Context, sc *serverCall, err error) {
+	code := runtime.CodeOf(err)
+	if in.m != nil {
+		sc.active.active[server].Add(-1)
+		in.m.serverDuration.Record(ctx, time.Since(sc.start).Seconds(), in.m.by.of(sc.spec.Procedure, code, true).record...)
+	}
+	if sc.span != nil {
+		in.endServer(sc.span, sc.spec, sc.req, code, err)
 	}
 }
 
