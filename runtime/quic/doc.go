@@ -33,11 +33,16 @@
 //
 // # Bounds
 //
-// What a caller costs a listener is bounded, whatever it sends: on each
-// stream at most [WithMaxConnInFlight] handlers run at once (256), calls
-// beyond wait in order, and once they, or the answers waiting to be
-// written, hold [WithMaxConnQueued] bytes (1 MiB) the listener stops
-// reading the stream, so that QUIC's flow control holds the caller back.
+// What a caller costs a listener is bounded, whatever it sends, per
+// connection as over TCP, however many streams the caller opens (at most
+// 16 at once): on all of a connection's streams together at most
+// [WithMaxConnInFlight] handlers run at once (256), calls beyond wait in
+// order, and once they, or the answers waiting to be written, hold
+// [WithMaxConnQueued] bytes (1 MiB) the listener stops reading the
+// connection's streams, so that QUIC's flow control holds the caller
+// back; what the caller sends meanwhile waits in QUIC's receive windows,
+// at most 1 MiB a stream and 2 MiB a connection. While calls on several
+// streams wait for a handler, the streams take the free handlers in turn.
 // Every ping is answered. A call that arrives without a deadline gets
 // [WithServeTimeout] (30s). A node's [runtime.WithMaxInFlight] limit is
 // shared among its callers (a QUIC connection, all its streams, is one):
@@ -118,8 +123,8 @@
 // # Lifecycle and errors
 //
 // [New] checks every option and fails on the first invalid one, with an
-// error that names it ("wizard: quic: WithStreams(65): want 0 for the
-// default (4) or 1 to 64"). What it cannot know is reported later:
+// error that names it ("wizard: quic: WithStreams(17): want 0 for the
+// default (4) or 1 to 16"). What it cannot know is reported later:
 // [Transport.Listen] fails without a server certificate, and quic-go
 // checks a [WithQUICConfig] configuration when the transport listens or
 // dials.

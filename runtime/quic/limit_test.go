@@ -33,15 +33,27 @@ func (d *rawDialer) open(addr string) *rawStream {
 		d.t.Fatal(err)
 	}
 	d.t.Cleanup(func() { qc.CloseWithError(0, "") })
-	s, err := qc.OpenStreamSync(d.t.Context())
+	return openStream(d.t, qc)
+}
+
+// openStream opens a stream on qc and shakes hands on it.
+func openStream(t *testing.T, qc *quicgo.Conn) *rawStream {
+	t.Helper()
+	s, err := qc.OpenStreamSync(t.Context())
 	if err != nil {
-		d.t.Fatal(err)
+		t.Fatal(err)
 	}
-	r := &rawStream{t: d.t, qc: qc, s: s, br: bufio.NewReader(s)}
+	return handshake(t, qc, s)
+}
+
+// handshake shakes hands on s, a new stream of qc.
+func handshake(t *testing.T, qc *quicgo.Conn, s *quicgo.Stream) *rawStream {
+	t.Helper()
+	r := &rawStream{t: t, qc: qc, s: s, br: bufio.NewReader(s)}
 	r.write([]byte(wire.Magic + "\x01\x00\x00\x00"))
 	s.SetReadDeadline(time.Now().Add(testwait.Guard))
 	if err := wire.ReadHandshake(r.br); err != nil {
-		d.t.Fatalf("the node's handshake: %v", err)
+		t.Fatalf("the node's handshake: %v", err)
 	}
 	return r
 }

@@ -200,6 +200,7 @@ func (l *Listener) serve(ctx context.Context, qc *quicgo.Conn, gc *connset.Conn,
 	ctx = bridge.WithTLSIdentity(ctx, state)
 	ctx = bridge.WithRemote(ctx, runtime.NewRemote("quic", qc.RemoteAddr().String(), state)) // what handlers see of their callers
 	opts := l.opts
+	opts.Bounds = mux.NewBounds(opts.MaxInFlight, opts.MaxQueued) // the streams are one connection
 	if l.budget != nil {
 		opts.Share = l.budget.Share() // the connection's streams are one caller
 	}

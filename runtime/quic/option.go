@@ -72,8 +72,9 @@ func WithInsecureSelfSigned() Option {
 // WithQUICConfig is the escape hatch to quic-go's settings (flow-control
 // windows, idle and handshake timeouts, stream limits, tracing). The
 // transport uses a clone of cfg as it is, in place of its own defaults
-// (which allow 64 incoming bidirectional streams, no unidirectional ones,
-// and send QUIC keep-alives at the [WithKeepAlive] interval). quic-go
+// (which allow 16 incoming bidirectional streams, no unidirectional ones,
+// bound the receive windows of a stream and of a connection to 1 and 2
+// MiB, and send QUIC keep-alives at the [WithKeepAlive] interval). quic-go
 // checks cfg when the transport listens or dials. [New] fails when cfg
 // is nil.
 func WithQUICConfig(cfg *quicgo.Config) Option {
@@ -87,9 +88,12 @@ func WithQUICConfig(cfg *quicgo.Config) Option {
 }
 
 // WithStreams sets how many long-lived streams a dialed connection opens:
-// 0 for the default (4), else from 1 to 64; the server must allow as many
-// incoming streams (its default allows 64). Each runs its own
+// 0 for the default (4), else from 1 to 16; the server must allow as many
+// incoming streams (its default allows 16). Each runs its own
 // multiplexer; how calls are spread over them is [WithStreamFill]'s.
+// A listener bounds a connection as a whole, however many streams it
+// has (see [WithMaxConnInFlight]): more streams spread a lost packet's
+// stall over fewer calls, but take no more of the listener.
 func WithStreams(n int) Option {
 	return optionFunc(func(t *Transport) error {
 		if n < 0 || n > maxStreams {
@@ -108,9 +112,10 @@ func WithStreams(n int) Option {
 // into each write and each QUIC packet: over loopback, 16 callers taking
 // 4 streams in turn cost about twice the CPU per call that they cost on
 // one. Past n calls in flight the next stream takes the excess, so that a
-// lost packet stalls only part of the calls and each stream's bounds on
-// the listener ([WithMaxConnInFlight], [WithMaxConnQueued]) hold only
-// part of them; taking the streams in turn spreads even a few calls so.
+// lost packet stalls only part of the calls; taking the streams in turn
+// spreads even a few calls so. The listener's bounds
+// ([WithMaxConnInFlight], [WithMaxConnQueued]) hold for the connection,
+// whatever the number of its streams.
 func WithStreamFill(n int) Option {
 	return optionFunc(func(t *Transport) error {
 		t.fill = n
@@ -219,11 +224,11 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithMaxConnInFlight bounds the calls whose handlers run at once for one
-// stream (each of a connection's streams has its own bounds): 0 for the
-// default (256), else at least 1. Further calls wait, in order, and once
-// they fill their bound in bytes ([WithMaxConnQueued]) the listener stops
-// reading the stream, so that QUIC's flow control holds the caller back
-// rather than this node buffering.
+// connection, all its streams together: 0 for the default (256), else at
+// least 1. Further calls wait, in order on each stream, and once they
+// fill their bound in bytes ([WithMaxConnQueued]) the listener stops
+// reading the connection's streams, so that QUIC's flow control holds
+// the caller back rather than this node buffering.
 func WithMaxConnInFlight(n int) Option {
 	return optionFunc(func(t *Transport) error {
 		if err := bridge.CheckMaxConnInFlight(n); err != nil {
@@ -234,12 +239,14 @@ func WithMaxConnInFlight(n int) Option {
 	})
 }
 
-// WithMaxConnQueued bounds, in bytes and for one stream, the answers
-// waiting to be written and, as much again, the calls waiting for a
-// handler: 0 for the default (1 MiB), else at least 1. At the bound the
-// listener stops reading the stream: a caller that does not read its
-// answers costs at most twice n plus an answer per handler running (see
-// [WithMaxConnInFlight]) for each of its streams.
+// WithMaxConnQueued bounds, in bytes and for one connection, all its
+// streams together, the answers waiting to be written and, as much
+// again, the calls waiting for a handler: 0 for the default (1 MiB),
+// else at least 1. At the bound the listener stops reading the
+// connection's streams: a caller that does not read its answers costs
+// at most twice n plus an answer per handler running (see
+// [WithMaxConnInFlight]), and what QUIC's receive windows hold (see
+// [WithQUICConfig]).
 func WithMaxConnQueued(n int) Option {
 	return optionFunc(func(t *Transport) error {
 		if err := bridge.CheckMaxConnQueued(n); err != nil {

@@ -25,8 +25,20 @@ const ALPN = "wizard/1"
 // The stream defaults and bounds of [WithStreams] and [WithStreamFill].
 const (
 	defaultStreams = 4
-	maxStreams     = 64
+	maxStreams     = 16
 	defaultFill    = 64
+)
+
+// The receive windows of a stream and of a connection at most: what a
+// peer may send that this side has not read yet, and so what it buffers
+// when it stops reading (a listener at a connection's bounds). quic-go
+// starts them at 512 KiB and 768 KiB and grows them while reading keeps
+// up; its own maximums (6 and 15 MiB) are for long paths across the
+// internet, where these would cap a connection at about 200 Mbit/s per
+// 100 ms of round trip.
+const (
+	maxStreamWindow = 1 << 20
+	maxConnWindow   = 2 << 20
 )
 
 // The application error codes a connection is closed with.
@@ -153,8 +165,10 @@ func (t *Transport) quicConfig() *quicgo.Config {
 		return t.quicConf.Clone()
 	}
 	c := &quicgo.Config{
-		MaxIncomingStreams:    maxStreams,
-		MaxIncomingUniStreams: -1,
+		MaxIncomingStreams:         maxStreams,
+		MaxIncomingUniStreams:      -1,
+		MaxStreamReceiveWindow:     maxStreamWindow,
+		MaxConnectionReceiveWindow: maxConnWindow,
 	}
 	switch ka := t.mux.KeepAlive; {
 	case ka == 0:

@@ -42,7 +42,7 @@ type conn struct {
 	room chan struct{} // wakes the paused reader (cap 1)
 
 	// drained, if set (by the server), is called with mu held when the
-	// writer has brought queued below MaxQueued.
+	// writer has brought queued below MaxQueued (see full).
 	drained func()
 
 	// holds counts the times the server's reader paused because the
@@ -235,7 +235,7 @@ func (c *conn) pushLocked(f outFrame) {
 		c.wakeWriter()
 	}
 	c.q = append(c.q, f)
-	c.queued += cap(*f.buf)
+	c.addQueued(cap(*f.buf))
 }
 
 // push queues an encoded frame without waiting for room, as the server
@@ -296,9 +296,9 @@ func (c *conn) writeLoop() {
 	for {
 		c.mu.Lock()
 		if wrote > 0 {
-			c.queued -= wrote
+			c.addQueued(-wrote)
 			wrote = 0
-			if c.queued < c.opts.MaxQueued {
+			if !c.full() {
 				if c.drained != nil {
 					c.drained()
 				}

@@ -55,7 +55,9 @@
 // reading costs at most twice MaxQueued plus an answer per handler
 // running, and a goroutine per handler running. Every ping is answered:
 // a client that pings faster than it reads the pongs is held back the
-// same way.
+// same way. A connection made of several streams (a QUIC connection)
+// shares these bounds among its streams ([Options.Bounds], see
+// [Bounds]): its client gets no more room by opening more streams.
 //
 // Keep-alive counts any frame read as a sign of life, so that a pong
 // queued behind other frames is not taken for a dead peer. A server whose

@@ -173,7 +173,7 @@ func (s *server) keepsReading(r *request) bool {
 		return false
 	}
 	s.inlineReq = nil
-	s.running--
+	s.freeSlot()
 	s.backoff = 0
 	return true
 }
@@ -231,7 +231,7 @@ func (s *server) holdLocked(buf *[]byte) bool {
 		return false
 	}
 	c.q = append(c.q, outFrame{buf: buf})
-	c.queued += cap(*buf)
+	c.addQueued(cap(*buf))
 	s.held += cap(*buf)
 	s.holding = true
 	if s.held >= bufferSize {

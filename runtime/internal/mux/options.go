@@ -122,6 +122,12 @@ type Options struct {
 	// limit but MaxInFlight.
 	Share *Share
 
+	// Bounds, on the server side, are the bounds of the connection this
+	// stream is one of (see [Bounds]), which its streams share in place
+	// of their own MaxInFlight and MaxQueued; nil: the stream is the
+	// connection.
+	Bounds *Bounds
+
 	// Room, on the server side, makes each request's record with room of
 	// the handler's own beside it: it returns a new, zero record that is
 	// a field of a struct it allocated, a zero buffer for the request's

@@ -37,9 +37,10 @@ type server struct {
 
 	// Guarded by c.mu.
 	inflight map[uint64]*request // taken: running, or pending
-	running  int                 // of those, with a handler running (at most MaxInFlight)
+	running  int                 // of those, with a handler running (at most MaxInFlight; see takeSlot)
 	pending  []*request          // the others, in the order they came
 	waiting  int                 // bytes the pending requests hold (see requestCost)
+	listed   bool                // on Options.Bounds' list; guarded by the Bounds' mu
 	maxID    uint64              // the highest request id taken
 	lastID   uint64              // with draining: the highest id the goaway promised to serve
 	draining bool
@@ -168,6 +169,7 @@ func (s *server) finish(ctx context.Context) error {
 	s.closed = true
 	dropped := s.pending // never started: the client sees them fail, not run
 	s.pending = nil
+	s.addWaiting(-s.waiting)
 	for _, r := range dropped {
 		delete(s.inflight, r.frame.ID)
 	}
@@ -204,6 +206,7 @@ func (s *server) finish(ctx context.Context) error {
 	}
 	s.handlers.Wait()
 	s.stopWorkers()
+	s.leaveBounds()
 
 	if reason == errShutdown || reason == errPeerClosed {
 		return nil
@@ -300,17 +303,16 @@ func (s *server) dispatch(r *request) (bool, error) {
 		s.inflight[f.ID] = r
 		s.maxID = max(s.maxID, f.ID)
 		s.handlers.Add(1)
-		if s.running == c.opts.MaxInFlight || c.queued >= c.opts.MaxQueued || len(s.pending) > 0 {
+		if len(s.pending) > 0 || !s.roomToStart(false) {
 			// Every handler slot is taken, or the answers wait for the
 			// writer: the request waits, and the reader goes on (it
 			// answers pings, applies cancels) until the waiting requests
 			// reach their bound.
 			s.pending = append(s.pending, r)
-			s.waiting += requestCost(&r.frame) + c.opts.RoomSize
+			s.addWaiting(requestCost(&r.frame) + c.opts.RoomSize)
 			c.mu.Unlock()
 			return true, s.waitRoom()
 		}
-		s.running++
 		if s.inlineLocked(r) {
 			w := s.readerWorker()
 			c.mu.Unlock()
@@ -385,11 +387,17 @@ func (s *server) waitRoom() error {
 	c.mu.Lock()
 	for {
 		s.startPending()
-		holding := s.waiting >= c.opts.MaxQueued && c.queued < c.opts.MaxQueued
-		if s.waiting < c.opts.MaxQueued && c.queued < c.opts.MaxQueued {
+		if !s.atBound() {
 			c.mu.Unlock()
 			return nil
 		}
+		if b := c.opts.Bounds; b != nil {
+			b.list(s) // another stream freeing room wakes the reader
+			if !s.atBound() {
+				continue
+			}
+		}
+		holding := s.waitingFull() && !c.full()
 		if holding != held {
 			c.holds.Add(1)
 			held = holding
@@ -463,10 +471,13 @@ func (r *request) serve(w *worker) *request {
 		if s.running == 0 && len(s.pending) == 0 && len(s.idleWorkers) > 0 {
 			s.armQuiet()
 		}
-	} else if len(s.pending) > 0 && c.queued < c.opts.MaxQueued {
+	} else if len(s.pending) > 0 && !c.full() && !s.yields() {
 		next = s.popPending() // on this worker, whose stack is warm
 	} else {
-		s.running--
+		if b := c.opts.Bounds; b != nil && len(s.pending) > 0 {
+			b.listLast(s) // the slot goes to the streams listed before
+		}
+		s.freeSlot()
 		s.parkWorker(w)
 	}
 	if s.draining && len(s.inflight) == 0 && !s.closed {
@@ -505,7 +516,7 @@ func (s *server) popPending() *request {
 	if s.pending = s.pending[1:]; len(s.pending) == 0 {
 		s.pending = nil // let the backing array go
 	}
-	s.waiting -= requestCost(&r.frame) + s.c.opts.RoomSize
+	s.addWaiting(-(requestCost(&r.frame) + s.c.opts.RoomSize))
 	s.c.wakeLocked()
 	return r
 }
@@ -514,10 +525,13 @@ func (s *server) popPending() *request {
 // slot, and the answers below their bound. The writer calls it, with
 // c.mu held, when it has caught up: the reader may be waiting for the
 // client, and the handlers all returned.
-func (s *server) startPending() {
-	c := s.c
-	for len(s.pending) > 0 && s.running < c.opts.MaxInFlight && c.queued < c.opts.MaxQueued && !s.closed {
-		s.running++
+func (s *server) startPending() { s.startWaiting(false) }
+
+// startWaiting is startPending; turn says that the stream's connection
+// bounds are looking at it (see [Bounds]): it goes before the streams
+// listed after it.
+func (s *server) startWaiting(turn bool) {
+	for len(s.pending) > 0 && !s.closed && s.roomToStart(turn) {
 		s.start(s.popPending(), s.takeWorker()) // neither waits
 	}
 }
