@@ -70,9 +70,9 @@ func lostAfterSent(err error) bool {
 
 // awaitReconnect waits until p has a connection other than old whose
 // peer instance is known, polling with jittered backoff. It returns nil
-// when ctx ends (the call's deadline), p leaves, a dial finds no one
-// listening at p's address (the run it had is gone) or refeedWindow
-// passes.
+// when ctx ends (the call's deadline), p leaves or discovery reports it
+// down, a dial finds no one listening at p's address (the run it had is
+// gone) or refeedWindow passes.
 func (n *Node) awaitReconnect(ctx context.Context, p *peer, old *connBox) *connBox {
 	const minWait, maxWait = time.Millisecond, 100 * time.Millisecond
 	wait := minWait
@@ -89,7 +89,7 @@ func (n *Node) awaitReconnect(ctx context.Context, p *peer, old *connBox) *connB
 			}
 		}
 		left := time.Until(giveUp)
-		if left <= 0 || p.refusedAt.Load() > lost.UnixNano() || goneAway(old.c) {
+		if left <= 0 || p.refusedAt.Load() > lost.UnixNano() || goneAway(old.c) || p.down.Load() {
 			return nil
 		}
 		t.Reset(min(wait/2+rand.N(wait/2+1), left))
