@@ -72,7 +72,13 @@ func refeedAfterAnswersDropped(t *testing.T, newTr func(testing.TB) runtime.Tran
 			t.Fatalf("fill call %d: %v", i, err)
 		}
 	}
-	testwait.Until(t, "the outage's time pass", func() bool { return time.Since(down) > downFor })
+	// Up once the victim has noticed its connection is lost (at once over
+	// TCP; a silent QUIC connection takes the keep-alive's time), so
+	// that the answer cannot come late on the old connection, and the
+	// outage's time has passed.
+	testwait.Until(t, "the victim to lose its connection and the outage's time to pass", func() bool {
+		return time.Since(down) > downFor && !connectedTo(victim, l.Addr())
+	})
 	l.Up()
 
 	err := <-done
@@ -85,4 +91,14 @@ func refeedAfterAnswersDropped(t *testing.T, newTr func(testing.TB) runtime.Tran
 	if got := victim.Stats().Refeeds; got < 1 {
 		t.Errorf("%d refeeds, want the call sent again", got)
 	}
+}
+
+// connectedTo reports whether n holds a connection to the peer at addr.
+func connectedTo(n *runtime.Node, addr string) bool {
+	for _, m := range n.Members() {
+		if m.Addr == addr && m.Connected {
+			return true
+		}
+	}
+	return false
 }
