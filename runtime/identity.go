@@ -176,13 +176,15 @@ func (n *Node) parkMisidentified(p *peer, e *misidentified) bool {
 
 // warnMisidentified logs that a peer is not routed, and why.
 func (n *Node) warnMisidentified(e *misidentified) {
-	msg := "wizard: peer not routed: it answers as another node than discovery announced at its address"
 	switch {
 	case e.uncertified:
-		msg = "wizard: peer not routed: its certificate names no node id, and this node requires one (WithRequirePeerIdentity)"
+		n.log.Warn("wizard: peer not routed: its certificate names no node id, and this node requires one (WithRequirePeerIdentity)",
+			"addr", e.addr, "id", e.answered.id, "instance", e.answered.instance)
 	case e.certified != "":
-		msg = "wizard: peer not routed: it answers as another node than its certificate names"
+		n.log.Warn("wizard: peer not routed: it answers as another node than its certificate names",
+			"addr", e.addr, "certified", e.certified, "id", e.answered.id, "instance", e.answered.instance)
+	default:
+		n.log.Warn("wizard: peer not routed: it answers as another node than discovery announced at its address",
+			"addr", e.addr, "announced", e.announced.id, "announced_instance", e.announced.instance, "id", e.answered.id, "instance", e.answered.instance)
 	}
-	n.log.Warn(msg, "addr", e.addr, "certified", e.certified, "announced", e.announced.id, "announced_instance", e.announced.instance,
-		"id", e.answered.id, "instance", e.answered.instance)
 }
