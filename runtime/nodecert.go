@@ -57,3 +57,22 @@ func certifiedID(conn Conn) string {
 	}
 	return ""
 }
+
+// forgedCaller returns a permission_denied error when the verified
+// certificate of m's caller names a node id and m states another as its
+// caller (or none), else nil: a caller cannot speak as another node than
+// the one its certificate names.
+func forgedCaller(m *Message) error {
+	if m.Remote == nil {
+		return nil
+	}
+	id := m.Remote.identity()
+	if id == nil || id.Node == "" {
+		return nil
+	}
+	if stated := metaValue(m.Meta, metaCaller); stated != id.Node {
+		return Errorf(CodePermissionDenied, "wizard: the caller states node id %s, its certificate names %s",
+			quoteClipped(stated, maxEcho), quoteClipped(id.Node, maxEcho))
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"net/url"
 	"strings"
@@ -114,4 +115,39 @@ func TestCertifiedPeerDialledAgain(t *testing.T) {
 			t.Errorf("%d warnings, want one naming both ids:\n%s", got, logs.String())
 		}
 	})
+}
+
+func TestForgedCaller(t *testing.T) {
+	remote := func(id string) *Remote {
+		cert := &x509.Certificate{Raw: []byte(id)}
+		if id != "" {
+			cert.URIs = []*url.URL{NodeURI(id)}
+		}
+		cs := tls.ConnectionState{PeerCertificates: []*x509.Certificate{cert}, VerifiedChains: [][]*x509.Certificate{{cert}}}
+		return NewRemote("tcp", "127.0.0.1:1", func() tls.ConnectionState { return cs })
+	}
+	for _, tc := range []struct {
+		name   string
+		remote *Remote
+		stated string
+		want   Code
+	}{
+		{"in-process", nil, "a", CodeOK},
+		{"plain TCP", NewRemote("tcp", "127.0.0.1:1", nil), "a", CodeOK},
+		{"a certificate that names no id", remote(""), "a", CodeOK},
+		{"the id it names", remote("a"), "a", CodeOK},
+		{"another id", remote("a"), "b", CodePermissionDenied},
+		{"no id stated", remote("a"), "", CodePermissionDenied},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &Message{Remote: tc.remote}
+			if tc.stated != "" {
+				m.Meta = []MetaPair{{metaCaller, tc.stated}}
+			}
+			err := forgedCaller(m)
+			if got := CodeOf(err); got != tc.want {
+				t.Errorf("forgedCaller = %v, want %v", err, tc.want)
+			}
+		})
+	}
 }

@@ -68,7 +68,10 @@ func startCertRelay(t *testing.T, ca *testpki.CA, newTr NewTLSTransport, certID,
 	im := &certRelay{}
 	l, err := tr.Listen("127.0.0.1:0", serverFunc(func(ctx context.Context, m *runtime.Message) *runtime.Message {
 		if m.Pattern == runtime.CatalogPattern {
-			reply, err := relay.Call(ctx, &runtime.Message{Pattern: m.Pattern, Meta: m.Meta, Codec: m.Codec, Payload: m.Payload})
+			// As itself: the node it relays takes no caller under another
+			// id than its certificate names.
+			meta := []runtime.MetaPair{{Key: ":c", Value: certID}}
+			reply, err := relay.Call(ctx, &runtime.Message{Pattern: m.Pattern, Meta: meta, Codec: m.Codec, Payload: m.Payload})
 			if err != nil {
 				return &runtime.Message{Code: runtime.CodeUnavailable, Error: err.Error()}
 			}
