@@ -27,6 +27,10 @@
 // server to its callers, but still serves anyone who reaches the port;
 // with ClientAuth set to tls.RequireAndVerifyClientCert and ClientCAs,
 // mutual TLS serves only callers holding a certificate from those CAs.
+// A certificate may name its node's id (runtime.NodeURI): a node then
+// routes a peer only as the id its server certificate names, and a
+// handler sees a caller as the id its client certificate names
+// ([Conn.PeerCertificate] gives the verified server certificate).
 //
 // # Limits
 //
