@@ -43,8 +43,10 @@ func CertificateNodeID(c *x509.Certificate) string {
 // node id: a verified server certificate that names one (see [NodeURI])
 // and a catalog that answers as it. Without it, a peer whose certificate
 // names no id is routed on what discovery announced alone; with it, such
-// a peer (and every peer over plain TCP) is not routed. For a mesh under
-// mutual TLS whose CA names every node's id in its certificate.
+// a peer is not routed, nor is any peer over a transport whose
+// connections prove no certificate (plain TCP, a broker; see
+// [PeerCertificateConn]). For a mesh under TLS whose CA names every
+// node's id in its certificate.
 func WithRequirePeerIdentity() Option {
 	return nodeOption(func(c *nodeConfig) { c.requirePeerIdentity = true })
 }

@@ -87,7 +87,8 @@ func (t *certNet) name(addr, id string) {
 // TestCertifiedPeerDialledAgain: a static peer whose certificate names
 // another id than its catalog answers as is not routed, and warned of
 // once; once it presents a certificate that names its id, it is routed
-// within certifiedRetry, without discovery saying anything new.
+// within certifiedRetry, without discovery saying anything new, and stays
+// routed as its catalog refreshes.
 func TestCertifiedPeerDialledAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs testlog.Buffer
@@ -110,6 +111,12 @@ func TestCertifiedPeerDialledAgain(t *testing.T) {
 		cn.name("s", "s")
 		time.Sleep(certifiedRetry / 2)
 		synctest.Wait()
+		waitRoute(t, c, "role:r", "s")
+		time.Sleep(10 * time.Second) // refreshes, confirmed by digest
+		synctest.Wait()
+		if net.count(net.confirms, "s") == 0 {
+			t.Error("no refresh confirmed by digest")
+		}
 		waitRoute(t, c, "role:r", "s")
 		if got := strings.Count(logs.String(), "level=WARN"); got != 1 || !strings.Contains(logs.String(), "certified=x id=s") {
 			t.Errorf("%d warnings, want one naming both ids:\n%s", got, logs.String())
