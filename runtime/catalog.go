@@ -144,9 +144,10 @@ func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []Pattern
 		n.log.Warn("wizard: catalog rejected", "addr", p.addr, "err", err)
 		return fmt.Errorf("wizard: bad catalog from %s: %w", p.addr, err)
 	}
+	certified := certifiedID(box.c)
 	r := n.remote
 	r.mu.Lock()
-	if err := n.misidentified(p, c); err != nil {
+	if err := n.misidentified(p, c, certified); err != nil {
 		r.mu.Unlock()
 		return err // runPeer parks p
 	}

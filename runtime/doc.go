@@ -168,6 +168,21 @@
 // reaches it. [Node.Stats] counts
 // refusals, retries, calls sent again and duplicates.
 //
+// # Node identity
+//
+// A peer is routed only as a node discovery announced at its address:
+// one whose catalog answers under another id or run is not routed. Under
+// TLS a certificate proves it: a CA names a node's id in the node's
+// certificate by the URI SAN wizard://node/<id> ([NodeURI]). A peer whose
+// verified server certificate names an id is routed only while its
+// catalog answers as that id, so a member that relays another node's
+// catalog gets none of its calls; with [WithRequirePeerIdentity] a peer
+// whose certificate names no id (or who has none, over plain TCP) is not
+// routed either. A transport's connections tell the certificate through
+// [PeerCertificateConn]. On the serving side, under mutual TLS,
+// [Request.Source] reports the id the caller's certificate names, whatever
+// id the caller states.
+//
 // # Metadata
 //
 // A call carries [Metadata] beside its message, as gRPC metadata and
@@ -288,4 +303,6 @@ package runtime
 //	catalog.go      pattern catalogs: served, pulled (or confirmed by digest), cached by digest, routed
 //	health.go       Health, HealthPattern, CheckHealth, Node.Ready
 //	members.go      Members and Patterns: what the node knows of the mesh
+//	identity.go     a peer routed only as the node announced at its address and named by its certificate
+//	nodecert.go     node ids named by certificates (wizard://node/<id>), WithRequirePeerIdentity
 //	stats.go        Stats

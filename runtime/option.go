@@ -33,6 +33,8 @@ type nodeConfig struct {
 	maxPatternBytes, maxPatternKeys int
 	maxMetaValue, maxMetaTotal      int
 
+	requirePeerIdentity bool // WithRequirePeerIdentity
+
 	id          string
 	logger      *slog.Logger
 	maxInFlight int

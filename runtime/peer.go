@@ -20,8 +20,8 @@ type peer struct {
 	named    bool   // discovery named it (by id or instance): it may be given up
 	// claims are whom discovery announced at addr, latest last: the
 	// peer is routed only while its connection answers as one of them.
-	claims  []claim  // guarded by remote.mu
-	misled  [2]claim // guarded by remote.mu: the mismatch last logged (announced, answered)
+	claims  []claim       // guarded by remote.mu
+	misled  misidentified // guarded by remote.mu: the mismatch last logged
 	suspect atomic.Bool
 	down    atomic.Bool // reported down: a last resort over its connection, kept for downGrace
 	downT   *time.Timer // forgets the peer when downGrace passes; guarded by remote.mu

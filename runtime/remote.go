@@ -20,6 +20,9 @@ type remote struct {
 	newBreaker     func(*Target) Breaker
 	budget         *retryBudget
 	dials          chan struct{} // a slot per dial under way; WithMaxDials
+	// requireID routes only peers whose certificate names their id
+	// (WithRequirePeerIdentity).
+	requireID bool
 
 	mu       sync.Mutex
 	peers    map[string]*peer     // by address
@@ -53,6 +56,7 @@ func newRemote(c *nodeConfig) *remote {
 		newBreaker:     c.newBreaker,
 		budget:         newRetryBudget(),
 		dials:          make(chan struct{}, cmp.Or(c.maxDials, defaultMaxDials)),
+		requireID:      c.requirePeerIdentity,
 		catalogs:       map[string][]Pattern{},
 		catalogTypes:   map[string]catalogTypes{},
 		foreign:        map[string]Peer{},

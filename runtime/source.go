@@ -12,8 +12,10 @@ import (
 // it: values the caller's metadata cannot override. [Request.Source]
 // returns it.
 type Source struct {
-	// Node is the calling node's id, as the caller states it; in-process,
-	// this node's own id. Only Identity is verified.
+	// Node is the calling node's id: the one its verified certificate
+	// names (Identity.Node, see [NodeURI]) when it names one, else as the
+	// caller states it; in-process, this node's own id. Only an id its
+	// certificate names is verified.
 	Node string
 	// Transport names the transport the call came over ("tcp", "quic"); ""
 	// in-process.
@@ -31,7 +33,10 @@ type Source struct {
 type Identity struct {
 	// Subject is the certificate's subject in RFC 2253 form, such as
 	// "CN=orders,O=shop".
-	Subject        string
+	Subject string
+	// Node is the node id the certificate names (see [NodeURI]), "" for
+	// none.
+	Node           string
 	DNSNames       []string
 	URIs           []string // URI SANs, such as SPIFFE ids
 	EmailAddresses []string
@@ -74,6 +79,7 @@ func identityOf(cs tls.ConnectionState) *Identity {
 	sum := sha256.Sum256(c.Raw)
 	id := &Identity{
 		Subject:        c.Subject.String(),
+		Node:           CertificateNodeID(c),
 		DNSNames:       c.DNSNames,
 		EmailAddresses: c.EmailAddresses,
 		Fingerprint:    hex.EncodeToString(sum[:]),
@@ -101,6 +107,9 @@ func (r Request) Source() Source {
 	s := Source{Node: metaValue(rw.call.Meta, metaCaller)}
 	if rm := rw.call.Remote; rm != nil {
 		s.Transport, s.Addr, s.Identity = rm.transport, rm.addr, rm.identity()
+		if s.Identity != nil && s.Identity.Node != "" {
+			s.Node = s.Identity.Node // proven, whatever the caller states
+		}
 	}
 	return s
 }

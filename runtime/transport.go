@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"time"
 
@@ -56,6 +57,18 @@ type GoAwayConn interface {
 	Conn
 	// GoAway reports whether the peer said goaway on this connection.
 	GoAway() bool
+}
+
+// PeerCertificateConn is a [Conn] that tells which certificate its peer
+// proved in the TLS handshake. A node routes a peer only as the node id
+// that certificate names (see [NodeURI] and [WithRequirePeerIdentity]); on
+// a Conn without it, or one that returns nil, the peer proved none.
+type PeerCertificateConn interface {
+	Conn
+	// PeerCertificate returns the leaf certificate the peer presented and
+	// the TLS configuration verified, or nil (plain TCP, or verification
+	// skipped).
+	PeerCertificate() *x509.Certificate
 }
 
 // Server is what a [Listener] hands inbound calls to; a node gives one to

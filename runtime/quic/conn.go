@@ -2,6 +2,7 @@ package quic
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -31,7 +32,17 @@ type Conn struct {
 	where   string // "wizard: quic: <addr>", to start its errors
 }
 
-var _ runtime.GoAwayConn = (*Conn)(nil)
+var (
+	_ runtime.GoAwayConn          = (*Conn)(nil)
+	_ runtime.PeerCertificateConn = (*Conn)(nil)
+)
+
+// PeerCertificate returns the certificate the server presented and
+// [WithClientTLS]'s configuration verified, or nil when verification was
+// skipped ([WithInsecureSelfSigned]).
+func (c *Conn) PeerCertificate() *x509.Certificate {
+	return bridge.VerifiedLeaf(c.qc.ConnectionState().TLS)
+}
 
 // GoAway reports whether the server said goaway on any of c's streams,
 // or closed the connection as its listener closed.

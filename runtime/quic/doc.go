@@ -69,6 +69,10 @@
 // reach the port: only mutual TLS (ClientAuth set to
 // tls.RequireAndVerifyClientCert, with ClientCAs) keeps callers without a
 // certificate from those CAs out.
+// A certificate may name its node's id (runtime.NodeURI): a node then
+// routes a peer only as the id its server certificate names, and a
+// handler sees a caller as the id its client certificate names
+// ([Conn.PeerCertificate] gives the verified server certificate).
 //
 // # Limits
 //

@@ -27,6 +27,10 @@
 // server to its callers, but still serves anyone who reaches the port;
 // with ClientAuth set to tls.RequireAndVerifyClientCert and ClientCAs,
 // mutual TLS serves only callers holding a certificate from those CAs.
+// A certificate may name its node's id (runtime.NodeURI): a node then
+// routes a peer only as the id its server certificate names, and a
+// handler sees a caller as the id its client certificate names
+// ([Conn.PeerCertificate] gives the verified server certificate).
 //
 // # Limits
 //
@@ -81,6 +85,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -341,7 +346,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 	hctx, cancel := context.WithTimeout(ctx, cmp.Or(t.mux.HandshakeTimeout, mux.DefaultHandshakeTimeout))
 	defer cancel()
 	stop := context.AfterFunc(hctx, func() { tc.Close() })
-	nc := tc
+	nc, cert := net.Conn(tc), (*x509.Certificate)(nil)
 	if t.clientTLS != nil {
 		cfg := t.clientTLS
 		if cfg.ServerName == "" {
@@ -355,7 +360,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 			tc.Close()
 			return nil, bridge.NotSent(where, fmt.Errorf("tls handshake: %w", err))
 		}
-		nc = tlsConn
+		nc, cert = tlsConn, bridge.VerifiedLeaf(tlsConn.ConnectionState())
 	}
 	cl, err := mux.NewClient(nc, t.mux)
 	if !stop() { // hctx ended and closed the connection
@@ -367,16 +372,20 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 	if err != nil {
 		return nil, bridge.NotSent(where, err)
 	}
-	return &Conn{cl: cl, where: "wizard: tcp: " + addr}, nil
+	return &Conn{cl: cl, cert: cert, where: "wizard: tcp: " + addr}, nil
 }
 
 // Conn is a client connection to one node.
 type Conn struct {
 	cl    *mux.Client
-	where string // "wizard: tcp: <addr>", to start its errors
+	cert  *x509.Certificate // the server's, as verified (nil for plain TCP)
+	where string            // "wizard: tcp: <addr>", to start its errors
 }
 
-var _ runtime.GoAwayConn = (*Conn)(nil)
+var (
+	_ runtime.GoAwayConn          = (*Conn)(nil)
+	_ runtime.PeerCertificateConn = (*Conn)(nil)
+)
 
 // Call sends m and waits for the reply. An error of the connection reads
 // "wizard: tcp: <addr>: call not sent: <why>" (and matches
@@ -410,6 +419,10 @@ func (c *Conn) GoAway() bool { return c.cl.GoAway() }
 
 // Close closes the connection; calls in flight fail.
 func (c *Conn) Close() error { return c.cl.Close() }
+
+// PeerCertificate returns the certificate the server presented and
+// [WithClientTLS]'s configuration verified, or nil over plain TCP.
+func (c *Conn) PeerCertificate() *x509.Certificate { return c.cert }
 
 // Listen accepts connections on addr and serves their calls with s. Plain
 // TCP (no [WithServerTLS]) on an address other than loopback needs

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"sync"
 
 	"github.com/wizardmesh/wizard/runtime"
@@ -49,4 +50,14 @@ func WithRemote(ctx context.Context, r *runtime.Remote) context.Context {
 func remoteOf(ctx context.Context) *runtime.Remote {
 	r, _ := ctx.Value(remoteKey{}).(*runtime.Remote)
 	return r
+}
+
+// VerifiedLeaf returns the leaf certificate of the peer of cs when the
+// TLS configuration verified it (a chain to a trusted root), else nil: a
+// certificate taken without verification proves nothing.
+func VerifiedLeaf(cs tls.ConnectionState) *x509.Certificate {
+	if len(cs.VerifiedChains) == 0 || len(cs.PeerCertificates) == 0 {
+		return nil
+	}
+	return cs.PeerCertificates[0]
 }

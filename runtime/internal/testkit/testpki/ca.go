@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"math/big"
 	"net"
+	"net/url"
 	"testing"
 	"time"
 )
@@ -20,6 +21,9 @@ type CA struct {
 	Server tls.Certificate // for server authentication
 	Client tls.Certificate // for client authentication
 	Other  tls.Certificate // another client's, from the same CA
+
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
 }
 
 // New makes a CA and its two certificates, failing t on error.
@@ -44,32 +48,57 @@ func New(t testing.TB) *CA {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaf := func(name string, usage x509.ExtKeyUsage) tls.Certificate {
-		lkey := newKey(t)
-		tmpl := &x509.Certificate{
-			SerialNumber: serial(t),
-			Subject:      pkix.Name{CommonName: name},
-			NotBefore:    now.Add(-time.Hour),
-			NotAfter:     now.Add(24 * time.Hour),
-			KeyUsage:     x509.KeyUsageDigitalSignature,
-			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-			IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-			DNSNames:     []string{"localhost"},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &lkey.PublicKey, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tls.Certificate{Certificate: [][]byte{der, ca.Raw}, PrivateKey: lkey}
-	}
-	c := &CA{
-		Pool:   x509.NewCertPool(),
-		Server: leaf("server", x509.ExtKeyUsageServerAuth),
-		Client: leaf("client", x509.ExtKeyUsageClientAuth),
-		Other:  leaf("other client", x509.ExtKeyUsageClientAuth),
-	}
+	c := &CA{Pool: x509.NewCertPool(), cert: ca, key: key}
 	c.Pool.AddCert(ca)
+	c.Server = c.leaf(t, "server", "", x509.ExtKeyUsageServerAuth)
+	c.Client = c.leaf(t, "client", "", x509.ExtKeyUsageClientAuth)
+	c.Other = c.leaf(t, "other client", "", x509.ExtKeyUsageClientAuth)
 	return c
+}
+
+// leaf issues a certificate for 127.0.0.1 and localhost, named name,
+// naming node id by the URI wizard://node/<id> unless id is "".
+func (c *CA) leaf(t testing.TB, name, id string, usage ...x509.ExtKeyUsage) tls.Certificate {
+	t.Helper()
+	now := time.Now()
+	key := newKey(t)
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(t),
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  usage,
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:     []string{"localhost"},
+	}
+	if id != "" {
+		tmpl.URIs = []*url.URL{{Scheme: "wizard", Host: "node", Path: "/" + id}}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der, c.cert.Raw}, PrivateKey: key}
+}
+
+// Node issues a node's certificate, for server and client
+// authentication, naming node id as the runtime reads it
+// (runtime.NodeURI); "" names none.
+func (c *CA) Node(t testing.TB, id string) tls.Certificate {
+	t.Helper()
+	return c.leaf(t, "node "+id, id, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+}
+
+// NodeConfigs returns the TLS configurations of a node of a mutual TLS
+// mesh that presents cert: its server's, requiring a client certificate
+// from the CA, and its client's, trusting the CA.
+func (c *CA) NodeConfigs(cert tls.Certificate) (server, client *tls.Config) {
+	server = c.MutualServerConfig()
+	server.Certificates = []tls.Certificate{cert}
+	client = c.ClientConfig()
+	client.Certificates = []tls.Certificate{cert}
+	return server, client
 }
 
 // ServerConfig serves the server certificate.
