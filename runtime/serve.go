@@ -30,6 +30,10 @@ func (n *Node) serveRemote(ctx context.Context, m *Message) *Message {
 	if err := n.limits.checkMeta(m.Meta); err != nil {
 		return errorReply(err)
 	}
+	if err := forgedCaller(m); err != nil {
+		// Not run, and no other target would take it either.
+		return errorReply(err)
+	}
 	switch m.Pattern {
 	case CatalogPattern:
 		return n.catalogReply(m)

@@ -184,18 +184,40 @@ func RequirePeerIdentity(t *testing.T, newTr NewTLSTransport) {
 	})
 }
 
-// CallerNamedByCertificate: a handler sees as the calling node the id
-// the caller's certificate names, whatever id the caller states.
+// CallerNamedByCertificate: under mutual TLS, a caller speaks only as the
+// node its certificate names: a call stating another caller id is refused
+// unrun (permission_denied, naming both), and a handler sees the certified
+// id as the calling node.
 func CallerNamedByCertificate(t *testing.T, newTr NewTLSTransport) {
 	ca := testpki.New(t)
 	svc := certNode(t, ca, newTr, "svc", "svc")
+	var runs atomic.Int64
 	MustAdd(t, svc, "role:certid,cmd:caller", func(ctx context.Context, r runtime.Request) (any, error) {
+		runs.Add(1)
 		return r.Source().Node, nil
 	})
-	tr := meshTransport(t, ca, newTr, "cl")
-	cl := NewClient(t, tr, "role:certid,cmd:caller", []runtime.Option{runtime.WithID("liar")}, svc.Addr())
-	res, err := cl.ActE(t.Context(), "role:certid,cmd:caller", nil)
-	if err != nil || res.Value() != "cl" {
-		t.Errorf("the handler saw the caller as %v (%v); want cl, the id its certificate names", res.Value(), err)
+	conn, err := meshTransport(t, ca, newTr, "cl").Dial(t.Context(), svc.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	call := func(caller string) (*runtime.Message, error) {
+		return conn.Call(t.Context(), &runtime.Message{
+			Pattern: "cmd:caller,role:certid",
+			Codec:   runtime.CodecJSON,
+			Payload: []byte(`{}`),
+			Meta:    []runtime.MetaPair{{Key: ":c", Value: caller}},
+		})
+	}
+	reply, err := call("liar")
+	if err != nil || reply.Code != runtime.CodePermissionDenied || !strings.Contains(reply.Error, `"liar"`) || !strings.Contains(reply.Error, `"cl"`) {
+		t.Errorf("a call stating caller liar: %+v, %v; want permission_denied naming liar and cl", reply, err)
+	}
+	if n := runs.Load(); n != 0 {
+		t.Errorf("the forged call ran %d times", n)
+	}
+	reply, err = call("cl")
+	if err != nil || reply.Code != runtime.CodeOK || string(reply.Payload) != `"cl"` {
+		t.Errorf("a call stating its certified id: %+v, %v; want the handler to see cl", reply, err)
 	}
 }
