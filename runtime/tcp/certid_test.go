@@ -14,17 +14,9 @@ func mutualTLS(t testing.TB, server, client *tls.Config) runtime.Transport {
 	return newTransport(t, tcp.WithServerTLS(server), tcp.WithClientTLS(client))
 }
 
-// TestCertifiedImpostorGetsNoCalls runs the suite's scenario over TCP.
-func TestCertifiedImpostorGetsNoCalls(t *testing.T) {
-	transporttest.CertifiedImpostor(t, mutualTLS)
-}
-
-// TestRequirePeerIdentity runs the suite's scenario over TCP.
-func TestRequirePeerIdentity(t *testing.T) {
-	transporttest.RequirePeerIdentity(t, mutualTLS)
-}
-
-// TestCallerNamedByCertificate runs the suite's scenario over TCP.
-func TestCallerNamedByCertificate(t *testing.T) {
-	transporttest.CallerNamedByCertificate(t, mutualTLS)
+// TestCertifiedIdentity runs the suite's scenarios of node ids named by
+// certificates over TCP: a certified impostor gets no calls, the strict
+// option, the caller's certified id.
+func TestCertifiedIdentity(t *testing.T) {
+	transporttest.CertifiedIdentity(t, mutualTLS)
 }

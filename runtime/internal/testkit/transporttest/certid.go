@@ -221,3 +221,11 @@ func CallerNamedByCertificate(t *testing.T, newTr NewTLSTransport) {
 		t.Errorf("a call stating its certified id: %+v, %v; want the handler to see cl", reply, err)
 	}
 }
+
+// CertifiedIdentity runs the scenarios of node ids named by certificates:
+// a certified impostor, the strict option and the caller's named id.
+func CertifiedIdentity(t *testing.T, newTr NewTLSTransport) {
+	t.Run("CertifiedImpostorGetsNoCalls", func(t *testing.T) { CertifiedImpostor(t, newTr) })
+	t.Run("RequirePeerIdentity", func(t *testing.T) { RequirePeerIdentity(t, newTr) })
+	t.Run("CallerNamedByCertificate", func(t *testing.T) { CallerNamedByCertificate(t, newTr) })
+}
