@@ -43,7 +43,7 @@ import (
 // run, appends one slot and copies its answer once into the arena.
 type dedupTable struct {
 	ttl      time.Duration
-	maxBytes int       // dedupMaxBytes, but for tests
+	maxBytes int       // dedupMaxBytes unless WithDedupBytes says otherwise
 	maxRan   int       // dedupMaxRan, but for tests
 	genMax   int       // the answers a generation holds at most; 0: any number
 	start    time.Time // answers keep their times as offsets from it

@@ -109,6 +109,7 @@ func New(opts ...Option) (*Node, error) {
 	}
 	if c.listen != "" && !c.noDedup {
 		n.dedup = newDedupTable(c.dedupSize, cmp.Or(c.dedupTTL, 30*time.Second))
+		n.dedup.maxBytes = cmp.Or(c.dedupBytes, dedupMaxBytes)
 	}
 	n.remote = newRemote(&c)
 	if err := n.startRemote(); err != nil {
@@ -136,6 +137,8 @@ func (c *nodeConfig) validate() error {
 		return fmt.Errorf("wizard: WithCatalogRefresh(%v): the interval cannot be negative", c.refresh)
 	case c.maxDials < 0:
 		return fmt.Errorf("wizard: WithMaxDials(%d): the limit cannot be negative", c.maxDials)
+	case c.dedupBytes < 0:
+		return fmt.Errorf("wizard: WithDedupBytes(%d): the bound cannot be negative", c.dedupBytes)
 	case c.dedupSize < 0 || c.dedupTTL < 0:
 		return fmt.Errorf("wizard: WithDedup(%d, %v): the size and the time cannot be negative", c.dedupSize, c.dedupTTL)
 	case c.maxPatternBytes < 0 || c.maxPatternKeys < 0:

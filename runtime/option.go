@@ -26,6 +26,7 @@ type nodeConfig struct {
 	maxDials       int
 	dedupSize      int
 	dedupTTL       time.Duration
+	dedupBytes     int
 	noDedup        bool
 	newBalancer    func(Pattern) Balancer
 	newBreaker     func(*Target) Breaker
@@ -133,6 +134,15 @@ func WithMaxDials(n int) Option { return nodeOption(func(c *nodeConfig) { c.maxD
 // that lets a late copy run a second time.
 func WithDedup(size int, ttl time.Duration) Option {
 	return nodeOption(func(c *nodeConfig) { c.dedupSize, c.dedupTTL, c.noDedup = size, ttl, false })
+}
+
+// WithDedupBytes bounds the bytes of the answers the de-duplication
+// table keeps (see [WithDedup]), each counted with its bookkeeping. Zero
+// means the default, 64 MiB. A smaller bound keeps answers a shorter time
+// under load; the ids of the calls whose answers it drops stay all the
+// same, so a copy of such a call still does not run again.
+func WithDedupBytes(n int) Option {
+	return nodeOption(func(c *nodeConfig) { c.dedupBytes = n })
 }
 
 // WithoutDedup turns de-duplication off (see [WithDedup]): a call refed

@@ -34,10 +34,13 @@ func RefeedAfterAnswersDropped(t *testing.T, newTr func(testing.TB) runtime.Tran
 }
 
 func refeedAfterAnswersDropped(t *testing.T, newTr func(testing.TB) runtime.Transport, relay func(testing.TB, string) link.Link, downFor time.Duration) {
-	const big = 3 << 20 // an answer within the default frame bound
+	const (
+		bound = 16 << 20 // the server's table's bytes (WithDedupBytes)
+		big   = 1 << 20  // an answer
+	)
 	var pays atomic.Int64
 	ran, release := make(chan struct{}, 1), NewGate(t)
-	srv := NewServer(t, newTr(t))
+	srv := NewServer(t, newTr(t), runtime.WithDedupBytes(bound))
 	MustAdd(t, srv, "role:pay", func(ctx context.Context, _ runtime.Request) (any, error) {
 		pays.Add(1)
 		ran <- struct{}{}
@@ -64,10 +67,10 @@ func refeedAfterAnswersDropped(t *testing.T, newTr func(testing.TB) runtime.Tran
 	l.Down()
 	release.Open() // its answer is kept by the server, and lost on the way
 
-	// One and a half times the table's 64 MiB of other callers'
-	// answers: the victim's answer, kept as its handler returned, is
-	// dropped for room (half the bound at a time) within the first 64.
-	for i := range 3 * (32 << 20) / big {
+	// One and a half times the table's bound of other callers' answers:
+	// the victim's answer, kept as its handler returned, is dropped for
+	// room (half the bound at a time) within the first bound's worth.
+	for i := range 3 * bound / 2 / big {
 		if _, err := other.ActE(t.Context(), "role:fill", nil); err != nil {
 			t.Fatalf("fill call %d: %v", i, err)
 		}
