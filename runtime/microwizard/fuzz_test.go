@@ -34,7 +34,7 @@ func FuzzDecodeLine(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if m, err := requestMessage(l); err == nil {
+		if m, err := requestMessage(l, nil); err == nil {
 			if _, err := runtime.ParsePattern(m.Pattern); err != nil && l.K == kindAct {
 				t.Fatalf("act's pattern %q does not parse: %v", m.Pattern, err)
 			}

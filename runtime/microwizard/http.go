@@ -85,7 +85,7 @@ func (l *httpListener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, lineError{Message: "seneca: Inbound message rejected as looping back to this server.", Name: "Error", Code: "message_loop"})
 		return
 	}
-	m, err := requestMessage(line{K: kindAct, Args: body})
+	m, err := requestMessage(line{K: kindAct, Args: body}, l.s)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, lineError{Message: "wizard: seneca: " + err.Error(), Name: "Error", Code: runtime.CodeInvalidArgument.String()})
 		return

@@ -117,10 +117,14 @@ func (l *line) sync() bool { return l.Sync == nil || *l.Sync }
 
 // argsPattern is the pattern an act's args route by, as MicroWizard
 // routes them: every root key with a string, number or boolean value
-// ("1.0" is "1"); keys ending in '$', nulls, objects and lists do not
-// route. Keys that cannot be a wizard pattern key (empty, or holding
-// ',', ':', '"' or white space) are left out.
-func argsPattern(args json.RawMessage) (string, error) {
+// (a number in JavaScript's string form, as MicroWizard routes it); keys
+// ending in '$', nulls, objects and lists do not route. Keys that cannot
+// be a wizard pattern key (empty, or holding ',', ':', '"' or white
+// space) are left out, and so are keys no pattern of the node uses, when
+// s tells them ([runtime.KeyRouter]): they change no route, and the
+// node's pattern bounds apply to what routes, not to the data.
+func argsPattern(args json.RawMessage, s runtime.Server) (string, error) {
+	kr, _ := s.(runtime.KeyRouter)
 	if !json.Valid(args) {
 		// A decoder would take the first value of "{}0" and leave the
 		// rest: the handler would get a payload that is not JSON.
@@ -138,7 +142,7 @@ func argsPattern(args json.RawMessage) (string, error) {
 	slices.Sort(keys)
 	var b strings.Builder
 	for _, k := range keys {
-		if k == "" || strings.HasSuffix(k, "$") || strings.ContainsAny(k, ",:\" \t\r\n") {
+		if k == "" || strings.HasSuffix(k, "$") || strings.ContainsAny(k, ",:\" \t\r\n") || kr != nil && !kr.RoutesBy(k) {
 			continue
 		}
 		v, ok := scalar(o[k])

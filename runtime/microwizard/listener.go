@@ -203,7 +203,7 @@ func (l *listener) serve(w *lineWriter, remote *runtime.Remote, in line) {
 			out.Time.ClientSent = in.Time.ClientSent
 		}
 	}
-	m, err := requestMessage(in)
+	m, err := requestMessage(in, l.s)
 	switch {
 	case err != nil:
 		out.Error = &lineError{Message: "wizard: microwizard: " + err.Error(), Name: "Error", Code: runtime.CodeInvalidArgument.String()}
@@ -238,14 +238,14 @@ func (l *listener) serve(w *lineWriter, remote *runtime.Remote, in line) {
 // requestMessage is the wizard call of a MicroWizard request: act routes
 // by its args' root scalar pairs and hands the handler the args; actE
 // routes by p and hands the handler d.
-func requestMessage(in line) (*runtime.Message, error) {
+func requestMessage(in line, s runtime.Server) (*runtime.Message, error) {
 	m := &runtime.Message{Codec: runtime.CodecJSON}
 	if !in.sync() {
 		m.Flags |= runtime.FlagNoReply
 	}
 	switch in.K {
 	case kindAct:
-		p, err := argsPattern(in.Args)
+		p, err := argsPattern(in.Args, s)
 		if err != nil {
 			return nil, err
 		}

@@ -25,7 +25,9 @@ const scenarios = {
   nosync: () => mc.act('role:go,cmd:note', { v: 42 }, { sync: false }),
   fail: () => mc.act('role:go,cmd:fail', {}),
   timeout: () => mc.act('role:go,cmd:slow', {}),
-  overload: () => mc.act('role:go,cmd:block', {})
+  overload: () => mc.act('role:go,cmd:block', {}),
+  big: () => mc.act('role:go,cmd:size', { s: 'x'.repeat(1 << 20) }),
+  wide: () => mc.act('role:go,cmd:size', Object.fromEntries(Array.from({ length: 1000 }, (_, i) => ['f' + i, i])))
 };
 for (const name of only) {
   await run(name, scenarios[name]);

@@ -1,0 +1,73 @@
+package microwizard_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
+	"github.com/wizardmesh/wizard/runtime/microwizard"
+)
+
+// sizeOf answers the length of the message's string s and its number of
+// root fields.
+func sizeOf(ctx context.Context, req runtime.Request) (any, error) {
+	m, _ := req.Msg().(map[string]any)
+	s, _ := m["s"].(string)
+	return map[string]any{"len": len(s), "keys": len(m)}, nil
+}
+
+// wideMessage is a message of n root number fields f0..f(n-1).
+func wideMessage(n int) map[string]any {
+	m := make(map[string]any, n)
+	for i := range n {
+		m[fmt.Sprintf("f%d", i)] = i
+	}
+	return m
+}
+
+// TestMicroWizardSizedMessagesServed: a real MicroWizard client's act
+// with a 1 MiB string, and one with 1,000 root fields, reach the Go
+// handler whole: the node's pattern bounds (4 KiB, 64 keys) apply to the
+// keys its patterns use, not to the data.
+func TestMicroWizardSizedMessagesServed(t *testing.T) {
+	needNode(t, "microwizard")
+	leak.Check(t)
+	n := newNode(t, newTransport(t))
+	mustAdd(t, n, "role:go,cmd:size", sizeOf)
+	got := runClient(t, n, "big", "wide")
+	if r := got["big"]; r.Err != nil || r.Res["len"] != float64(1<<20) {
+		t.Errorf("act with a 1 MiB string: got %+v (err %+v), want len %d", r.Res, r.Err, 1<<20)
+	}
+	if r := got["wide"]; r.Err != nil || r.Res["keys"] != 1002.0 {
+		t.Errorf("act with 1,000 fields: got %+v (err %+v), want 1002 keys (with role and cmd)", r.Res, r.Err)
+	}
+}
+
+// TestMicroWizardSizedMessagesCalled: a Go caller's Act with a 1 MiB
+// string, and one with 1,000 root fields, reach a real MicroWizard
+// handler whole, as actE (a pin without globs) and as act (a glob pin).
+func TestMicroWizardSizedMessagesCalled(t *testing.T) {
+	needNode(t, "microwizard")
+	leak.Check(t)
+	addr := startServer(t, "node")
+	for _, pin := range []string{"role:test,cmd:size", "role:test,cmd:*"} {
+		t.Run(pin, func(t *testing.T) {
+			tr := newTransport(t, microwizard.WithPeer(addr, pin))
+			n := callerNode(t, tr, "role:test,cmd:size")
+			res, err := n.Act(t.Context(), "role:test,cmd:size", map[string]any{"s": strings.Repeat("x", 1<<20)})
+			if err != nil || res.Value().(map[string]any)["len"] != float64(1<<20) {
+				t.Errorf("Act with a 1 MiB string: got %v, %v; want len %d", res, err, 1<<20)
+			}
+			res, err = n.Act(t.Context(), "role:test,cmd:size", wideMessage(1000))
+			if err != nil {
+				t.Fatalf("Act with 1,000 fields: %v", err)
+			}
+			if k := res.Value().(map[string]any)["keys"].(float64); k < 1000 {
+				t.Errorf("Act with 1,000 fields: the handler got %v root fields", k)
+			}
+		})
+	}
+}
