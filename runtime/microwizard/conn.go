@@ -265,6 +265,11 @@ func (c *conn) readLoop() {
 	for {
 		b, nb, err := readLine(r, c.t.maxLine, buf)
 		buf = nb
+		if errors.Is(err, errLineTooLong) {
+			c.read.Store(time.Now().UnixNano())
+			c.answerLong(headLine(b), err)
+			continue
+		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				c.t.log.Warn("wizard: microwizard: connection ended", "addr", c.addr, "err", err)
@@ -299,6 +304,19 @@ func (c *conn) readLoop() {
 		if ch != nil {
 			ch <- replyMessage(in)
 		}
+	}
+}
+
+// answerLong fails the call whose answer was over the line bound (its
+// head read into in) with err; the connection goes on.
+func (c *conn) answerLong(in line, err error) {
+	c.t.log.Warn("wizard: microwizard: an answer over the line bound dropped", "addr", c.addr, "id", in.ID, "err", err)
+	c.mu.Lock()
+	ch := c.pending[in.ID]
+	delete(c.pending, in.ID)
+	c.mu.Unlock()
+	if ch != nil {
+		ch <- &runtime.Message{Code: runtime.CodeResourceExhausted, Error: c.where + ": " + err.Error()}
 	}
 }
 

@@ -83,9 +83,14 @@
 //
 // # Limits
 //
-// Lines are bounded ([WithMaxLine], 4 MiB): a longer line ends its
-// connection, as does a line that is not a JSON object (MicroWizard's
-// parser ends it too). A line of an unknown kind is ignored, as
+// Lines are bounded ([WithMaxLine], 16 MiB): a longer line is dropped
+// and fails its call alone, at once (a RangeError, resource_exhausted);
+// the connection and its other calls go on. A line that is not a JSON
+// object ends its connection (MicroWizard's parser ends it too). The
+// pattern bounds of the node (runtime.WithMaxPatternSize) apply to the
+// pairs an act routes by, the keys the node's patterns use
+// (runtime.KeyRouter): its other fields are data, bounded by the line
+// alone. A line of an unknown kind is ignored, as
 // MicroWizard ignores it. Calls waiting for answers and requests being
 // served are bounded per connection ([WithMaxPending]); a served request
 // runs at most [WithServeTimeout] (the wire carries no deadline). A

@@ -27,6 +27,18 @@ const scenarios = {
   timeout: () => mc.act('role:go,cmd:slow', {}),
   overload: () => mc.act('role:go,cmd:block', {}),
   big: () => mc.act('role:go,cmd:size', { s: 'x'.repeat(1 << 20) }),
+  big5: () => mc.act('role:go,cmd:size', { s: 'x'.repeat(5 << 20) }),
+  // 64 calls held until a call sent after a 5 MiB one releases them.
+  flood: async () => {
+    const holds = Array.from({ length: 64 }, (_, i) => mc.act('role:go,cmd:hold', { i }));
+    const start = Date.now();
+    const big = mc.act('role:go,cmd:size', { s: 'x'.repeat(5 << 20) }).then(
+      (res) => ({ res, ms: Date.now() - start }),
+      (e) => ({ err: typeof e === 'string' ? { message: e } : { name: e.name, message: e.message, code: e.code }, ms: Date.now() - start }));
+    const release = mc.act('role:go,cmd:release', {});
+    const settled = await Promise.allSettled([...holds, release]);
+    return { big: await big, ok: settled.filter((s) => s.status === 'fulfilled').length };
+  },
   wide: () => mc.act('role:go,cmd:size', Object.fromEntries(Array.from({ length: 1000 }, (_, i) => ['f' + i, i])))
 };
 for (const name of only) {

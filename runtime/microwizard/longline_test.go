@@ -1,0 +1,77 @@
+package microwizard_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
+	"github.com/wizardmesh/wizard/runtime/microwizard"
+)
+
+// floodResult is what mw-client.mjs's flood scenario answers.
+type floodResult struct {
+	Big struct {
+		Err *struct{ Name, Message, Code string }
+		Ms  float64
+	}
+	Ok float64
+}
+
+// TestOversizedLineFailsOneCall: a real MicroWizard client has 64 calls
+// in flight on its connection when it sends a 5 MiB call, over a 4 MiB
+// line bound: that call fails at once with a size error named
+// RangeError, and the 64 calls (released by a call sent after it) are
+// answered on the same connection.
+func TestOversizedLineFailsOneCall(t *testing.T) {
+	needNode(t, "microwizard")
+	leak.Check(t)
+	n := newNode(t, newTransport(t, microwizard.WithMaxLine(4<<20)))
+	mustAdd(t, n, "role:go,cmd:size", sizeOf)
+	released := make(chan struct{})
+	var once sync.Once
+	mustAdd(t, n, "role:go,cmd:release", func(ctx context.Context, req runtime.Request) (any, error) {
+		once.Do(func() { close(released) })
+		return map[string]any{}, nil
+	})
+	mustAdd(t, n, "role:go,cmd:hold", func(ctx context.Context, req runtime.Request) (any, error) {
+		select {
+		case <-released:
+			return map[string]any{"held": true}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	_, port, _ := strings.Cut(n.Addr(), "127.0.0.1:")
+	p := startNode(t, "mw-client.mjs", port, "flood")
+	var r struct {
+		Res floodResult
+		Err any
+	}
+	p.next(t, &r)
+	big := r.Res.Big
+	if big.Err == nil || big.Err.Name != "RangeError" || big.Err.Code != "resource_exhausted" || !strings.Contains(big.Err.Message, "line bound") {
+		t.Errorf("the 5 MiB call: got %+v, want a RangeError resource_exhausted naming the line bound", big.Err)
+	}
+	if big.Ms >= 1500 {
+		t.Errorf("the 5 MiB call failed after %v ms, the client's timeout: want at once", big.Ms)
+	}
+	if r.Res.Ok != 65 {
+		t.Errorf("%v of the 64 held calls and the release answered, want 65 (err %v)", r.Res.Ok, r.Err)
+	}
+}
+
+// TestDefaultLineBoundTakesFiveMiB: by default a 5 MiB act, which
+// MicroWizard serves, reaches the Go handler.
+func TestDefaultLineBoundTakesFiveMiB(t *testing.T) {
+	needNode(t, "microwizard")
+	leak.Check(t)
+	n := newNode(t, newTransport(t))
+	mustAdd(t, n, "role:go,cmd:size", sizeOf)
+	got := runClient(t, n, "big5")
+	if r := got["big5"]; r.Err != nil || r.Res["len"] != float64(5<<20) {
+		t.Errorf("act with a 5 MiB string: got %+v (err %+v), want len %d", r.Res, r.Err, 5<<20)
+	}
+}
