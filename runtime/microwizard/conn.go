@@ -107,6 +107,9 @@ func (c *conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, 
 	if len(b) > c.t.maxLine {
 		return nil, runtime.Errorf(runtime.CodeResourceExhausted, "wizard: microwizard: call %s: %d bytes, longer than the line bound %d", m.Pattern, len(b), c.t.maxLine)
 	}
+	if err := checkIntegers(b); err != nil {
+		return nil, runtime.Errorf(runtime.CodeOutOfRange, "wizard: microwizard: call %s: %v", m.Pattern, err)
+	}
 	if m.Flags&runtime.FlagNoReply != 0 {
 		if err := c.w.write(b); err != nil {
 			c.end(err)

@@ -175,6 +175,9 @@ func (c *httpConn) Call(ctx context.Context, m *runtime.Message) (*runtime.Messa
 	if len(sl.Act) > c.t.maxLine {
 		return nil, runtime.Errorf(runtime.CodeResourceExhausted, "wizard: seneca: call %s: %d bytes, longer than the bound %d", m.Pattern, len(sl.Act), c.t.maxLine)
 	}
+	if err := checkIntegers(sl.Act); err != nil {
+		return nil, runtime.Errorf(runtime.CodeOutOfRange, "wizard: seneca: call %s: %v", m.Pattern, err)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(sl.Act))
 	if err != nil {
 		return nil, bridge.NotSent(where, err)

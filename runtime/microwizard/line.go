@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -160,7 +158,7 @@ func argsPattern(args json.RawMessage, s runtime.Server) (string, error) {
 }
 
 // scalar is the routing form of a root JSON value: a string as is, a
-// boolean as true or false, a number in shortest form ("1.0" is "1");
+// boolean as true or false, a number as [routeNumber] writes it;
 // false for null, objects and lists.
 func scalar(raw json.RawMessage) (string, bool) {
 	if len(raw) == 0 {
@@ -175,11 +173,7 @@ func scalar(raw json.RawMessage) (string, bool) {
 	case c == 'f':
 		return "false", true
 	case c == '-' || c >= '0' && c <= '9':
-		f, err := strconv.ParseFloat(string(raw), 64)
-		if err != nil || math.IsInf(f, 0) {
-			return string(raw), true
-		}
-		return strconv.FormatFloat(f, 'f', -1, 64), true
+		return routeNumber(raw), true
 	}
 	return "", false
 }

@@ -313,6 +313,10 @@ func answer(out *line, reply *runtime.Message) {
 		out.Error = &lineError{Message: "wizard: microwizard: the result cannot be sent as JSON: " + err.Error(), Name: "Error", Code: runtime.CodeInternal.String()}
 		return
 	}
+	if err := checkIntegers(res); err != nil {
+		out.Error = &lineError{Message: "wizard: microwizard: the result cannot reach Node.js exactly: " + err.Error(), Name: "RangeError", Code: runtime.CodeOutOfRange.String()}
+		return
+	}
 	if res == nil {
 		res = json.RawMessage("null")
 	}

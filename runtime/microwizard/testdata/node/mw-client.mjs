@@ -39,6 +39,8 @@ const scenarios = {
     const settled = await Promise.allSettled([...holds, release]);
     return { big: await big, ok: settled.filter((s) => s.status === 'fulfilled').length };
   },
+  num: () => mc.act('role:go,cmd:num', { v: 1e21 }),
+  unsafe: () => mc.act('role:go,cmd:unsafe', {}),
   wide: () => mc.act('role:go,cmd:size', Object.fromEntries(Array.from({ length: 1000 }, (_, i) => ['f' + i, i])))
 };
 for (const name of only) {
