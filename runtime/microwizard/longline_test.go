@@ -75,3 +75,35 @@ func TestDefaultLineBoundTakesFiveMiB(t *testing.T) {
 		t.Errorf("act with a 5 MiB string: got %+v (err %+v), want len %d", r.Res, r.Err, 5<<20)
 	}
 }
+
+// TestOversizedAnswerFailsOneCall: a real MicroWizard node answers one
+// call with a line over the caller's bound while 32 other calls are on
+// the connection: that call fails resource_exhausted, the others are
+// answered, and the connection serves on.
+func TestOversizedAnswerFailsOneCall(t *testing.T) {
+	needNode(t, "microwizard")
+	leak.Check(t)
+	addr := startServer(t, "node")
+	tr := newTransport(t, microwizard.WithPeer(addr, "role:math,cmd:sum", "role:test,cmd:grow"), microwizard.WithMaxLine(1<<20))
+	n := callerNode(t, tr, "role:math,cmd:sum")
+	ctx := t.Context()
+	errs := make(chan error, 32)
+	for range 32 {
+		go func() {
+			_, err := n.Act(ctx, "role:math,cmd:sum", map[string]any{"a": 1, "b": 2})
+			errs <- err
+		}()
+	}
+	_, err := n.Act(ctx, "role:test,cmd:grow", map[string]any{"n": 2 << 20})
+	if runtime.CodeOf(err) != runtime.CodeResourceExhausted || !strings.Contains(err.Error(), "line bound") {
+		t.Errorf("the call answered with 2 MiB: got %v, want resource_exhausted naming the line bound", err)
+	}
+	for range 32 {
+		if err := <-errs; err != nil {
+			t.Errorf("another call: %v", err)
+		}
+	}
+	if _, err := n.Act(ctx, "role:math,cmd:sum", map[string]any{"a": 1, "b": 2}); err != nil {
+		t.Errorf("after: %v", err)
+	}
+}
