@@ -71,3 +71,35 @@ func TestMicroWizardSizedMessagesCalled(t *testing.T) {
 		})
 	}
 }
+
+// TestSenecaSizedMessagesServed: a real Seneca 3 client's act with a
+// 1 MiB string, and one with 1,000 root fields, reach the Go handler
+// whole; one over the line bound (here 1.5 MiB) fails at once, and the
+// connection serves on.
+func TestSenecaSizedMessagesServed(t *testing.T) {
+	needNode(t, "seneca")
+	leak.Check(t)
+	n := newNode(t, newTransport(t, microwizard.WithSeneca("go-seneca-size"), microwizard.WithMaxLine(3<<19)))
+	mustAdd(t, n, "role:go,cmd:size", sizeOf)
+	_, port, _ := strings.Cut(n.Addr(), "127.0.0.1:")
+	p := startNode(t, "sn-client.js", port, "huge", "big", "wide")
+	got := map[string]senecaResult{}
+	for {
+		var r senecaResult
+		p.next(t, &r)
+		if r.Done {
+			break
+		}
+		got[r.Name] = r
+	}
+	if r := got["big"]; r.Err != nil || r.Res["len"] != float64(1<<20) {
+		t.Errorf("act with a 1 MiB string: got %+v (err %v), want len %d", r.Res, r.Err["message"], 1<<20)
+	}
+	// Seneca adds fields of its own to role, cmd and the 1,000.
+	if r := got["wide"]; r.Err != nil || r.Res["keys"] == nil || r.Res["keys"].(float64) < 1002 {
+		t.Errorf("act with 1,000 fields: got %+v (err %v), want 1002 keys or more", r.Res, r.Err["message"])
+	}
+	if msg, _ := got["huge"].Err["message"].(string); !strings.Contains(msg, "line bound") {
+		t.Errorf("act with a 2 MiB string over a 1.5 MiB bound: got %+v, want the line bound named", got["huge"])
+	}
+}
