@@ -19,6 +19,11 @@ func sizeOf(ctx context.Context, req runtime.Request) (any, error) {
 	return map[string]any{"len": len(s), "keys": len(m)}, nil
 }
 
+// bigCallTimeout gives the MicroWizard clients the test starts a timeout
+// of 15 s: a call of megabytes takes longer than the default 1.5 s under
+// the race detector on a loaded machine.
+func bigCallTimeout(t *testing.T) { t.Setenv("TIMEOUT", "15000") }
+
 // wideMessage is a message of n root number fields f0..f(n-1).
 func wideMessage(n int) map[string]any {
 	m := make(map[string]any, n)
@@ -37,7 +42,8 @@ func TestMicroWizardSizedMessagesServed(t *testing.T) {
 	leak.Check(t)
 	n := newNode(t, newTransport(t))
 	mustAdd(t, n, "role:go,cmd:size", sizeOf)
-	got := runClient(t, n, "big", "wide")
+	bigCallTimeout(t)
+	got := runClient(t, n, "warm", "big", "wide")
 	if r := got["big"]; r.Err != nil || r.Res["len"] != float64(1<<20) {
 		t.Errorf("act with a 1 MiB string: got %+v (err %+v), want len %d", r.Res, r.Err, 1<<20)
 	}
