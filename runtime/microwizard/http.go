@@ -77,7 +77,7 @@ func (l *httpListener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set(hID, cmpOr(id, l.t.senecaID))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(l.t.maxLine)))
 	if err != nil {
-		writeJSON(w, http.StatusRequestEntityTooLarge, lineError{Message: "wizard: seneca: " + err.Error(), Name: "Error", Code: runtime.CodeResourceExhausted.String()})
+		writeJSON(w, http.StatusRequestEntityTooLarge, lineError{Message: "wizard: seneca: " + err.Error(), Name: "RangeError", Code: runtime.CodeResourceExhausted.String()})
 		return
 	}
 	if slices.Contains(track, l.t.senecaID) {
