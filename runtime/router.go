@@ -19,6 +19,7 @@ type Router[V any] struct {
 	root  rnode[V]
 	all   map[string]*rentry[V] // every pattern, by canonical string
 	exact map[string]*rentry[V] // glob-free patterns: the one-lookup fast path
+	keys  map[string]int        // how many patterns use each key
 	seq   uint64
 }
 
@@ -51,6 +52,7 @@ func NewRouter[V any]() *Router[V] {
 	return &Router[V]{
 		all:   make(map[string]*rentry[V]),
 		exact: make(map[string]*rentry[V]),
+		keys:  make(map[string]int),
 	}
 }
 
@@ -94,6 +96,9 @@ func (r *Router[V]) Add(p Pattern, v V) error {
 	}
 	n.entry = e
 	r.all[key] = e
+	for _, pr := range pairs {
+		r.keys[pr.Key]++
+	}
 	if !p.HasGlob() {
 		r.exact[key] = e
 	}
@@ -136,6 +141,11 @@ func (r *Router[V]) Remove(p Pattern) bool {
 		return false
 	}
 	r.root.remove(p.pairs(), e.seq)
+	for _, pr := range p.pairs() {
+		if r.keys[pr.Key]--; r.keys[pr.Key] == 0 {
+			delete(r.keys, pr.Key)
+		}
+	}
 	delete(r.all, key)
 	delete(r.exact, key)
 	return true
@@ -244,6 +254,15 @@ func (r *Router[V]) List() []Pattern {
 	r.mu.RUnlock()
 	slices.SortFunc(out, func(a, b Pattern) int { return strings.Compare(a.String(), b.String()) })
 	return out
+}
+
+// RoutesBy reports whether a pattern in the router has the key k. A
+// message's pairs under other keys never change what [Router.Find]
+// returns.
+func (r *Router[V]) RoutesBy(k string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.keys[k] > 0
 }
 
 // Len returns the number of patterns.

@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -444,5 +445,22 @@ func BenchmarkRouter_Find(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestRouterRoutesBy: RoutesBy tells the keys of the patterns in the
+// router, as they are added and removed.
+func TestRouterRoutesBy(t *testing.T) {
+	r := NewRouter[int]()
+	a, b := MustParsePattern("role:x,cmd:a"), MustParsePattern("role:x,v:*")
+	r.Add(a, 1)
+	r.Add(b, 2)
+	r.Remove(a)
+	got := map[string]bool{}
+	for _, k := range []string{"role", "cmd", "v", "s"} {
+		got[k] = r.RoutesBy(k)
+	}
+	if want := map[string]bool{"role": true, "cmd": false, "v": true, "s": false}; !maps.Equal(want, got) {
+		t.Errorf("RoutesBy after adding %s and %s and removing the first: got %v, want %v", a, b, got, want)
 	}
 }

@@ -86,6 +86,18 @@ type Server interface {
 	ServeMessage(ctx context.Context, m *Message) *Message
 }
 
+// KeyRouter is a [Server] that tells which keys its node's patterns use.
+// A transport that makes a call's pattern from a whole message (a bridge
+// to a framework that routes by a message's values) keeps only the pairs
+// under those keys: the others never change which handler serves the
+// call, and the node's pattern bounds ([WithMaxPatternSize]) then apply
+// to what routes, not to the data. A node's Server is one.
+type KeyRouter interface {
+	Server
+	// RoutesBy reports whether a pattern the node routes by has the key k.
+	RoutesBy(k string) bool
+}
+
 // Message is one call or reply as a [Transport] carries it.
 type Message struct {
 	// Pattern is, on a call, the pattern to serve (the remote handler's own

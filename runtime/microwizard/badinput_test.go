@@ -15,8 +15,9 @@ import (
 
 // TestBadInputFromNode: a Node.js peer sends an unknown kind (ignored,
 // as MicroWizard does: the next call on the connection is answered),
-// garbage and an oversized line (the connection ends, as MicroWizard's
-// parser ends it), a ping ({"h":2}), a bad pattern and args that are not
+// garbage (the connection ends, as MicroWizard's parser ends it), an
+// oversized line (its call answered resource_exhausted, the next call
+// too), a ping ({"h":2}), a bad pattern and args that are not
 // an object (answered invalid_argument; answers may come in any order,
 // as MicroWizard's do); the node serves on.
 func TestBadInputFromNode(t *testing.T) {
@@ -69,7 +70,11 @@ func TestBadInputFromNode(t *testing.T) {
 	}
 	check("unknown kind, then a call", []answer{sum}, false)
 	check("garbage", nil, true)
-	check("oversized", nil, true)
+	exhausted := &struct {
+		Message string `json:"message"`
+		Code    string `json:"code"`
+	}{Code: "resource_exhausted"}
+	check("oversized", []answer{{ID: "big", Error: exhausted}, sum}, false)
 	check("ping", []answer{{H: 2}}, false)
 	invalid := &struct {
 		Message string `json:"message"`

@@ -107,6 +107,9 @@ func (c *conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, 
 	if len(b) > c.t.maxLine {
 		return nil, runtime.Errorf(runtime.CodeResourceExhausted, "wizard: microwizard: call %s: %d bytes, longer than the line bound %d", m.Pattern, len(b), c.t.maxLine)
 	}
+	if err := checkIntegers(b); err != nil {
+		return nil, runtime.Errorf(runtime.CodeOutOfRange, "wizard: microwizard: call %s: %v", m.Pattern, err)
+	}
 	if m.Flags&runtime.FlagNoReply != 0 {
 		if err := c.w.write(b); err != nil {
 			c.end(err)
@@ -265,6 +268,11 @@ func (c *conn) readLoop() {
 	for {
 		b, nb, err := readLine(r, c.t.maxLine, buf)
 		buf = nb
+		if errors.Is(err, errLineTooLong) {
+			c.read.Store(time.Now().UnixNano())
+			c.answerLong(headLine(b), err)
+			continue
+		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				c.t.log.Warn("wizard: microwizard: connection ended", "addr", c.addr, "err", err)
@@ -299,6 +307,19 @@ func (c *conn) readLoop() {
 		if ch != nil {
 			ch <- replyMessage(in)
 		}
+	}
+}
+
+// answerLong fails the call whose answer was over the line bound (its
+// head read into in) with err; the connection goes on.
+func (c *conn) answerLong(in line, err error) {
+	c.t.log.Warn("wizard: microwizard: an answer over the line bound dropped", "addr", c.addr, "id", in.ID, "err", err)
+	c.mu.Lock()
+	ch := c.pending[in.ID]
+	delete(c.pending, in.ID)
+	c.mu.Unlock()
+	if ch != nil {
+		ch <- &runtime.Message{Code: runtime.CodeResourceExhausted, Error: c.where + ": " + err.Error()}
 	}
 }
 

@@ -68,7 +68,10 @@
 //
 // Errors cross both ways with their message and name, never a stack: a
 // Go error reaches Node.js as {message, name: "Error", code: "<gRPC code
-// name>"}; a Node.js error reaches Go as a *runtime.Error with its
+// name>"} (switch on code), the name of a Node.js error it passes on
+// kept; the transport's own refusals are named as JavaScript names them:
+// a line over the bound and an integer a JavaScript number cannot hold
+// are a RangeError (resource_exhausted, out_of_range). A Node.js error reaches Go as a *runtime.Error with its
 // message, the code its "code" names if it is a gRPC code name (else
 // unknown), and its name ([ErrorName]); [NodeErrorOf] returns its name,
 // message and code, and for a Seneca error (which wraps the action's
@@ -83,14 +86,31 @@
 //
 // # Limits
 //
-// Lines are bounded ([WithMaxLine], 4 MiB): a longer line ends its
-// connection, as does a line that is not a JSON object (MicroWizard's
-// parser ends it too). A line of an unknown kind is ignored, as
+// Lines are bounded ([WithMaxLine], 16 MiB): a longer line is dropped
+// and fails its call alone, at once (a RangeError, resource_exhausted);
+// the connection and its other calls go on. A line that is not a JSON
+// object ends its connection (MicroWizard's parser ends it too). The
+// pattern bounds of the node (runtime.WithMaxPatternSize) apply to the
+// pairs an act routes by, the keys the node's patterns use
+// (runtime.KeyRouter): its other fields are data, bounded by the line
+// alone. A line of an unknown kind is ignored, as
 // MicroWizard ignores it. Calls waiting for answers and requests being
 // served are bounded per connection ([WithMaxPending]); a served request
 // runs at most [WithServeTimeout] (the wire carries no deadline). A
 // connection silent for 120 s is pinged ({"h":1}) and dropped if the
 // answer ({"h":2}) takes more than 5 s, as MicroWizard's client does.
+//
+// # Numbers
+//
+// An act's numbers route by their JavaScript string form, as MicroWizard
+// routes them (`${v}`): {v: 1e21} finds the handler of v:1e21 (whose
+// value the node reads as 1e+21), 1.0 routes as 1. A JavaScript number is
+// a float64: an integer beyond 2^53 that it cannot hold (2^53+1) would be
+// rounded by Node.js, silently, so a call or a result that holds one
+// fails out_of_range (a RangeError on the Node.js side); send such ids as
+// strings (protobuf messages do: protojson writes int64 as a string). A
+// number in a pattern is a number: v:1e21 goes to MicroWizard as
+// v:1e+21; quote it (v:"1e21") to send the text.
 //
 // # What the packages do (read in their source, testdata/node after npm ci)
 //
@@ -98,7 +118,8 @@
 // ^0.13.0, which are unpublished; npm overrides to 1.0.0 and 0.12.5
 // install and run its TCP transport. Its server's strict ndjson parser
 // ends the connection on a line that is not JSON, with no bound on a
-// line's length; {"h":1} is answered {"h":2}; a k other than a or aE is
+// line's length (split2 without maxLength: up to V8's longest string,
+// about 512 MiB); {"h":1} is answered {"h":2}; a k other than a or aE is
 // answered without sync, so nothing is written; a routes by the args' root
 // scalar values in their JavaScript string form, aE by p, parsed by a
 // key:value regex without quoting; a call that matches nothing is answered

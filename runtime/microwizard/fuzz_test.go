@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -30,11 +31,16 @@ func FuzzDecodeLine(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if h := headLine(b); json.Valid(b) && h.ID != "" {
+			if l, err := decodeLine(b); err == nil && l.ID != h.ID {
+				t.Fatalf("the head of %q has id %q, the line %q", b, h.ID, l.ID)
+			}
+		}
 		l, err := decodeLine(b)
 		if err != nil {
 			return
 		}
-		if m, err := requestMessage(l); err == nil {
+		if m, err := requestMessage(l, nil); err == nil {
 			if _, err := runtime.ParsePattern(m.Pattern); err != nil && l.K == kindAct {
 				t.Fatalf("act's pattern %q does not parse: %v", m.Pattern, err)
 			}
@@ -51,7 +57,8 @@ func FuzzDecodeLine(f *testing.F) {
 }
 
 // FuzzReadLine: readLine returns each line of at most max bytes, and
-// errLineTooLong for a longer one, whatever the input.
+// errLineTooLong with its head for a longer one, then the next line,
+// whatever the input.
 func FuzzReadLine(f *testing.F) {
 	f.Add([]byte("a\nbb\n\nccc"), 2)
 	f.Add(bytes.Repeat([]byte("x"), 300), 100)
@@ -65,10 +72,16 @@ func FuzzReadLine(f *testing.F) {
 		for i := 0; ; i++ {
 			b, nb, err := readLine(r, max, buf)
 			buf = nb
-			if err != nil {
-				if err == errLineTooLong && len(want[i]) <= max {
+			if errors.Is(err, errLineTooLong) {
+				if len(want[i]) <= max {
 					t.Fatalf("line %d (%d bytes) refused at max %d", i, len(want[i]), max)
 				}
+				if !bytes.HasPrefix(want[i], b) {
+					t.Fatalf("line %d: head %q is not its start", i, b)
+				}
+				continue // the next line is read
+			}
+			if err != nil {
 				return
 			}
 			if !bytes.Equal(b, want[i]) {

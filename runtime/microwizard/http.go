@@ -77,7 +77,7 @@ func (l *httpListener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set(hID, cmpOr(id, l.t.senecaID))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(l.t.maxLine)))
 	if err != nil {
-		writeJSON(w, http.StatusRequestEntityTooLarge, lineError{Message: "wizard: seneca: " + err.Error(), Name: "Error", Code: runtime.CodeResourceExhausted.String()})
+		writeJSON(w, http.StatusRequestEntityTooLarge, lineError{Message: "wizard: seneca: " + err.Error(), Name: "RangeError", Code: runtime.CodeResourceExhausted.String()})
 		return
 	}
 	if slices.Contains(track, l.t.senecaID) {
@@ -85,7 +85,7 @@ func (l *httpListener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, lineError{Message: "seneca: Inbound message rejected as looping back to this server.", Name: "Error", Code: "message_loop"})
 		return
 	}
-	m, err := requestMessage(line{K: kindAct, Args: body})
+	m, err := requestMessage(line{K: kindAct, Args: body}, l.s)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, lineError{Message: "wizard: seneca: " + err.Error(), Name: "Error", Code: runtime.CodeInvalidArgument.String()})
 		return
@@ -174,6 +174,9 @@ func (c *httpConn) Call(ctx context.Context, m *runtime.Message) (*runtime.Messa
 	sl := senecaLine(c.t.senecaID, outgoingTrack(ctx, c.t.senecaID), l)
 	if len(sl.Act) > c.t.maxLine {
 		return nil, runtime.Errorf(runtime.CodeResourceExhausted, "wizard: seneca: call %s: %d bytes, longer than the bound %d", m.Pattern, len(sl.Act), c.t.maxLine)
+	}
+	if err := checkIntegers(sl.Act); err != nil {
+		return nil, runtime.Errorf(runtime.CodeOutOfRange, "wizard: seneca: call %s: %v", m.Pattern, err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(sl.Act))
 	if err != nil {

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -117,10 +115,14 @@ func (l *line) sync() bool { return l.Sync == nil || *l.Sync }
 
 // argsPattern is the pattern an act's args route by, as MicroWizard
 // routes them: every root key with a string, number or boolean value
-// ("1.0" is "1"); keys ending in '$', nulls, objects and lists do not
-// route. Keys that cannot be a wizard pattern key (empty, or holding
-// ',', ':', '"' or white space) are left out.
-func argsPattern(args json.RawMessage) (string, error) {
+// (a number in JavaScript's string form, as MicroWizard routes it); keys
+// ending in '$', nulls, objects and lists do not route. Keys that cannot
+// be a wizard pattern key (empty, or holding ',', ':', '"' or white
+// space) are left out, and so are keys no pattern of the node uses, when
+// s tells them ([runtime.KeyRouter]): they change no route, and the
+// node's pattern bounds apply to what routes, not to the data.
+func argsPattern(args json.RawMessage, s runtime.Server) (string, error) {
+	kr, _ := s.(runtime.KeyRouter)
 	if !json.Valid(args) {
 		// A decoder would take the first value of "{}0" and leave the
 		// rest: the handler would get a payload that is not JSON.
@@ -138,7 +140,7 @@ func argsPattern(args json.RawMessage) (string, error) {
 	slices.Sort(keys)
 	var b strings.Builder
 	for _, k := range keys {
-		if k == "" || strings.HasSuffix(k, "$") || strings.ContainsAny(k, ",:\" \t\r\n") {
+		if k == "" || strings.HasSuffix(k, "$") || strings.ContainsAny(k, ",:\" \t\r\n") || kr != nil && !kr.RoutesBy(k) {
 			continue
 		}
 		v, ok := scalar(o[k])
@@ -156,7 +158,7 @@ func argsPattern(args json.RawMessage) (string, error) {
 }
 
 // scalar is the routing form of a root JSON value: a string as is, a
-// boolean as true or false, a number in shortest form ("1.0" is "1");
+// boolean as true or false, a number as [routeNumber] writes it;
 // false for null, objects and lists.
 func scalar(raw json.RawMessage) (string, bool) {
 	if len(raw) == 0 {
@@ -171,11 +173,7 @@ func scalar(raw json.RawMessage) (string, bool) {
 	case c == 'f':
 		return "false", true
 	case c == '-' || c >= '0' && c <= '9':
-		f, err := strconv.ParseFloat(string(raw), 64)
-		if err != nil || math.IsInf(f, 0) {
-			return string(raw), true
-		}
-		return strconv.FormatFloat(f, 'f', -1, 64), true
+		return routeNumber(raw), true
 	}
 	return "", false
 }

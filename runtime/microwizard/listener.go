@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"slices"
@@ -92,6 +93,10 @@ func (l *listener) serveConn(c net.Conn) {
 	for {
 		b, nb, err := readLine(r, l.t.maxLine, buf)
 		buf = nb
+		if errors.Is(err, errLineTooLong) {
+			l.refuseLong(w, c, headLine(b), err)
+			continue
+		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				l.t.log.Warn("wizard: microwizard: connection ended", "remote", c.RemoteAddr().String(), "err", err)
@@ -193,17 +198,38 @@ func (l *listener) senecaRequest(c net.Conn, in *line) bool {
 	return true
 }
 
+// refuseLong answers the call whose line was over the bound (its head
+// read into in) with the error err, named RangeError as JavaScript names
+// a length it cannot take; the connection goes on. A line that names no
+// call, or asks for no answer, is dropped.
+func (l *listener) refuseLong(w *lineWriter, c net.Conn, in line, err error) {
+	l.t.log.Warn("wizard: microwizard: a line over the bound dropped", "remote", c.RemoteAddr().String(), "id", in.ID, "err", err)
+	request := in.K == kindAct || in.K == kindActE || l.t.seneca && in.Kind == "act"
+	if in.ID == "" || !request || !in.sync() {
+		return
+	}
+	out := l.answerLine(in)
+	out.Error = &lineError{Message: "wizard: microwizard: " + err.Error(), Name: "RangeError", Code: runtime.CodeResourceExhausted.String()}
+	l.write(w, out)
+}
+
+// answerLine is the answer to in, still without its result or error.
+func (l *listener) answerLine(in line) line {
+	if !l.t.seneca {
+		return line{ID: in.ID, K: kindRes, Sync: in.Sync}
+	}
+	out := line{ID: in.ID, Kind: kindRes, Sync: in.Sync, Origin: in.Origin, Accept: l.t.senecaID, Track: in.Track,
+		Time: &senecaTime{ListenRecv: time.Now().UnixMilli()}}
+	if in.Time != nil {
+		out.Time.ClientSent = in.Time.ClientSent
+	}
+	return out
+}
+
 // serve runs one request and writes its answer, unless it asked for none.
 func (l *listener) serve(w *lineWriter, remote *runtime.Remote, in line) {
-	out := line{ID: in.ID, K: kindRes, Sync: in.Sync}
-	if l.t.seneca {
-		out = line{ID: in.ID, Kind: kindRes, Sync: in.Sync, Origin: in.Origin, Accept: l.t.senecaID, Track: in.Track,
-			Time: &senecaTime{ListenRecv: time.Now().UnixMilli()}}
-		if in.Time != nil {
-			out.Time.ClientSent = in.Time.ClientSent
-		}
-	}
-	m, err := requestMessage(in)
+	out := l.answerLine(in)
+	m, err := requestMessage(in, l.s)
 	switch {
 	case err != nil:
 		out.Error = &lineError{Message: "wizard: microwizard: " + err.Error(), Name: "Error", Code: runtime.CodeInvalidArgument.String()}
@@ -222,6 +248,12 @@ func (l *listener) serve(w *lineWriter, remote *runtime.Remote, in line) {
 	if !in.sync() {
 		return
 	}
+	l.write(w, out)
+}
+
+// write writes the answer out; one over the line bound becomes its
+// error.
+func (l *listener) write(w *lineWriter, out line) {
 	if out.Time != nil {
 		out.Time.ListenSent = time.Now().UnixMilli()
 	}
@@ -230,7 +262,9 @@ func (l *listener) serve(w *lineWriter, remote *runtime.Remote, in line) {
 		return
 	}
 	if len(b) > l.t.maxLine {
-		b, _ = json.Marshal(line{ID: in.ID, K: kindRes, Sync: in.Sync, Error: &lineError{Message: "wizard: microwizard: the answer is longer than the line bound", Name: "Error", Code: runtime.CodeResourceExhausted.String()}})
+		out.Res = nil
+		out.Error = &lineError{Message: fmt.Sprintf("wizard: microwizard: an answer of %d bytes, longer than the line bound of %d bytes (WithMaxLine)", len(b), l.t.maxLine), Name: "RangeError", Code: runtime.CodeResourceExhausted.String()}
+		b, _ = json.Marshal(out)
 	}
 	w.write(b)
 }
@@ -238,14 +272,14 @@ func (l *listener) serve(w *lineWriter, remote *runtime.Remote, in line) {
 // requestMessage is the wizard call of a MicroWizard request: act routes
 // by its args' root scalar pairs and hands the handler the args; actE
 // routes by p and hands the handler d.
-func requestMessage(in line) (*runtime.Message, error) {
+func requestMessage(in line, s runtime.Server) (*runtime.Message, error) {
 	m := &runtime.Message{Codec: runtime.CodecJSON}
 	if !in.sync() {
 		m.Flags |= runtime.FlagNoReply
 	}
 	switch in.K {
 	case kindAct:
-		p, err := argsPattern(in.Args)
+		p, err := argsPattern(in.Args, s)
 		if err != nil {
 			return nil, err
 		}
@@ -277,6 +311,10 @@ func answer(out *line, reply *runtime.Message) {
 	res, err := jsonOf(reply.Codec, reply.Payload, metaValue(reply.Meta, ":t"))
 	if err != nil {
 		out.Error = &lineError{Message: "wizard: microwizard: the result cannot be sent as JSON: " + err.Error(), Name: "Error", Code: runtime.CodeInternal.String()}
+		return
+	}
+	if err := checkIntegers(res); err != nil {
+		out.Error = &lineError{Message: "wizard: microwizard: the result cannot reach Node.js exactly: " + err.Error(), Name: "RangeError", Code: runtime.CodeOutOfRange.String()}
 		return
 	}
 	if res == nil {

@@ -75,19 +75,30 @@ func startNode(t testing.TB, script string, args ...string) *nodeProc {
 	return p
 }
 
-// next decodes the process's next JSON line into v, within 30 s.
+// next decodes the process's next JSON line into v, within 30 s. Lines
+// that are not a JSON object (MicroWizard logs to stdout) are logged and
+// skipped.
 func (p *nodeProc) next(t testing.TB, v any) {
 	t.Helper()
-	select {
-	case b, ok := <-p.lines:
-		if !ok {
-			t.Fatal("node process ended before printing the line expected")
+	guard := time.NewTimer(30 * time.Second)
+	defer guard.Stop()
+	for {
+		select {
+		case b, ok := <-p.lines:
+			if !ok {
+				t.Fatal("node process ended before printing the line expected")
+			}
+			if len(b) == 0 || b[0] != '{' {
+				t.Logf("node: %s", b)
+				continue
+			}
+			if err := json.Unmarshal(b, v); err != nil {
+				t.Fatalf("node printed %q: %v", b, err)
+			}
+			return
+		case <-guard.C:
+			t.Fatal("no line from the node process within 30 s")
 		}
-		if err := json.Unmarshal(b, v); err != nil {
-			t.Fatalf("node printed %q: %v", b, err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("no line from the node process within 30 s")
 	}
 }
 

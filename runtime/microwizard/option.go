@@ -64,9 +64,14 @@ func WithLogger(l *slog.Logger) Option {
 	})
 }
 
-// WithMaxLine bounds a line either way, in bytes (default 4 MiB). A
-// longer line received ends its connection; a longer call is refused
-// before it is sent.
+// WithMaxLine bounds a line either way, in bytes (default 16 MiB).
+// MicroWizard bounds none (a line is bounded by the largest string V8
+// makes, about 512 MiB); the default takes the messages a MicroWizard
+// fleet sends while it bounds what one connection holds. A longer line
+// received is read to its end and dropped: a call is answered with a
+// resource_exhausted error named RangeError, an answer fails its call
+// with resource_exhausted, and the connection goes on. A longer call is
+// refused before it is sent.
 func WithMaxLine(n int) Option {
 	return optionFunc(func(t *Transport) error {
 		if n < 64 {

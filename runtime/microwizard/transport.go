@@ -21,13 +21,14 @@ import (
 
 // The defaults.
 const (
-	defaultMaxLine      = 4 << 20
+	defaultMaxLine      = 16 << 20 // see WithMaxLine
 	defaultMaxPending   = 1024
 	defaultServeTimeout = 5555 * time.Millisecond // MicroWizard's client timeout
 	defaultKeepAlive    = 120 * time.Second       // MicroWizard's ping interval
 	defaultKeepAliveTO  = 5 * time.Second         // and how long it waits for the answer
 	dialTimeout         = 5 * time.Second
 	readChunk           = 64 << 10
+	keptLineBuffer      = 1 << 20 // a connection's line buffer, kept between lines up to this
 )
 
 // Transport speaks MicroWizard 1.5.0's TCP protocol: newline-delimited
@@ -118,18 +119,20 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 	return newConn(t, addr, c), nil
 }
 
-// errLineTooLong ends a connection whose peer sent a longer line than
-// the bound.
-var errLineTooLong = errors.New("line longer than the bound")
-
 // readLine reads one line (without its newline) from r, at most max
 // bytes; buf is reused for lines longer than r's buffer. The line is
-// valid until the next call.
+// valid until the next call. A longer line is read to its end and
+// dropped, and its head returned with a [*lineTooLongError]: the
+// connection goes on, and the call whose line it was can be answered.
 func readLine(r *bufio.Reader, max int, buf []byte) ([]byte, []byte, error) {
+	if cap(buf) > keptLineBuffer {
+		buf = nil // a long line's buffer is not kept for the next
+	}
 	b, err := r.ReadSlice('\n')
 	if err == nil {
 		if len(b)-1 > max {
-			return nil, buf, errLineTooLong
+			buf = append(buf[:0], b[:min(len(b)-1, lineHead)]...)
+			return buf, buf, &lineTooLongError{size: len(b) - 1, max: max}
 		}
 		return b[:len(b)-1], buf, nil
 	}
@@ -142,16 +145,35 @@ func readLine(r *bufio.Reader, max int, buf []byte) ([]byte, []byte, error) {
 	buf = append(buf[:0], b...)
 	for {
 		if len(buf) > max {
-			return nil, buf, errLineTooLong
+			return skipLine(r, max, buf)
 		}
 		b, err = r.ReadSlice('\n')
 		buf = append(buf, b...)
 		switch {
 		case err == nil:
 			if len(buf)-1 > max {
-				return nil, buf, errLineTooLong
+				return buf[:min(len(buf)-1, lineHead)], buf, &lineTooLongError{size: len(buf) - 1, max: max}
 			}
 			return buf[:len(buf)-1], buf, nil
+		case !errors.Is(err, bufio.ErrBufferFull):
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, buf, err
+		}
+	}
+}
+
+// skipLine reads the rest of a line over the bound max, whose first
+// bytes are in buf, and drops it; it returns the line's head.
+func skipLine(r *bufio.Reader, max int, buf []byte) ([]byte, []byte, error) {
+	size := len(buf)
+	for {
+		b, err := r.ReadSlice('\n')
+		size += len(b)
+		switch {
+		case err == nil:
+			return buf[:min(len(buf), lineHead)], buf, &lineTooLongError{size: size - 1, max: max}
 		case !errors.Is(err, bufio.ErrBufferFull):
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF

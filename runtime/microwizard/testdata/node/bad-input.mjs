@@ -33,7 +33,7 @@ function send (lines, want) {
 const ok = JSON.stringify({ id: 'ok', k: 'a', sync: true, args: { role: 'go', cmd: 'sum', a: 1, b: 1 } });
 out({ case: 'unknown kind, then a call', ...(await send([JSON.stringify({ id: 'x', k: 'zz', sync: true }), ok], 1)) });
 out({ case: 'garbage', ...(await send(['this is not json', ok], 1)) });
-out({ case: 'oversized', ...(await send(['{"id":"big","k":"a","args":{"pad":"' + 'x'.repeat(200000) + '"}}', ok], 1)) });
+out({ case: 'oversized', ...(await send(['{"id":"big","k":"a","args":{"pad":"' + 'x'.repeat(200000) + '"}}', ok], 2)) });
 out({ case: 'ping', ...(await send([JSON.stringify({ h: 1 })], 1)) });
 out({ case: 'bad pattern', ...(await send([JSON.stringify({ id: 'p', k: 'aE', sync: true, p: 'role:,,', d: {} }), ok], 2)) });
 out({ case: 'args not an object', ...(await send([JSON.stringify({ id: 'n', k: 'a', sync: true, args: [1, 2] })], 1)) });

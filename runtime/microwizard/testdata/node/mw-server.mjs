@@ -14,6 +14,8 @@ mc.add('role:test,cmd:fail', async () => {
 });
 mc.add('role:test,cmd:slow', () => new Promise((resolve) => setTimeout(() => resolve({ late: true }), 3000)));
 mc.add('role:test,cmd:echo', async (msg) => ({ got: msg }));
+mc.add('role:test,cmd:size', async (msg) => ({ len: typeof msg.s === 'string' ? msg.s.length : 0, keys: Object.keys(msg).length }));
+mc.add('role:test,cmd:grow', async (msg) => ({ s: 'x'.repeat(msg.n) }));
 mc.add('role:glob,cmd:one', async (msg) => ({ which: 'one', got: msg }));
 mc.add('role:glob,cmd:two', async (msg) => ({ which: 'two', got: msg }));
 const listening = await mc.listen({ type: 'tcp', host: '127.0.0.1', port: Number(process.env.PORT || 0) });
