@@ -58,7 +58,7 @@ func (c *remoteCall) next(ctx context.Context, o outcome) (step, Result, error) 
 	case outEnded:
 		ctxErr := ctx.Err()
 		msg := fmt.Sprintf("wizard: call %q to %s: %v", c.r.pattern.String(), o.peer.addr, ctxErr)
-		if lostAfterSent(o.err) {
+		if lostAfterSent(o.err) && !errors.Is(o.err, ctxErr) {
 			// It waited for its peer to come back to send it again.
 			msg += fmt.Sprintf(" waiting for the peer to come back; the call may have run (%v)", o.err)
 		}

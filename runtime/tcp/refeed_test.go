@@ -3,6 +3,7 @@ package tcp_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -157,4 +158,28 @@ func payAsync(cl *runtime.Node) <-chan error {
 		done <- err
 	}()
 	return done
+}
+
+// TestCancelledCallNotCalledLost: a call its caller cancels while the
+// handler runs ends canceled, and its error does not say the connection
+// was lost.
+func TestCancelledCallNotCalledLost(t *testing.T) {
+	started := make(chan struct{}, 1)
+	srv := newServer(t)
+	transporttest.MustAdd(t, srv, "role:slow", func(ctx context.Context, r runtime.Request) (any, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	cl := newClient(t, "role:slow", srv.Addr())
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-started
+		cancel()
+	}()
+	_, err := cl.ActE(ctx, "role:slow", nil)
+	transporttest.WantCode(t, err, runtime.CodeCanceled)
+	if strings.Contains(err.Error(), "come back") {
+		t.Errorf("a cancelled call reads as lost: %v", err)
+	}
 }
