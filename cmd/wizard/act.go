@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 )
 
@@ -52,6 +53,9 @@ func runAct(ctx context.Context, c *cli, args []string, own any) error {
 	ctx, cancel := context.WithTimeout(ctx, *c.mesh.timeout)
 	defer cancel()
 	res, err := cl.send(ctx, n)
+	if err != nil && context.Cause(ctx) != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		cl.deliverCancel(n) // interrupted: the handler's ctx ends now, not at the deadline
+	}
 	if err != nil {
 		return err
 	}
