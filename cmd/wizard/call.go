@@ -116,10 +116,16 @@ func prepare(ctx context.Context, n *runtime.Node, args []string, stdin io.Reade
 	}
 	cl.route = route
 	x, err := n.ExplainMessage(route)
-	if err != nil || !x.Found || x.Request == "" {
-		return cl, nil // untyped, or not found: the call says so
+	if err != nil || !x.Found {
+		return cl, nil // not found: the call says so
 	}
 	winner := x.Candidates[0].Pattern
+	if ts := newTypeProbe(n).differ(ctx, winner.String(), x.Request, x.Targets); ts != nil {
+		return nil, mismatchError(winner.String(), ts)
+	}
+	if x.Request == "" {
+		return cl, nil // untyped
+	}
 	if cl.act {
 		// A typed handler takes its request alone: the pattern routes.
 		m := cl.msg.(map[string]any)

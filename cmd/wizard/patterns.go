@@ -99,6 +99,8 @@ type patternJSON struct {
 	Request  string       `json:"request,omitempty"`
 	Response string       `json:"response,omitempty"`
 	Targets  []targetJSON `json:"targets"`
+	// TypesDiffer lists the types of each target when they differ.
+	TypesDiffer []targetTypesJSON `json:"types_differ,omitempty"`
 }
 
 func runPatterns(ctx context.Context, c *cli, args []string, _ any) error {
@@ -122,10 +124,15 @@ func runPatterns(ctx context.Context, c *cli, args []string, _ any) error {
 			routes = append(routes, r)
 		}
 	}
+	probe := newTypeProbe(n)
+	differ := make([][]targetTypesJSON, len(routes))
+	for i, r := range routes {
+		differ[i] = probe.differ(ctx, r.Pattern.String(), r.Request, r.Targets)
+	}
 	if c.json {
 		out := make([]patternJSON, 0, len(routes))
-		for _, r := range routes {
-			out = append(out, patternJSON{Pattern: r.Pattern.String(), Local: r.Local, Request: r.Request, Response: r.Response, Targets: targetsJSON(r.Targets)})
+		for i, r := range routes {
+			out = append(out, patternJSON{Pattern: r.Pattern.String(), Local: r.Local, Request: r.Request, Response: r.Response, Targets: targetsJSON(r.Targets), TypesDiffer: differ[i]})
 		}
 		c.printJSON(out)
 		return nil
@@ -140,13 +147,16 @@ func runPatterns(ctx context.Context, c *cli, args []string, _ any) error {
 	}
 	w := tabwriter.NewWriter(c.io.out, 0, 4, 2, ' ', 0)
 	defer w.Flush()
-	for _, r := range routes {
+	for i, r := range routes {
 		line := r.Pattern.String()
 		if line == "" {
 			line = `"" (catch-all)`
 		}
 		if r.Request != "" {
 			line += "  (" + r.Request + " -> " + r.Response + ")"
+		}
+		if differ[i] != nil {
+			line += "  (" + typesDiffer(differ[i]) + ")"
 		}
 		c.fprintf(w, "%s\n", line)
 		for _, t := range r.Targets {
