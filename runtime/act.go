@@ -192,7 +192,7 @@ func (n *Node) notFound(pattern string, cfg *callConfig) (Result, error) {
 		return Result{v: cfg.def}, nil
 	}
 	if n.remote != nil {
-		if err := n.unreachableError(pattern); err != nil {
+		if err := n.unreachableError(pattern, cfg.waitForReady); err != nil {
 			cfg.ready.unavailable(false)
 			return Result{}, err
 		}

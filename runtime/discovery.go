@@ -3,6 +3,7 @@ package runtime
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -90,12 +91,33 @@ type staticPeers []string
 // address, pulls its catalog, keeps it fresh, and reconnects with backoff
 // when a connection drops: quickly at first, then ever more slowly, up to
 // once a minute for an address that has not answered for a while. A static
-// peer is never given up: it is routed within a minute of starting.
+// peer is never given up: it is routed within a minute of starting. An
+// address the node's transport rejects ([AddrChecker]; "host:port" for
+// TCP and QUIC) fails [New].
 func StaticPeers(addrs ...string) Discovery { return staticPeers(slices.Clone(addrs)) }
 
 func (s staticPeers) Start(h DiscoveryHost) error {
+	if nh, ok := h.(nodeHost); ok {
+		if err := s.check(nh.n.remote.transport); err != nil {
+			return err
+		}
+	}
 	for _, a := range s {
 		h.PeerUp(Peer{Addr: a})
+	}
+	return nil
+}
+
+// check checks each address with t, when t can.
+func (s staticPeers) check(t Transport) error {
+	c, ok := t.(AddrChecker)
+	if !ok {
+		return nil
+	}
+	for _, a := range s {
+		if err := c.CheckAddr(a); err != nil {
+			return fmt.Errorf("StaticPeers: %q is not a %s address: %w", a, t.Name(), err)
+		}
 	}
 	return nil
 }

@@ -24,6 +24,17 @@ type Transport interface {
 	Dial(ctx context.Context, addr string) (Conn, error)
 }
 
+// AddrChecker is a [Transport] that can tell a malformed address before
+// dialling it: a node refuses a [StaticPeers] address it rejects when it
+// is created, rather than dialling it in vain. runtime/tcp and
+// runtime/quic implement it (they take host:port).
+type AddrChecker interface {
+	Transport
+	// CheckAddr returns an error saying what is wrong with addr, nil when
+	// the transport can dial it.
+	CheckAddr(addr string) error
+}
+
 // Listener is the accepting side of a [Transport].
 type Listener interface {
 	// Addr returns the address peers dial, with the port actually bound.

@@ -18,6 +18,12 @@ const (
 	maxErrEcho    = 200
 )
 
+// Why a peer is not reachable while its catalog is on its way.
+const (
+	whyNotAnswered = "not answered yet"
+	whyNotLoaded   = "connected, catalog not loaded yet"
+)
+
 // peerState is what a node knows of one peer, for its errors.
 type peerState struct {
 	name      string // "id at addr", or addr
@@ -55,9 +61,9 @@ func (n *Node) peerStates(unreachable bool) []peerState {
 		case e != nil:
 			s.why = clip(*e, maxErrEcho)
 		case p.conn.Load() != nil:
-			s.why = "connected, catalog not loaded yet"
+			s.why = whyNotLoaded
 		default:
-			s.why = "not answered yet"
+			s.why = whyNotAnswered
 		}
 		out = append(out, s)
 	}
@@ -117,12 +123,18 @@ func listPeers(states []peerState) string {
 // unreachableError is the error of a call whose pattern no peer in
 // routing serves while peers the node knows cannot be reached, or nil
 // when it reaches every peer it knows.
-func (n *Node) unreachableError(pattern string) *Error {
+// A call that does not wait while some peer's catalog has not arrived yet
+// (the node was just created) is told how to wait for it.
+func (n *Node) unreachableError(pattern string, waiting bool) *Error {
 	states := n.peerStates(true)
 	if len(states) == 0 {
 		return nil
 	}
-	return Errorf(CodeUnavailable, "wizard: no reachable node serves %s; not reachable: %s", quoteClipped(pattern, maxEcho), listPeers(states))
+	e := Errorf(CodeUnavailable, "wizard: no reachable node serves %s; not reachable: %s", quoteClipped(pattern, maxEcho), listPeers(states))
+	if !waiting && slices.ContainsFunc(states, func(s peerState) bool { return s.why == whyNotAnswered || s.why == whyNotLoaded }) {
+		e.Message += "; a catalog has not arrived yet: call Node.WaitFor(ctx, pattern) before the first call, or make the call with WaitForReady()"
+	}
+	return e
 }
 
 // knownPeers says what the node knows of the mesh, for WaitFor's error.

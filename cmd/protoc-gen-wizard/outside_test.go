@@ -115,7 +115,44 @@ func TestOutsideModule(t *testing.T) {
 	if got, want := string(out), "total_cents: 750\n"; got != want {
 		t.Errorf("client printed %q, want %q", got, want)
 	}
+
+	// A second package that shares a pattern with the first: buf generate,
+	// as the README configures it, fails naming the pattern, as generation
+	// in this repository does (the plugin must see both packages at once).
+	rival := filepath.Join(mod, "proto", "rival", "v1", "rival.proto")
+	if err := os.MkdirAll(filepath.Dir(rival), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rival, []byte(rivalProto), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gen := exec.CommandContext(ctx, bufTool, "generate")
+	gen.Dir, gen.Env = mod, env
+	out, err = gen.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "cmd:quote,role:price") {
+		t.Errorf("buf generate with role:price,cmd:quote in two packages: %v\n%s\nwant it to fail naming the pattern (buf.gen.yaml: strategy: all)", err, out)
+	}
 }
+
+// rivalProto is a contract of another package whose method's pattern,
+// role:price,cmd:quote, is testdata/outside's shop.v1 Quote's.
+const rivalProto = `syntax = "proto3";
+
+package rival.v1;
+
+import "wizard/v1/options.proto";
+
+option go_package = "example.com/shop/gen/rival/v1;rivalv1";
+
+service RivalService {
+  option (wizard.v1.service) = {pattern: "role:price"};
+  rpc Quote(QuoteRequest) returns (QuoteResponse);
+}
+
+message QuoteRequest {}
+
+message QuoteResponse {}
+`
 
 // outsideSteps are the README's steps for a module outside this one.
 type outsideSteps struct {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 )
 
@@ -17,7 +18,9 @@ every root key routes and the handler receives the message, as Seneca's act
 (runtime.Node.Act). DATA and MESSAGE are JSON or key:value pairs
 (role:math,cmd:sum,a:1, nested {} and []); DATA "-" reads the standard input.
 A typed pattern's DATA is its request as protobuf JSON. An error prints with
-its code, and the exit status is 1.`,
+its code, and the exit status is 64 plus the code's number (67
+invalid_argument, 69 not_found, 78 unavailable: see 'wizard help'); Ctrl-C
+cancels the call and exits 130.`,
 		example: `wizard act --seeds 127.0.0.1:7946 role:math,cmd:sum 'values:[1,2,3.5]'
 wizard act --peers 127.0.0.1:7070 'role:greet,name:ada'
 echo '{"values":[2,3]}' | wizard act --peers 127.0.0.1:7070 cmd:product,role:math -`,
@@ -50,6 +53,9 @@ func runAct(ctx context.Context, c *cli, args []string, own any) error {
 	ctx, cancel := context.WithTimeout(ctx, *c.mesh.timeout)
 	defer cancel()
 	res, err := cl.send(ctx, n)
+	if err != nil && context.Cause(ctx) != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		cl.deliverCancel(n) // interrupted: the handler's ctx ends now, not at the deadline
+	}
 	if err != nil {
 		return err
 	}

@@ -51,23 +51,28 @@ func addBenchFlags(fs *flag.FlagSet) any {
 
 // benchJSON is a bench's result as --output json prints it.
 type benchJSON struct {
-	Pattern string         `json:"pattern"`
-	Typed   string         `json:"typed,omitempty"`
-	Callers int            `json:"callers"`
-	Seconds float64        `json:"seconds"`
-	Calls   int            `json:"calls"`
-	RPS     float64        `json:"rps"`
-	P50MS   float64        `json:"p50_ms"`
-	P90MS   float64        `json:"p90_ms"`
-	P99MS   float64        `json:"p99_ms"`
-	MaxMS   float64        `json:"max_ms"`
-	Errors  map[string]int `json:"errors"`
+	Pattern string  `json:"pattern"`
+	Typed   string  `json:"typed,omitempty"`
+	Callers int     `json:"callers"`
+	Seconds float64 `json:"seconds"`
+	Calls   int     `json:"calls"`
+	RPS     float64 `json:"rps"`
+	// The latencies of the calls that succeeded: absent when none did.
+	P50MS  float64        `json:"p50_ms,omitempty"`
+	P90MS  float64        `json:"p90_ms,omitempty"`
+	P99MS  float64        `json:"p99_ms,omitempty"`
+	MaxMS  float64        `json:"max_ms,omitempty"`
+	Errors map[string]int `json:"errors"`
+	// Messages holds, by code, the message of the first call that
+	// failed with it.
+	Messages map[string]string `json:"messages,omitempty"`
 }
 
 // benchWorker is one caller's record.
 type benchWorker struct {
 	lat  []time.Duration
 	errs map[runtime.Code]int
+	msgs map[runtime.Code]string // the first message of each code
 }
 
 func runBench(ctx context.Context, c *cli, args []string, own any) error {
@@ -107,7 +112,7 @@ func runBench(ctx context.Context, c *cli, args []string, own any) error {
 	var wg sync.WaitGroup
 	for i := range workers {
 		w := &workers[i]
-		w.lat, w.errs = make([]time.Duration, 0, 4096), map[runtime.Code]int{}
+		w.lat, w.errs, w.msgs = make([]time.Duration, 0, 4096), map[runtime.Code]int{}, map[runtime.Code]string{}
 		wg.Go(func() {
 			for {
 				select {
@@ -129,7 +134,7 @@ func runBench(ctx context.Context, c *cli, args []string, own any) error {
 				endedOnce.Do(func() { close(ended) })
 				if err != nil {
 					failed.Add(1)
-					w.errs[runtime.CodeOf(err)]++
+					w.fail(err)
 					continue
 				}
 				w.lat = append(w.lat, d)
@@ -192,6 +197,14 @@ func sum(m map[string]int) int {
 	return t
 }
 
+// fail records a failed call.
+func (w *benchWorker) fail(err error) {
+	code := runtime.CodeOf(err)
+	if w.errs[code]++; w.errs[code] == 1 {
+		w.msgs[code] = strings.TrimPrefix(errorText(err), code.String()+": ")
+	}
+}
+
 // summarize merges the workers' records.
 func summarize(workers []benchWorker, elapsed time.Duration) benchJSON {
 	var lat []time.Duration
@@ -200,6 +213,12 @@ func summarize(workers []benchWorker, elapsed time.Duration) benchJSON {
 		lat = append(lat, w.lat...)
 		for code, k := range w.errs {
 			res.Errors[code.String()] += k
+			if _, ok := res.Messages[code.String()]; !ok {
+				if res.Messages == nil {
+					res.Messages = map[string]string{}
+				}
+				res.Messages[code.String()] = w.msgs[code]
+			}
 		}
 	}
 	slices.Sort(lat)
@@ -220,7 +239,11 @@ func writeBench(w io.Writer, r benchJSON) {
 	}
 	fmt.Fprintf(w, "\ncallers   %d, closed loop, %.1fs\n", r.Callers, r.Seconds)
 	fmt.Fprintf(w, "calls     %d  (%.0f req/s)\n", r.Calls, r.RPS)
-	fmt.Fprintf(w, "latency   p50 %s  p90 %s  p99 %s  max %s\n", msText(r.P50MS), msText(r.P90MS), msText(r.P99MS), msText(r.MaxMS))
+	if r.Calls > sum(r.Errors) {
+		fmt.Fprintf(w, "latency   p50 %s  p90 %s  p99 %s  max %s\n", msText(r.P50MS), msText(r.P90MS), msText(r.P99MS), msText(r.MaxMS))
+	} else {
+		fmt.Fprintf(w, "latency   none: no call succeeded\n")
+	}
 	if len(r.Errors) == 0 {
 		fmt.Fprintf(w, "errors    none\n")
 		return
@@ -235,6 +258,9 @@ func writeBench(w io.Writer, r benchJSON) {
 		parts = append(parts, fmt.Sprintf("%s %d", c, r.Errors[c]))
 	}
 	fmt.Fprintf(w, "errors    %s\n", strings.Join(parts, ", "))
+	for _, c := range codes {
+		fmt.Fprintf(w, "  first %s: %s\n", c, r.Messages[c])
+	}
 }
 
 func msText(ms float64) string {

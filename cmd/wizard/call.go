@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -56,7 +57,8 @@ type call struct {
 	msg     any
 	method  protoreflect.MethodDescriptor // nil: untyped
 	opts    []runtime.CallOption
-	md      []string // metadata pairs
+	md      []string       // metadata pairs
+	route   map[string]any // what routes, for Explain
 }
 
 // prepare reads PATTERN [DATA] (or one MESSAGE) into a call; a typed
@@ -112,11 +114,18 @@ func prepare(ctx context.Context, n *runtime.Node, args []string, stdin io.Reade
 	default:
 		return nil, usagef("want PATTERN [DATA] or one MESSAGE, not %d arguments", len(args))
 	}
+	cl.route = route
 	x, err := n.ExplainMessage(route)
-	if err != nil || !x.Found || x.Request == "" {
-		return cl, nil // untyped, or not found: the call says so
+	if err != nil || !x.Found {
+		return cl, nil // not found: the call says so
 	}
 	winner := x.Candidates[0].Pattern
+	if ts := newTypeProbe(n).differ(ctx, winner.String(), x.Request, x.Targets); ts != nil {
+		return nil, mismatchError(winner.String(), ts)
+	}
+	if x.Request == "" {
+		return cl, nil // untyped
+	}
 	if cl.act {
 		// A typed handler takes its request alone: the pattern routes.
 		m := cl.msg.(map[string]any)
@@ -166,6 +175,26 @@ func (cl *call) send(ctx context.Context, n *runtime.Node) (runtime.Result, erro
 		return n.Act(ctx, "", cl.msg, cl.opts...)
 	}
 	return n.ActE(ctx, cl.pattern, cl.msg, cl.opts...)
+}
+
+// deliverCancel returns once the cancel of an interrupted call has
+// reached the peers that may run it, or after a second: the node sends a
+// cancel as a frame of its own, which a shutdown right after the call
+// could drop, leaving the remote handler to run to the call's deadline.
+// It asks each connected target for its schema on the same connection:
+// frames leave in order, so the answer comes after the cancel arrived.
+func (cl *call) deliverCancel(n *runtime.Node) {
+	x, err := n.ExplainMessage(cl.route)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for _, t := range x.Targets {
+		if t.Connected {
+			n.DescribePeer(ctx, t.Addr)
+		}
+	}
 }
 
 // answerJSON is a call's answer as indented JSON: a typed answer through

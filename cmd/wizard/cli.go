@@ -69,13 +69,8 @@ func (c *cli) fail(err error) int {
 	if errors.Is(err, errFailed) {
 		return 1
 	}
-	var ue *usageError
 	var se *jsonic.SyntaxError
-	var ie *inputError
-	code := 1
-	if errors.As(err, &ue) || errors.As(err, &se) || errors.As(err, &ie) {
-		code = 2
-	}
+	code := exitStatus(err)
 	if c.json {
 		c.printJSON(errorJSON(err))
 		return code
@@ -85,6 +80,28 @@ func (c *cli) fail(err error) int {
 		fmt.Fprintln(c.io.err, indent(se.Caret()))
 	}
 	return code
+}
+
+// codedExit is added to the code of a coded error to make the exit
+// status (invalid_argument 67, not_found 69, unavailable 78), as grpcurl
+// does with gRPC codes; the codes are gRPC's numbers.
+const codedExit = 64
+
+// exitStatus is the exit status of a command that failed with err: 2 for
+// bad usage or input, codedExit plus the code for a coded error (a call,
+// or a mesh that could not be joined), else 1.
+func exitStatus(err error) int {
+	var ue *usageError
+	var se *jsonic.SyntaxError
+	var ie *inputError
+	var e *runtime.Error
+	switch {
+	case errors.As(err, &ue) || errors.As(err, &se) || errors.As(err, &ie):
+		return 2
+	case errors.As(err, &e):
+		return codedExit + int(e.Code)
+	}
+	return 1
 }
 
 // errorText is err for a person: a coded error with its code first.
@@ -149,17 +166,20 @@ func wantArgs(cmd string, args []string, min, max int, what string) error {
 
 func (c *cli) fprintf(w io.Writer, format string, args ...any) { fmt.Fprintf(w, format, args...) }
 
+// wizardModule is the path of the module wizard belongs to.
+const wizardModule = "github.com/wizardmesh/wizard"
+
 // moduleVersion is the version of wizard this command was built from.
 func moduleVersion() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return ""
 	}
-	if bi.Main.Path == "github.com/wizardmesh/wizard" {
+	if bi.Main.Path == wizardModule {
 		return bi.Main.Version
 	}
 	for _, d := range bi.Deps {
-		if d.Path == "github.com/wizardmesh/wizard" {
+		if d.Path == wizardModule {
 			return d.Version
 		}
 	}

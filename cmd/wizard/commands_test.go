@@ -67,8 +67,8 @@ func TestCommands(t *testing.T) {
 			code int
 			err  string // on the standard error
 		}{
-			{"handler error", []string{"cmd:div,role:math", "dividend:1,divisor:0"}, 1, "wizard act: invalid_argument: mathsvc: division of 1 by zero\n"},
-			{"unknown pattern", []string{"role:nobody,cmd:x"}, 1, "wizard act: not_found: no handler matches \"cmd:x,role:nobody\"\n"},
+			{"handler error", []string{"cmd:div,role:math", "dividend:1,divisor:0"}, 64 + 3, "wizard act: invalid_argument: mathsvc: division of 1 by zero\n"},
+			{"unknown pattern", []string{"role:nobody,cmd:x"}, 64 + 5, "wizard act: not_found: no handler matches \"cmd:x,role:nobody\"\n"},
 			{"malformed data", []string{"cmd:sum,role:math", "values:[1,2"}, 2, "wizard act: DATA: at offset 11 (line 1, column 12): unterminated list: missing ']'\n  values:[1,2\n             ^\n"},
 			{"malformed pattern", []string{"role:", "{}"}, 2, "wizard act: PATTERN: wizard: bad pattern \"role:\" at offset 5: missing value for key \"role\"\n"},
 			{"wrong type", []string{"cmd:sum,role:math", "values:x"}, 2, "wizard act: DATA: invalid_argument: does not fit wizard.examples.math.v1.SumRequest"},
@@ -256,13 +256,13 @@ func TestBadInput(t *testing.T) {
 		code int
 		err  string
 	}{
-		{"unreachable seeds", nil, []string{"act", "--seeds", "127.0.0.1:1", "--preset", "fast", "--timeout", "1s", "role:x"}, 1,
+		{"unreachable seeds", nil, []string{"act", "--seeds", "127.0.0.1:1", "--preset", "fast", "--timeout", "1s", "role:x"}, 64 + 14,
 			"wizard act: unavailable: no node of the mesh answered within the timeout; tried seeds 127.0.0.1:1 (gossiping from"},
-		{"unreachable peers", nil, []string{"members", "--peers", "127.0.0.1:1", "--timeout", "1s"}, 1,
-			"wizard members: unavailable: no node of the mesh answered within the timeout; tried peers 127.0.0.1:1; nodes known: 127.0.0.1:1 (wizard: tcp: dial 127.0.0.1:1"},
-		{"wrong gossip key", nil, []string{"members", "--seeds", m.gossip, "--preset", "fast", "--timeout", "1s", "--gossip-key", wrongKey}, 1,
+		{"unreachable peers", nil, []string{"members", "--peers", "127.0.0.1:1", "--timeout", "1s"}, 64 + 14,
+			"wizard members: unavailable: no node of the mesh answered; tried peers 127.0.0.1:1; nodes known: 127.0.0.1:1 (wizard: tcp: dial 127.0.0.1:1"},
+		{"wrong gossip key", nil, []string{"members", "--seeds", m.gossip, "--preset", "fast", "--timeout", "1s", "--gossip-key", wrongKey}, 64 + 14,
 			"wizard members: unavailable: no node of the mesh answered within the timeout; tried seeds " + m.gossip},
-		{"no gossip key", nil, []string{"members", "--seeds", m.gossip, "--preset", "fast", "--timeout", "1s"}, 1,
+		{"no gossip key", nil, []string{"members", "--seeds", m.gossip, "--preset", "fast", "--timeout", "1s"}, 64 + 14,
 			"wizard members: unavailable: no node of the mesh answered"},
 		{"bad key", nil, []string{"members", "--seeds", m.gossip, "--gossip-key", "!!"}, 2, "wizard members: --gossip-key: not base64"},
 		{"bad key env", map[string]string{"WIZARD_GOSSIP_KEY": "!!"}, []string{"members", "--seeds", m.gossip}, 2, "wizard members: WIZARD_GOSSIP_KEY: not base64"},
@@ -303,7 +303,7 @@ func TestHelp(t *testing.T) {
 	for _, c := range commands {
 		t.Run(c.name, func(t *testing.T) {
 			r := wizard(t, "", c.name, "--help")
-			if r.code != 0 || !strings.Contains(r.err, "Example:\n  wizard "+c.name) || !strings.Contains(r.err, "usage: wizard "+c.name) {
+			if r.code != 0 || !strings.Contains(r.out, "Example:\n  wizard "+c.name) || !strings.Contains(r.out, "usage: wizard "+c.name) {
 				t.Errorf("%s --help: exit %d:\n%s", c.name, r.code, r.err)
 			}
 		})

@@ -11,6 +11,7 @@
 //	wizard health [PATTERN]       the serving state of nodes
 //	wizard bench PATTERN [DATA]   a closed-loop load test
 //	wizard init [DIR]             scaffold a module with a typed contract
+//	wizard version                the build of this command
 //	wizard repl                   an interactive shell
 //
 // DATA is JSON or key:value pairs as MicroWizard users type them
@@ -25,6 +26,23 @@
 // command line wins. "wizard help COMMAND" and "wizard COMMAND --help"
 // print a command's flags and an example.
 //
-// Exit status: 0 on success, 1 when a call or a check fails, 2 for bad
-// usage or input.
+// "wizard --help" and "wizard COMMAND --help" print on the standard
+// output; errors go to the standard error. "wizard version" prints the
+// module version, commit and Go version of the build.
+//
+// Exit status, as grpcurl's:
+//
+//	0       success
+//	1       a failure without a code: a bench whose calls all failed, a
+//	        health check that is not serving
+//	2       bad usage or input (flags, PATTERN, DATA)
+//	64+N    a call, or the join, failed with wizard code N (gRPC's
+//	        numbers): 65 canceled, 66 unknown, 67 invalid_argument,
+//	        68 deadline_exceeded, 69 not_found, 70 already_exists,
+//	        71 permission_denied, 72 resource_exhausted,
+//	        73 failed_precondition, 74 aborted, 75 out_of_range,
+//	        76 unimplemented, 77 internal, 78 unavailable, 79 data_loss,
+//	        80 unauthenticated
+//	130     interrupted (Ctrl-C; 143 for SIGTERM): the call in flight is
+//	        cancelled first
 package main

@@ -52,6 +52,8 @@ type explainJSON struct {
 	Next       string          `json:"next,omitempty"`
 	NextReason string          `json:"next_reason,omitempty"`
 	Refused    *refusalJSON    `json:"refused,omitempty"`
+	// TypesDiffer lists the types of each target when they differ.
+	TypesDiffer []targetTypesJSON `json:"types_differ,omitempty"`
 }
 
 type refusalJSON struct {
@@ -85,11 +87,17 @@ func runExplain(ctx context.Context, c *cli, args []string, _ any) error {
 	if err != nil {
 		return err
 	}
+	var differ []targetTypesJSON
+	if x.Found {
+		differ = newTypeProbe(n).differ(ctx, x.Candidates[0].Pattern.String(), x.Request, x.Targets)
+	}
 	if c.json {
-		c.printJSON(toExplainJSON(x))
+		out := toExplainJSON(x)
+		out.TypesDiffer = differ
+		c.printJSON(out)
 		return nil
 	}
-	writeExplanation(c, x)
+	writeExplanation(c, x, differ)
 	return nil
 }
 
@@ -115,7 +123,7 @@ func patternText(p runtime.Pattern) string {
 	return p.String()
 }
 
-func writeExplanation(c *cli, x runtime.Explanation) {
+func writeExplanation(c *cli, x runtime.Explanation, differ []targetTypesJSON) {
 	c.printf("message     %s\n", x.Message.String())
 	if !x.Found {
 		c.printf("winner      none: no added pattern matches\n")
@@ -138,6 +146,12 @@ func writeExplanation(c *cli, x runtime.Explanation) {
 	}
 	if x.Request != "" {
 		c.printf("types       %s -> %s\n", x.Request, x.Response)
+	}
+	if differ != nil {
+		c.printf("types       differ by target (wizard act refuses the call):\n")
+		for _, t := range differ {
+			c.printf("  %s\n", t)
+		}
 	}
 	if x.Found {
 		switch {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -21,7 +23,8 @@ contract under proto/, a main.go that serves it, then (with the go tool on
 PATH) go mod init, go get -tool of protoc-gen-wizard and protoc-gen-go, and
 go tool protoc-gen-wizard -write-options proto (the options proto where buf
 finds it). What is left: buf generate, go mod tidy, go build. DIR (default:
-the current directory) may exist; a file init would write must not.`,
+the current directory) may exist; a file init would write must not. When a
+step fails, init removes what it made.`,
 		example: `wizard init --module example.com/hello hello
 cd hello && buf generate && go mod tidy && go build -o bin/ ./... && bin/hello`,
 		flags: addInitFlags,
@@ -73,18 +76,6 @@ func runInit(ctx context.Context, c *cli, args []string, own any) error {
 	if _, err := os.Stat(filepath.Join(abs, "go.mod")); err == nil && !f.noGo {
 		return usagef("DIR %s: go.mod exists already; give --no-go to write the other files only", dir)
 	}
-	for name, body := range files {
-		p := filepath.Join(abs, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			return err
-		}
-		if !c.json {
-			c.printf("wrote %s\n", filepath.Join(dir, name))
-		}
-	}
 	steps := [][]string{{"go", "mod", "init", mod}}
 	if f.replace != "" {
 		r, err := filepath.Abs(f.replace)
@@ -97,28 +88,54 @@ func runInit(ctx context.Context, c *cli, args []string, own any) error {
 		[]string{"go", "get", "-tool", "github.com/wizardmesh/wizard/cmd/protoc-gen-wizard"},
 		[]string{"go", "get", "-tool", "google.golang.org/protobuf/cmd/protoc-gen-go"},
 		[]string{"go", "tool", "protoc-gen-wizard", "-write-options", "proto"})
-	if f.noGo {
-		c.printf("then, in %s:\n", dir)
-		for _, s := range steps {
-			c.printf("  %s\n", strings.Join(s, " "))
-		}
-	} else {
-		for _, s := range steps {
-			if !c.json {
-				c.printf("$ %s\n", strings.Join(s, " "))
-			}
-			cmd := exec.CommandContext(ctx, s[0], s[1:]...)
-			cmd.Dir = abs
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("%s: %v\n%s", strings.Join(s, " "), err, out)
-			}
-		}
+	// A step that fails takes back what init made: no half-made module.
+	var u undo
+	if err := u.mkdirAll(abs); err != nil {
+		return err
+	}
+	if !f.noGo {
+		u.expect(filepath.Join(abs, "go.mod"), filepath.Join(abs, "go.sum"), filepath.Join(abs, "proto", "wizard"))
+	}
+	if err := writeScaffold(ctx, c, &u, abs, dir, files, steps, f.noGo); err != nil {
+		u.rollback()
+		return fmt.Errorf("%w\n(init removed what it had made)", err)
 	}
 	if c.json {
 		c.printJSON(map[string]any{"dir": abs, "module": mod})
 		return nil
 	}
 	c.printf("\nnext, in %s:\n  buf generate\n  go mod tidy\n  go build -o bin/ ./...\n  bin/%s\n", dir, filepath.Base(mod))
+	return nil
+}
+
+// writeScaffold writes files under abs (dir as the user named it), then
+// runs the go steps, or prints them with noGo.
+func writeScaffold(ctx context.Context, c *cli, u *undo, abs, dir string, files map[string]string, steps [][]string, noGo bool) error {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := u.writeFile(filepath.Join(abs, name), []byte(files[name])); err != nil {
+			return err
+		}
+		if !c.json {
+			c.printf("wrote %s\n", filepath.Join(dir, name))
+		}
+	}
+	if noGo {
+		c.printf("then, in %s:\n", dir)
+		for _, s := range steps {
+			c.printf("  %s\n", strings.Join(s, " "))
+		}
+		return nil
+	}
+	for _, s := range steps {
+		if !c.json {
+			c.printf("$ %s\n", strings.Join(s, " "))
+		}
+		cmd := exec.CommandContext(ctx, s[0], s[1:]...)
+		cmd.Dir = abs
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %v\n%s", strings.Join(s, " "), err, out)
+		}
+	}
 	return nil
 }
 
@@ -142,6 +159,7 @@ plugins:
   - local: ["go", "tool", "protoc-gen-wizard"]
     out: .
     opt: module=` + mod + `
+    strategy: all # one run over every package: a pattern two packages share fails generation
 `,
 		"proto/greet/v1/greet.proto": `syntax = "proto3";
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -16,11 +17,47 @@ import (
 func main() {
 	ctx, stop := context.Background(), func() {}
 	if len(os.Args) < 2 || os.Args[1] != "repl" { // the REPL's Ctrl-C cancels one call, not the session
-		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		ctx, stop = interruptible(ctx)
 	}
 	code := run(ctx, os.Args[1:], &stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr})
+	var sig interrupted
+	if errors.As(context.Cause(ctx), &sig) {
+		code = sig.status()
+	}
 	stop()
 	os.Exit(code)
+}
+
+// interrupted is the cause of a command's context ended by a signal.
+type interrupted struct{ sig syscall.Signal }
+
+func (i interrupted) Error() string { return "wizard: interrupted by " + i.sig.String() }
+
+// status is the exit status of a command a signal ended, as a shell's:
+// 128 and the signal's number (130 for Ctrl-C).
+func (i interrupted) status() int { return 128 + int(i.sig) }
+
+// interruptible returns ctx ended, with an [interrupted] cause, by the
+// first SIGINT or SIGTERM; a second one kills the process as the signal
+// does by default. stop releases the signal.
+func interruptible(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			signal.Stop(sigs)
+			cancel(interrupted{s.(syscall.Signal)})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
 }
 
 // stdio is where a command reads and writes.
@@ -65,17 +102,18 @@ func lookup(name string) *command {
 
 // run runs the command line args and returns the exit status.
 func run(ctx context.Context, args []string, io *stdio) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+	if len(args) == 0 {
 		topUsage(io.err)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		topUsage(io.out)
 		return 0
 	}
 	if args[0] == "help" {
 		if len(args) > 1 {
 			if c := lookup(args[1]); c != nil {
-				fs, _, _ := c.flagSet(io.err)
+				fs, _, _ := c.flagSet(io.out)
 				fs.Usage()
 				return 0
 			}
@@ -90,14 +128,20 @@ func run(ctx context.Context, args []string, io *stdio) int {
 		fmt.Fprintf(io.err, "wizard: unknown command %q; run 'wizard help' for the list\n", args[0])
 		return 2
 	}
-	fs, mf, own := c.flagSet(io.err)
+	// What the flag package prints goes to the standard output for
+	// --help, which asked for it, else to the standard error.
+	var printed bytes.Buffer
+	fs, mf, own := c.flagSet(&printed)
 	pos, err := parseInterleaved(fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
+		io.out.Write(printed.Bytes())
 		return 0
 	}
+	io.err.Write(printed.Bytes())
 	if err != nil {
 		return 2 // the flag package printed it, with the usage
 	}
+	fs.SetOutput(io.err)
 	cl := &cli{io: io, cmd: c, mesh: mf, fs: fs}
 	if err := cl.configure(); err != nil {
 		return cl.fail(err)
@@ -143,6 +187,10 @@ func topUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, firstLine(c.summary))
 	}
 	fmt.Fprintln(w, "\nRun 'wizard help COMMAND' for a command's flags and an example.")
+	fmt.Fprintln(w, "\nExit status: 0 success; 1 a failure without a code (a bench whose calls all")
+	fmt.Fprintln(w, "failed, a node not serving); 2 bad usage or input; 64 plus the wizard code of a")
+	fmt.Fprintln(w, "failed call or join (67 invalid_argument, 68 deadline_exceeded, 69 not_found,")
+	fmt.Fprintln(w, "78 unavailable; gRPC's numbers); 130 interrupted by Ctrl-C.")
 }
 
 func firstLine(s string) string {

@@ -293,7 +293,9 @@ func allLoopback(addrs []string) bool {
 // settle waits, within ctx, until the node knows the mesh: at least one
 // peer, and every peer it knows connected with its catalog loaded or
 // failing to be; then a few polls more without change (gossip may still
-// bring members). It fails when no peer answered, naming what was tried.
+// bring members). It fails when no peer answered, naming what was tried:
+// at once when every peer it knows failed (a refused connection), else
+// when ctx ends.
 func (j *joined) settle(ctx context.Context) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
@@ -310,13 +312,16 @@ func (j *joined) settle(ctx context.Context) error {
 		if stable >= 3 && answered {
 			return nil
 		}
+		if stable >= 3 && done {
+			return j.unreachable(ms, "") // every peer known failed: waiting would not help
+		}
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
 			if answered {
 				return nil // what it knows by now
 			}
-			return j.unreachable(ms)
+			return j.unreachable(ms, " within the timeout")
 		}
 	}
 }
@@ -338,7 +343,7 @@ func membersState(ms []runtime.Member) (string, bool, bool) {
 }
 
 // unreachable is the error of a join that found no peer.
-func (j *joined) unreachable(ms []runtime.Member) error {
+func (j *joined) unreachable(ms []runtime.Member, when string) error {
 	var why []string
 	for _, m := range ms[1:] {
 		s := m.Addr
@@ -349,7 +354,7 @@ func (j *joined) unreachable(ms []runtime.Member) error {
 		}
 		why = append(why, s)
 	}
-	msg := fmt.Sprintf("no node of the mesh answered within the timeout; tried %s", j.tried)
+	msg := fmt.Sprintf("no node of the mesh answered%s; tried %s", when, j.tried)
 	if j.swim != nil {
 		msg += fmt.Sprintf(" (gossiping from %s)", j.swim.GossipAddr())
 		if len(why) == 0 {

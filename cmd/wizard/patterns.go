@@ -18,10 +18,12 @@ func init() {
 the targets that serve it, each with its state: connected or why not,
 suspect, breaker (open or closed; "-" without breakers), calls in flight from
 this node and the latency the default balancer expects of it. GLOB filters
-by the canonical pattern ("*" any run, "?" one character; without either, a
-substring).`,
+the patterns: key:value pairs whose values may hold "*" (any run) and "?"
+(one character) keep the patterns that have each key with a matching value,
+whatever their other keys ('role:m*'); a GLOB without "*" or "?" is a
+substring of the canonical pattern; any other GLOB matches it whole.`,
 		example: `wizard patterns --seeds 127.0.0.1:7946
-wizard patterns --seeds 127.0.0.1:7946 'cmd:*,role:math'`,
+wizard patterns --seeds 127.0.0.1:7946 'role:m*'`,
 		join: true,
 		run:  runPatterns,
 	})
@@ -97,6 +99,8 @@ type patternJSON struct {
 	Request  string       `json:"request,omitempty"`
 	Response string       `json:"response,omitempty"`
 	Targets  []targetJSON `json:"targets"`
+	// TypesDiffer lists the types of each target when they differ.
+	TypesDiffer []targetTypesJSON `json:"types_differ,omitempty"`
 }
 
 func runPatterns(ctx context.Context, c *cli, args []string, _ any) error {
@@ -113,17 +117,22 @@ func runPatterns(ctx context.Context, c *cli, args []string, _ any) error {
 	}
 	var routes []runtime.Route
 	for _, info := range n.Patterns() {
-		if glob != "" && !filterMatch(glob, info.Pattern.String()) {
+		if glob != "" && !filterMatch(glob, info.Pattern) {
 			continue
 		}
 		if r, ok, _ := n.Route(info.Pattern.String()); ok {
 			routes = append(routes, r)
 		}
 	}
+	probe := newTypeProbe(n)
+	differ := make([][]targetTypesJSON, len(routes))
+	for i, r := range routes {
+		differ[i] = probe.differ(ctx, r.Pattern.String(), r.Request, r.Targets)
+	}
 	if c.json {
 		out := make([]patternJSON, 0, len(routes))
-		for _, r := range routes {
-			out = append(out, patternJSON{Pattern: r.Pattern.String(), Local: r.Local, Request: r.Request, Response: r.Response, Targets: targetsJSON(r.Targets)})
+		for i, r := range routes {
+			out = append(out, patternJSON{Pattern: r.Pattern.String(), Local: r.Local, Request: r.Request, Response: r.Response, Targets: targetsJSON(r.Targets), TypesDiffer: differ[i]})
 		}
 		c.printJSON(out)
 		return nil
@@ -138,13 +147,16 @@ func runPatterns(ctx context.Context, c *cli, args []string, _ any) error {
 	}
 	w := tabwriter.NewWriter(c.io.out, 0, 4, 2, ' ', 0)
 	defer w.Flush()
-	for _, r := range routes {
+	for i, r := range routes {
 		line := r.Pattern.String()
 		if line == "" {
 			line = `"" (catch-all)`
 		}
 		if r.Request != "" {
 			line += "  (" + r.Request + " -> " + r.Response + ")"
+		}
+		if differ[i] != nil {
+			line += "  (" + typesDiffer(differ[i]) + ")"
 		}
 		c.fprintf(w, "%s\n", line)
 		for _, t := range r.Targets {
@@ -154,13 +166,41 @@ func runPatterns(ctx context.Context, c *cli, args []string, _ any) error {
 	return nil
 }
 
-// filterMatch matches s against a GLOB of the patterns command: '*' any
-// run, '?' one character; without either, a substring.
-func filterMatch(glob, s string) bool {
+// filterMatch matches pattern p against a GLOB of the patterns command:
+// '*' any run, '?' one character; without either, a substring of p's
+// canonical form. A GLOB of key:value pairs matches a pattern that has
+// each key with a value the pair's glob matches, whatever its other keys
+// and their order ("role:m*" matches "cmd:sum,role:math"); any other
+// GLOB matches the canonical form whole.
+func filterMatch(glob string, p runtime.Pattern) bool {
+	s := p.String()
 	if !strings.ContainsAny(glob, "*?") {
 		return strings.Contains(s, glob)
 	}
+	if pairs, ok := globPairs(glob); ok {
+		for k, vg := range pairs {
+			v, found := p.Get(k)
+			if !found || !globMatch(vg, v) {
+				return false
+			}
+		}
+		return true
+	}
 	return globMatch(glob, s)
+}
+
+// globPairs reads glob as comma-separated key:value-glob pairs whose keys
+// have no wildcard.
+func globPairs(glob string) (map[string]string, bool) {
+	out := map[string]string{}
+	for part := range strings.SplitSeq(glob, ",") {
+		k, v, ok := strings.Cut(part, ":")
+		if !ok || k == "" || strings.ContainsAny(k, "*?") {
+			return nil, false
+		}
+		out[k] = v
+	}
+	return out, true
 }
 
 // globMatch matches s against glob ('*' any run, '?' one byte), with

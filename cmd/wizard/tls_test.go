@@ -102,12 +102,12 @@ func TestTLSAndSegment(t *testing.T) {
 		}
 	}
 	r = wizard(t, "", append([]string{"members", "--timeout", "1s"}, base...)...)
-	if r.code != 1 || !strings.Contains(r.err, "no node of the mesh answered") {
+	if r.code != 64+14 || !strings.Contains(r.err, "no node of the mesh answered") {
 		t.Errorf("without a client certificate: exit %d, %s; want the nodes named, not connected", r.code, r.err)
 	}
 	other := []string{"members", "--seeds", m.gossip, "--preset", "fast", "--segment", "red", "--timeout", "1s"}
 	r = wizard(t, "", append(other, mtls[6:]...)...)
-	if r.code != 1 || !strings.Contains(r.err, "--segment") {
+	if r.code != 64+14 || !strings.Contains(r.err, "--segment") {
 		t.Errorf("in another segment: exit %d, %s", r.code, r.err)
 	}
 	r = wizard(t, "", append([]string{"members", "--tls-cert", filepath.Join(pki.dir, "cli.pem")}, base...)...)
