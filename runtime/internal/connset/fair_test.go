@@ -156,6 +156,20 @@ func TestTally(t *testing.T) {
 			t.Fatalf("step %d: heaviest has %d connections, the most is %d", i, got, most)
 		}
 	}
+	// Emptied, the tally holds no group, in no list.
+	for _, c := range conns {
+		c.Remove()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tally.top != 0 || s.tally.heaviest() != nil {
+		t.Errorf("emptied: top %d, heaviest %v; want none", s.tally.top, s.tally.heaviest())
+	}
+	for k, l := range s.tally.byN {
+		if l.head != nil {
+			t.Errorf("emptied: a group left in the list of %d connections", k)
+		}
+	}
 }
 
 // TestNoTakingTurns: an IP one connection behind the IP with the most

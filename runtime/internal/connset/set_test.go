@@ -197,6 +197,23 @@ func TestIdle(t *testing.T) {
 	})
 }
 
+// TestNoIdleBound: without an idle timeout, an idle connection is never
+// told to go away.
+func TestNoIdleBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var e events
+		s := New(Limits{Max: 10, MaxPerIP: 10})
+		defer s.Close()
+		e.add(t, s, "idle", ipA)
+		time.Sleep(24 * time.Hour)
+		synctest.Wait()
+		e.check(t)
+		if s.Len() != 1 {
+			t.Errorf("Len = %d, want 1", s.Len())
+		}
+	})
+}
+
 // TestClose: after Close, Add fails and nothing is swept.
 func TestClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
