@@ -61,8 +61,13 @@ func newConn(b *broker, subject string) (*Conn, error) {
 	b.conns[c] = struct{}{}
 	b.mu.Unlock()
 	if !b.nc.IsConnected() {
-		c.Close()
-		return nil, errors.New("the broker connection is down")
+		// Undone without Close: the caller gives back its reference to
+		// b, and only that one (a second release would close the broker
+		// connection under its other holders).
+		err := errors.New("the broker connection is down")
+		c.fail(err)
+		_ = c.ctl.Unsubscribe()
+		return nil, err
 	}
 	return c, nil
 }
