@@ -176,18 +176,32 @@ func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 	}
 	// The broker has the subscription before the query goes: the
 	// answers reach this node.
-	if err := b.nc.Flush(); err != nil {
+	if err := d.flushed(opSubscribe); err != nil {
 		_ = d.sub.Unsubscribe()
 		d.t.release(b)
 		return fmt.Errorf("wizard: nats: discovery: subscribe to %s: %w", d.subject, err)
 	}
+	d.publish(announcement{Version: 1, Op: "query"})
+	if err := d.flushed(opPublish); err != nil {
+		_ = d.sub.Unsubscribe()
+		d.t.release(b)
+		return fmt.Errorf("wizard: nats: discovery: publish to %s: %w", d.subject, err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
-	d.publish(announcement{Version: 1, Op: "query"})
 	d.announceSelf()
 	d.wg.Add(1)
 	go d.run(ctx)
 	return nil
+}
+
+// flushed flushes the broker connection and returns the broker's refusal
+// of op on the announcement subject, if any: a node that may not hear or
+// make announcements fails to start.
+func (d *Discovery) flushed(op string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer cancel()
+	return d.b.checked(ctx, op, d.subject)
 }
 
 // checkAnnounced checks that the node can be announced.

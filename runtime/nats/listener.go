@@ -102,8 +102,13 @@ func newListener(t *Transport, b *broker, subject string, s runtime.Server) (*Li
 	}
 	_ = sub.SetPendingLimits(-1, 64<<20)
 	l.sub = sub
-	// Once the broker has the subscription, callers find the node.
-	if err := b.nc.Flush(); err != nil {
+	// Once the broker has the subscription, callers find the node; a
+	// subscription the broker refused fails the Listen, before the node
+	// is announced.
+	fctx, fcancel := context.WithTimeout(context.Background(), dialTimeout)
+	err = b.checked(fctx, opSubscribe, subject)
+	fcancel()
+	if err != nil {
 		_ = sub.Unsubscribe()
 		cancel()
 		return nil, err

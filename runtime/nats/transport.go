@@ -136,6 +136,12 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 	}
 	pctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
+	// The control subscription first: one the broker refuses fails the
+	// Dial, with the subject, before a ping waits in vain.
+	if err := b.checked(pctx, opSubscribe, controlSubject(addr)); err != nil {
+		c.Close()
+		return nil, bridge.NotSent(where, err)
+	}
 	if err := c.ping(pctx); err != nil {
 		c.Close()
 		return nil, bridge.NotSent(where, err)

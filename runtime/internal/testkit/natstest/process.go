@@ -92,9 +92,10 @@ type Process struct {
 	port int
 	args []string
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
-	out *lockedBuffer
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd is gone
+	out    *lockedBuffer
 }
 
 // lockedBuffer is a process's output, written by exec's goroutines.
@@ -161,8 +162,10 @@ func (p *Process) start() {
 	if err := cmd.Start(); err != nil {
 		p.t.Fatalf("natstest: start nats-server: %v", err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	p.mu.Lock()
-	p.cmd, p.out = cmd, out
+	p.cmd, p.exited, p.out = cmd, exited, out
 	p.mu.Unlock()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -170,6 +173,11 @@ func (p *Process) start() {
 		if err == nil {
 			c.Close()
 			return
+		}
+		select {
+		case <-exited:
+			p.t.Fatalf("natstest: nats-server exited: %v\n%s", cmd.ProcessState, out)
+		default:
 		}
 		if time.Now().After(deadline) {
 			p.Kill(syscall.SIGKILL)
@@ -182,14 +190,14 @@ func (p *Process) start() {
 // Kill sends sig to the process and waits until it is gone.
 func (p *Process) Kill(sig syscall.Signal) {
 	p.mu.Lock()
-	cmd := p.cmd
+	cmd, exited := p.cmd, p.exited
 	p.cmd = nil
 	p.mu.Unlock()
 	if cmd == nil {
 		return
 	}
 	_ = cmd.Process.Signal(sig)
-	_ = cmd.Wait()
+	<-exited
 }
 
 // Restart starts the process again, on the same port, after [Process.Kill].
