@@ -3,8 +3,8 @@ package nats_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
