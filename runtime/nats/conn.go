@@ -306,7 +306,9 @@ func (c *Conn) ping(ctx context.Context) error {
 	case a = <-p.ch:
 	case <-ctx.Done():
 		if c.b.unregister(id) {
-			return errors.New("the node did not answer a ping in time")
+			// A node the broker does not let publish to the caller's
+			// inbox is silent too, and only its own log can say why.
+			return fmt.Errorf("the node did not answer a ping in time (stuck, or not allowed to publish to %s>)", c.b.inbox)
 		}
 		a = <-p.ch
 	}

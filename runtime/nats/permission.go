@@ -29,10 +29,12 @@ const (
 	opSubscribe = "subscribe"
 )
 
+// Error reads "the broker denies permission to <op> to "<subject>"".
 func (e *PermissionError) Error() string {
 	return fmt.Sprintf("the broker denies permission to %s to %q", e.Op, e.Subject)
 }
 
+// Unwrap returns nats.go's error.
 func (e *PermissionError) Unwrap() error { return e.err }
 
 // violation matches nats-server's words for a refusal, as nats.go passes
