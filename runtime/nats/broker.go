@@ -112,10 +112,11 @@ func connect(t *Transport) (*broker, error) {
 	b.nc = nc
 	b.setMaxFrame()
 	b.inbox = nc.NewInbox() + "."
+	since := nc.LastError()
 	b.sub, err = nc.Subscribe(b.inbox+"*", b.onReply)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
-		err = b.checked(ctx, opSubscribe, b.inbox+"*")
+		err = b.checked(ctx, since, opSubscribe, b.inbox+"*")
 		cancel()
 	}
 	if err != nil {

@@ -169,6 +169,7 @@ func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 		d.logh = ratelog.NewHandler(d.log.Handler())
 		d.log = slog.New(d.logh)
 	}
+	since := b.nc.LastError()
 	d.sub, err = b.nc.Subscribe(d.subject, d.onMessage)
 	if err != nil {
 		d.t.release(b)
@@ -176,13 +177,14 @@ func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 	}
 	// The broker has the subscription before the query goes: the
 	// answers reach this node.
-	if err := d.flushed(opSubscribe); err != nil {
+	if err := d.flushed(since, opSubscribe); err != nil {
 		_ = d.sub.Unsubscribe()
 		d.t.release(b)
 		return fmt.Errorf("wizard: nats: discovery: subscribe to %s: %w", d.subject, err)
 	}
+	since = b.nc.LastError()
 	d.publish(announcement{Version: 1, Op: "query"})
-	if err := d.flushed(opPublish); err != nil {
+	if err := d.flushed(since, opPublish); err != nil {
 		_ = d.sub.Unsubscribe()
 		d.t.release(b)
 		return fmt.Errorf("wizard: nats: discovery: publish to %s: %w", d.subject, err)
@@ -196,12 +198,12 @@ func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 }
 
 // flushed flushes the broker connection and returns the broker's refusal
-// of op on the announcement subject, if any: a node that may not hear or
-// make announcements fails to start.
-func (d *Discovery) flushed(op string) error {
+// of op on the announcement subject since the error since, if any: a
+// node that may not hear or make announcements fails to start.
+func (d *Discovery) flushed(since error, op string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	defer cancel()
-	return d.b.checked(ctx, op, d.subject)
+	return d.b.checked(ctx, since, op, d.subject)
 }
 
 // checkAnnounced checks that the node can be announced.

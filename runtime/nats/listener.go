@@ -95,6 +95,7 @@ func newListener(t *Transport, b *broker, subject string, s runtime.Server) (*Li
 		l.logh = ratelog.NewHandler(t.log.Handler())
 		l.log = slog.New(l.logh)
 	}
+	since := b.nc.LastError()
 	sub, err := b.nc.Subscribe(subject, l.onMessage)
 	if err != nil {
 		cancel()
@@ -106,7 +107,7 @@ func newListener(t *Transport, b *broker, subject string, s runtime.Server) (*Li
 	// subscription the broker refused fails the Listen, before the node
 	// is announced.
 	fctx, fcancel := context.WithTimeout(context.Background(), dialTimeout)
-	err = b.checked(fctx, opSubscribe, subject)
+	err = b.checked(fctx, since, opSubscribe, subject)
 	fcancel()
 	if err != nil {
 		_ = sub.Unsubscribe()

@@ -62,24 +62,24 @@ func permissionError(err error) *PermissionError {
 	return &PermissionError{Op: op, Subject: subject, err: err}
 }
 
-// refused reports the broker's refusal of op on subject, if the last error
-// it sent the connection is that. Called once a flush returned after the
-// publish or subscription, it sees the refusal: the broker answers the
-// flush after it, and nats.go records it before it reads the answer.
-func (b *broker) refused(op, subject string) error {
-	if pe := permissionError(b.nc.LastError()); pe != nil && pe.Op == op && pe.Subject == subject {
-		return pe
-	}
-	return nil
-}
-
 // checked flushes the connection and returns the broker's refusal of op
-// on subject, if any.
-func (b *broker) checked(ctx context.Context, op, subject string) error {
+// on subject, if the last error it sent the connection is one and came
+// after since (the last error when the publish or subscription was
+// made: an earlier refusal, perhaps lifted since, does not count). Once
+// the flush returns, the refusal is seen: the broker answers the flush
+// after it, and nats.go records it before it reads the answer.
+func (b *broker) checked(ctx context.Context, since error, op, subject string) error {
 	if err := b.nc.FlushWithContext(ctx); err != nil {
 		return err
 	}
-	return b.refused(op, subject)
+	last := b.nc.LastError()
+	if last == since {
+		return nil
+	}
+	if pe := permissionError(last); pe != nil && pe.Op == op && pe.Subject == subject {
+		return pe
+	}
+	return nil
 }
 
 // denied takes a refusal the broker reported: the calls waiting on a

@@ -264,3 +264,33 @@ func announcements(t *testing.T, url string) func() []string {
 		}
 	}
 }
+
+// TestPermissionLifted: a refusal is not held against a subscription
+// made after the broker's configuration, reloaded, grants it: the
+// connection stays up (discovery holds it) and a Dial refused for want of
+// the control subject succeeds once the grant is there.
+func TestPermissionLifted(t *testing.T) {
+	without := authConf(serverGrant("pay", paySubject), callerGrant("web").noSub("wizard.node.*.ctl"))
+	p := natstest.StartProcess(t, without)
+	payServer(t, p.URL(), "pay", &testlog.Buffer{})
+	tr := newTransport(t, p.URL(), nats.WithUserInfo("web", "pw"))
+	d, err := nats.NewDiscovery(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(newHost("")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	_, err = tr.Dial(t.Context(), paySubject)
+	wantPermission(t, err, "subscribe", paySubject+".ctl")
+	p.Reload(authConf(serverGrant("pay", paySubject), callerGrant("web")))
+	testwait.Until(t, "a Dial succeeds once the broker grants the control subject", func() bool {
+		c, err := tr.Dial(t.Context(), paySubject)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	})
+}

@@ -129,6 +129,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 	if err != nil {
 		return nil, bridge.NotSent(where, err)
 	}
+	since := b.nc.LastError()
 	c, err := newConn(b, addr)
 	if err != nil {
 		t.release(b)
@@ -138,7 +139,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 	defer cancel()
 	// The control subscription first: one the broker refuses fails the
 	// Dial, with the subject, before a ping waits in vain.
-	if err := b.checked(pctx, opSubscribe, controlSubject(addr)); err != nil {
+	if err := b.checked(pctx, since, opSubscribe, controlSubject(addr)); err != nil {
 		c.Close()
 		return nil, bridge.NotSent(where, err)
 	}

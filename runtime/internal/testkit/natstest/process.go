@@ -200,6 +200,21 @@ func (p *Process) Kill(sig syscall.Signal) {
 	<-exited
 }
 
+// Reload writes conf as the process's configuration and has it reload
+// it (SIGHUP); the broker applies it soon after, not at once.
+func (p *Process) Reload(conf string) {
+	p.t.Helper()
+	if err := os.WriteFile(p.conf, []byte(conf), 0o600); err != nil {
+		p.t.Fatal(err)
+	}
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
 // Restart starts the process again, on the same port, after [Process.Kill].
 func (p *Process) Restart() {
 	p.t.Helper()
