@@ -294,3 +294,29 @@ func TestPermissionLifted(t *testing.T) {
 		return true
 	})
 }
+
+// TestPermissionRevoked: a caller whose permission to publish to the
+// node's subject is taken away (the broker reloads its configuration)
+// gets a call error that names it at once, not a timeout.
+func TestPermissionRevoked(t *testing.T) {
+	p := natstest.StartProcess(t, authConf(serverGrant("pay", paySubject), callerGrant("web")))
+	payServer(t, p.URL(), "pay", &testlog.Buffer{})
+	cl, err := permNode(t, p.URL(), "web", "", &testlog.Buffer{})
+	if err != nil {
+		t.Fatalf("the caller: %v", err)
+	}
+	transporttest.WaitRoutable(t, cl, "role:pay")
+	p.Reload(authConf(serverGrant("pay", paySubject), callerGrant("web").noPub("wizard.node.>")))
+	var callErr error
+	testwait.Until(t, "a call fails once the broker applied the new permissions", func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		_, callErr = cl.Act(ctx, "role:pay", nil)
+		return callErr != nil
+	})
+	t.Logf("call error: %v", callErr)
+	want := fmt.Sprintf("the broker denies permission to publish to %q", paySubject)
+	if !strings.Contains(callErr.Error(), want) {
+		t.Errorf("call error %v; want one that says %s", callErr, want)
+	}
+}
