@@ -33,10 +33,11 @@ type broker struct {
 	max   atomic.Int64 // the largest frame that can travel (see maxFrame)
 	batch atomic.Int64 // the largest batch that can travel: maxBatchBytes, or the broker's max_payload
 
-	mu        sync.Mutex
-	pending   map[uint64]*pending
-	conns     map[*Conn]struct{}
-	listeners map[*Listener]struct{}
+	mu          sync.Mutex
+	pending     map[uint64]*pending
+	conns       map[*Conn]struct{}
+	listeners   map[*Listener]struct{}
+	discoveries map[*Discovery]struct{}
 }
 
 // pending is a call, or a ping, waiting for its reply.
@@ -82,7 +83,7 @@ var errBrokerLost = errors.New("the broker connection was lost")
 
 // connect opens t's broker connection and its reply subscription.
 func connect(t *Transport) (*broker, error) {
-	b := &broker{t: t, log: t.log, pending: map[uint64]*pending{}, conns: map[*Conn]struct{}{}, listeners: map[*Listener]struct{}{}}
+	b := &broker{t: t, log: t.log, pending: map[uint64]*pending{}, conns: map[*Conn]struct{}{}, listeners: map[*Listener]struct{}{}, discoveries: map[*Discovery]struct{}{}}
 	if t.log.Handler() != slog.DiscardHandler {
 		b.logh = ratelog.NewHandler(t.log.Handler())
 		b.log = slog.New(b.logh)
@@ -101,6 +102,7 @@ func connect(t *Transport) (*broker, error) {
 		natsgo.ReconnectHandler(func(nc *natsgo.Conn) {
 			b.setMaxFrame() // another server may have another max_payload
 			t.log.Info("wizard: nats: broker connection back", "url", nc.ConnectedUrlRedacted())
+			b.reconnected()
 		}),
 		natsgo.ErrorHandler(b.onError),
 	)
@@ -312,6 +314,20 @@ func (b *broker) lost(err error) {
 	}
 	for _, l := range ls {
 		l.brokerLost()
+	}
+}
+
+// reconnected has the discoveries on the connection rejoin the mesh:
+// what was announced while it was away did not reach them.
+func (b *broker) reconnected() {
+	b.mu.Lock()
+	ds := make([]*Discovery, 0, len(b.discoveries))
+	for d := range b.discoveries {
+		ds = append(ds, d)
+	}
+	b.mu.Unlock()
+	for _, d := range ds {
+		d.rejoin()
 	}
 }
 

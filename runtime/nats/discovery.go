@@ -194,7 +194,24 @@ func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 	d.announceSelf()
 	d.wg.Add(1)
 	go d.run(ctx)
+	b.mu.Lock()
+	b.discoveries[d] = struct{}{}
+	b.mu.Unlock()
 	return nil
+}
+
+// rejoin asks the mesh to announce itself and announces the node, once
+// the broker connection is back: nodes that joined, or changed, while it
+// was away are heard of at once, not at their next heartbeat.
+func (d *Discovery) rejoin() {
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return
+	}
+	d.publish(announcement{Version: 1, Op: "query"})
+	d.SelfChanged()
 }
 
 // flushed flushes the broker connection and returns the broker's refusal
@@ -316,6 +333,9 @@ func (d *Discovery) Close() error {
 	}
 	d.closed = true
 	d.mu.Unlock()
+	d.b.mu.Lock()
+	delete(d.b.discoveries, d)
+	d.b.mu.Unlock()
 	d.cancel()
 	d.wg.Wait()
 	if s := d.host.Self(); s.Addr != "" {
