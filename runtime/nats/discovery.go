@@ -21,7 +21,8 @@ import (
 // patterns change; a node that joins asks every node to announce itself,
 // so that it learns the mesh at once; a node that leaves says so, and one
 // not heard from for the dead-node timeout is dropped. The runtime pulls
-// a new node's catalog over the transport as usual. Create it with
+// a new node's catalog over the transport as usual. When the broker
+// connection comes back after a loss, the node asks and announces again. Create it with
 // [NewDiscovery]; it serves one node.
 //
 // Whoever may publish on the subject may announce a node: give only the

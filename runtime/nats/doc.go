@@ -50,8 +50,8 @@
 // [Discovery] finds nodes through the broker: each announces its id, run,
 // subject, transport and the digest of its pattern set on
 // "wizard.discovery" every heartbeat (1s) and when its patterns change; a
-// node joining asks the others to announce themselves at once; a node
-// leaving says so, and one not heard from for the dead-node timeout (5s)
+// node joining asks the others to announce themselves at once, and so
+// does a node whose broker connection comes back; a node leaving says so, and one not heard from for the dead-node timeout (5s)
 // is dropped. A node that only calls (no runtime.WithListen) learns the
 // mesh without being announced. runtime/swim stays usable beside it, for
 // the nodes that gossip: runtime.MultiDiscovery runs both on one node,
