@@ -1,8 +1,10 @@
 package nats
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -10,6 +12,7 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 
+	"github.com/wizardmesh/wizard/runtime/internal/ratelog"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
@@ -20,7 +23,9 @@ import (
 type broker struct {
 	t     *Transport
 	nc    *natsgo.Conn
-	inbox string // the reply subjects' prefix, "<inbox>."
+	log   *slog.Logger     // rate-limited: the broker's refusals can come once a call
+	logh  *ratelog.Handler // nil when the transport logs nowhere
+	inbox string           // the reply subjects' prefix, "<inbox>."
 	sub   *natsgo.Subscription
 	refs  int // under t.mu
 	next  atomic.Uint64
@@ -28,10 +33,11 @@ type broker struct {
 	max   atomic.Int64 // the largest frame that can travel (see maxFrame)
 	batch atomic.Int64 // the largest batch that can travel: maxBatchBytes, or the broker's max_payload
 
-	mu        sync.Mutex
-	pending   map[uint64]*pending
-	conns     map[*Conn]struct{}
-	listeners map[*Listener]struct{}
+	mu          sync.Mutex
+	pending     map[uint64]*pending
+	conns       map[*Conn]struct{}
+	listeners   map[*Listener]struct{}
+	discoveries map[*Discovery]struct{}
 }
 
 // pending is a call, or a ping, waiting for its reply.
@@ -77,7 +83,11 @@ var errBrokerLost = errors.New("the broker connection was lost")
 
 // connect opens t's broker connection and its reply subscription.
 func connect(t *Transport) (*broker, error) {
-	b := &broker{t: t, pending: map[uint64]*pending{}, conns: map[*Conn]struct{}{}, listeners: map[*Listener]struct{}{}}
+	b := &broker{t: t, log: t.log, pending: map[uint64]*pending{}, conns: map[*Conn]struct{}{}, listeners: map[*Listener]struct{}{}, discoveries: map[*Discovery]struct{}{}}
+	if t.log.Handler() != slog.DiscardHandler {
+		b.logh = ratelog.NewHandler(t.log.Handler())
+		b.log = slog.New(b.logh)
+	}
 	opts := append([]natsgo.Option{natsgo.MaxReconnects(-1)}, t.nopts...)
 	if t.reconnectWait > 0 {
 		opts = append(opts, natsgo.ReconnectWait(t.reconnectWait))
@@ -92,29 +102,52 @@ func connect(t *Transport) (*broker, error) {
 		natsgo.ReconnectHandler(func(nc *natsgo.Conn) {
 			b.setMaxFrame() // another server may have another max_payload
 			t.log.Info("wizard: nats: broker connection back", "url", nc.ConnectedUrlRedacted())
+			b.reconnected()
 		}),
-		natsgo.ErrorHandler(func(_ *natsgo.Conn, s *natsgo.Subscription, err error) {
-			subj := ""
-			if s != nil {
-				subj = s.Subject
-			}
-			t.log.Warn("wizard: nats: broker error", "subject", subj, "err", err)
-		}),
+		natsgo.ErrorHandler(b.onError),
 	)
 	nc, err := natsgo.Connect(t.urls, opts...)
 	if err != nil {
+		b.closeLog()
 		return nil, fmt.Errorf("connect to %s: %w", t.urls, err)
 	}
 	b.nc = nc
 	b.setMaxFrame()
 	b.inbox = nc.NewInbox() + "."
+	since := nc.LastError()
 	b.sub, err = nc.Subscribe(b.inbox+"*", b.onReply)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+		err = b.checked(ctx, since, opSubscribe, b.inbox+"*")
+		cancel()
+	}
 	if err != nil {
-		nc.Close()
+		b.close()
 		return nil, fmt.Errorf("subscribe to the reply inbox: %w", err)
 	}
 	_ = b.sub.SetPendingLimits(-1, 64<<20)
 	return b, nil
+}
+
+// onError takes an error the broker or nats.go reported asynchronously:
+// a refusal under the connection's permissions, or another.
+func (b *broker) onError(_ *natsgo.Conn, s *natsgo.Subscription, err error) {
+	if pe := permissionError(err); pe != nil {
+		b.denied(pe)
+		return
+	}
+	subj := ""
+	if s != nil {
+		subj = s.Subject
+	}
+	b.log.Warn("wizard: nats: broker error", "subject", subj, "err", err)
+}
+
+// closeLog stops the rate limiter of the broker's records.
+func (b *broker) closeLog() {
+	if b.logh != nil {
+		b.logh.Close()
+	}
 }
 
 // close flushes what was published (a listener's last word) and closes
@@ -125,6 +158,7 @@ func (b *broker) close() {
 		_ = b.nc.FlushTimeout(time.Second)
 	}
 	b.nc.Close()
+	b.closeLog()
 }
 
 // maxFrame is the largest frame that can travel: the transport's limit or
@@ -280,6 +314,20 @@ func (b *broker) lost(err error) {
 	}
 	for _, l := range ls {
 		l.brokerLost()
+	}
+}
+
+// reconnected has the discoveries on the connection rejoin the mesh:
+// what was announced while it was away did not reach them.
+func (b *broker) reconnected() {
+	b.mu.Lock()
+	ds := make([]*Discovery, 0, len(b.discoveries))
+	for d := range b.discoveries {
+		ds = append(ds, d)
+	}
+	b.mu.Unlock()
+	for _, d := range ds {
+		d.rejoin()
 	}
 }
 

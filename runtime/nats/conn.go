@@ -61,8 +61,13 @@ func newConn(b *broker, subject string) (*Conn, error) {
 	b.conns[c] = struct{}{}
 	b.mu.Unlock()
 	if !b.nc.IsConnected() {
-		c.Close()
-		return nil, errors.New("the broker connection is down")
+		// Undone without Close: the caller gives back its reference to
+		// b, and only that one (a second release would close the broker
+		// connection under its other holders).
+		err := errors.New("the broker connection is down")
+		c.fail(err)
+		_ = c.ctl.Unsubscribe()
+		return nil, err
 	}
 	return c, nil
 }
@@ -301,7 +306,9 @@ func (c *Conn) ping(ctx context.Context) error {
 	case a = <-p.ch:
 	case <-ctx.Done():
 		if c.b.unregister(id) {
-			return errors.New("the node did not answer a ping in time")
+			// A node the broker does not let publish to the caller's
+			// inbox is silent too, and only its own log can say why.
+			return fmt.Errorf("the node did not answer a ping in time (stuck, or not allowed to publish to %s>)", c.b.inbox)
 		}
 		a = <-p.ch
 	}

@@ -21,7 +21,8 @@ import (
 // patterns change; a node that joins asks every node to announce itself,
 // so that it learns the mesh at once; a node that leaves says so, and one
 // not heard from for the dead-node timeout is dropped. The runtime pulls
-// a new node's catalog over the transport as usual. Create it with
+// a new node's catalog over the transport as usual. When the broker
+// connection comes back after a loss, the node asks and announces again. Create it with
 // [NewDiscovery]; it serves one node.
 //
 // Whoever may publish on the subject may announce a node: give only the
@@ -169,6 +170,7 @@ func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 		d.logh = ratelog.NewHandler(d.log.Handler())
 		d.log = slog.New(d.logh)
 	}
+	since := b.nc.LastError()
 	d.sub, err = b.nc.Subscribe(d.subject, d.onMessage)
 	if err != nil {
 		d.t.release(b)
@@ -176,18 +178,50 @@ func (d *Discovery) Start(host runtime.DiscoveryHost) error {
 	}
 	// The broker has the subscription before the query goes: the
 	// answers reach this node.
-	if err := b.nc.Flush(); err != nil {
+	if err := d.flushed(since, opSubscribe); err != nil {
 		_ = d.sub.Unsubscribe()
 		d.t.release(b)
 		return fmt.Errorf("wizard: nats: discovery: subscribe to %s: %w", d.subject, err)
 	}
+	since = b.nc.LastError()
+	d.publish(announcement{Version: 1, Op: "query"})
+	if err := d.flushed(since, opPublish); err != nil {
+		_ = d.sub.Unsubscribe()
+		d.t.release(b)
+		return fmt.Errorf("wizard: nats: discovery: publish to %s: %w", d.subject, err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
-	d.publish(announcement{Version: 1, Op: "query"})
 	d.announceSelf()
 	d.wg.Add(1)
 	go d.run(ctx)
+	b.mu.Lock()
+	b.discoveries[d] = struct{}{}
+	b.mu.Unlock()
 	return nil
+}
+
+// rejoin asks the mesh to announce itself and announces the node, once
+// the broker connection is back: nodes that joined, or changed, while it
+// was away are heard of at once, not at their next heartbeat.
+func (d *Discovery) rejoin() {
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return
+	}
+	d.publish(announcement{Version: 1, Op: "query"})
+	d.SelfChanged()
+}
+
+// flushed flushes the broker connection and returns the broker's refusal
+// of op on the announcement subject since the error since, if any: a
+// node that may not hear or make announcements fails to start.
+func (d *Discovery) flushed(since error, op string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer cancel()
+	return d.b.checked(ctx, since, op, d.subject)
 }
 
 // checkAnnounced checks that the node can be announced.
@@ -300,6 +334,9 @@ func (d *Discovery) Close() error {
 	}
 	d.closed = true
 	d.mu.Unlock()
+	d.b.mu.Lock()
+	delete(d.b.discoveries, d)
+	d.b.mu.Unlock()
 	d.cancel()
 	d.wg.Wait()
 	if s := d.host.Self(); s.Addr != "" {

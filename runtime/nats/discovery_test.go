@@ -3,6 +3,9 @@ package nats_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/natstest"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
 	"github.com/wizardmesh/wizard/runtime/nats"
@@ -220,4 +224,111 @@ func TestDiscoveryForeignPublisherDenied(t *testing.T) {
 	if p := testwait.Recv(t, h.up); p.Addr != "wizard.node.other" {
 		t.Errorf("the host heard of %+v first; want wizard.node.other", p)
 	}
+}
+
+// TestDiscoveryRejoinsAfterReconnect: a node whose broker connection was
+// away while another node joined hears of it as soon as the connection is
+// back, not at the other node's next heartbeat.
+func TestDiscoveryRejoinsAfterReconnect(t *testing.T) {
+	b := natstest.Start(t)
+	px := startProxy(t, b.URL())
+	slow := nats.WithHeartbeat(time.Minute, 0) // no heartbeat comes within the test
+	log := &testlog.Buffer{}
+	tr := newTransport(t, px.url(), nats.WithLogger(log.Logger()))
+	d, err := nats.NewDiscovery(tr, slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := transporttest.NewNode(t, runtime.WithTransport(tr), runtime.WithDiscovery(d))
+	px.cut()
+	testwait.Until(t, "the caller's broker connection is lost", func() bool { return strings.Contains(log.String(), "broker connection lost") })
+	trB := newTransport(t, b.URL())
+	bn := transporttest.NewNode(t, runtime.WithTransport(trB), runtime.WithListen(":0"), runtime.WithDiscovery(mustDiscovery(t, trB, slow)))
+	transporttest.MustAdd(t, bn, "role:b", func(ctx context.Context, r runtime.Request) (any, error) { return "b", nil })
+	px.heal()
+	testwait.Within(t, 10*time.Second, "the caller routes the pattern of the node that joined while it was away", func() bool {
+		return transporttest.Routes(a, "role:b")
+	})
+}
+
+// mustDiscovery is nats.NewDiscovery, failing t on an error.
+func mustDiscovery(t *testing.T, tr *nats.Transport, opts ...nats.DiscoveryOption) *nats.Discovery {
+	t.Helper()
+	d, err := nats.NewDiscovery(tr, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// proxy forwards TCP connections to a broker until cut: then it closes
+// them, and those that come until it heals.
+type proxy struct {
+	to string
+	l  net.Listener
+
+	mu    sync.Mutex
+	down  bool
+	conns []net.Conn
+}
+
+// startProxy starts a proxy to the broker at url (nats://host:port),
+// closed when the test ends.
+func startProxy(t *testing.T, url string) *proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{to: strings.TrimPrefix(url, "nats://"), l: l}
+	t.Cleanup(func() { l.Close(); p.cut() })
+	go p.serve()
+	return p
+}
+
+func (p *proxy) url() string { return "nats://" + p.l.Addr().String() }
+
+func (p *proxy) serve() {
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		down := p.down
+		p.mu.Unlock()
+		if down {
+			c.Close()
+			continue
+		}
+		s, err := net.Dial("tcp", p.to)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(s, c); s.Close() }()
+		go func() { _, _ = io.Copy(c, s); c.Close() }()
+	}
+}
+
+// cut closes every connection and refuses new ones until heal.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	p.down = true
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// heal takes connections again.
+func (p *proxy) heal() {
+	p.mu.Lock()
+	p.down = false
+	p.mu.Unlock()
 }

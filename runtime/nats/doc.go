@@ -50,8 +50,8 @@
 // [Discovery] finds nodes through the broker: each announces its id, run,
 // subject, transport and the digest of its pattern set on
 // "wizard.discovery" every heartbeat (1s) and when its patterns change; a
-// node joining asks the others to announce themselves at once; a node
-// leaving says so, and one not heard from for the dead-node timeout (5s)
+// node joining asks the others to announce themselves at once, and so
+// does a node whose broker connection comes back; a node leaving says so, and one not heard from for the dead-node timeout (5s)
 // is dropped. A node that only calls (no runtime.WithListen) learns the
 // mesh without being announced. runtime/swim stays usable beside it, for
 // the nodes that gossip: runtime.MultiDiscovery runs both on one node,
@@ -90,7 +90,20 @@
 // it sees the calls. There is no per-call identity
 // ([runtime.Message.Identity] is empty; de-duplication binds stored
 // answers to the caller's token). Give each node credentials
-// ([WithCredentials], [WithNKeySeed]) whose permissions allow publishing
-// to the node subjects and subscribing to its own, and connect over TLS
-// ([WithTLS]).
+// ([WithCredentials], [WithNKeySeed]) and connect over TLS ([WithTLS]).
+// A node that serves, on a subject of its own (runtime.WithListen
+// "wizard.node.pay", say), needs
+//
+//	publish:   wizard.node.>, wizard.discovery, _INBOX.>
+//	subscribe: wizard.node.pay, wizard.node.*.ctl, wizard.discovery, _INBOX.>
+//
+// (calls and pings to the nodes; announcements; replies to its callers'
+// inboxes; its calls; the control subjects of the nodes it calls); a node
+// that only calls needs the same but publishing to _INBOX.> and
+// subscribing to a subject of its own. A missing permission is a
+// [*PermissionError] naming the subject and the operation: a refused
+// subscription fails the Listen (the node is not announced), the Dial,
+// or the Discovery's Start; a refused publish fails the calls to that
+// subject as not sent; a refused reply (a server that may not publish to
+// _INBOX.>) is logged by the server, its callers hearing nothing.
 package nats

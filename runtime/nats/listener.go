@@ -95,6 +95,7 @@ func newListener(t *Transport, b *broker, subject string, s runtime.Server) (*Li
 		l.logh = ratelog.NewHandler(t.log.Handler())
 		l.log = slog.New(l.logh)
 	}
+	since := b.nc.LastError()
 	sub, err := b.nc.Subscribe(subject, l.onMessage)
 	if err != nil {
 		cancel()
@@ -102,8 +103,13 @@ func newListener(t *Transport, b *broker, subject string, s runtime.Server) (*Li
 	}
 	_ = sub.SetPendingLimits(-1, 64<<20)
 	l.sub = sub
-	// Once the broker has the subscription, callers find the node.
-	if err := b.nc.Flush(); err != nil {
+	// Once the broker has the subscription, callers find the node; a
+	// subscription the broker refused fails the Listen, before the node
+	// is announced.
+	fctx, fcancel := context.WithTimeout(context.Background(), dialTimeout)
+	err = b.checked(fctx, since, opSubscribe, subject)
+	fcancel()
+	if err != nil {
 		_ = sub.Unsubscribe()
 		cancel()
 		return nil, err

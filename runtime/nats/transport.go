@@ -129,6 +129,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 	if err != nil {
 		return nil, bridge.NotSent(where, err)
 	}
+	since := b.nc.LastError()
 	c, err := newConn(b, addr)
 	if err != nil {
 		t.release(b)
@@ -136,6 +137,12 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 	}
 	pctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
+	// The control subscription first: one the broker refuses fails the
+	// Dial, with the subject, before a ping waits in vain.
+	if err := b.checked(pctx, since, opSubscribe, controlSubject(addr)); err != nil {
+		c.Close()
+		return nil, bridge.NotSent(where, err)
+	}
 	if err := c.ping(pctx); err != nil {
 		c.Close()
 		return nil, bridge.NotSent(where, err)

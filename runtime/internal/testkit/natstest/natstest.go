@@ -1,6 +1,9 @@
-// Package natstest starts embedded NATS brokers for tests: on 127.0.0.1,
-// a random port, shut down when the test ends; a broker can be stopped
-// and started again on the same port.
+// Package natstest starts NATS brokers for tests: on 127.0.0.1, a random
+// port, shut down when the test ends; a broker can be stopped and started
+// again on the same port. [Start] embeds one in the test process;
+// [StartProcess] runs nats-server as a process of its own (built from
+// the module the go.mod pins), with a configuration file, for what only a
+// real process shows: a kill, a restart, a cluster, a reload.
 package natstest
 
 import (
