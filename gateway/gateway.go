@@ -63,6 +63,9 @@ func newGateway(node *runtime.Node, t table, set settings, opts ...Option) (*Gat
 	if o.grace > 0 {
 		set.grace = o.grace
 	}
+	if o.bodyWait > 0 {
+		set.readBodyTimeout = o.bodyWait
+	}
 	g := &Gateway{
 		node: node, auth: o.verifier, set: set, log: o.log, opts: o,
 		ipLim:  newLimiter(set.perIP, 0),
@@ -89,12 +92,16 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rid := requestID(r.Header.Get("X-Request-Id"))
 	w.Header()["X-Request-Id"] = []string{rid} // canonical already: no Set
 	a := access{rid: rid}
+	isWS := g.set.ws.path != "" && r.URL.Path == g.set.ws.path
+	if !isWS {
+		g.boundBody(w, r)
+	}
 	switch {
 	case r.URL.Path == "/healthz":
 		a.status = g.serveHealth(w, r)
 	case r.URL.Path == "/readyz":
 		a.status = g.serveReady(w, r)
-	case g.set.ws.path != "" && r.URL.Path == g.set.ws.path:
+	case isWS:
 		a.status = g.serveWebSocket(w, r, rid)
 	case preflight(r):
 		a.status = g.set.cors.answerPreflight(w, r)

@@ -254,6 +254,9 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *api
 	if r.ContentLength > 0 { // within the limit: read it at once
 		body := make([]byte, r.ContentLength)
 		if _, err := io.ReadFull(r.Body, body); err != nil {
+			if bodyTimedOut(err) {
+				return nil, g.slowBody()
+			}
 			return nil, badRequest("the request body could not be read")
 		}
 		return body, nil
@@ -263,6 +266,9 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *api
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, tooLarge(g.set.maxBody)
+		}
+		if bodyTimedOut(err) {
+			return nil, g.slowBody()
 		}
 		return nil, badRequest("the request body could not be read")
 	}

@@ -75,6 +75,7 @@ func settingsOf(cfg *config.Config) settings {
 		maxBody:           int64(cfg.Server.MaxBody),
 		maxHeaderBytes:    int(cfg.Server.MaxHeaderBytes),
 		readHeaderTimeout: cfg.Server.ReadHeaderTimeout,
+		readBodyTimeout:   cfg.Server.ReadBodyTimeout,
 		writeTimeout:      cfg.Server.WriteTimeout,
 		idleTimeout:       cfg.Server.IdleTimeout,
 		grace:             cfg.Server.ShutdownGrace,

@@ -42,6 +42,10 @@ type Server struct {
 	// ReadHeaderTimeout bounds reading a request's headers; 5s by
 	// default.
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	// ReadBodyTimeout bounds reading a request's body, from the end of
+	// its headers: a body still arriving then is answered 408 and its
+	// connection closed; 30s by default.
+	ReadBodyTimeout time.Duration `yaml:"read_body_timeout"`
 	// IdleTimeout closes a keep-alive connection idle this long; 2m by
 	// default.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
