@@ -12,7 +12,7 @@ import (
 // (499) is logged like any other status.
 func (g *Gateway) logAccess(r *http.Request, a *access, d time.Duration) {
 	ctx := context.Background()
-	if !g.set.accessLog || !g.log.Enabled(ctx, slog.LevelInfo) {
+	if !g.now().set.accessLog || !g.log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
 	g.log.LogAttrs(ctx, slog.LevelInfo, "gateway: request",
@@ -30,7 +30,7 @@ func (g *Gateway) logAccess(r *http.Request, a *access, d time.Duration) {
 // logFrame is logAccess for a WebSocket request frame.
 func (g *Gateway) logFrame(f inFrame, ip string, a *access, d time.Duration) {
 	ctx := context.Background()
-	if !g.set.accessLog || !g.log.Enabled(ctx, slog.LevelInfo) {
+	if !g.now().set.accessLog || !g.log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
 	g.log.LogAttrs(ctx, slog.LevelInfo, "gateway: request",

@@ -31,8 +31,8 @@ type access struct {
 
 // serveRoute serves a request for a route: match, rate limit, auth, body,
 // the call, the answer.
-func (g *Gateway) serveRoute(w http.ResponseWriter, r *http.Request, a *access) {
-	out, e := g.routeRequest(w, r, a)
+func (g *Gateway) serveRoute(w http.ResponseWriter, r *http.Request, l *live, a *access) {
+	out, e := g.routeRequest(w, r, l, a)
 	if e != nil {
 		a.status = e.status
 		if e.status == StatusClientClosed && r.Context().Err() != nil {
@@ -51,21 +51,21 @@ func (g *Gateway) serveRoute(w http.ResponseWriter, r *http.Request, a *access) 
 	w.Write(out)
 }
 
-func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, a *access) (json.RawMessage, *apiError) {
+func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, l *live, a *access) (json.RawMessage, *apiError) {
 	if g.closing.Load() {
 		e := newAPIError(http.StatusServiceUnavailable, runtime.CodeUnavailable, "the gateway is shutting down")
 		e.retryAfter = retryAfter
 		return nil, e
 	}
-	if e := g.limit(g.ipLim, g.clientIP(r)); e != nil {
+	if e := g.limit(l.ipLim, g.clientIP(r)); e != nil {
 		return nil, e
 	}
-	m, e := g.table().lookup(r.Method, r.URL.EscapedPath())
+	m, e := l.t.lookup(r.Method, r.URL.EscapedPath())
 	if e != nil {
 		return nil, e
 	}
 	a.route = m.policy.name
-	id, e := g.authenticate(r.Context(), m.policy, r.Header.Get("Authorization"))
+	id, e := l.authenticate(r.Context(), m.policy, r.Header.Get("Authorization"))
 	if e != nil {
 		return nil, e
 	}
@@ -76,7 +76,7 @@ func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, a *access
 	if e != nil {
 		return nil, e
 	}
-	body, e := g.readBody(w, r)
+	body, e := readBody(w, r, &l.set)
 	if e != nil {
 		return nil, e
 	}
@@ -84,7 +84,7 @@ func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, a *access
 	if r.URL.RawQuery != "" {
 		query = r.URL.Query()
 	}
-	return g.call(r.Context(), call{m: m, method: r.Method, path: r.URL.Path, query: query, body: body, hint: hint, id: id, rid: a.rid})
+	return g.call(r.Context(), call{l: l, m: m, method: r.Method, path: r.URL.Path, query: query, body: body, hint: hint, id: id, rid: a.rid})
 }
 
 // jsonContentType is the Content-Type value of the gateway's answers,
@@ -93,6 +93,7 @@ var jsonContentType = []string{"application/json"}
 
 // call is one call into the mesh, from HTTP or a WebSocket frame.
 type call struct {
+	l            *live // what the request is served by
 	m            match
 	method, path string
 	query        url.Values
@@ -107,7 +108,7 @@ type call struct {
 // and metadata.
 func (g *Gateway) call(ctx context.Context, c call) (json.RawMessage, *apiError) {
 	if c.id != nil {
-		if e := g.limit(g.subLim, c.id.Subject); e != nil {
+		if e := g.limit(c.l.subLim, c.id.Subject); e != nil {
 			return nil, e
 		}
 	}
@@ -239,7 +240,7 @@ const maxHintMs = int64(time.Duration(1<<62) / time.Millisecond)
 
 // readBody reads a JSON body of at most the configured size: 415 for
 // another content type, 413 past the size.
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+func readBody(w http.ResponseWriter, r *http.Request, set *settings) ([]byte, *apiError) {
 	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -248,27 +249,27 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *api
 			return nil, e
 		}
 	}
-	if r.ContentLength > g.set.maxBody {
-		return nil, tooLarge(g.set.maxBody)
+	if r.ContentLength > set.maxBody {
+		return nil, tooLarge(set.maxBody)
 	}
 	if r.ContentLength > 0 { // within the limit: read it at once
 		body := make([]byte, r.ContentLength)
 		if _, err := io.ReadFull(r.Body, body); err != nil {
 			if bodyTimedOut(err) {
-				return nil, g.slowBody()
+				return nil, slowBody(set.readBodyTimeout)
 			}
 			return nil, badRequest("the request body could not be read")
 		}
 		return body, nil
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.set.maxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, set.maxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, tooLarge(g.set.maxBody)
+			return nil, tooLarge(set.maxBody)
 		}
 		if bodyTimedOut(err) {
-			return nil, g.slowBody()
+			return nil, slowBody(set.readBodyTimeout)
 		}
 		return nil, badRequest("the request body could not be read")
 	}
@@ -301,7 +302,7 @@ func checkContentType(ct string) *apiError {
 // authenticate verifies the request's bearer token as the route asks:
 // required (401 without one), optional (a token given must be valid), or
 // none (any token is ignored); then the route's scopes (403).
-func (g *Gateway) authenticate(ctx context.Context, p *policy, header string) (*auth.Identity, *apiError) {
+func (l *live) authenticate(ctx context.Context, p *policy, header string) (*auth.Identity, *apiError) {
 	if p.auth == authNone {
 		return nil, nil
 	}
@@ -311,18 +312,18 @@ func (g *Gateway) authenticate(ctx context.Context, p *policy, header string) (*
 	}
 	var id *auth.Identity
 	if token != "" {
-		if id, e = g.verify(ctx, token); e != nil {
+		if id, e = l.verify(ctx, token); e != nil {
 			return nil, e
 		}
 	}
 	return id, authorize(p, id)
 }
 
-func (g *Gateway) verify(ctx context.Context, token string) (*auth.Identity, *apiError) {
-	if g.auth == nil {
+func (l *live) verify(ctx context.Context, token string) (*auth.Identity, *apiError) {
+	if l.auth == nil {
 		return nil, authError(auth.ErrRejected)
 	}
-	return g.auth.verify(ctx, token)
+	return l.auth.verify(ctx, token)
 }
 
 // authorize checks an identity (nil: none) against a route's auth and

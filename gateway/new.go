@@ -23,7 +23,8 @@ func New(node *runtime.Node, cfg *config.Config, opts ...Option) (*Gateway, erro
 	}
 	set := settingsOf(cfg)
 	var built io.Closer
-	if !hasVerifier(opts) {
+	ownAuth := !hasVerifier(opts)
+	if ownAuth {
 		v, closer, err := verifierOf(node, cfg.Auth)
 		if err != nil {
 			return nil, fmt.Errorf("wizard: gateway: New: auth: %w", err)
@@ -44,18 +45,8 @@ func New(node *runtime.Node, cfg *config.Config, opts ...Option) (*Gateway, erro
 		return nil, err
 	}
 	g.closers = append(g.closers, built)
+	g.cfg, g.ownAuth = cfg, ownAuth
 	return g, nil
-}
-
-// Reload swaps in cfg's route table atomically: requests already matched
-// finish on the old one. Only the routes change; the server's limits,
-// CORS, WebSocket and auth settings stay those the gateway was made with.
-func (g *Gateway) Reload(cfg *config.Config) error {
-	if cfg == nil || cfg.Table() == nil {
-		return errors.New("wizard: gateway: Reload: a nil or unparsed configuration")
-	}
-	g.swapTable(newConfigTable(cfg.Table()))
-	return nil
 }
 
 func hasVerifier(opts []Option) bool {

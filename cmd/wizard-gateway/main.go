@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -138,7 +139,7 @@ func serve(f *flags, stderr io.Writer, sigs <-chan os.Signal, serving func(strin
 			return err
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
-				reload(g, f.config, log)
+				cfg = reload(g, f, cfg, log)
 				continue
 			}
 			log.Info("wizard-gateway: shutting down", "signal", s.String())
@@ -156,18 +157,61 @@ func serve(f *flags, stderr io.Writer, sigs <-chan os.Signal, serving func(strin
 	}
 }
 
-// reload swaps in the routes of the file at path; a bad file keeps the
-// old routes and the log says why.
-func reload(g *gateway.Gateway, path string, log *slog.Logger) {
-	cfg, err := config.Load(path)
+// reload applies the file again (see [gateway.Gateway.Reload]) and
+// returns the configuration now in force: a bad file changes nothing and
+// the log says why; settings that only a restart changes keep their old
+// values and the log names them.
+func reload(g *gateway.Gateway, f *flags, was *config.Config, log *slog.Logger) *config.Config {
+	cfg, err := config.Load(f.config)
+	var restart []string
 	if err == nil {
-		err = g.Reload(cfg)
+		applyMeshFlags(&cfg.Mesh, f)
+		restart, err = g.Reload(cfg)
 	}
 	if err != nil {
-		log.Error("wizard-gateway: reload failed; the old routes stay", "file", path, "err", err)
-		return
+		log.Error("wizard-gateway: reload failed; nothing changed", "file", f.config, "err", err)
+		return was
 	}
-	log.Info("wizard-gateway: reloaded", "file", path, "routes", len(cfg.Table().Routes()))
+	restart = slices.DeleteFunc(restart, func(s string) bool { return s == "server.listen" && sameListen(was, cfg, f) })
+	restart = append(restart, processRestart(was, cfg)...)
+	if len(restart) > 0 {
+		log.Warn("wizard-gateway: needs a restart: "+strings.Join(restart, ", ")+"; they keep their old values, the rest is reloaded", "file", f.config, "needs_restart", restart)
+	}
+	log.Info("wizard-gateway: reloaded", "file", f.config, "routes", len(cfg.Table().Routes()))
+	return cfg
+}
+
+// sameListen reports whether the listen address, with the flags over
+// the file, is the same in both configurations.
+func sameListen(was, now *config.Config, f *flags) bool {
+	a, errA := listenAddr(was.Server.Listen, f.ip, f.port)
+	b, errB := listenAddr(now.Server.Listen, f.ip, f.port)
+	return errA == nil && errB == nil && a == b
+}
+
+// processRestart names the program's settings, made once at start, that
+// differ from was to now: the mesh node and the log's format and output.
+func processRestart(was, now *config.Config) []string {
+	var out []string
+	if meshOf(&was.Mesh) != meshOf(&now.Mesh) {
+		out = append(out, "mesh")
+	}
+	if was.AccessLog.Format != now.AccessLog.Format {
+		out = append(out, "access_log.format")
+	}
+	if was.AccessLog.Output != now.AccessLog.Output {
+		out = append(out, "access_log.output")
+	}
+	return out
+}
+
+// meshOf is the mesh section as one comparable text.
+func meshOf(m *config.Mesh) string {
+	tls := ""
+	if m.TLS != nil {
+		tls = m.TLS.CertFile + "\x00" + m.TLS.KeyFile + "\x00" + m.TLS.CAFile
+	}
+	return fmt.Sprintf("%#v", []any{m.Transport, m.Listen, m.GossipListen, m.Seeds, m.DNS, m.Peers, m.GossipKey, m.GossipKeyFile, m.Segment, tls, m.Insecure})
 }
 
 // listenAddr is server.listen with the --ip and --port flags over it.
