@@ -62,12 +62,36 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: wizard-gateway check-config FILE")
 		return 2
 	}
-	if err := config.Check(args[0]); err != nil {
+	cfg, err := config.Load(args[0])
+	if err == nil {
+		err = checkServing(cfg)
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", args[0])
 	return 0
+}
+
+// checkServing checks what serving cfg needs beyond a valid file: the
+// gateway's key files, JWKS and TLS files ([gateway.Check]), the mesh's
+// TLS files and gossip key; each problem on a line of its own, naming
+// the file.
+func checkServing(cfg *config.Config) error {
+	errs := []error{gateway.Check(cfg)}
+	if t := cfg.Mesh.TLS; t != nil {
+		if _, _, err := meshTLS(t); err != nil {
+			errs = append(errs, fmt.Errorf("mesh.tls: %w", err))
+		}
+	}
+	if _, err := gossipKey(cfg.Mesh); err != nil {
+		errs = append(errs, fmt.Errorf("mesh: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s: the file is valid, but serving it would fail:\n%w", cfg.File(), err)
+	}
+	return nil
 }
 
 // serve runs the gateway until SIGINT or SIGTERM.
