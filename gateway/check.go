@@ -29,16 +29,16 @@ func Check(cfg *config.Config) error {
 		}
 	}
 	if t := cfg.Server.TLS; t != nil {
-		if err := CheckTLSFiles(t.CertFile, t.KeyFile, t.CAFile); err != nil {
+		if err := checkTLSFiles(t.CertFile, t.KeyFile, t.CAFile); err != nil {
 			errs = append(errs, fmt.Errorf("server.tls: %w", err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// CheckTLSFiles loads a PEM certificate chain and its key, and a CA
+// checkTLSFiles loads a PEM certificate chain and its key, and a CA
 // bundle when caFile is not "", as serving them would.
-func CheckTLSFiles(certFile, keyFile, caFile string) error {
+func checkTLSFiles(certFile, keyFile, caFile string) error {
 	if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
 		return err
 	}
