@@ -101,6 +101,7 @@ func verifierOf(node *runtime.Node, a config.Auth) (auth.Verifier, io.Closer, er
 		j, err := auth.NewJWT(auth.JWTOptions{
 			Keys: keysOf(a.JWT.Keys), JWKSURL: a.JWT.JWKSURL, JWKSRefresh: a.JWT.Refresh,
 			Algorithms: a.JWT.Algorithms, Issuer: a.JWT.Issuer, Audience: a.JWT.Audience, Leeway: a.JWT.Leeway,
+			AllowNoSubject: a.JWT.AllowNoSubject,
 		})
 		if err != nil {
 			return nil, nil, err

@@ -305,7 +305,14 @@ func (wc *wsConn) authNow(f inFrame) {
 		} // else verification is unavailable (503): the client may try again
 		return
 	}
-	wc.setIdentity(id)
+	if !wc.setIdentity(id) {
+		e := newAPIError(http.StatusForbidden, runtime.CodePermissionDenied, "the connection is authenticated as another subject: a token refreshes its own subject only; open a new connection for another")
+		eb := e.body()
+		ok = false
+		out.Status, out.Error = e.status, &eb
+		wc.enqueue(marshalFrame(out))
+		return
+	}
 	out.Subject = id.Subject
 	if !id.ExpiresAt.IsZero() {
 		out.ExpiresAt = id.ExpiresAt.UTC().Format(time.RFC3339)
@@ -314,11 +321,16 @@ func (wc *wsConn) authNow(f inFrame) {
 }
 
 // setIdentity makes id the connection's identity, closing the connection
-// (4001) when its token expires.
-func (wc *wsConn) setIdentity(id *auth.Identity) {
+// (4001) when its token expires. A connection keeps its subject: a token
+// of another subject or issuer changes nothing (false); one of the same
+// refreshes the scopes and the expiry.
+func (wc *wsConn) setIdentity(id *auth.Identity) bool {
 	id = connIdentity(id)
 	wc.mu.Lock()
 	defer wc.mu.Unlock()
+	if wc.id != nil && (wc.id.Subject != id.Subject || wc.id.Issuer != id.Issuer) {
+		return false
+	}
 	wc.id = id
 	if wc.expiry != nil {
 		wc.expiry.Stop()
@@ -329,6 +341,7 @@ func (wc *wsConn) setIdentity(id *auth.Identity) {
 			wc.closeWith(closeTokenExpired, "token expired")
 		})
 	}
+	return true
 }
 
 // connIdentity is what a connection keeps of a verified identity for its

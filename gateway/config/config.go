@@ -196,6 +196,9 @@ type JWT struct {
 	Leeway time.Duration `yaml:"leeway"`
 	// Refresh is how often the JWKS is fetched again; 5m by default.
 	Refresh time.Duration `yaml:"refresh"`
+	// AllowNoSubject accepts tokens without a sub claim; false by
+	// default: such a token is refused (401).
+	AllowNoSubject bool `yaml:"allow_no_subject"`
 
 	node
 }
