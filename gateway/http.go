@@ -41,44 +41,45 @@ func (g *Gateway) serveRoute(w http.ResponseWriter, r *http.Request, l *live, a 
 		writeError(w, e, a.rid)
 		return
 	}
-	a.status = http.StatusOK
+	a.status = out.statusOr()
 	h := w.Header()
+	out.setHeaders(h)
 	// Canonical keys set directly: Set would canonicalize them again, and
 	// the type's slice is shared (net/http only reads it).
 	h["Content-Type"] = jsonContentType
-	h["Content-Length"] = []string{strconv.Itoa(len(out))}
-	w.WriteHeader(http.StatusOK)
-	w.Write(out)
+	h["Content-Length"] = []string{strconv.Itoa(len(out.body))}
+	w.WriteHeader(a.status)
+	w.Write(out.body)
 }
 
-func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, l *live, a *access) (json.RawMessage, *apiError) {
+func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, l *live, a *access) (reply, *apiError) {
 	if g.closing.Load() {
 		e := newAPIError(http.StatusServiceUnavailable, runtime.CodeUnavailable, "the gateway is shutting down")
 		e.retryAfter = retryAfter
-		return nil, e
+		return reply{}, e
 	}
 	if e := g.limit(l.ipLim, g.clientIP(r)); e != nil {
-		return nil, e
+		return reply{}, e
 	}
 	m, e := l.t.lookup(r.Method, r.URL.EscapedPath())
 	if e != nil {
-		return nil, e
+		return reply{}, e
 	}
 	a.route = m.policy.name
 	id, e := l.authenticate(r.Context(), m.policy, r.Header.Get("Authorization"))
 	if e != nil {
-		return nil, e
+		return reply{}, e
 	}
 	if id != nil {
 		a.subject = id.Subject
 	}
 	hint, e := timeoutHint(r.Header.Get(TimeoutHeader))
 	if e != nil {
-		return nil, e
+		return reply{}, e
 	}
 	body, e := readBody(w, r, &l.set)
 	if e != nil {
-		return nil, e
+		return reply{}, e
 	}
 	var query url.Values // nil without a query: URL.Query makes a map even then
 	if r.URL.RawQuery != "" {
@@ -105,8 +106,23 @@ type call struct {
 
 // call authorizes nothing (the caller has): it rate-limits the subject,
 // builds the message, and acts with the route's timeout, clamped hint
-// and metadata.
-func (g *Gateway) call(ctx context.Context, c call) (json.RawMessage, *apiError) {
+// and metadata; a [Response] envelope becomes the reply's status,
+// headers and cookies.
+func (g *Gateway) call(ctx context.Context, c call) (reply, *apiError) {
+	out, e := g.act(ctx, c)
+	if e != nil {
+		return reply{}, e
+	}
+	r, err := replyOf(out)
+	if err != nil {
+		g.log.Error("gateway: a handler's response metadata is refused", "request_id", c.rid, "pattern", c.m.pattern, "err", err)
+		return reply{}, newAPIError(http.StatusInternalServerError, runtime.CodeInternal, "internal error")
+	}
+	return r, nil
+}
+
+// act makes the call and returns the handler's answer as JSON.
+func (g *Gateway) act(ctx context.Context, c call) (json.RawMessage, *apiError) {
 	if c.id != nil {
 		if e := g.limit(c.l.subLim, c.id.Subject); e != nil {
 			return nil, e

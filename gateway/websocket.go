@@ -387,8 +387,8 @@ func (wc *wsConn) request(f inFrame) {
 		defer wc.reqs.Done()
 		defer cancel()
 		rid := newRequestID()
-		body, e := wc.serveReq(ctx, f, caller, rid)
-		write := wc.queue(resFrame(f.ID, rid, body, e))
+		r, e := wc.serveReq(ctx, f, caller, rid)
+		write := wc.queue(resFrameStatus(f.ID, rid, r.statusOr(), r.body, e))
 		// The id is free before its reply is written: a client may send
 		// it again as soon as it has the reply. A close that done or
 		// countLimited queues follows the reply.
@@ -430,7 +430,7 @@ func (wc *wsConn) done(id string) {
 }
 
 // serveReq serves one req frame as its HTTP request would be served.
-func (wc *wsConn) serveReq(ctx context.Context, f inFrame, id *auth.Identity, rid string) (body []byte, e *apiError) {
+func (wc *wsConn) serveReq(ctx context.Context, f inFrame, id *auth.Identity, rid string) (r reply, e *apiError) {
 	g := wc.g
 	start := time.Now()
 	a := access{rid: rid}
@@ -438,7 +438,7 @@ func (wc *wsConn) serveReq(ctx context.Context, f inFrame, id *auth.Identity, ri
 		a.subject = id.Subject
 	}
 	defer func() {
-		a.status = 200
+		a.status = r.statusOr()
 		if e != nil {
 			a.status = e.status
 		}
@@ -446,19 +446,19 @@ func (wc *wsConn) serveReq(ctx context.Context, f inFrame, id *auth.Identity, ri
 	}()
 	u, err := url.ParseRequestURI(f.Path)
 	if err != nil {
-		return nil, badRequest("req frame's path is not a valid path")
+		return reply{}, badRequest("req frame's path is not a valid path")
 	}
 	l := g.now()
 	if e := g.limit(l.ipLim, wc.ip); e != nil {
-		return nil, e
+		return reply{}, e
 	}
 	m, e := l.t.lookup(f.Method, u.EscapedPath())
 	if e != nil {
-		return nil, e
+		return reply{}, e
 	}
 	a.route = m.policy.name
 	if e := authorize(m.policy, id); e != nil {
-		return nil, e
+		return reply{}, e
 	}
 	var raw []byte
 	if len(f.Body) > 0 && string(f.Body) != "null" {
