@@ -84,3 +84,26 @@ func trickle(c net.Conn, chunked bool) {
 		}
 	}
 }
+
+// TestBodyBoundEndsWithTheBody: the body's bound covers reading the body
+// only: a call that outlasts it after the body has arrived is answered
+// as any other (here the route's 504), its request not taken for gone.
+func TestBodyBoundEndsWithTheBody(t *testing.T) {
+	tg := newTestGateway(t, settings{readBodyTimeout: 100 * time.Millisecond})
+	for name, body := range map[string]io.Reader{
+		"with a length": strings.NewReader(`{}`),
+		"chunked":       io.MultiReader(strings.NewReader(`{}`)), // no length: sent chunked, read to its end
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", tg.base+"/slow", body)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(TimeoutHeader, "600")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: a call outlasting the body's bound: %v", name, err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusGatewayTimeout {
+			t.Errorf("%s: a call outlasting the body's bound: %d, want 504", name, res.StatusCode)
+		}
+	}
+}
