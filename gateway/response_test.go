@@ -36,8 +36,11 @@ func respondGateway(t *testing.T) *testGateway {
 	}
 	if err := b.svc.Add("role:t,cmd:respond", func(ctx context.Context, req runtime.Request) (any, error) {
 		name, _ := req.String("case")
-		if name == "nested" {
+		switch name {
+		case "nested":
 			return map[string]any{"data": map[string]any{"http$": map[string]any{"status": 201}}}, nil
+		case "json form": // as a handler in another language writes it
+			return map[string]any{"http$": map[string]any{"status": 202, "header": map[string]any{"Location": []string{"/jobs/1"}}}, "body": map[string]any{"id": 1}}, nil
 		}
 		return cases[name], nil
 	}); err != nil {
@@ -76,6 +79,9 @@ func TestResponseMetadata(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("created (-want +got):\n%s", d)
+	}
+	if res, body := post("json form"); res.StatusCode != 202 || res.Header.Get("Location") != "/jobs/1" || body != `{"id":1}` {
+		t.Errorf("json form: %d, Location %q, %s; want 202, /jobs/1, {\"id\":1}", res.StatusCode, res.Header.Get("Location"), body)
 	}
 	for name, want := range map[string]string{"plain": `[1,2]`, "nested": `{"data":{"http$":{"status":201}}}`} {
 		if res, body := post(name); res.StatusCode != 200 || body != want {
