@@ -153,6 +153,7 @@ func serve(f *flags, stderr io.Writer, sigs <-chan os.Signal, serving func(strin
 	if serving != nil {
 		serving(ln.Addr().String())
 	}
+	grace := cfg.Server.ShutdownGrace + 5*time.Second // as served: a reload does not change it
 	for {
 		select {
 		case err := <-served:
@@ -167,7 +168,6 @@ func serve(f *flags, stderr io.Writer, sigs <-chan os.Signal, serving func(strin
 				continue
 			}
 			log.Info("wizard-gateway: shutting down", "signal", s.String())
-			grace := cfg.Server.ShutdownGrace + 5*time.Second
 			ctx, cancel := context.WithTimeout(context.Background(), grace)
 			err := g.Shutdown(ctx)
 			if err != nil {
