@@ -115,7 +115,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		l.set.cors.apply(w.Header(), r.Header.Get("Origin"))
 		g.serveRoute(w, r, l, &a)
 	}
-	g.logAccess(r, &a, time.Since(start))
+	g.logAccess(r, l, &a, time.Since(start))
 }
 
 // Serve accepts connections on ln and serves them, with the

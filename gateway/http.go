@@ -58,7 +58,7 @@ func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, l *live, 
 		e.retryAfter = retryAfter
 		return reply{}, e
 	}
-	if e := g.limit(l.ipLim, g.clientIP(r)); e != nil {
+	if e := g.limit(l.ipLim, l.clientIP(r)); e != nil {
 		return reply{}, e
 	}
 	m, e := l.t.lookup(r.Method, r.URL.EscapedPath())

@@ -15,9 +15,9 @@ import (
 // a trusted proxy is the client (what is left of it anyone could have
 // written); if every address is trusted, the leftmost. A malformed entry
 // ends the walk at the last address known good.
-func (g *Gateway) clientIP(r *http.Request) string {
+func (l *live) clientIP(r *http.Request) string {
 	peer := peerIP(r)
-	proxies := g.now().set.trustedProxies
+	proxies := l.set.trustedProxies
 	if len(proxies) == 0 || !trusted(proxies, peer) {
 		return peer
 	}

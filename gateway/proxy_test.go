@@ -35,7 +35,7 @@ func TestClientIPTrustedProxies(t *testing.T) {
 			for _, v := range c.xff {
 				r.Header.Add("X-Forwarded-For", v)
 			}
-			if got := g.clientIP(r); got != c.want {
+			if got := g.now().clientIP(r); got != c.want {
 				t.Errorf("clientIP = %q, want %q", got, c.want)
 			}
 		})
@@ -120,7 +120,7 @@ func FuzzClientIP(f *testing.F) {
 	g := proxyGateway([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")})
 	f.Fuzz(func(t *testing.T, remote, xff string) {
 		r := &http.Request{RemoteAddr: remote, Header: http.Header{"X-Forwarded-For": {xff}}}
-		got := g.clientIP(r)
+		got := g.now().clientIP(r)
 		peer := peerIP(r)
 		if got == peer {
 			return

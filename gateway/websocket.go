@@ -89,7 +89,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 	if o := r.Header.Get("Origin"); o != "" && len(origins) > 0 && !originAllowed(origins, o) {
 		return fail(newAPIError(http.StatusForbidden, runtime.CodePermissionDenied, "origin "+clipString(o, 100)+" may not open a WebSocket here"))
 	}
-	if e := g.limit(l.ipLim, g.clientIP(r)); e != nil {
+	if e := g.limit(l.ipLim, l.clientIP(r)); e != nil {
 		return fail(e)
 	}
 	id, e := l.upgradeIdentity(r)
@@ -106,7 +106,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 	c.SetReadLimit(l.set.ws.maxMessage)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	wc := &wsConn{
-		g: g, ws: l.set.ws, c: c, nc: hw.conn, ip: g.clientIP(r),
+		g: g, ws: l.set.ws, c: c, nc: hw.conn, ip: l.clientIP(r),
 		send: newSendQueue(l.set.ws.sendQueue),
 		ctx:  ctx, cancel: cancel, inflight: make(map[string]context.CancelFunc),
 	}
