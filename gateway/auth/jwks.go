@@ -208,8 +208,14 @@ func (s *jwks) refresh() <-chan struct{} {
 // the JWKS has just gained is found then, not refused until a later
 // token, and fetches stay at most one per interval whatever the kids.
 func (s *jwks) await(ctx context.Context, kid string) error {
-	for {
-		done, wait := s.slot(kid)
+	var seen time.Time // the start of the last fetch when the token began to wait
+	for first := true; ; first = false {
+		done, wait, last := s.slot(kid)
+		if first {
+			seen = last
+		} else if done == nil && last.After(seen) {
+			return nil // a fetch began and ended while the token waited: look again
+		}
 		if done != nil {
 			select {
 			case <-done:
@@ -236,20 +242,22 @@ func (s *jwks) await(ctx context.Context, kid string) error {
 
 // slot starts a fetch for kid, or returns the one in progress; else how
 // long until one may start (0: kid was missed by the last fetch, or the
-// key set is closed).
-func (s *jwks) slot(kid string) (<-chan struct{}, time.Duration) {
-	if done := s.refresh(); done != nil {
-		return done, 0
-	}
+// key set is closed). last is the start of the last fetch.
+func (s *jwks) slot(kid string) (done <-chan struct{}, wait time.Duration, last time.Time) {
+	done = s.refresh()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	last = s.last
+	if done != nil {
+		return done, 0, last
+	}
 	if s.ctx.Err() != nil || len(s.miss) >= maxMissed {
-		return nil, 0
+		return nil, 0, last
 	}
 	if _, ok := s.miss[kid]; ok {
-		return nil, 0
+		return nil, 0, last
 	}
-	return nil, max(time.Until(s.last.Add(s.minInterval)), time.Nanosecond)
+	return nil, max(time.Until(s.last.Add(s.minInterval)), time.Nanosecond), last
 }
 
 // missed records that the last fetch did not bring kid.
