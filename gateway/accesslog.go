@@ -10,9 +10,9 @@ import (
 // logAccess writes the access log's record of a request, at Info: method,
 // path, route, status, duration, request id and subject. A client gone
 // (499) is logged like any other status.
-func (g *Gateway) logAccess(r *http.Request, a *access, d time.Duration) {
+func (g *Gateway) logAccess(r *http.Request, l *live, a *access, d time.Duration) {
 	ctx := context.Background()
-	if !g.set.accessLog || !g.log.Enabled(ctx, slog.LevelInfo) {
+	if !l.set.accessLog || !g.log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
 	g.log.LogAttrs(ctx, slog.LevelInfo, "gateway: request",
@@ -23,14 +23,14 @@ func (g *Gateway) logAccess(r *http.Request, a *access, d time.Duration) {
 		slog.Duration("duration", d),
 		slog.String("request_id", a.rid),
 		slog.String("subject", a.subject),
-		slog.String("remote", g.clientIP(r)),
+		slog.String("remote", l.clientIP(r)),
 	)
 }
 
 // logFrame is logAccess for a WebSocket request frame.
 func (g *Gateway) logFrame(f inFrame, ip string, a *access, d time.Duration) {
 	ctx := context.Background()
-	if !g.set.accessLog || !g.log.Enabled(ctx, slog.LevelInfo) {
+	if !g.now().set.accessLog || !g.log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
 	g.log.LogAttrs(ctx, slog.LevelInfo, "gateway: request",

@@ -161,7 +161,7 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tg.Reload(cfg); err != nil {
+	if _, err := tg.Reload(cfg); err != nil {
 		t.Fatal(err)
 	}
 	if got := doHTTP(t, tg, statusCase{method: "POST", path: "/api/users/echo"}); got.status != 404 {

@@ -48,8 +48,13 @@ func preflight(r *http.Request) bool {
 
 // apply sets the CORS headers of an actual (not preflight) request's
 // answer; a request without Origin or from an origin not allowed gets
-// none.
+// none. With a policy every answer says Vary: Origin, those without the
+// headers too: a cache must not give one origin's answer to another.
 func (c *corsPolicy) apply(h http.Header, origin string) {
+	if len(c.origins) == 0 {
+		return
+	}
+	h.Add("Vary", "Origin")
 	if origin == "" || !c.allowed(origin) {
 		return
 	}
@@ -63,7 +68,6 @@ func (c *corsPolicy) allowOrigin(h http.Header, origin string) {
 	} else {
 		// With credentials a browser refuses "*": echo the origin.
 		h.Set("Access-Control-Allow-Origin", origin)
-		h.Add("Vary", "Origin")
 	}
 	if c.credentials {
 		h.Set("Access-Control-Allow-Credentials", "true")
@@ -76,6 +80,9 @@ func (c *corsPolicy) answerPreflight(w http.ResponseWriter, r *http.Request) (st
 	origin := r.Header.Get("Origin")
 	method := r.Header.Get("Access-Control-Request-Method")
 	methods, headers := or(c.methods, defaultCORSMethods), or(c.headers, defaultCORSHeaders)
+	if len(c.origins) > 0 {
+		w.Header()["Vary"] = append(w.Header()["Vary"], "Origin", "Access-Control-Request-Method", "Access-Control-Request-Headers")
+	}
 	if !c.allowed(origin) || !containsFold(methods, method) || !headersAllowed(headers, r.Header.Get("Access-Control-Request-Headers")) {
 		w.WriteHeader(http.StatusForbidden)
 		return http.StatusForbidden

@@ -80,6 +80,10 @@
 //
 // The deadline travels as the call context's deadline.
 //
+// A handler sets the status, headers and cookies of its successful answer
+// by returning a [Response] (or its JSON form, an object of exactly the
+// keys "http$" and "body"); the gateway's own headers stay its own.
+//
 // # WebSocket
 //
 // On the configured path (websocket.path), one text message is one JSON
@@ -134,8 +138,10 @@
 //
 // # Limits
 //
-// Bodies are bounded (server.max_body, 413), as are header reads, reads,
-// writes and idle connections (server timeouts). Token buckets limit the
+// Bodies are bounded in size (server.max_body, 413) and in time
+// (server.read_body_timeout from the end of the headers: 408, and the
+// connection closed), as are header reads, writes and idle connections
+// (server timeouts). Under a CORS policy every answer says Vary: Origin. Token buckets limit the
 // requests per client IP and per token subject (429 with Retry-After);
 // the client IP is the peer's, or, from a peer in server.trusted_proxies,
 // the rightmost address of X-Forwarded-For that is not itself a trusted
@@ -162,4 +168,9 @@
 // answered (new request frames meanwhile get 503), and waits for all that
 // up to its grace period; then it closes what is left. The node is the
 // caller's to close after.
+//
+// [Gateway.Reload] applies a new configuration as one (routes, CORS, rate
+// limits, auth, bounds); each request is served throughout by the
+// configuration it started with, and the listener's settings, which only
+// a restart changes, are named rather than half-applied.
 package gateway

@@ -166,12 +166,18 @@ type outFrame struct {
 // resFrame is the reply of request id: body (JSON, as a call's answer
 // decodes), or e.
 func resFrame(id *string, rid string, body json.RawMessage, e *apiError) []byte {
+	return resFrameStatus(id, rid, http.StatusOK, body, e)
+}
+
+// resFrameStatus is resFrame with the status of a successful answer.
+func resFrameStatus(id *string, rid string, status int, body json.RawMessage, e *apiError) []byte {
 	if e == nil && id != nil && plainJSONString(*id) && plainJSONString(rid) {
 		// The common reply, written as json.Marshal writes outFrame
 		// (but for escaping <, > and & in the body), without its
 		// reflection and the body's second scan.
 		b := make([]byte, 0, len(body)+len(*id)+len(rid)+48)
-		b = append(append(append(b, `{"type":"res","id":"`...), *id...), `","status":200`...)
+		b = append(append(append(b, `{"type":"res","id":"`...), *id...), `","status":`...)
+		b = strconv.AppendInt(b, int64(status), 10)
 		if rid != "" {
 			b = append(append(append(b, `,"request_id":"`...), rid...), '"')
 		}
@@ -180,7 +186,7 @@ func resFrame(id *string, rid string, body json.RawMessage, e *apiError) []byte 
 		}
 		return append(b, '}')
 	}
-	f := outFrame{Type: frameRes, ID: id, RequestID: rid, Status: 200, Body: body}
+	f := outFrame{Type: frameRes, ID: id, RequestID: rid, Status: status, Body: body}
 	if e != nil {
 		eb := e.body()
 		f.Status, f.Body, f.Error = e.status, nil, &eb

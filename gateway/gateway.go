@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wizardmesh/wizard/gateway/config"
 	"github.com/wizardmesh/wizard/runtime"
 )
 
@@ -19,16 +20,17 @@ import (
 // [Gateway.Serve] or mount it as a handler; stop it with
 // [Gateway.Shutdown].
 type Gateway struct {
-	node   *runtime.Node
-	routes atomic.Pointer[tableBox]
-	auth   verifier
-	set    settings
-	log    *slog.Logger
-	opts   options
-	ipLim  *limiter
-	subLim *limiter
+	node *runtime.Node
+	cur  atomic.Pointer[live] // what a reload replaces
+	set  settings             // as made: the listener's settings, which a reload keeps
+	log  *slog.Logger
+	opts options
+	cfg  *config.Config // the configuration last applied (nil: none), under mu
 
-	closers   []io.Closer // what New built (the verifier), closed by Close
+	ownAuth  bool       // the verifier is the configuration's, rebuilt by a reload
+	reloadMu sync.Mutex // one reload at a time
+
+	closers   []io.Closer // what New or a reload built (the verifier), closed by Close; under mu
 	closeOnce sync.Once
 
 	closing atomic.Bool
@@ -40,7 +42,15 @@ type Gateway struct {
 
 var _ http.Handler = (*Gateway)(nil)
 
-type tableBox struct{ t table }
+// live is what the gateway reads per request and a reload replaces as
+// one: a request takes it once and is served by it throughout.
+type live struct {
+	t      table
+	set    settings
+	auth   verifier // nil: no verifier
+	ipLim  *limiter
+	subLim *limiter
+}
 
 // newGateway is New's body, from the gateway's own types.
 func newGateway(node *runtime.Node, t table, set settings, opts ...Option) (*Gateway, error) {
@@ -63,13 +73,11 @@ func newGateway(node *runtime.Node, t table, set settings, opts ...Option) (*Gat
 	if o.grace > 0 {
 		set.grace = o.grace
 	}
-	g := &Gateway{
-		node: node, auth: o.verifier, set: set, log: o.log, opts: o,
-		ipLim:  newLimiter(set.perIP, 0),
-		subLim: newLimiter(set.perSubject, 0),
-		conns:  make(map[*wsConn]struct{}),
+	if o.bodyWait > 0 {
+		set.readBodyTimeout = o.bodyWait
 	}
-	g.routes.Store(&tableBox{t})
+	g := &Gateway{node: node, set: set, log: o.log, opts: o, conns: make(map[*wsConn]struct{})}
+	g.cur.Store(&live{t: t, set: set, auth: o.verifier, ipLim: newLimiter(set.perIP, 0), subLim: newLimiter(set.perSubject, 0)})
 	return g, nil
 }
 
@@ -89,20 +97,25 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rid := requestID(r.Header.Get("X-Request-Id"))
 	w.Header()["X-Request-Id"] = []string{rid} // canonical already: no Set
 	a := access{rid: rid}
+	l := g.now()
+	isWS := l.set.ws.path != "" && r.URL.Path == l.set.ws.path
+	if !isWS {
+		g.boundBody(w, r, l.set.readBodyTimeout)
+	}
 	switch {
 	case r.URL.Path == "/healthz":
 		a.status = g.serveHealth(w, r)
 	case r.URL.Path == "/readyz":
 		a.status = g.serveReady(w, r)
-	case g.set.ws.path != "" && r.URL.Path == g.set.ws.path:
+	case isWS:
 		a.status = g.serveWebSocket(w, r, rid)
 	case preflight(r):
-		a.status = g.set.cors.answerPreflight(w, r)
+		a.status = l.set.cors.answerPreflight(w, r)
 	default:
-		g.set.cors.apply(w.Header(), r.Header.Get("Origin"))
-		g.serveRoute(w, r, &a)
+		l.set.cors.apply(w.Header(), r.Header.Get("Origin"))
+		g.serveRoute(w, r, l, &a)
 	}
-	g.logAccess(r, &a, time.Since(start))
+	g.logAccess(r, l, &a, time.Since(start))
 }
 
 // Serve accepts connections on ln and serves them, with the
@@ -200,10 +213,11 @@ func (g *Gateway) Close() error {
 // closeBuilt closes what New built, once.
 func (g *Gateway) closeBuilt() {
 	g.closeOnce.Do(func() {
-		for _, c := range g.closers {
-			if c != nil {
-				c.Close()
-			}
+		g.mu.Lock()
+		closers := g.closers
+		g.mu.Unlock()
+		for _, c := range closers {
+			closeQuietly(c)
 		}
 	})
 }
@@ -220,9 +234,5 @@ func (g *Gateway) closeConns() {
 	}
 }
 
-// table returns the current route table.
-func (g *Gateway) table() table { return g.routes.Load().t }
-
-// swapTable replaces the route table; requests already matched keep the
-// old one.
-func (g *Gateway) swapTable(t table) { g.routes.Store(&tableBox{t}) }
+// now returns what requests are served by now.
+func (g *Gateway) now() *live { return g.cur.Load() }

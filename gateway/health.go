@@ -34,7 +34,7 @@ func (g *Gateway) notReady() string {
 	case !g.joined():
 		return "no peer connected with its patterns routed yet"
 	}
-	if rv, ok := g.auth.(readiness); ok {
+	if rv, ok := g.now().auth.(readiness); ok {
 		if err := rv.ready(); err != nil {
 			return "auth: " + err.Error()
 		}

@@ -31,8 +31,8 @@ type access struct {
 
 // serveRoute serves a request for a route: match, rate limit, auth, body,
 // the call, the answer.
-func (g *Gateway) serveRoute(w http.ResponseWriter, r *http.Request, a *access) {
-	out, e := g.routeRequest(w, r, a)
+func (g *Gateway) serveRoute(w http.ResponseWriter, r *http.Request, l *live, a *access) {
+	out, e := g.routeRequest(w, r, l, a)
 	if e != nil {
 		a.status = e.status
 		if e.status == StatusClientClosed && r.Context().Err() != nil {
@@ -41,50 +41,51 @@ func (g *Gateway) serveRoute(w http.ResponseWriter, r *http.Request, a *access) 
 		writeError(w, e, a.rid)
 		return
 	}
-	a.status = http.StatusOK
+	a.status = out.statusOr()
 	h := w.Header()
+	out.setHeaders(h)
 	// Canonical keys set directly: Set would canonicalize them again, and
 	// the type's slice is shared (net/http only reads it).
 	h["Content-Type"] = jsonContentType
-	h["Content-Length"] = []string{strconv.Itoa(len(out))}
-	w.WriteHeader(http.StatusOK)
-	w.Write(out)
+	h["Content-Length"] = []string{strconv.Itoa(len(out.body))}
+	w.WriteHeader(a.status)
+	w.Write(out.body)
 }
 
-func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, a *access) (json.RawMessage, *apiError) {
+func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, l *live, a *access) (reply, *apiError) {
 	if g.closing.Load() {
 		e := newAPIError(http.StatusServiceUnavailable, runtime.CodeUnavailable, "the gateway is shutting down")
 		e.retryAfter = retryAfter
-		return nil, e
+		return reply{}, e
 	}
-	if e := g.limit(g.ipLim, g.clientIP(r)); e != nil {
-		return nil, e
+	if e := g.limit(l.ipLim, l.clientIP(r)); e != nil {
+		return reply{}, e
 	}
-	m, e := g.table().lookup(r.Method, r.URL.EscapedPath())
+	m, e := l.t.lookup(r.Method, r.URL.EscapedPath())
 	if e != nil {
-		return nil, e
+		return reply{}, e
 	}
 	a.route = m.policy.name
-	id, e := g.authenticate(r.Context(), m.policy, r.Header.Get("Authorization"))
+	id, e := l.authenticate(r.Context(), m.policy, r.Header.Get("Authorization"))
 	if e != nil {
-		return nil, e
+		return reply{}, e
 	}
 	if id != nil {
 		a.subject = id.Subject
 	}
 	hint, e := timeoutHint(r.Header.Get(TimeoutHeader))
 	if e != nil {
-		return nil, e
+		return reply{}, e
 	}
-	body, e := g.readBody(w, r)
+	body, e := readBody(w, r, &l.set)
 	if e != nil {
-		return nil, e
+		return reply{}, e
 	}
 	var query url.Values // nil without a query: URL.Query makes a map even then
 	if r.URL.RawQuery != "" {
 		query = r.URL.Query()
 	}
-	return g.call(r.Context(), call{m: m, method: r.Method, path: r.URL.Path, query: query, body: body, hint: hint, id: id, rid: a.rid})
+	return g.call(r.Context(), call{l: l, m: m, method: r.Method, path: r.URL.Path, query: query, body: body, hint: hint, id: id, rid: a.rid})
 }
 
 // jsonContentType is the Content-Type value of the gateway's answers,
@@ -93,6 +94,7 @@ var jsonContentType = []string{"application/json"}
 
 // call is one call into the mesh, from HTTP or a WebSocket frame.
 type call struct {
+	l            *live // what the request is served by
 	m            match
 	method, path string
 	query        url.Values
@@ -104,10 +106,25 @@ type call struct {
 
 // call authorizes nothing (the caller has): it rate-limits the subject,
 // builds the message, and acts with the route's timeout, clamped hint
-// and metadata.
-func (g *Gateway) call(ctx context.Context, c call) (json.RawMessage, *apiError) {
+// and metadata; a [Response] envelope becomes the reply's status,
+// headers and cookies.
+func (g *Gateway) call(ctx context.Context, c call) (reply, *apiError) {
+	out, e := g.act(ctx, c)
+	if e != nil {
+		return reply{}, e
+	}
+	r, err := replyOf(out)
+	if err != nil {
+		g.log.Error("gateway: a handler's response metadata is refused", "request_id", c.rid, "pattern", c.m.pattern, "err", err)
+		return reply{}, newAPIError(http.StatusInternalServerError, runtime.CodeInternal, "internal error")
+	}
+	return r, nil
+}
+
+// act makes the call and returns the handler's answer as JSON.
+func (g *Gateway) act(ctx context.Context, c call) (json.RawMessage, *apiError) {
 	if c.id != nil {
-		if e := g.limit(g.subLim, c.id.Subject); e != nil {
+		if e := g.limit(c.l.subLim, c.id.Subject); e != nil {
 			return nil, e
 		}
 	}
@@ -239,7 +256,7 @@ const maxHintMs = int64(time.Duration(1<<62) / time.Millisecond)
 
 // readBody reads a JSON body of at most the configured size: 415 for
 // another content type, 413 past the size.
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+func readBody(w http.ResponseWriter, r *http.Request, set *settings) ([]byte, *apiError) {
 	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -248,21 +265,27 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *api
 			return nil, e
 		}
 	}
-	if r.ContentLength > g.set.maxBody {
-		return nil, tooLarge(g.set.maxBody)
+	if r.ContentLength > set.maxBody {
+		return nil, tooLarge(set.maxBody)
 	}
 	if r.ContentLength > 0 { // within the limit: read it at once
 		body := make([]byte, r.ContentLength)
 		if _, err := io.ReadFull(r.Body, body); err != nil {
+			if bodyTimedOut(err) {
+				return nil, slowBody(set.readBodyTimeout)
+			}
 			return nil, badRequest("the request body could not be read")
 		}
 		return body, nil
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.set.maxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, set.maxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, tooLarge(g.set.maxBody)
+			return nil, tooLarge(set.maxBody)
+		}
+		if bodyTimedOut(err) {
+			return nil, slowBody(set.readBodyTimeout)
 		}
 		return nil, badRequest("the request body could not be read")
 	}
@@ -295,7 +318,7 @@ func checkContentType(ct string) *apiError {
 // authenticate verifies the request's bearer token as the route asks:
 // required (401 without one), optional (a token given must be valid), or
 // none (any token is ignored); then the route's scopes (403).
-func (g *Gateway) authenticate(ctx context.Context, p *policy, header string) (*auth.Identity, *apiError) {
+func (l *live) authenticate(ctx context.Context, p *policy, header string) (*auth.Identity, *apiError) {
 	if p.auth == authNone {
 		return nil, nil
 	}
@@ -305,18 +328,18 @@ func (g *Gateway) authenticate(ctx context.Context, p *policy, header string) (*
 	}
 	var id *auth.Identity
 	if token != "" {
-		if id, e = g.verify(ctx, token); e != nil {
+		if id, e = l.verify(ctx, token); e != nil {
 			return nil, e
 		}
 	}
 	return id, authorize(p, id)
 }
 
-func (g *Gateway) verify(ctx context.Context, token string) (*auth.Identity, *apiError) {
-	if g.auth == nil {
+func (l *live) verify(ctx context.Context, token string) (*auth.Identity, *apiError) {
+	if l.auth == nil {
 		return nil, authError(auth.ErrRejected)
 	}
-	return g.auth.verify(ctx, token)
+	return l.auth.verify(ctx, token)
 }
 
 // authorize checks an identity (nil: none) against a route's auth and

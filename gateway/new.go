@@ -23,7 +23,8 @@ func New(node *runtime.Node, cfg *config.Config, opts ...Option) (*Gateway, erro
 	}
 	set := settingsOf(cfg)
 	var built io.Closer
-	if !hasVerifier(opts) {
+	ownAuth := !hasVerifier(opts)
+	if ownAuth {
 		v, closer, err := verifierOf(node, cfg.Auth)
 		if err != nil {
 			return nil, fmt.Errorf("wizard: gateway: New: auth: %w", err)
@@ -44,18 +45,8 @@ func New(node *runtime.Node, cfg *config.Config, opts ...Option) (*Gateway, erro
 		return nil, err
 	}
 	g.closers = append(g.closers, built)
+	g.cfg, g.ownAuth = cfg, ownAuth
 	return g, nil
-}
-
-// Reload swaps in cfg's route table atomically: requests already matched
-// finish on the old one. Only the routes change; the server's limits,
-// CORS, WebSocket and auth settings stay those the gateway was made with.
-func (g *Gateway) Reload(cfg *config.Config) error {
-	if cfg == nil || cfg.Table() == nil {
-		return errors.New("wizard: gateway: Reload: a nil or unparsed configuration")
-	}
-	g.swapTable(newConfigTable(cfg.Table()))
-	return nil
 }
 
 func hasVerifier(opts []Option) bool {
@@ -75,6 +66,7 @@ func settingsOf(cfg *config.Config) settings {
 		maxBody:           int64(cfg.Server.MaxBody),
 		maxHeaderBytes:    int(cfg.Server.MaxHeaderBytes),
 		readHeaderTimeout: cfg.Server.ReadHeaderTimeout,
+		readBodyTimeout:   cfg.Server.ReadBodyTimeout,
 		writeTimeout:      cfg.Server.WriteTimeout,
 		idleTimeout:       cfg.Server.IdleTimeout,
 		grace:             cfg.Server.ShutdownGrace,
@@ -109,6 +101,7 @@ func verifierOf(node *runtime.Node, a config.Auth) (auth.Verifier, io.Closer, er
 		j, err := auth.NewJWT(auth.JWTOptions{
 			Keys: keysOf(a.JWT.Keys), JWKSURL: a.JWT.JWKSURL, JWKSRefresh: a.JWT.Refresh,
 			Algorithms: a.JWT.Algorithms, Issuer: a.JWT.Issuer, Audience: a.JWT.Audience, Leeway: a.JWT.Leeway,
+			AllowNoSubject: a.JWT.AllowNoSubject,
 		})
 		if err != nil {
 			return nil, nil, err

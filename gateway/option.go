@@ -14,6 +14,7 @@ type options struct {
 	certFile string
 	keyFile  string
 	grace    time.Duration
+	bodyWait time.Duration
 	verifier verifier // tests, and the configuration's auth once built
 }
 
@@ -55,6 +56,21 @@ func WithShutdownGrace(d time.Duration) Option {
 			return errors.New("wizard: gateway: WithShutdownGrace: the grace period cannot be negative")
 		}
 		o.grace = d
+		return nil
+	})
+}
+
+// WithReadBodyTimeout bounds reading a request's body, counted from the
+// end of its headers (default 30s, or the configuration's
+// server.read_body_timeout): a body still arriving then is answered 408
+// and its connection closed, so a client that trickles a body cannot
+// hold a connection.
+func WithReadBodyTimeout(d time.Duration) Option {
+	return optionFunc(func(o *options) error {
+		if d < 0 {
+			return errors.New("wizard: gateway: WithReadBodyTimeout: the timeout cannot be negative")
+		}
+		o.bodyWait = d
 		return nil
 	})
 }

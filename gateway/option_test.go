@@ -52,7 +52,7 @@ func TestNewErrors(t *testing.T) {
 	if err := g.Close(); err != nil {
 		t.Errorf("a second Close: %v", err)
 	}
-	if err := g.Reload(nil); err == nil {
+	if _, err := g.Reload(nil); err == nil {
 		t.Error("Reload(nil): no error")
 	}
 }

@@ -15,9 +15,10 @@ import (
 // a trusted proxy is the client (what is left of it anyone could have
 // written); if every address is trusted, the leftmost. A malformed entry
 // ends the walk at the last address known good.
-func (g *Gateway) clientIP(r *http.Request) string {
+func (l *live) clientIP(r *http.Request) string {
 	peer := peerIP(r)
-	if len(g.set.trustedProxies) == 0 || !g.trusted(peer) {
+	proxies := l.set.trustedProxies
+	if len(proxies) == 0 || !trusted(proxies, peer) {
 		return peer
 	}
 	hops := r.Header.Values("X-Forwarded-For")
@@ -30,7 +31,7 @@ func (g *Gateway) clientIP(r *http.Request) string {
 				return client
 			}
 			client = a.Unmap().String()
-			if !g.trustedAddr(a) {
+			if !trustedAddr(proxies, a) {
 				return client
 			}
 		}
@@ -47,14 +48,14 @@ func peerIP(r *http.Request) string {
 	return host
 }
 
-func (g *Gateway) trusted(ip string) bool {
+func trusted(proxies []netip.Prefix, ip string) bool {
 	a, err := netip.ParseAddr(ip)
-	return err == nil && g.trustedAddr(a)
+	return err == nil && trustedAddr(proxies, a)
 }
 
-func (g *Gateway) trustedAddr(a netip.Addr) bool {
+func trustedAddr(proxies []netip.Prefix, a netip.Addr) bool {
 	a = a.Unmap()
-	for _, p := range g.set.trustedProxies {
+	for _, p := range proxies {
 		if p.Contains(a) {
 			return true
 		}

@@ -30,12 +30,12 @@ func TestClientIPTrustedProxies(t *testing.T) {
 		{"IPv6 client", trusted, "127.0.0.1:5000", []string{"2001:db8::1"}, "2001:db8::1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			g := &Gateway{set: settings{trustedProxies: c.trusted}}
+			g := proxyGateway(c.trusted)
 			r := &http.Request{RemoteAddr: c.remote, Header: http.Header{}}
 			for _, v := range c.xff {
 				r.Header.Add("X-Forwarded-For", v)
 			}
-			if got := g.clientIP(r); got != c.want {
+			if got := g.now().clientIP(r); got != c.want {
 				t.Errorf("clientIP = %q, want %q", got, c.want)
 			}
 		})
@@ -117,15 +117,15 @@ func FuzzClientIP(f *testing.F) {
 	f.Add("127.0.0.1:5000", "10.0.0.1,10.0.0.2")
 	f.Add("127.0.0.1:5000", "::ffff:10.0.0.1, 2001:db8::1, garbage")
 	f.Add("[::1]:5000", " , ,")
-	g := &Gateway{set: settings{trustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}}}
+	g := proxyGateway([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")})
 	f.Fuzz(func(t *testing.T, remote, xff string) {
 		r := &http.Request{RemoteAddr: remote, Header: http.Header{"X-Forwarded-For": {xff}}}
-		got := g.clientIP(r)
+		got := g.now().clientIP(r)
 		peer := peerIP(r)
 		if got == peer {
 			return
 		}
-		if !g.trusted(peer) {
+		if !trusted(g.now().set.trustedProxies, peer) {
 			t.Fatalf("peer %q is not trusted, yet the client is %q", peer, got)
 		}
 		for e := range strings.SplitSeq(xff, ",") {
@@ -135,4 +135,11 @@ func FuzzClientIP(f *testing.F) {
 		}
 		t.Fatalf("client %q is neither the peer %q nor in X-Forwarded-For %q", got, peer, xff)
 	})
+}
+
+// proxyGateway is a gateway that knows only its trusted proxies.
+func proxyGateway(trusted []netip.Prefix) *Gateway {
+	g := &Gateway{}
+	g.cur.Store(&live{set: settings{trustedProxies: trusted}})
+	return g
 }

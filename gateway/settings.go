@@ -13,6 +13,7 @@ type settings struct {
 	accessLog         bool
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
+	readBodyTimeout   time.Duration // a request's body, from the end of its headers
 	writeTimeout      time.Duration
 	idleTimeout       time.Duration
 	grace             time.Duration // graceful shutdown's drain bound
@@ -49,6 +50,7 @@ type rateSpec struct {
 const (
 	defaultMaxBody           = 1 << 20
 	defaultReadHeaderTimeout = 5 * time.Second
+	defaultReadBodyTimeout   = 30 * time.Second
 	defaultIdleTimeout       = 120 * time.Second
 	defaultGrace             = 10 * time.Second
 	defaultMaxMessage        = 64 << 10
@@ -71,6 +73,7 @@ func (s settings) withDefaults() settings {
 		s.maxBody = defaultMaxBody
 	}
 	def(&s.readHeaderTimeout, defaultReadHeaderTimeout)
+	def(&s.readBodyTimeout, defaultReadBodyTimeout)
 	def(&s.idleTimeout, defaultIdleTimeout)
 	def(&s.grace, defaultGrace)
 	def(&s.maxTimeout, defaultMaxTimeout)

@@ -64,7 +64,7 @@ func holdBusy(t *testing.T, tg *testGateway) func() {
 // exhaustSubject empties the bucket of the subject "limited".
 func exhaustSubject(t *testing.T, tg *testGateway) func() {
 	for i := 0; ; i++ {
-		if ok, _ := tg.subLim.allow("limited"); !ok {
+		if ok, _ := tg.now().subLim.allow("limited"); !ok {
 			break
 		}
 		if i > 1e6 {

@@ -40,6 +40,7 @@ const wsWriteTimeout = 10 * time.Second
 // timer. An idle connection holds one goroutine.
 type wsConn struct {
 	g    *Gateway
+	ws   wsSettings // as the connection was opened with
 	c    *websocket.Conn
 	nc   net.Conn // the hijacked connection, for write deadlines; nil: none
 	ip   string
@@ -83,14 +84,15 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 		e.retryAfter = retryAfter
 		return fail(e)
 	}
-	origins := g.set.ws.origins
+	l := g.now()
+	origins := l.set.ws.origins
 	if o := r.Header.Get("Origin"); o != "" && len(origins) > 0 && !originAllowed(origins, o) {
 		return fail(newAPIError(http.StatusForbidden, runtime.CodePermissionDenied, "origin "+clipString(o, 100)+" may not open a WebSocket here"))
 	}
-	if e := g.limit(g.ipLim, g.clientIP(r)); e != nil {
+	if e := g.limit(l.ipLim, l.clientIP(r)); e != nil {
 		return fail(e)
 	}
-	id, e := g.upgradeIdentity(r)
+	id, e := l.upgradeIdentity(r)
 	if e != nil {
 		return fail(e)
 	}
@@ -101,11 +103,11 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 		// allow-list (403), or not a WebSocket handshake (400, 426).
 		return http.StatusForbidden
 	}
-	c.SetReadLimit(g.set.ws.maxMessage)
+	c.SetReadLimit(l.set.ws.maxMessage)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	wc := &wsConn{
-		g: g, c: c, nc: hw.conn, ip: g.clientIP(r),
-		send: newSendQueue(g.set.ws.sendQueue),
+		g: g, ws: l.set.ws, c: c, nc: hw.conn, ip: l.clientIP(r),
+		send: newSendQueue(l.set.ws.sendQueue),
 		ctx:  ctx, cancel: cancel, inflight: make(map[string]context.CancelFunc),
 	}
 	if !g.addConn(wc) {
@@ -129,10 +131,10 @@ func (wc *wsConn) serve(id *auth.Identity) {
 	if id != nil {
 		wc.setIdentity(id)
 	}
-	if d := g.set.ws.idle; d > 0 {
+	if d := wc.ws.idle; d > 0 {
 		wc.idle = time.AfterFunc(d, func() { wc.closeWith(closeGoingAway, "idle") })
 	}
-	if d := g.set.ws.ping; d > 0 {
+	if d := wc.ws.ping; d > 0 {
 		wc.mu.Lock()
 		wc.pinger = time.AfterFunc(d, wc.ping)
 		wc.mu.Unlock()
@@ -150,7 +152,7 @@ func (wc *wsConn) serve(id *auth.Identity) {
 // Authorization header (clients that can set it), or the access_token
 // query parameter (browsers cannot set headers on a WebSocket; the first
 // auth frame keeps the token out of URLs and is preferred).
-func (g *Gateway) upgradeIdentity(r *http.Request) (*auth.Identity, *apiError) {
+func (l *live) upgradeIdentity(r *http.Request) (*auth.Identity, *apiError) {
 	token, e := bearer(r.Header.Get("Authorization"))
 	if e != nil {
 		return nil, e
@@ -161,7 +163,7 @@ func (g *Gateway) upgradeIdentity(r *http.Request) (*auth.Identity, *apiError) {
 	if token == "" {
 		return nil, nil
 	}
-	return g.verify(r.Context(), token)
+	return l.verify(r.Context(), token)
 }
 
 func (g *Gateway) addConn(wc *wsConn) bool {
@@ -218,7 +220,7 @@ func (wc *wsConn) read() {
 // active pushes the idle timeout back: the client is there.
 func (wc *wsConn) active() {
 	if wc.idle != nil {
-		wc.idle.Reset(wc.g.set.ws.idle)
+		wc.idle.Reset(wc.ws.idle)
 	}
 }
 
@@ -230,8 +232,8 @@ func (wc *wsConn) ping() {
 		return
 	}
 	defer wc.tasks.Done()
-	interval := wc.g.set.ws.ping
-	wait := max(interval, wc.g.set.ws.idle) // the pong may take until the idle timeout
+	interval := wc.ws.ping
+	wait := max(interval, wc.ws.idle) // the pong may take until the idle timeout
 	ctx, cancel := context.WithTimeout(wc.ctx, wait)
 	err := wc.c.Ping(ctx)
 	cancel()
@@ -266,7 +268,7 @@ func (wc *wsConn) invalid(fe *frameError) {
 	wc.garbage++
 	n := wc.garbage
 	wc.mu.Unlock()
-	if n >= wc.g.set.ws.maxGarbage {
+	if n >= wc.ws.maxGarbage {
 		wc.closeAfterQueued(closePolicy, "too many invalid frames")
 	}
 }
@@ -291,7 +293,7 @@ func (wc *wsConn) auth(f inFrame) {
 }
 
 func (wc *wsConn) authNow(f inFrame) {
-	id, e := wc.g.verify(wc.ctx, f.Token)
+	id, e := wc.g.now().verify(wc.ctx, f.Token)
 	ok := e == nil
 	out := outFrame{Type: frameAuth, ID: f.ID, OK: &ok}
 	if e != nil {
@@ -303,7 +305,14 @@ func (wc *wsConn) authNow(f inFrame) {
 		} // else verification is unavailable (503): the client may try again
 		return
 	}
-	wc.setIdentity(id)
+	if !wc.setIdentity(id) {
+		e := newAPIError(http.StatusForbidden, runtime.CodePermissionDenied, "the connection is authenticated as another subject: a token refreshes its own subject only; open a new connection for another")
+		eb := e.body()
+		ok = false
+		out.Status, out.Error = e.status, &eb
+		wc.enqueue(marshalFrame(out))
+		return
+	}
 	out.Subject = id.Subject
 	if !id.ExpiresAt.IsZero() {
 		out.ExpiresAt = id.ExpiresAt.UTC().Format(time.RFC3339)
@@ -312,11 +321,16 @@ func (wc *wsConn) authNow(f inFrame) {
 }
 
 // setIdentity makes id the connection's identity, closing the connection
-// (4001) when its token expires.
-func (wc *wsConn) setIdentity(id *auth.Identity) {
+// (4001) when its token expires. A connection keeps its subject: a token
+// of another subject or issuer changes nothing (false); one of the same
+// refreshes the scopes and the expiry.
+func (wc *wsConn) setIdentity(id *auth.Identity) bool {
 	id = connIdentity(id)
 	wc.mu.Lock()
 	defer wc.mu.Unlock()
+	if wc.id != nil && (wc.id.Subject != id.Subject || wc.id.Issuer != id.Issuer) {
+		return false
+	}
 	wc.id = id
 	if wc.expiry != nil {
 		wc.expiry.Stop()
@@ -327,6 +341,7 @@ func (wc *wsConn) setIdentity(id *auth.Identity) {
 			wc.closeWith(closeTokenExpired, "token expired")
 		})
 	}
+	return true
 }
 
 // connIdentity is what a connection keeps of a verified identity for its
@@ -354,7 +369,7 @@ func (wc *wsConn) request(f inFrame) {
 		e.retryAfter = retryAfter
 	case wc.inflight[id] != nil:
 		e = badRequest("request id " + id + " is already in flight on this connection")
-	case len(wc.inflight) >= wc.g.set.ws.maxInflight:
+	case len(wc.inflight) >= wc.ws.maxInflight:
 		e = newAPIError(http.StatusTooManyRequests, runtime.CodeResourceExhausted, "too many requests in flight on this connection")
 		e.retryAfter = 1
 	}
@@ -372,8 +387,8 @@ func (wc *wsConn) request(f inFrame) {
 		defer wc.reqs.Done()
 		defer cancel()
 		rid := newRequestID()
-		body, e := wc.serveReq(ctx, f, caller, rid)
-		write := wc.queue(resFrame(f.ID, rid, body, e))
+		r, e := wc.serveReq(ctx, f, caller, rid)
+		write := wc.queue(resFrameStatus(f.ID, rid, r.statusOr(), r.body, e))
 		// The id is free before its reply is written: a client may send
 		// it again as soon as it has the reply. A close that done or
 		// countLimited queues follows the reply.
@@ -398,7 +413,7 @@ func (wc *wsConn) countLimited(e *apiError) {
 	}
 	n := wc.limited
 	wc.mu.Unlock()
-	if n >= wc.g.set.ws.maxLimited {
+	if n >= wc.ws.maxLimited {
 		wc.closeAfterQueued(closeRateLimited, "rate limited")
 	}
 }
@@ -415,7 +430,7 @@ func (wc *wsConn) done(id string) {
 }
 
 // serveReq serves one req frame as its HTTP request would be served.
-func (wc *wsConn) serveReq(ctx context.Context, f inFrame, id *auth.Identity, rid string) (body []byte, e *apiError) {
+func (wc *wsConn) serveReq(ctx context.Context, f inFrame, id *auth.Identity, rid string) (r reply, e *apiError) {
 	g := wc.g
 	start := time.Now()
 	a := access{rid: rid}
@@ -423,7 +438,7 @@ func (wc *wsConn) serveReq(ctx context.Context, f inFrame, id *auth.Identity, ri
 		a.subject = id.Subject
 	}
 	defer func() {
-		a.status = 200
+		a.status = r.statusOr()
 		if e != nil {
 			a.status = e.status
 		}
@@ -431,24 +446,25 @@ func (wc *wsConn) serveReq(ctx context.Context, f inFrame, id *auth.Identity, ri
 	}()
 	u, err := url.ParseRequestURI(f.Path)
 	if err != nil {
-		return nil, badRequest("req frame's path is not a valid path")
+		return reply{}, badRequest("req frame's path is not a valid path")
 	}
-	if e := g.limit(g.ipLim, wc.ip); e != nil {
-		return nil, e
+	l := g.now()
+	if e := g.limit(l.ipLim, wc.ip); e != nil {
+		return reply{}, e
 	}
-	m, e := g.table().lookup(f.Method, u.EscapedPath())
+	m, e := l.t.lookup(f.Method, u.EscapedPath())
 	if e != nil {
-		return nil, e
+		return reply{}, e
 	}
 	a.route = m.policy.name
 	if e := authorize(m.policy, id); e != nil {
-		return nil, e
+		return reply{}, e
 	}
 	var raw []byte
 	if len(f.Body) > 0 && string(f.Body) != "null" {
 		raw = f.Body
 	}
-	return g.call(ctx, call{m: m, method: f.Method, path: u.Path, query: u.Query(), body: raw, hint: time.Duration(min(f.TimeoutMs, maxHintMs)) * time.Millisecond, id: id, rid: rid})
+	return g.call(ctx, call{l: l, m: m, method: f.Method, path: u.Path, query: u.Query(), body: raw, hint: time.Duration(min(f.TimeoutMs, maxHintMs)) * time.Millisecond, id: id, rid: rid})
 }
 
 // cancelReq cancels request id's mesh call, if it is in flight; its

@@ -268,7 +268,7 @@ func TestWebSocketAuth(t *testing.T) {
 
 func TestWebSocketTokenExpiry(t *testing.T) {
 	tg := newTestGateway(t, settings{})
-	tg.auth = authVerifier{testVerifier{"soon": {Subject: "s", ExpiresAt: time.Now().Add(200 * time.Millisecond)}}}
+	tg.now().auth = authVerifier{testVerifier{"soon": {Subject: "s", ExpiresAt: time.Now().Add(200 * time.Millisecond)}}}
 	c := dialWS(t, tg.ws, nil)
 	sendFrame(t, c, map[string]any{"type": "auth", "id": "a", "token": "soon"})
 	if f := mustReadFrame(t, c); !*f.OK || f.Subject != "s" {

@@ -105,7 +105,9 @@ a call of the pattern its route names, as the YAML configuration says:
 Usage:
   wizard-gateway -c FILE [flags]      serve
   wizard-gateway check-config FILE    check a configuration file and exit
-                                      (every problem, as FILE:LINE:COL: WHERE: REASON)
+                                      (every problem, as FILE:LINE:COL: WHERE: REASON;
+                                      then the TLS, key and gossip key files it names
+                                      are read and its JWKS fetched, as serving would)
 
 Flags (each also from its environment variable; the command line wins,
 and both win over the file):
@@ -123,8 +125,10 @@ and both win over the file):
 Endpoints: the routes; /healthz (the process is up); /readyz (joined to the
 mesh, keys loaded); the WebSocket path of the websocket section (/ws).
 
-Signals: SIGHUP reloads the routes from the file (a bad file keeps the old
-routes, and the log says why); SIGINT and SIGTERM shut down gracefully
+Signals: SIGHUP reloads the file as one: routes, CORS, rate limits, auth,
+body bounds (a bad file changes nothing, and the log says why; the listener's
+settings, the mesh and the log's format and output keep their old values and
+the log says "needs a restart: <setting>"); SIGINT and SIGTERM shut down gracefully
 (stop accepting, finish the requests in flight, close WebSockets with 1001,
 up to server.shutdown_grace).
 

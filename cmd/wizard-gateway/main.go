@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -61,12 +62,36 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: wizard-gateway check-config FILE")
 		return 2
 	}
-	if err := config.Check(args[0]); err != nil {
+	cfg, err := config.Load(args[0])
+	if err == nil {
+		err = checkServing(cfg)
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", args[0])
 	return 0
+}
+
+// checkServing checks what serving cfg needs beyond a valid file: the
+// gateway's key files, JWKS and TLS files ([gateway.Check]), the mesh's
+// TLS files and gossip key; each problem on a line of its own, naming
+// the file.
+func checkServing(cfg *config.Config) error {
+	errs := []error{gateway.Check(cfg)}
+	if t := cfg.Mesh.TLS; t != nil {
+		if _, _, err := meshTLS(t); err != nil {
+			errs = append(errs, fmt.Errorf("mesh.tls: %w", err))
+		}
+	}
+	if _, err := gossipKey(cfg.Mesh); err != nil {
+		errs = append(errs, fmt.Errorf("mesh: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s: the file is valid, but serving it would fail:\n%w", cfg.File(), err)
+	}
+	return nil
 }
 
 // serve runs the gateway until SIGINT or SIGTERM.
@@ -128,6 +153,7 @@ func serve(f *flags, stderr io.Writer, sigs <-chan os.Signal, serving func(strin
 	if serving != nil {
 		serving(ln.Addr().String())
 	}
+	grace := cfg.Server.ShutdownGrace + 5*time.Second // as served: a reload does not change it
 	for {
 		select {
 		case err := <-served:
@@ -138,11 +164,10 @@ func serve(f *flags, stderr io.Writer, sigs <-chan os.Signal, serving func(strin
 			return err
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
-				reload(g, f.config, log)
+				cfg = reload(g, f, cfg, log)
 				continue
 			}
 			log.Info("wizard-gateway: shutting down", "signal", s.String())
-			grace := cfg.Server.ShutdownGrace + 5*time.Second
 			ctx, cancel := context.WithTimeout(context.Background(), grace)
 			err := g.Shutdown(ctx)
 			if err != nil {
@@ -156,18 +181,61 @@ func serve(f *flags, stderr io.Writer, sigs <-chan os.Signal, serving func(strin
 	}
 }
 
-// reload swaps in the routes of the file at path; a bad file keeps the
-// old routes and the log says why.
-func reload(g *gateway.Gateway, path string, log *slog.Logger) {
-	cfg, err := config.Load(path)
+// reload applies the file again (see [gateway.Gateway.Reload]) and
+// returns the configuration now in force: a bad file changes nothing and
+// the log says why; settings that only a restart changes keep their old
+// values and the log names them.
+func reload(g *gateway.Gateway, f *flags, was *config.Config, log *slog.Logger) *config.Config {
+	cfg, err := config.Load(f.config)
+	var restart []string
 	if err == nil {
-		err = g.Reload(cfg)
+		applyMeshFlags(&cfg.Mesh, f)
+		restart, err = g.Reload(cfg)
 	}
 	if err != nil {
-		log.Error("wizard-gateway: reload failed; the old routes stay", "file", path, "err", err)
-		return
+		log.Error("wizard-gateway: reload failed; nothing changed", "file", f.config, "err", err)
+		return was
 	}
-	log.Info("wizard-gateway: reloaded", "file", path, "routes", len(cfg.Table().Routes()))
+	restart = slices.DeleteFunc(restart, func(s string) bool { return s == "server.listen" && sameListen(was, cfg, f) })
+	restart = append(restart, processRestart(was, cfg)...)
+	if len(restart) > 0 {
+		log.Warn("wizard-gateway: needs a restart: "+strings.Join(restart, ", ")+"; they keep their old values, the rest is reloaded", "file", f.config, "needs_restart", restart)
+	}
+	log.Info("wizard-gateway: reloaded", "file", f.config, "routes", len(cfg.Table().Routes()))
+	return cfg
+}
+
+// sameListen reports whether the listen address, with the flags over
+// the file, is the same in both configurations.
+func sameListen(was, now *config.Config, f *flags) bool {
+	a, errA := listenAddr(was.Server.Listen, f.ip, f.port)
+	b, errB := listenAddr(now.Server.Listen, f.ip, f.port)
+	return errA == nil && errB == nil && a == b
+}
+
+// processRestart names the program's settings, made once at start, that
+// differ from was to now: the mesh node and the log's format and output.
+func processRestart(was, now *config.Config) []string {
+	var out []string
+	if meshOf(&was.Mesh) != meshOf(&now.Mesh) {
+		out = append(out, "mesh")
+	}
+	if was.AccessLog.Format != now.AccessLog.Format {
+		out = append(out, "access_log.format")
+	}
+	if was.AccessLog.Output != now.AccessLog.Output {
+		out = append(out, "access_log.output")
+	}
+	return out
+}
+
+// meshOf is the mesh section as one comparable text.
+func meshOf(m *config.Mesh) string {
+	tls := ""
+	if m.TLS != nil {
+		tls = m.TLS.CertFile + "\x00" + m.TLS.KeyFile + "\x00" + m.TLS.CAFile
+	}
+	return fmt.Sprintf("%#v", []any{m.Transport, m.Listen, m.GossipListen, m.Seeds, m.DNS, m.Peers, m.GossipKey, m.GossipKeyFile, m.Segment, tls, m.Insecure})
 }
 
 // listenAddr is server.listen with the --ip and --port flags over it.

@@ -123,6 +123,86 @@ func TestListenAddr(t *testing.T) {
 	}
 }
 
+// TestReloadNeedsRestart: SIGHUP applies CORS with the routes, and a
+// setting only a restart changes is named in the log ("needs a
+// restart"), not passed over with "reloaded".
+func TestReloadNeedsRestart(t *testing.T) {
+	svc := echoNode(t)
+	cfgFile := filepath.Join(t.TempDir(), "gateway.yaml")
+	os.WriteFile(cfgFile, []byte("access_log: {format: text}\nroutes:\n  - {method: GET, path: /one, pattern: \"role:t,cmd:echo\"}\n"), 0o600)
+	base, stderr, sigs := startProgram(t, cfgFile, svc)
+	get := func() (int, string) {
+		req, _ := http.NewRequest("GET", base+"/one", nil)
+		req.Header.Set("Origin", "https://b.example")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return -1, ""
+		}
+		res.Body.Close()
+		return res.StatusCode, res.Header.Get("Access-Control-Allow-Origin")
+	}
+	until(t, "GET /one answers 200", func() bool { st, _ := get(); return st == 200 })
+	os.WriteFile(cfgFile, []byte("server: {read_header_timeout: 7s}\ncors: {origins: [\"https://b.example\"]}\naccess_log: {format: text}\nroutes:\n  - {method: GET, path: /one, pattern: \"role:t,cmd:echo\"}\n"), 0o600)
+	sigs <- syscall.SIGHUP
+	until(t, "the reload logged", func() bool { return strings.Contains(stderr.String(), "reloaded") })
+	if !strings.Contains(stderr.String(), "needs a restart: server.read_header_timeout") {
+		t.Errorf("the log does not say that read_header_timeout needs a restart:\n%s", stderr.String())
+	}
+	if st, origin := get(); st != 200 || origin != "https://b.example" {
+		t.Errorf("after the reload: %d, Access-Control-Allow-Origin %q; want 200 and the new origin", st, origin)
+	}
+}
+
+// echoNode is a mesh node on 127.0.0.1 serving role:t,cmd:echo.
+func echoNode(t *testing.T) *runtime.Node {
+	t.Helper()
+	tr, err := tcp.New(tcp.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := runtime.New(runtime.WithTransport(tr), runtime.WithListen("127.0.0.1:0"), runtime.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	svc.Add("role:t,cmd:echo", func(ctx context.Context, req runtime.Request) (any, error) { return req.Msg(), nil })
+	return svc
+}
+
+// startProgram runs the program on cfgFile in front of svc until the
+// test ends (then SIGTERM, and it must exit 0): its base URL, its
+// stderr and its signals.
+func startProgram(t *testing.T, cfgFile string, svc *runtime.Node) (string, *syncBuffer, chan<- os.Signal) {
+	t.Helper()
+	sigs := make(chan os.Signal, 1)
+	addrs := make(chan string, 1)
+	stderr := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"-c", cfgFile, "-i", "127.0.0.1", "-p", "0", "--listen-mesh", "127.0.0.1:0", "--peers", svc.Addr()}, noEnv, io.Discard, stderr, sigs, func(a string) { addrs <- a })
+	}()
+	t.Cleanup(func() {
+		sigs <- syscall.SIGTERM
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("exit %d after SIGTERM: %s", code, stderr.String())
+			}
+		case <-time.After(guard):
+			t.Error("did not exit after SIGTERM")
+		}
+	})
+	select {
+	case a := <-addrs:
+		return "http://" + a, stderr, sigs
+	case code := <-done:
+		t.Fatalf("exited %d: %s", code, stderr.String())
+	case <-time.After(guard):
+		t.Fatal("never served")
+	}
+	return "", nil, nil
+}
+
 // TestServeReload runs the program against a mesh node on 127.0.0.1:
 // a call through its route, a SIGHUP that swaps the routes, a bad file
 // that keeps them, and SIGTERM.

@@ -25,9 +25,16 @@
 // does not start without keys), then every [JWTOptions.JWKSRefresh] in the
 // background. A token whose kid no key has triggers a refresh and waits for
 // it, bounded by its context: at most one fetch runs at a time and at most
-// one starts per [JWTOptions.JWKSMinRefresh]; a token arriving when none
-// may start fails at once. Tokens of known kids never wait: they read the
-// current keys without a lock. A failed refresh keeps the keys there are.
+// one starts per [JWTOptions.JWKSMinRefresh]. A token arriving when none
+// may start waits for the next one that may, unless the last fetch was
+// already asked for its kid and did not bring it: then it fails at once.
+// So a key the JWKS has just gained is found on the next fetch allowed,
+// even right after a token of an unknown kid. Tokens of known kids never
+// wait: they read the current keys without a lock. A failed refresh keeps
+// the keys there are.
+//
+// A token must have a sub claim unless [JWTOptions.AllowNoSubject] says
+// otherwise: an identity without a subject cannot be told from another.
 //
 // # Delegation
 //

@@ -81,10 +81,15 @@ type jwks struct {
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
-	inflight chan struct{} // closed when the fetch in progress ends; nil when none
-	last     time.Time     // start of the last fetch
-	failures int           // consecutive failed fetches
+	inflight chan struct{}       // closed when the fetch in progress ends; nil when none
+	last     time.Time           // start of the last fetch
+	failures int                 // consecutive failed fetches
+	miss     map[string]struct{} // kids tokens waited for that the last fetch did not bring
 }
+
+// maxMissed bounds the kids remembered as missed; past it every unknown
+// kid is treated as missed until the next fetch.
+const maxMissed = 1024
 
 func newJWKS(o *JWTOptions, install func([]verifyKey)) *jwks {
 	s := &jwks{
@@ -174,6 +179,7 @@ func (s *jwks) refresh() <-chan struct{} {
 	}
 	done := make(chan struct{})
 	s.inflight, s.last = done, time.Now()
+	clear(s.miss)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -195,18 +201,74 @@ func (s *jwks) refresh() <-chan struct{} {
 }
 
 // await waits for a refresh on behalf of a token with an unknown kid: nil
-// when a refresh ended (the caller looks again), [ErrUnknownKey] when none
-// may start yet, [ReasonUnavailable] when ctx ends first.
-func (s *jwks) await(ctx context.Context) error {
-	done := s.refresh()
-	if done == nil {
-		return ErrUnknownKey
+// when a refresh ended (the caller looks again), [ErrUnknownKey] when the
+// last fetch already did not bring kid and the next may not start yet,
+// [ReasonUnavailable] when ctx ends first. A kid the last fetch was not
+// asked for waits for the next fetch the minimum interval allows: a key
+// the JWKS has just gained is found then, not refused until a later
+// token, and fetches stay at most one per interval whatever the kids.
+func (s *jwks) await(ctx context.Context, kid string) error {
+	var seen time.Time // the start of the last fetch when the token began to wait
+	for first := true; ; first = false {
+		done, wait, last := s.slot(kid)
+		if first {
+			seen = last
+		} else if done == nil && last.After(seen) {
+			return nil // a fetch began and ended while the token waited: look again
+		}
+		if done != nil {
+			select {
+			case <-done:
+				return nil
+			case <-ctx.Done():
+				return newError(ReasonUnavailable, "signing keys are being refreshed", ctx.Err())
+			}
+		}
+		if wait <= 0 {
+			return ErrUnknownKey
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return newError(ReasonUnavailable, "signing keys are being refreshed", ctx.Err())
+		case <-s.ctx.Done():
+			t.Stop()
+			return ErrUnknownKey
+		}
 	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return newError(ReasonUnavailable, "signing keys are being refreshed", ctx.Err())
+}
+
+// slot starts a fetch for kid, or returns the one in progress; else how
+// long until one may start (0: kid was missed by the last fetch, or the
+// key set is closed). last is the start of the last fetch.
+func (s *jwks) slot(kid string) (done <-chan struct{}, wait time.Duration, last time.Time) {
+	done = s.refresh()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last = s.last
+	if done != nil {
+		return done, 0, last
+	}
+	if s.ctx.Err() != nil || len(s.miss) >= maxMissed {
+		return nil, 0, last
+	}
+	if _, ok := s.miss[kid]; ok {
+		return nil, 0, last
+	}
+	return nil, max(time.Until(s.last.Add(s.minInterval)), time.Nanosecond), last
+}
+
+// missed records that the last fetch did not bring kid.
+func (s *jwks) missed(kid string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.miss == nil {
+		s.miss = make(map[string]struct{})
+	}
+	if len(s.miss) < maxMissed {
+		s.miss[kid] = struct{}{}
 	}
 }
 

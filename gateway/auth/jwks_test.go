@@ -241,36 +241,82 @@ func TestJWKSRefreshTiming(t *testing.T) {
 			}
 		}
 		requests(1, "start")
+		// A kid no fetch was asked for waits for the next fetch the
+		// interval allows (5s after the start's).
+		start := time.Now()
 		verify(auth.ReasonUnknownKey, "unknown kid right after the start")
-		requests(1, "unknown kid right after the start")
+		if d := time.Since(start); d != 5*time.Second {
+			t.Errorf("unknown kid right after the start answered after %v, want 5s (the next fetch allowed)", d)
+		}
+		requests(2, "unknown kid right after the start")
+		verify(auth.ReasonUnknownKey, "the same kid again")
+		requests(2, "the same kid, which the last fetch did not bring")
+		if d := time.Since(start); d != 5*time.Second {
+			t.Errorf("a kid the last fetch did not bring waited %v, want none", d-5*time.Second)
+		}
 		time.Sleep(5 * time.Second)
 		verify(auth.ReasonUnknownKey, "unknown kid after 5s")
-		requests(2, "unknown kid after 5s")
+		requests(3, "unknown kid after 5s")
 		time.Sleep(4 * time.Second)
 		verify(auth.ReasonUnknownKey, "unknown kid 4s later")
-		requests(2, "unknown kid 4s later")
+		requests(3, "unknown kid 4s later")
 
-		// The background refresh a minute after the last fetch brings b.
+		// The background refresh a minute after the start brings b.
 		ks.set(jwksOf(t, jwkOf(t, "b", &b.PublicKey)), http.StatusOK)
-		time.Sleep(time.Minute - 9*time.Second)
-		requests(3, "a minute after the start")
+		time.Sleep(time.Minute - 14*time.Second)
+		requests(4, "a minute after the start")
 		if _, err := j.Verify(t.Context(), unknown); err != nil {
 			t.Errorf("after the background refresh: %v", err)
 		}
-		requests(3, "the kid the refresh brought")
+		requests(4, "the kid the refresh brought")
 
 		// A failing server: retried after 5s, 10s, 20s, ..., the keys kept.
 		ks.set(nil, http.StatusInternalServerError)
 		time.Sleep(time.Minute)
-		requests(4, "the refresh that fails")
+		requests(5, "the refresh that fails")
 		for i, wait := range []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, time.Minute} {
 			time.Sleep(wait - time.Millisecond)
-			requests(int32(5+i-1), fmt.Sprintf("just before retry %d", i+1))
+			requests(int32(6+i-1), fmt.Sprintf("just before retry %d", i+1))
 			time.Sleep(time.Millisecond)
-			requests(int32(5+i), fmt.Sprintf("retry %d after %v", i+1, wait))
+			requests(int32(6+i), fmt.Sprintf("retry %d after %v", i+1, wait))
 		}
 		if _, err := j.Verify(t.Context(), unknown); err != nil {
 			t.Errorf("with the server failing: %v", err)
+		}
+	})
+}
+
+// TestJWKSNewKeyAfterUnknownKid: after a token whose kid the JWKS does
+// not have, a token of a key the JWKS has gained since verifies (on the
+// next fetch the minimum interval allows), not 401 until a later one;
+// the garbage kid stays refused.
+func TestJWKSNewKeyAfterUnknownKid(t *testing.T) {
+	a, b := rsaKeys()[0], rsaKeys()[1]
+	synctest.Test(t, func(t *testing.T) {
+		ks := newKeyServer(jwksOf(t, jwkOf(t, "a", &a.PublicKey)))
+		j, err := auth.NewJWT(auth.JWTOptions{JWKSURL: "https://id.test/jwks.json", HTTPClient: &http.Client{Transport: ks}, JWKSMinRefresh: 3 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		start := time.Now()
+		time.Sleep(3 * time.Second)
+		garbage := sign(t, jwt.SigningMethodRS256, b, "garbage", claims(nil))
+		if _, err := j.Verify(t.Context(), garbage); reasonOf(err) != auth.ReasonUnknownKey {
+			t.Fatalf("unknown kid: %v", err)
+		}
+		ks.set(jwksOf(t, jwkOf(t, "a", &a.PublicKey), jwkOf(t, "b", &b.PublicKey)), http.StatusOK) // the key rotates in
+		if _, err := j.Verify(t.Context(), sign(t, jwt.SigningMethodRS256, b, "b", claims(nil))); err != nil {
+			t.Errorf("the new key right after an unknown kid: %v, want it verified", err)
+		}
+		if _, err := j.Verify(t.Context(), garbage); reasonOf(err) != auth.ReasonUnknownKey {
+			t.Errorf("the unknown kid again: %v", err)
+		}
+		synctest.Wait()
+		// The start, the unknown kid, the new key, the unknown kid that
+		// the last fetch was not asked for: one each 3s, no more.
+		if got, took := ks.requests.Load(), time.Since(start); got != 4 || took != 9*time.Second {
+			t.Errorf("%d JWKS requests in %v, want 4 in 9s", got, took)
 		}
 	})
 }

@@ -49,6 +49,11 @@ type JWTOptions struct {
 	Audience []string
 	// Leeway is the clock skew allowed on exp, nbf and iat (default 0).
 	Leeway time.Duration
+	// AllowNoSubject accepts a token without a sub claim (an identity
+	// with an empty Subject, which per-subject limits and WebSocket
+	// connections cannot tell apart). By default such a token is refused
+	// (401, [ReasonClaims]).
+	AllowNoSubject bool
 	// MaxTokenSize bounds the token, in bytes (default 16 KiB).
 	MaxTokenSize int
 	// Logger receives a Warn for a failed JWKS refresh (default
@@ -230,10 +235,26 @@ func (j *JWT) Verify(ctx context.Context, token string) (*Identity, error) {
 	if err == nil || j.jwks == nil || !errors.Is(err, errNeedKeys) {
 		return id, err
 	}
-	if err := j.jwks.await(ctx); err != nil {
+	kid := kidOf(token)
+	if err := j.jwks.await(ctx, kid); err != nil {
 		return nil, err
 	}
-	return j.parse(token)
+	id, err = j.parse(token)
+	if errors.Is(err, errNeedKeys) {
+		j.jwks.missed(kid)
+	}
+	return id, err
+}
+
+// kidOf is the kid of a token's header, unverified ("" for none): what
+// the JWKS was looked up for.
+func kidOf(token string) string {
+	t, _, err := jwt.NewParser().ParseUnverified(token, jwt.MapClaims{})
+	if err != nil {
+		return ""
+	}
+	kid, _ := t.Header["kid"].(string)
+	return kid
 }
 
 // parse verifies token against the current keys.
@@ -243,7 +264,7 @@ func (j *JWT) parse(token string) (*Identity, error) {
 	if err != nil {
 		return nil, j.classify(t, claims, err)
 	}
-	return identityOf(claims)
+	return identityOf(claims, j.opts.AllowNoSubject)
 }
 
 // keyfunc returns the keys for t's algorithm and kid.
@@ -305,8 +326,8 @@ func (j *JWT) classify(t *jwt.Token, claims jwt.MapClaims, err error) *Error {
 }
 
 // identityOf reads an identity from verified claims; a sub, iss or aud of
-// the wrong type is an error of [ReasonClaims].
-func identityOf(c jwt.MapClaims) (*Identity, error) {
+// the wrong type, or no sub unless allowed, is an error of [ReasonClaims].
+func identityOf(c jwt.MapClaims, allowNoSubject bool) (*Identity, error) {
 	id := &Identity{Claims: c, Scopes: scopesOf(c)}
 	var errs [4]error
 	id.Subject, errs[0] = c.GetSubject()
@@ -316,6 +337,9 @@ func identityOf(c jwt.MapClaims) (*Identity, error) {
 	errs[3] = err
 	if err := errors.Join(errs[:]...); err != nil || exp == nil {
 		return nil, newError(ReasonClaims, "", err)
+	}
+	if id.Subject == "" && !allowNoSubject {
+		return nil, newError(ReasonClaims, "token has no sub", nil)
 	}
 	id.ExpiresAt = exp.Time
 	return id, nil

@@ -183,6 +183,8 @@ func TestJWTRejects(t *testing.T) {
 		{"no exp", rs("r1", claims(map[string]any{"exp": nil})), auth.ReasonClaims},
 		{"exp a string", rs("r1", claims(map[string]any{"exp": "tomorrow"})), auth.ReasonClaims},
 		{"sub a number", rs("r1", claims(map[string]any{"sub": 7})), auth.ReasonClaims},
+		{"no sub", rs("r1", claims(map[string]any{"sub": nil})), auth.ReasonClaims},
+		{"empty sub", rs("r1", claims(map[string]any{"sub": ""})), auth.ReasonClaims},
 		{"kid a number", strings.Join([]string{b64json(t, map[string]any{"alg": "RS256", "kid": 1}), parts[1], parts[2]}, "."), auth.ReasonMalformed},
 		{"crit header", func() string {
 			tok := jwt.NewWithClaims(jwt.SigningMethodRS256, claims(nil))
@@ -195,6 +197,17 @@ func TestJWTRejects(t *testing.T) {
 		{"too large", good + strings.Repeat("A", 16<<10), auth.ReasonMalformed},
 		{"empty", "", auth.ReasonMissing},
 	})
+}
+
+// TestJWTAllowNoSubject: AllowNoSubject accepts a token without sub, as
+// an identity with an empty subject.
+func TestJWTAllowNoSubject(t *testing.T) {
+	secret := hmacSecret()
+	j := newJWT(t, auth.JWTOptions{Keys: []auth.Key{{Secret: secret}}, AllowNoSubject: true})
+	id, err := j.Verify(t.Context(), sign(t, jwt.SigningMethodHS256, secret, "", claims(map[string]any{"sub": nil})))
+	if err != nil || id.Subject != "" {
+		t.Errorf("no sub, allowed: %+v, %v", id, err)
+	}
 }
 
 func b64json(t *testing.T, v any) string {

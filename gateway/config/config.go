@@ -42,6 +42,10 @@ type Server struct {
 	// ReadHeaderTimeout bounds reading a request's headers; 5s by
 	// default.
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	// ReadBodyTimeout bounds reading a request's body, from the end of
+	// its headers: a body still arriving then is answered 408 and its
+	// connection closed; 30s by default.
+	ReadBodyTimeout time.Duration `yaml:"read_body_timeout"`
 	// IdleTimeout closes a keep-alive connection idle this long; 2m by
 	// default.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
@@ -192,6 +196,9 @@ type JWT struct {
 	Leeway time.Duration `yaml:"leeway"`
 	// Refresh is how often the JWKS is fetched again; 5m by default.
 	Refresh time.Duration `yaml:"refresh"`
+	// AllowNoSubject accepts tokens without a sub claim; false by
+	// default: such a token is refused (401).
+	AllowNoSubject bool `yaml:"allow_no_subject"`
 
 	node
 }

@@ -46,7 +46,7 @@ routes:
 `,
 			want: []string{
 				"gateway.yaml:2:3: server: unknown key \"listn\"; did you mean \"listen\"?",
-				"gateway.yaml:3:3: server: unknown key \"foo\"; known keys: idle_timeout, listen, max_body, max_header_bytes, read_header_timeout, shutdown_grace, tls, trusted_proxies, write_timeout",
+				"gateway.yaml:3:3: server: unknown key \"foo\"; known keys: idle_timeout, listen, max_body, max_header_bytes, read_body_timeout, read_header_timeout, shutdown_grace, tls, trusted_proxies, write_timeout",
 			},
 		},
 		{

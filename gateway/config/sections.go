@@ -16,6 +16,7 @@ import (
 const (
 	DefaultListen            = ":8080"
 	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadBodyTimeout   = 30 * time.Second
 	DefaultIdleTimeout       = 2 * time.Minute
 	DefaultMaxBody           = 1 << 20
 	DefaultMaxHeaderBytes    = 64 << 10
@@ -32,6 +33,7 @@ func (v *validator) server(s *Server) {
 		v.hostPort(&s.node, "server", "listen", s.Listen)
 	}
 	v.positive(&s.node, "server", "read_header_timeout", &s.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	v.positive(&s.node, "server", "read_body_timeout", &s.ReadBodyTimeout, DefaultReadBodyTimeout)
 	v.positive(&s.node, "server", "idle_timeout", &s.IdleTimeout, DefaultIdleTimeout)
 	if s.has("write_timeout") && s.WriteTimeout <= 0 {
 		v.add(s.at("write_timeout"), "server.write_timeout", "must be positive")
