@@ -1,8 +1,11 @@
 package lb
 
 import (
+	"fmt"
 	"testing"
 	"testing/synctest"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestBreakerDrop: a Breaker's own Drop forgets it in its set, as
@@ -82,5 +85,60 @@ func TestConsistentHashOwnerAtOrAfter(t *testing.T) {
 	}
 	if tried < 10 {
 		t.Fatalf("only %d keys tried", tried)
+	}
+}
+
+// TestConsistentHashKnownOwners pins the owners of a few keys over a fixed
+// set: routing depends only on names, replicas and weights, and must not
+// change between versions, or processes on different versions would send
+// a key to different targets.
+func TestConsistentHashKnownOwners(t *testing.T) {
+	c := mustHash(func(s string) string { return s }, 0)
+	c.Add("10.0.0.3:7000", 2)
+	c.Add("10.0.0.1:7000", 1)
+	c.Add("10.0.0.2:7000", 1)
+	const a, b, w = "10.0.0.1:7000", "10.0.0.2:7000", "10.0.0.3:7000"
+	// Two points each: their places on the circle.
+	two := newHash(2, a, b)
+	two.Pick("", nil)
+	var points []string
+	for _, p := range two.circle.Load().points {
+		points = append(points, fmt.Sprintf("%#x %s", p.hash, p.owner.name))
+	}
+	want := []string{"0x284cc1e1e9b566c1 " + a, "0x7eaeb753bcd4effa " + b, "0xb69bbca73e27f8b3 " + a, "0xd9138b7022ce9092 " + b}
+	if diff := cmp.Diff(want, points); diff != "" {
+		t.Errorf("points of %s and %s at 2 replicas (-want +got):\n%s", a, b, diff)
+	}
+	for _, tc := range []struct{ key, owner string }{
+		{"", w}, {"a", w}, {"user-1", w}, {"user-2", w}, {"user-3", b}, {"user-4", a},
+		{"user-5", b}, {"cart:42", a}, {"order:7", b}, {"session:abc", w}, {"x", w}, {"y", a},
+	} {
+		if got, _ := c.Pick(tc.key, nil); got != tc.owner {
+			t.Errorf("key %q: owner %s, want %s", tc.key, got, tc.owner)
+		}
+	}
+}
+
+// TestConsistentHashIndexShortScan: Pick finds a key's point through the
+// index of top bits, then scans a few points at most, never the circle.
+func TestConsistentHashIndexShortScan(t *testing.T) {
+	c := newHash(0, names(100)...) // 10,000 points
+	c.Pick("", nil)
+	circ := c.circle.Load()
+	longest := 0
+	for i := range 20_000 {
+		h := keyHash(fmt.Sprint("k", i))
+		start := int(circ.first[h>>circ.shift])
+		if start > 0 && circ.points[start-1].hash >= h {
+			t.Fatalf("index slot of %x starts at point %d, past the key's point", h, start)
+		}
+		end := start
+		for end < len(circ.points) && circ.points[end].hash < h {
+			end++
+		}
+		longest = max(longest, end-start)
+	}
+	if longest > 32 {
+		t.Errorf("longest scan from the index: %d points of %d, want a few", longest, len(circ.points))
 	}
 }
