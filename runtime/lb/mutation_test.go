@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -140,5 +141,32 @@ func TestConsistentHashIndexShortScan(t *testing.T) {
 	}
 	if longest > 32 {
 		t.Errorf("longest scan from the index: %d points of %d, want a few", longest, len(circ.points))
+	}
+}
+
+// TestBreakerOptionEdges: each option accepts the edges of its range and
+// refuses the value just outside.
+func TestBreakerOptionEdges(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opt  BreakerOption
+		ok   bool
+	}{
+		{"threshold 1 of 1", WithFailureThreshold(1, 1), true},
+		{"threshold 0 of 1", WithFailureThreshold(0, 1), false},
+		{"threshold 2 of 1", WithFailureThreshold(2, 1), false},
+		{"rate 1 over 1 call in 1ns", WithFailureRate(1, 1, time.Nanosecond), true},
+		{"rate over 0 calls", WithFailureRate(0.5, 0, time.Second), false},
+		{"rate in -1ns", WithFailureRate(0.5, 1, -time.Nanosecond), false},
+		{"success 1 of 1", WithSuccessThreshold(1, 1), true},
+		{"success 3 of 3", WithSuccessThreshold(3, 3), true},
+		{"success 3 of 2", WithSuccessThreshold(3, 2), false},
+		{"delay 1ns", WithDelay(time.Nanosecond), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := NewBreakers[string](tt.opt); (err == nil) != tt.ok {
+				t.Errorf("NewBreakers: %v, want accepted %v", err, tt.ok)
+			}
+		})
 	}
 }
