@@ -178,13 +178,28 @@ func (v *validator) routeAuth(r *Route, where string) {
 		v.add(r.at("auth"), join(where, "auth"), "%s needs an auth section (auth.jwt or auth.delegate)", r.Auth)
 	}
 	for i, s := range r.Scopes {
-		if s == "" || strings.ContainsAny(s, " \t\r\n\"") {
-			v.add(r.at("scopes"), join(where, "scopes")+"["+strconv.Itoa(i)+"]", "bad scope %s", strconv.Quote(s))
+		if !isScope(s) {
+			v.add(r.at("scopes"), join(where, "scopes")+"["+strconv.Itoa(i)+"]", "bad scope %s: a scope is printable ASCII without spaces, '\"' or '\\' (RFC 6749)", strconv.Quote(s))
 		}
 	}
 	if len(r.Scopes) > 0 && r.Auth == AuthNone {
 		v.add(r.at("scopes"), join(where, "scopes"), "scopes need auth required or optional, not none")
 	}
+}
+
+// isScope reports whether s is an OAuth scope-token (RFC 6749 section
+// 3.3): a token's scopes are split at white space, so a scope holding
+// any, or a control character, could never be granted.
+func isScope(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 func validAuth(m AuthMode) bool {
