@@ -5,9 +5,11 @@
 //
 //	import wizotel "github.com/wizardmesh/wizard/otel"
 //
+//	tr, err := tcp.New()
+//	if err != nil { ... }
 //	node, err := runtime.New(
 //		wizotel.Instrument(wizotel.WithTracerProvider(tp), wizotel.WithMeterProvider(mp)),
-//		runtime.WithTransport(tcp.New()), ...)
+//		runtime.WithTransport(tr), ...)
 //
 // [Instrument] returns one node option: a handler interceptor, a call
 // interceptor and a [runtime.Observer]. Without providers (none given,
