@@ -153,7 +153,8 @@
 // only when it is [Idempotent], within a retry budget. A call that is not
 // idempotent is sent again, same id, to the same run of its peer when its
 // connection drops after it was written — once that run of the peer is
-// back, within the call's deadline and at most 20s — and the serving node
+// back, within the call's deadline and at most 20s (a second when the peer
+// went silent rather than closed the connection) — and the serving node
 // answers the copy from its de-duplication table ([WithDedup]): the
 // handler runs once. A copy whose answer the table dropped for room (other
 // callers' answers filled it) gets [ErrAnswerDropped], [CodeDataLoss]: the

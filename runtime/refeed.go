@@ -22,7 +22,7 @@ func (n *Node) callPeer(ctx context.Context, p *peer, m *Message, refeed bool) (
 		// run. Send it again, same id, once the same run of p is back; its
 		// de-duplication runs the call at most once. Another run of p (a
 		// restart) does not know the call: it gets nothing.
-		next := n.awaitReconnect(ctx, p, box)
+		next := n.awaitReconnect(ctx, p, box, refeedWait(err))
 		if next == nil || next.instance() != inst {
 			break
 		}
@@ -50,13 +50,28 @@ func goneAway(c Conn) bool {
 	return ok && g.GoAway()
 }
 
-// refeedWindow bounds how long a call whose connection dropped waits for
-// the same run of its peer to come back, within the call's deadline,
+// refeedWindow bounds how long a call whose connection was closed waits
+// for the same run of its peer to come back, within the call's deadline,
 // before it fails. The serving node remembers a call it ran for its
 // de-duplication table's ttl (30s by default) whatever the answers
 // filling the table, so a copy sent within this window runs at most
-// once there (see [WithDedup]).
-const refeedWindow = 20 * time.Second
+// once there (see [WithDedup]). A peer that went silent (it did not
+// answer a ping in time) is likely cut off for longer: its calls wait
+// silentRefeedWindow, so that they do not hold their callers through a
+// partition.
+const (
+	refeedWindow       = 20 * time.Second
+	silentRefeedWindow = time.Second
+)
+
+// refeedWait is how long a call lost with err waits for its peer.
+func refeedWait(err error) time.Duration {
+	var t interface{ Timeout() bool }
+	if errors.As(err, &t) && t.Timeout() {
+		return silentRefeedWindow
+	}
+	return refeedWindow
+}
 
 // lostAfterSent reports whether err says the connection was lost after the
 // call was written (not refused with a code, not surely unsent).
@@ -70,14 +85,15 @@ func lostAfterSent(err error) bool {
 
 // awaitReconnect waits until p has a connection other than old whose
 // peer instance is known, polling with jittered backoff. It returns nil
-// when ctx ends (the call's deadline), p leaves or discovery reports it
-// down, a dial finds no one listening at p's address (the run it had is
-// gone) or refeedWindow passes.
-func (n *Node) awaitReconnect(ctx context.Context, p *peer, old *connBox) *connBox {
+// when ctx ends (the call's deadline), p leaves or discovery suspects it
+// or reports it down (a partition: the caller learns at once that the
+// call may have run, rather than holding it), a dial finds no one
+// listening at p's address (the run it had is gone) or window passes.
+func (n *Node) awaitReconnect(ctx context.Context, p *peer, old *connBox, window time.Duration) *connBox {
 	const minWait, maxWait = time.Millisecond, 100 * time.Millisecond
 	wait := minWait
 	lost := time.Now()
-	giveUp := lost.Add(refeedWindow)
+	giveUp := lost.Add(window)
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -89,7 +105,7 @@ func (n *Node) awaitReconnect(ctx context.Context, p *peer, old *connBox) *connB
 			}
 		}
 		left := time.Until(giveUp)
-		if left <= 0 || p.refusedAt.Load() > lost.UnixNano() || goneAway(old.c) || p.down.Load() {
+		if left <= 0 || p.refusedAt.Load() > lost.UnixNano() || goneAway(old.c) || p.suspect.Load() || p.down.Load() {
 			return nil
 		}
 		t.Reset(min(wait/2+rand.N(wait/2+1), left))

@@ -12,5 +12,5 @@ import (
 // TestRefeedAfterAnswersDropped: a call refed after other callers'
 // answers filled the server's de-duplication table does not run again.
 func TestRefeedAfterAnswersDropped(t *testing.T) {
-	transporttest.RefeedAfterAnswersDropped(t, func(t testing.TB) runtime.Transport { return newTransport(t, quic.WithInsecureSelfSigned()) }, link.UDP)
+	transporttest.RefeedAfterAnswersDropped(t, func(t testing.TB) runtime.Transport { return newTransport(t, quic.WithInsecureSelfSigned()) }, link.UDP, true)
 }

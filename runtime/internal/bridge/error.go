@@ -28,6 +28,10 @@ func (e *connError) Error() string {
 	return e.where + what + e.why
 }
 
+// Timeout reports whether the connection was lost because its peer went
+// silent (it did not answer a ping in time), not because it was closed.
+func (e *connError) Timeout() bool { return errors.Is(e.err, mux.ErrKeepAliveTimeout) }
+
 func (e *connError) Unwrap() []error {
 	if e.notSent {
 		return []error{runtime.ErrNotSent, e.err}
