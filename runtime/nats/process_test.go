@@ -18,8 +18,8 @@ import (
 )
 
 // restartHold is how long a caller must keep reaching the node once the
-// broker is back: past the dead-node timeout deadAfter, which a stranded
-// caller used to drop the node after; WIZARD_NATS_SOAK=1 holds for a
+// broker is back: past the dead-node timeout deadAfter, after which a
+// stranded caller would drop the node; WIZARD_NATS_SOAK=1 holds for a
 // minute.
 func restartHold(deadAfter time.Duration) time.Duration {
 	if os.Getenv("WIZARD_NATS_SOAK") == "1" {
