@@ -294,11 +294,7 @@ func TestJWKSNewKeyAfterUnknownKid(t *testing.T) {
 	a, b := rsaKeys()[0], rsaKeys()[1]
 	synctest.Test(t, func(t *testing.T) {
 		ks := newKeyServer(jwksOf(t, jwkOf(t, "a", &a.PublicKey)))
-		j, err := auth.NewJWT(auth.JWTOptions{JWKSURL: "https://id.test/jwks.json", HTTPClient: &http.Client{Transport: ks}, JWKSMinRefresh: 3 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer j.Close()
+		j := jwksVerifier(t, ks)
 		start := time.Now()
 		time.Sleep(3 * time.Second)
 		garbage := sign(t, jwt.SigningMethodRS256, b, "garbage", claims(nil))
