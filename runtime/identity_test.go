@@ -17,14 +17,7 @@ const warnedMisidentified = "level=WARN msg=\"wizard: peer not routed: it answer
 // id announced there: it is routed at once, without a warning.
 func TestRestartRoutedAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var logs testlog.Buffer
-		net := newMemNet()
-		s, _ := memNode(t, net, "s", "role:r")
-		c, d := memNode(t, net, "c")
-		c.log = logs.Logger()
-		d.host.PeerUp(Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()})
-		synctest.Wait()
-		waitRoute(t, c, "role:r", "s")
+		net, s, c, d, logs := announcedPair(t)
 
 		s.Close()
 		s2, _ := memNode(t, net, "s", "role:r")
@@ -52,14 +45,7 @@ func TestRestartRoutedAtOnce(t *testing.T) {
 // and is warned of once.
 func TestImpostorOfARunNotRouted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var logs testlog.Buffer
-		net := newMemNet()
-		s, _ := memNode(t, net, "s", "role:r")
-		c, d := memNode(t, net, "c")
-		c.log = logs.Logger()
-		d.host.PeerUp(Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()})
-		synctest.Wait()
-		waitRoute(t, c, "role:r", "s")
+		net, s, c, d, logs := announcedPair(t)
 
 		net.serve("h", serverFunc(func(ctx context.Context, m *Message) *Message {
 			if m.Pattern == CatalogPattern {
@@ -133,4 +119,19 @@ func TestImpostorAnnouncedFirst(t *testing.T) {
 			t.Errorf("warned of %d times, want once:\n%s", got, logs.String())
 		}
 	})
+}
+
+// announcedPair is a node s serving role:r, announced to a caller c by
+// its discovery d under its id and run, and routed; c logs to logs.
+func announcedPair(t *testing.T) (*memNet, *Node, *Node, *hostDiscovery, *testlog.Buffer) {
+	t.Helper()
+	logs := new(testlog.Buffer)
+	net := newMemNet()
+	s, _ := memNode(t, net, "s", "role:r")
+	c, d := memNode(t, net, "c")
+	c.log = logs.Logger()
+	d.host.PeerUp(Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()})
+	synctest.Wait()
+	waitRoute(t, c, "role:r", "s")
+	return net, s, c, d, logs
 }
