@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/internal/testkit/need"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
 )
 
 // serverModule is the nats-server module the go.mod pins; [Binary]
@@ -94,26 +95,8 @@ type Process struct {
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
-	exited chan struct{} // closed once cmd is gone
-	out    *lockedBuffer
-}
-
-// lockedBuffer is a process's output, written by exec's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(b)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
+	exited chan struct{}   // closed once cmd is gone
+	out    *testlog.Buffer // the process's output, written by exec's goroutines
 }
 
 // StartProcess starts a nats-server process on 127.0.0.1 and a free port,
@@ -156,7 +139,7 @@ func (p *Process) Port() int { return p.port }
 
 func (p *Process) start() {
 	p.t.Helper()
-	out := &lockedBuffer{}
+	out := &testlog.Buffer{}
 	cmd := exec.Command(p.bin, append([]string{"-a", "127.0.0.1", "-p", fmt.Sprint(p.port), "-c", p.conf}, p.args...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
