@@ -207,16 +207,7 @@ func startProgram(t *testing.T, cfgFile string, svc *runtime.Node) (string, *syn
 // a call through its route, a SIGHUP that swaps the routes, a bad file
 // that keeps them, and SIGTERM.
 func TestServeReload(t *testing.T) {
-	tr, err := tcp.New(tcp.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := runtime.New(runtime.WithTransport(tr), runtime.WithListen("127.0.0.1:0"), runtime.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close() })
-	svc.Add("role:t,cmd:echo", func(ctx context.Context, req runtime.Request) (any, error) { return req.Msg(), nil })
+	svc := echoNode(t)
 
 	cfgFile := filepath.Join(t.TempDir(), "gateway.yaml")
 	write := func(routes string) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -321,10 +323,7 @@ func (b *broker) lost(err error) {
 // what was announced while it was away did not reach them.
 func (b *broker) reconnected() {
 	b.mu.Lock()
-	ds := make([]*Discovery, 0, len(b.discoveries))
-	for d := range b.discoveries {
-		ds = append(ds, d)
-	}
+	ds := slices.Collect(maps.Keys(b.discoveries))
 	b.mu.Unlock()
 	for _, d := range ds {
 		d.rejoin()
