@@ -17,7 +17,7 @@ func (n *Node) callPeer(ctx context.Context, p *peer, m *Message, refeed bool) (
 	}
 	inst := box.instance()
 	reply, err := send(ctx, box.c, m)
-	for refeed && inst != "" && lostAfterSent(err) && ctx.Err() == nil && !goneAway(box.c) {
+	for refeed && inst != "" && lostAfterSent(err) && ctx.Err() == nil {
 		// The connection dropped after the call was written: it may have
 		// run. Send it again, same id, once the same run of p is back; its
 		// de-duplication runs the call at most once. Another run of p (a
