@@ -6,11 +6,11 @@ import (
 	"flag"
 )
 
-func init() {
-	commands = append(commands, &command{
-		name: "act",
-		args: "PATTERN [DATA] | MESSAGE",
-		summary: `Call a pattern and print the answer as JSON.
+// actCommand is 'wizard act', listed in [commands].
+var actCommand = &command{
+	name: "act",
+	args: "PATTERN [DATA] | MESSAGE",
+	summary: `Call a pattern and print the answer as JSON.
 
 With PATTERN and DATA, PATTERN routes (plus the --mixin keys of DATA) and the
 handler receives DATA alone, as runtime.Node.ActE sends it. With one MESSAGE,
@@ -21,13 +21,12 @@ A typed pattern's DATA is its request as protobuf JSON. An error prints with
 its code, and the exit status is 64 plus the code's number (67
 invalid_argument, 69 not_found, 78 unavailable: see 'wizard help'); Ctrl-C
 cancels the call and exits 130.`,
-		example: `wizard act --seeds 127.0.0.1:7946 role:math,cmd:sum 'values:[1,2,3.5]'
+	example: `wizard act --seeds 127.0.0.1:7946 role:math,cmd:sum 'values:[1,2,3.5]'
 wizard act --peers 127.0.0.1:7070 'role:greet,name:ada'
 echo '{"values":[2,3]}' | wizard act --peers 127.0.0.1:7070 cmd:product,role:math -`,
-		join:  true,
-		flags: addCallFlags,
-		run:   runAct,
-	})
+	join:  true,
+	flags: addCallFlags,
+	run:   runAct,
 }
 
 func addCallFlags(fs *flag.FlagSet) any {

@@ -16,21 +16,20 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 )
 
-func init() {
-	commands = append(commands, &command{
-		name: "bench",
-		args: "PATTERN [DATA] | MESSAGE",
-		summary: `Load-test a pattern from the shell: -c callers each make one call at a time,
+// benchCommand is 'wizard bench', listed in [commands].
+var benchCommand = &command{
+	name: "bench",
+	args: "PATTERN [DATA] | MESSAGE",
+	summary: `Load-test a pattern from the shell: -c callers each make one call at a time,
 in a loop (a closed loop), for -d after a warm-up; then the calls, req/s,
 latency percentiles as the callers saw them (p50, p90, p99, max) and errors by
 code. PATTERN and DATA are as act takes them. A progress line is printed on
 the standard error when it is a terminal, none when it is piped. The exit
 status is 1 when no call succeeded.`,
-		example: `wizard bench --peers 127.0.0.1:7070 -c 16 -d 10s cmd:sum,role:math 'values:[1,2]'`,
-		join:    true,
-		flags:   addBenchFlags,
-		run:     runBench,
-	})
+	example: `wizard bench --peers 127.0.0.1:7070 -c 16 -d 10s cmd:sum,role:math 'values:[1,2]'`,
+	join:    true,
+	flags:   addBenchFlags,
+	run:     runBench,
 }
 
 type benchFlags struct {

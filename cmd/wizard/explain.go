@@ -10,11 +10,11 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 )
 
-func init() {
-	commands = append(commands, &command{
-		name: "explain",
-		args: "PATTERN | MESSAGE",
-		summary: `Say which pattern answers a message, and why: the winner by Seneca's
+// explainCommand is 'wizard explain', listed in [commands].
+var explainCommand = &command{
+	name: "explain",
+	args: "PATTERN | MESSAGE",
+	summary: `Say which pattern answers a message, and why: the winner by Seneca's
 precedence (patrun's find), every other pattern that matches, in the order
 they would answer were those before them removed, each with the rule it lost
 by (exact before glob, glob order, first key in byte order, deeper wins, or
@@ -24,11 +24,10 @@ refused now (nothing matches, no target connected, every breaker open).
 
 The argument is a pattern (role:math,cmd:sum) or a message, JSON or
 key:value pairs; only its root scalar fields route.`,
-		example: `wizard explain --seeds 127.0.0.1:7946 role:math,cmd:sum
+	example: `wizard explain --seeds 127.0.0.1:7946 role:math,cmd:sum
 wizard explain --seeds 127.0.0.1:7946 '{"role":"math","cmd":"sum","values":[1,2]}'`,
-		join: true,
-		run:  runExplain,
-	})
+	join: true,
+	run:  runExplain,
 }
 
 type candidateJSON struct {

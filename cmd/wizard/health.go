@@ -7,20 +7,19 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 )
 
-func init() {
-	commands = append(commands, &command{
-		name: "health",
-		args: "[PATTERN]",
-		summary: `Ask nodes for their serving state on runtime.HealthPattern
+// healthCommand is 'wizard health', listed in [commands].
+var healthCommand = &command{
+	name: "health",
+	args: "[PATTERN]",
+	summary: `Ask nodes for their serving state on runtime.HealthPattern
 (cmd:health,sys:wizard): serving, draining or not_serving, or the error that
 kept the node from answering. Without PATTERN, every node of the mesh; with
 it, the targets of the pattern that wins for it. The exit status is 1 when a
 node asked is not serving.`,
-		example: `wizard health --seeds 127.0.0.1:7946
+	example: `wizard health --seeds 127.0.0.1:7946
 wizard health --seeds 127.0.0.1:7946 role:math,cmd:sum`,
-		join: true,
-		run:  runHealth,
-	})
+	join: true,
+	run:  runHealth,
 }
 
 type healthJSON struct {

@@ -13,11 +13,11 @@ import (
 	"strings"
 )
 
-func init() {
-	commands = append(commands, &command{
-		name: "init",
-		args: "[DIR]",
-		summary: `Scaffold a Go module that serves a typed wizard contract, as the README's
+// initCommand is 'wizard init', listed in [commands].
+var initCommand = &command{
+	name: "init",
+	args: "[DIR]",
+	summary: `Scaffold a Go module that serves a typed wizard contract, as the README's
 "Typed stubs" section builds one: buf.yaml and buf.gen.yaml, an annotated
 contract under proto/, a main.go that serves it, then (with the go tool on
 PATH) go mod init, go get -tool of protoc-gen-wizard and protoc-gen-go, and
@@ -25,11 +25,10 @@ go tool protoc-gen-wizard -write-options proto (the options proto where buf
 finds it). What is left: buf generate, go mod tidy, go build. DIR (default:
 the current directory) may exist; a file init would write must not. When a
 step fails, init removes what it made.`,
-		example: `wizard init --module example.com/hello hello
+	example: `wizard init --module example.com/hello hello
 cd hello && buf generate && go mod tidy && go build -o bin/ ./... && bin/hello`,
-		flags: addInitFlags,
-		run:   runInit,
-	})
+	flags: addInitFlags,
+	run:   runInit,
 }
 
 type initFlags struct {

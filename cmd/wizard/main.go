@@ -90,16 +90,6 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 // failure is a command that failed in a way already printed: exit 1.
 var errFailed = errors.New("failed")
 
-var commands []*command
-
-func lookup(name string) *command {
-	i := slices.IndexFunc(commands, func(c *command) bool { return c.name == name })
-	if i < 0 {
-		return nil
-	}
-	return commands[i]
-}
-
 // run runs the command line args and returns the exit status.
 func run(ctx context.Context, args []string, io *stdio) int {
 	if len(args) == 0 {

@@ -6,18 +6,17 @@ import (
 	"text/tabwriter"
 )
 
-func init() {
-	commands = append(commands, &command{
-		name: "members",
-		summary: `List the nodes of the mesh as wizard's own node sees them: id, address,
+// membersCommand is 'wizard members', listed in [commands].
+var membersCommand = &command{
+	name: "members",
+	summary: `List the nodes of the mesh as wizard's own node sees them: id, address,
 transport, gossip segment, state (connected, suspect, not connected and why),
 the number of patterns each serves, and the wizard version it runs (asked of
 each node on runtime.DescribePattern). wizard itself is the first row.`,
-		example: `wizard members --seeds 127.0.0.1:7946
+	example: `wizard members --seeds 127.0.0.1:7946
 WIZARD_SEEDS=10.0.0.5:7946 WIZARD_GOSSIP_KEY=$KEY wizard members --output json`,
-		join: true,
-		run:  runMembers,
-	})
+	join: true,
+	run:  runMembers,
 }
 
 // memberJSON is one member as --output json prints it.

@@ -10,11 +10,11 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 )
 
-func init() {
-	commands = append(commands, &command{
-		name: "patterns",
-		args: "[GLOB]",
-		summary: `List every pattern in the mesh's routing, its message types when typed, and
+// patternsCommand is 'wizard patterns', listed in [commands].
+var patternsCommand = &command{
+	name: "patterns",
+	args: "[GLOB]",
+	summary: `List every pattern in the mesh's routing, its message types when typed, and
 the targets that serve it, each with its state: connected or why not,
 suspect, breaker (open or closed; "-" without breakers), calls in flight from
 this node and the latency the default balancer expects of it. GLOB filters
@@ -22,11 +22,10 @@ the patterns: key:value pairs whose values may hold "*" (any run) and "?"
 (one character) keep the patterns that have each key with a matching value,
 whatever their other keys ('role:m*'); a GLOB without "*" or "?" is a
 substring of the canonical pattern; any other GLOB matches it whole.`,
-		example: `wizard patterns --seeds 127.0.0.1:7946
+	example: `wizard patterns --seeds 127.0.0.1:7946
 wizard patterns --seeds 127.0.0.1:7946 'role:m*'`,
-		join: true,
-		run:  runPatterns,
-	})
+	join: true,
+	run:  runPatterns,
 }
 
 // targetJSON is a target as --output json prints it.

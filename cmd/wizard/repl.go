@@ -18,10 +18,10 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 )
 
-func init() {
-	commands = append(commands, &command{
-		name: "repl",
-		summary: `An interactive shell on the mesh. Each line is a call, as act takes it:
+// replCommand is 'wizard repl', listed in [commands].
+var replCommand = &command{
+	name: "repl",
+	summary: `An interactive shell on the mesh. Each line is a call, as act takes it:
 PATTERN DATA (separated by a space) or one MESSAGE; the answer is printed as
 indented JSON. Tab completes dot commands, and keys and key:value pairs of
 the mesh's patterns. Ctrl-C cancels the call in flight (or clears the line),
@@ -35,12 +35,11 @@ Ctrl-D leaves. History is kept in --history. Dot commands:
   .metadata [k=v ...]    show or set the metadata of every call (.metadata - clears it)
   .help                  this list
   .quit                  leave (as Ctrl-D)`,
-		example: `wizard repl --seeds 127.0.0.1:7946
+	example: `wizard repl --seeds 127.0.0.1:7946
 wizard> role:math,cmd:sum values:[1,2]`,
-		join:  true,
-		flags: addReplFlags,
-		run:   runRepl,
-	})
+	join:  true,
+	flags: addReplFlags,
+	run:   runRepl,
 }
 
 type replFlags struct{ history string }
@@ -204,9 +203,9 @@ func splitLine(line string) []string {
 func (r *repl) dot(ctx context.Context, line string) bool {
 	name, arg, _ := strings.Cut(line, " ")
 	arg = strings.TrimSpace(arg)
-	sub := func(cmd string, args ...string) {
+	sub := func(cmd *command, args ...string) {
 		c := *r.c
-		c.cmd = lookup(cmd)
+		c.cmd = cmd
 		if err := c.cmd.run(ctx, &c, args, nil); err != nil {
 			r.printErr(err)
 		}
@@ -217,19 +216,23 @@ func (r *repl) dot(ctx context.Context, line string) bool {
 	case ".help":
 		fmt.Fprintln(r.out, strings.Join(dotCommands, " "))
 	case ".members":
-		sub("members")
+		sub(membersCommand)
 	case ".patterns":
 		if arg == "" {
-			sub("patterns")
+			sub(patternsCommand)
 		} else {
-			sub("patterns", arg)
+			sub(patternsCommand, arg)
 		}
 	case ".explain", ".describe":
 		if arg == "" {
 			fmt.Fprintf(r.out, "error: %s needs an argument\n", name)
 			break
 		}
-		sub(name[1:], arg)
+		cmd := explainCommand
+		if name == ".describe" {
+			cmd = describeCommand
+		}
+		sub(cmd, arg)
 	case ".timeout":
 		if arg != "" {
 			d, err := time.ParseDuration(arg)

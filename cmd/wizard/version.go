@@ -6,16 +6,15 @@ import (
 	"runtime/debug"
 )
 
-func init() {
-	commands = append(commands, &command{
-		name: "version",
-		summary: `Print the version of wizard this command was built from: the module
+// versionCommand is 'wizard version', listed in [commands].
+var versionCommand = &command{
+	name: "version",
+	summary: `Print the version of wizard this command was built from: the module
 version ("(devel)" for a build from a checkout), the commit and whether the
 work tree had changes, and the Go version that built it.`,
-		example: `wizard version
+	example: `wizard version
 wizard version --output json`,
-		run: runVersion,
-	})
+	run: runVersion,
 }
 
 // versionJSON is the build of this command as --output json prints it.
