@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/wizardmesh/wizard/internal/transportname"
 )
 
 // envPrefix prefixes the environment variable of every flag:
@@ -46,7 +48,7 @@ func (f *flags) defs() []flagDef {
 		{"log-level", "l", "LEVEL", "debug, info (the access log), warn or error", &f.logLevel, "info"},
 		{"ssl-cert", "", "FILE", "a PEM certificate: serve HTTPS and wss (with --ssl-key)", &f.sslCert, ""},
 		{"ssl-key", "", "FILE", "the PEM private key of --ssl-cert", &f.sslKey, ""},
-		{"transport", "", "NAME", "the mesh transport: tcp or quic (default: mesh.transport's, tcp)", &f.transport, ""},
+		{"transport", "", "NAME", "the mesh transport: " + transportname.Names() + " (default: mesh.transport's, tcp)", &f.transport, ""},
 		{"listen-mesh", "", "ADDR", "the address the gateway's node listens on for the mesh (default: mesh.listen's, :0)", &f.listenMesh, ""},
 		{"gossip", "", "ADDR", "the gossip (SWIM) bind address (default: mesh.gossip_listen's, 0.0.0.0:7946)", &f.gossip, ""},
 		{"seeds", "", "ADDRS", "comma-separated gossip addresses of mesh members to join (default: mesh.seeds)", &f.seeds, ""},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -11,10 +12,9 @@ import (
 	"strings"
 
 	"github.com/wizardmesh/wizard/gateway/config"
+	"github.com/wizardmesh/wizard/internal/transportname"
 	"github.com/wizardmesh/wizard/runtime"
-	"github.com/wizardmesh/wizard/runtime/quic"
 	"github.com/wizardmesh/wizard/runtime/swim"
-	"github.com/wizardmesh/wizard/runtime/tcp"
 )
 
 // applyMeshFlags lays the command line's mesh settings over the file's.
@@ -82,29 +82,14 @@ func transportOf(m config.Mesh, log *slog.Logger) (runtime.Transport, error) {
 			return nil, fmt.Errorf("mesh.tls: %w", err)
 		}
 	}
-	switch m.Transport {
-	case "", "tcp":
-		opts := []tcp.Option{tcp.WithLogger(log)}
-		switch {
-		case server != nil:
-			opts = append(opts, tcp.WithServerTLS(server), tcp.WithClientTLS(client))
-		case m.Insecure:
-			opts = append(opts, tcp.WithInsecure())
-		}
-		return tcp.New(opts...)
-	case "quic":
-		opts := []quic.Option{quic.WithLogger(log)}
-		switch {
-		case server != nil:
-			opts = append(opts, quic.WithServerTLS(server), quic.WithClientTLS(client))
-		case m.Insecure:
-			opts = append(opts, quic.WithInsecureSelfSigned())
-		default:
-			return nil, errors.New("mesh.transport quic needs mesh.tls (or mesh.insecure: a throwaway self-signed certificate, unverified)")
-		}
-		return quic.New(opts...)
+	name := cmp.Or(m.Transport, "tcp")
+	if err := transportname.Check(name); err != nil {
+		return nil, fmt.Errorf("mesh.transport: %w", err)
 	}
-	return nil, fmt.Errorf("unknown mesh transport %q (want tcp or quic)", m.Transport)
+	if name == "quic" && server == nil && !m.Insecure {
+		return nil, errors.New("mesh.transport quic needs mesh.tls (or mesh.insecure: a throwaway self-signed certificate, unverified)")
+	}
+	return transportname.New(name, transportname.Config{Logger: log, ServerTLS: server, ClientTLS: client, Insecure: m.Insecure, SelfSigned: m.Insecure})
 }
 
 // meshTLS is mutual TLS with the mesh's CA: the gateway's certificate

@@ -268,7 +268,7 @@ func TestBadInput(t *testing.T) {
 		{"bad key env", map[string]string{"WIZARD_GOSSIP_KEY": "!!"}, []string{"members", "--seeds", m.gossip}, 2, "wizard members: WIZARD_GOSSIP_KEY: not base64"},
 		{"bad timeout env", map[string]string{"WIZARD_TIMEOUT": "soon"}, []string{"members", "--seeds", m.gossip}, 2, `wizard members: WIZARD_TIMEOUT="soon": want a duration`},
 		{"bad output", nil, []string{"members", "--output", "xml"}, 2, `wizard members: --output "xml": want text or json`},
-		{"bad transport", nil, []string{"members", "--seeds", m.gossip, "--transport", "udp"}, 2, `wizard members: --transport "udp": want tcp or quic`},
+		{"bad transport", nil, []string{"members", "--seeds", m.gossip, "--transport", "udp"}, 2, `wizard members: --transport: want tcp or quic, got "udp"`},
 		{"no mesh", nil, []string{"members"}, 2, "wizard members: no way to join a mesh: give --seeds, --dns or --peers"},
 		{"both", nil, []string{"members", "--seeds", m.gossip, "--peers", "127.0.0.1:1"}, 2, "wizard members: --peers and --seeds: give static peers or gossip seeds, not both"},
 		{"bad peer", nil, []string{"members", "--peers", "nowhere"}, 2, `wizard members: --peers: "nowhere" is not host:port`},

@@ -16,10 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wizardmesh/wizard/internal/transportname"
 	"github.com/wizardmesh/wizard/runtime"
-	"github.com/wizardmesh/wizard/runtime/quic"
 	"github.com/wizardmesh/wizard/runtime/swim"
-	"github.com/wizardmesh/wizard/runtime/tcp"
 )
 
 // meshFlags are the flags by which wizard joins a mesh.
@@ -81,7 +80,7 @@ func addMeshFlags(fs *flag.FlagSet) *meshFlags {
 	f.dns = envString(fs, "dns", "", "comma-separated DNS names listing members to join (A/AAAA, or SRV for names starting with _)")
 	f.peers = envString(fs, "peers", "", "comma-separated transport addresses of nodes to call, without gossip")
 	f.gossip = envString(fs, "gossip", "", `gossip bind address (default "127.0.0.1:0" when every seed is on loopback, else "0.0.0.0:0")`)
-	f.transport = envString(fs, "transport", "tcp", "transport: tcp or quic")
+	f.transport = envString(fs, "transport", "tcp", "transport: "+transportname.Names())
 	f.preset = envString(fs, "preset", "lan", "gossip timings: lan, or fast (one host, tests)")
 	f.segment = envString(fs, "segment", "", "gossip segment to join")
 	f.gossipKey = envString(fs, "gossip-key", "", "gossip encryption key, base64 (16, 24 or 32 bytes)")
@@ -185,24 +184,11 @@ func (f *meshFlags) newTransport(log *slog.Logger) (runtime.Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch *f.transport {
-	case "tcp":
-		var opts []tcp.Option
-		if cfg != nil {
-			opts = append(opts, tcp.WithClientTLS(cfg))
-		}
-		return tcp.New(append(opts, tcp.WithLogger(log))...)
-	case "quic":
-		opts := []quic.Option{quic.WithLogger(log)}
-		switch {
-		case cfg != nil && !*f.tlsInsecure:
-			opts = append(opts, quic.WithClientTLS(cfg))
-		case *f.tlsInsecure:
-			opts = append(opts, quic.WithInsecureSelfSigned())
-		}
-		return quic.New(opts...)
+	if err := transportname.Check(*f.transport); err != nil {
+		return nil, usagef("%s: %v", f.source("transport"), err)
 	}
-	return nil, usagef("%s %q: want tcp or quic", f.source("transport"), *f.transport)
+	// --tls-insecure is cfg's InsecureSkipVerify, for either transport.
+	return transportname.New(*f.transport, transportname.Config{Logger: log, ClientTLS: cfg})
 }
 
 // tlsConfig is the client TLS the flags ask for, nil for none.

@@ -16,12 +16,12 @@ import (
 
 	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
 	"github.com/wizardmesh/wizard/examples/services/mesh"
-	"github.com/wizardmesh/wizard/examples/services/transport"
+	"github.com/wizardmesh/wizard/internal/transportname"
 	"github.com/wizardmesh/wizard/runtime"
 )
 
 func main() {
-	kind := flag.String("transport", "tcp", "transport: "+transport.Names)
+	kind := flag.String("transport", "tcp", "transport: "+transportname.Names())
 	discovery := mesh.AddFlags(flag.CommandLine, "127.0.0.1:7070")
 	flag.Parse()
 	if err := run(discovery, *kind); err != nil {
@@ -31,10 +31,11 @@ func main() {
 }
 
 func run(discovery *mesh.Flags, kind string) error {
-	t, err := transport.New(kind, nil) // the caller's errors are its output
-
+	// No logger: the caller's errors are its output. quic: a throwaway
+	// self-signed certificate and no verification, for development.
+	t, err := transportname.New(kind, transportname.Config{SelfSigned: true})
 	if err != nil {
-		return err
+		return fmt.Errorf("-transport: %w", err)
 	}
 	o, err := discovery.Option(nil)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/wizardmesh/wizard/examples/services/transport"
+	"github.com/wizardmesh/wizard/internal/transportname"
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/swim"
 )
@@ -91,13 +91,15 @@ func (f *Flags) Describe() string {
 // -gossip on another address fail, saying what to set.
 func Serve(name, defaultListen string, register func(*runtime.Node) error) error {
 	listen := flag.String("listen", defaultListen, "address to serve on (port 0 picks one)")
-	kind := flag.String("transport", "tcp", "transport: "+transport.Names)
+	kind := flag.String("transport", "tcp", "transport: "+transportname.Names())
 	discovery := AddFlags(flag.CommandLine, "")
 	flag.Parse()
 	log := Logger()
-	t, err := transport.New(*kind, log)
+	// quic: a development setup, a throwaway self-signed certificate and
+	// no verification; production sets quic.WithServerTLS/WithClientTLS.
+	t, err := transportname.New(*kind, transportname.Config{Logger: log, SelfSigned: true})
 	if err != nil {
-		return err
+		return fmt.Errorf("-transport: %w", err)
 	}
 	opts := []runtime.Option{runtime.WithTransport(t), runtime.WithListen(*listen), runtime.WithLogger(log)}
 	if o, err := discovery.Option(log); err != nil {
