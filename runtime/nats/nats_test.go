@@ -7,8 +7,8 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/natstest"
-	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
 	"github.com/wizardmesh/wizard/runtime/nats"
+	conformance "github.com/wizardmesh/wizard/runtime/transporttest"
 )
 
 // newTransport returns a transport of the broker at url made with opts,
@@ -26,7 +26,7 @@ func newTransport(t testing.TB, url string, opts ...nats.Option) *nats.Transport
 // nodes through one embedded broker.
 func TestConformance(t *testing.T) {
 	b := natstest.Start(t)
-	transporttest.Run(t, func(t testing.TB, log *slog.Logger) runtime.Transport {
+	conformance.Run(t, func(t testing.TB, log *slog.Logger) runtime.Transport {
 		return newTransport(t, b.URL(), nats.WithLogger(log))
 	})
 }

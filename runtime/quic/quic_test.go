@@ -16,6 +16,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
 	"github.com/wizardmesh/wizard/runtime/quic"
+	conformance "github.com/wizardmesh/wizard/runtime/transporttest"
 )
 
 // newTransport returns a QUIC transport made with opts, which must be
@@ -44,7 +45,7 @@ var neg = runtime.NewUnaryHandler(func(ctx context.Context, r *wrapperspb.Int64V
 // TestConformance runs the transport conformance suite over QUIC.
 func TestConformance(t *testing.T) {
 	p := testpki.New(t)
-	transporttest.Run(t, func(t testing.TB, log *slog.Logger) runtime.Transport {
+	conformance.Run(t, func(t testing.TB, log *slog.Logger) runtime.Transport {
 		return transport(t, p, quic.WithLogger(log))
 	})
 }

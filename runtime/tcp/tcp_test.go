@@ -7,6 +7,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
 	"github.com/wizardmesh/wizard/runtime/tcp"
+	conformance "github.com/wizardmesh/wizard/runtime/transporttest"
 )
 
 // newTransport returns a TCP transport made with opts, which must be
@@ -42,7 +43,7 @@ func newClientWith(t testing.TB, pattern string, opts []runtime.Option, addrs ..
 
 // TestConformance runs the transport conformance suite over TCP.
 func TestConformance(t *testing.T) {
-	transporttest.Run(t, func(t testing.TB, log *slog.Logger) runtime.Transport {
+	conformance.Run(t, func(t testing.TB, log *slog.Logger) runtime.Transport {
 		return newTransport(t, tcp.WithLogger(log))
 	})
 }

@@ -9,7 +9,9 @@
 // the benchmark [Benchmark]. It also holds the
 // helpers those scenarios share with the transports' own tests: nodes
 // closed at cleanup, waits for a routable pattern or a log line, a [Gate]
-// for blocked handlers. It is for tests only.
+// for blocked handlers. It is for tests only; its entry points for a
+// transport written outside this module are those of the public package
+// runtime/transporttest, which calls them.
 //
 // The typed calls go through the stubs of the suite's own contract,
 // wizard.testkit.v1.MathService (package testpb, generated from
