@@ -14,7 +14,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
-	"github.com/wizardmesh/wizard/runtime/internal/connset"
+	"github.com/wizardmesh/wizard/runtime/internal/listen"
 	"github.com/wizardmesh/wizard/runtime/internal/mux"
 )
 
@@ -43,39 +43,18 @@ func (t *Transport) Listen(addr string, s runtime.Server) (runtime.Listener, err
 	if err != nil {
 		return nil, fmt.Errorf("wizard: quic: listen %s: %w", addr, err)
 	}
-	lim := connset.Resolve(t.maxConns, t.maxConnsPerIP, t.idleTimeout)
-	guard := bridge.NewGuard("quic", lim, t.log)
-	opts := bridge.WithRoom(t.mux) // for bridge.Handler's requests
-	opts.Logger = guard.Log
-	ctx, cancel := context.WithCancel(context.Background())
-	l := &Listener{
-		t:      t,
-		udp:    udp,
-		h:      bridge.Handler(s),
-		opts:   opts,
-		guard:  guard,
-		lim:    lim,
-		budget: bridge.Budget(s),
-		ctx:    ctx,
-		cancel: cancel,
-		kill:   make(chan struct{}),
-		linger: lingerTimeout,
-		conns:  map[*quicgo.Conn]struct{}{},
-		done:   make(chan struct{}),
-	}
+	l := &Listener{t: t, udp: udp, conns: listen.NewConns("quic", &t.conf, s), linger: lingerTimeout}
 	l.tr = &quicgo.Transport{Conn: udp, ConnContext: l.startHandshake, VerifySourceAddress: l.verifySource}
 	ql, err := l.tr.Listen(tlsConf, t.quicConfig())
 	if err != nil {
-		cancel()
-		guard.Close()
+		l.conns.Close()
 		l.tr.Close()
 		udp.Close()
 		return nil, fmt.Errorf("wizard: quic: listen %s: %w", addr, err)
 	}
 	l.ql = ql
 	t.checkBuffers(udp)
-	l.wg.Add(1)
-	go l.accept()
+	l.conns.Go(l.accept)
 	return l, nil
 }
 
@@ -85,27 +64,12 @@ type Listener struct {
 	udp    *net.UDPConn
 	tr     *quicgo.Transport
 	ql     *quicgo.Listener
-	h      mux.Handler
-	opts   mux.Options   // the transport's, logging through guard
-	guard  *bridge.Guard // the connection limits
-	lim    connset.Limits
-	budget *mux.Budget     // the node's in-flight limit, shared among connections; nil: none
-	ctx    context.Context // ends on Shutdown: each stream sends goaway and drains
-	cancel context.CancelFunc
-	kill   chan struct{} // closed when connections must close at once
+	conns  *listen.Conns // the connections, within the limits
 	linger time.Duration
-
-	mu       sync.Mutex
-	conns    map[*quicgo.Conn]struct{}
-	closed   bool
-	killOnce sync.Once
 
 	handshakes atomic.Int64 // QUIC handshakes in progress
 
-	wg       sync.WaitGroup // the accept loop and every connection's goroutine
-	done     chan struct{}  // closed when wg is done
-	doneOnce sync.Once
-	relOnce  sync.Once
+	relOnce sync.Once
 }
 
 var _ runtime.Listener = (*Listener)(nil)
@@ -135,9 +99,9 @@ func (h *handshake) done() { h.once.Do(func() { h.l.handshakes.Add(-1) }) }
 // connections can. quic-go bounds each handshake in time
 // (HandshakeIdleTimeout, 5s by default, and twice that in all).
 func (l *Listener) startHandshake(ctx context.Context, info *quicgo.ClientInfo) (context.Context, error) {
-	if l.handshakes.Add(1) > int64(l.lim.Max) {
+	if l.handshakes.Add(1) > int64(l.conns.Limits.Max) {
 		l.handshakes.Add(-1)
-		l.guard.Log.Warn("wizard: quic: handshake refused", "remote", info.RemoteAddr.String(), "reason", errHandshakes.Error())
+		l.conns.Guard.Log.Warn("wizard: quic: handshake refused", "remote", info.RemoteAddr.String(), "reason", errHandshakes.Error())
 		return ctx, errHandshakes
 	}
 	h := &handshake{l: l}
@@ -150,11 +114,10 @@ func (l *Listener) startHandshake(ctx context.Context, info *quicgo.ClientInfo) 
 // address with a Retry round trip first, so that packets with forged
 // source addresses cannot fill the handshake slots.
 func (l *Listener) verifySource(net.Addr) bool {
-	return l.handshakes.Load() >= int64(max(1, l.lim.Max/4))
+	return l.handshakes.Load() >= int64(max(1, l.conns.Limits.Max/4))
 }
 
 func (l *Listener) accept() {
-	defer l.wg.Done()
 	for {
 		qc, err := l.ql.Accept(context.Background())
 		if err != nil {
@@ -163,47 +126,34 @@ func (l *Listener) accept() {
 		if h, ok := qc.Context().Value(handshakeKey{}).(*handshake); ok {
 			h.done()
 		}
-		// Its own context, so that it can go away alone when idle.
-		ctx, cancel := context.WithCancel(l.ctx)
 		refuse := func() { qc.CloseWithError(codeRefused, "too many connections") }
-		gc, err := l.guard.Admit(qc.RemoteAddr(), refuse, cancel)
-		if err != nil {
-			cancel()
+		ctx, c, err := l.conns.Admit(qc.RemoteAddr(), refuse, func() { qc.CloseWithError(codeClosed, "listener closed") })
+		switch {
+		case errors.Is(err, listen.ErrClosed):
+			qc.CloseWithError(codeClosed, "shutting down")
+			continue // Accept fails once the queue is empty
+		case err != nil:
 			refuse()
 			continue
 		}
-		l.mu.Lock()
-		if l.closed {
-			l.mu.Unlock()
-			gc.Remove()
-			cancel()
-			qc.CloseWithError(codeClosed, "shutting down")
-			continue // Accept fails once the queue is empty
-		}
-		l.conns[qc] = struct{}{}
-		l.wg.Add(1)
-		l.mu.Unlock()
-		go l.serve(ctx, qc, gc, cancel)
+		go l.serve(ctx, qc, c)
 	}
 }
 
 // serve runs mux.Serve on every stream qc's client opens, until the
-// connection ends or ctx does (Shutdown, or cancel when idle); then it
-// takes qc out of the guard's set.
-func (l *Listener) serve(ctx context.Context, qc *quicgo.Conn, gc *connset.Conn, cancel context.CancelFunc) {
-	defer l.wg.Done()
-	defer gc.Remove()
-	defer cancel()
-	h := bridge.Tracked(l.h, gc)
+// connection ends or ctx does (Shutdown, or goaway when idle); then it
+// ends c.
+func (l *Listener) serve(ctx context.Context, qc *quicgo.Conn, c *listen.Conn) {
+	defer c.End()
+	h := c.Handler()
 	// What de-duplicated answers are bound to: the client's certificate.
 	state := func() tls.ConnectionState { return qc.ConnectionState().TLS }
 	ctx = bridge.WithTLSIdentity(ctx, state)
 	ctx = bridge.WithRemote(ctx, runtime.NewRemote("quic", qc.RemoteAddr().String(), state)) // what handlers see of their callers
-	opts := l.opts
-	opts.Bounds = mux.NewBounds(opts.MaxInFlight, opts.MaxQueued) // the streams are one connection
-	if l.budget != nil {
-		opts.Share = l.budget.Share() // the connection's streams are one caller
-	}
+	// The connection's streams are one caller of the node's in-flight
+	// limit, and one connection of the transport's bounds.
+	opts := c.Options()
+	opts.Bounds = mux.NewBounds(opts.MaxInFlight, opts.MaxQueued)
 	var streams sync.WaitGroup
 	for {
 		s, err := qc.AcceptStream(ctx)
@@ -213,29 +163,24 @@ func (l *Listener) serve(ctx context.Context, qc *quicgo.Conn, gc *connset.Conn,
 		streams.Go(func() {
 			ctx := context.WithValue(ctx, streamKey{}, s.StreamID())
 			if err := mux.Serve(ctx, stream{s, qc}, h, opts); err != nil {
-				l.guard.Log.Debug("wizard: quic: stream closed", "remote", qc.RemoteAddr().String(), "stream", int64(s.StreamID()), "err", err)
+				l.conns.Guard.Log.Debug("wizard: quic: stream closed", "remote", qc.RemoteAddr().String(), "stream", int64(s.StreamID()), "err", err)
 			}
 		})
 	}
 	streams.Wait()
-	if opts.Share != nil {
-		opts.Share.Close()
-	}
+	c.Release()
 	if qc.Context().Err() == nil {
 		// Drained after a goaway: the client closes the connection when
 		// it has read the last answers.
 		t := time.NewTimer(l.linger)
 		select {
 		case <-qc.Context().Done():
-		case <-l.kill:
+		case <-l.conns.Killed():
 		case <-t.C:
 		}
 		t.Stop()
 	}
 	qc.CloseWithError(codeNoError, "")
-	l.mu.Lock()
-	delete(l.conns, qc)
-	l.mu.Unlock()
 }
 
 // Shutdown stops accepting, sends goaway on every stream, waits for their
@@ -243,19 +188,8 @@ func (l *Listener) serve(ctx context.Context, qc *quicgo.Conn, gc *connset.Conn,
 // ctx to be done (then it closes them and returns ctx's error). It
 // releases the UDP port in either case.
 func (l *Listener) Shutdown(ctx context.Context) error {
-	l.stop()
-	go func() {
-		l.wg.Wait()
-		l.finish()
-	}()
-	var err error
-	select {
-	case <-l.done:
-	case <-ctx.Done():
-		l.closeConns()
-		<-l.done
-		err = ctx.Err()
-	}
+	l.ql.Close()
+	err := l.conns.Shutdown(ctx)
 	l.release()
 	return err
 }
@@ -263,45 +197,10 @@ func (l *Listener) Shutdown(ctx context.Context) error {
 // Close stops at once: connections close and their calls fail. It is
 // idempotent.
 func (l *Listener) Close() error {
-	l.stop()
-	l.closeConns()
-	l.wg.Wait()
-	l.finish()
+	l.ql.Close()
+	l.conns.Close()
 	l.release()
 	return nil
-}
-
-// finish runs once every connection has ended: the guard logs what it
-// suppressed, and done closes.
-func (l *Listener) finish() {
-	l.doneOnce.Do(func() {
-		l.guard.Close()
-		close(l.done)
-	})
-}
-
-// stop stops accepting connections and streams, and starts the goaway on
-// every stream.
-func (l *Listener) stop() {
-	l.mu.Lock()
-	l.closed = true
-	l.mu.Unlock()
-	l.ql.Close()
-	l.cancel()
-}
-
-// closeConns closes every connection at once.
-func (l *Listener) closeConns() {
-	l.killOnce.Do(func() { close(l.kill) })
-	l.mu.Lock()
-	conns := make([]*quicgo.Conn, 0, len(l.conns))
-	for qc := range l.conns {
-		conns = append(conns, qc)
-	}
-	l.mu.Unlock()
-	for _, qc := range conns {
-		qc.CloseWithError(codeClosed, "listener closed")
-	}
 }
 
 // release frees the UDP socket.

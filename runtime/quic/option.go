@@ -8,8 +8,7 @@ import (
 	"time"
 
 	quicgo "github.com/quic-go/quic-go"
-
-	"github.com/wizardmesh/wizard/runtime/internal/bridge"
+	"github.com/wizardmesh/wizard/runtime/internal/listen"
 )
 
 // Option configures a [Transport] in [New].
@@ -18,6 +17,11 @@ type Option interface{ apply(*Transport) error }
 type optionFunc func(*Transport) error
 
 func (f optionFunc) apply(t *Transport) error { return f(t) }
+
+// shared is an option that quic and tcp take alike.
+func shared(o listen.Option) Option {
+	return optionFunc(func(t *Transport) error { return o(&t.conf) })
+}
 
 // WithServerTLS serves with cfg: its Certificates (or GetCertificate), and
 // ClientAuth with ClientCAs for mutual TLS. Without ClientAuth
@@ -28,16 +32,7 @@ func (f optionFunc) apply(t *Transport) error { return f(t) }
 // [Transport.Listen] fails unless [WithInsecureSelfSigned] is set. [New]
 // fails when cfg is nil or has no certificate.
 func WithServerTLS(cfg *tls.Config) Option {
-	return optionFunc(func(t *Transport) error {
-		if cfg == nil {
-			return errors.New("WithServerTLS(nil): no configuration; a listener needs one with a certificate (or WithInsecureSelfSigned, for development)")
-		}
-		if err := bridge.CheckServerTLS(cfg); err != nil {
-			return err
-		}
-		t.serverTLS = cfg
-		return nil
-	})
+	return shared(listen.ServerTLS(cfg, "a listener needs one with a certificate (or WithInsecureSelfSigned, for development)"))
 }
 
 // WithClientTLS dials with cfg: RootCAs and ServerName to verify the server
@@ -47,13 +42,7 @@ func WithServerTLS(cfg *tls.Config) Option {
 // against the system roots (or not at all with [WithInsecureSelfSigned]).
 // [New] fails when cfg is nil.
 func WithClientTLS(cfg *tls.Config) Option {
-	return optionFunc(func(t *Transport) error {
-		if cfg == nil {
-			return errors.New("WithClientTLS(nil): no configuration; leave the option out to verify servers against the system roots")
-		}
-		t.clientTLS = cfg
-		return nil
-	})
+	return shared(listen.ClientTLS(cfg, "leave the option out to verify servers against the system roots"))
 }
 
 // WithInsecureSelfSigned is for development and tests: when no
@@ -62,12 +51,7 @@ func WithClientTLS(cfg *tls.Config) Option {
 // Dial accepts any server certificate. Traffic is still encrypted, but
 // nodes do not authenticate each other, so anyone on the path can
 // impersonate a server.
-func WithInsecureSelfSigned() Option {
-	return optionFunc(func(t *Transport) error {
-		t.insecure = true
-		return nil
-	})
-}
+func WithInsecureSelfSigned() Option { return shared(listen.Insecure()) }
 
 // WithQUICConfig is the escape hatch to quic-go's settings (flow-control
 // windows, idle and handshake timeouts, stream limits, tracing). The
@@ -125,15 +109,7 @@ func WithStreamFill(n int) Option {
 
 // WithMaxFrameSize sets the largest frame read or written: 0 for the
 // default (4 MiB), else from 14 bytes to 4 GiB. Peers should share it.
-func WithMaxFrameSize(n int) Option {
-	return optionFunc(func(t *Transport) error {
-		if err := bridge.CheckMaxFrameSize(n); err != nil {
-			return err
-		}
-		t.mux.MaxFrameSize = n
-		return nil
-	})
-}
+func WithMaxFrameSize(n int) Option { return shared(listen.MaxFrameSize(n)) }
 
 // WithKeepAlive sets the ping interval and how long a peer has to answer
 // before its connection is closed as dead: 0 for the defaults (15s and
@@ -148,13 +124,7 @@ func WithMaxFrameSize(n int) Option {
 // idle timeout (30s). With pings off, an idle connection ends after that
 // timeout and the node dials again.
 func WithKeepAlive(interval, timeout time.Duration) Option {
-	return optionFunc(func(t *Transport) error {
-		if err := bridge.CheckKeepAlive(interval, timeout); err != nil {
-			return err
-		}
-		t.mux.KeepAlive, t.mux.KeepAliveTimeout = interval, timeout
-		return nil
-	})
+	return shared(listen.KeepAlive(interval, timeout))
 }
 
 // WithMaxConns sets how many connections a listener holds at once: 0 for
@@ -170,15 +140,7 @@ func WithKeepAlive(interval, timeout time.Duration) Option {
 // connections share the listener's UDP socket, so here the limit bounds
 // memory rather than descriptors; it also bounds the QUIC handshakes in
 // progress.
-func WithMaxConns(n int) Option {
-	return optionFunc(func(t *Transport) error {
-		if err := bridge.CheckMaxConns(n); err != nil {
-			return err
-		}
-		t.maxConns = n
-		return nil
-	})
-}
+func WithMaxConns(n int) Option { return shared(listen.MaxConns(n)) }
 
 // WithMaxConnsPerIP sets how many connections a listener holds at once
 // from one IP address (IPv4) or one /64 (IPv6): 0 for the default, a
@@ -186,42 +148,21 @@ func WithMaxConns(n int) Option {
 // connection beyond it takes the place of one of that address's
 // connections without a request in flight (the idlest), which is closed;
 // when every one of them has a request in flight, the new one is closed.
-func WithMaxConnsPerIP(n int) Option {
-	return optionFunc(func(t *Transport) error {
-		if err := bridge.CheckMaxConnsPerIP(n, 0); err != nil {
-			return err
-		}
-		t.maxConnsPerIP = n
-		return nil
-	})
-}
+func WithMaxConnsPerIP(n int) Option { return shared(listen.MaxConnsPerIP(n)) }
 
 // WithIdleTimeout sets how long a served connection may stay without a
 // request in flight (keep-alive pings do not count) before the listener
 // sends it a goaway: 0 for the default (10 minutes), a negative value for
 // no limit, else at least 10ms. The connection goes within twice the
 // timeout; its caller reconnects when it calls again.
-func WithIdleTimeout(d time.Duration) Option {
-	return optionFunc(func(t *Transport) error {
-		if err := bridge.CheckIdleTimeout(d); err != nil {
-			return err
-		}
-		t.idleTimeout = d
-		return nil
-	})
-}
+func WithIdleTimeout(d time.Duration) Option { return shared(listen.IdleTimeout(d)) }
 
 // WithLogger receives a record for each connection that closes abnormally,
 // is refused or closed for a connection limit, and a warning when the UDP
 // socket buffers are too small (see the package documentation); nil, the
 // default, discards them. A listener's records at Warn and above are
 // rate-limited (see the package documentation).
-func WithLogger(l *slog.Logger) Option {
-	return optionFunc(func(t *Transport) error {
-		t.log, t.mux.Logger = l, l
-		return nil
-	})
-}
+func WithLogger(l *slog.Logger) Option { return shared(listen.Logger(l)) }
 
 // WithMaxConnInFlight bounds the calls whose handlers run at once for one
 // connection, all its streams together: 0 for the default (256), else at
@@ -229,15 +170,7 @@ func WithLogger(l *slog.Logger) Option {
 // fill their bound in bytes ([WithMaxConnQueued]) the listener stops
 // reading the connection's streams, so that QUIC's flow control holds
 // the caller back rather than this node buffering.
-func WithMaxConnInFlight(n int) Option {
-	return optionFunc(func(t *Transport) error {
-		if err := bridge.CheckMaxConnInFlight(n); err != nil {
-			return err
-		}
-		t.mux.MaxInFlight = n
-		return nil
-	})
-}
+func WithMaxConnInFlight(n int) Option { return shared(listen.MaxConnInFlight(n)) }
 
 // WithMaxConnQueued bounds, in bytes and for one connection, all its
 // streams together, the answers waiting to be written and, as much
@@ -247,27 +180,11 @@ func WithMaxConnInFlight(n int) Option {
 // at most twice n plus an answer per handler running (see
 // [WithMaxConnInFlight]), and what QUIC's receive windows hold (see
 // [WithQUICConfig]).
-func WithMaxConnQueued(n int) Option {
-	return optionFunc(func(t *Transport) error {
-		if err := bridge.CheckMaxConnQueued(n); err != nil {
-			return err
-		}
-		t.mux.MaxQueued = n
-		return nil
-	})
-}
+func WithMaxConnQueued(n int) Option { return shared(listen.MaxConnQueued(n)) }
 
 // WithServeTimeout sets the deadline of a call that arrives without one:
 // 0 for the default (30s), else at least 1ms. Nodes always send their
 // remaining budget (see [runtime.WithDefaultTimeout]); a raw client may
 // not, and its handler's ctx then ends after d, also when the handler
 // runs on after its connection is lost ([runtime.FlagKeep]).
-func WithServeTimeout(d time.Duration) Option {
-	return optionFunc(func(t *Transport) error {
-		if err := bridge.CheckServeTimeout(d); err != nil {
-			return err
-		}
-		t.mux.ServeTimeout = d
-		return nil
-	})
-}
+func WithServeTimeout(d time.Duration) Option { return shared(listen.ServeTimeout(d)) }

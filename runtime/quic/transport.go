@@ -9,12 +9,12 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"time"
 
 	quicgo "github.com/quic-go/quic-go"
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
+	"github.com/wizardmesh/wizard/runtime/internal/listen"
 	"github.com/wizardmesh/wizard/runtime/internal/mux"
 )
 
@@ -53,18 +53,12 @@ const (
 // concurrent use, and one value serves any number of listeners and
 // connections.
 type Transport struct {
-	serverTLS *tls.Config
-	clientTLS *tls.Config
-	insecure  bool
-	cert      *tls.Certificate // WithInsecureSelfSigned's, without WithServerTLS
-	quicConf  *quicgo.Config
-	streams   int
-	fill      int // WithStreamFill's: 0 for the default, negative for in turn
-	mux       mux.Options
-	log       *slog.Logger
-
-	maxConns, maxConnsPerIP int
-	idleTimeout             time.Duration
+	conf     listen.Config    // what the options shared with tcp set
+	cert     *tls.Certificate // WithInsecureSelfSigned's, without WithServerTLS
+	quicConf *quicgo.Config
+	streams  int
+	fill     int          // WithStreamFill's: 0 for the default, negative for in turn
+	log      *slog.Logger // WithLogger's, else one that discards
 
 	warnOnce sync.Once // the first small-buffer report is a warning
 }
@@ -78,24 +72,17 @@ var _ runtime.Transport = (*Transport)(nil)
 // dial but not listen: [Transport.Listen] says so.
 func New(opts ...Option) (*Transport, error) {
 	t := &Transport{}
-	for i, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("wizard: quic: option %d of %d is nil", i+1, len(opts))
-		}
-		if err := o.apply(t); err != nil {
-			return nil, fmt.Errorf("wizard: quic: %w", err)
-		}
+	if err := listen.Apply("quic", &t.conf, opts, func(o Option) error { return o.apply(t) }); err != nil {
+		return nil, err
 	}
-	if err := bridge.CheckMaxConnsPerIP(t.maxConnsPerIP, t.maxConns); err != nil {
-		return nil, fmt.Errorf("wizard: quic: %w", err)
-	}
+	t.log = t.conf.Mux.Logger
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
 	if t.streams == 0 {
 		t.streams = defaultStreams
 	}
-	if t.insecure && t.serverTLS == nil {
+	if t.conf.Insecure && t.conf.ServerTLS == nil {
 		cert, err := selfSigned()
 		if err != nil {
 			return nil, fmt.Errorf("wizard: quic: WithInsecureSelfSigned: making the certificate: %w", err)
@@ -115,8 +102,8 @@ var errNoCertificate = errors.New("wizard: quic: listening needs a server certif
 // serverTLSConfig returns the TLS configuration Listen serves with.
 func (t *Transport) serverTLSConfig() (*tls.Config, error) {
 	switch {
-	case t.serverTLS != nil:
-		return withALPN(t.serverTLS.Clone()), nil
+	case t.conf.ServerTLS != nil:
+		return withALPN(t.conf.ServerTLS.Clone()), nil
 	case t.cert != nil:
 		return withALPN(&tls.Config{Certificates: []tls.Certificate{*t.cert}}), nil
 	}
@@ -127,9 +114,9 @@ func (t *Transport) serverTLSConfig() (*tls.Config, error) {
 func (t *Transport) clientTLSConfig(host string) *tls.Config {
 	var cfg *tls.Config
 	switch {
-	case t.clientTLS != nil:
-		cfg = t.clientTLS.Clone()
-	case t.insecure:
+	case t.conf.ClientTLS != nil:
+		cfg = t.conf.ClientTLS.Clone()
+	case t.conf.Insecure:
 		cfg = &tls.Config{InsecureSkipVerify: true} // documented on WithInsecureSelfSigned
 	default:
 		cfg = &tls.Config{} // the system roots
@@ -170,7 +157,7 @@ func (t *Transport) quicConfig() *quicgo.Config {
 		MaxStreamReceiveWindow:     maxStreamWindow,
 		MaxConnectionReceiveWindow: maxConnWindow,
 	}
-	switch ka := t.mux.KeepAlive; {
+	switch ka := t.conf.Mux.KeepAlive; {
 	case ka == 0:
 		c.KeepAlivePeriod = mux.DefaultKeepAlive
 	case ka > 0:
@@ -227,7 +214,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 				errs[i] = err
 				return
 			}
-			clients[i], errs[i] = mux.NewClient(stream{s, qc}, t.mux)
+			clients[i], errs[i] = mux.NewClient(stream{s, qc}, t.conf.Mux)
 		})
 	}
 	wg.Wait()

@@ -13,7 +13,7 @@ func WithHandshakeTimeout(d time.Duration) Option {
 		if d < 0 {
 			return fmt.Errorf("WithHandshakeTimeout(%v): the timeout cannot be negative", d)
 		}
-		t.mux.HandshakeTimeout = d
+		t.conf.Mux.HandshakeTimeout = d
 		return nil
 	})
 }

@@ -90,26 +90,19 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
-	"github.com/wizardmesh/wizard/runtime/internal/connset"
+	"github.com/wizardmesh/wizard/runtime/internal/listen"
 	"github.com/wizardmesh/wizard/runtime/internal/mux"
 	"google.golang.org/protobuf/proto"
 )
 
 // Transport is the TCP transport. Create it with [New].
 type Transport struct {
-	serverTLS *tls.Config
-	clientTLS *tls.Config
-	insecure  bool
-	mux       mux.Options
-	dialer    net.Dialer
-
-	maxConns, maxConnsPerIP int
-	idleTimeout             time.Duration
+	conf   listen.Config // what the options shared with quic set
+	dialer net.Dialer
 }
 
 var _ runtime.Transport = (*Transport)(nil)
@@ -121,6 +114,11 @@ type optionFunc func(*Transport) error
 
 func (f optionFunc) apply(t *Transport) error { return f(t) }
 
+// shared is an option that tcp and quic take alike.
+func shared(o listen.Option) Option {
+	return optionFunc(func(t *Transport) error { return o(&t.conf) })
+}
+
 // WithServerTLS serves over TLS with cfg: its Certificates (or
 // GetCertificate), and ClientAuth with ClientCAs for mutual TLS. Without
 // ClientAuth (tls.RequireAndVerifyClientCert) the server does not verify
@@ -128,29 +126,14 @@ func (f optionFunc) apply(t *Transport) error { return f(t) }
 // node serves, over an encrypted connection. [New] fails when cfg is nil
 // or has no certificate, and with [WithInsecure].
 func WithServerTLS(cfg *tls.Config) Option {
-	return optionFunc(func(t *Transport) error {
-		if cfg == nil {
-			return errors.New("WithServerTLS(nil): no configuration; leave the option out to serve plain TCP")
-		}
-		if err := bridge.CheckServerTLS(cfg); err != nil {
-			return err
-		}
-		t.serverTLS = cfg
-		return nil
-	})
+	return shared(listen.ServerTLS(cfg, "leave the option out to serve plain TCP"))
 }
 
 // WithClientTLS dials over TLS with cfg: RootCAs and ServerName to verify
 // the server (ServerName defaults to the dialed host, as [tls.Dial] does),
 // Certificates for mutual TLS. [New] fails when cfg is nil.
 func WithClientTLS(cfg *tls.Config) Option {
-	return optionFunc(func(t *Transport) error {
-		if cfg == nil {
-			return errors.New("WithClientTLS(nil): no configuration; leave the option out to dial plain TCP")
-		}
-		t.clientTLS = cfg
-		return nil
-	})
+	return shared(listen.ClientTLS(cfg, "leave the option out to dial plain TCP"))
 }
 
 // WithInsecure lets a listener serve plain TCP, without TLS, on an address
@@ -158,12 +141,7 @@ func WithClientTLS(cfg *tls.Config) Option {
 // pattern the node serves and read the traffic: for a network that is
 // trusted as a whole. Loopback addresses need no option. [New] fails when
 // [WithServerTLS] is given too.
-func WithInsecure() Option {
-	return optionFunc(func(t *Transport) error {
-		t.insecure = true
-		return nil
-	})
-}
+func WithInsecure() Option { return shared(listen.Insecure()) }
 
 // WithMaxConns sets how many connections a listener holds at once: 0 for
 // the default, half the process's file-descriptor limit (the soft
@@ -175,15 +153,7 @@ func WithInsecure() Option {
 // else of one of its own IP's without a request in flight, which is
 // closed; when there is none, the new one is closed (see the package
 // documentation's Limits).
-func WithMaxConns(n int) Option {
-	return optionFunc(func(t *Transport) error {
-		if err := bridge.CheckMaxConns(n); err != nil {
-			return err
-		}
-		t.maxConns = n
-		return nil
-	})
-}
+func WithMaxConns(n int) Option { return shared(listen.MaxConns(n)) }
 
 // WithMaxConnsPerIP sets how many connections a listener holds at once
 // from one IP address (IPv4) or one /64 (IPv6): 0 for the default, a
@@ -191,42 +161,18 @@ func WithMaxConns(n int) Option {
 // connection beyond it takes the place of one of that address's
 // connections without a request in flight (the idlest), which is closed;
 // when every one of them has a request in flight, the new one is closed.
-func WithMaxConnsPerIP(n int) Option {
-	return optionFunc(func(t *Transport) error {
-		if err := bridge.CheckMaxConnsPerIP(n, 0); err != nil {
-			return err
-		}
-		t.maxConnsPerIP = n
-		return nil
-	})
-}
+func WithMaxConnsPerIP(n int) Option { return shared(listen.MaxConnsPerIP(n)) }
 
 // WithIdleTimeout sets how long a served connection may stay without a
 // request in flight (keep-alive pings do not count) before the listener
 // sends it a goaway: 0 for the default (10 minutes), a negative value for
 // no limit, else at least 10ms. The connection goes within twice the
 // timeout; its caller reconnects when it calls again.
-func WithIdleTimeout(d time.Duration) Option {
-	return optionFunc(func(t *Transport) error {
-		if err := bridge.CheckIdleTimeout(d); err != nil {
-			return err
-		}
-		t.idleTimeout = d
-		return nil
-	})
-}
+func WithIdleTimeout(d time.Duration) Option { return shared(listen.IdleTimeout(d)) }
 
 // WithMaxFrameSize sets the largest frame read or written: 0 for the
 // default (4 MiB), else from 14 bytes to 4 GiB. Peers should share it.
-func WithMaxFrameSize(n int) Option {
-	return optionFunc(func(t *Transport) error {
-		if err := bridge.CheckMaxFrameSize(n); err != nil {
-			return err
-		}
-		t.mux.MaxFrameSize = n
-		return nil
-	})
-}
+func WithMaxFrameSize(n int) Option { return shared(listen.MaxFrameSize(n)) }
 
 // WithKeepAlive sets the ping interval and how long a peer has to answer
 // before its connection is closed as dead: 0 for the defaults (15s and
@@ -237,40 +183,21 @@ func WithMaxFrameSize(n int) Option {
 // (a partition, a host that froze) is found 1.25s at most after its last
 // frame and the calls that may be sent again go to another peer.
 func WithKeepAlive(interval, timeout time.Duration) Option {
-	return optionFunc(func(t *Transport) error {
-		if err := bridge.CheckKeepAlive(interval, timeout); err != nil {
-			return err
-		}
-		t.mux.KeepAlive, t.mux.KeepAliveTimeout = interval, timeout
-		return nil
-	})
+	return shared(listen.KeepAlive(interval, timeout))
 }
 
 // WithLogger receives a record for each connection that closes
 // abnormally, is refused or closed for a connection limit; nil, the
 // default, discards them. A listener's records at Warn and above are
 // rate-limited (see the package documentation).
-func WithLogger(l *slog.Logger) Option {
-	return optionFunc(func(t *Transport) error {
-		t.mux.Logger = l
-		return nil
-	})
-}
+func WithLogger(l *slog.Logger) Option { return shared(listen.Logger(l)) }
 
 // WithMaxConnInFlight bounds the calls whose handlers run at once for one
 // connection: 0 for the default (256), else at least 1. Further calls
 // wait, in order, and once they fill their bound in bytes
 // ([WithMaxConnQueued]) the listener stops reading the connection, so
 // that the caller's kernel holds it back rather than this node buffering.
-func WithMaxConnInFlight(n int) Option {
-	return optionFunc(func(t *Transport) error {
-		if err := bridge.CheckMaxConnInFlight(n); err != nil {
-			return err
-		}
-		t.mux.MaxInFlight = n
-		return nil
-	})
-}
+func WithMaxConnInFlight(n int) Option { return shared(listen.MaxConnInFlight(n)) }
 
 // WithMaxConnQueued bounds, in bytes and for one connection, the answers
 // waiting to be written and, as much again, the calls waiting for a
@@ -278,47 +205,23 @@ func WithMaxConnInFlight(n int) Option {
 // listener stops reading the connection: a caller that does not read its
 // answers costs at most twice n plus an answer per handler running (see
 // [WithMaxConnInFlight]).
-func WithMaxConnQueued(n int) Option {
-	return optionFunc(func(t *Transport) error {
-		if err := bridge.CheckMaxConnQueued(n); err != nil {
-			return err
-		}
-		t.mux.MaxQueued = n
-		return nil
-	})
-}
+func WithMaxConnQueued(n int) Option { return shared(listen.MaxConnQueued(n)) }
 
 // WithServeTimeout sets the deadline of a call that arrives without one:
 // 0 for the default (30s), else at least 1ms. Nodes always send their
 // remaining budget (see [runtime.WithDefaultTimeout]); a raw client may
 // not, and its handler's ctx then ends after d, also when the handler
 // runs on after its connection is lost ([runtime.FlagKeep]).
-func WithServeTimeout(d time.Duration) Option {
-	return optionFunc(func(t *Transport) error {
-		if err := bridge.CheckServeTimeout(d); err != nil {
-			return err
-		}
-		t.mux.ServeTimeout = d
-		return nil
-	})
-}
+func WithServeTimeout(d time.Duration) Option { return shared(listen.ServeTimeout(d)) }
 
 // New returns a TCP transport. It fails on a nil option and on an
 // option's invalid argument, with an error that names the option.
 func New(opts ...Option) (*Transport, error) {
 	t := &Transport{}
-	for i, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("wizard: tcp: option %d of %d is nil", i+1, len(opts))
-		}
-		if err := o.apply(t); err != nil {
-			return nil, fmt.Errorf("wizard: tcp: %w", err)
-		}
+	if err := listen.Apply("tcp", &t.conf, opts, func(o Option) error { return o.apply(t) }); err != nil {
+		return nil, err
 	}
-	if err := bridge.CheckMaxConnsPerIP(t.maxConnsPerIP, t.maxConns); err != nil {
-		return nil, fmt.Errorf("wizard: tcp: %w", err)
-	}
-	if t.insecure && t.serverTLS != nil {
+	if t.conf.Insecure && t.conf.ServerTLS != nil {
 		return nil, errors.New("wizard: tcp: WithInsecure and WithServerTLS: choose one (WithInsecure serves plain TCP)")
 	}
 	return t, nil
@@ -343,12 +246,12 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 	if c, ok := tc.(*net.TCPConn); ok {
 		_ = c.SetNoDelay(true)
 	}
-	hctx, cancel := context.WithTimeout(ctx, cmp.Or(t.mux.HandshakeTimeout, mux.DefaultHandshakeTimeout))
+	hctx, cancel := context.WithTimeout(ctx, cmp.Or(t.conf.Mux.HandshakeTimeout, mux.DefaultHandshakeTimeout))
 	defer cancel()
 	stop := context.AfterFunc(hctx, func() { tc.Close() })
 	nc, cert := net.Conn(tc), (*x509.Certificate)(nil)
-	if t.clientTLS != nil {
-		cfg := t.clientTLS
+	if t.conf.ClientTLS != nil {
+		cfg := t.conf.ClientTLS
 		if cfg.ServerName == "" {
 			// Verify the peer against the host dialled, as tls.Dial does.
 			cfg = cfg.Clone()
@@ -362,7 +265,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (runtime.Conn, error)
 		}
 		nc, cert = tlsConn, bridge.VerifiedLeaf(tlsConn.ConnectionState())
 	}
-	cl, err := mux.NewClient(nc, t.mux)
+	cl, err := mux.NewClient(nc, t.conf.Mux)
 	if !stop() { // hctx ended and closed the connection
 		if err == nil {
 			cl.Close()
@@ -432,49 +335,22 @@ func (t *Transport) Listen(addr string, s runtime.Server) (runtime.Listener, err
 	if err != nil {
 		return nil, fmt.Errorf("wizard: tcp: listen %s: %w", addr, err)
 	}
-	if ta, ok := nl.Addr().(*net.TCPAddr); ok && t.serverTLS == nil && !t.insecure && !ta.IP.IsLoopback() {
+	if ta, ok := nl.Addr().(*net.TCPAddr); ok && t.conf.ServerTLS == nil && !t.conf.Insecure && !ta.IP.IsLoopback() {
 		nl.Close()
 		return nil, fmt.Errorf("wizard: tcp: listen %s: plain TCP on an address other than loopback lets anyone who reaches the port call the node: set WithServerTLS (with ClientAuth for mutual TLS), or WithInsecure to serve plain TCP anyway", addr)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	guard := bridge.NewGuard("tcp", connset.Resolve(t.maxConns, t.maxConnsPerIP, t.idleTimeout), t.mux.Logger)
-	opts := bridge.WithRoom(t.mux) // for bridge.Handler's requests
-	opts.Logger = guard.Log
-	opts.Watch = mux.NewWatcher() // one watch over the inline serving of every connection
-	l := &Listener{
-		t:      t,
-		nl:     nl,
-		h:      bridge.Handler(s),
-		opts:   opts,
-		guard:  guard,
-		budget: bridge.Budget(s),
-		ctx:    ctx,
-		cancel: cancel,
-		conns:  map[net.Conn]struct{}{},
-		done:   make(chan struct{}),
-	}
-	l.wg.Add(1)
-	go l.accept()
+	l := &Listener{t: t, nl: nl, conns: listen.NewConns("tcp", &t.conf, s)}
+	l.watch = mux.NewWatcher() // one watch over the inline serving of every connection
+	l.conns.Go(l.accept)
 	return l, nil
 }
 
 // Listener accepts connections for a node.
 type Listener struct {
-	t      *Transport
-	nl     net.Listener
-	h      mux.Handler
-	opts   mux.Options     // the transport's, logging through guard
-	guard  *bridge.Guard   // the connection limits
-	budget *mux.Budget     // the node's in-flight limit, shared among connections; nil: none
-	ctx    context.Context // ends on Shutdown: each connection sends goaway and drains
-	cancel context.CancelFunc
-
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup // the accept loop and every connection's Serve
-	done   chan struct{}
-	once   sync.Once
+	t     *Transport
+	nl    net.Listener
+	conns *listen.Conns // the connections, within the limits
+	watch *mux.Watcher
 }
 
 var _ runtime.Listener = (*Listener)(nil)
@@ -483,7 +359,6 @@ var _ runtime.Listener = (*Listener)(nil)
 func (l *Listener) Addr() string { return l.nl.Addr().String() }
 
 func (l *Listener) accept() {
-	defer l.wg.Done()
 	const minBackoff, maxBackoff = 5 * time.Millisecond, time.Second
 	backoff := minBackoff
 	var timer *time.Timer
@@ -495,7 +370,7 @@ func (l *Listener) accept() {
 			}
 			// Out of file descriptors, say: keep accepting once some are
 			// released, as net/http does.
-			l.guard.Log.Warn("wizard: tcp: accept failed", "addr", l.Addr(), "err", err, "retry", backoff)
+			l.conns.Guard.Log.Warn("wizard: tcp: accept failed", "addr", l.Addr(), "err", err, "retry", backoff)
 			if timer == nil {
 				timer = time.NewTimer(backoff)
 				defer timer.Stop()
@@ -504,7 +379,7 @@ func (l *Listener) accept() {
 			}
 			select {
 			case <-timer.C:
-			case <-l.ctx.Done():
+			case <-l.conns.Stopped():
 				return
 			}
 			backoff = min(2*backoff, maxBackoff)
@@ -521,104 +396,43 @@ func (l *Listener) accept() {
 // serve admits the accepted connection tc within the limits and serves
 // it in a goroutine of its own.
 func (l *Listener) serve(tc net.Conn) {
-	// Its own context, so that it can go away alone when idle.
-	ctx, cancel := context.WithCancel(l.ctx)
-	gc, err := l.guard.Admit(tc.RemoteAddr(), func() { tc.Close() }, cancel)
-	if err != nil {
-		cancel()
-		tc.Close()
-		return
-	}
 	nc := tc
 	var state func() tls.ConnectionState
-	if l.t.serverTLS != nil {
-		tlsc := tls.Server(tc, l.t.serverTLS)
-		ctx = bridge.WithTLSIdentity(ctx, tlsc.ConnectionState) // what de-duplicated answers are bound to
+	if l.t.conf.ServerTLS != nil {
+		tlsc := tls.Server(tc, l.t.conf.ServerTLS)
 		nc, state = tlsc, tlsc.ConnectionState
 	}
-	ctx = bridge.WithRemote(ctx, runtime.NewRemote("tcp", tc.RemoteAddr().String(), state)) // what handlers see of their callers
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		gc.Remove()
-		cancel()
+	ctx, c, err := l.conns.Admit(tc.RemoteAddr(), func() { tc.Close() }, func() { nc.Close() })
+	if err != nil {
 		tc.Close()
 		return
 	}
-	l.conns[nc] = struct{}{}
-	l.wg.Add(1)
-	l.mu.Unlock()
-	opts := l.opts
-	if l.budget != nil {
-		opts.Share = l.budget.Share() // each connection is a caller of its own
+	if state != nil {
+		ctx = bridge.WithTLSIdentity(ctx, state) // what de-duplicated answers are bound to
 	}
+	ctx = bridge.WithRemote(ctx, runtime.NewRemote("tcp", tc.RemoteAddr().String(), state)) // what handlers see of their callers
+	opts := c.Options()
+	opts.Watch = l.watch
 	// Detached: past the handshake no goroutine of this one waits on the
 	// connection while it is idle.
-	go mux.ServeDetached(ctx, nc, bridge.Tracked(l.h, gc), opts, func(err error) {
-		defer l.wg.Done()
-		if opts.Share != nil {
-			opts.Share.Close()
-		}
-		cancel()
-		gc.Remove()
+	go mux.ServeDetached(ctx, nc, c.Handler(), opts, func(err error) {
 		if err != nil {
-			l.guard.Log.Debug("wizard: tcp: connection closed", "remote", tc.RemoteAddr().String(), "err", err)
+			l.conns.Guard.Log.Debug("wizard: tcp: connection closed", "remote", tc.RemoteAddr().String(), "err", err)
 		}
-		l.mu.Lock()
-		delete(l.conns, nc)
-		l.mu.Unlock()
+		c.End()
 	})
 }
 
 // Shutdown stops accepting, sends goaway on every connection and waits for
 // their calls to finish, or for ctx to be done (then it closes them).
 func (l *Listener) Shutdown(ctx context.Context) error {
-	l.stop()
-	l.cancel()
-	go func() {
-		l.wg.Wait()
-		l.finish()
-	}()
-	select {
-	case <-l.done:
-		return nil
-	case <-ctx.Done():
-		l.closeConns()
-		<-l.done
-		return ctx.Err()
-	}
+	l.nl.Close()
+	return l.conns.Shutdown(ctx)
 }
 
 // Close stops at once: connections close and their calls fail.
 func (l *Listener) Close() error {
-	l.stop()
-	l.cancel()
-	l.closeConns()
-	l.wg.Wait()
-	l.finish()
-	return nil
-}
-
-// finish runs once every connection has ended: the guard logs what it
-// suppressed, and done closes.
-func (l *Listener) finish() {
-	l.once.Do(func() {
-		l.guard.Close()
-		close(l.done)
-	})
-}
-
-func (l *Listener) stop() {
-	l.mu.Lock()
-	l.closed = true
-	l.mu.Unlock()
 	l.nl.Close()
-}
-
-func (l *Listener) closeConns() {
-	l.mu.Lock()
-	for c := range l.conns {
-		c.Close()
-	}
-	l.mu.Unlock()
+	l.conns.Close()
+	return nil
 }
