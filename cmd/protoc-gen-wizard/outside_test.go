@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/internal/testkit/need"
+	"github.com/wizardmesh/wizard/internal/testkit/outside"
 )
 
 // TestOutsideModule follows the README's "Typed stubs" steps in a new
@@ -58,7 +59,7 @@ func TestOutsideModule(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	env := outsideEnv(t, goTool)
+	env := outside.Env(t, goTool)
 	for i, args := range steps.commands {
 		switch args[0] {
 		case "go":
@@ -68,9 +69,9 @@ func TestOutsideModule(t *testing.T) {
 		default:
 			t.Fatalf("README step %q: the test runs only go and buf", strings.Join(args, " "))
 		}
-		outsideRun(t, ctx, mod, env, args...)
+		outside.Run(t, ctx, mod, env, args...)
 		if i == 0 { // after go mod init: the stand-in for a published version
-			outsideRun(t, ctx, mod, env, goTool, "mod", "edit", "-replace", "github.com/wizardmesh/wizard="+root)
+			outside.Run(t, ctx, mod, env, goTool, "mod", "edit", "-replace", "github.com/wizardmesh/wizard="+root)
 		}
 	}
 
@@ -222,55 +223,4 @@ func readmeSteps(t *testing.T, path string) outsideSteps {
 		}
 	}
 	return steps
-}
-
-// outsideEnv is the environment of the outside module's commands: no
-// workspace, and the module cache as the first proxy.
-func outsideEnv(t *testing.T, goTool string) []string {
-	t.Helper()
-	out, err := exec.Command(goTool, "env", "GOMODCACHE", "GOPROXY").Output()
-	if err != nil {
-		t.Fatalf("go env: %v", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("go env GOMODCACHE GOPROXY printed %q", out)
-	}
-	proxy := fileURL(filepath.Join(lines[0], "cache", "download"))
-	if p := lines[1]; p != "" && p != "off" {
-		proxy += "," + p
-	}
-	return append(os.Environ(), "GOWORK=off", "GOPROXY="+proxy, "CGO_ENABLED=0")
-}
-
-// fileURL is the file URL of the absolute path p (on Windows, C:\x is
-// file:///C:/x).
-func fileURL(p string) string {
-	p = filepath.ToSlash(p)
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p
-	}
-	return "file://" + p
-}
-
-// networkError matches what the go tool prints when it cannot reach a
-// proxy or the checksum database.
-var networkError = regexp.MustCompile(`dial tcp|no such host|network is unreachable|connection refused|i/o timeout|TLS handshake timeout`)
-
-// outsideRun runs args in dir with env and fails the test on an error; an
-// error reaching the network skips it instead, unless WIZARD_REQUIRE=1.
-func outsideRun(t *testing.T, ctx context.Context, dir string, env []string, args ...string) {
-	t.Helper()
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Dir = dir
-	cmd.Env = env
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		return
-	}
-	step := filepath.Base(args[0]) + " " + strings.Join(args[1:], " ")
-	if networkError.Match(out) {
-		need.Skipf(t, "%s: offline? %v\n%s", step, err, out)
-	}
-	t.Fatalf("%s: %v\n%s", step, err, out)
 }

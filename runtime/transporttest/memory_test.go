@@ -109,7 +109,6 @@ type memListener struct {
 	goAway bool // shutting down: no new connections or calls
 	dials  int
 	share  int            // the node's in-flight limit less a reserve, shared among busy connections; 0: none
-	busy   int            // connections with calls in flight
 	calls  sync.WaitGroup // the calls being served
 }
 
@@ -177,6 +176,7 @@ type memConn struct {
 
 	// Guarded by l.mu.
 	inFlight int
+	idleAt   time.Time // when inFlight last fell to 0
 	closed   bool
 }
 
@@ -226,25 +226,35 @@ func (c *memConn) begin(m *runtime.Message) (req, refused *runtime.Message, err 
 		return nil, nil, fmt.Errorf("mem: %s: %w: connection closed", l.addr, runtime.ErrNotSent)
 	}
 	if l.share > 0 {
-		busy := l.busy
-		if c.inFlight == 0 {
-			busy++
-		}
-		if c.inFlight >= max(1, l.share/busy) {
+		if c.inFlight >= max(1, l.share/l.busyLocked(c)) {
 			if m.Flags&runtime.FlagNoReply != 0 {
 				return nil, nil, nil
 			}
 			return nil, &runtime.Message{Code: runtime.CodeResourceExhausted, Flags: runtime.FlagRefused, Error: "mem: node is over its in-flight limit for this connection"}, nil
 		}
 	}
-	if c.inFlight == 0 {
-		l.busy++
-	}
 	c.inFlight++
 	l.calls.Add(1)
 	req = clone(m)
 	req.Remote = c.remote
 	return req, nil, nil
+}
+
+// shareLinger is how long a connection counts as busy, for its part of
+// the in-flight limit, after its last call was answered: a caller between
+// two calls keeps its part.
+const shareLinger = time.Second
+
+// busyLocked counts the connections that share the in-flight limit: c,
+// and those with calls in flight or answered within shareLinger.
+func (l *memListener) busyLocked(c *memConn) int {
+	n, now := 0, time.Now()
+	for o := range l.conns {
+		if o == c || o.inFlight > 0 || now.Sub(o.idleAt) < shareLinger {
+			n++
+		}
+	}
+	return n
 }
 
 // end counts a call answered; the last one after a goaway ends the
@@ -254,7 +264,7 @@ func (c *memConn) end() {
 	defer c.l.mu.Unlock()
 	c.inFlight--
 	if c.inFlight == 0 {
-		c.l.busy--
+		c.idleAt = time.Now()
 		if c.l.goAway {
 			c.closeLocked()
 		}

@@ -40,8 +40,9 @@
 // The other optional interfaces beside [runtime.Transport]
 // ([runtime.PeerCertificateConn], ...) make a transport faster or safer
 // but no scenario requires them. The package's tests hold a transport
-// written with the public API alone, calls through memory between
-// nodes of one process, that passes the suite.
+// written with the public API alone, calls through memory between nodes
+// of one process, that passes the suite, also built in a module of its
+// own.
 package transporttest
 
 import (
