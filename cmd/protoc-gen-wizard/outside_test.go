@@ -33,18 +33,8 @@ import (
 // and the go tool; without them, or offline, it skips, unless
 // WIZARD_REQUIRE=1.
 func TestOutsideModule(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a module: skipped in -short mode")
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	goTool, root := outside.Tools(t)
 	steps := readmeSteps(t, filepath.Join(root, "README.md"))
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		need.Skipf(t, "needs the go tool on PATH: %v", err)
-	}
 	bufTool := need.Buf(t, root, goTool)
 
 	// Not t.Context(): that ends before the cleanup that stops the server.

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/wizardmesh/wizard/internal/testkit/need"
 	"github.com/wizardmesh/wizard/internal/testkit/outside"
 )
 
@@ -20,17 +18,7 @@ import (
 // public API alone. It skips in -short mode, and without the go tool or
 // offline unless WIZARD_REQUIRE=1.
 func TestOutsideModule(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a module: skipped in -short mode")
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		need.Skipf(t, "needs the go tool on PATH: %v", err)
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	goTool, root := outside.Tools(t)
 	src, err := os.ReadFile("memory_test.go")
 	if err != nil {
 		t.Fatal(err)

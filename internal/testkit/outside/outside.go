@@ -18,6 +18,25 @@ import (
 	"github.com/wizardmesh/wizard/internal/testkit/need"
 )
 
+// Tools returns the go tool and the root of this checkout, the module
+// that the outside module requires. It skips t in -short mode (building
+// a module takes a while) and, unless need.Required, without the go tool.
+func Tools(t testing.TB) (goTool, root string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds a module: skipped in -short mode")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		need.Skipf(t, "needs the go tool on PATH: %v", err)
+	}
+	out, err := exec.Command(goTool, "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	return goTool, filepath.Dir(strings.TrimSpace(string(out)))
+}
+
 // Env is the environment of the outside module's commands: no
 // workspace, and the module cache as the first proxy.
 func Env(t testing.TB, goTool string) []string {
