@@ -92,6 +92,48 @@ func checkBlock(t *testing.T, c *Checker, b Block) {
 	}
 }
 
+// TestLinks: every relative link of the documentation reaches a file,
+// and its anchor a heading there.
+func TestLinks(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range append(docs(t, root), "CHANGELOG.md", "bench/README.md") {
+		text, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, err := range Links(root, file, string(text)) {
+			t.Error(err)
+		}
+	}
+}
+
+func TestLinksFail(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := Links(root, "x.md", "[a](nope.md), [b](README.md#nope), [c](README.md#performance)\n```go\n[d](nope.go)\n```\n")
+	if len(errs) != 2 {
+		t.Errorf("Links found %d errors, want 2 (a missing file, a missing anchor): %v", len(errs), errs)
+	}
+}
+
+func TestSlug(t *testing.T) {
+	for h, want := range map[string]string{
+		"The CLI's bench":                      "the-clis-bench",
+		"Add a transport":                      "add-a-transport",
+		"From the shell: `wizard`":             "from-the-shell-wizard",
+		"Typed stubs: annotate → buf generate": "typed-stubs-annotate--buf-generate",
+	} {
+		if got := slug(h); got != want {
+			t.Errorf("slug(%q) = %q, want %q", h, got, want)
+		}
+	}
+}
+
 // TestBlocks: the parser finds fenced blocks, indented ones in lists
 // included, and the directive on the line before.
 func TestBlocks(t *testing.T) {
