@@ -46,6 +46,10 @@ type Block struct {
 	Lang      string // the fence's language ("" when none)
 	Body      string // the block's text, its indentation removed
 	Directive string // the text of a <!-- doccheck… --> comment on the line before, after "doccheck"
+	// FreeVars: the block is a package doc's example, whose variables
+	// (lower-case names it uses but does not declare) stand for the
+	// reader's own; every other name it uses must exist.
+	FreeVars bool
 }
 
 func (b Block) String() string { return fmt.Sprintf("%s:%d (%s)", b.File, b.Line, b.Lang) }

@@ -92,6 +92,41 @@ func checkBlock(t *testing.T, c *Checker, b Block) {
 	}
 }
 
+// TestPackageDocs compiles the Go examples of every package doc (doc.go),
+// their free variables standing for the reader's own.
+func TestPackageDocs(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		need.Skipf(t, "needs the go tool on PATH: %v", err)
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("git", "-C", root, "ls-files", "*doc.go", "**/doc.go").Output()
+	if err != nil {
+		need.Skipf(t, "needs a git checkout to list the package docs: %v", err)
+	}
+	c := &Checker{Root: root}
+	t.Cleanup(func() { c.Close() })
+	n := 0
+	for _, file := range strings.Fields(string(out)) {
+		if strings.HasPrefix(file, "bench/") || strings.Contains(file, "testdata/") {
+			continue
+		}
+		blocks, err := PackageDocBlocks(root, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range blocks {
+			n++
+			t.Run(fmt.Sprintf("%s:%d", file, b.Line), func(t *testing.T) { checkBlock(t, c, b) })
+		}
+	}
+	if n == 0 {
+		t.Error("no package doc has a Go example: the extraction is broken")
+	}
+}
+
 // TestLinks: every relative link of the documentation reaches a file,
 // and its anchor a heading there.
 func TestLinks(t *testing.T) {
@@ -190,6 +225,8 @@ func TestCheckFails(t *testing.T) {
 		{"flag", Block{File: "x.md", Line: 1, Lang: "sh", Body: "go run ./examples/services/mathserver -nosuchflag 1\n"}, "-nosuchflag"},
 		{"wizard subcommand", Block{File: "x.md", Line: 1, Lang: "console", Body: "$ wizard nosuch\n"}, "wizard help nosuch"},
 		{"wizard flag", Block{File: "x.md", Line: 1, Lang: "console", Body: "$ wizard act --nosuch a:b\n"}, "--nosuch"},
+		{"package doc", Block{File: "x.go", Line: 1, Lang: "go", FreeVars: true, Body: "tr := tcp.New()\nnode, err := runtime.New(runtime.WithTransport(tr))\n"}, "x.go:2:"},
+		{"package doc name", Block{File: "x.go", Line: 1, Lang: "go", FreeVars: true, Body: "runtime.New(runtime.WithTransports(tr))\n"}, "WithTransports"},
 		{"make", Block{File: "x.md", Line: 1, Lang: "sh", Body: "make nosuch\n"}, "no target nosuch"},
 		{"program", Block{File: "x.md", Line: 1, Lang: "sh", Body: "frobnicate --now\n"}, "frobnicate"},
 	} {

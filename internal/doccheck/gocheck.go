@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -197,7 +198,7 @@ func (c *Checker) typeCheck(b Block, mod, src string, offset int, fragment bool)
 		Importer: m.imp,
 		Error: func(err error) {
 			var te types.Error
-			if fragment && errors.As(err, &te) && te.Soft {
+			if fragment && errors.As(err, &te) && (te.Soft || b.FreeVars && freeVar.MatchString(te.Msg)) {
 				return
 			}
 			errs = append(errs, errors.New(relocate(err.Error(), b, offset)))
@@ -209,6 +210,10 @@ func (c *Checker) typeCheck(b Block, mod, src string, offset int, fragment bool)
 	}
 	return nil
 }
+
+// freeVar is the error of a name a package doc's example leaves to the
+// reader: a lower-case identifier, never a package's exported name.
+var freeVar = regexp.MustCompile(`^undefined: [a-z_][A-Za-z0-9_]*$`)
 
 // relocate rewrites "block.go:LINE:COL" in msg to the Markdown file's line.
 func relocate(msg string, b Block, offset int) string {
