@@ -31,6 +31,12 @@
 //
 // <!-- doccheck: skip REASON --> before a block leaves it unchecked, with
 // the reason in the test log.
+//
+// Beyond the blocks: the Go examples of every package doc (doc.go) are
+// compiled, their undeclared lower-case names left to the reader
+// ([PackageDocBlocks]); every relative link reaches its file and anchor
+// ([Links]); every file of the tree and every Test, Benchmark or Fuzz
+// function the prose cites exists ([Citations]).
 package doccheck
 
 import (

@@ -145,6 +145,31 @@ func TestLinks(t *testing.T) {
 	}
 }
 
+// TestCitations: every file the documentation cites in backquotes is in
+// the tree, and every test, benchmark and fuzz target it names exists.
+func TestCitations(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	known, err := TestFuncs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !known["TestCitations"] {
+		t.Fatal("TestFuncs does not find this test")
+	}
+	for _, file := range docs(t, root) {
+		text, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, err := range Citations(root, file, string(text), known) {
+			t.Error(err)
+		}
+	}
+}
+
 func TestLinksFail(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
