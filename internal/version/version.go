@@ -1,18 +1,22 @@
-// Package version is the one place the release of wizard is written: the
-// wizard command's version subcommand and wizard-gateway's --version print
-// it, with the commit and Go version the toolchain embeds in the binary.
+// Package version is what the wizard command's version subcommand and
+// wizard-gateway's --version print: the release of wizard
+// ([runtime.Version]), with the commit and Go version the toolchain embeds
+// in the binary.
 package version
 
 import (
 	"fmt"
 	"io"
 	"runtime/debug"
+
+	"github.com/wizardmesh/wizard/runtime"
 )
 
-// Release is the version of wizard this tree is, as CHANGELOG.md names it.
-// A release changes it and adds its section to CHANGELOG.md in one commit
-// (TestReleaseInChangelog checks that they agree).
-const Release = "v0.4.0"
+// Release is the version of wizard this tree is: [runtime.Version], the
+// one place it is written. A release changes that constant and adds its
+// section to CHANGELOG.md in one commit (TestReleaseInChangelog checks that
+// they agree).
+const Release = "v" + runtime.Version
 
 // Module is the path of the module wizard is.
 const Module = "github.com/wizardmesh/wizard"

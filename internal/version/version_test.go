@@ -3,7 +3,7 @@ package version
 import (
 	"os"
 	"regexp"
-	"runtime"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
@@ -27,8 +27,8 @@ func TestReleaseInChangelog(t *testing.T) {
 
 func TestRead(t *testing.T) {
 	v := Read()
-	if v.Module != Module || v.Version != Release || v.Go != runtime.Version() {
-		t.Errorf("Read() = %+v, want module %s, version %s, go %s", v, Module, Release, runtime.Version())
+	if v.Module != Module || v.Version != Release || v.Go != goruntime.Version() {
+		t.Errorf("Read() = %+v, want module %s, version %s, go %s", v, Module, Release, goruntime.Version())
 	}
 }
 
