@@ -17,7 +17,8 @@
 //     compiles the fragment in the otel module, with the imports of
 //     [moduleImports] (wizotel and OpenTelemetry's SDK among them).
 //   - proto: a complete .proto file, built with buf against proto/ (the
-//     wizard options); skipped without buf unless WIZARD_REQUIRE=1.
+//     wizard options), then run through protoc-gen-wizard (its patterns
+//     checked); skipped without buf unless WIZARD_REQUIRE=1.
 //   - yaml: a gateway configuration, loaded by gateway/config.Parse; a block
 //     whose first line is "# buf.yaml" or "# buf.gen.yaml" only parses as
 //     YAML (TestOutsideModule in cmd/protoc-gen-wizard runs those).

@@ -48,7 +48,8 @@ func CheckNATSConf(b Block) error {
 }
 
 // CheckProto builds a .proto file with buf, with proto/ (the wizard
-// options) beside it.
+// options) beside it, and generates its stubs with protoc-gen-wizard, which
+// checks the patterns its annotations give.
 func (c *Checker) CheckProto(b Block, buf string) error {
 	dir, err := os.MkdirTemp("", "doccheck-proto")
 	if err != nil {
@@ -76,6 +77,17 @@ func (c *Checker) CheckProto(b Block, buf string) error {
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%s: buf build: %v\n%s", b, err, out)
+	}
+	// Then protoc-gen-wizard, which checks the patterns of the annotations.
+	plugin, err := c.build(".", "./cmd/protoc-gen-wizard")
+	if err != nil {
+		return err
+	}
+	tmpl := fmt.Sprintf(`{"version":"v2","plugins":[{"local":%q,"out":"gen","opt":["paths=source_relative","Mblock.proto=example.com/doccheck/doc"]}]}`, plugin)
+	cmd = exec.Command(buf, "generate", "doc", "--config", cfg, "--template", tmpl)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: protoc-gen-wizard: %v\n%s", b, err, out)
 	}
 	return nil
 }

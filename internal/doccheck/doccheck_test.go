@@ -267,6 +267,14 @@ func TestCheckFails(t *testing.T) {
 			}
 		})
 	}
+	t.Run("proto", func(t *testing.T) {
+		buf := need.Buf(t, root, "go")
+		proto := "syntax = \"proto3\";\npackage d.v1;\nimport \"wizard/v1/options.proto\";\n" +
+			"service S {\n  option (wizard.v1.service) = {pattern: \"role:s,\"};\n  rpc A(M) returns (M);\n}\nmessage M {}\n"
+		if err := c.CheckProto(Block{File: "x.md", Line: 1, Lang: "proto", Body: proto}, buf); err == nil || !strings.Contains(err.Error(), "role:s,") {
+			t.Errorf("a proto block with a bad pattern: %v", err)
+		}
+	})
 	if err := CheckYAML(Block{File: "x.md", Line: 1, Lang: "yaml", Body: "routes:\n  - name: a\n    colour: red\n"}); err == nil {
 		t.Error("a gateway configuration with an unknown key loads")
 	}
