@@ -6,10 +6,13 @@
 //	import wizotel "github.com/wizardmesh/wizard/otel"
 //
 //	tr, err := tcp.New()
-//	if err != nil { ... }
+//	if err != nil {
+//		return err
+//	}
 //	node, err := runtime.New(
 //		wizotel.Instrument(wizotel.WithTracerProvider(tp), wizotel.WithMeterProvider(mp)),
-//		runtime.WithTransport(tr), ...)
+//		runtime.WithTransport(tr),
+//	)
 //
 // [Instrument] returns one node option: a handler interceptor, a call
 // interceptor and a [runtime.Observer]. Without providers (none given,

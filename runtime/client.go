@@ -7,8 +7,10 @@ import (
 	"time"
 )
 
-// Version is the runtime's version.
-const Version = "0.3.0"
+// Version is the release of wizard this runtime belongs to, as
+// CHANGELOG.md names it; the wizard and wizard-gateway commands and the
+// code protoc-gen-wizard generates report it.
+const Version = "0.4.0"
 
 // IsAtLeastVersion0_2_0 is referenced by generated code: a build against
 // an older runtime fails at compile time, naming the version it needs,

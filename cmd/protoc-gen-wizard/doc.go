@@ -52,7 +52,7 @@
 //	    out: .
 //	    opt: module=github.com/you/yourmodule
 //
-// The README's "Typed stubs" section has the steps in full. The plugin
+// docs/codegen.md ("Typed stubs") has the steps in full. The plugin
 // takes protogen's parameters (paths, module, M) and no others; --version
 // prints its version.
 package main

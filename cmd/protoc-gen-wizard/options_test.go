@@ -25,7 +25,7 @@ func TestEmbeddedOptions(t *testing.T) {
 }
 
 // TestWriteOptionsFlag runs the command with --write-options as the
-// README does, into a directory that does not exist yet.
+// docs/codegen.md does, into a directory that does not exist yet.
 func TestWriteOptionsFlag(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "proto")
 	if out, err := runMain(t, nil, "--write-options", dir); err != nil || len(out) > 0 {

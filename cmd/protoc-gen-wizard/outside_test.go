@@ -17,13 +17,13 @@ import (
 	"github.com/wizardmesh/wizard/internal/testkit/outside"
 )
 
-// TestOutsideModule follows the README's "Typed stubs" steps in a new
+// TestOutsideModule follows the "Typed stubs" steps of docs/codegen.md in a new
 // module, example.com/shop, in a temporary directory: it copies the user's
 // own files (testdata/outside: a contract, a server, a client), writes the
-// README's buf.yaml and buf.gen.yaml, runs the README's commands as they
+// page's buf.yaml and buf.gen.yaml, runs the page's commands as they
 // are written, then starts bin/server and checks that bin/client gets the
 // right answer over TCP on 127.0.0.1. The commands and files come from the
-// README itself, so the two cannot drift apart.
+// page itself, so the two cannot drift apart.
 //
 // Only one thing stands in for a published wizard: a replace directive to
 // this checkout, added right after `go mod init`. The module cache comes
@@ -33,8 +33,11 @@ import (
 // and the go tool; without them, or offline, it skips, unless
 // WIZARD_REQUIRE=1.
 func TestOutsideModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module: skipped in -short mode")
+	}
 	goTool, root := outside.Tools(t)
-	steps := readmeSteps(t, filepath.Join(root, "README.md"))
+	steps := pageSteps(t, filepath.Join(root, "docs", "codegen.md"))
 	bufTool := need.Buf(t, root, goTool)
 
 	// Not t.Context(): that ends before the cleanup that stops the server.
@@ -57,7 +60,7 @@ func TestOutsideModule(t *testing.T) {
 		case "buf":
 			args[0] = bufTool
 		default:
-			t.Fatalf("README step %q: the test runs only go and buf", strings.Join(args, " "))
+			t.Fatalf("docs/codegen.md step %q: the test runs only go and buf", strings.Join(args, " "))
 		}
 		outside.Run(t, ctx, mod, env, args...)
 		if i == 0 { // after go mod init: the stand-in for a published version
@@ -65,7 +68,7 @@ func TestOutsideModule(t *testing.T) {
 		}
 	}
 
-	// Outside what the README lists: no copy of the options was generated.
+	// Outside what the page lists: no copy of the options was generated.
 	if err := filepath.WalkDir(mod, func(path string, d fs.DirEntry, err error) error {
 		if err == nil && d.Name() == "options.pb.go" {
 			t.Errorf("buf generate wrote %s: options.proto is not the module's to generate", path)
@@ -108,7 +111,7 @@ func TestOutsideModule(t *testing.T) {
 	}
 
 	// A second package that shares a pattern with the first: buf generate,
-	// as the README configures it, fails naming the pattern, as generation
+	// as the page configures it, fails naming the pattern, as generation
 	// in this repository does (the plugin must see both packages at once).
 	rival := filepath.Join(mod, "proto", "rival", "v1", "rival.proto")
 	if err := os.MkdirAll(filepath.Dir(rival), 0o755); err != nil {
@@ -145,17 +148,17 @@ message QuoteRequest {}
 message QuoteResponse {}
 `
 
-// outsideSteps are the README's steps for a module outside this one.
+// outsideSteps are docs/codegen.md's steps for a module outside this one.
 type outsideSteps struct {
 	commands [][]string        // the sh block, a command a line
 	files    map[string]string // yaml blocks whose first line is "# <name>"
 }
 
-// readmeSteps reads the steps from the "Typed stubs" section of the README
+// pageSteps reads the steps from the "Typed stubs" section of the page
 // at path: its one sh block, a command a line, and its buf.yaml and
 // buf.gen.yaml blocks. The commands must run without a shell, so they may
 // hold no quotes, pipes, redirections or variables.
-func readmeSteps(t *testing.T, path string) outsideSteps {
+func pageSteps(t *testing.T, path string) outsideSteps {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -164,7 +167,7 @@ func readmeSteps(t *testing.T, path string) outsideSteps {
 	section := string(b)
 	start := strings.Index(section, "\n## Typed stubs")
 	if start < 0 {
-		t.Fatal("README.md has no \"## Typed stubs\" section")
+		t.Fatalf("%s has no \"## Typed stubs\" section", path)
 	}
 	section = section[start+1:]
 	if end := strings.Index(section, "\n## "); end >= 0 {
@@ -179,7 +182,7 @@ func readmeSteps(t *testing.T, path string) outsideSteps {
 			sh++
 			for line := range strings.Lines(body) {
 				if strings.ContainsAny(line, "\"'|&;<>$`*") {
-					t.Fatalf("README step %q needs a shell; the steps are plain commands", strings.TrimSpace(line))
+					t.Fatalf("docs/codegen.md step %q needs a shell; the steps are plain commands", strings.TrimSpace(line))
 				}
 				if args := strings.Fields(line); len(args) > 0 {
 					steps.commands = append(steps.commands, args)
@@ -198,7 +201,7 @@ func readmeSteps(t *testing.T, path string) outsideSteps {
 	if got := strings.Join(steps.commands[0], " "); got != "go mod init example.com/shop" {
 		t.Fatalf("the first step is %q, want go mod init example.com/shop (the module testdata/outside is written for)", got)
 	}
-	makefile, err := os.ReadFile(filepath.Join(filepath.Dir(path), "Makefile"))
+	makefile, err := os.ReadFile(filepath.Join(filepath.Dir(path), "..", "Makefile"))
 	if err != nil {
 		t.Fatal(err)
 	}

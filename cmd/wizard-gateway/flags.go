@@ -106,6 +106,7 @@ a call of the pattern its route names, as the YAML configuration says:
 
 Usage:
   wizard-gateway -c FILE [flags]      serve
+  wizard-gateway --version            print the version and exit
   wizard-gateway check-config FILE    check a configuration file and exit
                                       (every problem, as FILE:LINE:COL: WHERE: REASON;
                                       then the TLS, key and gossip key files it names
@@ -123,6 +124,7 @@ and both win over the file):
 		fmt.Fprintf(w, "  %-28s %s\n  %-28s [%s]\n", name, d.help, "", envName(d.long))
 	}
 	fmt.Fprint(w, `  -h, --help                   this text
+  -V, --version                the version of wizard, the commit and the Go version; exit
 
 Endpoints: the routes; /healthz (the process is up); /readyz (joined to the
 mesh, keys loaded); the WebSocket path of the websocket section (/ws).

@@ -20,6 +20,7 @@ import (
 
 	"github.com/wizardmesh/wizard/gateway"
 	"github.com/wizardmesh/wizard/gateway/config"
+	"github.com/wizardmesh/wizard/internal/version"
 	"github.com/wizardmesh/wizard/runtime"
 )
 
@@ -35,6 +36,10 @@ func main() {
 func run(args []string, getenv func(string) string, stdout, stderr io.Writer, sigs <-chan os.Signal, serving func(addr string)) int {
 	if len(args) > 0 && args[0] == "check-config" {
 		return checkConfig(args[1:], stdout, stderr)
+	}
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version" || args[0] == "-V") {
+		version.Read().Write(stdout, "wizard-gateway")
+		return 0
 	}
 	var f flags
 	if err := f.parse(args, getenv, stderr); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/wizardmesh/wizard/internal/version"
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
@@ -63,7 +65,7 @@ func TestHelp(t *testing.T) {
 			t.Errorf("--help does not name --%s and %s", d.long, envName(d.long))
 		}
 	}
-	for _, s := range []string{"check-config", "SIGHUP", "/readyz"} {
+	for _, s := range []string{"check-config", "--version", "SIGHUP", "/readyz"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("--help does not say %q", s)
 		}
@@ -74,6 +76,20 @@ func TestHelp(t *testing.T) {
 	errOut.Reset()
 	if code := run(nil, noEnv, &out, &errOut, nil, nil); code != 2 || !strings.Contains(errOut.String(), "-c FILE") {
 		t.Errorf("no config: exit %d, %q", code, errOut.String())
+	}
+}
+
+// TestVersion: --version (and -V, -version) prints the release, the
+// commit and the Go version, and exits 0 without a configuration.
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"--version", "-version", "-V"} {
+		var out, errOut bytes.Buffer
+		code := run([]string{arg}, noEnv, &out, &errOut, nil, nil)
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		if code != 0 || len(lines) != 3 || lines[0] != "wizard-gateway "+version.Release ||
+			!strings.HasPrefix(lines[1], "commit ") || lines[2] != "go     "+goruntime.Version() {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", arg, code, out.String(), errOut.String())
+		}
 	}
 }
 

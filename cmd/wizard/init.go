@@ -17,7 +17,7 @@ import (
 var initCommand = &command{
 	name: "init",
 	args: "[DIR]",
-	summary: `Scaffold a Go module that serves a typed wizard contract, as the README's
+	summary: `Scaffold a Go module that serves a typed wizard contract, as docs/codegen.md's
 "Typed stubs" section builds one: buf.yaml and buf.gen.yaml, an annotated
 contract under proto/, a main.go that serves it, then (with the go tool on
 PATH) go mod init, go get -tool of protoc-gen-wizard and protoc-gen-go, and

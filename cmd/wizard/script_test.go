@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wizardmesh/wizard/internal/version"
 )
 
 // TestScriptable: what a script relies on. --help prints on the standard
@@ -35,12 +37,12 @@ func TestScriptable(t *testing.T) {
 	t.Run("version", func(t *testing.T) {
 		r := wizard(t, "", "version")
 		lines := strings.Split(strings.TrimSuffix(r.out, "\n"), "\n")
-		if r.code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[0], "wizard ") || !strings.HasPrefix(lines[1], "commit ") || lines[2] != "go     "+runtime.Version() {
+		if r.code != 0 || len(lines) != 3 || lines[0] != "wizard "+version.Release || !strings.HasPrefix(lines[1], "commit ") || lines[2] != "go     "+runtime.Version() {
 			t.Errorf("version: exit %d:\n%s%s", r.code, r.out, r.err)
 		}
 		r = wizard(t, "", "version", "--output", "json")
-		var v versionJSON
-		if err := json.Unmarshal([]byte(r.out), &v); err != nil || v.Module != "github.com/wizardmesh/wizard" || v.Version == "" || v.Go != runtime.Version() {
+		var v version.Info
+		if err := json.Unmarshal([]byte(r.out), &v); err != nil || v.Module != "github.com/wizardmesh/wizard" || v.Version != version.Release || v.Go != runtime.Version() {
 			t.Errorf("version JSON %s (%v)", r.out, err)
 		}
 	})

@@ -16,7 +16,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
-// TestExampleFile loads the documented example (the README's) and
+// TestExampleFile loads the documented example (docs/gateway.md's) and
 // compares every effective setting, defaults applied, with
 // testdata/gateway.golden (go test -run TestExampleFile -update
 // rewrites it).
@@ -43,7 +43,7 @@ func TestExampleFile(t *testing.T) {
 	}
 }
 
-// TestExampleFileMatches runs requests the README shows against the
+// TestExampleFileMatches runs requests docs/gateway.md shows against the
 // example file.
 func TestExampleFileMatches(t *testing.T) {
 	c, err := Load("testdata/gateway.yaml")

@@ -20,14 +20,14 @@ import (
 	"github.com/wizardmesh/wizard/runtime/nats"
 )
 
-// grant is a broker user's permissions, as the README's recipe words
+// grant is a broker user's permissions, as docs/nats.md's recipe words
 // them.
 type grant struct {
 	user     string
 	pub, sub []string
 }
 
-// The README's recipe: a node that serves on its own subject, and a node
+// docs/nats.md's recipe: a node that serves on its own subject, and a node
 // that only calls.
 func serverGrant(user, subject string) grant {
 	return grant{user: user,
@@ -103,7 +103,7 @@ func payServer(t *testing.T, url, user string, log *testlog.Buffer) *runtime.Nod
 	return srv
 }
 
-// TestPermissionRecipe: nodes with the README's grants, and no more,
+// TestPermissionRecipe: nodes with docs/nats.md's grants, and no more,
 // find each other and call, and the broker refuses none of their
 // publishes and subscriptions.
 func TestPermissionRecipe(t *testing.T) {

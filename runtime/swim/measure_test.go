@@ -80,7 +80,7 @@ func medianOf(ds []time.Duration) time.Duration {
 
 func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 
-// TestMeasure is the measurement behind the README's discovery figures
+// TestMeasure is the measurement behind the discovery figures of docs/performance.md
 // (WIZARD_LONG=1): on a 50-node in-process cluster with the Fast preset,
 // (a) the time from a new node's start until its pattern is routable on
 // all 50 members, (b) the time from a node's crash (gossip stopped without

@@ -1,8 +1,9 @@
 // Command compare measures wizard's remote calls against gRPC-go, net/http
 // HTTP/1.1, MicroWizard 1.5.0 and Moleculer 0.15 (Node.js), drpc,
 // connect-go, NATS micro and a raw multiplexed-TCP floor, each server in its
-// own process, and appends a Markdown report to results.md (which keeps
-// every run) and draws an SVG chart of the latest.
+// own process, and writes a Markdown report into results.md (which holds
+// the latest run of each mode: a run replaces its mode's section, earlier
+// runs are in git history) and draws an SVG chart of it.
 //
 //	cd bench && go run ./cmd/compare
 //	cd bench && go run ./cmd/compare -duration 500ms -runs 1 -concurrency 1,128
@@ -20,7 +21,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -91,7 +91,7 @@ func main() {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fail(err)
 	}
-	if err := appendRun(filepath.Join(*out, "results.md"), rep.WriteMarkdown); err != nil {
+	if err := writeResults(filepath.Join(*out, "results.md"), rep.WriteMarkdown); err != nil {
 		fail(err)
 	}
 	if len(cfg.Concurrency) > 0 {
@@ -103,26 +103,6 @@ func main() {
 		fail(err)
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s\n", *out)
-}
-
-// appendRun adds the run to the end of the file at path (which keeps every
-// run), after a rule when the file has one already.
-func appendRun(path string, fn func(w io.Writer) error) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	if st, err := f.Stat(); err == nil && st.Size() > 0 {
-		if _, err := io.WriteString(f, "\n---\n\n"); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if err := fn(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 func fail(err error) {

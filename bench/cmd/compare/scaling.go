@@ -16,7 +16,7 @@ import (
 
 // The scaling modes: how cost grows with the payload and with the number
 // of connections. Either flag runs its mode instead of the comparison, and
-// appends its section to results.md.
+// writes its section into results.md in place of the mode's last one.
 var (
 	payloadSizes    = flag.String("payload", "", "payload mode: comma-separated payload sizes to echo (16, 1K, 64KiB, 1M); runs instead of the comparison")
 	payloadCallers  = flag.Int("payload-callers", 16, "payload mode: concurrent callers over the one connection")
@@ -25,7 +25,7 @@ var (
 	connsSettle     = flag.Duration("conns-settle", time.Second, "connections mode: idle time before the server's idle RSS is read")
 )
 
-// runScaling runs the modes asked for, if any, appends their sections to
+// runScaling runs the modes asked for, if any, writes their sections into
 // out/results.md and writes out/payload.svg; it reports whether it ran.
 func runScaling(ctx context.Context, cfg harness.Config, out string) (bool, error) {
 	if *payloadSizes == "" && *conns == 0 {
@@ -71,19 +71,14 @@ func runScaling(ctx context.Context, cfg harness.Config, out string) (bool, erro
 		}
 		sections = append(sections, rep.WriteMarkdown)
 	}
-	f, err := os.OpenFile(filepath.Join(out, "results.md"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return true, err
-	}
-	for _, s := range sections {
-		if err := s(io.MultiWriter(f, os.Stdout)); err != nil {
-			f.Close()
+	for _, sec := range sections {
+		if err := sec(os.Stdout); err != nil {
 			return true, err
 		}
 	}
-	if err := f.Close(); err != nil {
+	if err := writeResults(filepath.Join(out, "results.md"), sections...); err != nil {
 		return true, err
 	}
-	fmt.Fprintf(os.Stderr, "appended to %s\n", filepath.Join(out, "results.md"))
+	fmt.Fprintf(os.Stderr, "wrote %s\n", filepath.Join(out, "results.md"))
 	return true, nil
 }

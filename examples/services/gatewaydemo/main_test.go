@@ -19,7 +19,7 @@ import (
 
 // TestDemo runs the demo on a free port and does what it prints: each
 // curl line with net/http, and the wscat line with a Go WebSocket
-// client, checking the answers, so that the lines the README copies stay
+// client, checking the answers, so that the lines docs/gateway.md copies stay
 // true.
 func TestDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
