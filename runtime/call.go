@@ -24,10 +24,10 @@ type outMessage struct {
 }
 
 // outMessages pools the messages of remote calls. A call's message ends
-// when callRemote returns: the runtime keeps nothing of it (replies and
-// errors are the connection's), and the connections that had it keep
-// nothing of it either unless one may have (m.lent, see send), and then
-// the message is left to the collector.
+// when callRemote returns: the runtime keeps nothing of it, and the
+// connections that had it keep nothing of it either unless one may have
+// (m.lent: Message's doc says when), and then the message is left to the
+// collector.
 var outMessages sync.Pool
 
 func getOutMessage() *outMessage {

@@ -72,9 +72,11 @@ func CallBody(ctx context.Context, cl *mux.Client, m *runtime.Message, body prot
 	return out, nil
 }
 
-// Handler adapts a runtime.Server to a mux handler.
+// Handler adapts a runtime.Server to a mux handler. A
+// [runtime.BodyServer]'s protobuf results are marshalled straight into
+// their answers' frames (as a protoBody).
 func Handler(s runtime.Server) mux.Handler {
-	bs, _ := s.(bodyServer)
+	bs, _ := s.(runtime.BodyServer)
 	return func(ctx context.Context, req *wire.Frame) *wire.Frame {
 		// The message handed to the node and the frame answered are the
 		// request's pooled room (see WithRoom), or take one allocation;
@@ -130,10 +132,10 @@ func Handler(s runtime.Server) mux.Handler {
 }
 
 // Budget returns the in-flight budget a listener shares among its
-// connections for s: nil unless s reports a limit (a node's Server does,
-// for runtime.WithMaxInFlight).
+// connections for s: nil unless s is a [runtime.InFlightLimiter] with a
+// limit (a node's Server is one, for runtime.WithMaxInFlight).
 func Budget(s runtime.Server) *mux.Budget {
-	l, ok := s.(interface{ MaxInFlight() int })
+	l, ok := s.(runtime.InFlightLimiter)
 	if !ok || l.MaxInFlight() <= 0 {
 		return nil
 	}
@@ -153,12 +155,11 @@ type exchange struct {
 // record, which is the request's context and lives as long as anything
 // holds that, and the part of it the context never reaches (p): the
 // buffer the request was read into, the request message made of it and
-// the answer frame. p is pooled: Handler marks it free when the node says
-// that nothing holds the request message, its payload or its metadata
-// once the answer is encoded (a typed handler's request, decoded into a
-// message of its own: see the runtime's ServeMessageBody), and the mux's
-// Options.Done then gives it back (release), once it has encoded the
-// answer. A p not marked free is left to the collector with the record.
+// the answer frame. p is pooled: Handler marks it free when
+// runtime.BodyServer.ServeMessageBody reports the request free (the rule
+// is runtime.Message's), and the mux's Options.Done then gives it back
+// (release), once it has encoded the answer. A p not marked free is left
+// to the collector with the record.
 type serveExchange struct {
 	req  mux.Request
 	p    *serveRoom
@@ -213,10 +214,9 @@ func release(x any) {
 //
 // The records are pooled. [CallBody] takes one and returns its message
 // as the reply, which from then on is its caller's: the caller may give
-// it back with [ReleaseReply] once nothing reads the reply or anything it
-// points to (the runtime's rules are in its replypool.go), or leave it to
-// the collector. A call that returns no reply gives its record back
-// itself.
+// it back with [ReleaseReply] (runtime.ReplyReleaser; the rule is
+// runtime.Message's), or leave it to the collector. A call that returns
+// no reply gives its record back itself.
 type callExchange struct {
 	exchange
 	meta [2]wire.Meta
