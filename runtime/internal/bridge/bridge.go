@@ -26,14 +26,8 @@ func Call(ctx context.Context, cl *mux.Client, m *runtime.Message, where string)
 // still to marshal: it is marshalled straight into the request's frame.
 // A nil body sends m's Payload.
 func CallBody(ctx context.Context, cl *mux.Client, m *runtime.Message, body proto.Message, size int, where string) (*runtime.Message, error) {
-	f := wire.Frame{
-		Type:    wire.TypeRequest,
-		Flags:   wire.Flags(m.Flags),
-		Codec:   wire.Codec(m.Codec),
-		Pattern: m.Pattern,
-		Payload: m.Payload,
-	}
-	f.Meta = toWire(m.Meta)
+	var f wire.Frame
+	RequestFrame(&f, m)
 	x := getCallExchange() // the answer frame, its metadata and body and the message made of it, in one record
 	resp, out := &x.f, &x.m
 	resp.Meta = x.meta[:0]
@@ -56,19 +50,9 @@ func CallBody(ctx context.Context, cl *mux.Client, m *runtime.Message, body prot
 	if !answered {
 		return nil, nil
 	}
-	if resp.Type == wire.TypeError {
-		code, msg, details, err := wire.DecodeErrorDetails(resp.Payload)
-		if err != nil {
-			return nil, fmt.Errorf("%s: bad error frame: %w", where, err)
-		}
-		if code == 0 {
-			code = uint32(runtime.CodeUnknown)
-		}
-		// An error reply's payload carries the error's details.
-		*out = runtime.Message{Code: runtime.Code(code), Error: msg, Payload: details, Flags: runtime.MessageFlags(resp.Flags & wire.FlagRefused)}
-		return out, nil
+	if err := ReplyMessage(out, resp); err != nil {
+		return nil, fmt.Errorf("%s: bad error frame: %w", where, err)
 	}
-	*out = runtime.Message{Codec: runtime.Codec(resp.Codec), Payload: resp.Payload, Meta: fromWire(resp.Meta)}
 	return out, nil
 }
 
@@ -90,15 +74,8 @@ func Handler(s runtime.Server) mux.Handler {
 			x = new(exchange)
 		}
 		m := &x.m
-		*m = runtime.Message{
-			Pattern:  req.Pattern,
-			Flags:    runtime.MessageFlags(req.Flags),
-			Codec:    runtime.Codec(req.Codec),
-			Payload:  req.Payload,
-			Deadline: req.Deadline,
-			Meta:     fromWire(req.Meta),
-			Remote:   remoteOf(ctx),
-		}
+		RequestMessage(m, req)
+		m.Remote = remoteOf(ctx)
 		if req.Flags&wire.FlagKeep != 0 {
 			m.Identity = identity(ctx) // what a stored answer is bound to
 		}
@@ -115,17 +92,10 @@ func Handler(s runtime.Server) mux.Handler {
 			reply = s.ServeMessage(ctx, m)
 		}
 		f := &x.f
-		switch {
-		case reply == nil:
-			*f = wire.Frame{Type: wire.TypeResponse}
-		case reply.Code != runtime.CodeOK:
-			*f = wire.Frame{Type: wire.TypeError, Flags: wire.Flags(reply.Flags & runtime.FlagRefused), Payload: append(wire.AppendError(nil, uint32(reply.Code), reply.Error), reply.Payload...)}
-		default:
-			*f = wire.Frame{Type: wire.TypeResponse, Codec: wire.Codec(reply.Codec), Payload: reply.Payload, Meta: toWire(reply.Meta)}
-			if body != nil {
-				x.b = protoBody{body, size}
-				f.Body = &x.b
-			}
+		ReplyFrame(f, reply)
+		if body != nil && reply.Code == runtime.CodeOK { // a body comes with a reply that succeeded
+			x.b = protoBody{body, size}
+			f.Body = &x.b
 		}
 		return f
 	}
