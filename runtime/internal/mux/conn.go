@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -466,7 +465,7 @@ func (c *conn) readFrames(dispatch func(f *wire.Frame, body []byte, own bool) er
 			c.read.Store(true)
 		}
 		// A frame larger than scratch got a buffer of its own.
-		own := len(body) > 0 && unsafe.SliceData(body) != unsafe.SliceData(scratch)
+		own := len(body) > 0 && !sameArray(body, scratch)
 		if err := dispatch(&f, body, own); err != nil {
 			return err
 		}

@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -366,7 +365,7 @@ func (s *server) refuse(f *wire.Frame) error {
 // what the server keeps for it besides (the request, with room for a
 // small frame in it); Options.RoomSize is added for a record's room.
 func requestCost(f *wire.Frame) int {
-	return f.Size() + int(unsafe.Sizeof(request{})+unsafe.Sizeof(requestBuf{}))
+	return f.Size() + requestSize
 }
 
 // waitRoom pauses the reader while the connection is at one of its
