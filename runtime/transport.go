@@ -15,15 +15,14 @@ import (
 // and runtime/microwizard implement it; a node uses one through
 // [WithTransport].
 //
-// The contract a transport implements is the interfaces of this file.
-// Required: Transport, whose Listen hands inbound calls to a [Server]
-// until its [Listener] stops, and whose Dial returns a [Conn]. Optional,
-// each found by a type assertion and each with a fallback when absent:
-// [AddrChecker] on the Transport; [GoAwayConn], [PeerCertificateConn],
-// [BodyCaller] and [ReplyReleaser] on a Conn. A node's Server offers the
-// transport [KeyRouter], [BodyServer] and [InFlightLimiter]. [Message]
-// says who owns a call's and a reply's memory, and when a transport may
-// reuse it.
+// A transport implements Transport, [Listener] and [Conn]: Listen hands
+// inbound calls to a [Server] until its Listener stops, and Dial returns
+// a Conn. Its optional capabilities, each found by a type assertion and
+// each with a fallback when absent, are [AddrChecker] on the Transport
+// and [GoAwayConn], [PeerCertificateConn], [BodyCaller] and
+// [ReplyReleaser] on a Conn. A node's Server offers the transport
+// [KeyRouter], [BodyServer] and [InFlightLimiter]. [Message] says who
+// owns a call's and a reply's memory, and when a transport may reuse it.
 type Transport interface {
 	// Name names the transport in catalogs and discovery ("tcp", "quic").
 	Name() string
