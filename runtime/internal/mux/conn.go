@@ -137,11 +137,16 @@ func newConn(rw io.ReadWriteCloser, br *reader, opts Options, side string) *conn
 	return c
 }
 
+// addrStream is a stream that knows its peer's address (a net.Conn): a
+// connection over one names the peer in its log; over any other stream
+// (a pipe, a QUIC stream) the log names no peer.
+type addrStream interface{ RemoteAddr() net.Addr }
+
 // connLogger returns l with the side of the connection over rw and, when
 // rw knows it, the peer's address.
 func connLogger(l *slog.Logger, rw io.ReadWriteCloser, side string) *slog.Logger {
 	l = l.With(slog.String("side", side))
-	if a, ok := rw.(interface{ RemoteAddr() net.Addr }); ok && a.RemoteAddr() != nil {
+	if a, ok := rw.(addrStream); ok && a.RemoteAddr() != nil {
 		l = l.With(slog.String("remote", a.RemoteAddr().String()))
 	}
 	return l

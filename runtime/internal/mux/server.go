@@ -252,6 +252,11 @@ func (s *server) shutdown() {
 	}
 }
 
+// halfCloser is a stream that can close its sending side alone
+// (*net.TCPConn, *tls.Conn): a server lingers on one (see linger); any
+// other stream is closed outright.
+type halfCloser interface{ CloseWrite() error }
+
 // linger runs once every answer is written, on a stream that can close
 // its sending side alone (TCP, TLS): it does, and waits until the client
 // closes its side or timeout fires, reading on and dropping what still
@@ -259,7 +264,7 @@ func (s *server) shutdown() {
 // the goaway with a reset, and a reset makes the client's kernel drop the
 // answers it has not read yet — answers to calls that ran.
 func (c *conn) linger(timeout <-chan time.Time) {
-	cw, ok := c.rw.(interface{ CloseWrite() error })
+	cw, ok := c.rw.(halfCloser)
 	if !ok || cw.CloseWrite() != nil {
 		return
 	}
