@@ -5,45 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
-	"sync"
 	"time"
-	"unsafe"
 )
 
 // The remote call: callRemote builds the message and loops over attempts,
 // each to one target the balancer picks; remoteCall.next (retry.go)
 // decides what an attempt's outcome means for the call.
-
-// outMessage is a Message with room for the metadata the node itself
-// sends (caller, payload type, pattern pairs, call id and token), so that
-// both take one allocation.
-type outMessage struct {
-	Message
-	meta [5]MetaPair
-	id   [8]byte // the call id's bytes, which a meta value points into
-}
-
-// outMessages pools the messages of remote calls. A call's message ends
-// when callRemote returns: the runtime keeps nothing of it (replies and
-// errors are the connection's), and the connections that had it keep
-// nothing of it either unless one may have (m.lent, see send), and then
-// the message is left to the collector.
-var outMessages sync.Pool
-
-func getOutMessage() *outMessage {
-	if om, ok := outMessages.Get().(*outMessage); ok {
-		return om
-	}
-	return new(outMessage)
-}
-
-func putOutMessage(om *outMessage) {
-	if om.lent {
-		return
-	}
-	*om = outMessage{} // nothing of the call stays reachable
-	outMessages.Put(om)
-}
 
 const (
 	// The node's own metadata keys start with ':', which callers' keys
@@ -160,7 +127,7 @@ func (n *Node) outgoing(ctx context.Context, r *route, pairs []Pair, msg any, ov
 		// An id the call keeps if it is sent again: the serving node runs
 		// it once however often it arrives.
 		binary.BigEndian.PutUint64(om.id[:], n.callSeq.Add(1))
-		m.Meta = append(m.Meta, MetaPair{metaCall, unsafe.String(&om.id[0], len(om.id))}, MetaPair{metaToken, ""})
+		m.Meta = append(m.Meta, MetaPair{metaCall, om.idString()}, MetaPair{metaToken, ""})
 		m.Flags |= FlagKeep // the token, last, is the peer's: attempt sets it
 	}
 	return om, nil
@@ -203,25 +170,6 @@ type remoteCall struct {
 	mayHaveRun  bool // an attempt was lost after it was written
 	lastErr     error
 	lastRefusal *Error
-}
-
-var remoteCalls sync.Pool
-
-func getRemoteCall(n *Node, r *route, m *Message, cfg *callConfig) *remoteCall {
-	c, _ := remoteCalls.Get().(*remoteCall)
-	if c == nil {
-		c = new(remoteCall)
-		c.skipFn = c.skip
-	}
-	c.n, c.r, c.m, c.cfg, c.refeed = n, r, m, cfg, m.Flags&FlagKeep != 0
-	c.tried = c.buf[:0]
-	return c
-}
-
-func putRemoteCall(c *remoteCall) {
-	fn := c.skipFn
-	*c = remoteCall{skipFn: fn} // nothing of the call stays reachable
-	remoteCalls.Put(c)
 }
 
 // pick chooses the next target: one not tried yet, connected, whose

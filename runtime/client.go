@@ -152,7 +152,7 @@ func (c *Client[Req, Res]) Call(ctx context.Context, req *Req, opts ...CallOptio
 	}
 	if c.node != nil && c.node.invoker == nil && c.res != "" {
 		// out is a copy: the reply's record goes back to its
-		// connection (replypool.go says when that is safe).
+		// connection (Message's doc says when that is safe).
 		releaseReply(res)
 	}
 	return out, nil

@@ -27,9 +27,9 @@ type raw struct {
 	// types, for an answer a node received, are the types it learnt from
 	// its peers (WithPeerTypes), else nil.
 	types *peerTypes
-	// pool is, for the view of a reply whose connection takes its record
-	// back (see replypool.go), that connection; nil otherwise.
-	pool replyPool
+	// pool is, for the view of a reply of a [ReplyReleaser], that
+	// connection (see releaseReply); nil otherwise.
+	pool ReplyReleaser
 }
 
 // encodePayload encodes v for the wire: protobuf messages in binary, JSON

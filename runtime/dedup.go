@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 )
@@ -206,7 +205,7 @@ const (
 	dedupMaxBytes = 64 << 20
 	// dedupAnswerCost is what an answer costs beyond its bytes: its slot
 	// and its share of the index, which is at most half full.
-	dedupAnswerCost = int(unsafe.Sizeof(dedupSlot{})) + 2*8
+	dedupAnswerCost = dedupSlotSize + 2*8
 	// dedupChunk is the size of the chunks of a generation's arena
 	// (offsets in them fit 16 bits), and 1<<dedupSlotBits the slots in a
 	// chunk of slots.
@@ -747,7 +746,7 @@ func (s *dedupSlot) answer(b []byte, kv dedupKept) *Message {
 		if n == 0 {
 			return ""
 		}
-		v := unsafe.String(&buf[0], n)
+		v := bytesString(buf[:n])
 		buf = buf[n:]
 		return v
 	}

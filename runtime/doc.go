@@ -279,7 +279,7 @@ package runtime
 //	detail.go       an Error's details read alike in-process and remotely
 //	logger.go       the node's logger: WithLogger's, else Warn and above to slog.Default(), rate-limited
 //	limit.go        the bounds on what other nodes send: pattern and metadata sizes
-//	transport.go    the Transport, Listener, Conn and Server interfaces; Message
+//	transport.go    the transport contract: Transport, Listener, Conn, Server, their optional interfaces; Message and who owns its memory
 //
 // The remote path, caller side:
 //
@@ -287,7 +287,7 @@ package runtime
 //	retry.go        what an outcome means (next target, retry, done), the retry budget, backoff, the final error
 //	refeed.go       sending a call again, same id, to the same run of its peer after its connection dropped
 //	requestbody.go  a call's protobuf message left to its connection to encode
-//	replypool.go    who owns a reply's record, and when a typed call gives it back to its connection
+//	pool.go         the pools of remote calls, giving a reply back to its connection, the uses of unsafe
 //	balance.go      Target, Balancer (the default: latency-aware power of two choices), Breaker (a no-op one without WithBreakers)
 //	load.go         what a node knows of each peer's answers: calls in flight, latency
 //

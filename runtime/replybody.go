@@ -20,19 +20,11 @@ import (
 // plainMessage): the transport encodes it after the answer is decided,
 // where an error could not be answered.
 
-// ServeMessageBody is [Server.ServeMessage] for a transport that encodes
-// a protobuf reply itself: the reply it returns has, when the result is
-// left unencoded, no payload, and body is the result to encode into the
-// payload, size bytes long (proto.Size, whose sizes the message caches:
-// proto.MarshalOptions{UseCachedSize: true} may use them). The stream
-// transports (runtime/tcp, runtime/quic) find it by an interface check.
-//
-// free reports that the reply took m's place and that nothing holds m,
-// or anything it points to (the request's payload and metadata), once
-// the reply is encoded: a typed handler decoded a copy of the request,
-// no handler interceptor had it, the handler's context does not carry
-// its metadata (the de-duplication table keeps only copies of a reply).
-// The transport may then reuse their memory for another request.
+// ServeMessageBody is [BodyServer.ServeMessageBody]: the node's reply,
+// its result left unencoded when it may be, and whether nothing holds m
+// once the reply is encoded (a typed handler decoded a copy of the
+// request, no handler interceptor had it, and the handler's context does
+// not carry its metadata).
 func (s nodeServer) ServeMessageBody(ctx context.Context, m *Message) (reply *Message, body proto.Message, size int, free bool) {
 	m.deferBody = true
 	r := s.n.serveRemote(ctx, m)

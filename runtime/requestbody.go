@@ -8,18 +8,10 @@ import (
 
 // A request body is a call's protobuf message that the node leaves to its
 // connection to encode, as it leaves a reply body to its listener (see
-// replybody.go): a connection with a CallBody method (runtime/tcp's)
-// marshals it straight into the request's frame; any other gets the
-// payload encoded, once, before its first attempt.
-
-// bodyConn is a [Conn] that encodes a protobuf request itself. Neither
-// its CallBody nor its Call keeps m, or anything m points to, once it
-// returns, nor returns m as the reply: a node reuses a call's message
-// once the call is over (see getOutMessage) when only such connections
-// had it.
-type bodyConn interface {
-	CallBody(ctx context.Context, m *Message, body proto.Message, size int) (*Message, error)
-}
+// replybody.go): a [BodyCaller] (runtime/tcp's Conn) marshals it straight
+// into the request's frame; any other Conn gets the payload encoded, once,
+// before its first attempt. Who owns the call's message is [Message]'s
+// rule.
 
 // encodeRequest encodes v, the message of a call, as encodePayload does,
 // or leaves it unencoded in body when its encoding cannot fail (see
@@ -36,20 +28,20 @@ func encodeRequest(v any) (Codec, []byte, string, replyBody, error) {
 
 // send calls c with m, leaving m's unencoded message to c when c encodes
 // it itself and encoding it into m's payload otherwise (the attempts
-// that follow reuse it). A reply whose record c takes back is marked
-// with c (see replypool.go).
+// that follow reuse it). A reply of a [ReplyReleaser] is marked with c,
+// which it goes back to (see releaseReply).
 func send(ctx context.Context, c Conn, m *Message) (*Message, error) {
 	reply, err := sendTo(ctx, c, m)
-	if rp, ok := c.(replyPool); ok && reply != nil {
+	if rp, ok := c.(ReplyReleaser); ok && reply != nil {
 		reply.in.pool = rp
 	}
 	return reply, err
 }
 
 func sendTo(ctx context.Context, c Conn, m *Message) (*Message, error) {
-	bc, ok := c.(bodyConn)
+	bc, ok := c.(BodyCaller)
 	if !ok {
-		m.lent = true // c may keep m: it is never reused
+		m.lent = true // c may keep m: it is never reused (see Message)
 	}
 	if m.body != nil {
 		if ok {

@@ -19,13 +19,18 @@ func (s nodeServer) ServeMessage(ctx context.Context, m *Message) *Message {
 	return s.n.serveRemote(ctx, m)
 }
 
-var _ KeyRouter = nodeServer{}
+var (
+	_ KeyRouter       = nodeServer{}
+	_ BodyServer      = nodeServer{}
+	_ InFlightLimiter = nodeServer{}
+)
 
 // RoutesBy reports whether a pattern the node routes by has the key k.
 func (s nodeServer) RoutesBy(k string) bool { return s.n.router.RoutesBy(k) }
 
-// MaxInFlight returns the node's [WithMaxInFlight] limit (0: none), so
-// that a transport can share it fairly among its connections.
+// MaxInFlight is [InFlightLimiter.MaxInFlight]: the node's
+// [WithMaxInFlight] limit (0: none), which a transport shares fairly
+// among its connections.
 func (s nodeServer) MaxInFlight() int { return int(s.n.maxInFlight) }
 
 // serveRemote serves a call from another node: the catalog, or the local

@@ -11,8 +11,18 @@ import (
 
 // Transport carries calls between nodes. It works at message level, so
 // that transports other than byte streams (a broker, for instance) fit
-// without touching the runtime. runtime/tcp and runtime/quic implement it;
-// a node uses one through [WithTransport].
+// without touching the runtime. runtime/tcp, runtime/quic, runtime/nats
+// and runtime/microwizard implement it; a node uses one through
+// [WithTransport].
+//
+// A transport implements Transport, [Listener] and [Conn]: Listen hands
+// inbound calls to a [Server] until its Listener stops, and Dial returns
+// a Conn. Its optional capabilities, each found by a type assertion and
+// each with a fallback when absent, are [AddrChecker] on the Transport
+// and [GoAwayConn], [PeerCertificateConn], [BodyCaller] and
+// [ReplyReleaser] on a Conn. A node's Server offers the transport
+// [KeyRouter], [BodyServer] and [InFlightLimiter]. [Message] says who
+// owns a call's and a reply's memory, and when a transport may reuse it.
 type Transport interface {
 	// Name names the transport in catalogs and discovery ("tcp", "quic").
 	Name() string
@@ -82,17 +92,47 @@ type PeerCertificateConn interface {
 	PeerCertificate() *x509.Certificate
 }
 
+// BodyCaller is a [Conn] that encodes a protobuf request itself,
+// straight into the request's frame, sparing the node a marshalled copy
+// of the payload. runtime/tcp's Conn implements it. A node calls CallBody
+// in place of Call for a request it left unencoded (a protobuf message
+// whose encoding cannot fail); on a Conn without it, the node encodes the
+// payload, once per call, and calls Call. A BodyCaller's Call and
+// CallBody keep nothing of the call's message once they return, so the
+// node reuses it for a later call; the message given to any other Conn
+// is left to the collector (see [Message]).
+type BodyCaller interface {
+	Conn
+	// CallBody is Call for a message m whose payload is body, size bytes
+	// long, still to encode: m.Payload is empty. size is proto.Size's,
+	// whose sizes the message caches (proto.MarshalOptions{UseCachedSize:
+	// true} may use them). Neither CallBody nor Call keeps m, or anything
+	// m points to, once it returns, nor returns m as the reply.
+	CallBody(ctx context.Context, m *Message, body proto.Message, size int) (*Message, error)
+}
+
+// ReplyReleaser is a [Conn] that returns its replies in memory it pools
+// (runtime/tcp's: one record holds the answer's frame, its metadata and a
+// small answer's body, and the reply's Payload, Error and Meta alias it)
+// and takes that memory back. A node gives back a reply when nothing it
+// handed out can reach the reply any more, which [Message] says when; a
+// reply never given back, and every reply of a Conn without
+// ReleaseReply, is left to the collector.
+type ReplyReleaser interface {
+	Conn
+	// ReleaseReply takes back m, a reply that the connection's Call or
+	// CallBody returned. A node calls it at most once per reply, and
+	// nothing reads or writes m, or anything m points to, afterwards.
+	ReleaseReply(m *Message)
+}
+
 // Server is what a [Listener] hands inbound calls to; a node gives one to
 // its transport's Listen. ctx carries the caller's remaining deadline and
 // is cancelled when the caller cancels or goes away. It returns the reply,
-// or nil for a call with NoReply set. The reply may be m itself, rewritten (the request's
-// metadata slice reused for the reply's): a transport must not read m
-// after ServeMessage returns except through the reply.
-//
-// A node's Server also has a method MaxInFlight() int, its
-// [WithMaxInFlight] limit (0: none): a transport that serves many
-// connections may give each a fair share of it, refusing a connection's
-// calls beyond its share as the node refuses calls beyond the limit.
+// or nil for a call with NoReply set. The reply may be m itself, rewritten
+// (the request's metadata slice reused for the reply's): a transport must
+// not read m after ServeMessage returns except through the reply (see
+// [Message] for who owns what).
 type Server interface {
 	ServeMessage(ctx context.Context, m *Message) *Message
 }
@@ -109,7 +149,73 @@ type KeyRouter interface {
 	RoutesBy(k string) bool
 }
 
+// BodyServer is a [Server] that may leave a protobuf result for the
+// transport to encode, straight into the answer's frame. A node's Server
+// is one; runtime/tcp and runtime/quic call ServeMessageBody in place of
+// ServeMessage. A transport that calls ServeMessage gets every reply with
+// its payload encoded.
+type BodyServer interface {
+	Server
+	// ServeMessageBody is ServeMessage for a transport that encodes a
+	// protobuf reply itself. When body is not nil the reply has no
+	// payload: body, size bytes long, is to be encoded as the payload
+	// (size is proto.Size's, whose sizes the message caches:
+	// proto.MarshalOptions{UseCachedSize: true} may use them). free
+	// reports that the reply took m's place and that nothing holds m, or
+	// anything m points to, once the reply is encoded: the transport may
+	// then reuse the request's memory for another request (see [Message]).
+	ServeMessageBody(ctx context.Context, m *Message) (reply *Message, body proto.Message, size int, free bool)
+}
+
+// InFlightLimiter is a [Server] that bounds the calls it runs at once. A
+// node's Server is one, whose MaxInFlight is its [WithMaxInFlight] limit.
+// A transport that serves many connections (runtime/tcp and runtime/quic)
+// or callers (runtime/nats) gives each a fair share of the limit,
+// refusing a connection's calls beyond its share as the node refuses
+// calls beyond the limit; with a Server without it, or a limit of 0, the
+// transport shares nothing and the node alone refuses.
+type InFlightLimiter interface {
+	Server
+	// MaxInFlight returns the limit; 0 means none.
+	MaxInFlight() int
+}
+
 // Message is one call or reply as a [Transport] carries it.
+//
+// A message, and the memory it points to (its Payload, Meta and strings),
+// belongs to one side at a time. This is the rule for every transport and
+// for the node; the pools of the node and of the stream transports follow
+// it.
+//
+//   - A call's message is the node's. A [Conn] reads it during Call (or
+//     CallBody) and, when it is a [BodyCaller], keeps nothing of it once
+//     that returns: the node then reuses the message for a later call. A
+//     Conn that is not a BodyCaller may keep it, and the node leaves it
+//     to the collector.
+//   - A reply that a Conn returns is the node's from then on; the Conn
+//     never writes it again. When the Conn is a [ReplyReleaser], the node
+//     gives the reply back, at most once, only when nothing the node
+//     handed out can reach it: the reply of a typed call ([Client.Call])
+//     on a node without call interceptors, for a protobuf result type,
+//     once it was decoded without an error into the caller's own message
+//     (protobuf's Unmarshal copies bytes and strings). Every other reply
+//     is left to the collector: a [Result] handed to a caller or a call
+//     interceptor, which may keep it; an error reply, whose Error and
+//     details alias the reply's memory; a reply that failed to decode; a
+//     non-protobuf result (decoding into an *any may return the payload as
+//     it is). The balancer, breakers and observers learn an attempt's
+//     code, never its reply.
+//   - A call a [Listener] hands to [Server.ServeMessage], and the memory
+//     it points to, is the transport's, lent to the node until the reply
+//     is encoded: a handler may hold its request, and the reply may be
+//     the call's message itself, rewritten. The transport reads the call
+//     afterwards only through the reply, and reuses the call's memory only
+//     when [BodyServer.ServeMessageBody] reports it free; otherwise it
+//     leaves it to the collector.
+//   - A reply the node returns is the transport's to encode, and to read
+//     only: the node may hold its payload as well (the de-duplication
+//     table keeps a reply for a copy of the call, by reference when the
+//     node encoded the payload for that reply alone).
 type Message struct {
 	// Pattern is, on a call, the pattern to serve (the remote handler's own
 	// pattern, in canonical form).
@@ -130,27 +236,37 @@ type Message struct {
 	// success.
 	Code  Code
 	Error string
-	// in is the node's lazily decoded view of Payload.
-	in raw
-	// owned is set on a reply whose Payload the node encoded for it
-	// alone (see ownedPayload): nothing else holds or changes its bytes.
-	owned bool
-	// deferBody is set on a call by a transport that encodes a protobuf
-	// reply itself (see ServeMessageBody); body and bodyLen are then, on
-	// the reply, the result not yet encoded and its size.
+	// The node's record of the ownership rule above:
+	//
+	// in is the node's decoded view of Payload; on a reply of a
+	// ReplyReleaser, in.pool is that Conn, which the reply goes back to.
+	//
+	// owned is set on a reply whose Payload the node encoded for it alone
+	// (a marshalled protobuf result: see ownedPayload): nothing else holds
+	// or writes its bytes.
+	//
+	// deferBody is set on a call whose transport encodes a protobuf reply
+	// itself (it called ServeMessageBody).
+	//
+	// body and bodyLen are a payload not yet encoded and its size: on a
+	// call, the request left to a BodyCaller; on a reply, the result left
+	// to the transport (deferBody).
+	//
+	// lent is set on a call once a Conn that is not a BodyCaller had it:
+	// the node never reuses the message.
+	//
+	// copied is set on a served call by a handler that decoded its request
+	// into a message of its own and keeps nothing of the call
+	// (NewUnaryHandler's); on the reply that took the call's place, it
+	// reports that nothing holds the call's memory once the reply is
+	// encoded (ServeMessageBody's free).
+	in        raw
+	owned     bool
 	deferBody bool
-	// lent is set on a call once a connection that may keep it got it
-	// (see send): the node then leaves the message to the collector
-	// rather than reusing it.
-	lent bool
-	// copied is set on a call by a handler that decoded its request into
-	// a message of its own and keeps nothing of the call (a typed
-	// handler's, NewUnaryHandler); on the reply that takes the call's
-	// place it reports that nothing holds the call's memory once the
-	// reply is encoded (see serveLocal).
-	copied  bool
-	body    proto.Message
-	bodyLen int
+	lent      bool
+	copied    bool
+	body      proto.Message
+	bodyLen   int
 
 	// Deadline is, on the serving side, the caller's remaining budget as
 	// received (zero means none); transports set it and the server ctx

@@ -40,6 +40,8 @@ type conn struct {
 	wg        sync.WaitGroup
 }
 
+var _ runtime.Conn = (*conn)(nil)
+
 func newConn(t *Transport, addr string, c net.Conn) *conn {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)

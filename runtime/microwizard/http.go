@@ -40,6 +40,8 @@ type httpListener struct {
 	srv *http.Server
 }
 
+var _ runtime.Listener = (*httpListener)(nil)
+
 func newHTTPListener(t *Transport, ln net.Listener, s runtime.Server) *httpListener {
 	l := &httpListener{t: t, ln: ln, s: s}
 	l.srv = &http.Server{Handler: l, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
@@ -132,6 +134,8 @@ type httpConn struct {
 	done chan struct{}
 	once sync.Once
 }
+
+var _ runtime.Conn = (*httpConn)(nil)
 
 func newHTTPConn(t *Transport, addr string) *httpConn {
 	tr := &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, DialContext: (&net.Dialer{Timeout: dialTimeout}).DialContext}

@@ -36,6 +36,8 @@ type listener struct {
 	closed bool
 }
 
+var _ runtime.Listener = (*listener)(nil)
+
 func newListener(t *Transport, ln net.Listener, s runtime.Server) *listener {
 	l := &listener{t: t, ln: ln, s: s, open: map[net.Conn]struct{}{}}
 	l.ctx, l.cancel = context.WithCancel(context.Background())

@@ -137,8 +137,6 @@ type batch struct {
 	frames int
 }
 
-var batches = sync.Pool{New: func() any { return new(batch) }}
-
 // send publishes f, at once or in the next message. A call's request
 // passes its id, so that it is told when its message cannot be
 // published; others pass 0.
@@ -153,7 +151,7 @@ func (w *batcher) send(f *wire.Frame, id uint64) {
 	if n := len(w.queue); n > 0 && w.queue[n-1].frames < maxBatchFrames && len(w.queue[n-1].data)+size <= limit {
 		b = w.queue[n-1]
 	} else {
-		b = batches.Get().(*batch)
+		b = getBatch()
 		w.queue = append(w.queue, b)
 	}
 	b.data = wire.AppendFrame(b.data, f)
@@ -222,10 +220,7 @@ func (w *batcher) publish(b *batch) {
 			w.onErr(err)
 		}
 	}
-	b.data, b.ids, b.frames = b.data[:0], b.ids[:0], 0
-	if cap(b.data) <= maxPooledFrame {
-		batches.Put(b)
-	}
+	putBatch(b)
 }
 
 // idle reports whether w publishes nothing and has nothing queued.

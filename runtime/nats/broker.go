@@ -48,27 +48,6 @@ type pending struct {
 	conn *Conn
 }
 
-// pendings pools pending calls: a call takes one answer from its pending
-// (or makes sure none comes) before it puts it back.
-var pendings sync.Pool
-
-// getPending returns a pending call on c.
-func getPending(c *Conn) *pending {
-	p, _ := pendings.Get().(*pending)
-	if p == nil {
-		p = &pending{ch: make(chan answer, 1)}
-	}
-	p.conn = c
-	return p
-}
-
-// putPending returns p to the pool: its channel is empty, and no answer
-// is on its way to it.
-func putPending(p *pending) {
-	p.conn = nil
-	pendings.Put(p)
-}
-
 // answer is what a pending call gets: a frame or an error.
 type answer struct {
 	f   wire.Frame

@@ -171,7 +171,8 @@ func (c *Conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	f := wire.Frame{Type: wire.TypeRequest, Flags: wire.Flags(m.Flags), Codec: wire.Codec(m.Codec), Pattern: m.Pattern, Payload: m.Payload, Meta: bridge.ToWire(m.Meta)}
+	var f wire.Frame
+	bridge.RequestFrame(&f, m)
 	if dl, ok := ctx.Deadline(); ok {
 		d := time.Until(dl)
 		if d <= 0 {
@@ -265,29 +266,23 @@ func (c *Conn) reply(a *answer) (*runtime.Message, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", c.where, a.err)
 	}
-	switch a.f.Type {
-	case wire.TypeResponse:
-		return &runtime.Message{Codec: runtime.Codec(a.f.Codec), Payload: a.f.Payload, Meta: bridge.FromWire(a.f.Meta)}, nil
-	case wire.TypeError:
-		code, msg, details, err := wire.DecodeErrorDetails(a.f.Payload)
-		if err != nil {
-			return nil, fmt.Errorf("%s: bad error reply: %w", c.where, err)
-		}
-		if code == 0 {
-			code = uint32(runtime.CodeUnknown)
-		}
-		if a.f.Flags&wire.FlagRefused != 0 && runtime.Code(code) == runtime.CodeUnavailable {
-			// Refused unrun as unavailable: the node is going away (its
-			// listener drains, or the node closes). Its goaway on the
-			// control subject may come after this answer (another
-			// subscription, no order between them): take the news from
-			// the answer, so that the next call is not sent either.
-			c.goAway()
-			return nil, bridge.NotSent(c.where, errors.New(msg))
-		}
-		return &runtime.Message{Code: runtime.Code(code), Error: msg, Payload: details, Flags: runtime.MessageFlags(a.f.Flags & wire.FlagRefused)}, nil
+	if a.f.Type != wire.TypeResponse && a.f.Type != wire.TypeError {
+		return nil, fmt.Errorf("%s: a %v frame in reply to a call", c.where, a.f.Type)
 	}
-	return nil, fmt.Errorf("%s: a %v frame in reply to a call", c.where, a.f.Type)
+	m := new(runtime.Message)
+	if err := bridge.ReplyMessage(m, &a.f); err != nil {
+		return nil, fmt.Errorf("%s: bad error reply: %w", c.where, err)
+	}
+	if m.Flags&runtime.FlagRefused != 0 && m.Code == runtime.CodeUnavailable {
+		// Refused unrun as unavailable: the node is going away (its
+		// listener drains, or the node closes). Its goaway on the
+		// control subject may come after this answer (another
+		// subscription, no order between them): take the news from the
+		// answer, so that the next call is not sent either.
+		c.goAway()
+		return nil, bridge.NotSent(c.where, errors.New(m.Error))
+	}
+	return m, nil
 }
 
 // ping asks the node for a pong within ctx. A goaway answer, or no one

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -37,31 +36,4 @@ func decodeFrame(data []byte, max int, f *wire.Frame) error {
 // encodeFrame returns f encoded as a message's data.
 func encodeFrame(f *wire.Frame) []byte {
 	return wire.AppendFrame(make([]byte, 0, f.Size()), f)
-}
-
-// frameBuf is a frame encoded as a message's data, in a pooled buffer:
-// nats.go copies a message's data as it publishes it, so the buffer is
-// free again once Publish returns.
-type frameBuf struct{ b []byte }
-
-var frameBufs sync.Pool
-
-// maxPooledFrame bounds the buffers kept for reuse.
-const maxPooledFrame = 64 << 10
-
-// encodePooled encodes f into a pooled buffer; free returns it.
-func encodePooled(f *wire.Frame) *frameBuf {
-	fb, _ := frameBufs.Get().(*frameBuf)
-	if fb == nil {
-		fb = new(frameBuf)
-	}
-	fb.b = wire.AppendFrame(fb.b[:0], f)
-	return fb
-}
-
-// free returns fb to the pool; fb must not be used after.
-func (fb *frameBuf) free() {
-	if cap(fb.b) <= maxPooledFrame {
-		frameBufs.Put(fb)
-	}
 }

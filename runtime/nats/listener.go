@@ -230,15 +230,8 @@ func (l *Listener) request(reply string, id uint64, f *wire.Frame) {
 		l.idle = l.idle[:n-1]
 	}
 	l.mu.Unlock()
-	j.m = runtime.Message{
-		Pattern:  f.Pattern,
-		Flags:    runtime.MessageFlags(f.Flags),
-		Codec:    runtime.Codec(f.Codec),
-		Payload:  f.Payload,
-		Deadline: f.Deadline,
-		Meta:     bridge.FromWire(f.Meta),
-		Remote:   runtime.NewRemote("nats", callerOf(reply), nil),
-	}
+	bridge.RequestMessage(&j.m, f)
+	j.m.Remote = runtime.NewRemote("nats", callerOf(reply), nil)
 	if w != nil {
 		w.next <- j
 		return
@@ -331,14 +324,7 @@ func (l *Listener) serve(j *job) {
 		return
 	}
 	var f wire.Frame
-	switch {
-	case r == nil:
-		f = wire.Frame{Type: wire.TypeResponse}
-	case r.Code != runtime.CodeOK:
-		f = wire.Frame{Type: wire.TypeError, Flags: wire.Flags(r.Flags & runtime.FlagRefused), Payload: append(wire.AppendError(nil, uint32(r.Code), r.Error), r.Payload...)}
-	default:
-		f = wire.Frame{Type: wire.TypeResponse, Codec: wire.Codec(r.Codec), Payload: r.Payload, Meta: bridge.ToWire(r.Meta)}
-	}
+	bridge.ReplyFrame(&f, r)
 	if size, max := f.Size()-4, l.b.maxFrame(); size > max {
 		f = wire.Frame{Type: wire.TypeError, Payload: wire.AppendError(nil, uint32(runtime.CodeResourceExhausted), "wizard: nats: "+l.subject+": reply too large for the broker")}
 	}

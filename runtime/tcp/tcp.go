@@ -288,6 +288,8 @@ type Conn struct {
 var (
 	_ runtime.GoAwayConn          = (*Conn)(nil)
 	_ runtime.PeerCertificateConn = (*Conn)(nil)
+	_ runtime.BodyCaller          = (*Conn)(nil)
+	_ runtime.ReplyReleaser       = (*Conn)(nil)
 )
 
 // Call sends m and waits for the reply. An error of the connection reads
@@ -298,20 +300,18 @@ func (c *Conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, 
 	return bridge.Call(ctx, c.cl, m, c.where)
 }
 
-// CallBody is [Conn.Call] for a call whose protobuf payload is still to
-// encode: body, of size bytes (proto.Size), is marshalled straight into
-// the request's frame. A node calls it for the requests it leaves
-// unencoded. Like Call, it keeps nothing of m once it returns (the node
-// reuses the message of a call that is over).
+// CallBody is [runtime.BodyCaller.CallBody]: body, of size bytes
+// (proto.Size), is marshalled straight into the request's frame. A node
+// calls it for the requests it leaves unencoded. Like Call, it keeps
+// nothing of m once it returns.
 func (c *Conn) CallBody(ctx context.Context, m *runtime.Message, body proto.Message, size int) (*runtime.Message, error) {
 	return bridge.CallBody(ctx, c.cl, m, body, size, c.where)
 }
 
-// ReleaseReply gives back the memory of m, a reply that c's Call or
-// CallBody returned, for a later call to reuse: m and everything it
-// points to (its Payload, Error and Meta) must not be used afterwards. A
-// node releases the replies of its typed calls once it has decoded them
-// ([runtime.Client]); a reply never released is left to the collector.
+// ReleaseReply is [runtime.ReplyReleaser.ReleaseReply]: it gives back
+// the memory of m, a reply that c's Call or CallBody returned, for a later
+// call to reuse; m and everything it points to (its Payload, Error and
+// Meta) must not be used afterwards.
 func (c *Conn) ReleaseReply(m *runtime.Message) { bridge.ReleaseReply(m) }
 
 // Done is closed when the connection is gone.

@@ -1,20 +1,6 @@
 package bridge
 
-import (
-	"context"
-
-	"github.com/wizardmesh/wizard/runtime"
-	"google.golang.org/protobuf/proto"
-)
-
-// bodyServer is a runtime.Server that leaves a protobuf result for the
-// transport to encode (a node's: see the runtime's ServeMessageBody), so
-// that the answer's frame carries it as a [protoBody]. free reports that
-// nothing holds m, or what it points to, once the reply is encoded: the
-// transport may then reuse their memory.
-type bodyServer interface {
-	ServeMessageBody(ctx context.Context, m *runtime.Message) (reply *runtime.Message, body proto.Message, size int, free bool)
-}
+import "google.golang.org/protobuf/proto"
 
 // protoBody is a frame's payload still to marshal: m, of n bytes as
 // proto.Size gave them (its sizes cached in the message). The mux

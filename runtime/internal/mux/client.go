@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -43,18 +42,6 @@ type call struct {
 	err  error
 	meta []wire.Meta // the caller's room for the answer's metadata (see Do)
 	room []byte      // the caller's room for the answer's body (see DoRoom)
-}
-
-func (cl *Client) getCall() *call {
-	if p, ok := cl.calls.Get().(*call); ok {
-		return p
-	}
-	return &call{ch: make(chan struct{}, 1)}
-}
-
-func (cl *Client) putCall(p *call) {
-	p.resp, p.err, p.meta, p.room = wire.Frame{}, nil, nil, nil
-	cl.calls.Put(p)
 }
 
 // NewClient starts the client side of a connection over rw: it writes the
@@ -292,7 +279,7 @@ func (cl *Client) dispatch(f *wire.Frame, body []byte, own bool) error {
 			p.resp.Pattern = rebase(f.Pattern, body, kept)
 			p.resp.Payload = nil
 			if n := len(f.Payload); n > 0 {
-				p.resp.Payload = unsafe.Slice(unsafe.StringData(rebase(unsafe.String(&f.Payload[0], n), body, kept)), n)
+				p.resp.Payload = rebaseBytes(f.Payload, body, kept)
 			}
 			p.resp.Meta = nil
 			if n := len(f.Meta); n > 0 {
@@ -333,19 +320,6 @@ func (cl *Client) dispatch(f *wire.Frame, body []byte, own bool) error {
 		return protocolError("server sent a %v frame", f.Type)
 	}
 	return nil
-}
-
-// rebase returns the string of kept, a copy of body, at s's place in
-// body; s itself when it is not in body.
-func rebase(s string, body, kept []byte) string {
-	if len(s) == 0 {
-		return ""
-	}
-	off := uintptr(unsafe.Pointer(unsafe.StringData(s))) - uintptr(unsafe.Pointer(unsafe.SliceData(body)))
-	if off >= uintptr(len(body)) || off+uintptr(len(s)) > uintptr(len(body)) {
-		return s
-	}
-	return unsafe.String(&kept[off], len(s))
 }
 
 // goAway records the server's goaway: requests above lastID will not be

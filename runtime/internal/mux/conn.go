@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -138,11 +137,16 @@ func newConn(rw io.ReadWriteCloser, br *reader, opts Options, side string) *conn
 	return c
 }
 
+// addrStream is a stream that knows its peer's address (a net.Conn): a
+// connection over one names the peer in its log; over any other stream
+// (a pipe, a QUIC stream) the log names no peer.
+type addrStream interface{ RemoteAddr() net.Addr }
+
 // connLogger returns l with the side of the connection over rw and, when
 // rw knows it, the peer's address.
 func connLogger(l *slog.Logger, rw io.ReadWriteCloser, side string) *slog.Logger {
 	l = l.With(slog.String("side", side))
-	if a, ok := rw.(interface{ RemoteAddr() net.Addr }); ok && a.RemoteAddr() != nil {
+	if a, ok := rw.(addrStream); ok && a.RemoteAddr() != nil {
 		l = l.With(slog.String("remote", a.RemoteAddr().String()))
 	}
 	return l
@@ -466,7 +470,7 @@ func (c *conn) readFrames(dispatch func(f *wire.Frame, body []byte, own bool) er
 			c.read.Store(true)
 		}
 		// A frame larger than scratch got a buffer of its own.
-		own := len(body) > 0 && unsafe.SliceData(body) != unsafe.SliceData(scratch)
+		own := len(body) > 0 && !sameArray(body, scratch)
 		if err := dispatch(&f, body, own); err != nil {
 			return err
 		}

@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -253,6 +252,11 @@ func (s *server) shutdown() {
 	}
 }
 
+// halfCloser is a stream that can close its sending side alone
+// (*net.TCPConn, *tls.Conn): a server lingers on one (see linger); any
+// other stream is closed outright.
+type halfCloser interface{ CloseWrite() error }
+
 // linger runs once every answer is written, on a stream that can close
 // its sending side alone (TCP, TLS): it does, and waits until the client
 // closes its side or timeout fires, reading on and dropping what still
@@ -260,7 +264,7 @@ func (s *server) shutdown() {
 // the goaway with a reset, and a reset makes the client's kernel drop the
 // answers it has not read yet — answers to calls that ran.
 func (c *conn) linger(timeout <-chan time.Time) {
-	cw, ok := c.rw.(interface{ CloseWrite() error })
+	cw, ok := c.rw.(halfCloser)
 	if !ok || cw.CloseWrite() != nil {
 		return
 	}
@@ -366,7 +370,7 @@ func (s *server) refuse(f *wire.Frame) error {
 // what the server keeps for it besides (the request, with room for a
 // small frame in it); Options.RoomSize is added for a record's room.
 func requestCost(f *wire.Frame) int {
-	return f.Size() + int(unsafe.Sizeof(request{})+unsafe.Sizeof(requestBuf{}))
+	return f.Size() + requestSize
 }
 
 // waitRoom pauses the reader while the connection is at one of its

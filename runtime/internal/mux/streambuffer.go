@@ -2,7 +2,6 @@ package mux
 
 import (
 	"io"
-	"sync"
 	"syscall"
 )
 
@@ -16,13 +15,6 @@ import (
 // there and nothing is left in the buffer, before it waits. That costs
 // no system call more than a net.Conn's Read. Other streams (TLS, QUIC,
 // pipes) borrow the reader's buffer on their first read and keep it.
-
-// streamBuffers holds the buffers of bufferSize bytes the connections
-// borrow.
-var streamBuffers = sync.Pool{New: func() any {
-	b := make([]byte, bufferSize)
-	return &b
-}}
 
 // reader is the buffered reader of a connection's stream: what
 // *bufio.Reader is to wire.ReadFrame, with a borrowed buffer.

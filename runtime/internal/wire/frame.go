@@ -6,9 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
-	"unsafe"
 )
 
 // DefaultMaxFrameSize is the maximum frame size used when a reader gives
@@ -225,26 +223,6 @@ func ReadFrame(r BufferedReader, max int, f *Frame, buf []byte) ([]byte, error) 
 	return buf, DecodeFrame(buf, f)
 }
 
-// noZeroMin is the body size from which [makeBody] leaves the new buffer
-// unzeroed: below it, clearing costs less than the way around it.
-const noZeroMin = 4 << 10
-
-// makeBody returns a buffer for a frame body of n bytes. A large one is
-// not zeroed (clearing a 1 MiB body took a tenth of a server's time with
-// 1 MiB payloads): ReadFrame overwrites every byte of it before anyone
-// reads it, and returns it empty when the read fails. strings.Builder's Grow is
-// the standard library's way to such memory; the buffer is taken from the
-// builder's one-byte string, which nothing uses as a string.
-func makeBody(n int) []byte {
-	if n < noZeroMin {
-		return make([]byte, n)
-	}
-	var sb strings.Builder
-	sb.Grow(n)
-	sb.WriteByte(0)
-	return unsafe.Slice(unsafe.StringData(sb.String()), n)
-}
-
 // DecodeFrame decodes a frame body (a frame without its length field) into
 // f, reusing f.Meta's backing array when it is large enough. It is strict:
 // an unknown type, a truncated or padded varint, a section longer than
@@ -323,12 +301,4 @@ func readString(b []byte) (s string, rest []byte, ok bool) {
 	}
 	b = b[n:]
 	return aliasString(b[:l]), b[l:], true
-}
-
-// aliasString returns b's bytes as a string without copying them.
-func aliasString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(unsafe.SliceData(b), len(b))
 }
