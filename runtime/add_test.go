@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 func TestAdd_OverridePriorRemove(t *testing.T) {
@@ -108,7 +109,7 @@ func TestAdd_OverridePriorRemove(t *testing.T) {
 		mustAdd(t, n, "r:1", func(ctx context.Context, r runtime.Request) (any, error) { return r.Prior(ctx, nil) })
 		_, err = n.ActE(t.Context(), "r:1", nil)
 		wantCode(t, err, runtime.CodeNotFound)
-		var perr *runtime.ParseError
+		var perr *pattern.ParseError
 		if _, err := n.Remove("r:"); !errors.As(err, &perr) {
 			t.Errorf("Remove of a bad pattern: err = %v, want a *ParseError", err)
 		}

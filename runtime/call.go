@@ -8,6 +8,9 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // The remote call: callRemote builds the message and loops over attempts,
@@ -68,7 +71,7 @@ func metaValue(meta []MetaPair, key string) string {
 // callRemote sends a call to one of r's peers, and to others as long as
 // the outcomes of its attempts allow (see [remoteCall.next]). pairs are
 // the call's (sorted), which found r.
-func (n *Node) callRemote(ctx context.Context, r *route, pairs []Pair, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
+func (n *Node) callRemote(ctx context.Context, r *route, pairs []pattern.Pair, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
 	box := r.bal.Load()
 	if box == nil || !r.hasPeers() || n.remote == nil {
 		return n.notFound(r.pattern.String(), cfg)
@@ -113,7 +116,7 @@ func (n *Node) callRemote(ctx context.Context, r *route, pairs []Pair, msg any, 
 // carries no overlay, the pattern it was made with (an ActE's: the
 // handler gets the data alone, but a transport to a node that routes by
 // the called pattern, as MicroWizard's actE does, sends it).
-func (n *Node) outgoing(ctx context.Context, r *route, pairs []Pair, msg any, over *cachedPattern, cfg *callConfig) (*outMessage, error) {
+func (n *Node) outgoing(ctx context.Context, r *route, pairs []pattern.Pair, msg any, over *cachedPattern, cfg *callConfig) (*outMessage, error) {
 	st := metaStateOf(ctx)
 	if st != nil {
 		if err := checkOutgoing(st); err != nil {
@@ -145,7 +148,7 @@ func (n *Node) outgoing(ctx context.Context, r *route, pairs []Pair, msg any, ov
 		m.Meta = append(m.Meta, MetaPair{metaOver, over.pattern.String()})
 	}
 	if called {
-		m.Meta = append(m.Meta, MetaPair{metaCalled, string(appendCanonical(nil, pairs))})
+		m.Meta = append(m.Meta, MetaPair{metaCalled, string(patrun.AppendCanonical(nil, pairs))})
 	}
 	if st != nil {
 		m.Meta = append(m.Meta, st.out.pairs...)

@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // hostileCatalogs are servers that are not what discovery said of them:
 // each is announced with the digest of a node the caller has cached.
 func hostileCatalogs(t *testing.T, known string) map[string]Server {
-	other := []Pattern{MustParsePattern("role:other")}
+	other := []pattern.Pattern{pattern.MustParse("role:other")}
 	otherJSON, err := json.Marshal(catalog{ID: "h", Digest: digestOf(other), Patterns: []string{"role:other"}})
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +234,7 @@ func TestCatalogConfirmationServed(t *testing.T) {
 // TestConfirmationOfAnotherDigestRejected: a confirmation counts only for
 // the digest asked.
 func TestConfirmationOfAnotherDigestRejected(t *testing.T) {
-	cached := []Pattern{MustParsePattern("role:a")}
+	cached := []pattern.Pattern{pattern.MustParse("role:a")}
 	have := digestOf(cached)
 	for name, tt := range map[string]struct {
 		reply string
@@ -253,7 +254,7 @@ func TestConfirmationOfAnotherDigestRejected(t *testing.T) {
 			if err == nil && c.ID != "x" {
 				t.Errorf("id %q", c.ID)
 			}
-			if name == "confirms" && (!slices.EqualFunc(pats, cached, Pattern.Equal) || c.Instance != "i") {
+			if name == "confirms" && (!slices.EqualFunc(pats, cached, pattern.Pattern.Equal) || c.Instance != "i") {
 				t.Errorf("confirmed %v %+v, want the cached patterns", pats, c)
 			}
 		})
@@ -303,7 +304,7 @@ func BenchmarkCatalogPull(b *testing.B) {
 
 // pullOnce is one pull of n's catalog naming have, and returns the size of
 // the answer.
-func pullOnce(b *testing.B, n *Node, have string, cached []Pattern) int {
+func pullOnce(b *testing.B, n *Node, have string, cached []pattern.Pattern) int {
 	req := &Message{Pattern: CatalogPattern}
 	if have != "" {
 		req.Codec, req.Payload = CodecJSON, []byte(`{"have":"`+have+`"}`)

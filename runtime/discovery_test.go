@@ -18,6 +18,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // memNet is a message-level transport in memory: a node listening on an
@@ -190,8 +191,8 @@ func waitRoute(t *testing.T, n *Node, pattern string, want ...string) {
 }
 
 func TestDigest(t *testing.T) {
-	a := []Pattern{MustParsePattern("b:2,a:1"), MustParsePattern("c:3")}
-	b := []Pattern{MustParsePattern("c:3"), MustParsePattern("a:1,b:2"), MustParsePattern("c:3")}
+	a := []pattern.Pattern{pattern.MustParse("b:2,a:1"), pattern.MustParse("c:3")}
+	b := []pattern.Pattern{pattern.MustParse("c:3"), pattern.MustParse("a:1,b:2"), pattern.MustParse("c:3")}
 	if digestOf(a) != digestOf(b) {
 		t.Errorf("order or duplicates change the digest: %s vs %s", digestOf(a), digestOf(b))
 	}
@@ -211,7 +212,7 @@ func TestDigest(t *testing.T) {
 	if err := n.Add("role:x", func(context.Context, Request) (any, error) { return nil, nil }); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := d.host.Self().Digest, digestOf([]Pattern{MustParsePattern("role:x")}); got != want {
+	if got, want := d.host.Self().Digest, digestOf([]pattern.Pattern{pattern.MustParse("role:x")}); got != want {
 		t.Errorf("after Add: digest %s, want %s", got, want)
 	}
 	if got := d.changed.Load(); got != 1 {
@@ -375,11 +376,11 @@ func TestMembersAndPatterns(t *testing.T) {
 	d.host.PeerUp(Peer{Addr: "s", Digest: s.digest()}) // no id: learnt from the catalog
 	waitRoute(t, c, "role:only-s", "s")
 	want := []PatternInfo{
-		{Pattern: MustParsePattern("role:only-c"), Local: true},
-		{Pattern: MustParsePattern("role:only-s"), Remote: []string{"s"}},
-		{Pattern: MustParsePattern("role:r"), Local: true, Remote: []string{"s"}},
+		{Pattern: pattern.MustParse("role:only-c"), Local: true},
+		{Pattern: pattern.MustParse("role:only-s"), Remote: []string{"s"}},
+		{Pattern: pattern.MustParse("role:r"), Local: true, Remote: []string{"s"}},
 	}
-	if diff := cmp.Diff(want, c.Patterns(), cmp.Comparer(Pattern.Equal)); diff != "" {
+	if diff := cmp.Diff(want, c.Patterns(), cmp.Comparer(pattern.Pattern.Equal)); diff != "" {
 		t.Errorf("Patterns() mismatch (-want +got):\n%s", diff)
 	}
 	ms := c.Members()
@@ -393,7 +394,7 @@ func TestMembersAndPatterns(t *testing.T) {
 }
 
 func TestDecodeCatalog(t *testing.T) {
-	pats := []Pattern{MustParsePattern("role:a"), MustParsePattern("role:b")}
+	pats := []pattern.Pattern{pattern.MustParse("role:a"), pattern.MustParse("role:b")}
 	good, _ := json.Marshal(catalog{ID: "x", Digest: digestOf(pats), Patterns: []string{"role:a", "role:b", "role:a"}})
 	lim := newLimits(&nodeConfig{})
 	c, got, err := decodeCatalog(good, &lim)
@@ -444,7 +445,7 @@ func TestBadCatalogLogged(t *testing.T) {
 
 func FuzzDecodeCatalog(f *testing.F) {
 	f.Add([]byte(`{"id":"x","patterns":["role:a","cmd:b,role:a"]}`))
-	f.Add([]byte(`{"id":"x","digest":"` + digestOf([]Pattern{MustParsePattern("role:a")}) + `","patterns":["role:a"]}`))
+	f.Add([]byte(`{"id":"x","digest":"` + digestOf([]pattern.Pattern{pattern.MustParse("role:a")}) + `","patterns":["role:a"]}`))
 	f.Add([]byte(`{"patterns":["a:*","b:1.5e3"]}`))
 	lim := newLimits(&nodeConfig{})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -456,7 +457,7 @@ func FuzzDecodeCatalog(f *testing.F) {
 			t.Errorf("accepted digest %q for patterns %v", c.Digest, pats)
 		}
 		for i, p := range pats {
-			q, err := ParsePattern(p.String())
+			q, err := pattern.Parse(p.String())
 			if err != nil || !q.Equal(p) {
 				t.Errorf("pattern %d %q does not round-trip: %v", i, p.String(), err)
 			}

@@ -64,7 +64,7 @@
 //
 // # Patterns
 //
-// A pattern is key:value[,key:value...]; see [ParsePattern] for the syntax.
+// A pattern is key:value[,key:value...]; see [pattern.Parse] for the syntax.
 // Whitespace around keys, colons and commas is ignored, and a value may be
 // double-quoted to hold ',' or ':'. Values compare as strings: integers in
 // decimal, floats in their shortest JavaScript form (1.0 is "1"), booleans as
@@ -73,7 +73,7 @@
 // scalar fields of a message route; nested maps and lists never do. Added
 // patterns may use globs in values: '*' matches any run of characters and
 // '?' exactly one; '*' never matches a missing key. The canonical form
-// ([Pattern.String]) lists keys in byte order.
+// ([pattern.Pattern]'s String) lists keys in byte order.
 //
 // # Precedence
 //
@@ -95,7 +95,7 @@
 //
 // Adding an identical pattern twice is an error unless the handler is added
 // with [Override]; the old handler then becomes the new one's prior
-// ([Request.Prior]). [Router] is the matcher on its own. After a removal it
+// ([Request.Prior]). [pattern.Router] is the matcher on its own. After a removal it
 // answers as a router built from the remaining patterns would (patrun keeps
 // empty nodes that can hide wider patterns; wizard prunes them).
 // [Node.Explain] says which pattern wins for a message, why each other
@@ -134,7 +134,7 @@
 //     [CodeUnknown] with its message (in-process, errors.Is still finds the
 //     original). A panicking handler becomes [CodeInternal] for that call;
 //     the panic and its stack go to the node's logger, never to the caller.
-//   - Bad input — a malformed pattern ([*ParseError]), an unsupported
+//   - Bad input — a malformed pattern ([*pattern.ParseError]), an unsupported
 //     message type, invalid JSON, a nil handler — is an error value, never a
 //     panic.
 //

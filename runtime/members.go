@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // Member is a node of the mesh as this node sees it.
@@ -41,7 +43,7 @@ type Member struct {
 // PatternInfo is one pattern in a node's routing and the targets that
 // serve it.
 type PatternInfo struct {
-	Pattern Pattern
+	Pattern pattern.Pattern
 	// Local: this node has a handler for it.
 	Local bool
 	// Remote lists the peers serving it, by id (by address when the id is
@@ -101,7 +103,7 @@ func (n *Node) Members() []Member {
 }
 
 // Patterns returns every pattern in this node's routing, local and remote,
-// with the targets that serve it, in the order of [Router.List].
+// with the targets that serve it, in the order of [pattern.Router.List].
 func (n *Node) Patterns() []PatternInfo {
 	var names map[*peer]string
 	if n.remote != nil {
@@ -118,12 +120,12 @@ func (n *Node) Patterns() []PatternInfo {
 	list := n.router.List()
 	out := make([]PatternInfo, 0, len(list))
 	for _, pt := range list {
-		re := n.router.exactEntry(pt)
+		re := n.exactRoute(pt)
 		if re == nil {
 			continue
 		}
-		info := PatternInfo{Pattern: pt, Local: re.value.local.Load() != nil}
-		if ps := re.value.peers.Load(); ps != nil {
+		info := PatternInfo{Pattern: pt, Local: re.local.Load() != nil}
+		if ps := re.peers.Load(); ps != nil {
 			for _, p := range *ps {
 				if p.down.Load() {
 					continue // a last resort for a few seconds, not a server

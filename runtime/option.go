@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"slices"
 	"time"
+
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // Option configures a [Node] in [New].
@@ -28,7 +30,7 @@ type nodeConfig struct {
 	dedupTTL       time.Duration
 	dedupBytes     int
 	noDedup        bool
-	newBalancer    func(Pattern) Balancer
+	newBalancer    func(pattern.Pattern) Balancer
 	newBreaker     func(*Target) Breaker
 
 	maxPatternBytes, maxPatternKeys int

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // Waiting for a ready target (WaitForReady): a call that finds no
@@ -61,7 +64,7 @@ const (
 // callReady runs a WaitForReady call on the route that pairs find,
 // waiting for a ready target and trying again while its tries fail for
 // want of one.
-func (n *Node) callReady(ctx context.Context, r *route, pairs []Pair, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
+func (n *Node) callReady(ctx context.Context, r *route, pairs []pattern.Pair, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
 	if n.remote == nil {
 		plain := *cfg
 		plain.waitForReady = false
@@ -103,7 +106,7 @@ func (n *Node) callReady(ctx context.Context, r *route, pairs []Pair, msg any, o
 // readyWait is the wait of a WaitForReady call between two tries.
 type readyWait struct {
 	n     *Node
-	pairs []Pair
+	pairs []pattern.Pair
 	wait  time.Duration
 	timer *time.Timer
 }
@@ -170,9 +173,9 @@ func (n *Node) ready(r *route) bool {
 
 // waitEnded is the error of a waiting call whose deadline ended while it
 // waited for a target, after its last try failed with last.
-func (n *Node) waitEnded(ctx context.Context, pairs []Pair, last error) error {
+func (n *Node) waitEnded(ctx context.Context, pairs []pattern.Pair, last error) error {
 	err := ctx.Err()
-	return &Error{Code: CodeOf(err), Message: fmt.Sprintf("wizard: call %s: %v while it waited for a target that could take it (last error: %v)", quoteClipped(string(appendCanonical(nil, pairs)), maxEcho), err, last), cause: err}
+	return &Error{Code: CodeOf(err), Message: fmt.Sprintf("wizard: call %s: %v while it waited for a target that could take it (last error: %v)", quoteClipped(string(patrun.AppendCanonical(nil, pairs)), maxEcho), err, last), cause: err}
 }
 
 // giveUp is exhausted, recorded for a waiting call: one that failed as

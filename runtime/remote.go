@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // remote is the node's remote side: its listener and the peers it calls.
@@ -16,7 +18,7 @@ type remote struct {
 	discovery      Discovery
 	defaultTimeout time.Duration
 	refresh        time.Duration
-	newBalancer    func(Pattern) Balancer
+	newBalancer    func(pattern.Pattern) Balancer
 	newBreaker     func(*Target) Breaker
 	budget         *retryBudget
 	dials          chan struct{} // a slot per dial under way; WithMaxDials
@@ -25,8 +27,8 @@ type remote struct {
 	requireID bool
 
 	mu       sync.Mutex
-	peers    map[string]*peer     // by address
-	catalogs map[string][]Pattern // fetched pattern sets by digest
+	peers    map[string]*peer             // by address
+	catalogs map[string][]pattern.Pattern // fetched pattern sets by digest
 	// catalogTypes are the message types of the cached catalogs' typed
 	// patterns, by digest (none for an untyped catalog).
 	catalogTypes map[string]catalogTypes
@@ -57,7 +59,7 @@ func newRemote(c *nodeConfig) *remote {
 		budget:         newRetryBudget(),
 		dials:          make(chan struct{}, cmp.Or(c.maxDials, defaultMaxDials)),
 		requireID:      c.requirePeerIdentity,
-		catalogs:       map[string][]Pattern{},
+		catalogs:       map[string][]pattern.Pattern{},
 		catalogTypes:   map[string]catalogTypes{},
 		foreign:        map[string]Peer{},
 	}

@@ -11,7 +11,9 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // TestServeMessageKeepsNoFrame: the strings of a received call alias the
@@ -48,7 +50,7 @@ func TestServeMessageKeepsNoFrame(t *testing.T) {
 		cached++
 		tg := v.(*cachedPattern)
 		strs := []string{k.(string), tg.pattern.String()}
-		for _, pr := range tg.pattern.pairs() {
+		for _, pr := range patrun.PairsOf(tg.pattern) {
 			strs = append(strs, pr.Key, pr.Value)
 		}
 		for _, s := range strs {
@@ -112,11 +114,11 @@ func TestCallRemoteRetryFlag(t *testing.T) {
 	}
 	defer n.Close()
 	testwait.Until(t, "both peers' catalogs", func() bool {
-		re := n.router.exactEntry(MustParsePattern("role:r"))
+		re := n.exactRoute(pattern.MustParse("role:r"))
 		if re == nil {
 			return false
 		}
-		ps := re.value.peers.Load()
+		ps := re.peers.Load()
 		return ps != nil && len(*ps) == 2
 	})
 	if _, err := n.ActE(t.Context(), "role:r", nil, Idempotent()); err != nil {

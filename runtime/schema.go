@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -62,7 +63,7 @@ type schemaWire struct {
 // Method returns the descriptor of the method that serves pattern (a
 // typed pattern of the schema, in any spelling), built from s.Files.
 func (s Schema) Method(pattern string) (protoreflect.MethodDescriptor, error) {
-	p, err := ParsePattern(pattern)
+	p, err := patrun.Parse(pattern)
 	if err != nil {
 		return nil, err
 	}
@@ -107,11 +108,11 @@ func (n *Node) schema() Schema {
 	s := Schema{ID: n.id, Digest: n.digest(), Version: moduleVersion()}
 	var mds []protoreflect.MethodDescriptor
 	for _, p := range n.router.List() {
-		re := n.router.exactEntry(p)
+		re := n.exactRoute(p)
 		if re == nil {
 			continue
 		}
-		e := re.value.local.Load()
+		e := re.local.Load()
 		if e == nil || e.spec == nil || e.spec.Method == nil {
 			continue
 		}
@@ -290,11 +291,11 @@ func (c *schemaCache) put(s *Schema) {
 // is one). An untyped pattern's node answers a schema without it: see
 // [Schema.Methods].
 func (n *Node) Describe(ctx context.Context, pattern string) (Schema, error) {
-	p, err := ParsePattern(pattern)
+	p, err := patrun.Parse(pattern)
 	if err != nil {
 		return Schema{}, err
 	}
-	r := routeOf(n.router.findPattern(p))
+	r := n.findRoute(p)
 	if r == nil {
 		_, err := n.notFound(p.String(), &noOptions)
 		return Schema{}, err

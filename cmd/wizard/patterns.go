@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 func init() {
@@ -172,7 +173,7 @@ func runPatterns(ctx context.Context, c *cli, args []string, _ any) error {
 // each key with a value the pair's glob matches, whatever its other keys
 // and their order ("role:m*" matches "cmd:sum,role:math"); any other
 // GLOB matches the canonical form whole.
-func filterMatch(glob string, p runtime.Pattern) bool {
+func filterMatch(glob string, p pattern.Pattern) bool {
 	s := p.String()
 	if !strings.ContainsAny(glob, "*?") {
 		return strings.Contains(s, glob)
