@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/patrun"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -476,7 +477,7 @@ func (n *Node) localChanged() {
 		return
 	}
 	n.remote.self.gen.Add(1)
-	if a, ok := n.remote.discovery.(SelfAnnouncer); ok {
+	if a, ok := n.remote.discovery.(discovery.SelfAnnouncer); ok {
 		a.SelfChanged()
 	}
 }

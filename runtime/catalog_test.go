@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 )
@@ -50,7 +51,7 @@ func TestGossipedDigestNeedsItsOwnPull(t *testing.T) {
 		net := newMemNet()
 		s, _ := memNode(t, net, "s", "role:r")
 		c, d := memNode(t, net, "c")
-		d.host.PeerUp(Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()})
+		d.host.PeerUp(discovery.Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()})
 		time.Sleep(catalogJitter)
 		synctest.Wait()
 		var hostile []string
@@ -58,7 +59,7 @@ func TestGossipedDigestNeedsItsOwnPull(t *testing.T) {
 			addr := "h-" + name
 			net.serve(addr, srv)
 			hostile = append(hostile, addr)
-			d.host.PeerUp(Peer{ID: addr, Instance: "x", Addr: addr, Digest: s.digest()})
+			d.host.PeerUp(discovery.Peer{ID: addr, Instance: "x", Addr: addr, Digest: s.digest()})
 		}
 		// Past the pulls' timeout.
 		time.Sleep(c.remote.defaultTimeout + time.Second)
@@ -109,7 +110,7 @@ func TestReplicaJoinCostsAConfirmation(t *testing.T) {
 		c, d := memNode(t, net, "c")
 		for i := range replicas {
 			addr := "s" + string(rune('0'+i))
-			d.host.PeerUp(Peer{ID: addr, Addr: addr, Digest: digest})
+			d.host.PeerUp(discovery.Peer{ID: addr, Addr: addr, Digest: digest})
 			time.Sleep(catalogJitter)
 			synctest.Wait()
 		}
@@ -128,7 +129,7 @@ func TestReplicaJoinCostsAConfirmation(t *testing.T) {
 
 		// Without gossip, each refresh is a confirmation.
 		st, _ := memNode(t, net, "st", "role:static")
-		d.host.PeerUp(Peer{Addr: "st"})
+		d.host.PeerUp(discovery.Peer{Addr: "st"})
 		synctest.Wait()
 		time.Sleep(5*c.remote.refresh + time.Millisecond)
 		synctest.Wait()
@@ -165,7 +166,7 @@ func TestCatalogContradictsDiscovery(t *testing.T) {
 		s, _ := memNode(t, net, "s", "role:r")
 		c, d := memNode(t, net, "c")
 		c.log = logs.Logger()
-		claim := Peer{ID: "evil", Instance: "x", Addr: "s", Digest: s.digest()}
+		claim := discovery.Peer{ID: "evil", Instance: "x", Addr: "s", Digest: s.digest()}
 		d.host.PeerUp(claim)
 		time.Sleep(catalogJitter)
 		synctest.Wait()
@@ -194,7 +195,7 @@ func TestCatalogContradictsDiscovery(t *testing.T) {
 		}
 
 		// Announced as itself, it is routed.
-		self := Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()}
+		self := discovery.Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()}
 		d.host.PeerUp(self)
 		synctest.Wait()
 		waitRoute(t, c, "role:r", "s")

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
@@ -22,7 +23,7 @@ type CallOption interface{ applyCall(*callConfig) }
 type nodeConfig struct {
 	transport      Transport
 	listen         string
-	discovery      Discovery
+	discovery      discovery.Discovery
 	defaultTimeout time.Duration
 	refresh        time.Duration
 	maxDials       int
@@ -89,7 +90,7 @@ func WithListen(addr string) Option {
 
 // WithDiscovery sets how the node finds other nodes: [StaticPeers], or
 // gossip (runtime/swim). It needs [WithTransport].
-func WithDiscovery(d Discovery) Option {
+func WithDiscovery(d discovery.Discovery) Option {
 	return nodeOption(func(c *nodeConfig) { c.discovery = d })
 }
 

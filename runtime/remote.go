@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
@@ -15,7 +16,7 @@ type remote struct {
 	transport      Transport
 	listenAddr     string
 	listener       Listener
-	discovery      Discovery
+	discovery      discovery.Discovery
 	defaultTimeout time.Duration
 	refresh        time.Duration
 	newBalancer    func(pattern.Pattern) Balancer
@@ -39,7 +40,7 @@ type remote struct {
 
 	// foreign holds the peers discovery reported on another transport,
 	// by address (at most maxForeign): listed, never called.
-	foreign map[string]Peer
+	foreign map[string]discovery.Peer
 }
 
 // maxForeign bounds the peers on another transport a node keeps listed.
@@ -61,7 +62,7 @@ func newRemote(c *nodeConfig) *remote {
 		requireID:      c.requirePeerIdentity,
 		catalogs:       map[string][]pattern.Pattern{},
 		catalogTypes:   map[string]catalogTypes{},
-		foreign:        map[string]Peer{},
+		foreign:        map[string]discovery.Peer{},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/patrun"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/pattern"
@@ -179,7 +180,7 @@ func TestNilBreaker(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close() })
-	d.host.PeerUp(Peer{Addr: "srv"})
+	d.host.PeerUp(discovery.Peer{Addr: "srv"})
 	waitRoute(t, cl, "role:b", "srv")
 	for range 3 {
 		res, err := cl.Act(t.Context(), "role:b", nil)

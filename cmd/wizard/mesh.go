@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/quic"
 	"github.com/wizardmesh/wizard/runtime/swim"
 	"github.com/wizardmesh/wizard/runtime/tcp"
@@ -143,7 +144,7 @@ func (f *meshFlags) join(stderr io.Writer) (*joined, error) {
 	}
 	seeds, dns, peers := splitList(*f.seeds), splitList(*f.dns), splitList(*f.peers)
 	j := &joined{transport: t}
-	var d runtime.Discovery
+	var d discovery.Discovery
 	switch {
 	case len(peers) > 0 && len(seeds)+len(dns) > 0:
 		return nil, usagef("%s and %s: give static peers or gossip seeds, not both", f.source("peers"), f.source("seeds"))

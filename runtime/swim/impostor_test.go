@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/swim"
@@ -57,7 +58,7 @@ func startImpostor(t *testing.T, real *member, id, instance, seed string) *impos
 	t.Cleanup(func() { l.Close() })
 	im.addr = l.Addr()
 	im.d = newDiscovery(t, swim.WithBindAddr("127.0.0.1:0"), swim.WithPreset(swim.Fast), swim.WithSeeds(seed))
-	self := runtime.Peer{ID: id, Instance: instance, Addr: im.addr, Transport: "tcp", Digest: real.n.Members()[0].Digest}
+	self := discovery.Peer{ID: id, Instance: instance, Addr: im.addr, Transport: "tcp", Digest: real.n.Members()[0].Digest}
 	if err := im.d.Start(claimHost{self}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
@@ -121,9 +122,9 @@ func TestNobodyServesNotFound(t *testing.T) {
 // QUIC mesh does to a TCP node.
 type otherTransport struct{ addr string }
 
-func (d otherTransport) Start(h runtime.DiscoveryHost) error {
+func (d otherTransport) Start(h discovery.Host) error {
 	for range 3 { // gossip repeats itself
-		h.PeerUp(runtime.Peer{ID: "inventory-1", Addr: d.addr, Transport: "quic"})
+		h.PeerUp(discovery.Peer{ID: "inventory-1", Addr: d.addr, Transport: "quic"})
 	}
 	return nil
 }
