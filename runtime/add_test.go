@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
@@ -116,7 +117,7 @@ func TestAdd_OverridePriorRemove(t *testing.T) {
 	})
 }
 
-func patternStringsOf(ps []runtime.PatternInfo) []string {
+func patternStringsOf(ps []introspect.PatternInfo) []string {
 	out := make([]string, len(ps))
 	for i, p := range ps {
 		out[i] = p.Pattern.String()

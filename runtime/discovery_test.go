@@ -19,6 +19,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
@@ -351,7 +352,7 @@ func TestPeerOnAnotherTransportIgnored(t *testing.T) {
 	_, _ = memNode(t, net, "s", "role:r")
 	c, d := memNode(t, net, "c")
 	d.host.PeerUp(discovery.Peer{Addr: "s", Transport: "quic"})
-	want := []Member{
+	want := []introspect.Member{
 		{ID: "c", Addr: "c", Digest: c.digest(), Self: true, Connected: true, Transport: "mem"},
 		{Addr: "s", Transport: "quic", LastError: "on transport quic; this node speaks mem"},
 	}
@@ -376,7 +377,7 @@ func TestMembersAndPatterns(t *testing.T) {
 	c, d := memNode(t, net, "c", "role:r", "role:only-c")
 	d.host.PeerUp(discovery.Peer{Addr: "s", Digest: s.digest()}) // no id: learnt from the catalog
 	waitRoute(t, c, "role:only-s", "s")
-	want := []PatternInfo{
+	want := []introspect.PatternInfo{
 		{Pattern: pattern.MustParse("role:only-c"), Local: true},
 		{Pattern: pattern.MustParse("role:only-s"), Remote: []string{"s"}},
 		{Pattern: pattern.MustParse("role:r"), Local: true, Remote: []string{"s"}},
@@ -385,7 +386,7 @@ func TestMembersAndPatterns(t *testing.T) {
 		t.Errorf("Patterns() mismatch (-want +got):\n%s", diff)
 	}
 	ms := c.Members()
-	wantMembers := []Member{
+	wantMembers := []introspect.Member{
 		{ID: "c", Addr: "c", Digest: c.digest(), Self: true, Connected: true, Transport: "mem", Patterns: 2},
 		{ID: "s", Addr: "s", Digest: s.digest(), Connected: true, Transport: "mem", Patterns: 2},
 	}

@@ -124,7 +124,7 @@
 //   - [Node.WaitFor] past its context: the context's code, naming the
 //     pattern waited for and the peers known (transport, connected or
 //     not, the last dial error). [Node.Members] lists the same, with a
-//     peer's [Member.Transport] and [Member.LastError].
+//     peer's [introspect.Member] Transport and LastError.
 //   - A node over its [WithMaxInFlight] limit: [CodeResourceExhausted],
 //     without running the handler.
 //   - A call sent again after its connection dropped, whose answer the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime/internal/patrun"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
@@ -28,7 +29,7 @@ type Explanation struct {
 	// call (a node never sends a call it can serve itself).
 	Local bool
 	// Targets are the peers serving the winner, by address.
-	Targets []TargetState
+	Targets []introspect.TargetState
 	// Request and Response are the protobuf full names the winner's peers
 	// all list for it ("" when untyped or when they differ).
 	Request, Response string
@@ -45,29 +46,6 @@ type Explanation struct {
 	// (nothing matches, no target connected, every breaker open, the node
 	// closed); nil when a call would be sent or served.
 	Refused *Error
-}
-
-// TargetState is what a node knows of one peer serving a pattern.
-type TargetState struct {
-	ID        string
-	Addr      string
-	Transport string
-	Connected bool
-	Suspect   bool
-	// Down: discovery reported it gone; it is called only when no other
-	// target can be, for a few seconds.
-	Down bool
-	// Breaker is "open", "closed" (permits calls; a half-open breaker
-	// says closed), or "" when the node has no breaker for it.
-	Breaker string
-	// InFlight and Latency are as [Target.InFlight] and [Target.Latency].
-	InFlight int
-	Latency  time.Duration
-	// Stalled: calls wait on it and it has answered none for a while;
-	// the default balancer avoids it.
-	Stalled bool
-	// LastError is why the last dial failed, while it is not connected.
-	LastError string
 }
 
 // Explain explains how the node routes a call whose routed pairs are
@@ -148,35 +126,19 @@ func (n *Node) explainRoute(x *Explanation, r *route) {
 	n.explainNext(x, peers, now)
 }
 
-// Route is what a node knows of the route of one pattern in its routing
-// ([Node.Patterns] lists them): the peers serving it with their state,
-// and its message types. [Node.Route] returns it.
-type Route struct {
-	Pattern pattern.Pattern
-	// Local: this node has a handler for it.
-	Local bool
-	// Targets is what the node knows of each peer serving it (those
-	// reported down included), by address.
-	Targets []TargetState
-	// Request and Response are the protobuf full names of its messages:
-	// its local handler's, else those all its peers list ("" when untyped
-	// or when they differ).
-	Request, Response string
-}
-
 // Route returns the route of exactly pattern (not the best match: see
 // [Node.Explain]) and whether the node's routing has it.
-func (n *Node) Route(pattern string) (Route, bool, error) {
+func (n *Node) Route(pattern string) (introspect.Route, bool, error) {
 	p, err := patrun.Parse(pattern)
 	if err != nil {
-		return Route{}, false, err
+		return introspect.Route{}, false, err
 	}
 	re := n.exactRoute(p)
 	if re == nil {
-		return Route{}, false, nil
+		return introspect.Route{}, false, nil
 	}
 	r := re
-	out := Route{Pattern: p, Local: r.local.Load() != nil, Targets: n.targetStates(r)}
+	out := introspect.Route{Pattern: p, Local: r.local.Load() != nil, Targets: n.targetStates(r)}
 	out.Request, out.Response = routeTypes(r)
 	return out, true, nil
 }
@@ -192,7 +154,7 @@ func sortedPeers(r *route) []*peer {
 }
 
 // targetStates returns what the node knows of r's peers, by address.
-func (n *Node) targetStates(r *route) []TargetState {
+func (n *Node) targetStates(r *route) []introspect.TargetState {
 	if n.remote == nil {
 		return nil
 	}
@@ -202,11 +164,11 @@ func (n *Node) targetStates(r *route) []TargetState {
 	}
 	now := clock()
 	own := n.remote.transport.Name()
-	out := make([]TargetState, 0, len(peers))
+	out := make([]introspect.TargetState, 0, len(peers))
 	n.remote.mu.Lock()
 	defer n.remote.mu.Unlock()
 	for _, p := range peers {
-		t := TargetState{ID: p.id, Addr: p.addr, Transport: own, Connected: p.conn.Load() != nil,
+		t := introspect.TargetState{ID: p.id, Addr: p.addr, Transport: own, Connected: p.conn.Load() != nil,
 			Suspect: p.suspect.Load(), Down: p.down.Load(), InFlight: int(p.load.inFlight.Load())}
 		lat, stalled := p.load.expect(now)
 		t.Latency, t.Stalled = time.Duration(lat), stalled

@@ -18,6 +18,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/discovery"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/quic"
 	"github.com/wizardmesh/wizard/runtime/swim"
 	"github.com/wizardmesh/wizard/runtime/tcp"
@@ -329,7 +330,7 @@ func (j *joined) settle(ctx context.Context) error {
 
 // membersState sums up ms for settle: a string that changes with what is
 // known, whether every peer is settled, and whether any answered.
-func membersState(ms []runtime.Member) (string, bool, bool) {
+func membersState(ms []introspect.Member) (string, bool, bool) {
 	var b strings.Builder
 	done, answered := len(ms) > 1, false
 	for _, m := range ms[1:] {
@@ -344,7 +345,7 @@ func membersState(ms []runtime.Member) (string, bool, bool) {
 }
 
 // unreachable is the error of a join that found no peer.
-func (j *joined) unreachable(ms []runtime.Member, when string) error {
+func (j *joined) unreachable(ms []introspect.Member, when string) error {
 	var why []string
 	for _, m := range ms[1:] {
 		s := m.Addr

@@ -12,6 +12,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/swim"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
@@ -67,13 +68,13 @@ func startImpostor(t *testing.T, real *member, id, instance, seed string) *impos
 }
 
 // record returns what n knows of the member at addr, if anything.
-func record(n *runtime.Node, addr string) (runtime.Member, bool) {
+func record(n *runtime.Node, addr string) (introspect.Member, bool) {
 	for _, m := range n.Members() {
 		if m.Addr == addr {
 			return m, true
 		}
 	}
-	return runtime.Member{}, false
+	return introspect.Member{}, false
 }
 
 // impostorCases are the two ways an impostor is announced: under an id of

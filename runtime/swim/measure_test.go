@@ -12,6 +12,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 	"github.com/wizardmesh/wizard/runtime/swim"
 )
@@ -39,12 +40,12 @@ func clusterSize() int {
 
 // routes says whether n's routing holds pattern p (local or remote).
 func routes(n *runtime.Node, p pattern.Pattern) bool {
-	return slices.ContainsFunc(n.Patterns(), func(i runtime.PatternInfo) bool { return i.Pattern.Equal(p) })
+	return slices.ContainsFunc(n.Patterns(), func(i introspect.PatternInfo) bool { return i.Pattern.Equal(p) })
 }
 
 // routesTo says whether n routes pattern p to the peer id.
 func routesTo(n *runtime.Node, p pattern.Pattern, id string) bool {
-	return slices.ContainsFunc(n.Patterns(), func(i runtime.PatternInfo) bool {
+	return slices.ContainsFunc(n.Patterns(), func(i introspect.PatternInfo) bool {
 		return i.Pattern.Equal(p) && slices.Contains(i.Remote, id)
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testpb"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
@@ -84,7 +85,7 @@ func WaitRoutable(t testing.TB, n *runtime.Node, pattern string) {
 // Routes reports whether n routes exactly pat (local or remote).
 func Routes(n *runtime.Node, pat string) bool {
 	p := pattern.MustParse(pat)
-	return slices.ContainsFunc(n.Patterns(), func(pi runtime.PatternInfo) bool { return pi.Pattern.Equal(p) })
+	return slices.ContainsFunc(n.Patterns(), func(pi introspect.PatternInfo) bool { return pi.Pattern.Equal(p) })
 }
 
 // MustAdd adds h to n under pattern, failing t on error.
