@@ -61,14 +61,16 @@ const (
 	maxReadyWait = 100 * time.Millisecond
 )
 
-// callReady runs a WaitForReady call on the route that pairs find,
+// callReady runs a WaitForReady call on the route that a.pairs find,
 // waiting for a ready target and trying again while its tries fail for
 // want of one.
-func (n *Node) callReady(ctx context.Context, r *route, pairs []pattern.Pair, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
+func (n *Node) callReady(ctx context.Context, a callArgs) (Result, error) {
+	cfg := a.cfg
 	if n.remote == nil {
 		plain := *cfg
 		plain.waitForReady = false
-		return n.callRoute(ctx, r, pairs, msg, over, &plain)
+		a.cfg = &plain
+		return n.callRoute(ctx, a)
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -78,11 +80,12 @@ func (n *Node) callReady(ctx context.Context, r *route, pairs []pattern.Pair, ms
 	var w readiness
 	try := *cfg
 	try.ready = &w
-	wt := readyWait{n: n, pairs: pairs, wait: minReadyWait}
+	a.cfg = &try
+	wt := readyWait{n: n, pairs: a.pairs, wait: minReadyWait}
 	defer wt.stop()
 	for {
 		w = readiness{}
-		res, err := n.callRoute(ctx, r, pairs, msg, over, &try)
+		res, err := n.callRoute(ctx, a)
 		if err == nil || !w.unready || ctx.Err() != nil {
 			return res, err
 		}
@@ -91,14 +94,14 @@ func (n *Node) callReady(ctx context.Context, r *route, pairs []pattern.Pair, ms
 			return res, err // run again only if idempotent, and within the retry budget
 		}
 		n.stats.readyWaits.Add(1)
-		if r = wt.next(ctx); r == nil {
+		if a.r = wt.next(ctx); a.r == nil {
 			if paid {
 				n.remote.budget.refund() // not run again after all
 			}
 			if n.closed.Load() {
 				return Result{}, errClosed()
 			}
-			return Result{}, n.waitEnded(ctx, pairs, err)
+			return Result{}, n.waitEnded(ctx, a.pairs, err)
 		}
 	}
 }
