@@ -26,7 +26,7 @@ import (
 // pull may name the catalog digest of a schema the caller has cached
 // ({"have": digest}); a node whose digest that is answers the digest
 // alone. A node without typed patterns answers an empty schema.
-// [DescribeConn] sends the call; [Node.Describe] and [Node.DescribePeer]
+// [describeConn] sends the call; [Node.Describe] and [Node.DescribePeer]
 // find whom to send it to.
 const DescribePattern = "cmd:describe,sys:wizard"
 
@@ -198,11 +198,11 @@ func (n *Node) describeReply(m *Message) *Message {
 	return &Message{Codec: CodecJSON, Payload: b}
 }
 
-// DescribeConn asks the node at the other end of c for its [Schema]
+// describeConn asks the node at the other end of c for its [Schema]
 // through [DescribePattern]. have, when not nil, is a schema the caller
 // holds: the node answers the digest alone when it is its own, and
-// DescribeConn returns have itself.
-func DescribeConn(ctx context.Context, c Conn, have *Schema) (Schema, error) {
+// describeConn returns have itself.
+func describeConn(ctx context.Context, c Conn, have *Schema) (Schema, error) {
 	req := &Message{Pattern: DescribePattern}
 	if have != nil && have.Digest != "" {
 		b, err := json.Marshal(catalogPull{Have: have.Digest})
@@ -368,7 +368,7 @@ func (n *Node) describePeer(ctx context.Context, p *peer) (Schema, error) {
 	have := schemas.get(p.loaded)
 	name := peerName(p.id, p.addr)
 	n.remote.mu.Unlock()
-	s, err := DescribeConn(ctx, box.c, have)
+	s, err := describeConn(ctx, box.c, have)
 	if err != nil {
 		return Schema{}, fmt.Errorf("wizard: describe %s: %w", name, err)
 	}

@@ -7,7 +7,7 @@
 // and 1.0 are the same value. Keys ending in '$' are metadata and never
 // route. Added patterns may use globs in values: '*' matches any run of
 // characters and '?' exactly one; '*' never matches a missing key. The
-// canonical form ([Pattern.String]) lists keys in byte order.
+// canonical form (a Pattern's String) lists keys in byte order.
 //
 // A node (package runtime) parses the patterns it is given itself; a
 // service author writes them as strings. This package is for code that
@@ -17,7 +17,7 @@
 //
 // # Precedence
 //
-// When several added patterns match a message, [Router.Find] answers as
+// When several added patterns match a message, a Router's Find answers as
 // Seneca's matcher (patrun, with globs on) does; the runtime package's
 // documentation (# Precedence) gives the rules with examples. A
 // [Candidate] is one matching pattern as a node's explanation lists it:
