@@ -28,7 +28,7 @@ import (
 const CatalogPattern = "cmd:catalog,sys:wizard"
 
 // catalog is what a node answers on [CatalogPattern]: its id, the digest
-// of its pattern set (see [Peer].Digest) and the patterns of its local
+// of its pattern set (see [discovery.Peer] Digest) and the patterns of its local
 // handlers.
 type catalog struct {
 	ID       string   `json:"id"`

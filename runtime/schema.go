@@ -34,7 +34,7 @@ const DescribePattern = "cmd:describe,sys:wizard"
 type Schema struct {
 	// ID is the node's id.
 	ID string
-	// Digest is the node's catalog digest (see [Peer].Digest), by which
+	// Digest is the node's catalog digest (see [discovery.Peer] Digest), by which
 	// a schema may be cached: a node's schema changes only with it.
 	Digest string
 	// Version is the version of the wizard module the node runs, as its

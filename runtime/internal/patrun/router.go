@@ -9,9 +9,10 @@ import (
 )
 
 // Router maps patterns to values and finds the best pattern for a message
-// with Seneca's precedence (see the package documentation, # Precedence).
-// It is the matcher inside [Node], exported so it can be used and tested on
-// its own. A Router is safe for concurrent use.
+// with Seneca's precedence (see package runtime's documentation,
+// # Precedence). It is the matcher inside a runtime Node, exported (as
+// runtime/pattern's Router) so it can be used and tested on its own. A
+// Router is safe for concurrent use.
 //
 // The zero Router is not ready for use; call [NewRouter].
 type Router[V any] struct {
