@@ -25,7 +25,7 @@ func (n *Node) Act(ctx context.Context, pattern string, msg any, opts ...CallOpt
 	if err != nil {
 		return Result{}, err
 	}
-	return n.actPairs(ctx, callArgs{pairs: pairs, msg: body, over: over, cfg: cfg})
+	return n.actPairs(ctx, &callArgs{pairs: pairs, msg: body, over: over, cfg: cfg})
 }
 
 // ActE calls the handler that matches pattern, plus the [Mixin] fields of
@@ -80,17 +80,17 @@ func (n *Node) actE(ctx context.Context, t *cachedPattern, data any, cfg *callCo
 		if err != nil {
 			return Result{}, err
 		}
-		return n.actPairs(ctx, callArgs{pairs: pairs, msg: data, cfg: cfg})
+		return n.actPairs(ctx, &callArgs{pairs: pairs, msg: data, cfg: cfg})
 	}
 	if n.invoker != nil {
 		return n.intercepted(ctx, t.pattern, data, nil, cfg)
 	}
-	return n.callRoute(ctx, callArgs{r: n.resolve(t), pairs: patrun.PairsOf(t.pattern), msg: data, cfg: cfg})
+	return n.callRoute(ctx, &callArgs{r: n.resolve(t), pairs: patrun.PairsOf(t.pattern), msg: data, cfg: cfg})
 }
 
 // actPairs calls the route that a.pairs (sorted, as a message routes)
 // find, through the call interceptors if the node has any.
-func (n *Node) actPairs(ctx context.Context, a callArgs) (Result, error) {
+func (n *Node) actPairs(ctx context.Context, a *callArgs) (Result, error) {
 	if n.invoker != nil {
 		if m, ok := a.msg.(map[string]any); ok && a.over != nil {
 			a.msg, a.over = merged(m, a.over), nil
@@ -145,14 +145,14 @@ type interceptedCall struct {
 func (n *Node) invokeCall(ctx context.Context, c *Call) (Result, error) {
 	if c.cfg != nil && c.cfg.noReply == c.NoReply {
 		// The call's own copy (intercepted), which nothing writes: no other.
-		return n.callRoute(ctx, callArgs{r: n.findRoute(c.Pattern), pairs: patrun.PairsOf(c.Pattern), msg: c.Msg, over: c.over, cfg: c.cfg})
+		return n.callRoute(ctx, &callArgs{r: n.findRoute(c.Pattern), pairs: patrun.PairsOf(c.Pattern), msg: c.Msg, over: c.over, cfg: c.cfg})
 	}
 	var cfg callConfig
 	if c.cfg != nil {
 		cfg = *c.cfg
 	}
 	cfg.noReply = c.NoReply
-	return n.callRoute(ctx, callArgs{r: n.findRoute(c.Pattern), pairs: patrun.PairsOf(c.Pattern), msg: c.Msg, over: c.over, cfg: &cfg})
+	return n.callRoute(ctx, &callArgs{r: n.findRoute(c.Pattern), pairs: patrun.PairsOf(c.Pattern), msg: c.Msg, over: c.over, cfg: &cfg})
 }
 
 // find returns the route that pairs (sorted) find, or nil.
@@ -188,7 +188,7 @@ type callArgs struct {
 // callRoute runs a call on a.r, the route that a.pairs found: on its local
 // handler if it has one, else on a peer; a nil a.r is not found (or the
 // call's [Default]). Every call goes through it.
-func (n *Node) callRoute(ctx context.Context, a callArgs) (Result, error) {
+func (n *Node) callRoute(ctx context.Context, a *callArgs) (Result, error) {
 	if a.cfg.waitForReady && a.cfg.ready == nil {
 		return n.callReady(ctx, a)
 	}

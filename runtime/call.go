@@ -69,7 +69,7 @@ func metaValue(meta []MetaPair, key string) string {
 
 // callRemote sends a call to one of a.r's peers, and to others as long as
 // the outcomes of its attempts allow (see [remoteCall.next]).
-func (n *Node) callRemote(ctx context.Context, a callArgs) (Result, error) {
+func (n *Node) callRemote(ctx context.Context, a *callArgs) (Result, error) {
 	r, cfg := a.r, a.cfg
 	box := r.bal.Load()
 	if box == nil || !r.hasPeers() || n.remote == nil {
@@ -115,7 +115,7 @@ func (n *Node) callRemote(ctx context.Context, a callArgs) (Result, error) {
 // carries no overlay, the pattern it was made with (an ActE's: the
 // handler gets the data alone, but a transport to a node that routes by
 // the called pattern, as MicroWizard's actE does, sends it).
-func (n *Node) outgoing(ctx context.Context, a callArgs) (*outMessage, error) {
+func (n *Node) outgoing(ctx context.Context, a *callArgs) (*outMessage, error) {
 	r, msg, over, cfg := a.r, a.msg, a.over, a.cfg
 	st := metaStateOf(ctx)
 	if st != nil {

@@ -64,8 +64,9 @@ const (
 // callReady runs a WaitForReady call on the route that a.pairs find,
 // waiting for a ready target and trying again while its tries fail for
 // want of one.
-func (n *Node) callReady(ctx context.Context, a callArgs) (Result, error) {
-	cfg := a.cfg
+func (n *Node) callReady(ctx context.Context, a *callArgs) (Result, error) {
+	own := *a // its tries change the route and the options: its own copy
+	a, cfg := &own, a.cfg
 	if n.remote == nil {
 		plain := *cfg
 		plain.waitForReady = false
