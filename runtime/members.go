@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/introspect"
 )
 
@@ -50,7 +51,7 @@ func (n *Node) Members() []introspect.Member {
 	n.routeMu.Unlock()
 	out = append(out, foreign...)
 	slices.SortFunc(out[1:], func(a, b introspect.Member) int { return strings.Compare(a.Addr, b.Addr) })
-	if s, ok := r.discovery.(interface{ Segment() string }); ok {
+	if s, ok := r.discovery.(discovery.Segmented); ok {
 		for i := range out {
 			out[i].Segment = s.Segment()
 		}

@@ -76,3 +76,11 @@ type Host interface {
 type SelfAnnouncer interface {
 	SelfChanged()
 }
+
+// Segmented is implemented by a [Discovery] whose view of the mesh is one
+// segment of it (runtime/swim's gossip segments): every member it reports
+// is in the node's own segment, which Segment names. runtime's
+// Node.Members lists it as each member's segment.
+type Segmented interface {
+	Segment() string
+}

@@ -16,7 +16,8 @@
 // or died); the node dials, pulls catalogs and routes. [Host.Self]
 // describes the node itself, for a discovery that announces it; such a
 // discovery also implements [SelfAnnouncer], so that the node tells it
-// when its patterns change.
+// when its patterns change. One that sees a segment of the mesh only
+// implements [Segmented], and the node's members carry the segment's name.
 //
 // The node routes a peer only once the peer itself has stated its
 // patterns and id over its own connection: what a discovery reports says

@@ -46,7 +46,10 @@ func Multi(ds ...Discovery) (Discovery, error) {
 	return &multiDiscovery{ds: append([]Discovery(nil), ds...), peers: map[string]*multiPeer{}}, nil
 }
 
-var _ SelfAnnouncer = (*multiDiscovery)(nil)
+var (
+	_ Discovery     = (*multiDiscovery)(nil)
+	_ SelfAnnouncer = (*multiDiscovery)(nil)
+)
 
 func (m *multiDiscovery) Start(host Host) error {
 	m.mu.Lock()

@@ -70,6 +70,7 @@ type Discovery struct {
 var (
 	_ discovery.Discovery     = (*Discovery)(nil)
 	_ discovery.SelfAnnouncer = (*Discovery)(nil)
+	_ discovery.Segmented     = (*Discovery)(nil)
 )
 
 // New returns a Discovery configured by opts. It fails on a nil option and
