@@ -25,7 +25,7 @@ func (n *Node) Act(ctx context.Context, pattern string, msg any, opts ...CallOpt
 	if err != nil {
 		return Result{}, err
 	}
-	return n.actPairs(ctx, &callArgs{pairs: pairs, msg: body, over: over, cfg: cfg})
+	return n.actPairs(ctx, pairs, body, over, cfg)
 }
 
 // ActE calls the handler that matches pattern, plus the [Mixin] fields of
@@ -80,25 +80,25 @@ func (n *Node) actE(ctx context.Context, t *cachedPattern, data any, cfg *callCo
 		if err != nil {
 			return Result{}, err
 		}
-		return n.actPairs(ctx, &callArgs{pairs: pairs, msg: data, cfg: cfg})
+		return n.actPairs(ctx, pairs, data, nil, cfg)
 	}
 	if n.invoker != nil {
 		return n.intercepted(ctx, t.pattern, data, nil, cfg)
 	}
-	return n.callRoute(ctx, &callArgs{r: n.resolve(t), pairs: patrun.PairsOf(t.pattern), msg: data, cfg: cfg})
+	return n.callRoute(ctx, n.resolve(t), patrun.PairsOf(t.pattern), data, nil, cfg)
 }
 
-// actPairs calls the route that a.pairs (sorted, as a message routes)
-// find, through the call interceptors if the node has any.
-func (n *Node) actPairs(ctx context.Context, a *callArgs) (Result, error) {
+// actPairs calls the route that pairs (sorted, as a message routes) find,
+// through the call interceptors if the node has any. over, if not nil,
+// overlays a map msg.
+func (n *Node) actPairs(ctx context.Context, pairs []pattern.Pair, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
 	if n.invoker != nil {
-		if m, ok := a.msg.(map[string]any); ok && a.over != nil {
-			a.msg, a.over = merged(m, a.over), nil
+		if m, ok := msg.(map[string]any); ok && over != nil {
+			msg, over = merged(m, over), nil
 		}
-		return n.intercepted(ctx, patrun.New(clonePairs(a.pairs)), a.msg, a.over, a.cfg)
+		return n.intercepted(ctx, patrun.New(clonePairs(pairs)), msg, over, cfg)
 	}
-	a.r = n.find(a.pairs)
-	return n.callRoute(ctx, a)
+	return n.callRoute(ctx, n.find(pairs), pairs, msg, over, cfg)
 }
 
 // mixinPairs appends p's pairs and data's fields named by keys to dst,
@@ -145,14 +145,14 @@ type interceptedCall struct {
 func (n *Node) invokeCall(ctx context.Context, c *Call) (Result, error) {
 	if c.cfg != nil && c.cfg.noReply == c.NoReply {
 		// The call's own copy (intercepted), which nothing writes: no other.
-		return n.callRoute(ctx, &callArgs{r: n.findRoute(c.Pattern), pairs: patrun.PairsOf(c.Pattern), msg: c.Msg, over: c.over, cfg: c.cfg})
+		return n.callRoute(ctx, n.findRoute(c.Pattern), patrun.PairsOf(c.Pattern), c.Msg, c.over, c.cfg)
 	}
 	var cfg callConfig
 	if c.cfg != nil {
 		cfg = *c.cfg
 	}
 	cfg.noReply = c.NoReply
-	return n.callRoute(ctx, &callArgs{r: n.findRoute(c.Pattern), pairs: patrun.PairsOf(c.Pattern), msg: c.Msg, over: c.over, cfg: &cfg})
+	return n.callRoute(ctx, n.findRoute(c.Pattern), patrun.PairsOf(c.Pattern), c.Msg, c.over, &cfg)
 }
 
 // find returns the route that pairs (sorted) find, or nil.
@@ -174,9 +174,10 @@ func (n *Node) exactRoute(p pattern.Pattern) *route {
 	return r
 }
 
-// callArgs is a call on its way to its handler or peer: the route its
-// routed pairs found, and what it carries there. The steps from routing to
-// sending (callRoute, callReady, callRemote, outgoing) take it whole.
+// callArgs is a call that leaves the in-process path: the route its
+// routed pairs found, and what it carries to a peer. The steps of a remote
+// call (callRemote, outgoing) and of a call that waits for a ready target
+// (callReady) take it whole.
 type callArgs struct {
 	r     *route         // the route pairs found; nil when none
 	pairs []pattern.Pair // the call's routed pairs, sorted
@@ -185,17 +186,19 @@ type callArgs struct {
 	cfg   *callConfig    // the call's options
 }
 
-// callRoute runs a call on a.r, the route that a.pairs found: on its local
-// handler if it has one, else on a peer; a nil a.r is not found (or the
-// call's [Default]). Every call goes through it.
-func (n *Node) callRoute(ctx context.Context, a *callArgs) (Result, error) {
-	if a.cfg.waitForReady && a.cfg.ready == nil {
-		return n.callReady(ctx, a)
+// callRoute runs a call on r, the route that pairs found: on its local
+// handler if it has one, else on a peer; a nil r is not found (or the
+// call's [Default]). Every call goes through it. Its arguments are the
+// fields of a [callArgs], passed one by one: an in-process call, the
+// common case, never builds one.
+func (n *Node) callRoute(ctx context.Context, r *route, pairs []pattern.Pair, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
+	if cfg.waitForReady && cfg.ready == nil {
+		return n.callReady(ctx, &callArgs{r, pairs, msg, over, cfg})
 	}
-	if a.r == nil {
-		return n.notFound(string(patrun.AppendCanonical(nil, a.pairs)), a.cfg)
+	if r == nil {
+		return n.notFound(string(patrun.AppendCanonical(nil, pairs)), cfg)
 	}
-	if e := a.r.local.Load(); e != nil {
+	if e := r.local.Load(); e != nil {
 		if metadataUsed.Load() { // else no ctx carries metadata: nothing to look up
 			hctx, err := inProcessContext(ctx)
 			if err != nil {
@@ -203,9 +206,9 @@ func (n *Node) callRoute(ctx context.Context, a *callArgs) (Result, error) {
 			}
 			ctx = hctx
 		}
-		return n.dispatch(ctx, e, a.msg, a.over, a.cfg)
+		return n.dispatch(ctx, e, msg, over, cfg)
 	}
-	return n.callRemote(ctx, a)
+	return n.callRemote(ctx, &callArgs{r, pairs, msg, over, cfg})
 }
 
 func (n *Node) notFound(pattern string, cfg *callConfig) (Result, error) {

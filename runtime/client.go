@@ -128,7 +128,7 @@ func (c *Client[Req, Res]) Call(ctx context.Context, req *Req, opts ...CallOptio
 	case len(c.cfg.mixin) == 0 && n.invoker == nil:
 		// Node.actE's plain path, inlined: going through actE costs ~3 ns
 		// (about 9%) on the generated-client path (BenchmarkActE_Precomputed).
-		res, err = n.callRoute(ctx, &callArgs{r: n.resolve(&c.parsed), pairs: patrun.PairsOf(c.parsed.pattern), msg: req, cfg: &c.cfg})
+		res, err = n.callRoute(ctx, n.resolve(&c.parsed), patrun.PairsOf(c.parsed.pattern), req, nil, &c.cfg)
 	default:
 		res, err = n.actE(ctx, &c.parsed, req, &c.cfg)
 	}

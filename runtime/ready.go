@@ -71,7 +71,7 @@ func (n *Node) callReady(ctx context.Context, a *callArgs) (Result, error) {
 		plain := *cfg
 		plain.waitForReady = false
 		a.cfg = &plain
-		return n.callRoute(ctx, a)
+		return n.callRoute(ctx, a.r, a.pairs, a.msg, a.over, a.cfg)
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -86,7 +86,7 @@ func (n *Node) callReady(ctx context.Context, a *callArgs) (Result, error) {
 	defer wt.stop()
 	for {
 		w = readiness{}
-		res, err := n.callRoute(ctx, a)
+		res, err := n.callRoute(ctx, a.r, a.pairs, a.msg, a.over, a.cfg)
 		if err == nil || !w.unready || ctx.Err() != nil {
 			return res, err
 		}
