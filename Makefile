@@ -15,7 +15,7 @@ fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 	./.ci/fuzz $(or $(FUZZTIME),10s)
 
 bench: ## run the runtime benchmarks (the README's figures)
-	$(GO) test ./runtime -run '^$$' -bench . -benchmem -count 5
+	$(GO) test ./runtime ./runtime/internal/patrun -run '^$$' -bench . -benchmem -count 5
 
 bench-short: ## run every benchmark once at a tiny benchtime, so none rots
 	$(GO) test ./... -run '^$$' -bench . -benchtime 100x

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wizardmesh/wizard/gateway/auth"
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // TimeoutHeader is the request header by which a client asks for a
@@ -193,11 +194,11 @@ func (c *call) message() (any, *apiError) {
 	return withPattern(msg, c.m.pattern)
 }
 
-// withPattern sets pattern's pairs in msg, a message the gateway built
+// withPattern sets pat's pairs in msg, a message the gateway built
 // (the client's fields cannot hold the pattern's keys: the table refuses
 // them), so that the handler reads them as with Act.
-func withPattern(msg any, pattern string) (any, *apiError) {
-	p, err := runtime.ParsePattern(pattern)
+func withPattern(msg any, pat string) (any, *apiError) {
+	p, err := pattern.Parse(pat)
 	if err != nil {
 		return nil, newAPIError(http.StatusInternalServerError, runtime.CodeInternal, "internal error")
 	}

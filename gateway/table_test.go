@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // testRoute is a route of testTable: exact path, methods, pattern.
@@ -54,7 +55,7 @@ func (r *testRoute) message(q url.Values, body []byte) (any, *apiError) {
 	for k, v := range q {
 		m[k] = v[0]
 	}
-	p := runtime.MustParsePattern(r.pattern)
+	p := pattern.MustParse(r.pattern)
 	for k := range m {
 		if _, ok := p.Get(k); ok {
 			return nil, badRequest("field " + k + " is the route's and cannot be set")

@@ -12,6 +12,7 @@ import (
 
 	wizotel "github.com/wizardmesh/wizard/otel"
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 	"github.com/wizardmesh/wizard/runtime/quic"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 	"go.opentelemetry.io/otel/attribute"
@@ -219,11 +220,11 @@ func client(t *testing.T, tr runtime.Transport, addrs []string, opts ...runtime.
 	return newNode(t, append(base, opts...)...)
 }
 
-// waitFor waits until n routes pattern to want remote targets.
-func waitFor(t *testing.T, n *runtime.Node, pattern string, want int) {
+// waitFor waits until n routes pat to want remote targets.
+func waitFor(t *testing.T, n *runtime.Node, pat string, want int) {
 	t.Helper()
-	p := runtime.MustParsePattern(pattern)
-	until(t, "pattern "+pattern+" routable", func() bool {
+	p := pattern.MustParse(pat)
+	until(t, "pattern "+pat+" routable", func() bool {
 		for _, pi := range n.Patterns() {
 			if pi.Pattern.Equal(p) && len(pi.Remote) >= want {
 				return true

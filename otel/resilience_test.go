@@ -7,6 +7,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/lb"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -40,7 +41,7 @@ func TestRefusedRetried(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ring := runtime.WithBalancer(func(runtime.Pattern) runtime.Balancer { return lb.NewRing[*runtime.Target]() })
+	ring := runtime.WithBalancer(func(pattern.Pattern) runtime.Balancer { return lb.NewRing[*runtime.Target]() })
 	cl := client(t, tcpTransport(t), []string{s1.Addr(), s2.Addr()}, tm.option(), ring)
 	waitFor(t, cl, "role:work", 2)
 	// Another node holds s1's one slot: the refusal is then the node's

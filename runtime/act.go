@@ -1,6 +1,11 @@
 package runtime
 
-import "context"
+import (
+	"context"
+
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
+	"github.com/wizardmesh/wizard/runtime/pattern"
+)
 
 // Act calls the handler that best matches msg overlaid with the pattern's
 // pairs (the pattern wins on a shared key); every routed root key of the
@@ -15,7 +20,7 @@ func (n *Node) Act(ctx context.Context, pattern string, msg any, opts ...CallOpt
 	if err != nil {
 		return Result{}, err
 	}
-	var buf [16]Pair
+	var buf [16]patrun.Pair
 	pairs, body, over, err := actMessage(buf[:0], t, msg)
 	if err != nil {
 		return Result{}, err
@@ -70,7 +75,7 @@ func configOf(opts []CallOption) *callConfig {
 
 func (n *Node) actE(ctx context.Context, t *cachedPattern, data any, cfg *callConfig) (Result, error) {
 	if len(cfg.mixin) > 0 {
-		var buf [16]Pair
+		var buf [16]pattern.Pair
 		pairs, err := mixinPairs(buf[:0], t.pattern, data, cfg.mixin)
 		if err != nil {
 			return Result{}, err
@@ -80,28 +85,28 @@ func (n *Node) actE(ctx context.Context, t *cachedPattern, data any, cfg *callCo
 	if n.invoker != nil {
 		return n.intercepted(ctx, t.pattern, data, nil, cfg)
 	}
-	return n.callRoute(ctx, n.resolve(t), t.pattern.pairs(), data, nil, cfg)
+	return n.callRoute(ctx, n.resolve(t), patrun.PairsOf(t.pattern), data, nil, cfg)
 }
 
 // actPairs calls the route that pairs (sorted, as a message routes) find,
 // through the call interceptors if the node has any. over, if not nil,
 // overlays a map msg.
-func (n *Node) actPairs(ctx context.Context, pairs []Pair, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
+func (n *Node) actPairs(ctx context.Context, pairs []pattern.Pair, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
 	if n.invoker != nil {
 		if m, ok := msg.(map[string]any); ok && over != nil {
 			msg, over = merged(m, over), nil
 		}
-		return n.intercepted(ctx, newPattern(clonePairs(pairs)), msg, over, cfg)
+		return n.intercepted(ctx, patrun.New(clonePairs(pairs)), msg, over, cfg)
 	}
 	return n.callRoute(ctx, n.find(pairs), pairs, msg, over, cfg)
 }
 
 // mixinPairs appends p's pairs and data's fields named by keys to dst,
 // sorted; p wins on a shared key.
-func mixinPairs(dst []Pair, p Pattern, data any, keys []string) ([]Pair, error) {
-	dst = append(dst, p.pairs()...)
+func mixinPairs(dst []pattern.Pair, p pattern.Pattern, data any, keys []string) ([]pattern.Pair, error) {
+	dst = append(dst, patrun.PairsOf(p)...)
 	for _, k := range keys {
-		if _, dup := lookupPair(dst, k); dup || isMetaKey(k) {
+		if _, dup := patrun.LookupPair(dst, k); dup || patrun.IsMetaKey(k) {
 			continue
 		}
 		v, ok, err := fieldValue(data, k)
@@ -109,17 +114,17 @@ func mixinPairs(dst []Pair, p Pattern, data any, keys []string) ([]Pair, error) 
 			return dst, err
 		}
 		if ok {
-			dst = append(dst, Pair{k, v})
-			sortPairs(dst)
+			dst = append(dst, pattern.Pair{Key: k, Value: v})
+			patrun.SortPairs(dst)
 		}
 	}
 	return dst, nil
 }
 
-func clonePairs(ps []Pair) []Pair { return append([]Pair(nil), ps...) }
+func clonePairs(ps []pattern.Pair) []pattern.Pair { return append([]pattern.Pair(nil), ps...) }
 
 // intercepted runs a call through the call interceptors.
-func (n *Node) intercepted(ctx context.Context, p Pattern, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
+func (n *Node) intercepted(ctx context.Context, p pattern.Pattern, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -140,36 +145,58 @@ type interceptedCall struct {
 func (n *Node) invokeCall(ctx context.Context, c *Call) (Result, error) {
 	if c.cfg != nil && c.cfg.noReply == c.NoReply {
 		// The call's own copy (intercepted), which nothing writes: no other.
-		return n.callRoute(ctx, routeOf(n.router.findPattern(c.Pattern)), c.Pattern.pairs(), c.Msg, c.over, c.cfg)
+		return n.callRoute(ctx, n.findRoute(c.Pattern), patrun.PairsOf(c.Pattern), c.Msg, c.over, c.cfg)
 	}
 	var cfg callConfig
 	if c.cfg != nil {
 		cfg = *c.cfg
 	}
 	cfg.noReply = c.NoReply
-	return n.callRoute(ctx, routeOf(n.router.findPattern(c.Pattern)), c.Pattern.pairs(), c.Msg, c.over, &cfg)
+	return n.callRoute(ctx, n.findRoute(c.Pattern), patrun.PairsOf(c.Pattern), c.Msg, c.over, &cfg)
 }
 
 // find returns the route that pairs (sorted) find, or nil.
-func (n *Node) find(pairs []Pair) *route { return routeOf(n.router.find(pairs, false)) }
+func (n *Node) find(pairs []pattern.Pair) *route {
+	r, _ := patrun.FindPairs(n.router, pairs)
+	return r
+}
 
-// routeOf is the route of a router entry, or nil.
-func routeOf(re *rentry[*route]) *route {
-	if re == nil {
-		return nil
-	}
-	return re.value
+// findRoute returns the route that best matches a message whose routed
+// pairs are exactly p's, or nil.
+func (n *Node) findRoute(p pattern.Pattern) *route {
+	r, _ := patrun.FindPattern(n.router, p)
+	return r
+}
+
+// exactRoute returns the route added for exactly p, or nil.
+func (n *Node) exactRoute(p pattern.Pattern) *route {
+	r, _ := patrun.Exact(n.router, p)
+	return r
+}
+
+// callArgs is a call that leaves the in-process path: the route its
+// routed pairs found, and what it carries to a peer. The steps of a remote
+// call (callRemote, outgoing) and of a call that waits for a ready target
+// (callReady) take it whole.
+type callArgs struct {
+	r     *route         // the route pairs found; nil when none
+	pairs []pattern.Pair // the call's routed pairs, sorted
+	msg   any            // the message, as the caller gave it
+	over  *cachedPattern // the pattern that overlays a map msg (Act), or nil
+	cfg   *callConfig    // the call's options
 }
 
 // callRoute runs a call on r, the route that pairs found: on its local
 // handler if it has one, else on a peer; a nil r is not found (or the
-// call's [Default]). Every call goes through it.
-func (n *Node) callRoute(ctx context.Context, r *route, pairs []Pair, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
+// call's [Default]). Every call goes through it. Its arguments are the
+// fields of a [callArgs], passed one by one: an in-process call, the
+// common case, never builds one.
+func (n *Node) callRoute(ctx context.Context, r *route, pairs []pattern.Pair, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
 	if cfg.waitForReady && cfg.ready == nil {
-		return n.callReady(ctx, r, pairs, msg, over, cfg)
+		return n.callReady(ctx, &callArgs{r, pairs, msg, over, cfg})
 	}
 	if r == nil {
-		return n.notFound(string(appendCanonical(nil, pairs)), cfg)
+		return n.notFound(string(patrun.AppendCanonical(nil, pairs)), cfg)
 	}
 	if e := r.local.Load(); e != nil {
 		if metadataUsed.Load() { // else no ctx carries metadata: nothing to look up
@@ -181,7 +208,7 @@ func (n *Node) callRoute(ctx context.Context, r *route, pairs []Pair, msg any, o
 		}
 		return n.dispatch(ctx, e, msg, over, cfg)
 	}
-	return n.callRemote(ctx, r, pairs, msg, over, cfg)
+	return n.callRemote(ctx, &callArgs{r, pairs, msg, over, cfg})
 }
 
 func (n *Node) notFound(pattern string, cfg *callConfig) (Result, error) {

@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/introspect"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 func TestAdd_OverridePriorRemove(t *testing.T) {
@@ -108,14 +110,14 @@ func TestAdd_OverridePriorRemove(t *testing.T) {
 		mustAdd(t, n, "r:1", func(ctx context.Context, r runtime.Request) (any, error) { return r.Prior(ctx, nil) })
 		_, err = n.ActE(t.Context(), "r:1", nil)
 		wantCode(t, err, runtime.CodeNotFound)
-		var perr *runtime.ParseError
+		var perr *pattern.ParseError
 		if _, err := n.Remove("r:"); !errors.As(err, &perr) {
 			t.Errorf("Remove of a bad pattern: err = %v, want a *ParseError", err)
 		}
 	})
 }
 
-func patternStringsOf(ps []runtime.PatternInfo) []string {
+func patternStringsOf(ps []introspect.PatternInfo) []string {
 	out := make([]string, len(ps))
 	for i, p := range ps {
 		out[i] = p.Pattern.String()

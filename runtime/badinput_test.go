@@ -13,6 +13,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 func TestBadInput(t *testing.T) {
@@ -33,7 +34,7 @@ func TestBadInput(t *testing.T) {
 			for name, call := range calls {
 				t.Run(fmt.Sprintf("%s(%q)", name, p), func(t *testing.T) {
 					err := call()
-					var perr *runtime.ParseError
+					var perr *pattern.ParseError
 					if !errors.As(err, &perr) {
 						t.Fatalf("err = %v (%T), want a *ParseError", err, err)
 					}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // Target is a peer serving a pattern, as balancers and breakers see it.
@@ -67,7 +69,7 @@ type Breaker interface {
 
 // WithBalancer sets how the node balances the remote calls of a pattern:
 // newBalancer is called once for each pattern that remote peers serve.
-func WithBalancer(newBalancer func(Pattern) Balancer) Option {
+func WithBalancer(newBalancer func(pattern.Pattern) Balancer) Option {
 	return nodeOption(func(c *nodeConfig) { c.newBalancer = newBalancer })
 }
 

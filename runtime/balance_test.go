@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/wizardmesh/wizard/runtime/discovery"
 )
 
 // balancedPair starts servers a and b of role:r, each answering after the
@@ -32,8 +34,8 @@ func balancedPair(t *testing.T, delay map[string]func() time.Duration) *Node {
 		}
 	}
 	c, h := memNode(t, net, "c")
-	h.host.PeerUp(Peer{Addr: "a"})
-	h.host.PeerUp(Peer{Addr: "b"})
+	h.host.PeerUp(discovery.Peer{Addr: "a"})
+	h.host.PeerUp(discovery.Peer{Addr: "b"})
 	synctest.Wait()
 	if ps := c.Patterns(); len(ps) != 1 || len(ps[0].Remote) != 2 {
 		t.Fatalf("Patterns() = %+v, want role:r at a and b", ps)

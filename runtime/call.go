@@ -6,6 +6,8 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
 )
 
 // The remote call: callRemote builds the message and loops over attempts,
@@ -32,10 +34,10 @@ func metaValue(meta []MetaPair, key string) string {
 	return ""
 }
 
-// callRemote sends a call to one of r's peers, and to others as long as
-// the outcomes of its attempts allow (see [remoteCall.next]). pairs are
-// the call's (sorted), which found r.
-func (n *Node) callRemote(ctx context.Context, r *route, pairs []Pair, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
+// callRemote sends a call to one of a.r's peers, and to others as long as
+// the outcomes of its attempts allow (see [remoteCall.next]).
+func (n *Node) callRemote(ctx context.Context, a *callArgs) (Result, error) {
+	r, cfg := a.r, a.cfg
 	box := r.bal.Load()
 	if box == nil || !r.hasPeers() || n.remote == nil {
 		return n.notFound(r.pattern.String(), cfg)
@@ -49,7 +51,7 @@ func (n *Node) callRemote(ctx context.Context, r *route, pairs []Pair, msg any, 
 	if n.closed.Load() {
 		return Result{}, errClosed()
 	}
-	om, err := n.outgoing(ctx, r, pairs, msg, over, cfg)
+	om, err := n.outgoing(ctx, a)
 	if err != nil {
 		return Result{}, err
 	}
@@ -73,14 +75,15 @@ func (n *Node) callRemote(ctx context.Context, r *route, pairs []Pair, msg any, 
 	}
 }
 
-// outgoing encodes msg as the wire message of a call to r, with the
+// outgoing encodes a.msg as the wire message of a call to a.r, with the
 // metadata the node sends: its id, the payload's type, the pattern that
 // overlays a protobuf message, the caller's metadata (see [Metadata]), and
 // the call's id when it may be sent again; a call to a glob pattern that
 // carries no overlay, the pattern it was made with (an ActE's: the
 // handler gets the data alone, but a transport to a node that routes by
 // the called pattern, as MicroWizard's actE does, sends it).
-func (n *Node) outgoing(ctx context.Context, r *route, pairs []Pair, msg any, over *cachedPattern, cfg *callConfig) (*outMessage, error) {
+func (n *Node) outgoing(ctx context.Context, a *callArgs) (*outMessage, error) {
+	r, msg, over, cfg := a.r, a.msg, a.over, a.cfg
 	st := metaStateOf(ctx)
 	if st != nil {
 		if err := checkOutgoing(st); err != nil {
@@ -112,7 +115,7 @@ func (n *Node) outgoing(ctx context.Context, r *route, pairs []Pair, msg any, ov
 		m.Meta = append(m.Meta, MetaPair{metaOver, over.pattern.String()})
 	}
 	if called {
-		m.Meta = append(m.Meta, MetaPair{metaCalled, string(appendCanonical(nil, pairs))})
+		m.Meta = append(m.Meta, MetaPair{metaCalled, string(patrun.AppendCanonical(nil, a.pairs))})
 	}
 	if st != nil {
 		m.Meta = append(m.Meta, st.out.pairs...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
 
@@ -37,7 +38,7 @@ func TestCallToGlobNamesPattern(t *testing.T) {
 	net.servers["s"] = spy
 	net.mu.Unlock()
 	c, d := memNode(t, net, "c")
-	d.host.PeerUp(Peer{ID: "s", Addr: "s", Digest: s.digest()})
+	d.host.PeerUp(discovery.Peer{ID: "s", Addr: "s", Digest: s.digest()})
 	waitRoute(t, c, "cmd:*,role:m", "s")
 	waitRoute(t, c, "cmd:get,role:e", "s")
 	ctx := t.Context()

@@ -14,6 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wizardmesh/wizard/runtime/discovery"
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
@@ -25,7 +28,7 @@ import (
 const CatalogPattern = "cmd:catalog,sys:wizard"
 
 // catalog is what a node answers on [CatalogPattern]: its id, the digest
-// of its pattern set (see [Peer].Digest) and the patterns of its local
+// of its pattern set (see [discovery.Peer] Digest) and the patterns of its local
 // handlers.
 type catalog struct {
 	ID       string   `json:"id"`
@@ -121,7 +124,7 @@ func (n *Node) loadCatalog(p *peer, box *connBox) error {
 
 // fetchCatalog pulls p's catalog over box, naming the digest have whose
 // patterns, cached, are cached ("" for none), and routes its patterns.
-func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []Pattern) error {
+func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []pattern.Pattern) error {
 	ctx, cancel := context.WithTimeout(p.ctx, n.remote.defaultTimeout)
 	defer cancel()
 	req := &Message{Pattern: CatalogPattern, Meta: []MetaPair{{metaCaller, n.id}}}
@@ -191,7 +194,7 @@ func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []Pattern
 // digest have, whose patterns are cached ("" and nil for none): a
 // confirmation of have stands for cached (the catalog returned has
 // Digest have and no Patterns); any other answer is a full catalog.
-func readCatalog(b []byte, have string, cached []Pattern, lim *limits) (catalog, []Pattern, error) {
+func readCatalog(b []byte, have string, cached []pattern.Pattern, lim *limits) (catalog, []pattern.Pattern, error) {
 	if len(b) <= maxConfirmationSize && bytes.Contains(b, []byte(`"have"`)) {
 		var conf struct {
 			catalogConfirmation
@@ -213,7 +216,7 @@ func readCatalog(b []byte, have string, cached []Pattern, lim *limits) (catalog,
 
 // cacheCatalog keeps pats by their digest d, within maxCachedCatalogs and
 // maxCachedCatalogBytes. Callers hold r.mu.
-func (r *remote) cacheCatalog(d string, pats []Pattern, types catalogTypes) {
+func (r *remote) cacheCatalog(d string, pats []pattern.Pattern, types catalogTypes) {
 	if old, ok := r.catalogs[d]; ok {
 		r.catalogBytes -= catalogSize(d, old, r.catalogTypes[d])
 		delete(r.catalogs, d)
@@ -236,10 +239,10 @@ func (r *remote) cacheCatalog(d string, pats []Pattern, types catalogTypes) {
 }
 
 // catalogSize estimates the bytes a cached catalog holds.
-func catalogSize(d string, pats []Pattern, types catalogTypes) int {
+func catalogSize(d string, pats []pattern.Pattern, types catalogTypes) int {
 	size := len(d) + 64
 	for _, p := range pats {
-		size += 16 + p.size()
+		size += 16 + patrun.Size(p)
 	}
 	for k, t := range types {
 		size += 48 + len(k) + len(t.in) + len(t.out)
@@ -249,11 +252,11 @@ func catalogSize(d string, pats []Pattern, types catalogTypes) int {
 
 // setCatalog makes pats the patterns p serves in routing, none of them
 // typed.
-func (n *Node) setCatalog(p *peer, pats []Pattern) { n.setTypedCatalog(p, pats, nil) }
+func (n *Node) setCatalog(p *peer, pats []pattern.Pattern) { n.setTypedCatalog(p, pats, nil) }
 
 // setTypedCatalog makes pats the patterns p serves in routing, types the
 // message types of its typed ones.
-func (n *Node) setTypedCatalog(p *peer, pats []Pattern, types catalogTypes) {
+func (n *Node) setTypedCatalog(p *peer, pats []pattern.Pattern, types catalogTypes) {
 	n.routeMu.Lock()
 	defer n.routeMu.Unlock()
 	if p.ctx.Err() != nil || p.down.Load() {
@@ -300,9 +303,9 @@ func (n *Node) setTypedCatalog(p *peer, pats []Pattern, types catalogTypes) {
 }
 
 // addPeerRoute adds p as a target of pattern pt. Callers hold routeMu.
-func (n *Node) addPeerRoute(pt Pattern, p *peer) {
-	if re := n.router.exactEntry(pt); re != nil {
-		r := re.value
+func (n *Node) addPeerRoute(pt pattern.Pattern, p *peer) {
+	if re := n.exactRoute(pt); re != nil {
+		r := re
 		var peers []*peer
 		if cur := r.peers.Load(); cur != nil {
 			peers = slices.Clone(*cur)
@@ -323,12 +326,12 @@ func (n *Node) addPeerRoute(pt Pattern, p *peer) {
 // retype updates the types of the route of the pattern whose canonical
 // form is k, if there is one. Callers hold routeMu.
 func (n *Node) retype(k string) {
-	pt, err := ParsePattern(k)
+	pt, err := pattern.Parse(k)
 	if err != nil {
 		return
 	}
-	if re := n.router.exactEntry(pt); re != nil {
-		re.value.retype()
+	if re := n.exactRoute(pt); re != nil {
+		re.retype()
 	}
 }
 
@@ -352,12 +355,12 @@ func (r *route) retype() {
 
 // removePeerRoute removes p as a target of pattern pt, and the route when
 // nothing serves it any more. Callers hold routeMu.
-func (n *Node) removePeerRoute(pt Pattern, p *peer) {
-	re := n.router.exactEntry(pt)
+func (n *Node) removePeerRoute(pt pattern.Pattern, p *peer) {
+	re := n.exactRoute(pt)
 	if re == nil {
 		return
 	}
-	r := re.value
+	r := re
 	if cur := r.peers.Load(); cur != nil {
 		peers := slices.DeleteFunc(slices.Clone(*cur), func(q *peer) bool { return q == p })
 		n.balancerOf(r).Remove(&p.target)
@@ -412,22 +415,22 @@ func pulledDigest(b []byte) string {
 }
 
 // localPatterns returns the patterns of this node's own handlers.
-func (n *Node) localPatterns() []Pattern {
+func (n *Node) localPatterns() []pattern.Pattern {
 	pats, _ := n.localCatalog()
 	return pats
 }
 
 // localCatalog returns the patterns of this node's own handlers, and the
 // message types of those added with [Method].
-func (n *Node) localCatalog() ([]Pattern, catalogTypes) {
-	var out []Pattern
+func (n *Node) localCatalog() ([]pattern.Pattern, catalogTypes) {
+	var out []pattern.Pattern
 	var types catalogTypes
 	for _, p := range n.router.List() {
-		re := n.router.exactEntry(p)
+		re := n.exactRoute(p)
 		if re == nil {
 			continue
 		}
-		e := re.value.local.Load()
+		e := re.local.Load()
 		if e == nil {
 			continue
 		}
@@ -474,7 +477,7 @@ func (n *Node) localChanged() {
 		return
 	}
 	n.remote.self.gen.Add(1)
-	if a, ok := n.remote.discovery.(SelfAnnouncer); ok {
+	if a, ok := n.remote.discovery.(discovery.SelfAnnouncer); ok {
 		a.SelfChanged()
 	}
 }
@@ -483,13 +486,13 @@ func (n *Node) localChanged() {
 // SHA-256 of its canonical forms, sorted and joined by newlines, in
 // unpadded URL-safe base64 (22 characters). Order and duplicates do not
 // change it.
-func digestOf(pats []Pattern) string { return catalogDigest(pats, nil) }
+func digestOf(pats []pattern.Pattern) string { return catalogDigest(pats, nil) }
 
 // catalogDigest is the digest of a pattern set whose typed patterns have
 // types: as digestOf, a typed pattern's line followed by a tab and its
 // request and response types (so that a change of types is a change of
 // catalog).
-func catalogDigest(pats []Pattern, types catalogTypes) string {
+func catalogDigest(pats []pattern.Pattern, types catalogTypes) string {
 	ss := make([]string, len(pats))
 	for i, p := range pats {
 		ss[i] = p.String()
@@ -514,7 +517,7 @@ const maxCatalogPatterns = 1 << 17
 // decodeCatalog parses a catalog as another node sent it, each pattern
 // within lim. Any malformed part rejects the whole catalog: a node routes
 // all of a peer's patterns or none of them.
-func decodeCatalog(b []byte, lim *limits) (catalog, []Pattern, error) {
+func decodeCatalog(b []byte, lim *limits) (catalog, []pattern.Pattern, error) {
 	var c catalog
 	if err := json.Unmarshal(b, &c); err != nil {
 		return catalog{}, nil, err
@@ -522,7 +525,7 @@ func decodeCatalog(b []byte, lim *limits) (catalog, []Pattern, error) {
 	if len(c.Patterns) > maxCatalogPatterns {
 		return catalog{}, nil, fmt.Errorf("%d patterns, more than %d", len(c.Patterns), maxCatalogPatterns)
 	}
-	pats := make([]Pattern, 0, len(c.Patterns))
+	pats := make([]pattern.Pattern, 0, len(c.Patterns))
 	seen := make(map[string]bool, len(c.Patterns))
 	for _, s := range c.Patterns {
 		p, err := lim.parse(s)

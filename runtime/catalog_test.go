@@ -11,13 +11,15 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // hostileCatalogs are servers that are not what discovery said of them:
 // each is announced with the digest of a node the caller has cached.
 func hostileCatalogs(t *testing.T, known string) map[string]Server {
-	other := []Pattern{MustParsePattern("role:other")}
+	other := []pattern.Pattern{pattern.MustParse("role:other")}
 	otherJSON, err := json.Marshal(catalog{ID: "h", Digest: digestOf(other), Patterns: []string{"role:other"}})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +51,7 @@ func TestGossipedDigestNeedsItsOwnPull(t *testing.T) {
 		net := newMemNet()
 		s, _ := memNode(t, net, "s", "role:r")
 		c, d := memNode(t, net, "c")
-		d.host.PeerUp(Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()})
+		d.host.PeerUp(discovery.Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()})
 		time.Sleep(catalogJitter)
 		synctest.Wait()
 		var hostile []string
@@ -57,7 +59,7 @@ func TestGossipedDigestNeedsItsOwnPull(t *testing.T) {
 			addr := "h-" + name
 			net.serve(addr, srv)
 			hostile = append(hostile, addr)
-			d.host.PeerUp(Peer{ID: addr, Instance: "x", Addr: addr, Digest: s.digest()})
+			d.host.PeerUp(discovery.Peer{ID: addr, Instance: "x", Addr: addr, Digest: s.digest()})
 		}
 		// Past the pulls' timeout.
 		time.Sleep(c.remote.defaultTimeout + time.Second)
@@ -108,7 +110,7 @@ func TestReplicaJoinCostsAConfirmation(t *testing.T) {
 		c, d := memNode(t, net, "c")
 		for i := range replicas {
 			addr := "s" + string(rune('0'+i))
-			d.host.PeerUp(Peer{ID: addr, Addr: addr, Digest: digest})
+			d.host.PeerUp(discovery.Peer{ID: addr, Addr: addr, Digest: digest})
 			time.Sleep(catalogJitter)
 			synctest.Wait()
 		}
@@ -127,7 +129,7 @@ func TestReplicaJoinCostsAConfirmation(t *testing.T) {
 
 		// Without gossip, each refresh is a confirmation.
 		st, _ := memNode(t, net, "st", "role:static")
-		d.host.PeerUp(Peer{Addr: "st"})
+		d.host.PeerUp(discovery.Peer{Addr: "st"})
 		synctest.Wait()
 		time.Sleep(5*c.remote.refresh + time.Millisecond)
 		synctest.Wait()
@@ -164,7 +166,7 @@ func TestCatalogContradictsDiscovery(t *testing.T) {
 		s, _ := memNode(t, net, "s", "role:r")
 		c, d := memNode(t, net, "c")
 		c.log = logs.Logger()
-		claim := Peer{ID: "evil", Instance: "x", Addr: "s", Digest: s.digest()}
+		claim := discovery.Peer{ID: "evil", Instance: "x", Addr: "s", Digest: s.digest()}
 		d.host.PeerUp(claim)
 		time.Sleep(catalogJitter)
 		synctest.Wait()
@@ -193,7 +195,7 @@ func TestCatalogContradictsDiscovery(t *testing.T) {
 		}
 
 		// Announced as itself, it is routed.
-		self := Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()}
+		self := discovery.Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()}
 		d.host.PeerUp(self)
 		synctest.Wait()
 		waitRoute(t, c, "role:r", "s")
@@ -233,7 +235,7 @@ func TestCatalogConfirmationServed(t *testing.T) {
 // TestConfirmationOfAnotherDigestRejected: a confirmation counts only for
 // the digest asked.
 func TestConfirmationOfAnotherDigestRejected(t *testing.T) {
-	cached := []Pattern{MustParsePattern("role:a")}
+	cached := []pattern.Pattern{pattern.MustParse("role:a")}
 	have := digestOf(cached)
 	for name, tt := range map[string]struct {
 		reply string
@@ -253,7 +255,7 @@ func TestConfirmationOfAnotherDigestRejected(t *testing.T) {
 			if err == nil && c.ID != "x" {
 				t.Errorf("id %q", c.ID)
 			}
-			if name == "confirms" && (!slices.EqualFunc(pats, cached, Pattern.Equal) || c.Instance != "i") {
+			if name == "confirms" && (!slices.EqualFunc(pats, cached, pattern.Pattern.Equal) || c.Instance != "i") {
 				t.Errorf("confirmed %v %+v, want the cached patterns", pats, c)
 			}
 		})
@@ -303,7 +305,7 @@ func BenchmarkCatalogPull(b *testing.B) {
 
 // pullOnce is one pull of n's catalog naming have, and returns the size of
 // the answer.
-func pullOnce(b *testing.B, n *Node, have string, cached []Pattern) int {
+func pullOnce(b *testing.B, n *Node, have string, cached []pattern.Pattern) int {
 	req := &Message{Pattern: CatalogPattern}
 	if have != "" {
 		req.Codec, req.Payload = CodecJSON, []byte(`{"have":"`+have+`"}`)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -67,7 +68,7 @@ func TestCatalogTypes(t *testing.T) {
 		{"not canonical", `{"id":"x","patterns":["b:1,a:1"],"types":{"b:1,a:1":["a.B","a.C"]}}`, "not one of its patterns (in canonical form)"},
 		{"not a message name", `{"id":"x","patterns":["role:a"],"types":{"role:a":["a B","a.C"]}}`, `"a B" is not a protobuf message name`},
 		{"empty name", `{"id":"x","patterns":["role:a"],"types":{"role:a":["","a.C"]}}`, `"" is not a protobuf message name`},
-		{"wrong digest", `{"id":"x","digest":"` + digestOf([]Pattern{MustParsePattern("role:a")}) + `","patterns":["role:a"],"types":{"role:a":["a.B","a.C"]}}`, "does not match"},
+		{"wrong digest", `{"id":"x","digest":"` + digestOf([]pattern.Pattern{pattern.MustParse("role:a")}) + `","patterns":["role:a"],"types":{"role:a":["a.B","a.C"]}}`, "does not match"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, _, err := decodeCatalog([]byte(tc.catalog), &testLimits); err == nil || !strings.Contains(err.Error(), tc.says) {

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // Version is the release of wizard this runtime belongs to, as
@@ -61,7 +64,7 @@ func NewClient[Req, Res any](c Caller, pattern string, opts ...CallOption) (*Cli
 	if c == nil || isNode && node == nil {
 		return nil, Errorf(CodeInvalidArgument, "wizard: NewClient(%q): nil Caller", pattern)
 	}
-	p, err := ParsePattern(pattern)
+	p, err := patrun.Parse(pattern)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +104,7 @@ func checkCallOptions(opts []CallOption) error {
 }
 
 // Pattern returns the client's pattern in canonical form.
-func (c *Client[Req, Res]) Pattern() Pattern { return c.parsed.pattern }
+func (c *Client[Req, Res]) Pattern() pattern.Pattern { return c.parsed.pattern }
 
 // Call calls the client's pattern with req and returns the handler's result
 // as a *Res. A handler that returns no result (nil, nil, or a nil *Res)
@@ -127,7 +130,7 @@ func (c *Client[Req, Res]) Call(ctx context.Context, req *Req, opts ...CallOptio
 	case len(c.cfg.mixin) == 0 && n.invoker == nil:
 		// Node.actE's plain path, inlined: going through actE costs ~3 ns
 		// (about 9%) on the generated-client path (BenchmarkActE_Precomputed).
-		res, err = n.callRoute(ctx, n.resolve(&c.parsed), c.parsed.pattern.pairs(), req, nil, &c.cfg)
+		res, err = n.callRoute(ctx, n.resolve(&c.parsed), patrun.PairsOf(c.parsed.pattern), req, nil, &c.cfg)
 	default:
 		res, err = n.actE(ctx, &c.parsed, req, &c.cfg)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 type addReq struct {
@@ -361,7 +362,7 @@ func TestClient_OtherCaller(t *testing.T) {
 		f := &fakeCaller{node: n}
 		_, err := newClient[addReq, addRes](t, f, "fake:missing").Call(t.Context(), &addReq{})
 		wantCode(t, err, runtime.CodeNotFound)
-		var perr *runtime.ParseError
+		var perr *pattern.ParseError
 		_, err = runtime.NewClient[addReq, addRes](f, "fake:")
 		if !errors.As(err, &perr) {
 			t.Errorf("bad pattern through a Caller: err = %v, want a *ParseError", err)
@@ -378,7 +379,7 @@ func TestClient_BadConstruction(t *testing.T) {
 
 	t.Run("invalid pattern", func(t *testing.T) {
 		c, err := runtime.NewClient[addReq, addRes](n, "x:1,x:2")
-		var perr *runtime.ParseError
+		var perr *pattern.ParseError
 		if !errors.As(err, &perr) || c != nil {
 			t.Fatalf("NewClient = %v, %v; want a *ParseError", c, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wizardmesh/wizard/runtime/pattern"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -137,7 +138,7 @@ func checkDecodeError(t *testing.T, err error) {
 // into a map, its root fields as routing pairs, a field at a time.
 func FuzzJSONMessage(f *testing.F) {
 	f.Add([]byte(`{"role":"math","cmd":"sum","a":1,"b":2.0}`))
-	t0 := newCachedPattern(MustParsePattern("role:math"))
+	t0 := newCachedPattern(pattern.MustParse("role:math"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var m map[string]any
 		var err error

@@ -16,8 +16,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/introspect"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // memNet is a message-level transport in memory: a node listening on an
@@ -143,13 +146,13 @@ func (c *memConn) Close() error          { c.once.Do(func() { close(c.done) }); 
 // hostDiscovery hands the test the node's DiscoveryHost and counts the
 // SelfChanged calls.
 type hostDiscovery struct {
-	host    DiscoveryHost
+	host    discovery.Host
 	changed atomic.Int32
 }
 
-func (d *hostDiscovery) Start(h DiscoveryHost) error { d.host = h; return nil }
-func (d *hostDiscovery) Close() error                { return nil }
-func (d *hostDiscovery) SelfChanged()                { d.changed.Add(1) }
+func (d *hostDiscovery) Start(h discovery.Host) error { d.host = h; return nil }
+func (d *hostDiscovery) Close() error                 { return nil }
+func (d *hostDiscovery) SelfChanged()                 { d.changed.Add(1) }
 
 // memNode starts a node listening on addr in net, serving patterns.
 func memNode(t *testing.T, net *memNet, addr string, patterns ...string) (*Node, *hostDiscovery) {
@@ -190,8 +193,8 @@ func waitRoute(t *testing.T, n *Node, pattern string, want ...string) {
 }
 
 func TestDigest(t *testing.T) {
-	a := []Pattern{MustParsePattern("b:2,a:1"), MustParsePattern("c:3")}
-	b := []Pattern{MustParsePattern("c:3"), MustParsePattern("a:1,b:2"), MustParsePattern("c:3")}
+	a := []pattern.Pattern{pattern.MustParse("b:2,a:1"), pattern.MustParse("c:3")}
+	b := []pattern.Pattern{pattern.MustParse("c:3"), pattern.MustParse("a:1,b:2"), pattern.MustParse("c:3")}
 	if digestOf(a) != digestOf(b) {
 		t.Errorf("order or duplicates change the digest: %s vs %s", digestOf(a), digestOf(b))
 	}
@@ -211,7 +214,7 @@ func TestDigest(t *testing.T) {
 	if err := n.Add("role:x", func(context.Context, Request) (any, error) { return nil, nil }); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := d.host.Self().Digest, digestOf([]Pattern{MustParsePattern("role:x")}); got != want {
+	if got, want := d.host.Self().Digest, digestOf([]pattern.Pattern{pattern.MustParse("role:x")}); got != want {
 		t.Errorf("after Add: digest %s, want %s", got, want)
 	}
 	if got := d.changed.Load(); got != 1 {
@@ -234,9 +237,9 @@ func TestCatalogCacheByDigest(t *testing.T) {
 	s2, _ := memNode(t, net, "s2", "role:math,cmd:sum")
 	c, d := memNode(t, net, "c")
 	h := d.host
-	h.PeerUp(Peer{ID: "s1", Addr: "s1", Digest: s1.digest()})
+	h.PeerUp(discovery.Peer{ID: "s1", Addr: "s1", Digest: s1.digest()})
 	waitRoute(t, c, "cmd:sum,role:math", "s1")
-	h.PeerUp(Peer{ID: "s2", Addr: "s2", Digest: s2.digest()})
+	h.PeerUp(discovery.Peer{ID: "s2", Addr: "s2", Digest: s2.digest()})
 	waitRoute(t, c, "cmd:sum,role:math", "s1", "s2")
 	if got := net.count(net.catalogs, "s2"); got != 0 {
 		t.Errorf("s2's catalog fetched %d times; its digest was cached", got)
@@ -245,12 +248,12 @@ func TestCatalogCacheByDigest(t *testing.T) {
 		t.Errorf("s2 confirmed its digest %d times, want once", got)
 	}
 	// The same digest again (a suspicion cleared, say): nothing fetched.
-	h.PeerUp(Peer{ID: "s1", Addr: "s1", Digest: s1.digest()})
+	h.PeerUp(discovery.Peer{ID: "s1", Addr: "s1", Digest: s1.digest()})
 	// s1 changes: its new digest is fetched.
 	if err := s1.Add("role:math,cmd:mul", func(context.Context, Request) (any, error) { return nil, nil }); err != nil {
 		t.Fatal(err)
 	}
-	h.PeerUp(Peer{ID: "s1", Addr: "s1", Digest: s1.digest()})
+	h.PeerUp(discovery.Peer{ID: "s1", Addr: "s1", Digest: s1.digest()})
 	waitRoute(t, c, "cmd:mul,role:math", "s1")
 	if got := net.count(net.catalogs, "s1"); got != 2 {
 		t.Errorf("s1's catalog fetched %d times, want 2 (two digests)", got)
@@ -267,10 +270,10 @@ func TestSuspectPeer(t *testing.T) {
 	s1, _ := memNode(t, net, "s1", "role:r")
 	s2, _ := memNode(t, net, "s2", "role:r")
 	c, d := memNode(t, net, "c")
-	d.host.PeerUp(Peer{ID: "s1", Addr: "s1", Digest: s1.digest()})
-	d.host.PeerUp(Peer{ID: "s2", Addr: "s2", Digest: s2.digest()})
+	d.host.PeerUp(discovery.Peer{ID: "s1", Addr: "s1", Digest: s1.digest()})
+	d.host.PeerUp(discovery.Peer{ID: "s2", Addr: "s2", Digest: s2.digest()})
 	waitRoute(t, c, "role:r", "s1", "s2")
-	d.host.PeerUp(Peer{ID: "s1", Addr: "s1", Digest: s1.digest(), Suspect: true})
+	d.host.PeerUp(discovery.Peer{ID: "s1", Addr: "s1", Digest: s1.digest(), Suspect: true})
 	before := net.count(net.calls, "s1")
 	for range 10 {
 		res, err := c.ActE(t.Context(), "role:r", nil)
@@ -287,7 +290,7 @@ func TestSuspectPeer(t *testing.T) {
 	if ms := c.Members(); !ms[1].Suspect || ms[2].Suspect {
 		t.Errorf("Members() = %+v: want s1 suspect, s2 not", ms)
 	}
-	d.host.PeerDown(Peer{ID: "s2", Addr: "s2"})
+	d.host.PeerDown(discovery.Peer{ID: "s2", Addr: "s2"})
 	waitRoute(t, c, "role:r", "s1")
 	res, err := c.ActE(t.Context(), "role:r", nil)
 	if err != nil || res.Value() != "s1" {
@@ -303,7 +306,7 @@ func TestPeerDownOfAnEarlierRun(t *testing.T) {
 		net := newMemNet()
 		s1, _ := memNode(t, net, "s", "role:r")
 		c, d := memNode(t, net, "c")
-		run1 := Peer{ID: "s", Instance: s1.instance, Addr: "s", Digest: s1.digest()}
+		run1 := discovery.Peer{ID: "s", Instance: s1.instance, Addr: "s", Digest: s1.digest()}
 		d.host.PeerUp(run1)
 		time.Sleep(catalogJitter)
 		synctest.Wait()
@@ -312,7 +315,7 @@ func TestPeerDownOfAnEarlierRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		s2, _ := memNode(t, net, "s", "role:r")
-		run2 := Peer{ID: "s", Instance: s2.instance, Addr: "s", Digest: s2.digest()}
+		run2 := discovery.Peer{ID: "s", Instance: s2.instance, Addr: "s", Digest: s2.digest()}
 		d.host.PeerUp(run2)
 		time.Sleep(maxDialBackoff) // reconnected
 		synctest.Wait()
@@ -348,8 +351,8 @@ func TestPeerOnAnotherTransportIgnored(t *testing.T) {
 	net := newMemNet()
 	_, _ = memNode(t, net, "s", "role:r")
 	c, d := memNode(t, net, "c")
-	d.host.PeerUp(Peer{Addr: "s", Transport: "quic"})
-	want := []Member{
+	d.host.PeerUp(discovery.Peer{Addr: "s", Transport: "quic"})
+	want := []introspect.Member{
 		{ID: "c", Addr: "c", Digest: c.digest(), Self: true, Connected: true, Transport: "mem"},
 		{Addr: "s", Transport: "quic", LastError: "on transport quic; this node speaks mem"},
 	}
@@ -359,7 +362,7 @@ func TestPeerOnAnotherTransportIgnored(t *testing.T) {
 	if _, err := c.ActE(t.Context(), "role:r", nil); CodeOf(err) != CodeUnavailable || !strings.Contains(err.Error(), "s (on transport quic") {
 		t.Errorf("a call only the peer on another transport may serve: %v, want unavailable naming it", err)
 	}
-	d.host.PeerDown(Peer{Addr: "s", Transport: "quic"})
+	d.host.PeerDown(discovery.Peer{Addr: "s", Transport: "quic"})
 	if ms := c.Members(); len(ms) != 1 {
 		t.Errorf("Members() = %+v after the peer's death notice", ms)
 	}
@@ -372,18 +375,18 @@ func TestMembersAndPatterns(t *testing.T) {
 	net := newMemNet()
 	s, _ := memNode(t, net, "s", "role:r", "role:only-s")
 	c, d := memNode(t, net, "c", "role:r", "role:only-c")
-	d.host.PeerUp(Peer{Addr: "s", Digest: s.digest()}) // no id: learnt from the catalog
+	d.host.PeerUp(discovery.Peer{Addr: "s", Digest: s.digest()}) // no id: learnt from the catalog
 	waitRoute(t, c, "role:only-s", "s")
-	want := []PatternInfo{
-		{Pattern: MustParsePattern("role:only-c"), Local: true},
-		{Pattern: MustParsePattern("role:only-s"), Remote: []string{"s"}},
-		{Pattern: MustParsePattern("role:r"), Local: true, Remote: []string{"s"}},
+	want := []introspect.PatternInfo{
+		{Pattern: pattern.MustParse("role:only-c"), Local: true},
+		{Pattern: pattern.MustParse("role:only-s"), Remote: []string{"s"}},
+		{Pattern: pattern.MustParse("role:r"), Local: true, Remote: []string{"s"}},
 	}
-	if diff := cmp.Diff(want, c.Patterns(), cmp.Comparer(Pattern.Equal)); diff != "" {
+	if diff := cmp.Diff(want, c.Patterns(), cmp.Comparer(pattern.Pattern.Equal)); diff != "" {
 		t.Errorf("Patterns() mismatch (-want +got):\n%s", diff)
 	}
 	ms := c.Members()
-	wantMembers := []Member{
+	wantMembers := []introspect.Member{
 		{ID: "c", Addr: "c", Digest: c.digest(), Self: true, Connected: true, Transport: "mem", Patterns: 2},
 		{ID: "s", Addr: "s", Digest: s.digest(), Connected: true, Transport: "mem", Patterns: 2},
 	}
@@ -393,7 +396,7 @@ func TestMembersAndPatterns(t *testing.T) {
 }
 
 func TestDecodeCatalog(t *testing.T) {
-	pats := []Pattern{MustParsePattern("role:a"), MustParsePattern("role:b")}
+	pats := []pattern.Pattern{pattern.MustParse("role:a"), pattern.MustParse("role:b")}
 	good, _ := json.Marshal(catalog{ID: "x", Digest: digestOf(pats), Patterns: []string{"role:a", "role:b", "role:a"}})
 	lim := newLimits(&nodeConfig{})
 	c, got, err := decodeCatalog(good, &lim)
@@ -435,7 +438,7 @@ func TestBadCatalogLogged(t *testing.T) {
 	})
 	c, d := memNode(t, net, "c")
 	c.log = logs.Logger()
-	d.host.PeerUp(Peer{Addr: "bad"})
+	d.host.PeerUp(discovery.Peer{Addr: "bad"})
 	testwait.Until(t, "a log line for the bad catalog", func() bool { return strings.Contains(logs.String(), "catalog rejected") })
 	if ps := c.Patterns(); len(ps) != 0 {
 		t.Errorf("Patterns() = %v after a bad catalog", ps)
@@ -444,7 +447,7 @@ func TestBadCatalogLogged(t *testing.T) {
 
 func FuzzDecodeCatalog(f *testing.F) {
 	f.Add([]byte(`{"id":"x","patterns":["role:a","cmd:b,role:a"]}`))
-	f.Add([]byte(`{"id":"x","digest":"` + digestOf([]Pattern{MustParsePattern("role:a")}) + `","patterns":["role:a"]}`))
+	f.Add([]byte(`{"id":"x","digest":"` + digestOf([]pattern.Pattern{pattern.MustParse("role:a")}) + `","patterns":["role:a"]}`))
 	f.Add([]byte(`{"patterns":["a:*","b:1.5e3"]}`))
 	lim := newLimits(&nodeConfig{})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -456,7 +459,7 @@ func FuzzDecodeCatalog(f *testing.F) {
 			t.Errorf("accepted digest %q for patterns %v", c.Digest, pats)
 		}
 		for i, p := range pats {
-			q, err := ParsePattern(p.String())
+			q, err := pattern.Parse(p.String())
 			if err != nil || !q.Equal(p) {
 				t.Errorf("pattern %d %q does not round-trip: %v", i, p.String(), err)
 			}
@@ -487,9 +490,9 @@ func TestPeerBackFromTheDead(t *testing.T) {
 		s, _ := memNode(t, net, "s", "role:r")
 		memNode(t, net, "o", "role:r")
 		c, d := memNode(t, net, "c")
-		up := Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()}
+		up := discovery.Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()}
 		d.host.PeerUp(up)
-		d.host.PeerUp(Peer{Addr: "o"})
+		d.host.PeerUp(discovery.Peer{Addr: "o"})
 		time.Sleep(catalogJitter)
 		synctest.Wait()
 		if _, err := c.ActE(t.Context(), "role:r", nil); err != nil {
@@ -507,11 +510,11 @@ func TestPeerBackFromTheDead(t *testing.T) {
 		if ms := c.Members(); len(ms) != 2 {
 			t.Errorf("Members() = %+v with the peer down", ms)
 		}
-		d.host.PeerDown(Peer{Addr: "o"})
+		d.host.PeerDown(discovery.Peer{Addr: "o"})
 		if res, err := c.ActE(t.Context(), "role:r", nil); err != nil {
 			t.Errorf("both reported down, s's connection alive: %v, %v; want an answer", res.Value(), err)
 		}
-		d.host.PeerUp(Peer{Addr: "o"})
+		d.host.PeerUp(discovery.Peer{Addr: "o"})
 		d.host.PeerUp(up)
 		synctest.Wait()
 		if _, err := c.ActE(t.Context(), "role:r", nil); err != nil {

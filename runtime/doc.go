@@ -64,7 +64,7 @@
 //
 // # Patterns
 //
-// A pattern is key:value[,key:value...]; see [ParsePattern] for the syntax.
+// A pattern is key:value[,key:value...]; see [pattern.Parse] for the syntax.
 // Whitespace around keys, colons and commas is ignored, and a value may be
 // double-quoted to hold ',' or ':'. Values compare as strings: integers in
 // decimal, floats in their shortest JavaScript form (1.0 is "1"), booleans as
@@ -73,7 +73,7 @@
 // scalar fields of a message route; nested maps and lists never do. Added
 // patterns may use globs in values: '*' matches any run of characters and
 // '?' exactly one; '*' never matches a missing key. The canonical form
-// ([Pattern.String]) lists keys in byte order.
+// ([pattern.Pattern]'s String) lists keys in byte order.
 //
 // # Precedence
 //
@@ -95,11 +95,12 @@
 //
 // Adding an identical pattern twice is an error unless the handler is added
 // with [Override]; the old handler then becomes the new one's prior
-// ([Request.Prior]). [Router] is the matcher on its own. After a removal it
-// answers as a router built from the remaining patterns would (patrun keeps
-// empty nodes that can hide wider patterns; wizard prunes them).
-// [Node.Explain] says which pattern wins for a message, why each other
-// match loses, and where a call would go (the wizard command's explain).
+// ([Request.Prior]). [pattern.Router] is the matcher on its own. After a
+// removal it answers as a router built from the remaining patterns would
+// (patrun keeps empty nodes that can hide wider patterns; wizard prunes
+// them). [Node.Explain] says which pattern wins for a message, why each
+// other match loses ([pattern.Candidate]), and where a call would go (the
+// wizard command's explain).
 //
 // # Errors
 //
@@ -124,7 +125,7 @@
 //   - [Node.WaitFor] past its context: the context's code, naming the
 //     pattern waited for and the peers known (transport, connected or
 //     not, the last dial error). [Node.Members] lists the same, with a
-//     peer's [Member.Transport] and [Member.LastError].
+//     peer's [introspect.Member] Transport and LastError.
 //   - A node over its [WithMaxInFlight] limit: [CodeResourceExhausted],
 //     without running the handler.
 //   - A call sent again after its connection dropped, whose answer the
@@ -134,7 +135,7 @@
 //     [CodeUnknown] with its message (in-process, errors.Is still finds the
 //     original). A panicking handler becomes [CodeInternal] for that call;
 //     the panic and its stack go to the node's logger, never to the caller.
-//   - Bad input — a malformed pattern ([*ParseError]), an unsupported
+//   - Bad input — a malformed pattern ([*pattern.ParseError]), an unsupported
 //     message type, invalid JSON, a nil handler — is an error value, never a
 //     panic.
 //
@@ -259,26 +260,32 @@
 // them.
 package runtime
 
-// Where things are, one concept per file:
+// Where things are, one concept per file. Patterns, their values and the
+// patrun router are runtime/internal/patrun (public as runtime/pattern);
+// discovery's contract is runtime/discovery; the records of Members,
+// Patterns and Route are runtime/introspect.
 //
 //	node.go         Node, New and its validation, Add, Remove, WaitFor, Close, Shutdown
 //	option.go       Option, HandlerOption, CallOption and their constructors
-//	act.go          Act and ActE; callRoute, the one route-then-call step of every call
+//	act.go          Act and ActE; callArgs and callRoute, the one route-then-call step of every call
+//	ready.go        WaitForReady: a call that waits within its deadline for a target able to take it
 //	client.go       the typed Client (what generated clients are made of), NewClient
+//	spec.go         Spec, Method and MethodOption: what names a call, typed or not
 //	handler.go      Handler, Request, interceptors, NewUnaryHandler, route entries
-//	pattern.go      Pattern, ParsePattern and the canonical form
-//	value.go        how values compare (1 == "1" == 1.0), globs
-//	router.go       Router: the patrun matcher on its own
+//	source.go       Source, Identity, Remote: who made the call a handler serves
 //	patterncache.go pattern strings parsed once, with their cached resolution
-//	limit.go        what a node takes from other nodes: limits, the patterns of their calls
+//	limit.go        the bounds on what other nodes send: pattern and metadata sizes, the patterns of their calls
 //	message.go      reading fields of maps, JSON and protobuf; Act's merged map
 //	field.go        Request's fields as JSON decoding gives them (Get), typed getters
+//	metadata.go     Metadata, AppendMetadata, WithMetadata, IncomingMetadata: what a call carries beside its message
 //	codec.go        payload encoding for the wire, lazily decoded replies
 //	result.go       Result
+//	resultjson.go   a Result's value as JSON
 //	error.go        Error, Code, the sentinels
 //	detail.go       an Error's details read alike in-process and remotely
 //	logger.go       the node's logger: WithLogger's, else Warn and above to slog.Default(), rate-limited
-//	limit.go        the bounds on what other nodes send: pattern and metadata sizes
+//	observe.go      Observer, WithObserver: what a node's calls go through beyond what interceptors see
+//	stats.go        Stats
 //	transport.go    the transport contract: Transport, Listener, Conn, Server, their optional interfaces; Message and who owns its memory
 //
 // The remote path, caller side:
@@ -290,20 +297,26 @@ package runtime
 //	pool.go         the pools of remote calls, giving a reply back to its connection, the uses of unsafe
 //	balance.go      Target, Balancer (the default: latency-aware power of two choices), Breaker (a no-op one without WithBreakers)
 //	load.go         what a node knows of each peer's answers: calls in flight, latency
+//	unreachable.go  what a failed call says of the peers the node cannot reach
 //
 // The remote path, serving side:
 //
 //	serve.go        a call from another node: its handler, in-flight accounting, its reply
+//	replybody.go    a handler's protobuf result left to the transport to encode
 //	dedup.go        the de-duplication table that makes a refed call run once
+//	dedupran.go     a copy whose answer the table dropped for room: ErrAnswerDropped
+//	dedupshare.go   answers the table keeps by reference rather than copied
 //
 // Peers and discovery:
 //
 //	remote.go       the node's remote side: listener, discovery, start and stop
-//	discovery.go    Discovery, DiscoveryHost, Peer, StaticPeers; peers reported up and down
+//	discovery.go    StaticPeers; the node's side of discovery: peers reported up and down
 //	peer.go         one peer: its connection, dialled and redialled, its lifecycle
 //	catalog.go      pattern catalogs: served, pulled (or confirmed by digest), cached by digest, routed
+//	schema.go       DescribePattern and Schema: the protobuf files of a node's typed patterns; Describe, DescribePeer
+//	peertypes.go    WithPeerTypes: the message types of peers' typed patterns, learnt from their schemas
 //	health.go       Health, HealthPattern, CheckHealth, Node.Ready
 //	members.go      Members and Patterns: what the node knows of the mesh
+//	explain.go      Explain and Route: how the node routes a message, and why
 //	identity.go     a peer routed only as the node announced at its address and named by its certificate
 //	nodecert.go     node ids named by certificates (wizard://node/<id>), WithRequirePeerIdentity
-//	stats.go        Stats

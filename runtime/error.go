@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/wizardmesh/wizard/runtime/pattern"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -88,7 +89,7 @@ func (e *Error) Is(target error) bool {
 }
 
 // CodeOf returns err's code: CodeOK for nil, the code of an *Error in err's
-// chain, CodeInvalidArgument for a [*ParseError], CodeCanceled /
+// chain, CodeInvalidArgument for a [*pattern.ParseError], CodeCanceled /
 // CodeDeadlineExceeded for context errors, else CodeUnknown.
 func CodeOf(err error) Code {
 	if err == nil {
@@ -98,7 +99,7 @@ func CodeOf(err error) Code {
 	if errors.As(err, &e) {
 		return e.Code
 	}
-	var pe *ParseError
+	var pe *pattern.ParseError
 	switch {
 	case errors.As(err, &pe):
 		return CodeInvalidArgument

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 func TestCode_String(t *testing.T) {
@@ -148,7 +149,7 @@ func TestCodeOf(t *testing.T) {
 }
 
 func parseError(s string) error {
-	_, err := runtime.ParsePattern(s)
+	_, err := pattern.Parse(s)
 	if err == nil {
 		panic("ParsePattern(" + s + ") succeeded")
 	}

@@ -10,21 +10,6 @@ import (
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
 
-func ExampleParsePattern() {
-	p, err := runtime.ParsePattern(` role : math , cmd:sum, v:1.0, note:"a,b" `)
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(p)
-
-	_, err = runtime.ParsePattern("role:math,,cmd:sum")
-	var perr *runtime.ParseError
-	fmt.Println(errors.As(err, &perr), perr.Pos, perr.Reason)
-	// Output:
-	// cmd:sum,note:"a,b",role:math,v:1
-	// true 10 empty pair
-}
-
 func ExampleNode_Add() {
 	node, _ := runtime.New()
 	defer node.Close()

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // TestExplainPrecedence explains DESIGN §2's precedence examples, a glob
@@ -16,7 +17,7 @@ func TestExplainPrecedence(t *testing.T) {
 	type cand struct {
 		Pattern string
 		Rank    int
-		Rule    runtime.Rule
+		Rule    pattern.Rule
 		Key     string
 	}
 	tests := []struct {
@@ -25,18 +26,18 @@ func TestExplainPrecedence(t *testing.T) {
 		msg      string
 		want     []cand
 	}{
-		{"deeper", []string{"a:1", "a:1,b:1"}, "a:1,b:1", []cand{{"a:1,b:1", 1, "", ""}, {"a:1", 2, runtime.RuleDeeper, ""}}},
+		{"deeper", []string{"a:1", "a:1,b:1"}, "a:1,b:1", []cand{{"a:1,b:1", 1, "", ""}, {"a:1", 2, pattern.RuleDeeper, ""}}},
 		{"shallow", []string{"a:1", "a:1,b:1"}, "a:1,b:2", []cand{{"a:1", 1, "", ""}}},
-		{"first key", []string{"a:0", "b:1", "c:2"}, "b:1,c:2", []cand{{"b:1", 1, "", ""}, {"c:2", 2, runtime.RuleKeyOrder, "b"}}},
+		{"first key", []string{"a:0", "b:1", "c:2"}, "b:1,c:2", []cand{{"b:1", 1, "", ""}, {"c:2", 2, pattern.RuleKeyOrder, "b"}}},
 		{"other branch", []string{"a:1,b:2", "a:1,c:3"}, "a:1,b:9,c:3", []cand{{"a:1,c:3", 1, "", ""}}},
 		{"missing key", []string{"x:1,y:2,z:3", "y:2"}, "x:1,y:2", []cand{{"y:2", 1, "", ""}}},
-		{"glob", []string{"role:x,cmd:*", "role:x,cmd:get"}, "role:x,cmd:get", []cand{{"cmd:get,role:x", 1, "", ""}, {"cmd:*,role:x", 2, runtime.RuleExact, "cmd"}}},
+		{"glob", []string{"role:x,cmd:*", "role:x,cmd:get"}, "role:x,cmd:get", []cand{{"cmd:get,role:x", 1, "", ""}, {"cmd:*,role:x", 2, pattern.RuleExact, "cmd"}}},
 		{"glob wins", []string{"role:x,cmd:*", "role:x,cmd:get"}, "role:x,cmd:put", []cand{{"cmd:*,role:x", 1, "", ""}}},
-		{"exact over glob", []string{"a:1", "a:*,b:2"}, "a:1,b:2", []cand{{"a:1", 1, "", ""}, {"a:*,b:2", 2, runtime.RuleExact, "a"}}},
-		{"glob order", []string{"a:x*", "a:*"}, "a:xy", []cand{{"a:x*", 1, "", ""}, {"a:*", 2, runtime.RuleGlobOrder, "a"}}},
-		{"kept earlier", []string{"a:1", "a:1,b:1,c:1", "a:1,d:1"}, "a:1,b:1,d:1", []cand{{"a:1", 1, "", ""}, {"a:1,d:1", 2, runtime.RuleKept, "b"}}},
-		{"more specific", []string{"role:x", "role:x,cmd:get"}, "role:x,cmd:get", []cand{{"cmd:get,role:x", 1, "", ""}, {"role:x", 2, runtime.RuleDeeper, ""}}},
-		{"catch-all", []string{"", "a:1"}, "a:1", []cand{{"a:1", 1, "", ""}, {"", 2, runtime.RuleDeeper, ""}}},
+		{"exact over glob", []string{"a:1", "a:*,b:2"}, "a:1,b:2", []cand{{"a:1", 1, "", ""}, {"a:*,b:2", 2, pattern.RuleExact, "a"}}},
+		{"glob order", []string{"a:x*", "a:*"}, "a:xy", []cand{{"a:x*", 1, "", ""}, {"a:*", 2, pattern.RuleGlobOrder, "a"}}},
+		{"kept earlier", []string{"a:1", "a:1,b:1,c:1", "a:1,d:1"}, "a:1,b:1,d:1", []cand{{"a:1", 1, "", ""}, {"a:1,d:1", 2, pattern.RuleKept, "b"}}},
+		{"more specific", []string{"role:x", "role:x,cmd:get"}, "role:x,cmd:get", []cand{{"cmd:get,role:x", 1, "", ""}, {"role:x", 2, pattern.RuleDeeper, ""}}},
+		{"catch-all", []string{"", "a:1"}, "a:1", []cand{{"a:1", 1, "", ""}, {"", 2, pattern.RuleDeeper, ""}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

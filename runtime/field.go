@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strconv"
 
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
@@ -35,7 +36,7 @@ func (r Request) Int64(key string) (int64, bool) {
 // by (2.0 is "2", true is "true"); a protobuf enum by its value name.
 // Maps, lists and a missing field are not ok.
 func (r Request) String(key string) (string, bool) {
-	return routeValue(r.held(key))
+	return patrun.RouteValue(r.held(key))
 }
 
 // Bool returns the message's root field key as a bool, and whether it is
@@ -129,13 +130,13 @@ func toInt64(v any) (int64, bool) {
 		}
 		return int64(x), true
 	case string:
-		if numberKind(x) == numInt {
+		if patrun.NumberKind(x) == patrun.NumInt {
 			if i, err := strconv.ParseInt(x, 10, 64); err == nil {
 				return i, true
 			}
 		}
 	case json.Number:
-		if numberKind(string(x)) == numInt {
+		if patrun.NumberKind(string(x)) == patrun.NumInt {
 			if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
 				return i, true
 			}
@@ -160,7 +161,7 @@ func toInt64(v any) (int64, bool) {
 
 // parseNumber parses s, in JSON's number grammar, as a float64.
 func parseNumber(s string) (float64, bool) {
-	if numberKind(s) == numNone {
+	if patrun.NumberKind(s) == patrun.NumNone {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(s, 64)

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -23,7 +25,7 @@ type HandlerInterceptor func(next Handler) Handler
 type Call struct {
 	// Pattern is what the call routes by: for Act every routed key of the
 	// message, for ActE the pattern plus its mixins.
-	Pattern Pattern
+	Pattern pattern.Pattern
 	// Msg is what the handler will receive.
 	Msg     any
 	NoReply bool
@@ -86,7 +88,7 @@ func (r Request) Get(key string) any {
 // whether it is a protobuf field's value (Get leaves those as they are).
 func (r Request) field(key string) (any, bool) {
 	if r.over != nil {
-		for i, pr := range r.over.pattern.pairs() {
+		for i, pr := range patrun.PairsOf(r.over.pattern) {
 			if pr.Key == key {
 				return r.over.values[i], false
 			}
@@ -119,9 +121,9 @@ func (r Request) field(key string) (any, bool) {
 }
 
 // Pattern returns the pattern the handler was added with.
-func (r Request) Pattern() Pattern {
+func (r Request) Pattern() pattern.Pattern {
 	if r.entry == nil {
-		return Pattern{}
+		return pattern.Pattern{}
 	}
 	return r.entry.pattern
 }
@@ -207,7 +209,7 @@ func isUnary(h Handler) bool {
 // (replaced atomically by [Override]), and the remote peers serving the same
 // pattern (copy on write). A local handler is preferred.
 type route struct {
-	pattern Pattern
+	pattern pattern.Pattern
 	local   atomic.Pointer[handlerEntry]
 	peers   atomic.Pointer[[]*peer]     // for introspection; calls go through bal
 	bal     atomic.Pointer[balancerBox] // set with the first peer
@@ -224,7 +226,7 @@ func (r *route) hasPeers() bool {
 
 // handlerEntry is one added handler.
 type handlerEntry struct {
-	pattern Pattern
+	pattern pattern.Pattern
 	h       Handler // wrapped by the node's handler interceptors
 	unary   bool    // h is NewUnaryHandler's, unwrapped: it keeps nothing of a call
 	prior   *handlerEntry

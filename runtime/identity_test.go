@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
 )
 
@@ -27,7 +28,7 @@ func TestRestartRoutedAtOnce(t *testing.T) {
 		if ms := c.Members(); len(ms) != 2 || ms[1].ID != "s" || !ms[1].Connected {
 			t.Errorf("Members() = %+v, want s connected", ms)
 		}
-		d.host.PeerUp(Peer{ID: "s", Instance: s2.instance, Addr: "s", Digest: s2.digest()})
+		d.host.PeerUp(discovery.Peer{ID: "s", Instance: s2.instance, Addr: "s", Digest: s2.digest()})
 		synctest.Wait()
 		if res, err := c.ActE(t.Context(), "role:r", nil); err != nil || res.Value() != "s" {
 			t.Errorf("the new run: %v, %v", res.Value(), err)
@@ -53,7 +54,7 @@ func TestImpostorOfARunNotRouted(t *testing.T) {
 			}
 			return &Message{Codec: CodecJSON, Payload: []byte(`"h"`)}
 		}))
-		claim := Peer{ID: "s", Instance: "x", Addr: "h", Digest: s.digest()}
+		claim := discovery.Peer{ID: "s", Instance: "x", Addr: "h", Digest: s.digest()}
 		d.host.PeerUp(claim)
 		time.Sleep(catalogJitter)
 		synctest.Wait()
@@ -94,12 +95,12 @@ func TestImpostorAnnouncedFirst(t *testing.T) {
 			}
 			return &Message{Codec: CodecJSON, Payload: []byte(`"h"`)}
 		}))
-		d.host.PeerUp(Peer{ID: "s", Instance: "x", Addr: "h", Digest: s.digest()})
+		d.host.PeerUp(discovery.Peer{ID: "s", Instance: "x", Addr: "h", Digest: s.digest()})
 		time.Sleep(catalogJitter)
 		synctest.Wait()
 		waitRoute(t, c, "role:r", "s") // h, under the id it relays
 
-		d.host.PeerUp(Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()})
+		d.host.PeerUp(discovery.Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()})
 		time.Sleep(catalogJitter)
 		synctest.Wait()
 		waitRoute(t, c, "role:r", "s")
@@ -130,7 +131,7 @@ func announcedPair(t *testing.T) (*memNet, *Node, *Node, *hostDiscovery, *testlo
 	s, _ := memNode(t, net, "s", "role:r")
 	c, d := memNode(t, net, "c")
 	c.log = logs.Logger()
-	d.host.PeerUp(Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()})
+	d.host.PeerUp(discovery.Peer{ID: "s", Instance: s.instance, Addr: "s", Digest: s.digest()})
 	synctest.Wait()
 	waitRoute(t, c, "role:r", "s")
 	return net, s, c, d, logs

@@ -6,7 +6,20 @@ import (
 	goruntime "runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
+
+// The bytes of a pattern, and of a key, that an error message repeats.
+const (
+	maxEcho    = patrun.MaxEcho
+	maxEchoKey = patrun.MaxEchoKey
+)
+
+// quoteClipped quotes s for a message, cut to its first max bytes (at a
+// character boundary) followed by "… (N bytes)" when it is longer.
+func quoteClipped(s string, max int) string { return patrun.QuoteClipped(s, max) }
 
 // limits bound what a node takes from other nodes before it parses or
 // keeps any of it: the patterns of the calls it serves (and the pattern a
@@ -40,11 +53,11 @@ func newLimits(c *nodeConfig) limits {
 
 // parse parses a pattern another node sent, refusing one over l's bounds
 // before reading it.
-func (l *limits) parse(s string) (Pattern, error) {
+func (l *limits) parse(s string) (pattern.Pattern, error) {
 	if len(s) > l.patternBytes {
-		return Pattern{}, l.tooLong(s)
+		return pattern.Pattern{}, l.tooLong(s)
 	}
-	return parsePattern(s, l.patternKeys)
+	return patrun.ParseMax(s, l.patternKeys)
 }
 
 func (l *limits) tooLong(s string) error {
@@ -53,7 +66,7 @@ func (l *limits) tooLong(s string) error {
 
 // over reports whether p, a pattern of this node's own, is over l's
 // bounds: no other node with the same limits could call it.
-func (l *limits) over(p Pattern) bool {
+func (l *limits) over(p pattern.Pattern) bool {
 	return len(p.String()) > l.patternBytes || p.Len() > l.patternKeys
 }
 
@@ -124,7 +137,7 @@ func (n *Node) parseWire(s string) (string, *cachedPattern, error) {
 		return "", nil, n.limits.tooLong(s)
 	}
 	s = strings.Clone(s)
-	p, err := parsePattern(s, n.limits.patternKeys)
+	p, err := patrun.ParseMax(s, n.limits.patternKeys)
 	if err != nil {
 		return "", nil, err
 	}

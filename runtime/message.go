@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strconv"
 
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -35,11 +37,11 @@ func parseJSON(b []byte) (map[string]any, error) {
 
 // protoPairs returns m's populated, singular scalar fields as routing pairs.
 // Keys are the proto field names; enums route by value name.
-func protoPairs(m protoreflect.Message) []Pair {
-	var dst []Pair
+func protoPairs(m protoreflect.Message) []pattern.Pair {
+	var dst []pattern.Pair
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		if s, ok := protoValue(fd, v); ok {
-			dst = append(dst, Pair{string(fd.Name()), s})
+			dst = append(dst, pattern.Pair{Key: string(fd.Name()), Value: s})
 		}
 		return true
 	})
@@ -68,7 +70,7 @@ func protoValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) (string, 
 		protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
 		return strconv.FormatUint(v.Uint(), 10), true
 	case protoreflect.FloatKind, protoreflect.DoubleKind:
-		return formatNumber(v.Float()), true
+		return patrun.FormatNumber(v.Float()), true
 	case protoreflect.StringKind:
 		return v.String(), true
 	case protoreflect.EnumKind:
@@ -86,7 +88,7 @@ func fieldValue(msg any, key string) (string, bool, error) {
 	case nil:
 		return "", false, nil
 	case map[string]any:
-		s, ok := routeValue(m[key])
+		s, ok := patrun.RouteValue(m[key])
 		return s, ok, nil
 	case map[string]string:
 		s, ok := m[key]
@@ -107,7 +109,7 @@ func jsonField(b []byte, key string) (string, bool, error) {
 	if err != nil {
 		return "", false, err
 	}
-	s, ok := routeValue(m[key])
+	s, ok := patrun.RouteValue(m[key])
 	return s, ok, nil
 }
 
@@ -115,18 +117,18 @@ func jsonField(b []byte, key string) (string, bool, error) {
 // root fields overlaid with t's pairs (the pattern wins). Routed pairs are
 // appended to dst, sorted. A caller's map is not copied: the returned
 // overlay is t, and the handler's [Request] merges lazily.
-func actMessage(dst []Pair, t *cachedPattern, msg any) ([]Pair, any, *cachedPattern, error) {
+func actMessage(dst []pattern.Pair, t *cachedPattern, msg any) ([]pattern.Pair, any, *cachedPattern, error) {
 	var body map[string]any
 	switch m := msg.(type) {
 	case nil:
 		body = make(map[string]any, t.pattern.Len())
 	case map[string]any:
 		// Overlay even with no pairs: the handler's Msg must be a copy.
-		dst = mapPairs(dst, m)
+		dst = patrun.MapPairs(dst, m)
 		if t.pattern.Len() == 0 {
 			return dst, m, t, nil
 		}
-		return overlay(dst, t.pattern.pairs()), m, t, nil
+		return overlay(dst, patrun.PairsOf(t.pattern)), m, t, nil
 	case map[string]string:
 		body = make(map[string]any, len(m)+t.pattern.Len())
 		for k, v := range m {
@@ -149,28 +151,28 @@ func actMessage(dst []Pair, t *cachedPattern, msg any) ([]Pair, any, *cachedPatt
 			return dst, nil, nil, err
 		}
 		dst = append(dst, protoPairs(m.ProtoReflect())...)
-		sortPairs(dst)
+		patrun.SortPairs(dst)
 		// The handler gets the message as is; t lets Request.Get see the
 		// pattern's pairs.
 		var over *cachedPattern
 		if t.pattern.Len() > 0 {
 			over = t
 		}
-		return overlay(dst, t.pattern.pairs()), msg, over, nil
+		return overlay(dst, patrun.PairsOf(t.pattern)), msg, over, nil
 	default:
 		return dst, nil, nil, unsupported(msg)
 	}
-	for i, pr := range t.pattern.pairs() {
+	for i, pr := range patrun.PairsOf(t.pattern) {
 		body[pr.Key] = t.values[i]
 	}
-	return mapPairs(dst, body), body, nil, nil
+	return patrun.MapPairs(dst, body), body, nil, nil
 }
 
 // contradicts reports a field of m that t's pairs overlay with another
 // value: the handler would read one value through Request.Get and another
 // in the message it decodes, so Act refuses such a message.
 func contradicts(m protoreflect.Message, t *cachedPattern) error {
-	for _, pr := range t.pattern.pairs() {
+	for _, pr := range patrun.PairsOf(t.pattern) {
 		if v, ok := protoField(m, pr.Key); ok && v != pr.Value {
 			return Errorf(CodeInvalidArgument, "wizard: the message's field %q contradicts the pattern's value for it", pr.Key)
 		}
@@ -182,14 +184,14 @@ func contradicts(m protoreflect.Message, t *cachedPattern) error {
 func merged(m map[string]any, t *cachedPattern) map[string]any {
 	out := make(map[string]any, len(m)+t.pattern.Len())
 	maps.Copy(out, m)
-	for i, pr := range t.pattern.pairs() {
+	for i, pr := range patrun.PairsOf(t.pattern) {
 		out[pr.Key] = t.values[i]
 	}
 	return out
 }
 
 // overlay sets over's pairs in base (both sorted), replacing shared keys.
-func overlay(base, over []Pair) []Pair {
+func overlay(base, over []pattern.Pair) []pattern.Pair {
 	for _, o := range over {
 		i := 0
 		for i < len(base) && base[i].Key < o.Key {
@@ -199,7 +201,7 @@ func overlay(base, over []Pair) []Pair {
 			base[i].Value = o.Value
 			continue
 		}
-		base = append(base, Pair{})
+		base = append(base, pattern.Pair{})
 		copy(base[i+1:], base[i:])
 		base[i] = o
 	}

@@ -14,7 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
 	"github.com/wizardmesh/wizard/runtime/internal/ratelog"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // Node is a wizard service node: it holds handlers added by pattern ([Node.Add])
@@ -25,7 +27,7 @@ type Node struct {
 	instance string // this run of the node: random, new on every start
 	log      *slog.Logger
 	logLimit *ratelog.Handler // in front of log's handler; closed when the node stops
-	router   *Router[*route]
+	router   *pattern.Router[*route]
 	gen      atomic.Uint64 // bumped on every routing change; invalidates cached resolutions
 
 	maxInFlight int64
@@ -78,7 +80,7 @@ func New(opts ...Option) (*Node, error) {
 	n := &Node{
 		id:          cmp.Or(c.id, randomHex()),
 		instance:    randomHex(),
-		router:      NewRouter[*route](),
+		router:      pattern.NewRouter[*route](),
 		maxInFlight: int64(cmp.Or(c.maxInFlight, defaultMaxInFlight())),
 		drained:     make(chan struct{}),
 		handlerICs:  c.handlerICs,
@@ -162,7 +164,7 @@ func (n *Node) ID() string { return n.id }
 // Add adds a handler for pattern. Adding a pattern identical to one already
 // added is an error unless opts include [Override].
 func (n *Node) Add(pattern string, h Handler, opts ...HandlerOption) error {
-	p, err := ParsePattern(pattern)
+	p, err := patrun.Parse(pattern)
 	if err != nil {
 		return err
 	}
@@ -170,7 +172,7 @@ func (n *Node) Add(pattern string, h Handler, opts ...HandlerOption) error {
 }
 
 // addPattern is [Node.Add] with a parsed pattern.
-func (n *Node) addPattern(p Pattern, h Handler, opts ...HandlerOption) error {
+func (n *Node) addPattern(p pattern.Pattern, h Handler, opts ...HandlerOption) error {
 	if h == nil {
 		return Errorf(CodeInvalidArgument, "wizard: nil handler for pattern %q", p.String())
 	}
@@ -193,8 +195,8 @@ func (n *Node) addPattern(p Pattern, h Handler, opts ...HandlerOption) error {
 	n.routeMu.Lock()
 	defer n.routeMu.Unlock()
 	entry := &handlerEntry{pattern: p, h: h, unary: unary, spec: c.spec, types: c.spec.types()}
-	if re := n.router.exactEntry(p); re != nil {
-		r := re.value
+	if re := n.exactRoute(p); re != nil {
+		r := re
 		entry.prior = r.local.Load()
 		if entry.prior != nil && !c.override {
 			return Errorf(CodeAlreadyExists, "wizard: pattern %q is already added; use runtime.Override() to replace it", p.String())
@@ -220,18 +222,18 @@ func (n *Node) addPattern(p Pattern, h Handler, opts ...HandlerOption) error {
 // Remove removes the handler for pattern (and its priors) and reports
 // whether there was one.
 func (n *Node) Remove(pattern string) (bool, error) {
-	p, err := ParsePattern(pattern)
+	p, err := patrun.Parse(pattern)
 	if err != nil {
 		return false, err
 	}
 	n.routeMu.Lock()
 	defer n.routeMu.Unlock()
-	re := n.router.exactEntry(p)
-	if re == nil || re.value.local.Load() == nil {
+	re := n.exactRoute(p)
+	if re == nil || re.local.Load() == nil {
 		return false, nil
 	}
-	if ps := re.value.peers.Load(); ps != nil && len(*ps) > 0 {
-		re.value.local.Store(nil) // remote peers still serve it
+	if ps := re.peers.Load(); ps != nil && len(*ps) > 0 {
+		re.local.Store(nil) // remote peers still serve it
 	} else {
 		n.router.Remove(p)
 	}

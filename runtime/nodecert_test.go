@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
 )
 
@@ -102,7 +103,7 @@ func TestCertifiedPeerDialledAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		d.host.PeerUp(Peer{Addr: "s"})
+		d.host.PeerUp(discovery.Peer{Addr: "s"})
 		time.Sleep(certifiedRetry / 2)
 		synctest.Wait()
 		if ms := c.Members(); len(ms) != 2 || ms[1].Patterns != 0 || !strings.Contains(ms[1].LastError, `certificate names node "x"`) {

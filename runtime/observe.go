@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"sync"
+
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // Observer is told what a node's calls go through beyond what
@@ -38,7 +40,7 @@ type Observer interface {
 type Attempt struct {
 	// Pattern is the pattern of the route the call took: the one the
 	// target serves.
-	Pattern Pattern
+	Pattern pattern.Pattern
 	// Target is the peer the attempt goes to.
 	Target *Target
 	// N counts the call's attempts: 1 for the first; more for the

@@ -4,6 +4,9 @@ import (
 	"log/slog"
 	"slices"
 	"time"
+
+	"github.com/wizardmesh/wizard/runtime/discovery"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // Option configures a [Node] in [New].
@@ -20,7 +23,7 @@ type CallOption interface{ applyCall(*callConfig) }
 type nodeConfig struct {
 	transport      Transport
 	listen         string
-	discovery      Discovery
+	discovery      discovery.Discovery
 	defaultTimeout time.Duration
 	refresh        time.Duration
 	maxDials       int
@@ -28,7 +31,7 @@ type nodeConfig struct {
 	dedupTTL       time.Duration
 	dedupBytes     int
 	noDedup        bool
-	newBalancer    func(Pattern) Balancer
+	newBalancer    func(pattern.Pattern) Balancer
 	newBreaker     func(*Target) Breaker
 
 	maxPatternBytes, maxPatternKeys int
@@ -87,7 +90,7 @@ func WithListen(addr string) Option {
 
 // WithDiscovery sets how the node finds other nodes: [StaticPeers], or
 // gossip (runtime/swim). It needs [WithTransport].
-func WithDiscovery(d Discovery) Option {
+func WithDiscovery(d discovery.Discovery) Option {
 	return nodeOption(func(c *nodeConfig) { c.discovery = d })
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -117,11 +118,11 @@ func peerNode(t *testing.T, opts ...Option) *Node {
 	}
 	t.Cleanup(func() { n.Close() })
 	testwait.Until(t, "the peer's catalog", func() bool {
-		re := n.router.exactEntry(MustParsePattern("role:r"))
+		re := n.exactRoute(pattern.MustParse("role:r"))
 		if re == nil {
 			return false
 		}
-		ps := re.value.peers.Load()
+		ps := re.peers.Load()
 		return ps != nil && len(*ps) == 1
 	})
 	return n

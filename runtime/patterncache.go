@@ -3,18 +3,21 @@ package runtime
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // cachedPattern is a parsed pattern string with its cached resolution.
 type cachedPattern struct {
-	pattern Pattern
+	pattern pattern.Pattern
 	values  []any // the pattern's values, boxed once for Act's merged maps
 	res     atomic.Pointer[resolution]
 }
 
-func newCachedPattern(p Pattern) *cachedPattern {
+func newCachedPattern(p pattern.Pattern) *cachedPattern {
 	t := &cachedPattern{pattern: p}
-	for _, pr := range p.pairs() {
+	for _, pr := range patrun.PairsOf(p) {
 		t.values = append(t.values, pr.Value)
 	}
 	return t
@@ -49,7 +52,7 @@ func (c *patternCache) get(s string) (*cachedPattern, error) {
 	if v, ok := c.m.Load(s); ok {
 		return v.(*cachedPattern), nil
 	}
-	p, err := ParsePattern(s)
+	p, err := pattern.Parse(s)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +84,7 @@ func (c *patternCache) store(s string, t *cachedPattern) *cachedPattern {
 // size estimates the bytes t holds as the cache entry of s: s, the
 // pattern, the boxed values and the headers of the entry and the map's.
 func (t *cachedPattern) size(s string) int {
-	return len(s) + t.pattern.size() + 32*len(t.values) + 256
+	return len(s) + patrun.Size(t.pattern) + 32*len(t.values) + 256
 }
 
 // resolve finds t's route, cached until the routing changes.
@@ -90,7 +93,7 @@ func (n *Node) resolve(t *cachedPattern) *route {
 	if res := t.res.Load(); res != nil && res.gen == g {
 		return res.route
 	}
-	r := routeOf(n.router.findPattern(t.pattern))
+	r := n.findRoute(t.pattern)
 	t.res.Store(&resolution{gen: g, route: r})
 	return r
 }

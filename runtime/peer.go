@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // peer is one remote node this node calls.
@@ -36,8 +38,8 @@ type peer struct {
 	breaker  atomic.Pointer[breakerBox]
 	load     load // its answers, for the default balancer
 	conn     atomic.Pointer[connBox]
-	patterns []Pattern    // routed now; guarded by Node.routeMu
-	types    catalogTypes // the message types of its typed patterns; guarded by Node.routeMu
+	patterns []pattern.Pattern // routed now; guarded by Node.routeMu
+	types    catalogTypes      // the message types of its typed patterns; guarded by Node.routeMu
 	ctx      context.Context
 	cancel   context.CancelFunc
 	refetch  chan struct{}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/wizardmesh/wizard/runtime/discovery"
 )
 
 // TestUnansweredAddressNotStormed: an address discovery announces that
@@ -18,7 +20,7 @@ func TestUnansweredAddressNotStormed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		net := newMemNet()
 		c, d := memNode(t, net, "c")
-		claim := Peer{ID: "h", Instance: "x", Addr: "nowhere", Digest: "AAAAAAAAAAAAAAAAAAAAAA"}
+		claim := discovery.Peer{ID: "h", Instance: "x", Addr: "nowhere", Digest: "AAAAAAAAAAAAAAAAAAAAAA"}
 		d.host.PeerUp(claim)
 		time.Sleep(10 * time.Minute)
 		synctest.Wait()
@@ -75,7 +77,7 @@ func TestStaticPeerNotGivenUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		net := newMemNet()
 		c, d := memNode(t, net, "c")
-		d.host.PeerUp(Peer{Addr: "later"})
+		d.host.PeerUp(discovery.Peer{Addr: "later"})
 		time.Sleep(10 * time.Minute)
 		synctest.Wait()
 		// About a minute of doubling from 20 ms, then once a minute at
@@ -106,7 +108,7 @@ func TestStaticPeerBackSoon(t *testing.T) {
 		net := newMemNet()
 		s, _ := memNode(t, net, "s", "role:r")
 		c, d := memNode(t, net, "c")
-		d.host.PeerUp(Peer{Addr: "s"})
+		d.host.PeerUp(discovery.Peer{Addr: "s"})
 		synctest.Wait()
 		waitRoute(t, c, "role:r", "s")
 		if err := s.Close(); err != nil {
@@ -192,7 +194,7 @@ func TestConcurrentDialsBounded(t *testing.T) {
 				}
 				defer n.Close()
 				for i := range 100 {
-					d.host.PeerUp(Peer{ID: fmt.Sprint(i), Addr: fmt.Sprintf("10.0.0.%d:1", i)})
+					d.host.PeerUp(discovery.Peer{ID: fmt.Sprint(i), Addr: fmt.Sprintf("10.0.0.%d:1", i)})
 				}
 				synctest.Wait()
 				tr.mu.Lock()

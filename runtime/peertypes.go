@@ -79,7 +79,7 @@ func (n *Node) learnTypes(ctx context.Context, c Conn, d string, types catalogTy
 	if done || t.known(types) {
 		return nil
 	}
-	s, err := DescribeConn(ctx, c, nil)
+	s, err := describeConn(ctx, c, nil)
 	if err != nil {
 		return err
 	}

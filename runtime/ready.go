@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // Waiting for a ready target (WaitForReady): a call that finds no
@@ -58,14 +61,17 @@ const (
 	maxReadyWait = 100 * time.Millisecond
 )
 
-// callReady runs a WaitForReady call on the route that pairs find,
+// callReady runs a WaitForReady call on the route that a.pairs find,
 // waiting for a ready target and trying again while its tries fail for
 // want of one.
-func (n *Node) callReady(ctx context.Context, r *route, pairs []Pair, msg any, over *cachedPattern, cfg *callConfig) (Result, error) {
+func (n *Node) callReady(ctx context.Context, a *callArgs) (Result, error) {
+	own := *a // its tries change the route and the options: its own copy
+	a, cfg := &own, a.cfg
 	if n.remote == nil {
 		plain := *cfg
 		plain.waitForReady = false
-		return n.callRoute(ctx, r, pairs, msg, over, &plain)
+		a.cfg = &plain
+		return n.callRoute(ctx, a.r, a.pairs, a.msg, a.over, a.cfg)
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -75,11 +81,12 @@ func (n *Node) callReady(ctx context.Context, r *route, pairs []Pair, msg any, o
 	var w readiness
 	try := *cfg
 	try.ready = &w
-	wt := readyWait{n: n, pairs: pairs, wait: minReadyWait}
+	a.cfg = &try
+	wt := readyWait{n: n, pairs: a.pairs, wait: minReadyWait}
 	defer wt.stop()
 	for {
 		w = readiness{}
-		res, err := n.callRoute(ctx, r, pairs, msg, over, &try)
+		res, err := n.callRoute(ctx, a.r, a.pairs, a.msg, a.over, a.cfg)
 		if err == nil || !w.unready || ctx.Err() != nil {
 			return res, err
 		}
@@ -88,14 +95,14 @@ func (n *Node) callReady(ctx context.Context, r *route, pairs []Pair, msg any, o
 			return res, err // run again only if idempotent, and within the retry budget
 		}
 		n.stats.readyWaits.Add(1)
-		if r = wt.next(ctx); r == nil {
+		if a.r = wt.next(ctx); a.r == nil {
 			if paid {
 				n.remote.budget.refund() // not run again after all
 			}
 			if n.closed.Load() {
 				return Result{}, errClosed()
 			}
-			return Result{}, n.waitEnded(ctx, pairs, err)
+			return Result{}, n.waitEnded(ctx, a.pairs, err)
 		}
 	}
 }
@@ -103,7 +110,7 @@ func (n *Node) callReady(ctx context.Context, r *route, pairs []Pair, msg any, o
 // readyWait is the wait of a WaitForReady call between two tries.
 type readyWait struct {
 	n     *Node
-	pairs []Pair
+	pairs []pattern.Pair
 	wait  time.Duration
 	timer *time.Timer
 }
@@ -170,9 +177,9 @@ func (n *Node) ready(r *route) bool {
 
 // waitEnded is the error of a waiting call whose deadline ended while it
 // waited for a target, after its last try failed with last.
-func (n *Node) waitEnded(ctx context.Context, pairs []Pair, last error) error {
+func (n *Node) waitEnded(ctx context.Context, pairs []pattern.Pair, last error) error {
 	err := ctx.Err()
-	return &Error{Code: CodeOf(err), Message: fmt.Sprintf("wizard: call %s: %v while it waited for a target that could take it (last error: %v)", quoteClipped(string(appendCanonical(nil, pairs)), maxEcho), err, last), cause: err}
+	return &Error{Code: CodeOf(err), Message: fmt.Sprintf("wizard: call %s: %v while it waited for a target that could take it (last error: %v)", quoteClipped(string(patrun.AppendCanonical(nil, pairs)), maxEcho), err, last), cause: err}
 }
 
 // giveUp is exhausted, recorded for a waiting call: one that failed as

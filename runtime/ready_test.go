@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/wizardmesh/wizard/runtime/discovery"
 )
 
 // TestWaitForReadyWaitsForPeer: while the only peer a node knows cannot
@@ -18,7 +20,7 @@ func TestWaitForReadyWaitsForPeer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		net := newMemNet()
 		c, d := memNode(t, net, "c")
-		d.host.PeerUp(Peer{Addr: "x"})
+		d.host.PeerUp(discovery.Peer{Addr: "x"})
 		synctest.Wait()
 
 		start := time.Now()
@@ -59,7 +61,7 @@ func TestWaitForReadyWaitsForPeer(t *testing.T) {
 		if !errors.Is(err, ErrNoHandler) {
 			t.Errorf("a WaitForReady call no reachable peer serves: %v; want not found at once", err)
 		}
-		d.host.PeerUp(Peer{Addr: "y"}) // unreachable: role:none may be there
+		d.host.PeerUp(discovery.Peer{Addr: "y"}) // unreachable: role:none may be there
 		synctest.Wait()
 		errs := make(chan error, 1)
 		go func() {

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/wizardmesh/wizard/runtime/discovery"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // remote is the node's remote side: its listener and the peers it calls.
@@ -13,10 +16,10 @@ type remote struct {
 	transport      Transport
 	listenAddr     string
 	listener       Listener
-	discovery      Discovery
+	discovery      discovery.Discovery
 	defaultTimeout time.Duration
 	refresh        time.Duration
-	newBalancer    func(Pattern) Balancer
+	newBalancer    func(pattern.Pattern) Balancer
 	newBreaker     func(*Target) Breaker
 	budget         *retryBudget
 	dials          chan struct{} // a slot per dial under way; WithMaxDials
@@ -25,8 +28,8 @@ type remote struct {
 	requireID bool
 
 	mu       sync.Mutex
-	peers    map[string]*peer     // by address
-	catalogs map[string][]Pattern // fetched pattern sets by digest
+	peers    map[string]*peer             // by address
+	catalogs map[string][]pattern.Pattern // fetched pattern sets by digest
 	// catalogTypes are the message types of the cached catalogs' typed
 	// patterns, by digest (none for an untyped catalog).
 	catalogTypes map[string]catalogTypes
@@ -37,7 +40,7 @@ type remote struct {
 
 	// foreign holds the peers discovery reported on another transport,
 	// by address (at most maxForeign): listed, never called.
-	foreign map[string]Peer
+	foreign map[string]discovery.Peer
 }
 
 // maxForeign bounds the peers on another transport a node keeps listed.
@@ -57,9 +60,9 @@ func newRemote(c *nodeConfig) *remote {
 		budget:         newRetryBudget(),
 		dials:          make(chan struct{}, cmp.Or(c.maxDials, defaultMaxDials)),
 		requireID:      c.requirePeerIdentity,
-		catalogs:       map[string][]Pattern{},
+		catalogs:       map[string][]pattern.Pattern{},
 		catalogTypes:   map[string]catalogTypes{},
-		foreign:        map[string]Peer{},
+		foreign:        map[string]discovery.Peer{},
 	}
 }
 

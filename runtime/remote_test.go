@@ -11,7 +11,10 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/wizardmesh/wizard/runtime/discovery"
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // TestServeMessageKeepsNoFrame: the strings of a received call alias the
@@ -48,7 +51,7 @@ func TestServeMessageKeepsNoFrame(t *testing.T) {
 		cached++
 		tg := v.(*cachedPattern)
 		strs := []string{k.(string), tg.pattern.String()}
-		for _, pr := range tg.pattern.pairs() {
+		for _, pr := range patrun.PairsOf(tg.pattern) {
 			strs = append(strs, pr.Key, pr.Value)
 		}
 		for _, s := range strs {
@@ -112,11 +115,11 @@ func TestCallRemoteRetryFlag(t *testing.T) {
 	}
 	defer n.Close()
 	testwait.Until(t, "both peers' catalogs", func() bool {
-		re := n.router.exactEntry(MustParsePattern("role:r"))
+		re := n.exactRoute(pattern.MustParse("role:r"))
 		if re == nil {
 			return false
 		}
-		ps := re.value.peers.Load()
+		ps := re.peers.Load()
 		return ps != nil && len(*ps) == 2
 	})
 	if _, err := n.ActE(t.Context(), "role:r", nil, Idempotent()); err != nil {
@@ -177,7 +180,7 @@ func TestNilBreaker(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close() })
-	d.host.PeerUp(Peer{Addr: "srv"})
+	d.host.PeerUp(discovery.Peer{Addr: "srv"})
 	waitRoute(t, cl, "role:b", "srv")
 	for range 3 {
 		res, err := cl.Act(t.Context(), "role:b", nil)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/wizardmesh/wizard/runtime/discovery"
 )
 
 // lossyPair starts two servers of role:r, a and b, whose calls are lost
@@ -17,8 +19,8 @@ func lossyPair(t *testing.T) (*memNet, *Node) {
 	memNode(t, net, "a", "role:r")
 	memNode(t, net, "b", "role:r")
 	c, d := memNode(t, net, "c")
-	d.host.PeerUp(Peer{Addr: "a"}) // no digest: fetched at once, no jitter
-	d.host.PeerUp(Peer{Addr: "b"})
+	d.host.PeerUp(discovery.Peer{Addr: "a"}) // no digest: fetched at once, no jitter
+	d.host.PeerUp(discovery.Peer{Addr: "b"})
 	synctest.Wait() // both catalogs are in
 	if ps := c.Patterns(); len(ps) != 1 || len(ps[0].Remote) != 2 {
 		t.Fatalf("Patterns() = %+v, want role:r at a and b", ps)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -25,7 +26,7 @@ import (
 // pull may name the catalog digest of a schema the caller has cached
 // ({"have": digest}); a node whose digest that is answers the digest
 // alone. A node without typed patterns answers an empty schema.
-// [DescribeConn] sends the call; [Node.Describe] and [Node.DescribePeer]
+// [describeConn] sends the call; [Node.Describe] and [Node.DescribePeer]
 // find whom to send it to.
 const DescribePattern = "cmd:describe,sys:wizard"
 
@@ -33,7 +34,7 @@ const DescribePattern = "cmd:describe,sys:wizard"
 type Schema struct {
 	// ID is the node's id.
 	ID string
-	// Digest is the node's catalog digest (see [Peer].Digest), by which
+	// Digest is the node's catalog digest (see [discovery.Peer] Digest), by which
 	// a schema may be cached: a node's schema changes only with it.
 	Digest string
 	// Version is the version of the wizard module the node runs, as its
@@ -62,7 +63,7 @@ type schemaWire struct {
 // Method returns the descriptor of the method that serves pattern (a
 // typed pattern of the schema, in any spelling), built from s.Files.
 func (s Schema) Method(pattern string) (protoreflect.MethodDescriptor, error) {
-	p, err := ParsePattern(pattern)
+	p, err := patrun.Parse(pattern)
 	if err != nil {
 		return nil, err
 	}
@@ -107,11 +108,11 @@ func (n *Node) schema() Schema {
 	s := Schema{ID: n.id, Digest: n.digest(), Version: moduleVersion()}
 	var mds []protoreflect.MethodDescriptor
 	for _, p := range n.router.List() {
-		re := n.router.exactEntry(p)
+		re := n.exactRoute(p)
 		if re == nil {
 			continue
 		}
-		e := re.value.local.Load()
+		e := re.local.Load()
 		if e == nil || e.spec == nil || e.spec.Method == nil {
 			continue
 		}
@@ -197,11 +198,11 @@ func (n *Node) describeReply(m *Message) *Message {
 	return &Message{Codec: CodecJSON, Payload: b}
 }
 
-// DescribeConn asks the node at the other end of c for its [Schema]
+// describeConn asks the node at the other end of c for its [Schema]
 // through [DescribePattern]. have, when not nil, is a schema the caller
 // holds: the node answers the digest alone when it is its own, and
-// DescribeConn returns have itself.
-func DescribeConn(ctx context.Context, c Conn, have *Schema) (Schema, error) {
+// describeConn returns have itself.
+func describeConn(ctx context.Context, c Conn, have *Schema) (Schema, error) {
 	req := &Message{Pattern: DescribePattern}
 	if have != nil && have.Digest != "" {
 		b, err := json.Marshal(catalogPull{Have: have.Digest})
@@ -290,11 +291,11 @@ func (c *schemaCache) put(s *Schema) {
 // is one). An untyped pattern's node answers a schema without it: see
 // [Schema.Methods].
 func (n *Node) Describe(ctx context.Context, pattern string) (Schema, error) {
-	p, err := ParsePattern(pattern)
+	p, err := patrun.Parse(pattern)
 	if err != nil {
 		return Schema{}, err
 	}
-	r := routeOf(n.router.findPattern(p))
+	r := n.findRoute(p)
 	if r == nil {
 		_, err := n.notFound(p.String(), &noOptions)
 		return Schema{}, err
@@ -367,7 +368,7 @@ func (n *Node) describePeer(ctx context.Context, p *peer) (Schema, error) {
 	have := schemas.get(p.loaded)
 	name := peerName(p.id, p.addr)
 	n.remote.mu.Unlock()
-	s, err := DescribeConn(ctx, box.c, have)
+	s, err := describeConn(ctx, box.c, have)
 	if err != nil {
 		return Schema{}, fmt.Errorf("wizard: describe %s: %w", name, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/wizardmesh/wizard/runtime/discovery"
 )
 
 // TestListPeers: errors name the first few peers and count the others.
@@ -39,7 +40,7 @@ func TestNoTargetConnected(t *testing.T) {
 	net := newMemNet()
 	_, _ = memNode(t, net, "s", "role:r")
 	c, d := memNode(t, net, "c")
-	d.host.PeerUp(Peer{Addr: "s"})
+	d.host.PeerUp(discovery.Peer{Addr: "s"})
 	waitRoute(t, c, "role:r", "s")
 	c.remote.mu.Lock()
 	p := c.remote.peers["s"]

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 
-	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 	"github.com/wizardmesh/wizard/runtime/wizardpb"
 )
 
@@ -33,7 +33,7 @@ type operation struct {
 	written    string // the method pattern as written, or the default
 	defaulted  bool   // written is the default cmd:<snake_case name>
 	canonical  string // service pattern + method pattern, canonical
-	full       runtime.Pattern
+	full       pattern.Pattern
 	mixin      []string
 	noReply    bool
 	timeout    time.Duration
@@ -113,7 +113,7 @@ func contracts(f *protogen.File, ps *problems) []*contract {
 		}
 		so := proto.GetExtension(sopts, wizardpb.E_Service).(*wizardpb.ServiceOptions)
 		c := &contract{file: f, svc: s, pattern: so.GetPattern(), deprecated: sopts.GetDeprecated()}
-		base, err := runtime.ParsePattern(c.pattern)
+		base, err := pattern.Parse(c.pattern)
 		if err != nil {
 			ps.add(s.Desc, "bad service pattern %s", parseProblem(err))
 			continue
@@ -139,7 +139,7 @@ func contracts(f *protogen.File, ps *problems) []*contract {
 // newOperation validates method m of a service whose pattern is base
 // (written in the .proto file as written), or reports why it cannot be
 // generated and returns nil.
-func newOperation(m *protogen.Method, base runtime.Pattern, written string, ps *problems) *operation {
+func newOperation(m *protogen.Method, base pattern.Pattern, written string, ps *problems) *operation {
 	d := m.Desc
 	mopts := d.Options().(*descriptorpb.MethodOptions)
 	mo, _ := proto.GetExtension(mopts, wizardpb.E_Method).(*wizardpb.MethodOptions)
@@ -166,7 +166,7 @@ func newOperation(m *protogen.Method, base runtime.Pattern, written string, ps *
 	if strings.TrimSpace(op.written) == "" {
 		op.written, op.defaulted = "cmd:"+snakeCase(string(d.Name())), true
 	}
-	own, err := runtime.ParsePattern(op.written)
+	own, err := pattern.Parse(op.written)
 	switch {
 	case err != nil:
 		ps.add(d, "bad pattern %s", parseProblem(err))
@@ -224,7 +224,7 @@ func newOperation(m *protogen.Method, base runtime.Pattern, written string, ps *
 // parseProblem describes a pattern parse error without the runtime's
 // "wizard: bad pattern" prefix.
 func parseProblem(err error) string {
-	var pe *runtime.ParseError
+	var pe *pattern.ParseError
 	if errors.As(err, &pe) {
 		return fmt.Sprintf("%q: %s (at offset %d)", pe.Pattern, pe.Reason, pe.Pos)
 	}
@@ -247,7 +247,7 @@ func metaKeyList(keys []string) string {
 }
 
 // metaKeys returns the keys of the pattern string s that end in '$' (call
-// metadata, which [runtime.ParsePattern] drops), in the order of s. s must
+// metadata, which [pattern.Parse] drops), in the order of s. s must
 // parse: a key runs to ':' or a space, a quoted value to its closing quote
 // (\" and \\ escape), an unquoted one to the next ','.
 func metaKeys(s string) []string {

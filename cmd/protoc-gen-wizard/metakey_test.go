@@ -5,8 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 var metaKeyCases = []struct {
@@ -33,7 +32,7 @@ var metaKeyCases = []struct {
 func TestMetaKeys(t *testing.T) {
 	for _, c := range metaKeyCases {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := runtime.ParsePattern(c.pattern); err != nil {
+			if _, err := pattern.Parse(c.pattern); err != nil {
 				t.Fatalf("the case does not parse: %v", err)
 			}
 			if diff := cmp.Diff(c.want, metaKeys(c.pattern)); diff != "" {
@@ -52,7 +51,7 @@ func FuzzMetaKeys(f *testing.F) {
 		f.Add(c.pattern)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		p, err := runtime.ParsePattern(s)
+		p, err := pattern.Parse(s)
 		if err != nil {
 			return
 		}
@@ -61,7 +60,7 @@ func FuzzMetaKeys(f *testing.F) {
 			if !strings.HasSuffix(k, "$") {
 				t.Fatalf("metaKeys(%q) returned %q", s, k)
 			}
-			_, err := runtime.ParsePattern(s + "," + k + ":1")
+			_, err := pattern.Parse(s + "," + k + ":1")
 			if err == nil || !strings.Contains(err.Error(), "duplicate key") {
 				t.Fatalf("metaKeys(%q) returned %q, which is not a key of it: adding it gives %v", s, k, err)
 			}
@@ -70,7 +69,7 @@ func FuzzMetaKeys(f *testing.F) {
 			// Every '$' that ends a key becomes "$_": if that kept more
 			// pairs, metaKeys missed a key.
 			renamed := strings.NewReplacer("$:", "$_:", "$ ", "$_ ", "$\t", "$_\t", "$\n", "$_\n", "$\r", "$_\r").Replace(s)
-			q, err := runtime.ParsePattern(renamed)
+			q, err := pattern.Parse(renamed)
 			if err == nil && q.Len() > p.Len() && !strings.Contains(s, `"`) {
 				t.Fatalf("metaKeys(%q) found no '$' key, but %q keeps %d pairs to its %d", s, renamed, q.Len(), p.Len())
 			}

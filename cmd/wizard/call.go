@@ -18,6 +18,7 @@ import (
 
 	"github.com/wizardmesh/wizard/cmd/wizard/internal/jsonic"
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // inputError is malformed input, named: "DATA", "PATTERN", "MESSAGE".
@@ -81,7 +82,7 @@ func prepare(ctx context.Context, n *runtime.Node, args []string, stdin io.Reade
 		}
 		cl.act, cl.msg, route = true, msg, msg
 	case 2:
-		p, err := runtime.ParsePattern(args[0])
+		p, err := pattern.Parse(args[0])
 		if err != nil {
 			return nil, &inputError{"PATTERN", err}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/wizardmesh/wizard/cmd/wizard/internal/jsonic"
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // explainCommand is 'wizard explain', listed in [commands].
@@ -68,7 +69,7 @@ func explainArg(n *runtime.Node, arg string) (runtime.Explanation, error) {
 	if err == nil {
 		return n.ExplainMessage(msg)
 	}
-	if _, perr := runtime.ParsePattern(arg); perr == nil && !strings.HasPrefix(strings.TrimSpace(arg), "{") {
+	if _, perr := pattern.Parse(arg); perr == nil && !strings.HasPrefix(strings.TrimSpace(arg), "{") {
 		return n.Explain(arg)
 	}
 	return runtime.Explanation{}, &inputError{"MESSAGE", err}
@@ -115,7 +116,7 @@ func toExplainJSON(x runtime.Explanation) explainJSON {
 	return out
 }
 
-func patternText(p runtime.Pattern) string {
+func patternText(p pattern.Pattern) string {
 	if p.Len() == 0 {
 		return `"" (catch-all)`
 	}

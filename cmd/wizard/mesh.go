@@ -18,6 +18,8 @@ import (
 
 	"github.com/wizardmesh/wizard/internal/transportname"
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/discovery"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/swim"
 )
 
@@ -142,7 +144,7 @@ func (f *meshFlags) join(stderr io.Writer) (*joined, error) {
 	}
 	seeds, dns, peers := splitList(*f.seeds), splitList(*f.dns), splitList(*f.peers)
 	j := &joined{transport: t}
-	var d runtime.Discovery
+	var d discovery.Discovery
 	switch {
 	case len(peers) > 0 && len(seeds)+len(dns) > 0:
 		return nil, usagef("%s and %s: give static peers or gossip seeds, not both", f.source("peers"), f.source("seeds"))
@@ -314,7 +316,7 @@ func (j *joined) settle(ctx context.Context) error {
 
 // membersState sums up ms for settle: a string that changes with what is
 // known, whether every peer is settled, and whether any answered.
-func membersState(ms []runtime.Member) (string, bool, bool) {
+func membersState(ms []introspect.Member) (string, bool, bool) {
 	var b strings.Builder
 	done, answered := len(ms) > 1, false
 	for _, m := range ms[1:] {
@@ -329,7 +331,7 @@ func membersState(ms []runtime.Member) (string, bool, bool) {
 }
 
 // unreachable is the error of a join that found no peer.
-func (j *joined) unreachable(ms []runtime.Member, when string) error {
+func (j *joined) unreachable(ms []introspect.Member, when string) error {
 	var why []string
 	for _, m := range ms[1:] {
 		s := m.Addr

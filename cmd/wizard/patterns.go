@@ -7,7 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/introspect"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // patternsCommand is 'wizard patterns', listed in [commands].
@@ -43,7 +44,7 @@ type targetJSON struct {
 	LastError string  `json:"last_error,omitempty"`
 }
 
-func targetsJSON(ts []runtime.TargetState) []targetJSON {
+func targetsJSON(ts []introspect.TargetState) []targetJSON {
 	out := make([]targetJSON, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, targetJSON{ID: t.ID, Addr: t.Addr, Transport: t.Transport, Connected: t.Connected, Suspect: t.Suspect, Down: t.Down,
@@ -60,7 +61,7 @@ func breakerName(s string) string {
 }
 
 // targetLine is a target for a person.
-func targetLine(t runtime.TargetState) string {
+func targetLine(t introspect.TargetState) string {
 	name := t.Addr
 	if t.ID != "" {
 		name = t.ID + " at " + t.Addr
@@ -114,7 +115,7 @@ func runPatterns(ctx context.Context, c *cli, args []string, _ any) error {
 	if err != nil {
 		return err
 	}
-	var routes []runtime.Route
+	var routes []introspect.Route
 	for _, info := range n.Patterns() {
 		if glob != "" && !filterMatch(glob, info.Pattern) {
 			continue
@@ -171,7 +172,7 @@ func runPatterns(ctx context.Context, c *cli, args []string, _ any) error {
 // each key with a value the pair's glob matches, whatever its other keys
 // and their order ("role:m*" matches "cmd:sum,role:math"); any other
 // GLOB matches the canonical form whole.
-func filterMatch(glob string, p runtime.Pattern) bool {
+func filterMatch(glob string, p pattern.Pattern) bool {
 	s := p.String()
 	if !strings.ContainsAny(glob, "*?") {
 		return strings.Contains(s, glob)

@@ -16,6 +16,7 @@ import (
 	"github.com/chzyer/readline"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // replCommand is 'wizard repl', listed in [commands].
@@ -190,7 +191,7 @@ func splitLine(line string) []string {
 			depth--
 		case depth == 0 && (c == ' ' || c == '\t'):
 			head, rest := line[:i], strings.TrimSpace(line[i+1:])
-			if _, err := runtime.ParsePattern(head); err == nil && rest != "" {
+			if _, err := pattern.Parse(head); err == nil && rest != "" {
 				return []string{head, rest}
 			}
 			return []string{line}

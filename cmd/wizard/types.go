@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 )
 
 // targetTypesJSON is the message types one target serves a pattern with,
@@ -40,7 +41,7 @@ func newTypeProbe(n *runtime.Node) *typeProbe {
 // differ returns the types each connected target of pattern serves it
 // with when they differ, nil when they agree. request is the type the
 // route lists: when it lists one, the targets agree.
-func (tp *typeProbe) differ(ctx context.Context, pattern, request string, targets []runtime.TargetState) []targetTypesJSON {
+func (tp *typeProbe) differ(ctx context.Context, pattern, request string, targets []introspect.TargetState) []targetTypesJSON {
 	if request != "" || len(targets) < 2 {
 		return nil
 	}

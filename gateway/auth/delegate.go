@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // Caller calls a pattern in the mesh. [*runtime.Node] implements it.
@@ -118,7 +119,7 @@ func NewDelegate(o DelegateOptions) (*Delegate, error) {
 	case o.MaxInFlight < 0:
 		err = fmt.Errorf("MaxInFlight %d is negative", o.MaxInFlight)
 	default:
-		if _, perr := runtime.ParsePattern(o.Pattern); perr != nil {
+		if _, perr := pattern.Parse(o.Pattern); perr != nil {
 			err = fmt.Errorf("Pattern %q: %w", o.Pattern, perr)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // FuzzParse checks that decoding and validation never panic, that they
@@ -55,7 +55,7 @@ func FuzzParse(f *testing.F) {
 				}
 				t.Fatalf("route %q does not match its own path %q: %v", r.Name, path, err)
 			}
-			if _, err := runtime.ParsePattern(m.Pattern); err != nil {
+			if _, err := pattern.Parse(m.Pattern); err != nil {
 				t.Fatalf("route %q: pattern %q: %v", r.Name, m.Pattern, err)
 			}
 		}
@@ -99,7 +99,7 @@ func FuzzTemplate(f *testing.F) {
 	} {
 		f.Add(s.path, s.pattern, s.value)
 	}
-	f.Fuzz(func(t *testing.T, path, pattern, value string) {
+	f.Fuzz(func(t *testing.T, path, pat, value string) {
 		if pt, err := parsePath(path); err == nil {
 			var b strings.Builder
 			for i := range pt.segs {
@@ -119,7 +119,7 @@ func FuzzTemplate(f *testing.F) {
 				}
 			}
 		}
-		pt, err := parsePattern(pattern)
+		pt, err := parsePattern(pat)
 		if err != nil {
 			return
 		}
@@ -129,9 +129,9 @@ func FuzzTemplate(f *testing.F) {
 			vals[i], idx[i] = value, i
 		}
 		filled := pt.fill(vals, idx)
-		p, err := runtime.ParsePattern(filled)
+		p, err := pattern.Parse(filled)
 		if err != nil {
-			t.Fatalf("pattern %q filled with %q: %q does not parse: %v", pattern, value, filled, err)
+			t.Fatalf("pattern %q filled with %q: %q does not parse: %v", pat, value, filled, err)
 		}
 		for _, pp := range pt.pairs {
 			if len(pp.vars) == 0 {
@@ -139,7 +139,7 @@ func FuzzTemplate(f *testing.F) {
 			}
 			want := strings.Join(pp.lits, value)
 			if got, _ := p.Get(pp.key); got != want {
-				t.Fatalf("pattern %q filled with %q: %s holds %q, want %q (%s)", pattern, value, pp.key, got, want, filled)
+				t.Fatalf("pattern %q filled with %q: %s holds %q, want %q (%s)", pat, value, pp.key, got, want, filled)
 			}
 		}
 	})
@@ -179,7 +179,7 @@ func FuzzMatch(f *testing.F) {
 				t.Fatalf("{%s} = %q", k, v)
 			}
 		}
-		if _, err := runtime.ParsePattern(m.Pattern); err != nil {
+		if _, err := pattern.Parse(m.Pattern); err != nil {
 			t.Fatalf("pattern %q: %v", m.Pattern, err)
 		}
 		q, _ := url.ParseQuery(query)

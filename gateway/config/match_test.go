@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // matchRoutes is the table the matching tests use.
@@ -119,7 +120,7 @@ func TestMatch(t *testing.T) {
 				}
 			} else {
 				got = result{Route: m.Route.Name, Vars: m.Vars(), Pattern: m.Pattern}
-				if _, err := runtime.ParsePattern(m.Pattern); err != nil {
+				if _, err := pattern.Parse(m.Pattern); err != nil {
 					t.Errorf("the pattern does not parse: %v", err)
 				}
 				for k, v := range got.Vars {
@@ -166,7 +167,7 @@ func TestMatchPatternValues(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", v, err)
 		}
-		p, err := runtime.ParsePattern(m.Pattern)
+		p, err := pattern.Parse(m.Pattern)
 		if err != nil {
 			t.Fatalf("%q: pattern %s: %v", v, m.Pattern, err)
 		}

@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/wizardmesh/wizard/gateway/internal/jsonscan"
-	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // AppendMessageJSON appends to dst, as one JSON object, the message
@@ -26,7 +26,7 @@ func (m *Match) AppendMessageJSON(dst []byte, query url.Values, body []byte) ([]
 	p := r.pat.fixedPat
 	if r.pat.fixed == "" {
 		var err error
-		if p, err = runtime.ParsePattern(m.Pattern); err != nil {
+		if p, err = pattern.Parse(m.Pattern); err != nil {
 			return dst, false
 		}
 	}

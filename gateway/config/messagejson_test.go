@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // jsonRoutes has a variable that fills a pattern key, one that does not,
@@ -38,7 +38,7 @@ func messageOf(t testing.TB, m *Match, q url.Values, body []byte) (map[string]an
 }
 
 func patternPairs(t testing.TB, m *Match) map[string]any {
-	p, err := runtime.ParsePattern(m.Pattern)
+	p, err := pattern.Parse(m.Pattern)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // patternTemplate is a parsed pattern template: a wizard pattern whose
@@ -18,7 +18,7 @@ type patternTemplate struct {
 	vars  []string      // the names used, in the order of the template
 	fixed string        // the canonical form when no value holds a variable
 	// fixedPat is fixed parsed, for the messages of its calls.
-	fixedPat runtime.Pattern
+	fixedPat pattern.Pattern
 }
 
 // patternPair is one key of a pattern template and its value: literal
@@ -30,14 +30,14 @@ type patternPair struct {
 }
 
 // placeholder marks a variable in the string given to
-// [runtime.ParsePattern]: a control byte (templates hold none), the
+// [pattern.Parse]: a control byte (templates hold none), the
 // variable's index, and the byte again. It is not a number, not null,
 // and holds nothing the pattern syntax gives a meaning to.
 const placeholder = '\x01'
 
 // parsePattern parses a pattern template: each {name} is replaced by a
 // placeholder, the result must be a valid, non-empty wizard pattern
-// (checked with [runtime.ParsePattern]), and every placeholder must stand
+// (checked with [pattern.Parse]), and every placeholder must stand
 // in a value.
 func parsePattern(src string) (*patternTemplate, error) {
 	fail := func(off int, format string, args ...any) error {
@@ -80,9 +80,9 @@ func parsePattern(src string) (*patternTemplate, error) {
 			i++
 		}
 	}
-	p, err := runtime.ParsePattern(sub.String())
+	p, err := pattern.Parse(sub.String())
 	if err != nil {
-		var pe *runtime.ParseError
+		var pe *pattern.ParseError
 		if errors.As(err, &pe) {
 			return nil, fail(srcOffset(shifts, pe.Pos), "%s", pe.Reason)
 		}
@@ -190,7 +190,7 @@ func (t *patternTemplate) fill(vals []string, idx []int) string {
 }
 
 // writeValue writes v, quoted unless it is a plain word that
-// [runtime.ParsePattern] reads back unchanged.
+// [pattern.Parse] reads back unchanged.
 func writeValue(b *strings.Builder, v []byte) {
 	if !needsQuote(v) {
 		b.Write(v)

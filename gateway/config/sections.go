@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // The defaults of the file's settings (see each field's doc).
@@ -260,7 +260,7 @@ func (v *validator) auth(a *Auth) {
 	if dl := a.Delegate; dl != nil && !dl.broken {
 		if dl.Pattern == "" && !dl.bad["pattern"] {
 			v.add(dl.start, "auth.delegate", "pattern is required")
-		} else if p, err := runtime.ParsePattern(dl.Pattern); err != nil {
+		} else if p, err := pattern.Parse(dl.Pattern); err != nil {
 			v.add(dl.at("pattern"), "auth.delegate.pattern", "%v", strings.TrimPrefix(err.Error(), "wizard: "))
 		} else if p.Len() == 0 || p.HasGlob() || strings.ContainsAny(dl.Pattern, "{}") {
 			v.add(dl.at("pattern"), "auth.delegate.pattern", "want a pattern of fixed values, got %s", strconv.Quote(dl.Pattern))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // conn calls one MicroWizard node: one reader goroutine matches answers
@@ -193,7 +194,7 @@ func requestLine(m *runtime.Message) (line, error) {
 	if err != nil {
 		return l, err
 	}
-	pin, err := runtime.ParsePattern(m.Pattern)
+	pin, err := pattern.Parse(m.Pattern)
 	if err != nil {
 		return l, err
 	}
@@ -201,7 +202,7 @@ func requestLine(m *runtime.Message) (line, error) {
 	if c := metaValue(m.Meta, ":p"); over == "" && pin.HasGlob() && c != "" {
 		// An ActE to a glob pin names the pattern it was made with: sent
 		// as p, as MicroWizard's client sends an actE under a glob pin.
-		if cp, err := runtime.ParsePattern(c); err == nil && !cp.HasGlob() {
+		if cp, err := pattern.Parse(c); err == nil && !cp.HasGlob() {
 			pin = cp
 		}
 	}
@@ -221,7 +222,7 @@ func requestLine(m *runtime.Message) (line, error) {
 		}
 	}
 	if over != "" {
-		op, err := runtime.ParsePattern(over)
+		op, err := pattern.Parse(over)
 		if err != nil {
 			return l, err
 		}
@@ -249,7 +250,7 @@ func requestLine(m *runtime.Message) (line, error) {
 // mwPattern writes p as MicroWizard's pattern strings are: key:value
 // joined by commas, unquoted (its parser takes a value up to the next
 // comma).
-func mwPattern(p runtime.Pattern) string {
+func mwPattern(p pattern.Pattern) string {
 	var b strings.Builder
 	for i, pr := range p.Pairs() {
 		if i > 0 {

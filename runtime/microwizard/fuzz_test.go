@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // FuzzDecodeLine: no line crashes the decoder or what serving and
@@ -41,7 +42,7 @@ func FuzzDecodeLine(f *testing.F) {
 			return
 		}
 		if m, err := requestMessage(l, nil); err == nil {
-			if _, err := runtime.ParsePattern(m.Pattern); err != nil && l.K == kindAct {
+			if _, err := pattern.Parse(m.Pattern); err != nil && l.K == kindAct {
 				t.Fatalf("act's pattern %q does not parse: %v", m.Pattern, err)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // listener serves MicroWizard clients: each connection is read by one
@@ -287,7 +288,7 @@ func requestMessage(in line, s runtime.Server) (*runtime.Message, error) {
 		}
 		m.Pattern, m.Payload = p, in.Args
 	default:
-		pt, err := runtime.ParsePattern(in.P)
+		pt, err := pattern.Parse(in.P)
 		if err != nil {
 			return nil, err
 		}

@@ -3,7 +3,7 @@ package microwizard
 import (
 	"testing"
 
-	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // TestInexactInteger: the integers JavaScript would round are found
@@ -42,6 +42,6 @@ func TestRouteNumber(t *testing.T) {
 }
 
 func runtimeParse(s string) (string, error) {
-	p, err := runtime.ParsePattern(s)
+	p, err := pattern.Parse(s)
 	return p.String(), err
 }

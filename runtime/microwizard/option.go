@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // Option configures a [Transport].
@@ -33,7 +33,7 @@ func WithPeer(addr string, pins ...string) Option {
 		}
 		ps := make([]string, 0, len(pins))
 		for _, p := range pins {
-			pt, err := runtime.ParsePattern(p)
+			pt, err := pattern.Parse(p)
 			if err != nil {
 				return fmt.Errorf("WithPeer(%q): pin %q: %w", addr, p, err)
 			}

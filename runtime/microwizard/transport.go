@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
 )
 
@@ -90,7 +91,7 @@ func (t *Transport) Name() string {
 
 // Discovery returns static discovery of the peers given with [WithPeer],
 // for runtime.WithDiscovery.
-func (t *Transport) Discovery() runtime.Discovery { return runtime.StaticPeers(t.order...) }
+func (t *Transport) Discovery() discovery.Discovery { return runtime.StaticPeers(t.order...) }
 
 // Listen accepts MicroWizard clients on addr and serves their act and
 // actE calls with s.

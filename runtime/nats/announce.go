@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/discovery"
 )
 
 // announcement is what a node publishes on the discovery subject: itself
@@ -67,8 +67,8 @@ func (a announcement) key() string {
 	return "a/" + a.ID + "/" + a.Addr
 }
 
-func (a announcement) peer() runtime.Peer {
-	return runtime.Peer{ID: a.ID, Instance: a.Instance, Addr: a.Addr, Transport: a.Transport, Digest: a.Digest}
+func (a announcement) peer() discovery.Peer {
+	return discovery.Peer{ID: a.ID, Instance: a.Instance, Addr: a.Addr, Transport: a.Transport, Digest: a.Digest}
 }
 
 // members is what a Discovery knows of the other nodes: their last

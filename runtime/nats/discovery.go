@@ -11,7 +11,7 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 
-	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/ratelog"
 )
 
@@ -39,7 +39,7 @@ type Discovery struct {
 
 	mu       sync.Mutex
 	b        *broker
-	host     runtime.DiscoveryHost
+	host     discovery.Host
 	sub      *natsgo.Subscription
 	ms       members
 	started  bool
@@ -52,8 +52,8 @@ type Discovery struct {
 }
 
 var (
-	_ runtime.Discovery     = (*Discovery)(nil)
-	_ runtime.SelfAnnouncer = (*Discovery)(nil)
+	_ discovery.Discovery     = (*Discovery)(nil)
+	_ discovery.SelfAnnouncer = (*Discovery)(nil)
 )
 
 // DiscoveryOption configures a [Discovery] in [NewDiscovery].
@@ -147,7 +147,7 @@ func NewDiscovery(t *Transport, opts ...DiscoveryOption) (*Discovery, error) {
 // announcements, asks the mesh to announce itself and announces the node
 // (unless it listens nowhere: a node that only calls learns the mesh
 // without being announced).
-func (d *Discovery) Start(host runtime.DiscoveryHost) error {
+func (d *Discovery) Start(host discovery.Host) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	switch {
@@ -225,7 +225,7 @@ func (d *Discovery) flushed(since error, op string) error {
 }
 
 // checkAnnounced checks that the node can be announced.
-func checkAnnounced(p runtime.Peer) error {
+func checkAnnounced(p discovery.Peer) error {
 	switch {
 	case len(p.Addr) > maxSubject:
 		return fmt.Errorf("the node's address %q is over %d bytes", p.Addr, maxSubject)

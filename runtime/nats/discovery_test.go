@@ -14,6 +14,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/natstest"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
@@ -70,22 +71,22 @@ func TestDiscoveryMesh(t *testing.T) {
 
 // host records what a Discovery reports.
 type host struct {
-	self runtime.Peer
+	self discovery.Peer
 	mu   sync.Mutex
-	ups  []runtime.Peer
-	down chan runtime.Peer
-	up   chan runtime.Peer
+	ups  []discovery.Peer
+	down chan discovery.Peer
+	up   chan discovery.Peer
 }
 
 func newHost(addr string) *host {
-	return &host{self: runtime.Peer{ID: addr, Instance: addr + "-1", Addr: addr, Transport: "nats"}, down: make(chan runtime.Peer, 16), up: make(chan runtime.Peer, 16)}
+	return &host{self: discovery.Peer{ID: addr, Instance: addr + "-1", Addr: addr, Transport: "nats"}, down: make(chan discovery.Peer, 16), up: make(chan discovery.Peer, 16)}
 }
 
-func (h *host) Self() runtime.Peer { return h.self }
-func (h *host) PeerUp(p runtime.Peer) {
+func (h *host) Self() discovery.Peer { return h.self }
+func (h *host) PeerUp(p discovery.Peer) {
 	h.up <- p
 }
-func (h *host) PeerDown(p runtime.Peer) { h.down <- p }
+func (h *host) PeerDown(p discovery.Peer) { h.down <- p }
 
 // TestDiscoveryKilledNodeDropped: a node that stops announcing without
 // saying it leaves (its process was killed) is reported down once the
@@ -116,7 +117,7 @@ func TestDiscoveryKilledNodeDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := time.Now()
-	want := runtime.Peer{ID: "ghost", Instance: "g-1", Addr: "wizard.node.ghost", Transport: "nats", Digest: "d1"}
+	want := discovery.Peer{ID: "ghost", Instance: "g-1", Addr: "wizard.node.ghost", Transport: "nats", Digest: "d1"}
 	if got := testwait.Recv(t, h.up); got != want {
 		t.Errorf("PeerUp(%+v), want %+v", got, want)
 	}

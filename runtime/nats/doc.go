@@ -54,7 +54,7 @@
 // does a node whose broker connection comes back; a node leaving says so, and one not heard from for the dead-node timeout (5s)
 // is dropped. A node that only calls (no runtime.WithListen) learns the
 // mesh without being announced. runtime/swim stays usable beside it, for
-// the nodes that gossip: runtime.MultiDiscovery runs both on one node,
+// the nodes that gossip: discovery.Multi runs both on one node,
 // which is then found by the nodes that gossip and by those that listen
 // to the broker, and is down only once both say so.
 //

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/natstest"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
@@ -33,7 +34,7 @@ func bothNode(t *testing.T, url string, sw *swim.Discovery, pattern string) (*ru
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := runtime.MultiDiscovery(nd, sw)
+	d, err := discovery.Multi(nd, sw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func bothNode(t *testing.T, url string, sw *swim.Discovery, pattern string) (*ru
 
 // TestSwimBesideNATSDiscovery: nodes on the NATS transport that run
 // gossip (runtime/swim) beside NATS discovery on the same node, through
-// runtime.MultiDiscovery, are found by a node that only gossips and by
+// discovery.Multi, are found by a node that only gossips and by
 // one that only listens to the broker, and call each other. A node that
 // stops announcing on the broker but still gossips stays routed where
 // gossip reaches; when it leaves, both ways of finding it report it gone

@@ -12,6 +12,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 	"github.com/wizardmesh/wizard/runtime/swim"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
@@ -187,15 +188,15 @@ func others(ms []*member, m *member) []*member {
 	return out
 }
 
-// waitGone waits until no node of from routes pattern, and returns how
+// waitGone waits until no node of from routes pat, and returns how
 // long that took.
-func waitGone(t testing.TB, from []*member, pattern string) time.Duration {
+func waitGone(t testing.TB, from []*member, pat string) time.Duration {
 	t.Helper()
-	p := runtime.MustParsePattern(pattern)
+	p := pattern.MustParse(pat)
 	// Out of routing: no longer in Patterns. (A node that crashed here only
 	// stops gossiping, its transport answers: for a few seconds after its
 	// death it would still take calls that no other node can.)
-	return testwait.Within(t, testwait.Guard, pattern+" still routed", func() bool {
+	return testwait.Within(t, testwait.Guard, pat+" still routed", func() bool {
 		for _, m := range from {
 			if routes(m.n, p) {
 				return false

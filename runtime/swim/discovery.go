@@ -18,7 +18,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/ratelog"
 )
 
@@ -42,7 +42,7 @@ type Discovery struct {
 
 	// Set in Start before any goroutine of the Discovery starts, then
 	// fixed.
-	host     runtime.DiscoveryHost
+	host     discovery.Host
 	ml       *memberlist.Memberlist
 	mlConfig *memberlist.Config
 	tr       *transport // nil when WithMemberlistConfig brought another
@@ -68,8 +68,9 @@ type Discovery struct {
 }
 
 var (
-	_ runtime.Discovery     = (*Discovery)(nil)
-	_ runtime.SelfAnnouncer = (*Discovery)(nil)
+	_ discovery.Discovery     = (*Discovery)(nil)
+	_ discovery.SelfAnnouncer = (*Discovery)(nil)
+	_ discovery.Segmented     = (*Discovery)(nil)
 )
 
 // New returns a Discovery configured by opts. It fails on a nil option and
@@ -156,8 +157,8 @@ func splitAdvertise(addr string) (string, int, error) {
 
 // Start joins the node to its cluster: it starts memberlist on the gossip
 // address, then joins the seeds in the background. It implements
-// runtime.Discovery; the node calls it.
-func (d *Discovery) Start(host runtime.DiscoveryHost) error {
+// discovery.Discovery; the node calls it.
+func (d *Discovery) Start(host discovery.Host) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	switch {
@@ -312,7 +313,7 @@ func (d *Discovery) GossipAddr() string {
 // SelfChanged tells the Discovery that the node's pattern set changed; it
 // re-announces the node's meta in the background. It never blocks, and
 // changes in quick succession coalesce into one announcement. It
-// implements runtime.SelfAnnouncer; the node calls it.
+// implements discovery.SelfAnnouncer; the node calls it.
 func (d *Discovery) SelfChanged() {
 	select {
 	case d.announce <- struct{}{}:
@@ -360,7 +361,7 @@ func (d *Discovery) broadcastTimeout() time.Duration {
 }
 
 // encodeSelf is the meta announcing self.
-func (d *Discovery) encodeSelf(self runtime.Peer) ([]byte, error) {
+func (d *Discovery) encodeSelf(self discovery.Peer) ([]byte, error) {
 	return encodeMeta(meta{
 		Protocol:  protocolVersion,
 		Addr:      rpcAddr(self.Addr, d.gossipIP),

@@ -5,7 +5,7 @@
 //
 // # Use
 //
-// A [Discovery] is a runtime.Discovery; hand a new one to each node:
+// A [Discovery] is a discovery.Discovery; hand a new one to each node:
 //
 //	d, err := swim.New(
 //		swim.WithBindAddr("0.0.0.0:7946"),
@@ -41,7 +41,7 @@
 // where to dial it: a member is routed what it answers itself on its own
 // connection, under the id it answers with, and one whose address never
 // answers is dialled ever more slowly and given up after a few minutes
-// (see runtime.DiscoveryHost). A member that leaves, or that memberlist
+// (see discovery.Host). A member that leaves, or that memberlist
 // declares dead, leaves routing on every node at once; a suspect member
 // (it missed probes and has not refuted the suspicion yet) is reported as
 // such and gets no new calls while others serve its patterns.

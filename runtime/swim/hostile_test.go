@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/swim"
@@ -15,11 +16,11 @@ import (
 
 // claimHost is the host side of a gossip member that is no wizard node: it
 // announces whatever self says, and ignores the others.
-type claimHost struct{ self runtime.Peer }
+type claimHost struct{ self discovery.Peer }
 
-func (h claimHost) Self() runtime.Peer    { return h.self }
-func (h claimHost) PeerUp(runtime.Peer)   {}
-func (h claimHost) PeerDown(runtime.Peer) {}
+func (h claimHost) Self() discovery.Peer    { return h.self }
+func (h claimHost) PeerUp(discovery.Peer)   {}
+func (h claimHost) PeerDown(discovery.Peer) {}
 
 type serverFunc func(ctx context.Context, m *runtime.Message) *runtime.Message
 
@@ -56,7 +57,7 @@ func TestHostileMemberGetsNoCalls(t *testing.T) {
 	}
 	t.Cleanup(func() { l.Close() })
 	evil := newDiscovery(t, swim.WithBindAddr("127.0.0.1:0"), swim.WithPreset(swim.Fast), swim.WithSeeds(svc.d.GossipAddr()))
-	if err := evil.Start(claimHost{runtime.Peer{ID: "evil", Instance: "e1", Addr: l.Addr(), Transport: "tcp", Digest: svc.n.Members()[0].Digest}}); err != nil {
+	if err := evil.Start(claimHost{discovery.Peer{ID: "evil", Instance: "e1", Addr: l.Addr(), Transport: "tcp", Digest: svc.n.Members()[0].Digest}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { evil.Close() })

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/swim"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
@@ -57,7 +59,7 @@ func startImpostor(t *testing.T, real *member, id, instance, seed string) *impos
 	t.Cleanup(func() { l.Close() })
 	im.addr = l.Addr()
 	im.d = newDiscovery(t, swim.WithBindAddr("127.0.0.1:0"), swim.WithPreset(swim.Fast), swim.WithSeeds(seed))
-	self := runtime.Peer{ID: id, Instance: instance, Addr: im.addr, Transport: "tcp", Digest: real.n.Members()[0].Digest}
+	self := discovery.Peer{ID: id, Instance: instance, Addr: im.addr, Transport: "tcp", Digest: real.n.Members()[0].Digest}
 	if err := im.d.Start(claimHost{self}); err != nil {
 		t.Fatal(err)
 	}
@@ -66,13 +68,13 @@ func startImpostor(t *testing.T, real *member, id, instance, seed string) *impos
 }
 
 // record returns what n knows of the member at addr, if anything.
-func record(n *runtime.Node, addr string) (runtime.Member, bool) {
+func record(n *runtime.Node, addr string) (introspect.Member, bool) {
 	for _, m := range n.Members() {
 		if m.Addr == addr {
 			return m, true
 		}
 	}
-	return runtime.Member{}, false
+	return introspect.Member{}, false
 }
 
 // impostorCases are the two ways an impostor is announced: under an id of

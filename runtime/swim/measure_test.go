@@ -12,6 +12,8 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/introspect"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 	"github.com/wizardmesh/wizard/runtime/swim"
 )
 
@@ -37,13 +39,13 @@ func clusterSize() int {
 }
 
 // routes says whether n's routing holds pattern p (local or remote).
-func routes(n *runtime.Node, p runtime.Pattern) bool {
-	return slices.ContainsFunc(n.Patterns(), func(i runtime.PatternInfo) bool { return i.Pattern.Equal(p) })
+func routes(n *runtime.Node, p pattern.Pattern) bool {
+	return slices.ContainsFunc(n.Patterns(), func(i introspect.PatternInfo) bool { return i.Pattern.Equal(p) })
 }
 
 // routesTo says whether n routes pattern p to the peer id.
-func routesTo(n *runtime.Node, p runtime.Pattern, id string) bool {
-	return slices.ContainsFunc(n.Patterns(), func(i runtime.PatternInfo) bool {
+func routesTo(n *runtime.Node, p pattern.Pattern, id string) bool {
+	return slices.ContainsFunc(n.Patterns(), func(i introspect.PatternInfo) bool {
 		return i.Pattern.Equal(p) && slices.Contains(i.Remote, id)
 	})
 }
@@ -107,7 +109,7 @@ func TestMeasure(t *testing.T) {
 	var joins []time.Duration
 	for i := range trials {
 		id := fmt.Sprintf("new%d", i)
-		p := runtime.MustParsePattern(patternOf(id))
+		p := pattern.MustParse(patternOf(id))
 		start := time.Now()
 		m := startMember(t, id, swim.WithSeeds(ms[i].d.GossipAddr()))
 		took := untilAll(t, ms, start, func(o *member) bool { return routes(o.n, p) })
@@ -118,7 +120,7 @@ func TestMeasure(t *testing.T) {
 
 	// (d) A replica of ms[0], routed to on every member.
 	var replicas []time.Duration
-	p0 := runtime.MustParsePattern(ms[0].pattern())
+	p0 := pattern.MustParse(ms[0].pattern())
 	for i := range trials {
 		id := fmt.Sprintf("replica%d", i)
 		start := time.Now()
@@ -135,7 +137,7 @@ func TestMeasure(t *testing.T) {
 	for i := range trials {
 		victim := ms[len(ms)-1-i*7]
 		rest := others(ms, victim)
-		p := runtime.MustParsePattern(victim.pattern())
+		p := pattern.MustParse(victim.pattern())
 		start := time.Now()
 		victim.d.Crash()
 		took := untilAll(t, rest, start, func(o *member) bool { return !routes(o.n, p) })

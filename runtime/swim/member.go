@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
-
-	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/discovery"
 )
 
 // memberlist calls its delegates with its own lock held, so they only
@@ -143,7 +142,7 @@ func (q *eventQueue) close() {
 
 // member is one other node as this node reported it.
 type member struct {
-	peer runtime.Peer
+	peer discovery.Peer
 }
 
 // members is the member table runEvents keeps: every other live member,
@@ -199,7 +198,7 @@ func (d *Discovery) memberUp(ms *members, name string, b []byte) {
 		return
 	}
 	id, boot, _ := splitName(name)
-	p := runtime.Peer{ID: id, Instance: boot, Addr: m.Addr, Transport: m.Transport, Digest: m.Digest}
+	p := discovery.Peer{ID: id, Instance: boot, Addr: m.Addr, Transport: m.Transport, Digest: m.Digest}
 	if old := ms.byName[name]; old != nil {
 		p.Suspect = old.peer.Suspect
 		if old.peer == p && ms.owner[p.Addr] == name {

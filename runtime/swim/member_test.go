@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/memberlist"
 
-	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
@@ -22,16 +22,16 @@ import (
 // fakeHost is a DiscoveryHost that records what discovery reports.
 type fakeHost struct {
 	mu     sync.Mutex
-	self   runtime.Peer
+	self   discovery.Peer
 	events chan string
 	log    []string // what await has read from events
 }
 
 func newFakeHost(id, addr string) *fakeHost {
-	return &fakeHost{self: runtime.Peer{ID: id, Addr: addr, Transport: "tcp", Digest: "d-" + id}, events: make(chan string, 1000)}
+	return &fakeHost{self: discovery.Peer{ID: id, Addr: addr, Transport: "tcp", Digest: "d-" + id}, events: make(chan string, 1000)}
 }
 
-func (h *fakeHost) Self() runtime.Peer {
+func (h *fakeHost) Self() discovery.Peer {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.self
@@ -43,7 +43,7 @@ func (h *fakeHost) setDigest(d string) {
 	h.mu.Unlock()
 }
 
-func (h *fakeHost) PeerUp(p runtime.Peer) {
+func (h *fakeHost) PeerUp(p discovery.Peer) {
 	s := fmt.Sprintf("up %s %s %s %s", p.ID, p.Addr, p.Transport, p.Digest)
 	if p.Suspect {
 		s += " suspect"
@@ -51,7 +51,7 @@ func (h *fakeHost) PeerUp(p runtime.Peer) {
 	h.events <- s
 }
 
-func (h *fakeHost) PeerDown(p runtime.Peer) { h.events <- fmt.Sprintf("down %s %s", p.ID, p.Addr) }
+func (h *fakeHost) PeerDown(p discovery.Peer) { h.events <- fmt.Sprintf("down %s %s", p.ID, p.Addr) }
 
 func (h *fakeHost) drain() []string {
 	var out []string
@@ -66,7 +66,7 @@ func (h *fakeHost) drain() []string {
 }
 
 // tableDiscovery is a Discovery for driving the member table directly.
-func tableDiscovery(h runtime.DiscoveryHost) *Discovery {
+func tableDiscovery(h discovery.Host) *Discovery {
 	return &Discovery{name: "self/0", host: h, log: slog.New(slog.DiscardHandler)}
 }
 

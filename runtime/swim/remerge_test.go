@@ -11,9 +11,9 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 	"github.com/wizardmesh/wizard/runtime/swim"
 )
 
@@ -66,7 +66,7 @@ func merged(ms []*member) bool {
 			return false
 		}
 		for _, o := range ms {
-			if o != m && !routesTo(m.n, runtime.MustParsePattern(o.pattern()), o.id) {
+			if o != m && !routesTo(m.n, pattern.MustParse(o.pattern()), o.id) {
 				return false
 			}
 		}

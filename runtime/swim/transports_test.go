@@ -8,6 +8,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/quic"
 	"github.com/wizardmesh/wizard/runtime/swim"
 	"github.com/wizardmesh/wizard/runtime/tcp"
@@ -47,13 +48,13 @@ func TestTCPCallerInQUICMesh(t *testing.T) {
 	}
 	t.Cleanup(func() { cl.Close() })
 
-	quicPeer := func() (runtime.Member, bool) {
+	quicPeer := func() (introspect.Member, bool) {
 		for _, m := range cl.Members() {
 			if m.Addr == srv.Addr() {
 				return m, true
 			}
 		}
-		return runtime.Member{}, false
+		return introspect.Member{}, false
 	}
 	testwait.Until(t, "the caller learns of the QUIC peer", func() bool { _, ok := quicPeer(); return ok })
 	// Gossip reports the peer again when its pattern set changes.

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 )
 
 const inventory = "role:inventory,cmd:get_item"
@@ -67,7 +69,7 @@ func TestDownServerUnavailable(t *testing.T) {
 	t.Log(err)
 	wantSays(t, err, `"cmd:get_item,role:inventory"`, addr, "tcp", "not connected", "connection refused")
 
-	var m runtime.Member
+	var m introspect.Member
 	for _, mm := range cl.Members() {
 		if mm.Addr == addr {
 			m = mm
@@ -121,9 +123,9 @@ func TestNobodyServesNotFound(t *testing.T) {
 // QUIC mesh does to a TCP node.
 type otherTransport struct{ addr string }
 
-func (d otherTransport) Start(h runtime.DiscoveryHost) error {
+func (d otherTransport) Start(h discovery.Host) error {
 	for range 3 { // gossip repeats itself
-		h.PeerUp(runtime.Peer{ID: "inventory-1", Addr: d.addr, Transport: "quic"})
+		h.PeerUp(discovery.Peer{ID: "inventory-1", Addr: d.addr, Transport: "quic"})
 	}
 	return nil
 }
@@ -140,7 +142,7 @@ func TestOtherTransportPeer(t *testing.T) {
 	if n := warnings(logs.String(), "another transport"); n != 1 {
 		t.Errorf("%d warnings of the peer on another transport, want 1:\n%s", n, logs.String())
 	}
-	var got []runtime.Member
+	var got []introspect.Member
 	for _, m := range cl.Members() {
 		if !m.Self {
 			got = append(got, m)

@@ -8,6 +8,7 @@ import (
 
 	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 	"github.com/wizardmesh/wizard/runtime/quic"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
@@ -103,7 +104,7 @@ func waitTargets(ctx context.Context, node *runtime.Node, n int) error {
 	if err := node.WaitFor(ctx, wizardPattern); err != nil {
 		return err
 	}
-	want := runtime.MustParsePattern(wizardPattern)
+	want := pattern.MustParse(wizardPattern)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {

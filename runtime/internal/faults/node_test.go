@@ -19,6 +19,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/lb"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 	"github.com/wizardmesh/wizard/runtime/swim"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
@@ -187,7 +188,7 @@ const balancerEnv = "WIZARD_FAULT_BALANCER"
 
 // withBalancer adds the options balancerEnv asks for.
 func withBalancer(opts []runtime.Option) ([]runtime.Option, error) {
-	ring := runtime.WithBalancer(func(runtime.Pattern) runtime.Balancer { return lb.NewRing[*runtime.Target]() })
+	ring := runtime.WithBalancer(func(pattern.Pattern) runtime.Balancer { return lb.NewRing[*runtime.Target]() })
 	switch v := os.Getenv(balancerEnv); v {
 	case "":
 		return opts, nil

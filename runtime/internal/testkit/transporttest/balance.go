@@ -12,6 +12,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/lb"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // The scenarios of calls spread over replicas: overload, a replica going
@@ -49,12 +50,12 @@ func addrs(nodes []*runtime.Node) []string {
 	return out
 }
 
-// waitTargets waits until n routes pattern to want remote targets,
+// waitTargets waits until n routes pat to want remote targets,
 // failing t after the [testwait.Guard].
-func waitTargets(t testing.TB, n *runtime.Node, pattern string, want int) {
+func waitTargets(t testing.TB, n *runtime.Node, pat string, want int) {
 	t.Helper()
-	p := runtime.MustParsePattern(pattern)
-	testwait.Until(t, fmt.Sprintf("%d targets for %s", want, pattern), func() bool {
+	p := pattern.MustParse(pat)
+	testwait.Until(t, fmt.Sprintf("%d targets for %s", want, pat), func() bool {
 		for _, pi := range n.Patterns() {
 			if pi.Pattern.Equal(p) {
 				return len(pi.Remote) == want
@@ -355,7 +356,7 @@ func (s suite) stickyRouting(t *testing.T) {
 	hold := NewGate(t)
 	defer hold.Open()
 	reps := s.replicas(t, 3, hold)
-	hash := runtime.WithBalancer(func(runtime.Pattern) runtime.Balancer {
+	hash := runtime.WithBalancer(func(pattern.Pattern) runtime.Balancer {
 		b, err := lb.NewConsistentHash(func(t *runtime.Target) string { return t.Addr() }, 100)
 		if err != nil {
 			panic(err) // not with these arguments

@@ -11,6 +11,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testpki"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 )
 
 // The scenarios of node ids bound to certificates: every node of a mutual
@@ -95,13 +96,13 @@ func (f serverFunc) ServeMessage(ctx context.Context, m *runtime.Message) *runti
 }
 
 // memberAt returns what n knows of the member at addr.
-func memberAt(n *runtime.Node, addr string) (runtime.Member, bool) {
+func memberAt(n *runtime.Node, addr string) (introspect.Member, bool) {
 	for _, m := range n.Members() {
 		if m.Addr == addr {
 			return m, true
 		}
 	}
-	return runtime.Member{}, false
+	return introspect.Member{}, false
 }
 
 // waitSettled waits until n has pulled the catalog of the peer at addr

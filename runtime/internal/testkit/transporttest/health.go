@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
 
@@ -18,7 +19,7 @@ type gatedDiscovery struct {
 	closing      chan struct{} // Close was called
 }
 
-func (d *gatedDiscovery) Start(runtime.DiscoveryHost) error {
+func (d *gatedDiscovery) Start(discovery.Host) error {
 	close(d.started)
 	<-d.start.C()
 	return nil

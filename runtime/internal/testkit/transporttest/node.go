@@ -11,6 +11,8 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testpb"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/introspect"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // NewTransport makes a transport whose records go to log (never nil).
@@ -80,10 +82,10 @@ func WaitRoutable(t testing.TB, n *runtime.Node, pattern string) {
 	}
 }
 
-// Routes reports whether n routes exactly pattern (local or remote).
-func Routes(n *runtime.Node, pattern string) bool {
-	p := runtime.MustParsePattern(pattern)
-	return slices.ContainsFunc(n.Patterns(), func(pi runtime.PatternInfo) bool { return pi.Pattern.Equal(p) })
+// Routes reports whether n routes exactly pat (local or remote).
+func Routes(n *runtime.Node, pat string) bool {
+	p := pattern.MustParse(pat)
+	return slices.ContainsFunc(n.Patterns(), func(pi introspect.PatternInfo) bool { return pi.Pattern.Equal(p) })
 }
 
 // MustAdd adds h to n under pattern, failing t on error.

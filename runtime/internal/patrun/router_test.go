@@ -1,4 +1,4 @@
-package runtime
+package patrun
 
 import (
 	"encoding/json"
@@ -20,7 +20,7 @@ func newTestRouter(t testing.TB, ops ...string) *Router[string] {
 	t.Helper()
 	r := NewRouter[string]()
 	for _, op := range ops {
-		p := MustParsePattern(op[1:])
+		p := MustParse(op[1:])
 		switch op[0] {
 		case '+':
 			if err := r.Add(p, p.String()); err != nil {
@@ -252,15 +252,15 @@ func TestRouter_Add_Duplicate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := NewRouter[string]()
-			if err := r.Add(MustParsePattern(tt.first), "first"); err != nil {
+			if err := r.Add(MustParse(tt.first), "first"); err != nil {
 				t.Fatal(err)
 			}
-			err := r.Add(MustParsePattern(tt.same), "second")
+			err := r.Add(MustParse(tt.same), "second")
 			if err == nil || !strings.Contains(err.Error(), "already added") {
 				t.Fatalf("second Add error = %v, want \"already added\"", err)
 			}
-			v, p, ok := r.Find(messageOf(MustParsePattern(tt.first)))
-			if diff := cmp.Diff("first", v); diff != "" || !ok || !p.Equal(MustParsePattern(tt.first)) {
+			v, p, ok := r.Find(messageOf(MustParse(tt.first)))
+			if diff := cmp.Diff("first", v); diff != "" || !ok || !p.Equal(MustParse(tt.first)) {
 				t.Errorf("after a failed Add, Find = %q, %q, %v; want the first value (-want +got):\n%s", v, p, ok, diff)
 			}
 			if diff := cmp.Diff(1, r.Len()); diff != "" {
@@ -302,7 +302,7 @@ func TestRouter_Remove(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newTestRouter(t, tt.ops...)
-			if got := r.Remove(MustParsePattern(tt.remove)); got != tt.want {
+			if got := r.Remove(MustParse(tt.remove)); got != tt.want {
 				t.Errorf("Remove(%q) = %v, want %v", tt.remove, got, tt.want)
 			}
 			if diff := cmp.Diff(tt.list, patternStrings(r.List())); diff != "" {
@@ -313,7 +313,7 @@ func TestRouter_Remove(t *testing.T) {
 			}
 			// The rest still route to themselves.
 			for _, s := range tt.list {
-				p := MustParsePattern(s)
+				p := MustParse(s)
 				if got := found(t, r.FindExact, messageOf(p)); got != s && !p.HasGlob() {
 					t.Errorf("FindExact(%q) = %q", s, got)
 				}
@@ -342,7 +342,7 @@ func TestRouter_Values(t *testing.T) {
 	type handler struct{ id int }
 	r := NewRouter[*handler]()
 	h := &handler{1}
-	if err := r.Add(MustParsePattern("a:1"), h); err != nil {
+	if err := r.Add(MustParse("a:1"), h); err != nil {
 		t.Fatal(err)
 	}
 	if v, _, ok := r.Find(map[string]any{"a": 1}); v != h || !ok {
@@ -359,7 +359,7 @@ func TestRouter_FindPattern(t *testing.T) {
 	r := newTestRouter(t, "+a:1", "+a:1,b:1", "+x:1,y:2,z:3", "+y:2", "+role:x,cmd:*", "+role:x,cmd:get")
 	for _, s := range []string{"a:1", "a:1,b:1", "a:1,b:2", "x:1,y:2", "cmd:get,role:x", "cmd:put,role:x", "z:1", ""} {
 		t.Run(s, func(t *testing.T) {
-			p := MustParsePattern(s)
+			p := MustParse(s)
 			want := found(t, r.Find, messageOf(p))
 			got := noMatch
 			if e := r.findPattern(p); e != nil {
@@ -380,7 +380,7 @@ func TestRouter_Concurrent(t *testing.T) {
 	for w := range 4 {
 		wg.Go(func() {
 			for i := range 200 {
-				p := MustParsePattern(fmt.Sprintf("other:%d,w:%d", i, w))
+				p := MustParse(fmt.Sprintf("other:%d,w:%d", i, w))
 				if err := r.Add(p, p.String()); err != nil {
 					t.Error(err)
 					return
@@ -411,17 +411,17 @@ func BenchmarkRouter_Find(b *testing.B) {
 			// Ten commands per role; every fiftieth role also has a
 			// glob command and every hundredth a catch-all for the role.
 			role, cmd := i/10, i%10
-			if err := r.Add(MustParsePattern(fmt.Sprintf("role:s%d,cmd:c%d", role, cmd)), i); err != nil {
+			if err := r.Add(MustParse(fmt.Sprintf("role:s%d,cmd:c%d", role, cmd)), i); err != nil {
 				b.Fatal(err)
 			}
 		}
 		for role := 0; role < roles; role += 50 {
-			if err := r.Add(MustParsePattern(fmt.Sprintf("role:s%d,cmd:x*", role)), -1); err != nil {
+			if err := r.Add(MustParse(fmt.Sprintf("role:s%d,cmd:x*", role)), -1); err != nil {
 				b.Fatal(err)
 			}
 		}
 		for role := 0; role < roles; role += 100 {
-			if err := r.Add(MustParsePattern(fmt.Sprintf("role:s%d", role)), -2); err != nil {
+			if err := r.Add(MustParse(fmt.Sprintf("role:s%d", role)), -2); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -452,7 +452,7 @@ func BenchmarkRouter_Find(b *testing.B) {
 // router, as they are added and removed.
 func TestRouterRoutesBy(t *testing.T) {
 	r := NewRouter[int]()
-	a, b := MustParsePattern("role:x,cmd:a"), MustParsePattern("role:x,v:*")
+	a, b := MustParse("role:x,cmd:a"), MustParse("role:x,v:*")
 	r.Add(a, 1)
 	r.Add(b, 2)
 	r.Remove(a)

@@ -1,4 +1,4 @@
-package runtime
+package patrun
 
 import (
 	"cmp"
@@ -10,7 +10,7 @@ import (
 )
 
 // Pair is one key:value element of a [Pattern]. Values are always strings;
-// see [ParsePattern] for how numbers and booleans are normalised.
+// see [Parse] for how numbers and booleans are normalised.
 type Pair struct {
 	Key   string
 	Value string
@@ -39,8 +39,8 @@ type ParseError struct {
 // Error names the pattern (its first bytes when it is long: a peer's may
 // be as large as a frame), the offset and the reason.
 func (e *ParseError) Error() string {
-	if len(e.Pattern) <= maxEcho || e.Pos < maxEcho-16 {
-		return fmt.Sprintf("wizard: bad pattern %s at offset %d: %s", quoteClipped(e.Pattern, maxEcho), e.Pos, e.Reason)
+	if len(e.Pattern) <= MaxEcho || e.Pos < MaxEcho-16 {
+		return fmt.Sprintf("wizard: bad pattern %s at offset %d: %s", QuoteClipped(e.Pattern, MaxEcho), e.Pos, e.Reason)
 	}
 	// The offset is past what the message repeats: show what is there.
 	from := clipStart(e.Pattern, e.Pos-16)
@@ -49,18 +49,18 @@ func (e *ParseError) Error() string {
 	if to < len(e.Pattern) {
 		near += "…"
 	}
-	return fmt.Sprintf("wizard: bad pattern %s at offset %d (%s): %s", quoteClipped(e.Pattern, maxEcho), e.Pos, near, e.Reason)
+	return fmt.Sprintf("wizard: bad pattern %s at offset %d (%s): %s", QuoteClipped(e.Pattern, MaxEcho), e.Pos, near, e.Reason)
 }
 
 // The bytes of a pattern, and of a key, that an error message repeats.
 const (
-	maxEcho    = 128
-	maxEchoKey = 64
+	MaxEcho    = 128
+	MaxEchoKey = 64
 )
 
-// quoteClipped quotes s for a message, cut to its first max bytes (at a
+// QuoteClipped quotes s for a message, cut to its first max bytes (at a
 // character boundary) followed by "… (N bytes)" when it is longer.
-func quoteClipped(s string, max int) string {
+func QuoteClipped(s string, max int) string {
 	if len(s) <= max {
 		return strconv.Quote(s)
 	}
@@ -75,7 +75,7 @@ func clipStart(s string, i int) int {
 	return i
 }
 
-// ParsePattern parses a pattern string of the form key:value[,key:value...].
+// Parse parses a pattern string of the form key:value[,key:value...].
 //
 // Whitespace around keys, colons and commas is ignored. A value may be
 // double-quoted to hold ',' ':' or surrounding spaces; inside quotes, \" and
@@ -87,17 +87,17 @@ func clipStart(s string, i int) int {
 // reported as a [*ParseError]. The empty string is the empty pattern.
 //
 // Parsing takes O(n log n) time in the number of keys.
-func ParsePattern(s string) (Pattern, error) { return parsePattern(s, 0) }
+func Parse(s string) (Pattern, error) { return ParseMax(s, 0) }
 
-// parsePattern is [ParsePattern] refusing more than maxKeys keys (those
+// ParseMax is [Parse] refusing more than maxKeys keys (those
 // dropped included) when maxKeys > 0.
-func parsePattern(s string, maxKeys int) (Pattern, error) {
+func ParseMax(s string, maxKeys int) (Pattern, error) {
 	var room [8]keyAt
 	pairs, keys, err := scanPattern(s, room[:0], maxKeys)
 	// A duplicate comes first: the scan would have stopped there, before
 	// anything wrong further on.
 	if dup, ok := firstDuplicate(keys); ok {
-		return Pattern{}, &ParseError{s, dup.pos, "duplicate key " + quoteClipped(dup.key, maxEchoKey)}
+		return Pattern{}, &ParseError{s, dup.pos, "duplicate key " + QuoteClipped(dup.key, MaxEchoKey)}
 	}
 	if err != nil {
 		return Pattern{}, err
@@ -146,9 +146,9 @@ func scanPattern(s string, keys []keyAt, maxKeys int) ([]Pair, []keyAt, *ParseEr
 		i = skipSpace(s, i)
 		if i == len(s) || s[i] != ':' {
 			if i < len(s) && s[i] != ',' {
-				return nil, keys, &ParseError{s, i, fmt.Sprintf("key %s holds a space or quote", quoteClipped(key, maxEchoKey))}
+				return nil, keys, &ParseError{s, i, fmt.Sprintf("key %s holds a space or quote", QuoteClipped(key, MaxEchoKey))}
 			}
-			return nil, keys, &ParseError{s, i, fmt.Sprintf("missing ':' after key %s", quoteClipped(key, maxEchoKey))}
+			return nil, keys, &ParseError{s, i, fmt.Sprintf("missing ':' after key %s", QuoteClipped(key, MaxEchoKey))}
 		}
 		i = skipSpace(s, i+1)
 		var value string
@@ -163,13 +163,13 @@ func scanPattern(s string, keys []keyAt, maxKeys int) ([]Pair, []keyAt, *ParseEr
 			valStart := i
 			for i < len(s) && s[i] != ',' {
 				if s[i] == '"' || s[i] == ':' {
-					return nil, keys, &ParseError{s, i, fmt.Sprintf("unquoted value of %s holds %q; quote the value", quoteClipped(key, maxEchoKey), s[i])}
+					return nil, keys, &ParseError{s, i, fmt.Sprintf("unquoted value of %s holds %q; quote the value", QuoteClipped(key, MaxEchoKey), s[i])}
 				}
 				i++
 			}
 			raw := strings.TrimRight(s[valStart:i], " \t\r\n")
 			if raw == "" {
-				return nil, keys, &ParseError{s, valStart, fmt.Sprintf("missing value for key %s", quoteClipped(key, maxEchoKey))}
+				return nil, keys, &ParseError{s, valStart, fmt.Sprintf("missing value for key %s", QuoteClipped(key, MaxEchoKey))}
 			}
 			if raw == "null" {
 				drop = true
@@ -177,7 +177,7 @@ func scanPattern(s string, keys []keyAt, maxKeys int) ([]Pair, []keyAt, *ParseEr
 			value = normalizeBare(raw)
 		}
 		keys = append(keys, keyAt{key, keyStart})
-		if !drop && !isMetaKey(key) {
+		if !drop && !IsMetaKey(key) {
 			pairs = append(pairs, Pair{key, value})
 		}
 		i = skipSpace(s, i)
@@ -217,10 +217,10 @@ func firstDuplicate(keys []keyAt) (keyAt, bool) {
 	return first, ok
 }
 
-// MustParsePattern is like [ParsePattern] but panics on a malformed pattern.
+// MustParse is like [Parse] but panics on a malformed pattern.
 // It is meant for patterns fixed at compile time.
-func MustParsePattern(s string) Pattern {
-	p, err := ParsePattern(s)
+func MustParse(s string) Pattern {
+	p, err := Parse(s)
 	if err != nil {
 		panic(err)
 	}
@@ -236,7 +236,7 @@ func patternOf(pairs ...Pair) (Pattern, error) {
 		if p.Key == "" || strings.ContainsAny(p.Key, ",:\" \t\r\n") {
 			return Pattern{}, fmt.Errorf("wizard: bad pattern key %q", p.Key)
 		}
-		if isMetaKey(p.Key) {
+		if IsMetaKey(p.Key) {
 			continue
 		}
 		for _, q := range ps {
@@ -246,13 +246,13 @@ func patternOf(pairs ...Pair) (Pattern, error) {
 		}
 		ps = append(ps, p)
 	}
-	return newPattern(ps), nil
+	return New(ps), nil
 }
 
-// newPattern takes ownership of pairs.
-func newPattern(pairs []Pair) Pattern { return newPatternFrom(pairs, "") }
+// New takes ownership of pairs.
+func New(pairs []Pair) Pattern { return newPatternFrom(pairs, "") }
 
-// newPatternFrom is newPattern for pairs parsed from src. The pattern
+// newPatternFrom is New for pairs parsed from src. The pattern
 // holds no string but its canonical form: src when it is canonical, else
 // a copy that its pairs are made to point into. So a pattern costs about
 // its canonical form whatever it was parsed from (a frame, a catalog).
@@ -262,14 +262,14 @@ func newPatternFrom(pairs []Pair, src string) Pattern {
 	}
 	slices.SortFunc(pairs, func(a, b Pair) int { return strings.Compare(a.Key, b.Key) })
 	p := &pattern{pairs: pairs}
-	if b := appendCanonical(nil, pairs); string(b) == src {
+	if b := AppendCanonical(nil, pairs); string(b) == src {
 		p.str = src
 	} else {
 		p.str = string(b)
 		pointInto(pairs, p.str)
 	}
 	for _, pr := range pairs {
-		if isGlob(pr.Value) {
+		if IsGlob(pr.Value) {
 			p.glob = true
 		}
 	}
@@ -370,12 +370,12 @@ func (p Pattern) With(q Pattern) Pattern {
 			out = append(out, pr)
 		}
 	}
-	return newPattern(out)
+	return New(out)
 }
 
-func isMetaKey(k string) bool { return strings.HasSuffix(k, "$") }
+func IsMetaKey(k string) bool { return strings.HasSuffix(k, "$") }
 
-func isGlob(v string) bool { return strings.ContainsAny(v, "*?") }
+func IsGlob(v string) bool { return strings.ContainsAny(v, "*?") }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
@@ -427,8 +427,8 @@ func needsQuote(v string) bool {
 	return false
 }
 
-// appendCanonical writes pairs (sorted) in canonical form.
-func appendCanonical(b []byte, pairs []Pair) []byte {
+// AppendCanonical writes pairs (sorted) in canonical form.
+func AppendCanonical(b []byte, pairs []Pair) []byte {
 	for i, p := range pairs {
 		if i > 0 {
 			b = append(b, ',')

@@ -1,4 +1,4 @@
-package runtime
+package patrun
 
 import (
 	"errors"
@@ -73,9 +73,9 @@ func TestParsePattern(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := ParsePattern(tt.in)
+			p, err := Parse(tt.in)
 			if err != nil {
-				t.Fatalf("ParsePattern(%q): %v", tt.in, err)
+				t.Fatalf("Parse(%q): %v", tt.in, err)
 			}
 			if diff := cmp.Diff(tt.want, p.String()); diff != "" {
 				t.Errorf("String (-want +got):\n%s", diff)
@@ -87,9 +87,9 @@ func TestParsePattern(t *testing.T) {
 				t.Errorf("Len (-want +got):\n%s", diff)
 			}
 			// The canonical form parses back to the same pattern.
-			q, err := ParsePattern(p.String())
+			q, err := Parse(p.String())
 			if err != nil {
-				t.Fatalf("ParsePattern(%q) (canonical): %v", p.String(), err)
+				t.Fatalf("Parse(%q) (canonical): %v", p.String(), err)
 			}
 			if !q.Equal(p) {
 				t.Errorf("canonical %q parses to %q", p.String(), q.String())
@@ -145,10 +145,10 @@ func TestParsePattern_Errors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := ParsePattern(tt.in)
+			p, err := Parse(tt.in)
 			var pe *ParseError
 			if !errors.As(err, &pe) {
-				t.Fatalf("ParsePattern(%q) = %q, %v; want a *ParseError", tt.in, p, err)
+				t.Fatalf("Parse(%q) = %q, %v; want a *ParseError", tt.in, p, err)
 			}
 			if diff := cmp.Diff(tt.in, pe.Pattern); diff != "" {
 				t.Errorf("Pattern (-want +got):\n%s", diff)
@@ -171,7 +171,7 @@ func TestParsePattern_Errors(t *testing.T) {
 
 func TestMustParsePattern(t *testing.T) {
 	t.Run("valid", func(t *testing.T) {
-		if diff := cmp.Diff("a:1,b:2", MustParsePattern("b:2,a:1").String()); diff != "" {
+		if diff := cmp.Diff("a:1,b:2", MustParse("b:2,a:1").String()); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
 	})
@@ -183,8 +183,8 @@ func TestMustParsePattern(t *testing.T) {
 				t.Errorf("recovered %v, want a *ParseError", r)
 			}
 		}()
-		MustParsePattern("a:1,a:2")
-		t.Error("MustParsePattern did not panic")
+		MustParse("a:1,a:2")
+		t.Error("MustParse did not panic")
 	})
 }
 
@@ -230,9 +230,9 @@ func TestPatternOfPairs(t *testing.T) {
 				t.Errorf("String (-want +got):\n%s", diff)
 			}
 			// The canonical form parses back to the same pairs.
-			q, err := ParsePattern(p.String())
+			q, err := Parse(p.String())
 			if err != nil {
-				t.Fatalf("ParsePattern(%q): %v", p.String(), err)
+				t.Fatalf("Parse(%q): %v", p.String(), err)
 			}
 			if diff := cmp.Diff(p.Pairs(), q.Pairs()); diff != "" {
 				t.Errorf("round trip Pairs (-want +got):\n%s", diff)
@@ -256,7 +256,7 @@ func TestPatternOfPairs(t *testing.T) {
 }
 
 func TestPattern_Pairs_Copy(t *testing.T) {
-	p := MustParsePattern("a:1,b:2")
+	p := MustParse("a:1,b:2")
 	ps := p.Pairs()
 	ps[0].Value = "changed"
 	if diff := cmp.Diff([]Pair{{"a", "1"}, {"b", "2"}}, p.Pairs()); diff != "" {
@@ -280,18 +280,18 @@ func TestPattern_With(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, q := MustParsePattern(tt.p), MustParsePattern(tt.q)
+			p, q := MustParse(tt.p), MustParse(tt.q)
 			got := p.With(q)
 			if diff := cmp.Diff(tt.want, got.String()); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(MustParsePattern(tt.want).Pairs(), got.Pairs()); diff != "" {
+			if diff := cmp.Diff(MustParse(tt.want).Pairs(), got.Pairs()); diff != "" {
 				t.Errorf("Pairs (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.p, p.String()); diff != "" {
 				t.Errorf("p changed (-want +got):\n%s", diff)
 			}
-			if got.HasGlob() != MustParsePattern(tt.want).HasGlob() {
+			if got.HasGlob() != MustParse(tt.want).HasGlob() {
 				t.Errorf("HasGlob = %v", got.HasGlob())
 			}
 		})
@@ -299,7 +299,7 @@ func TestPattern_With(t *testing.T) {
 }
 
 func TestPattern_Get(t *testing.T) {
-	p := MustParsePattern(`role:math, cmd:sum, n:1.0, s:"x,y"`)
+	p := MustParse(`role:math, cmd:sum, n:1.0, s:"x,y"`)
 	tests := []struct {
 		name   string
 		p      Pattern
@@ -333,18 +333,18 @@ func TestPattern_Equal(t *testing.T) {
 		p, q Pattern
 		want bool
 	}{
-		{"same text", MustParsePattern("a:1,b:2"), MustParsePattern("a:1,b:2"), true},
-		{"order and spaces", MustParsePattern("a:1,b:2"), MustParsePattern(" b : 2 , a : 1 "), true},
-		{"number forms", MustParsePattern("a:1"), MustParsePattern("a:1.0"), true},
-		{"quoted and bare", MustParsePattern("a:x"), MustParsePattern(`a:"x"`), true},
-		{"quoted number differs", MustParsePattern("a:1.0"), MustParsePattern(`a:"1.0"`), false},
-		{"meta keys ignored", MustParsePattern("a:1"), MustParsePattern("a:1,b$:2"), true},
-		{"null ignored", MustParsePattern("a:1"), MustParsePattern("a:1,b:null"), true},
-		{"subset", MustParsePattern("a:1"), MustParsePattern("a:1,b:2"), false},
-		{"other value", MustParsePattern("a:1"), MustParsePattern("a:2"), false},
-		{"zero and empty", Pattern{}, MustParsePattern(""), true},
-		{"zero and non-empty", Pattern{}, MustParsePattern("a:1"), false},
-		{"from pairs", MustParsePattern("a:1,b:2"), mustPatternOf(t, Pair{"b", "2"}, Pair{"a", "1"}), true},
+		{"same text", MustParse("a:1,b:2"), MustParse("a:1,b:2"), true},
+		{"order and spaces", MustParse("a:1,b:2"), MustParse(" b : 2 , a : 1 "), true},
+		{"number forms", MustParse("a:1"), MustParse("a:1.0"), true},
+		{"quoted and bare", MustParse("a:x"), MustParse(`a:"x"`), true},
+		{"quoted number differs", MustParse("a:1.0"), MustParse(`a:"1.0"`), false},
+		{"meta keys ignored", MustParse("a:1"), MustParse("a:1,b$:2"), true},
+		{"null ignored", MustParse("a:1"), MustParse("a:1,b:null"), true},
+		{"subset", MustParse("a:1"), MustParse("a:1,b:2"), false},
+		{"other value", MustParse("a:1"), MustParse("a:2"), false},
+		{"zero and empty", Pattern{}, MustParse(""), true},
+		{"zero and non-empty", Pattern{}, MustParse("a:1"), false},
+		{"from pairs", MustParse("a:1,b:2"), mustPatternOf(t, Pair{"b", "2"}, Pair{"a", "1"}), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -373,13 +373,13 @@ func TestPattern_HasGlob(t *testing.T) {
 		p    Pattern
 		want bool
 	}{
-		{"star", MustParsePattern("a:*"), true},
-		{"question mark", MustParsePattern("a:x?"), true},
-		{"quoted glob", MustParsePattern(`a:"x*"`), true},
-		{"one of many", MustParsePattern("a:1,b:2*,c:3"), true},
-		{"none", MustParsePattern("a:1,b:2"), false},
+		{"star", MustParse("a:*"), true},
+		{"question mark", MustParse("a:x?"), true},
+		{"quoted glob", MustParse(`a:"x*"`), true},
+		{"one of many", MustParse("a:1,b:2*,c:3"), true},
+		{"none", MustParse("a:1,b:2"), false},
 		{"glob char in key only", mustPatternOf(t, Pair{"a*", "1"}), false},
-		{"empty", MustParsePattern(""), false},
+		{"empty", MustParse(""), false},
 		{"zero", Pattern{}, false},
 	}
 	for _, tt := range tests {
@@ -432,35 +432,35 @@ func FuzzParsePattern(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		p, err := ParsePattern(s)
+		p, err := Parse(s)
 		if err != nil {
 			var pe *ParseError
 			if !errors.As(err, &pe) {
-				t.Fatalf("ParsePattern(%q): %v is not a *ParseError", s, err)
+				t.Fatalf("Parse(%q): %v is not a *ParseError", s, err)
 			}
 			if pe.Pattern != s || pe.Pos < 0 || pe.Pos > len(s) || pe.Reason == "" {
-				t.Fatalf("ParsePattern(%q): bad error %#v", s, pe)
+				t.Fatalf("Parse(%q): bad error %#v", s, pe)
 			}
 			return
 		}
 		pairs := p.Pairs()
 		for i, pr := range pairs {
-			if pr.Key == "" || isMetaKey(pr.Key) || i > 0 && pairs[i-1].Key >= pr.Key {
-				t.Fatalf("ParsePattern(%q): bad pairs %q", s, pairs)
+			if pr.Key == "" || IsMetaKey(pr.Key) || i > 0 && pairs[i-1].Key >= pr.Key {
+				t.Fatalf("Parse(%q): bad pairs %q", s, pairs)
 			}
 		}
-		if p.HasGlob() != slices.ContainsFunc(pairs, func(pr Pair) bool { return isGlob(pr.Value) }) {
-			t.Fatalf("ParsePattern(%q): HasGlob = %v for %q", s, p.HasGlob(), pairs)
+		if p.HasGlob() != slices.ContainsFunc(pairs, func(pr Pair) bool { return IsGlob(pr.Value) }) {
+			t.Fatalf("Parse(%q): HasGlob = %v for %q", s, p.HasGlob(), pairs)
 		}
-		q, err := ParsePattern(p.String())
+		q, err := Parse(p.String())
 		if err != nil {
-			t.Fatalf("ParsePattern(%q) = %q, whose canonical form does not parse: %v", s, p, err)
+			t.Fatalf("Parse(%q) = %q, whose canonical form does not parse: %v", s, p, err)
 		}
 		if !q.Equal(p) {
-			t.Fatalf("ParsePattern(%q) = %q, which parses back to %q", s, p, q)
+			t.Fatalf("Parse(%q) = %q, which parses back to %q", s, p, q)
 		}
 		if diff := cmp.Diff(pairs, q.Pairs()); diff != "" {
-			t.Fatalf("ParsePattern(%q): round trip Pairs (-want +got):\n%s", s, diff)
+			t.Fatalf("Parse(%q): round trip Pairs (-want +got):\n%s", s, diff)
 		}
 		r, err := patternOf(pairs...)
 		if err != nil {

@@ -1,4 +1,4 @@
-package runtime
+package discovery
 
 import (
 	"cmp"
@@ -14,7 +14,7 @@ type multiDiscovery struct {
 	ds []Discovery
 
 	mu      sync.Mutex
-	host    DiscoveryHost
+	host    Host
 	peers   map[string]*multiPeer // by address
 	started int                   // how many of ds started
 }
@@ -25,7 +25,7 @@ type multiPeer struct {
 	sent Peer         // the merged report forwarded last
 }
 
-// MultiDiscovery runs every one of ds for a node, as one [Discovery]: for
+// Multi runs every one of ds for a node, as one [Discovery]: for
 // instance gossip (runtime/swim) among the nodes that can reach each other
 // beside a broker's discovery (runtime/nats) that spans networks. A peer
 // is up while any of them reports it, with the latest non-empty id,
@@ -34,21 +34,24 @@ type multiPeer struct {
 // it has reported it down. Every discovery that announces this node
 // ([SelfAnnouncer]) re-announces when its patterns change. Start fails,
 // closing those started, when one fails; Close closes them all.
-func MultiDiscovery(ds ...Discovery) (Discovery, error) {
+func Multi(ds ...Discovery) (Discovery, error) {
 	if len(ds) == 0 {
-		return nil, errors.New("wizard: MultiDiscovery: no discovery given")
+		return nil, errors.New("wizard: discovery.Multi: no discovery given")
 	}
 	for i, d := range ds {
 		if d == nil {
-			return nil, fmt.Errorf("wizard: MultiDiscovery: discovery %d of %d is nil", i+1, len(ds))
+			return nil, fmt.Errorf("wizard: discovery.Multi: discovery %d of %d is nil", i+1, len(ds))
 		}
 	}
 	return &multiDiscovery{ds: append([]Discovery(nil), ds...), peers: map[string]*multiPeer{}}, nil
 }
 
-var _ SelfAnnouncer = (*multiDiscovery)(nil)
+var (
+	_ Discovery     = (*multiDiscovery)(nil)
+	_ SelfAnnouncer = (*multiDiscovery)(nil)
+)
 
-func (m *multiDiscovery) Start(host DiscoveryHost) error {
+func (m *multiDiscovery) Start(host Host) error {
 	m.mu.Lock()
 	m.host = host
 	m.mu.Unlock()
@@ -57,7 +60,7 @@ func (m *multiDiscovery) Start(host DiscoveryHost) error {
 			for _, s := range m.ds[:i] {
 				_ = s.Close()
 			}
-			return fmt.Errorf("wizard: MultiDiscovery: discovery %d of %d: %w", i+1, len(m.ds), err)
+			return fmt.Errorf("wizard: discovery.Multi: discovery %d of %d: %w", i+1, len(m.ds), err)
 		}
 		m.mu.Lock()
 		m.started = i + 1
@@ -78,7 +81,7 @@ func (m *multiDiscovery) Close() error {
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("wizard: MultiDiscovery: %w", errors.Join(errs...))
+		return fmt.Errorf("wizard: discovery.Multi: %w", errors.Join(errs...))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package runtime
+package patrun
 
 import (
 	"fmt"
@@ -317,7 +317,7 @@ func TestRefOracle_DesignExamples(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var r refRouter
 			for _, s := range tt.patterns {
-				r.add(MustParsePattern(s))
+				r.add(MustParse(s))
 			}
 			got, _ := r.find(tt.msg)
 			if diff := cmp.Diff(tt.want, got.name); diff != "" {

@@ -1,4 +1,4 @@
-package runtime
+package patrun
 
 import (
 	"encoding/json"
@@ -11,10 +11,10 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// routeValue converts a message value to the string it routes by. Only
+// RouteValue converts a message value to the string it routes by. Only
 // scalars route: strings, booleans, integers and floats (and json.Number).
 // nil, maps, slices and structs do not.
-func routeValue(v any) (string, bool) {
+func RouteValue(v any) (string, bool) {
 	switch x := v.(type) {
 	case string:
 		return x, true
@@ -44,7 +44,7 @@ func routeValue(v any) (string, bool) {
 	case uint8:
 		return strconv.FormatUint(uint64(x), 10), true
 	case float64:
-		return formatNumber(x), true
+		return FormatNumber(x), true
 	case float32:
 		return formatNumber32(x), true
 	case json.Number:
@@ -78,7 +78,7 @@ func namedValue(v any) (string, bool) {
 	case reflect.Float32:
 		return formatNumber32(float32(rv.Float())), true
 	case reflect.Float64:
-		return formatNumber(rv.Float()), true
+		return FormatNumber(rv.Float()), true
 	}
 	return "", false
 }
@@ -86,32 +86,32 @@ func namedValue(v any) (string, bool) {
 // normalizeBare normalises an unquoted pattern value: JSON numbers take
 // their JavaScript form, anything else is returned unchanged.
 func normalizeBare(s string) string {
-	switch numberKind(s) {
-	case numInt:
+	switch NumberKind(s) {
+	case NumInt:
 		if s == "-0" {
 			return "0"
 		}
 		return s
-	case numFloat:
+	case NumFloat:
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil && !math.IsInf(f, 0) {
 			return s
 		}
-		return formatNumber(f)
+		return FormatNumber(f)
 	}
 	return s
 }
 
 const (
-	numNone = iota
-	numInt
-	numFloat
+	NumNone = iota
+	NumInt
+	NumFloat
 )
 
-// numberKind classifies s by JSON's number grammar:
+// NumberKind classifies s by JSON's number grammar:
 // -?(0|[1-9]digits)[.digits][(e|E)[+-]digits]. Like JSON, a leading zero
 // followed by a digit is not a number (007 stays the string "007").
-func numberKind(s string) int {
+func NumberKind(s string) int {
 	i := 0
 	if i < len(s) && s[i] == '-' {
 		i++
@@ -121,10 +121,10 @@ func numberKind(s string) int {
 		i++
 	}
 	if i == start || (s[start] == '0' && i-start > 1) {
-		return numNone
+		return NumNone
 	}
 	if i == len(s) {
-		return numInt
+		return NumInt
 	}
 	if s[i] == '.' {
 		i++
@@ -133,7 +133,7 @@ func numberKind(s string) int {
 			i++
 		}
 		if i == fs {
-			return numNone
+			return NumNone
 		}
 	}
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
@@ -146,13 +146,13 @@ func numberKind(s string) int {
 			i++
 		}
 		if i == es {
-			return numNone
+			return NumNone
 		}
 	}
 	if i != len(s) {
-		return numNone
+		return NumNone
 	}
-	return numFloat
+	return NumFloat
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
@@ -161,12 +161,12 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 // float32(0.1) routes as "0.1", like the float64 0.1.
 func formatNumber32(x float32) string {
 	f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
-	return formatNumber(f)
+	return FormatNumber(f)
 }
 
-// formatNumber formats f as JavaScript's Number.prototype.toString does, so
+// FormatNumber formats f as JavaScript's Number.prototype.toString does, so
 // that values sent by Seneca or MicroWizard peers compare equal.
-func formatNumber(f float64) string {
+func FormatNumber(f float64) string {
 	switch {
 	case math.IsNaN(f):
 		return "NaN"
@@ -223,9 +223,9 @@ func formatNumber(f float64) string {
 	return b.String()
 }
 
-// globMatch reports whether s matches glob, where * matches any run of
+// GlobMatch reports whether s matches glob, where * matches any run of
 // characters (including none) and ? exactly one character.
-func globMatch(glob, s string) bool {
+func GlobMatch(glob, s string) bool {
 	gi, si := 0, 0
 	starG, starS := -1, 0
 	for si < len(s) {

@@ -1,4 +1,4 @@
-package runtime
+package patrun
 
 import (
 	"encoding/json"
@@ -83,12 +83,12 @@ func TestRouteValue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := routeValue(tt.in)
+			got, ok := RouteValue(tt.in)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("routeValue(%#v) (-want +got):\n%s", tt.in, diff)
+				t.Errorf("RouteValue(%#v) (-want +got):\n%s", tt.in, diff)
 			}
 			if ok != tt.wantOK {
-				t.Errorf("routeValue(%#v) ok = %v, want %v", tt.in, ok, tt.wantOK)
+				t.Errorf("RouteValue(%#v) ok = %v, want %v", tt.in, ok, tt.wantOK)
 			}
 		})
 	}
@@ -113,11 +113,11 @@ func TestRouteValue_SameAsPattern(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.pattern, func(t *testing.T) {
-			want, _ := MustParsePattern(tt.pattern).Get("a")
+			want, _ := MustParse(tt.pattern).Get("a")
 			for _, v := range tt.values {
-				got, ok := routeValue(v)
+				got, ok := RouteValue(v)
 				if !ok || got != want {
-					t.Errorf("routeValue(%#v) = %q, %v; want %q", v, got, ok, want)
+					t.Errorf("RouteValue(%#v) = %q, %v; want %q", v, got, ok, want)
 				}
 			}
 		})
@@ -167,8 +167,8 @@ func TestFormatNumber(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, formatNumber(tt.in)); diff != "" {
-				t.Errorf("formatNumber(%v) (-want +got):\n%s", tt.in, diff)
+			if diff := cmp.Diff(tt.want, FormatNumber(tt.in)); diff != "" {
+				t.Errorf("FormatNumber(%v) (-want +got):\n%s", tt.in, diff)
 			}
 		})
 	}
@@ -287,8 +287,8 @@ func TestGlobMatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.glob+"~"+tt.s, func(t *testing.T) {
-			if got := globMatch(tt.glob, tt.s); got != tt.want {
-				t.Errorf("globMatch(%q, %q) = %v, want %v", tt.glob, tt.s, got, tt.want)
+			if got := GlobMatch(tt.glob, tt.s); got != tt.want {
+				t.Errorf("GlobMatch(%q, %q) = %v, want %v", tt.glob, tt.s, got, tt.want)
 			}
 		})
 	}

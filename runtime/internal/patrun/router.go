@@ -1,4 +1,4 @@
-package runtime
+package patrun
 
 import (
 	"fmt"
@@ -9,9 +9,10 @@ import (
 )
 
 // Router maps patterns to values and finds the best pattern for a message
-// with Seneca's precedence (see the package documentation, # Precedence).
-// It is the matcher inside [Node], exported so it can be used and tested on
-// its own. A Router is safe for concurrent use.
+// with Seneca's precedence (see package runtime's documentation,
+// # Precedence). It is the matcher inside a runtime Node, exported (as
+// runtime/pattern's Router) so it can be used and tested on its own. A
+// Router is safe for concurrent use.
 //
 // The zero Router is not ready for use; call [NewRouter].
 type Router[V any] struct {
@@ -108,7 +109,7 @@ func (r *Router[V]) Add(p Pattern, v V) error {
 // child returns the node under value v of n's level, creating it for the
 // entry with add order seq.
 func (n *rnode[V]) child(v string, seq uint64) *rnode[V] {
-	if isGlob(v) {
+	if IsGlob(v) {
 		for _, g := range n.globs {
 			if g.glob == v {
 				return g.node
@@ -162,7 +163,7 @@ func (n *rnode[V]) remove(pairs []Pair, seq uint64) {
 	pr := pairs[0]
 	switch {
 	case n.key == pr.Key:
-		if isGlob(pr.Value) {
+		if IsGlob(pr.Value) {
 			i := slices.IndexFunc(n.globs, func(g rglob[V]) bool { return g.glob == pr.Value })
 			c := n.globs[i].node
 			c.remove(pairs[1:], seq)
@@ -224,7 +225,7 @@ func (n *rnode[V]) empty() bool { return n.entry == nil && n.key == "" }
 // (strings, numbers, booleans); keys ending in '$' and nil values are ignored.
 func (r *Router[V]) Find(msg map[string]any) (V, Pattern, bool) {
 	var buf [16]Pair
-	return r.result(r.find(mapPairs(buf[:0], msg), false))
+	return r.result(r.find(MapPairs(buf[:0], msg), false))
 }
 
 // FindExact is like [Router.Find] but returns a pattern only when the walk
@@ -233,7 +234,7 @@ func (r *Router[V]) Find(msg map[string]any) (V, Pattern, bool) {
 // count.
 func (r *Router[V]) FindExact(msg map[string]any) (V, Pattern, bool) {
 	var buf [16]Pair
-	return r.result(r.find(mapPairs(buf[:0], msg), true))
+	return r.result(r.find(MapPairs(buf[:0], msg), true))
 }
 
 func (r *Router[V]) result(e *rentry[V]) (V, Pattern, bool) {
@@ -301,7 +302,7 @@ func (r *Router[V]) find(pairs []Pair, exact bool) *rentry[V] {
 		// hash lookup settles it. Message keys are not checked like pattern
 		// keys ({"a:1,b": 2} prints as a:1,b:2), so compare the pairs too.
 		var buf [256]byte
-		if e := r.exact[string(appendCanonical(buf[:0], pairs))]; e != nil && slices.Equal(e.pattern.pairs(), pairs) {
+		if e := r.exact[string(AppendCanonical(buf[:0], pairs))]; e != nil && slices.Equal(e.pattern.pairs(), pairs) {
 			return e
 		}
 	}
@@ -327,11 +328,11 @@ func (r *Router[V]) walk(pairs []Pair, exact bool) *rentry[V] {
 	for n != nil {
 		var next *rnode[V]
 		if n.key != "" {
-			if val, ok := lookupPair(pairs, n.key); ok {
+			if val, ok := LookupPair(pairs, n.key); ok {
 				next = n.vals[val]
 				if next == nil {
 					for _, g := range n.globs {
-						if globMatch(g.glob, val) {
+						if GlobMatch(g.glob, val) {
 							next = g.node
 							break
 						}
@@ -373,8 +374,8 @@ func (r *Router[V]) walk(pairs []Pair, exact bool) *rentry[V] {
 	return data
 }
 
-// lookupPair finds key in pairs sorted by key.
-func lookupPair(pairs []Pair, key string) (string, bool) {
+// LookupPair finds key in pairs sorted by key.
+func LookupPair(pairs []Pair, key string) (string, bool) {
 	if len(pairs) <= 8 {
 		for _, p := range pairs {
 			if p.Key == key {
@@ -390,22 +391,22 @@ func lookupPair(pairs []Pair, key string) (string, bool) {
 	return pairs[i].Value, true
 }
 
-// mapPairs appends msg's routed pairs to dst, sorted by key.
-func mapPairs(dst []Pair, msg map[string]any) []Pair {
+// MapPairs appends msg's routed pairs to dst, sorted by key.
+func MapPairs(dst []Pair, msg map[string]any) []Pair {
 	for k, v := range msg {
-		if isMetaKey(k) {
+		if IsMetaKey(k) {
 			continue
 		}
-		if s, ok := routeValue(v); ok {
+		if s, ok := RouteValue(v); ok {
 			dst = append(dst, Pair{k, s})
 		}
 	}
-	sortPairs(dst)
+	SortPairs(dst)
 	return dst
 }
 
-// sortPairs sorts pairs by key without allocating.
-func sortPairs(ps []Pair) {
+// SortPairs sorts pairs by key without allocating.
+func SortPairs(ps []Pair) {
 	if len(ps) > 12 {
 		slices.SortFunc(ps, func(a, b Pair) int { return strings.Compare(a.Key, b.Key) })
 		return

@@ -1,4 +1,4 @@
-package runtime
+package patrun
 
 import (
 	"errors"
@@ -33,7 +33,7 @@ func BenchmarkParsePattern(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(s)))
 			for b.Loop() {
-				if _, err := ParsePattern(s); err != nil {
+				if _, err := Parse(s); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -57,7 +57,7 @@ func TestParsePattern_Linear(t *testing.T) {
 		runtime.GC()
 		start := time.Now()
 		for range reps {
-			if _, err := ParsePattern(s); err != nil {
+			if _, err := Parse(s); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -82,7 +82,7 @@ func TestParsePattern_Linear(t *testing.T) {
 
 	// The duplicate found at that size is still the first one.
 	s := big + "," + dup + ":x," + dup + ":y"
-	_, err := ParsePattern(s)
+	_, err := Parse(s)
 	var pe *ParseError
 	if !errors.As(err, &pe) {
 		t.Fatalf("a duplicate key after 64,000 keys: %v, want a *ParseError", err)
@@ -127,20 +127,20 @@ func TestParsePattern_FirstDuplicate(t *testing.T) {
 			}
 			for _, tail := range []string{"", ",", ", :1", ",x"} {
 				s := b.String() + tail
-				_, err := ParsePattern(s)
+				_, err := Parse(s)
 				var pe *ParseError
 				switch {
 				case want < 0 && tail == "":
 					if err != nil {
-						t.Fatalf("ParsePattern(%q): %v, want no error", s, err)
+						t.Fatalf("Parse(%q): %v, want no error", s, err)
 					}
 				case want < 0:
 					if !errors.As(err, &pe) || strings.Contains(pe.Reason, "duplicate") {
-						t.Fatalf("ParsePattern(%q): %v, want the error of the tail %q", s, err, tail)
+						t.Fatalf("Parse(%q): %v, want the error of the tail %q", s, err, tail)
 					}
 				default:
 					if !errors.As(err, &pe) || pe.Pos != want || !strings.Contains(pe.Reason, "duplicate key") {
-						t.Fatalf("ParsePattern(%q): %v, want the duplicate key at %d", s, err, want)
+						t.Fatalf("Parse(%q): %v, want the duplicate key at %d", s, err, want)
 					}
 				}
 			}
@@ -169,20 +169,20 @@ func TestParsePattern_KeepsOnlyCanonical(t *testing.T) {
 		"a:null,b$:1,c:2",
 	} {
 		input := strings.Clone(s)
-		p, err := ParsePattern(input)
+		p, err := Parse(input)
 		if err != nil {
-			t.Fatalf("ParsePattern(%q): %v", s, err)
+			t.Fatalf("Parse(%q): %v", s, err)
 		}
 		str := p.String()
 		if str == input && !within(str, input) {
-			t.Errorf("ParsePattern(%q): a canonical input is copied", s)
+			t.Errorf("Parse(%q): a canonical input is copied", s)
 		}
 		for _, pr := range p.Pairs() {
 			if !within(pr.Key, str) {
-				t.Errorf("ParsePattern(%q): key %q is not in the canonical form", s, pr.Key)
+				t.Errorf("Parse(%q): key %q is not in the canonical form", s, pr.Key)
 			}
 			if !within(pr.Value, str) && (str != input && within(pr.Value, input)) {
-				t.Errorf("ParsePattern(%q): value %q points into the input", s, pr.Value)
+				t.Errorf("Parse(%q): value %q points into the input", s, pr.Value)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package runtime
+package discovery
 
 import (
 	"errors"
@@ -11,13 +11,13 @@ import (
 
 // fakeDiscovery keeps the host it is started with.
 type fakeDiscovery struct {
-	host     DiscoveryHost
+	host     Host
 	startErr error
 	closed   int
 	changed  int
 }
 
-func (f *fakeDiscovery) Start(h DiscoveryHost) error {
+func (f *fakeDiscovery) Start(h Host) error {
 	if f.startErr != nil {
 		return f.startErr
 	}
@@ -30,10 +30,10 @@ func (f *fakeDiscovery) Close() error { f.closed++; return nil }
 func (f *fakeDiscovery) SelfChanged() { f.changed++ }
 
 // quietDiscovery announces nothing (no SelfChanged).
-type quietDiscovery struct{ host DiscoveryHost }
+type quietDiscovery struct{ host Host }
 
-func (q *quietDiscovery) Start(h DiscoveryHost) error { q.host = h; return nil }
-func (q *quietDiscovery) Close() error                { return nil }
+func (q *quietDiscovery) Start(h Host) error { q.host = h; return nil }
+func (q *quietDiscovery) Close() error       { return nil }
 
 // recordingHost records what a discovery reports.
 type recordingHost struct {
@@ -67,14 +67,14 @@ func (h *recordingHost) take() []string {
 	return ev
 }
 
-// TestMultiDiscovery: the node sees the union of what its discoveries
+// TestMulti: the node sees the union of what its discoveries
 // report: a peer is up while one reports it, its fields merged, suspect
 // only when every one suspects it, down once every one that reported it
 // said it left; unchanged reports are not forwarded; SelfChanged reaches
 // the discoveries that announce the node; Close closes them all.
-func TestMultiDiscovery(t *testing.T) {
+func TestMulti(t *testing.T) {
 	a, b := &fakeDiscovery{}, &quietDiscovery{}
-	d, err := MultiDiscovery(a, b)
+	d, err := Multi(a, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestMultiDiscovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := a.host.Self().ID; got != "self" {
-		t.Errorf("Self().ID = %q through MultiDiscovery, want self", got)
+		t.Errorf("Self().ID = %q through Multi, want self", got)
 	}
 	steps := []struct {
 		name string
@@ -120,23 +120,23 @@ func TestMultiDiscovery(t *testing.T) {
 	}
 }
 
-// TestMultiDiscoveryErrors: MultiDiscovery refuses no discovery and a nil
+// TestMultiErrors: Multi refuses no discovery and a nil
 // one, naming it; a Start that fails closes those started and names the
 // one that failed.
-func TestMultiDiscoveryErrors(t *testing.T) {
-	if _, err := MultiDiscovery(); err == nil || !strings.Contains(err.Error(), "wizard: MultiDiscovery: no discovery given") {
-		t.Errorf("MultiDiscovery(): %v", err)
+func TestMultiErrors(t *testing.T) {
+	if _, err := Multi(); err == nil || !strings.Contains(err.Error(), "wizard: discovery.Multi: no discovery given") {
+		t.Errorf("Multi(): %v", err)
 	}
-	if _, err := MultiDiscovery(&fakeDiscovery{}, nil); err == nil || !strings.Contains(err.Error(), "discovery 2 of 2 is nil") {
-		t.Errorf("MultiDiscovery(d, nil): %v", err)
+	if _, err := Multi(&fakeDiscovery{}, nil); err == nil || !strings.Contains(err.Error(), "discovery 2 of 2 is nil") {
+		t.Errorf("Multi(d, nil): %v", err)
 	}
 	first, boom := &fakeDiscovery{}, errors.New("boom")
-	d, err := MultiDiscovery(first, &fakeDiscovery{startErr: boom})
+	d, err := Multi(first, &fakeDiscovery{startErr: boom})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = d.Start(&recordingHost{})
-	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "wizard: MultiDiscovery: discovery 2 of 2: boom") {
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "wizard: discovery.Multi: discovery 2 of 2: boom") {
 		t.Errorf("Start: %v; want discovery 2's error, named", err)
 	}
 	if first.closed != 1 {
