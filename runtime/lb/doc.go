@@ -2,9 +2,12 @@
 //
 // A balancer chooses, among the targets that serve a pattern, the one a
 // call goes to. Every balancer here implements [Balancer] over any
-// comparable target type, so a runtime can balance over its own peer type:
+// comparable target type, so a runtime can balance over its own peer type.
+// A node's default is none of them: it is the runtime's latency-aware power
+// of two choices (see runtime.WithBalancer); these are the alternatives a
+// node takes with WithBalancer:
 //
-//   - [Ring], the default: MicroWizard's weighted round robin over a
+//   - [Ring]: MicroWizard's weighted round robin over a
 //     linked ring, the weight an execution counter (the same target is
 //     picked weight times in a row). Pick and Remove are O(1).
 //   - [Random]: uniform, or proportional to weight.

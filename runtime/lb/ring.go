@@ -6,7 +6,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime/internal/ring"
 )
 
-// Ring is the MicroWizard ring, wizard's default balancer: round robin
+// Ring is the MicroWizard ring (MicroWizard's default balancer): round robin
 // over a linked ring of targets, each target's weight an execution
 // counter. The target under the cursor is picked weight times in a row,
 // then the cursor moves on; targets with weights 2 and 1 are picked A, A,

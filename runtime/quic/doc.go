@@ -23,8 +23,8 @@
 // wizard wire format exactly as a TCP connection does (handshake, then
 // request, response, cancel, ping and goaway frames, written by one
 // goroutine that coalesces them), so a call costs no stream setup:
-// opening a stream per call measured about ten times slower than
-// coalesced TCP. Calls fill the streams in order ([WithStreamFill]): a
+// opening a stream per call costs a stream's setup and its flow-control
+// state on every call, and its frames share no writes. Calls fill the streams in order ([WithStreamFill]): a
 // call takes the first stream with fewer than 64 calls in flight, so that
 // the frames of many calls share each write and each QUIC packet (which
 // costs a system call, encryption and acknowledgements), and the next

@@ -34,10 +34,10 @@ import (
 // before hands its reading over.
 //
 // Only streams that are a net.Conn (TCP and TLS connections) serve
-// inline. A QUIC stream does not: its lone calls measured slower inline
-// (bench/ compare, one caller, medians of three paired runs: p50 53.7 µs
-// against 31.3 µs through a worker), its reads and writes going through
-// the QUIC connection's own goroutine anyway.
+// inline. A QUIC stream does not: its reads and writes go through the
+// QUIC connection's own goroutine anyway, so serving inline saves no
+// hand-off and holds up the stream's reader (bench/'s one-caller QUIC
+// rows show it).
 //
 // Requests that come together are served inline too, one after another,
 // while handlers are fast: handing each to a worker and its answer to

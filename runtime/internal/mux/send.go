@@ -11,9 +11,9 @@ import (
 // hand-off on every call a lone caller makes. A call is lone when it and
 // the loneCalls calls before it found no other call waiting for an answer:
 // where calls overlap, the writer does better, coalescing requests that
-// come together into one write (callers writing their own, when they
-// found none waiting, made the p50 of 16 callers longer, about 1.1x: the
-// first of a round of calls left alone). The caller never waits on
+// come together into one write (callers writing their own whenever they
+// found none waiting would leave the first of each round of calls alone
+// in its write). The caller never waits on
 // the socket, so that its context still bounds it: it writes what the
 // kernel takes at once (see tryWriter), and when the kernel takes less the
 // rest goes to the head of the queue, for the writer goroutine, which
