@@ -430,6 +430,10 @@ func (r *request) serve(w *worker) *request {
 	}
 	resp := s.call(r)
 	r.cancel(context.Canceled) // the handler has returned
+	// The caller's share counts the request as answered before the answer
+	// can reach it: a caller that sends its next call on receipt must find
+	// its part of the budget free again.
+	s.releaseShare()
 	id := r.frame.ID
 
 	var buf *[]byte
@@ -496,7 +500,7 @@ func (r *request) serve(w *worker) *request {
 		c.writeDirect(buf)
 	}
 	s.release(r)
-	s.done()
+	s.handlers.Done()
 	return next
 }
 
@@ -540,13 +544,19 @@ func (s *server) startWaiting(turn bool) {
 	}
 }
 
-// done retires a request taken from the client: answered, or dropped
-// with the connection before it started.
+// done retires a request taken from the client and dropped with the
+// connection before it started; serve retires an answered one in the
+// same two steps, the share's first.
 func (s *server) done() {
+	s.releaseShare()
+	s.handlers.Done()
+}
+
+// releaseShare gives the request's part of the caller's share back.
+func (s *server) releaseShare() {
 	if sh := s.c.opts.Share; sh != nil {
 		sh.release()
 	}
-	s.handlers.Done()
 }
 
 // call runs the handler, turning a panic or a frame of the wrong type into
