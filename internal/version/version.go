@@ -33,7 +33,7 @@ type Info struct {
 
 // Read returns the release and what the Go toolchain embedded in the
 // running binary: the commit, its time and whether the work tree had
-// changes (empty when built outside a checkout or with -buildvcs=false),
+// changes (empty under go run, outside a checkout or with -buildvcs=false),
 // and the Go version.
 func Read() Info {
 	v := Info{Module: Module, Version: Release, Go: "unknown"}
@@ -63,7 +63,7 @@ func Read() Info {
 func (v Info) Write(w io.Writer, program string) {
 	fmt.Fprintf(w, "%s %s\n", program, v.Version)
 	if v.Commit == "" {
-		fmt.Fprintf(w, "commit unknown (built outside a checkout, or with -buildvcs=false)\n")
+		fmt.Fprintf(w, "commit unknown (go run, a build outside a checkout, or -buildvcs=false)\n")
 	} else {
 		mod := ""
 		if v.Modified {

@@ -41,7 +41,7 @@ func TestWrite(t *testing.T) {
 		{"commit", Info{Version: "v0.4.0", Commit: "abc", Time: "2026-12-02T00:25:46Z", Modified: true, Go: "go1.26.8"},
 			"prog v0.4.0\ncommit abc (modified), 2026-12-02T00:25:46Z\ngo     go1.26.8\n"},
 		{"no commit", Info{Version: "v0.4.0", Go: "go1.26.8"},
-			"prog v0.4.0\ncommit unknown (built outside a checkout, or with -buildvcs=false)\ngo     go1.26.8\n"},
+			"prog v0.4.0\ncommit unknown (go run, a build outside a checkout, or -buildvcs=false)\ngo     go1.26.8\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var b strings.Builder
