@@ -68,7 +68,7 @@ func (t *memTransport) Listen(addr string, s runtime.Server) (runtime.Listener, 
 	}
 	ctx, kill := context.WithCancel(context.Background())
 	l := &memListener{net: n, addr: addr, s: s, ctx: ctx, kill: kill, conns: map[*memConn]struct{}{}}
-	if lim, ok := s.(interface{ MaxInFlight() int }); ok && lim.MaxInFlight() > 0 {
+	if lim, ok := s.(runtime.InFlightLimiter); ok && lim.MaxInFlight() > 0 {
 		l.share = lim.MaxInFlight() - (lim.MaxInFlight()+7)/8
 	}
 	n.listeners[addr] = l

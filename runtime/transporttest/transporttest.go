@@ -30,8 +30,8 @@
 //     goaway that [runtime.GoAwayConn] reports), the transport logs a
 //     record, at any level, whose message contains "going away": the
 //     scenarios of a shutdown wait for it.
-//   - A listener shares a node's in-flight limit (the Server's
-//     MaxInFlight, see [runtime.WithMaxInFlight]) among its busy
+//   - A listener shares a node's in-flight limit (the Server is a
+//     [runtime.InFlightLimiter]; see [runtime.WithMaxInFlight]) among its busy
 //     connections, and refuses a call beyond its connection's part at
 //     once, with a reply of [runtime.CodeResourceExhausted] and
 //     [runtime.FlagRefused], so that one flooding caller does not starve
