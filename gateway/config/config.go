@@ -110,6 +110,11 @@ type TLS struct {
 	// (mutual TLS); in server.tls, a client certificate is then
 	// required. Optional for server.tls, required for mesh.tls.
 	CAFile string `yaml:"ca_file"`
+	// ServerName, in mesh.tls only, is the name peers' certificates are
+	// verified against instead of the host dialled: for a mesh whose
+	// members share a certificate name but not their addresses, such as
+	// Kubernetes pods. Optional.
+	ServerName string `yaml:"server_name"`
 
 	node
 }

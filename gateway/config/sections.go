@@ -145,6 +145,9 @@ func (v *validator) tls(t *TLS, where string, needCA bool) {
 	if needCA && t.CAFile == "" && !t.bad["ca_file"] {
 		v.add(t.start, where, "ca_file is required (the CA of the mesh's certificates)")
 	}
+	if !needCA && t.has("server_name") {
+		v.add(t.at("server_name"), where, "server_name applies to mesh.tls only (the name the mesh's peers are verified against)")
+	}
 }
 
 func (v *validator) mesh(m *Mesh) {
