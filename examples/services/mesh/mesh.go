@@ -24,9 +24,9 @@ import (
 
 // Flags are the discovery flags of one command.
 type Flags struct {
-	peers, gossip, seeds, dns, preset, gossipKeyFile *string
-	tls                                              tlsFlags
-	swim                                             *swim.Discovery
+	peers, gossip, advertise, seeds, dns, preset, gossipKeyFile *string
+	tls                                                         tlsFlags
+	swim                                                        *swim.Discovery
 }
 
 // AddFlags registers the flags on fs. peersDefault is -peers' default
@@ -35,6 +35,7 @@ func AddFlags(fs *flag.FlagSet, peersDefault string) *Flags {
 	return &Flags{
 		peers:         fs.String("peers", peersDefault, "comma-separated transport addresses of nodes to call, without gossip"),
 		gossip:        fs.String("gossip", "", `gossip bind address ("127.0.0.1:0" picks a port): join a mesh by SWIM gossip instead of -peers`),
+		advertise:     fs.String("gossip-advertise", "", `the gossip address other members reach this node at, "ip" or "ip:port", when -gossip binds every interface (a pod: its IP; default: the first private address)`),
 		seeds:         fs.String("seeds", "", "comma-separated gossip addresses of mesh members to join (with -gossip; none: the first member)"),
 		dns:           fs.String("dns", "", `comma-separated DNS names whose records list mesh members to join (with -gossip): "name[:port]" for A/AAAA records, "_gossip._udp.name" for SRV, such as a Kubernetes headless service`),
 		preset:        fs.String("preset", "fast", "gossip timings: fast (single host, tests) or lan"),
@@ -52,6 +53,8 @@ func (f *Flags) Option(log *slog.Logger) (runtime.Option, error) {
 			return nil, fmt.Errorf("-seeds needs -gossip")
 		case *f.dns != "":
 			return nil, fmt.Errorf("-dns needs -gossip")
+		case *f.advertise != "":
+			return nil, fmt.Errorf("-gossip-advertise needs -gossip")
 		case *f.gossipKeyFile != "":
 			return nil, fmt.Errorf("-gossip-key-file needs -gossip")
 		}
@@ -71,6 +74,9 @@ func (f *Flags) Option(log *slog.Logger) (runtime.Option, error) {
 	opts := []swim.Option{swim.WithBindAddr(*f.gossip), swim.WithPreset(preset), swim.WithLogger(log)}
 	if *f.seeds != "" {
 		opts = append(opts, swim.WithSeeds(strings.Split(*f.seeds, ",")...))
+	}
+	if *f.advertise != "" {
+		opts = append(opts, swim.WithAdvertiseAddr(*f.advertise))
 	}
 	if *f.dns != "" {
 		opts = append(opts, swim.WithDNSSeeds(strings.Split(*f.dns, ",")...))
