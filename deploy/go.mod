@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/wizardmesh/wizard => ../
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/wizardmesh/wizard v0.0.0-00010101000000-000000000000
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
