@@ -1,5 +1,5 @@
-# mathserver: the example math service, as a static binary in an empty image
-# (no shell, no libc), run as a non-root user. Build it from the
+# mathserver: the example math service, as a static binary in an empty
+# image (no shell, no libc), run as a non-root user. Build it from the
 # repository's root (docs/kubernetes.md):
 #
 #	docker build -f deploy/images/mathserver.Dockerfile -t mathserver .

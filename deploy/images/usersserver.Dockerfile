@@ -1,6 +1,7 @@
-# usersserver: the example users service, which calls the math service, as a static binary in an empty image
-# (no shell, no libc), run as a non-root user. Build it from the
-# repository's root (docs/kubernetes.md):
+# usersserver: the example users service, which calls the math service,
+# as a static binary in an empty image (no shell, no libc), run as a
+# non-root user. Build it from the repository's root
+# (docs/kubernetes.md):
 #
 #	docker build -f deploy/images/usersserver.Dockerfile -t usersserver .
 #

@@ -1,6 +1,6 @@
-# wizard-gateway: HTTP and WebSocket into a wizard mesh, as a static binary in an empty image
-# (no shell, no libc), run as a non-root user. Build it from the
-# repository's root (docs/kubernetes.md):
+# wizard-gateway: HTTP and WebSocket into a wizard mesh, as a static
+# binary in an empty image (no shell, no libc), run as a non-root user.
+# Build it from the repository's root (docs/kubernetes.md):
 #
 #	docker build -f deploy/images/wizard-gateway.Dockerfile -t wizard-gateway .
 #

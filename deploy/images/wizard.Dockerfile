@@ -1,6 +1,7 @@
-# wizard: the command-line client of a wizard mesh (act, call, members, patterns, health), as a static binary in an empty image
-# (no shell, no libc), run as a non-root user. Build it from the
-# repository's root (docs/kubernetes.md):
+# wizard: the command-line client of a wizard mesh (act, members,
+# patterns, health), as a static binary in an empty image (no shell, no
+# libc), run as a non-root user. Build it from the repository's root
+# (docs/kubernetes.md):
 #
 #	docker build -f deploy/images/wizard.Dockerfile -t wizard .
 #
