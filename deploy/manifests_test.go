@@ -336,8 +336,12 @@ func checkPodSpec(t *testing.T, o *objects, d *appsv1.Deployment) {
 		t.Errorf("livenessProbe on %s, want /healthz", p.HTTPGet.Path)
 	}
 	volumes := mountedFiles(t, o, spec, c)
+	image := imageName(c.Image)
+	if _, err := os.Stat(filepath.Join("images", image+".Dockerfile")); err != nil {
+		t.Errorf("image %s: no images/%s.Dockerfile", c.Image, image)
+	}
 	var drain time.Duration
-	switch image := imageName(c.Image); image {
+	switch image {
 	case "wizard-gateway":
 		cfg := gatewayConfig(t, o, c, volumes)
 		drain = cfg.Server.ShutdownGrace + gatewayNodeDrain
@@ -345,6 +349,9 @@ func checkPodSpec(t *testing.T, o *objects, d *appsv1.Deployment) {
 			checkFile(t, volumes, "the gateway's configuration", f)
 		}
 		checkDNSSeeds(t, o, cfg.Mesh.DNS)
+		if !fromPodIP(c, "WIZARD_GATEWAY_GOSSIP_ADVERTISE") {
+			t.Error("the gateway does not advertise its pod's IP for gossip (WIZARD_GATEWAY_GOSSIP_ADVERTISE from status.podIP)")
+		}
 	case "mathserver", "usersserver":
 		drain = mesh.DrainTimeout
 		args := flagArgs(c.Args)
@@ -352,6 +359,9 @@ func checkPodSpec(t *testing.T, o *objects, d *appsv1.Deployment) {
 			checkFile(t, volumes, "-"+f, args[f])
 		}
 		checkDNSSeeds(t, o, strings.Split(args["dns"], ","))
+		if v, ok := strings.CutPrefix(args["gossip-advertise"], "$("); !ok || !fromPodIP(c, strings.TrimSuffix(v, ")")) {
+			t.Errorf("-gossip-advertise=%s is not the pod's IP (a variable from status.podIP)", args["gossip-advertise"])
+		}
 		if p := c.ReadinessProbe; p != nil && p.HTTPGet != nil {
 			port, _ := containerPort(c, p.HTTPGet.Port, corev1.ProtocolTCP)
 			if want := fmt.Sprintf(":%d", port); args["health-addr"] != want {
@@ -374,6 +384,14 @@ func checkPodSpec(t *testing.T, o *objects, d *appsv1.Deployment) {
 	if preStop+drain > grace {
 		t.Errorf("terminationGracePeriodSeconds %v is shorter than the preStop sleep %v and the drain %v", grace, preStop, drain)
 	}
+}
+
+// fromPodIP reports whether the container's environment variable name
+// is the pod's IP, from the downward API.
+func fromPodIP(c corev1.Container, name string) bool {
+	return slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == name && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP"
+	})
 }
 
 // flagArgs maps a container's "-name=value" arguments by name.

@@ -28,6 +28,9 @@ func applyMeshFlags(m *config.Mesh, f *flags) {
 	if f.gossip != "" {
 		m.GossipListen = f.gossip
 	}
+	if f.advertise != "" {
+		m.GossipAdvertise = f.advertise
+	}
 	if f.seeds != "" {
 		m.Seeds = splitList(f.seeds)
 	}
@@ -117,6 +120,9 @@ func gossipOf(m config.Mesh, log *slog.Logger) (*swim.Discovery, error) {
 	opts := []swim.Option{swim.WithLogger(log), swim.WithPreset(swim.LAN)}
 	if m.GossipListen != "" {
 		opts = append(opts, swim.WithBindAddr(m.GossipListen))
+	}
+	if m.GossipAdvertise != "" {
+		opts = append(opts, swim.WithAdvertiseAddr(m.GossipAdvertise))
 	}
 	if len(m.Seeds) > 0 {
 		opts = append(opts, swim.WithSeeds(m.Seeds...))

@@ -369,6 +369,16 @@ routes:
 			},
 		},
 		{
+			name: "gossip advertise",
+			src: `mesh: {gossip_advertise: pod-ip}
+routes:
+  - {method: GET, path: "/a", pattern: "role:a"}
+`,
+			want: []string{
+				`gateway.yaml:1:26: mesh.gossip_advertise: "pod-ip": want an IP address, or ip:port`,
+			},
+		},
+		{
 			name: "cors websocket",
 			src: `cors: {origins: ["*", "https://a.example.com/x"], credentials: true, headers: ["X Y"]}
 websocket: {path: "/api/{x}", ping_interval: 1m}
