@@ -1,7 +1,7 @@
 # wizard — common tasks. `make help` lists them.
 GO ?= go
 
-.PHONY: help demo test race fuzz bench bench-short long faults faults-short compare lint ci docs
+.PHONY: help demo test race fuzz bench bench-short long faults faults-short compare deploy lint ci docs
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
@@ -32,6 +32,9 @@ faults-short: ## the fault suite, short form (about 3 minutes); writes FAULT_REP
 
 compare: ## the side-by-side comparison vs gRPC-go, HTTP/1.1 and a raw TCP floor (bench/, a few minutes)
 	$(MAKE) -C bench compare
+
+deploy: ## the deploy module: the images' binaries static, the images built with buildah (as root, where it runs), the Kubernetes manifests decoded strictly (deploy/)
+	cd deploy && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 docs: ## compile or run every code block of README.md, CONTRIBUTING.md and docs/, follow their links (internal/doccheck)
 	$(GO) test -count=1 ./internal/doccheck/

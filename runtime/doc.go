@@ -257,7 +257,8 @@
 // health answer is outside the in-flight accounting: a node over its
 // [WithMaxInFlight] limit is still serving. Patterns with sys:wizard are
 // the node's own ([CatalogPattern], [HealthPattern]); [Node.Add] refuses
-// them.
+// them. Package runtime/health serves the same states to HTTP probes
+// (Kubernetes' readiness and liveness).
 package runtime
 
 // Where things are, one concept per file. Patterns, their values and the

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wizardmesh/wizard/gateway/config"
 )
 
 // TestCheckConfigServing: check-config fails, naming the section, on a
@@ -75,4 +77,21 @@ func writeCert(t *testing.T, dir string) {
 	}
 	os.WriteFile(filepath.Join(dir, "cert.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
 	os.WriteFile(filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o600)
+}
+
+// TestMeshTLSServerName: mesh.tls.server_name is the name the gateway's
+// node verifies its peers' certificates against; without it, the host
+// dialled.
+func TestMeshTLSServerName(t *testing.T) {
+	dir := t.TempDir()
+	writeCert(t, dir)
+	for _, name := range []string{"", "wizard-mesh"} {
+		_, client, err := meshTLS(&config.TLS{CertFile: filepath.Join(dir, "cert.pem"), KeyFile: filepath.Join(dir, "key.pem"), CAFile: filepath.Join(dir, "cert.pem"), ServerName: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if client.ServerName != name {
+			t.Errorf("server_name %q: the client's ServerName is %q", name, client.ServerName)
+		}
+	}
 }

@@ -26,6 +26,7 @@ type flags struct {
 	transport  string
 	listenMesh string
 	gossip     string
+	advertise  string
 	seeds      string
 	peers      string
 	gossipKey  string
@@ -51,6 +52,7 @@ func (f *flags) defs() []flagDef {
 		{"transport", "", "NAME", "the mesh transport: " + transportname.Names() + " (default: mesh.transport's, tcp)", &f.transport, ""},
 		{"listen-mesh", "", "ADDR", "the address the gateway's node listens on for the mesh (default: mesh.listen's, :0)", &f.listenMesh, ""},
 		{"gossip", "", "ADDR", "the gossip (SWIM) bind address (default: mesh.gossip_listen's, 0.0.0.0:7946)", &f.gossip, ""},
+		{"gossip-advertise", "", "IP", "the gossip address other members reach the gateway at, ip or ip:port (default: mesh.gossip_advertise's, else the first private address; a pod: its IP)", &f.advertise, ""},
 		{"seeds", "", "ADDRS", "comma-separated gossip addresses of mesh members to join (default: mesh.seeds)", &f.seeds, ""},
 		{"peers", "", "ADDRS", "comma-separated transport addresses of static peers, without gossip (default: mesh.peers)", &f.peers, ""},
 		{"descriptors", "", "FILE", "a FileDescriptorSet (buf build -o FILE) of protobuf types to answer as JSON; the types of services added with their methods are learnt from the services themselves", &f.descriptor, ""},

@@ -238,9 +238,9 @@ func processRestart(was, now *config.Config) []string {
 func meshOf(m *config.Mesh) string {
 	tls := ""
 	if m.TLS != nil {
-		tls = m.TLS.CertFile + "\x00" + m.TLS.KeyFile + "\x00" + m.TLS.CAFile
+		tls = m.TLS.CertFile + "\x00" + m.TLS.KeyFile + "\x00" + m.TLS.CAFile + "\x00" + m.TLS.ServerName
 	}
-	return fmt.Sprintf("%#v", []any{m.Transport, m.Listen, m.GossipListen, m.Seeds, m.DNS, m.Peers, m.GossipKey, m.GossipKeyFile, m.Segment, tls, m.Insecure})
+	return fmt.Sprintf("%#v", []any{m.Transport, m.Listen, m.GossipListen, m.GossipAdvertise, m.Seeds, m.DNS, m.Peers, m.GossipKey, m.GossipKeyFile, m.Segment, tls, m.Insecure})
 }
 
 // listenAddr is server.listen with the --ip and --port flags over it.

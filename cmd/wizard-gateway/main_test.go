@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/wizardmesh/wizard/gateway/config"
 	"github.com/wizardmesh/wizard/internal/version"
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/tcp"
@@ -108,6 +109,25 @@ func TestFlagsFromEnv(t *testing.T) {
 	g.parse([]string{"--config=x.yaml", "--port", "1"}, func(k string) string { return env[k] }, io.Discard)
 	if g.config != "x.yaml" || g.port != "1" {
 		t.Errorf("long forms: %+v", g)
+	}
+}
+
+// TestGossipAdvertiseFromEnv: a pod's IP, given in the environment as
+// Kubernetes' downward API does, becomes the advertised gossip address
+// over the file's.
+func TestGossipAdvertiseFromEnv(t *testing.T) {
+	env := map[string]string{"WIZARD_GATEWAY_GOSSIP_ADVERTISE": "10.1.2.3"}
+	var f flags
+	if err := f.parse(nil, func(k string) string { return env[k] }, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	m := config.Mesh{GossipAdvertise: "10.9.9.9"}
+	applyMeshFlags(&m, &f)
+	if m.GossipAdvertise != "10.1.2.3" {
+		t.Errorf("mesh.gossip_advertise = %q, want the environment's 10.1.2.3", m.GossipAdvertise)
+	}
+	if _, err := gossipOf(m, nil); err != nil {
+		t.Errorf("gossip with the advertised address: %v", err)
 	}
 }
 

@@ -28,6 +28,9 @@ func applyMeshFlags(m *config.Mesh, f *flags) {
 	if f.gossip != "" {
 		m.GossipListen = f.gossip
 	}
+	if f.advertise != "" {
+		m.GossipAdvertise = f.advertise
+	}
 	if f.seeds != "" {
 		m.Seeds = splitList(f.seeds)
 	}
@@ -93,7 +96,8 @@ func transportOf(m config.Mesh, log *slog.Logger) (runtime.Transport, error) {
 }
 
 // meshTLS is mutual TLS with the mesh's CA: the gateway's certificate
-// for both sides, peers verified against the CA.
+// for both sides, peers verified against the CA (and, when set, against
+// server_name instead of the host dialled).
 func meshTLS(t *config.TLS) (server, client *tls.Config, err error) {
 	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 	if err != nil {
@@ -108,7 +112,7 @@ func meshTLS(t *config.TLS) (server, client *tls.Config, err error) {
 		return nil, nil, fmt.Errorf("%s holds no PEM certificate", t.CAFile)
 	}
 	server = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13}
-	client = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS13}
+	client = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: t.ServerName, MinVersion: tls.VersionTLS13}
 	return server, client, nil
 }
 
@@ -116,6 +120,9 @@ func gossipOf(m config.Mesh, log *slog.Logger) (*swim.Discovery, error) {
 	opts := []swim.Option{swim.WithLogger(log), swim.WithPreset(swim.LAN)}
 	if m.GossipListen != "" {
 		opts = append(opts, swim.WithBindAddr(m.GossipListen))
+	}
+	if m.GossipAdvertise != "" {
+		opts = append(opts, swim.WithAdvertiseAddr(m.GossipAdvertise))
 	}
 	if len(m.Seeds) > 0 {
 		opts = append(opts, swim.WithSeeds(m.Seeds...))

@@ -110,6 +110,11 @@ type TLS struct {
 	// (mutual TLS); in server.tls, a client certificate is then
 	// required. Optional for server.tls, required for mesh.tls.
 	CAFile string `yaml:"ca_file"`
+	// ServerName, in mesh.tls only, is the name peers' certificates are
+	// verified against instead of the host dialled: for a mesh whose
+	// members share a certificate name but not their addresses, such as
+	// Kubernetes pods. Optional.
+	ServerName string `yaml:"server_name"`
 
 	node
 }
@@ -124,6 +129,11 @@ type Mesh struct {
 	// GossipListen is the gossip (SWIM) address; "0.0.0.0:7946" by
 	// default, swim's.
 	GossipListen string `yaml:"gossip_listen"`
+	// GossipAdvertise is the gossip address other members reach the
+	// gateway at, "ip" or "ip:port", when GossipListen binds every
+	// interface; by default the first private address of an interface
+	// (a Kubernetes pod sets its IP, through the environment).
+	GossipAdvertise string `yaml:"gossip_advertise"`
 	// Seeds are gossip addresses of members to join ("host:port", or a
 	// host for port 7946).
 	Seeds []string `yaml:"seeds"`

@@ -343,7 +343,7 @@ routes:
 			src: `server:
   listen: "localhost:80"
   max_body: 0B
-  tls: {cert_file: a.crt}
+  tls: {cert_file: a.crt, server_name: gw}
   write_timeout: 1s
 mesh:
   transport: udp
@@ -358,6 +358,7 @@ routes:
 			want: []string{
 				"gateway.yaml:3:13: server.max_body: must be positive",
 				"gateway.yaml:4:8: server.tls: key_file is required",
+				"gateway.yaml:4:40: server.tls: server_name applies to mesh.tls only (the name the mesh's peers are verified against)",
 				"gateway.yaml:5:18: server.write_timeout: 1s is shorter than the max_timeout 10s of the route at line 14: its replies would be cut",
 				"gateway.yaml:7:14: mesh.transport: want tcp or quic, got \"udp\"",
 				"gateway.yaml:8:18: mesh.seeds[1]: \"b:x\": bad port \"x\"",
@@ -365,6 +366,16 @@ routes:
 				"gateway.yaml:9:11: mesh.peers[0]: \"p\": want host:port",
 				"gateway.yaml:11:20: mesh: gossip_key and gossip_key_file exclude each other; give one",
 				"gateway.yaml:12:8: mesh.tls: ca_file is required (the CA of the mesh's certificates)",
+			},
+		},
+		{
+			name: "gossip advertise",
+			src: `mesh: {gossip_advertise: pod-ip}
+routes:
+  - {method: GET, path: "/a", pattern: "role:a"}
+`,
+			want: []string{
+				`gateway.yaml:1:26: mesh.gossip_advertise: "pod-ip": want an IP address, or ip:port`,
 			},
 		},
 		{

@@ -90,6 +90,21 @@ func (v *validator) hostPort(n *node, where, key, addr string) {
 	}
 }
 
+// checkAdvertise checks an advertised address, "ip" or "ip:port".
+func checkAdvertise(addr string) string {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		if reason := checkHostPort(addr, true); reason != "" {
+			return reason
+		}
+		host = h
+	}
+	if net.ParseIP(host) == nil {
+		return "want an IP address, or ip:port"
+	}
+	return ""
+}
+
 // checkHostPort checks "host:port"; the host may be empty (every
 // interface) unless needHost.
 func checkHostPort(addr string, needHost bool) string {
@@ -145,6 +160,9 @@ func (v *validator) tls(t *TLS, where string, needCA bool) {
 	if needCA && t.CAFile == "" && !t.bad["ca_file"] {
 		v.add(t.start, where, "ca_file is required (the CA of the mesh's certificates)")
 	}
+	if !needCA && t.has("server_name") {
+		v.add(t.at("server_name"), where, "server_name applies to mesh.tls only (the name the mesh's peers are verified against)")
+	}
 }
 
 func (v *validator) mesh(m *Mesh) {
@@ -163,6 +181,11 @@ func (v *validator) mesh(m *Mesh) {
 		m.GossipListen = "0.0.0.0:7946"
 	} else {
 		v.hostPort(&m.node, "mesh", "gossip_listen", m.GossipListen)
+	}
+	if m.has("gossip_advertise") {
+		if reason := checkAdvertise(m.GossipAdvertise); reason != "" {
+			v.add(m.at("gossip_advertise"), "mesh.gossip_advertise", "%s: %s", strconv.Quote(m.GossipAdvertise), reason)
+		}
 	}
 	for i, s := range m.Seeds {
 		if reason := checkSeed(s); reason != "" {

@@ -30,6 +30,12 @@
 //     under .ci/. Other programs must be in [otherCommands].
 //   - text: not checked (output, diagrams).
 //
+// <!-- doccheck: excerpt FILE --> before a block, of any language, checks
+// instead that its lines appear together, in order, in FILE (relative to
+// the root): a part of a file that other tests check, such as a
+// Kubernetes manifest under deploy/kubernetes, which the deploy module
+// decodes strictly ([Checker.CheckExcerpt]).
+//
 // <!-- doccheck: skip REASON --> before a block leaves it unchecked, with
 // the reason in the test log.
 //

@@ -61,6 +61,12 @@ func checkBlock(t *testing.T, c *Checker, b Block) {
 		t.Logf("%s: not checked: %s", b, reason)
 		return
 	}
+	if file, ok := b.excerpt(); ok {
+		if err := c.CheckExcerpt(b, file); err != nil {
+			t.Error(err)
+		}
+		return
+	}
 	var err error
 	switch b.Lang {
 	case "go":

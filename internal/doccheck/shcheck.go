@@ -16,6 +16,7 @@ import (
 var otherCommands = map[string]bool{
 	"buf": true, "curl": true, "npx": true, "npm": true, "echo": true, "export": true,
 	"git": true, "gofmt": true, "benchstat": true, "node": true, "nats-server": true, "kill": true,
+	"docker": true, "buildah": true, "kubectl": true, "openssl": true,
 }
 
 // CheckShell checks that each command of a sh block, or of each "$ " line

@@ -31,11 +31,12 @@ func main() {
 }
 
 func run(discovery *mesh.Flags, kind string) error {
-	// No logger: the caller's errors are its output. quic: a throwaway
-	// self-signed certificate and no verification, for development.
-	t, err := transportname.New(kind, transportname.Config{SelfSigned: true})
+	// No logger: the caller's errors are its output. quic without the
+	// TLS flags: a throwaway self-signed certificate and no verification,
+	// for development.
+	t, err := discovery.Transport(kind, nil)
 	if err != nil {
-		return fmt.Errorf("-transport: %w", err)
+		return err
 	}
 	o, err := discovery.Option(nil)
 	if err != nil {

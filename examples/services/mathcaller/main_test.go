@@ -6,11 +6,13 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -36,6 +38,26 @@ func TestProcesses(t *testing.T) {
 		t.Run(kind, func(t *testing.T) { twoProcesses(t, ctx, dir, kind) })
 	}
 	t.Run("server logs", func(t *testing.T) { serverLogs(t, ctx, dir) })
+	t.Run("probes and SIGTERM", func(t *testing.T) { probesAndSIGTERM(t, ctx, dir) })
+	// As the Kubernetes manifests run them: mutual TLS with one
+	// certificate name for every member, encrypted gossip, seeds from a
+	// DNS name.
+	t.Run("mesh with TLS and keys", func(t *testing.T) {
+		sec := writeSecrets(t)
+		flags := []string{"-gossip", "127.0.0.1:0", "-gossip-key-file", sec.key,
+			"-tls-cert", sec.cert, "-tls-key", sec.certKey, "-tls-ca", sec.ca, "-tls-server-name", "wizard-mesh"}
+		_, seed := start(t, ctx, dir, "usersserver", append([]string{"-listen", "127.0.0.1:0"}, flags...)...)
+		_, port, _ := net.SplitHostPort(seed)
+		dns := []string{"-dns", "localhost:" + port}
+		start(t, ctx, dir, "mathserver", append(append([]string{"-listen", "127.0.0.1:0"}, flags...), dns...)...)
+		out, err := exec.CommandContext(ctx, filepath.Join(dir, "mathcaller"), append(flags, dns...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("mathcaller: %v\n%s", err, out)
+		}
+		if string(out) != wantOutput {
+			t.Errorf("mathcaller printed:\n%s\nwant:\n%s", out, wantOutput)
+		}
+	})
 	// Three processes in a gossip mesh: the users service is the seed, the
 	// math service joins through it, and the caller, given only the seed's
 	// gossip address, finds the math service in the mesh.
@@ -56,7 +78,7 @@ const wantOutput = "sum(1, 2, 3.5) = 6.5\nproduct(2, 3, 7) = 42\ndivide(1, 0) ->
 
 // start runs one of the built commands until the test ends and returns
 // the transport and gossip addresses from its first line
-// ("NAME: serving N patterns on KIND ADDR[, gossip GOSSIP]").
+// ("NAME: serving N patterns on KIND ADDR[, gossip GOSSIP][, health HEALTH]").
 func start(t *testing.T, ctx context.Context, dir, name string, args ...string) (addr, gossip string) {
 	t.Helper()
 	return startTo(t, ctx, nil, dir, name, args...)
@@ -82,9 +104,58 @@ func startTo(t *testing.T, ctx context.Context, stderr io.Writer, dir, name stri
 	if err != nil {
 		t.Fatalf("reading %s's addresses: %v", name, err)
 	}
-	before, after, _ := strings.Cut(strings.TrimSpace(line), ", gossip ")
+	a := parseFirstLine(line)
+	return a.addr, a.gossip
+}
+
+// addrs are the addresses a server's first line gives.
+type addrs struct{ addr, gossip, health string }
+
+func parseFirstLine(line string) addrs {
+	line, health, _ := strings.Cut(strings.TrimSpace(line), ", health ")
+	before, gossip, _ := strings.Cut(line, ", gossip ")
 	fields := strings.Fields(before)
-	return fields[len(fields)-1], after
+	return addrs{fields[len(fields)-1], gossip, health}
+}
+
+// probesAndSIGTERM: a server with -health-addr answers its probes, and
+// SIGTERM, what Kubernetes sends a pod, shuts it down gracefully: it
+// exits 0.
+func probesAndSIGTERM(t *testing.T, ctx context.Context, dir string) {
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "mathserver"), "-listen", "127.0.0.1:0", "-health-addr", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading mathserver's addresses: %v", err)
+	}
+	health := parseFirstLine(line).health
+	if health == "" {
+		t.Fatalf("mathserver's first line names no health address: %q", line)
+	}
+	for _, path := range []string{"/readyz", "/healthz"} {
+		res, err := http.Get("http://" + health + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || string(body) != `{"status":"serving"}`+"\n" {
+			t.Errorf("GET %s = %d %q, want 200 serving", path, res.StatusCode, body)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("mathserver after SIGTERM: %v, want exit 0", err)
+	}
 }
 
 func twoProcesses(t *testing.T, ctx context.Context, dir, kind string) {

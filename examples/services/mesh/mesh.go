@@ -1,11 +1,14 @@
 // Package mesh gives the example commands their discovery flags — either
-// -peers (static addresses, no gossip) or -gossip and -seeds (SWIM gossip
-// through runtime/swim, the caller learning every service's address from
-// the mesh) — and Serve, the main of a command that serves.
+// -peers (static addresses, no gossip) or -gossip with -seeds or -dns
+// (SWIM gossip through runtime/swim, the caller learning every service's
+// address from the mesh) — their TLS and gossip-key flags, and Serve, the
+// main of a command that serves.
 package mesh
 
 import (
 	"context"
+	"encoding/base64"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -13,7 +16,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/wizardmesh/wizard/internal/transportname"
 	"github.com/wizardmesh/wizard/runtime"
@@ -22,18 +24,23 @@ import (
 
 // Flags are the discovery flags of one command.
 type Flags struct {
-	peers, gossip, seeds, preset *string
-	swim                         *swim.Discovery
+	peers, gossip, advertise, seeds, dns, preset, gossipKeyFile *string
+	tls                                                         tlsFlags
+	swim                                                        *swim.Discovery
 }
 
 // AddFlags registers the flags on fs. peersDefault is -peers' default
 // ("" for a command that serves and needs no peers).
 func AddFlags(fs *flag.FlagSet, peersDefault string) *Flags {
 	return &Flags{
-		peers:  fs.String("peers", peersDefault, "comma-separated transport addresses of nodes to call, without gossip"),
-		gossip: fs.String("gossip", "", `gossip bind address ("127.0.0.1:0" picks a port): join a mesh by SWIM gossip instead of -peers`),
-		seeds:  fs.String("seeds", "", "comma-separated gossip addresses of mesh members to join (with -gossip; none: the first member)"),
-		preset: fs.String("preset", "fast", "gossip timings: fast (single host, tests) or lan"),
+		peers:         fs.String("peers", peersDefault, "comma-separated transport addresses of nodes to call, without gossip"),
+		gossip:        fs.String("gossip", "", `gossip bind address ("127.0.0.1:0" picks a port): join a mesh by SWIM gossip instead of -peers`),
+		advertise:     fs.String("gossip-advertise", "", `the gossip address other members reach this node at, "ip" or "ip:port", when -gossip binds every interface (a pod: its IP; default: the first private address)`),
+		seeds:         fs.String("seeds", "", "comma-separated gossip addresses of mesh members to join (with -gossip; none: the first member)"),
+		dns:           fs.String("dns", "", `comma-separated DNS names whose records list mesh members to join (with -gossip): "name[:port]" for A/AAAA records, "_gossip._udp.name" for SRV, such as a Kubernetes headless service`),
+		preset:        fs.String("preset", "fast", "gossip timings: fast (single host, tests) or lan"),
+		gossipKeyFile: fs.String("gossip-key-file", "", "a file holding the base64 gossip key (16, 24 or 32 bytes): gossip encrypted, as an address other than loopback needs"),
+		tls:           addTLSFlags(fs),
 	}
 }
 
@@ -41,8 +48,15 @@ func AddFlags(fs *flag.FlagSet, peersDefault string) *Flags {
 // none. Gossip logs to log (nil: nowhere).
 func (f *Flags) Option(log *slog.Logger) (runtime.Option, error) {
 	if *f.gossip == "" {
-		if *f.seeds != "" {
+		switch {
+		case *f.seeds != "":
 			return nil, fmt.Errorf("-seeds needs -gossip")
+		case *f.dns != "":
+			return nil, fmt.Errorf("-dns needs -gossip")
+		case *f.advertise != "":
+			return nil, fmt.Errorf("-gossip-advertise needs -gossip")
+		case *f.gossipKeyFile != "":
+			return nil, fmt.Errorf("-gossip-key-file needs -gossip")
 		}
 		if *f.peers == "" {
 			return nil, nil
@@ -61,6 +75,19 @@ func (f *Flags) Option(log *slog.Logger) (runtime.Option, error) {
 	if *f.seeds != "" {
 		opts = append(opts, swim.WithSeeds(strings.Split(*f.seeds, ",")...))
 	}
+	if *f.advertise != "" {
+		opts = append(opts, swim.WithAdvertiseAddr(*f.advertise))
+	}
+	if *f.dns != "" {
+		opts = append(opts, swim.WithDNSSeeds(strings.Split(*f.dns, ",")...))
+	}
+	if *f.gossipKeyFile != "" {
+		key, err := readKey(*f.gossipKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("-gossip-key-file: %w", err)
+		}
+		opts = append(opts, swim.WithKeys(key))
+	}
 	d, err := swim.New(opts...)
 	if err != nil {
 		return nil, err
@@ -78,28 +105,61 @@ func (f *Flags) Describe() string {
 	return ", gossip " + f.swim.GossipAddr()
 }
 
+// Transport makes the transport kind names ("tcp" or "quic"), with the
+// mutual TLS the flags ask for. Without TLS flags, quic serves a
+// throwaway self-signed certificate and verifies none: for development.
+func (f *Flags) Transport(kind string, log *slog.Logger) (runtime.Transport, error) {
+	server, client, err := f.tls.configs()
+	if err != nil {
+		return nil, err
+	}
+	t, err := transportname.New(kind, transportname.Config{Logger: log, ServerTLS: server, ClientTLS: client, SelfSigned: server == nil})
+	if err != nil {
+		return nil, fmt.Errorf("-transport: %w", err)
+	}
+	return t, nil
+}
+
+// readKey reads a base64 gossip key from file.
+func readKey(file string) ([]byte, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: not base64 (a 16, 24 or 32-byte key, e.g. from: head -c32 /dev/urandom | base64)", file)
+	}
+	return key, nil
+}
+
 // Serve is the main of a command that serves: it parses the command line
-// (-listen, -transport and the discovery flags), starts a node, lets
-// register add the service, prints "NAME: serving N patterns on KIND
-// ADDR[, gossip ADDR]", serves until interrupted, then shuts down
-// gracefully (leaves the mesh, goaway, drain). The node, its transport and
-// gossip log warnings and errors to the standard error (a panic in a
-// handler, a peer lost, a connection refused for a limit).
+// (-listen, -transport, -health-addr and the discovery flags), starts a
+// node, lets register add the service, prints "NAME: serving N patterns
+// on KIND ADDR[, gossip ADDR][, health ADDR]", serves until SIGINT or
+// SIGTERM, then shuts down gracefully (leaves the mesh, goaway, drain
+// for up to [DrainTimeout]). The node, its transport and gossip log
+// warnings and errors to the standard error (a panic in a handler, a peer
+// lost, a connection refused for a limit).
 //
-// The examples serve plain TCP and gossip without keys, which the
+// With -health-addr it serves the node's probes there (runtime/health):
+// /readyz answers 503 from the moment the shutdown begins, /healthz 200
+// until the process exits.
+//
+// Without -tls-cert, -tls-key and -tls-ca the examples serve plain TCP,
+// and without -gossip-key-file they gossip without keys, which the
 // transport and gossip allow on loopback addresses only: -listen and
-// -gossip on another address fail, saying what to set.
+// -gossip on another address fail then, saying what to set.
 func Serve(name, defaultListen string, register func(*runtime.Node) error) error {
 	listen := flag.String("listen", defaultListen, "address to serve on (port 0 picks one)")
 	kind := flag.String("transport", "tcp", "transport: "+transportname.Names())
+	healthAddr := flag.String("health-addr", "", `address to serve the readiness and liveness probes on, /readyz and /healthz (":8081"; none by default)`)
 	discovery := AddFlags(flag.CommandLine, "")
 	flag.Parse()
 	log := Logger()
-	// quic: a development setup, a throwaway self-signed certificate and
-	// no verification; production sets quic.WithServerTLS/WithClientTLS.
-	t, err := transportname.New(*kind, transportname.Config{Logger: log, SelfSigned: true})
+	t, err := discovery.Transport(*kind, log)
 	if err != nil {
-		return fmt.Errorf("-transport: %w", err)
+		return err
 	}
 	opts := []runtime.Option{runtime.WithTransport(t), runtime.WithListen(*listen), runtime.WithLogger(log)}
 	if o, err := discovery.Option(log); err != nil {
@@ -115,13 +175,19 @@ func Serve(name, defaultListen string, register func(*runtime.Node) error) error
 		node.Close()
 		return err
 	}
-	fmt.Printf("%s: serving %d patterns on %s %s%s\n", name, len(node.Patterns()), *kind, node.Addr(), discovery.Describe())
+	probes, err := serveHealth(*healthAddr, node)
+	if err != nil {
+		node.Close()
+		return err
+	}
+	fmt.Printf("%s: serving %d patterns on %s %s%s%s\n", name, len(node.Patterns()), *kind, node.Addr(), discovery.Describe(), probes.describe())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	shutdown, cancel := context.WithTimeout(context.Background(), DrainTimeout)
 	defer cancel()
-	return node.Shutdown(shutdown)
+	err = node.Shutdown(shutdown)
+	return errors.Join(err, probes.close())
 }
 
 // Logger returns the servers' logger: warnings and errors, as text, to
