@@ -180,9 +180,11 @@ func Serve(name, defaultListen string, register func(*runtime.Node) error) error
 		node.Close()
 		return err
 	}
-	fmt.Printf("%s: serving %d patterns on %s %s%s%s\n", name, len(node.Patterns()), *kind, node.Addr(), discovery.Describe(), probes.describe())
+	// Signals are caught before the line that says the service is up, so
+	// that a SIGTERM sent as soon as it is read shuts it down gracefully.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	fmt.Printf("%s: serving %d patterns on %s %s%s%s\n", name, len(node.Patterns()), *kind, node.Addr(), discovery.Describe(), probes.describe())
 	<-ctx.Done()
 	shutdown, cancel := context.WithTimeout(context.Background(), DrainTimeout)
 	defer cancel()
