@@ -31,3 +31,9 @@ func DecodeCredit(b []byte) (uint32, error) {
 	}
 	return uint32(n), nil
 }
+
+// InitialWindow is the credit each side of a stream holds for its data
+// when the stream opens, in bytes, before any stream-credit frame: the
+// protocol's constant, not sent. A receiver that wants a larger window
+// grants the difference with a stream-credit frame at once.
+const InitialWindow = 256 << 10
