@@ -42,6 +42,7 @@ type server struct {
 	// Guarded by c.mu.
 	inflight map[uint64]*request      // taken: running, or pending
 	streams  map[uint64]*ServerStream // open streams, their handlers running (serverstream.go)
+	nstreams int                      // of those, the ones not ending yet: at most MaxStreams
 	running  int                      // of those, with a handler running (at most MaxInFlight; see takeSlot)
 	pending  []*request               // the others, in the order they came
 	waiting  int                      // bytes the pending requests hold (see requestCost)

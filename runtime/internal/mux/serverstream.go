@@ -116,7 +116,7 @@ func (s *server) openStream(f *wire.Frame) error {
 	switch {
 	case c.opts.ServeStream == nil:
 		code, msg = codeUnimplemented, "wizard: this server serves no streams"
-	case len(s.streams) >= c.opts.MaxStreams:
+	case s.nstreams >= c.opts.MaxStreams:
 		code, msg = codeResourceExhausted, "wizard: too many streams on this connection"
 	case c.opts.Share != nil && !c.opts.Share.take():
 		code, msg = codeResourceExhausted, errOverShare
@@ -129,6 +129,7 @@ func (s *server) openStream(f *wire.Frame) error {
 	ss := &ServerStream{st: newStream(c, f.ID), s: s}
 	ss.open = wire.Frame{Type: f.Type, Flags: f.Flags, ID: f.ID, Deadline: f.Deadline, Pattern: string([]byte(f.Pattern)), Meta: copyMeta(f.Meta)}
 	s.streams[f.ID] = ss
+	s.nstreams++
 	s.maxID = max(s.maxID, f.ID)
 	s.handlers.Add(1)
 	c.mu.Unlock()
@@ -162,6 +163,14 @@ func (s *server) serveStream(ss *ServerStream) {
 	ss.mu.Lock()
 	trailer := ss.trailer
 	ss.mu.Unlock()
+	// The stream no longer counts against MaxStreams, nor the caller's
+	// share, before its end can reach the client: a client that opens
+	// its next stream on the end finds room.
+	c := s.c
+	c.mu.Lock()
+	s.nstreams--
+	c.mu.Unlock()
+	s.releaseShare()
 	end := wire.Frame{Type: wire.TypeStreamEnd, ID: st.id, Meta: trailer, Payload: endPayload(err)}
 	if size := end.Size(); size-4 > s.c.opts.MaxFrameSize {
 		end = wire.Frame{Type: wire.TypeStreamEnd, ID: st.id, Payload: wire.AppendError(nil, codeResourceExhausted, "wizard: stream end exceeds the frame limit")}
@@ -173,12 +182,10 @@ func (s *server) serveStream(ss *ServerStream) {
 	}
 	st.mu.Unlock()
 
-	c := s.c
 	c.mu.Lock()
 	delete(s.streams, st.id)
 	s.idleCheckLocked()
 	c.mu.Unlock()
-	s.releaseShare()
 	s.handlers.Done()
 }
 

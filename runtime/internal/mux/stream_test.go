@@ -213,12 +213,18 @@ func TestStreamManyInOrder(t *testing.T) {
 // the window plus one message; reading again lets the rest through. A
 // message larger than the window goes alone.
 func TestStreamSlowConsumer(t *testing.T) {
+	for _, window := range []int{wire.InitialWindow, 4 * wire.InitialWindow} {
+		t.Run(strconv.Itoa(window), func(t *testing.T) { testSlowConsumer(t, window) })
+	}
+}
+
+func testSlowConsumer(t *testing.T, window int) {
 	const msg = 1 << 10
 	big := make([]byte, wire.InitialWindow+wire.InitialWindow/4)
 	blocked := make(chan error, 1)
 	sh := func(ctx context.Context, ss *ServerStream) error {
 		p := make([]byte, msg)
-		for range wire.InitialWindow / msg {
+		for range window / msg {
 			if err := ss.Send(ctx, wire.CodecNone, p); err != nil {
 				return err
 			}
@@ -233,7 +239,7 @@ func TestStreamSlowConsumer(t *testing.T) {
 		}
 		return ss.Send(ctx, wire.CodecNone, big)
 	}
-	cl, _ := streamServer(t, sh, Options{}, Options{})
+	cl, _ := streamServer(t, sh, Options{}, Options{StreamWindow: window})
 	ctx := t.Context()
 	cs, err := cl.OpenStream(ctx, openFrame("slow"))
 	if err != nil {
@@ -256,13 +262,13 @@ func TestStreamSlowConsumer(t *testing.T) {
 		total += len(p)
 		peak = max(peak, cs.Queued()+len(p))
 	}
-	if want := wire.InitialWindow + msg + len(big); total != want {
+	if want := window + msg + len(big); total != want {
 		t.Errorf("received %d bytes, want %d", total, want)
 	}
-	if bound := wire.InitialWindow + len(big); peak > bound {
+	if bound := window + len(big); peak > bound {
 		t.Errorf("the client held %d bytes at once, want at most the window plus one message (%d)", peak, bound)
 	}
-	t.Logf("peak queued: %d bytes (window %d, largest message %d)", peak, wire.InitialWindow, len(big))
+	t.Logf("peak queued: %d bytes (window %d, largest message %d)", peak, window, len(big))
 }
 
 // TestStreamBlockedDoesNotBlockOthers stalls one stream (its client does
