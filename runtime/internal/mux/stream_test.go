@@ -734,3 +734,68 @@ func TestStreamGracefulShutdown(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamSlowServer is TestStreamSlowConsumer the other way: a
+// handler that does not read stops the client's Send once the window is
+// spent, and holds at most the window.
+func TestStreamSlowServer(t *testing.T) {
+	const msg = 1 << 10
+	held := make(chan int, 1)
+	release := make(chan struct{})
+	sh := func(ctx context.Context, ss *ServerStream) error {
+		<-release
+		held <- ss.Queued()
+		for {
+			if _, _, err := ss.Recv(ctx); err != nil {
+				if err == io.EOF {
+					return nil
+				}
+				return err
+			}
+		}
+	}
+	cl, _ := streamServer(t, sh, Options{}, Options{})
+	ctx := t.Context()
+	cs, err := cl.OpenStream(ctx, openFrame("slow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, msg)
+	for range wire.InitialWindow / msg {
+		if err := cs.Send(ctx, wire.CodecNone, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := cs.Send(short, wire.CodecNone, p); err != context.DeadlineExceeded {
+		t.Fatalf("Send beyond the window = %v, want it to block (DeadlineExceeded)", err)
+	}
+	close(release)
+	if q := <-held; q > wire.InitialWindow {
+		t.Errorf("the server held %d bytes, want at most the window (%d)", q, wire.InitialWindow)
+	}
+	if err := cs.Send(ctx, wire.CodecNone, p); err != nil {
+		t.Fatal(err)
+	}
+	cs.CloseSend()
+	if _, err := recvAll(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStreamOptions(t *testing.T) {
+	for name, o := range map[string]Options{
+		"window below the initial one": {StreamWindow: wire.InitialWindow - 1},
+		"window above 1 GiB":           {StreamWindow: maxStreamWindow + 1},
+		"negative MaxStreams":          {MaxStreams: -1},
+	} {
+		if _, err := o.normalize(); err == nil {
+			t.Errorf("%s: normalize accepted %+v", name, o)
+		}
+	}
+	o, err := Options{}.normalize()
+	if err != nil || o.StreamWindow != DefaultStreamWindow || o.MaxStreams != DefaultMaxStreams {
+		t.Errorf("defaults: window %d, MaxStreams %d, %v", o.StreamWindow, o.MaxStreams, err)
+	}
+}
