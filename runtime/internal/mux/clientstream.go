@@ -132,9 +132,11 @@ func (cs *ClientStream) Recv(ctx context.Context) (wire.Codec, []byte, error) {
 	return cs.st.recv(ctx)
 }
 
-// Header waits for the server's headers (a stream-header frame) or the
-// stream's end, at most until ctx ends, and returns them: nil when the
-// server sent none before its end.
+// Header waits for the server's headers (a stream-header frame), its
+// first message or the stream's end, at most until ctx ends, and returns
+// them: nil, nil when the server sent none (as gRPC's, Recv then tells
+// how the stream ended), and the stream's error when it was cancelled or
+// its connection lost before they came.
 func (cs *ClientStream) Header(ctx context.Context) ([]wire.Meta, error) {
 	select {
 	case <-cs.hdr:
@@ -142,8 +144,15 @@ func (cs *ClientStream) Header(ctx context.Context) ([]wire.Meta, error) {
 		return nil, ctx.Err()
 	}
 	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	return cs.header, nil
+	h := cs.header
+	cs.mu.Unlock()
+	if h == nil {
+		cs.st.mu.Lock()
+		err := cs.st.abort
+		cs.st.mu.Unlock()
+		return nil, err
+	}
+	return h, nil
 }
 
 // Trailer returns the server's trailers, once Recv has returned the

@@ -384,8 +384,8 @@ func TestStreamCancel(t *testing.T) {
 		if err := <-handlerEnd; err != context.Canceled {
 			t.Errorf("server Recv after Cancel = %v, want context.Canceled", err)
 		}
-		if _, err := cs.Header(t.Context()); err != nil {
-			t.Errorf("Header after Cancel = %v", err)
+		if _, err := cs.Header(t.Context()); err != context.Canceled {
+			t.Errorf("Header after Cancel = %v, want context.Canceled", err)
 		}
 	})
 	t.Run("deadline", func(t *testing.T) {
