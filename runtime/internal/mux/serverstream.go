@@ -232,16 +232,18 @@ func (s *server) dispatchStream(r *request) error {
 		if !ss.st.deliver(f.Codec, payload) {
 			// Ends the stream as HTTP/2 resets one on a flow control
 			// error: its handler is cancelled, its end says why.
+			// The end goes before the handler's ctx ends, so that it is
+			// this end the client gets, not the handler's.
 			err := &StreamError{Code: codeResourceExhausted, Message: errCreditViolation}
-			ss.st.fail(err)
-			ss.cancel()
 			st := ss.st
+			st.fail(err)
 			st.mu.Lock()
 			if !st.sendEnd {
 				st.sendEnd = true
 				c.pushFrame(&wire.Frame{Type: wire.TypeStreamEnd, ID: st.id, Payload: endPayload(err)})
 			}
 			st.mu.Unlock()
+			ss.cancel()
 		}
 	case wire.TypeStreamClose:
 		ss.st.endRecv(io.EOF)

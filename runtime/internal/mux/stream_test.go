@@ -343,10 +343,10 @@ func TestStreamCancel(t *testing.T) {
 		case "panic":
 			panic("boom")
 		}
-		if err := ss.Send(ctx, wire.CodecNone, []byte("hello")); err != nil {
-			return err
+		err := ss.Send(ctx, wire.CodecNone, []byte("hello"))
+		if err == nil {
+			_, _, err = ss.Recv(ctx) // waits: the client sends nothing
 		}
-		_, _, err := ss.Recv(ctx) // waits: the client sends nothing
 		handlerEnd <- err
 		return err
 	}
@@ -395,12 +395,10 @@ func TestStreamCancel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := cs.Recv(t.Context()); err != nil {
-			t.Fatal(err)
-		}
 		// The client's own deadline, or the server's end for it, whichever
-		// comes first.
-		if _, _, err := cs.Recv(t.Context()); err != context.DeadlineExceeded && streamCode(err) != codeDeadlineExceeded {
+		// comes first (after the server's message, unless a loaded machine
+		// let the deadline pass first).
+		if _, err := recvAll(t.Context(), cs); err != context.DeadlineExceeded && streamCode(err) != codeDeadlineExceeded {
 			t.Errorf("client Recv past the deadline = %v, want DeadlineExceeded", err)
 		}
 		if err := <-handlerEnd; err != context.DeadlineExceeded && err != context.Canceled {
@@ -418,8 +416,8 @@ func TestStreamCancel(t *testing.T) {
 			t.Errorf("server Recv past the deadline = %v, want DeadlineExceeded", err)
 		}
 		got, err := recvAll(t.Context(), cs)
-		if streamCode(err) != codeDeadlineExceeded || len(got) != 1 {
-			t.Errorf("client got %v, %v; want one message, then deadline_exceeded", got, err)
+		if streamCode(err) != codeDeadlineExceeded || len(got) > 1 {
+			t.Errorf("client got %v, %v; want the message (unless the deadline came first), then deadline_exceeded", got, err)
 		}
 	})
 	t.Run("server error with trailers", func(t *testing.T) {
@@ -679,7 +677,11 @@ func TestStreamGracefulShutdown(t *testing.T) {
 			defer stop()
 			served := make(chan error, 1)
 			go func() {
-				served <- Serve(ctx, sconn, echo, Options{ServeStream: sh, DrainTimeout: 200 * time.Millisecond})
+				drain := 200 * time.Millisecond // the stream waits on: the drain ends it
+				if finish {
+					drain = time.Minute // the stream ends first
+				}
+				served <- Serve(ctx, sconn, echo, Options{ServeStream: sh, DrainTimeout: drain})
 			}()
 			cl, err := NewClient(cconn, Options{})
 			if err != nil {
