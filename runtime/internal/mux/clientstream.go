@@ -227,6 +227,9 @@ func (cs *ClientStream) finish() {
 // end takes the server's end frame: the messages before it stay for Recv.
 func (cs *ClientStream) end(f *wire.Frame) {
 	err := endError(f.Payload)
+	if se, ok := err.(*StreamError); ok && f.Flags&wire.FlagRefused != 0 {
+		se.Refused = true
+	}
 	trailer := copyMeta(f.Meta)
 	cs.mu.Lock()
 	cs.trailer = trailer

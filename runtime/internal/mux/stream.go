@@ -287,6 +287,10 @@ type StreamError struct {
 	Code    uint32
 	Message string
 	Details []byte
+	// Refused says that the server ended the stream without running its
+	// handler (over MaxStreams or the caller's share, or no stream
+	// handler): nothing of it ran, and it may be opened elsewhere.
+	Refused bool
 }
 
 func (e *StreamError) Error() string {

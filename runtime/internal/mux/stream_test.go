@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
@@ -55,6 +56,7 @@ func streamCode(err error) int {
 }
 
 func TestStreamKinds(t *testing.T) {
+	leak.Check(t)
 	// The handler serves three patterns: "server" sends n messages named
 	// by the open's meta, "client" sums what it receives, "bidi" echoes.
 	sh := func(ctx context.Context, ss *ServerStream) error {
@@ -165,6 +167,7 @@ func bidiEcho(ctx context.Context, ss *ServerStream) error {
 }
 
 func TestStreamManyInOrder(t *testing.T) {
+	leak.Check(t)
 	const n = 10000
 	for _, transport := range []string{"tcp", "pipe"} {
 		t.Run(transport, func(t *testing.T) {
@@ -219,6 +222,7 @@ func TestStreamSlowConsumer(t *testing.T) {
 }
 
 func testSlowConsumer(t *testing.T, window int) {
+	leak.Check(t)
 	const msg = 1 << 10
 	big := make([]byte, wire.InitialWindow+wire.InitialWindow/4)
 	blocked := make(chan error, 1)
@@ -275,6 +279,7 @@ func testSlowConsumer(t *testing.T, window int) {
 // not read, its server's Send waits for credit) and checks that calls and
 // other streams on the connection go on.
 func TestStreamBlockedDoesNotBlockOthers(t *testing.T) {
+	leak.Check(t)
 	stalled := make(chan struct{})
 	sh := func(ctx context.Context, ss *ServerStream) error {
 		if ss.Open().Pattern == "flood" {
@@ -329,6 +334,7 @@ func TestStreamBlockedDoesNotBlockOthers(t *testing.T) {
 }
 
 func TestStreamCancel(t *testing.T) {
+	leak.Check(t)
 	handlerEnd := make(chan error, 1)
 	sh := func(ctx context.Context, ss *ServerStream) error {
 		switch ss.Open().Pattern {
@@ -459,6 +465,7 @@ func TestStreamCancel(t *testing.T) {
 // TestStreamConnectionLost kills the connection under an open stream:
 // both sides' pending Recv fail at once, with the lost connection.
 func TestStreamConnectionLost(t *testing.T) {
+	leak.Check(t)
 	handlerEnd := make(chan error, 1)
 	started := make(chan struct{})
 	sh := func(ctx context.Context, ss *ServerStream) error {
@@ -515,6 +522,7 @@ func TestStreamConnectionLost(t *testing.T) {
 
 // TestStreamsConcurrent runs 1,000 streams at once on one connection.
 func TestStreamsConcurrent(t *testing.T) {
+	leak.Check(t)
 	const streams, msgs = 1000, 10
 	cl, _ := streamServer(t, bidiEcho, Options{}, Options{})
 	ctx := t.Context()
@@ -555,6 +563,7 @@ func TestStreamsConcurrent(t *testing.T) {
 }
 
 func TestStreamRefused(t *testing.T) {
+	leak.Check(t)
 	t.Run("MaxStreams", func(t *testing.T) {
 		release := make(chan struct{})
 		sh := func(ctx context.Context, ss *ServerStream) error {
@@ -575,8 +584,10 @@ func TestStreamRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := recvAll(t.Context(), cs); streamCode(err) != codeResourceExhausted {
-			t.Errorf("the stream beyond MaxStreams ended with %v, want resource_exhausted", err)
+		_, err = recvAll(t.Context(), cs)
+		var se *StreamError
+		if !errors.As(err, &se) || se.Code != codeResourceExhausted || !se.Refused {
+			t.Errorf("the stream beyond MaxStreams ended with %#v, want resource_exhausted, refused", err)
 		}
 	})
 	t.Run("no stream handler", func(t *testing.T) {
@@ -617,6 +628,7 @@ func TestStreamRefused(t *testing.T) {
 // credit: the server ends the stream with resource_exhausted, and the
 // connection goes on.
 func TestStreamCreditViolation(t *testing.T) {
+	leak.Check(t)
 	sh := func(ctx context.Context, ss *ServerStream) error {
 		<-ctx.Done()
 		return ctx.Err()
@@ -658,6 +670,7 @@ func TestStreamCreditViolation(t *testing.T) {
 // within the drain, refuses new streams with ErrGoingAway, and ends the
 // streams still open at the drain timeout with the lost connection.
 func TestStreamGracefulShutdown(t *testing.T) {
+	leak.Check(t)
 	for _, finish := range []bool{true, false} {
 		t.Run(fmt.Sprintf("finishes=%v", finish), func(t *testing.T) {
 			started := make(chan struct{})
@@ -741,6 +754,7 @@ func TestStreamGracefulShutdown(t *testing.T) {
 // handler that does not read stops the client's Send once the window is
 // spent, and holds at most the window.
 func TestStreamSlowServer(t *testing.T) {
+	leak.Check(t)
 	const msg = 1 << 10
 	held := make(chan int, 1)
 	release := make(chan struct{})
