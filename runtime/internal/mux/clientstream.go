@@ -289,8 +289,8 @@ func (cl *Client) dispatchStream(f *wire.Frame, own bool) error {
 	return nil
 }
 
-// failStreams ends every open stream with err (the connection's end or a
-// goaway); c.mu is not held.
+// failStreams ends streams taken from the table with err(id): the
+// connection's end, or a goaway; c.mu is not held.
 func (cl *Client) failStreams(streams []*ClientStream, err func(id uint64) error) {
 	for _, cs := range streams {
 		cs.st.fail(err(cs.st.id))

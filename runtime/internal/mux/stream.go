@@ -309,7 +309,7 @@ var errSendClosed = errors.New("wizard: mux: send on a stream after CloseSend")
 // returned.
 var errSendEnded = errors.New("wizard: mux: send on a stream that has ended")
 
-// endCode returns the end frame's error payload for a handler's error:
+// endPayload returns the end frame's error payload for a handler's error:
 // code 0 for nil, the code of a *StreamError, canceled or
 // deadline_exceeded for ctx's errors, unknown for any other.
 func endPayload(err error) []byte {
