@@ -192,5 +192,7 @@
 // far: those with a higher id fail on the client with [ErrGoingAway], the
 // others go on and the server waits for them as for requests, within
 // [Options.DrainTimeout]; streams still open then end with the lost
-// connection.
+// connection on both sides (a [*CallError] of kind [ErrConnLost], which
+// callers report as unavailable), as grpc-go's Stop after a
+// GracefulStop that ran out of time closes its transports.
 package mux
