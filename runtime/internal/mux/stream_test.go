@@ -815,3 +815,63 @@ func TestStreamOptions(t *testing.T) {
 		t.Errorf("defaults: window %d, MaxStreams %d, %v", o.StreamWindow, o.MaxStreams, err)
 	}
 }
+
+// TestStreamSilentServer: a server that goes silent under an open stream
+// (it reads, never answers) is found by the client's keep-alive, which
+// watches the peer while streams are open as while calls wait; the
+// stream ends with the lost connection.
+func TestStreamSilentServer(t *testing.T) {
+	leak.Check(t)
+	cconn, sconn := net.Pipe()
+	defer sconn.Close()
+	go func() {
+		io.ReadFull(sconn, make([]byte, wire.HandshakeSize))
+		wire.WriteHandshakeFeatures(sconn, wire.FeatureStreams)
+		io.Copy(io.Discard, sconn) // reads everything, answers nothing
+	}()
+	cl, err := NewClient(cconn, Options{KeepAlive: time.Hour, BusyKeepAlive: 20 * time.Millisecond, BusyKeepAliveTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	cs, err := cl.OpenStream(t.Context(), openFrame("any"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = cs.Recv(t.Context())
+	if !errors.Is(err, ErrConnLost) || !errors.Is(err, ErrKeepAliveTimeout) {
+		t.Errorf("Recv on a silent server = %v, want ErrConnLost for the keep-alive timeout", err)
+	}
+}
+
+// TestStreamSilentClient: a client that goes silent under an open stream
+// is found by the server's keep-alive; the handler's Recv ends with the
+// lost connection.
+func TestStreamSilentClient(t *testing.T) {
+	leak.Check(t)
+	handlerEnd := make(chan error, 1)
+	sh := func(ctx context.Context, ss *ServerStream) error {
+		_, _, err := ss.Recv(context.Background())
+		handlerEnd <- err
+		return err
+	}
+	cconn, sconn := net.Pipe()
+	defer cconn.Close()
+	served := make(chan error, 1)
+	go func() {
+		served <- Serve(context.Background(), sconn, echo, Options{ServeStream: sh, KeepAlive: 20 * time.Millisecond, KeepAliveTimeout: 50 * time.Millisecond})
+	}()
+	r := newRaw(t, cconn)
+	r.write([]byte("WZRD\x01\x01\x00\x00"))
+	if err := wire.ReadHandshake(r.br); err != nil {
+		t.Fatal(err)
+	}
+	r.send(&wire.Frame{Type: wire.TypeStreamOpen, ID: 1, Pattern: "any"})
+	go io.Copy(io.Discard, r.br) // reads everything, answers nothing
+	if err := <-handlerEnd; !errors.Is(err, ErrConnLost) || !errors.Is(err, ErrKeepAliveTimeout) {
+		t.Errorf("server Recv under a silent client = %v, want ErrConnLost for the keep-alive timeout", err)
+	}
+	if err := <-served; !errors.Is(err, ErrKeepAliveTimeout) {
+		t.Errorf("Serve = %v, want ErrKeepAliveTimeout", err)
+	}
+}
