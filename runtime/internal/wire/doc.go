@@ -89,8 +89,9 @@
 //
 // The server ends a stream with stream-end rather than stream-close. Flow
 // control (who may send how many bytes of data when) is the business of
-// the package using the codec; this package only encodes the frames and
-// the credit ([AppendCredit], [DecodeCredit]: one canonical uvarint,
+// the package using the codec, but for its one constant: each side of a
+// stream starts with [InitialWindow] (256 KiB) of credit for its data,
+// which is not sent. This package encodes the frames and the credit ([AppendCredit], [DecodeCredit]: one canonical uvarint,
 // nothing after it, never zero, as HTTP/2 refuses a WINDOW_UPDATE of 0).
 //
 // # Errors
