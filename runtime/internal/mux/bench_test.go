@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -302,5 +303,38 @@ func BenchmarkFloor(b *testing.B) {
 		if in, err = wire.ReadFrame(br, 0, &f, in); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkStream measures a server stream's messages over loopback TCP:
+// the server sends as fast as flow control lets it, the client receives;
+// one op is one message received.
+func BenchmarkStream(b *testing.B) {
+	for _, size := range []int{16, 64 << 10} {
+		b.Run(strconv.Itoa(size)+"B", func(b *testing.B) {
+			msg := make([]byte, size)
+			sh := func(ctx context.Context, ss *ServerStream) error {
+				for {
+					if err := ss.Send(ctx, wire.CodecNone, msg); err != nil {
+						return err
+					}
+				}
+			}
+			s := listen(b, benchHandler, Options{ServeStream: sh})
+			cl := s.dial(b, Options{})
+			ctx := context.Background()
+			cs, err := cl.OpenStream(ctx, &wire.Frame{Pattern: "bench"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Cancel()
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := cs.Recv(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -21,6 +21,7 @@ type Client struct {
 
 	// Guarded by c.mu.
 	pending map[uint64]*call
+	streams map[uint64]*ClientStream // open streams
 	nextID  uint64
 	lastID  uint64 // with goaway: the highest id the server takes
 	goaway  bool
@@ -28,6 +29,8 @@ type Client struct {
 	alone   int  // calls in a row that found no other waiting, up to loneCalls (see send.go)
 
 	goingAway atomic.Bool
+
+	peer wire.Features // the server's, from its handshake
 
 	// calls pools this connection's call records. It is per connection
 	// rather than global so that their channels belong to the
@@ -55,11 +58,14 @@ func NewClient(rw io.ReadWriteCloser, opts Options) (*Client, error) {
 		return nil, err
 	}
 	br := newReader(rw)
+	var peer wire.Features
 	err = handshake(context.Background(), rw, opts.HandshakeTimeout, func() error {
-		if err := wire.WriteHandshake(rw); err != nil {
+		if err := wire.WriteHandshakeFeatures(rw, features); err != nil {
 			return err
 		}
-		return wire.ReadHandshake(br)
+		var err error
+		peer, err = wire.ReadHandshakeFeatures(br)
+		return err
 	})
 	if err != nil {
 		rw.Close()
@@ -67,12 +73,15 @@ func NewClient(rw io.ReadWriteCloser, opts Options) (*Client, error) {
 		connLogger(opts.Logger, rw, "client").Warn("wizard: connection closed", "reason", err)
 		return nil, err
 	}
-	cl := &Client{c: newConn(rw, br, opts, "client"), pending: make(map[uint64]*call), alone: loneCalls}
+	cl := &Client{c: newConn(rw, br, opts, "client"), pending: make(map[uint64]*call), streams: make(map[uint64]*ClientStream), alone: loneCalls, peer: peer}
 	cl.c.tw = newTryWriter(rw)
-	cl.c.pendingCalls = func() int { return len(cl.pending) }
+	cl.c.pendingCalls = func() int { return len(cl.pending) + len(cl.streams) }
 	cl.c.start(cl.read)
 	return cl, nil
 }
+
+// features are what this side announces in its handshake.
+const features = wire.FeatureStreams
 
 // Call sends req as a request and waits for the answer: a TypeResponse or
 // TypeError frame that the caller owns, payload included. Call does not
@@ -235,14 +244,25 @@ func (cl *Client) read() {
 	cl.closed = true
 	pending := cl.pending
 	cl.pending = nil
+	streams := make([]*ClientStream, 0, len(cl.streams))
+	for _, cs := range cl.streams {
+		streams = append(streams, cs)
+	}
+	cl.streams = nil
 	c.mu.Unlock()
-	if len(pending) == 0 {
+	if len(pending) == 0 && len(streams) == 0 {
 		return
 	}
 	reason := c.reason()
 	written := c.written.Load()
 	notSent := &CallError{Kind: ErrNotSent, Reason: reason}
 	lost := &CallError{Kind: ErrConnLost, Reason: reason}
+	cl.failStreams(streams, func(id uint64) error {
+		if id <= written {
+			return lost
+		}
+		return notSent
+	})
 	for id, p := range pending {
 		p.err = notSent
 		if id <= written {
@@ -316,6 +336,8 @@ func (cl *Client) dispatch(f *wire.Frame, body []byte, own bool) error {
 		c.pong(f.ID)
 	case wire.TypeGoAway:
 		cl.goAway(f.ID)
+	case wire.TypeStreamData, wire.TypeStreamHeader, wire.TypeStreamEnd, wire.TypeStreamCredit:
+		return cl.dispatchStream(f, own)
 	default:
 		return protocolError("server sent a %v frame", f.Type)
 	}
@@ -338,7 +360,15 @@ func (cl *Client) goAway(lastID uint64) {
 			refused = append(refused, p)
 		}
 	}
+	var streams []*ClientStream
+	for id, cs := range cl.streams {
+		if id > cl.lastID {
+			delete(cl.streams, id)
+			streams = append(streams, cs)
+		}
+	}
 	c.mu.Unlock()
+	cl.failStreams(streams, func(uint64) error { return ErrGoingAway })
 	cl.goingAway.Store(true)
 	c.log.Debug("wizard: server is going away", "last_id", lastID, "refused", len(refused))
 	for _, p := range refused {

@@ -103,4 +103,96 @@
 // Handlers get a context that carries the request's deadline and ends when
 // the caller cancels (a cancel frame), when the connection is lost, or
 // when the handler returns. Responses to no-reply requests are never sent.
+//
+// # Streams
+//
+// A stream is a call that carries any number of messages each way, over
+// the stream frames of package wire (stream-open, -data, -close, -end,
+// -credit, -header, and cancel). Both sides announce the streams feature
+// ([wire.FeatureStreams]) in their handshake; [Client.OpenStream] to a
+// server whose handshake lacks it fails at once with
+// [ErrStreamsUnsupported] and sends nothing, while unary calls go on
+// between old and new peers. The client opens a stream with
+// [Client.OpenStream] (its id comes from the requests' id space, and it
+// goes through the write queue like a request); the server runs
+// [Options.ServeStream], a [StreamHandler], on a goroutine of its own
+// with a [ServerStream]. The server may send its headers once, before
+// any message; the client half-closes with [ClientStream.CloseSend]
+// (the server's Recv then returns io.EOF); the server ends the stream
+// when its handler returns: the end carries a code (0 OK, else the
+// handler's [*StreamError], canceled, deadline_exceeded, unknown for
+// other errors, internal for a panic) and the trailers set with
+// [ServerStream.SetTrailer]. The client's Recv returns the messages sent
+// before the end, then io.EOF or the *StreamError; its Send after the
+// end returns io.EOF (gRPC's rule: Recv tells the outcome).
+//
+// The client cancels a stream with a cancel frame carrying its id:
+// [ClientStream.Cancel], or when OpenStream's ctx ends (the stream then
+// fails with ctx's error on the client's side at once). The deadline of
+// OpenStream's ctx travels in the open frame; the server ends the
+// handler's ctx at it and ends the stream with deadline_exceeded. A
+// stream without a deadline has none on the server either (gRPC's: no
+// ServeTimeout for streams): it lives until one side ends it or the
+// connection is lost. A stream is not sent again on another connection:
+// the mux never retries one.
+//
+// Flow control is per stream and per direction, in bytes of message
+// payloads, credit based like HTTP/2's stream windows. Each side starts
+// with [wire.InitialWindow] (256 KiB) of credit for its data, the
+// protocol's constant, which is not sent; a side whose receive window
+// ([Options.StreamWindow], at least the initial window) is larger grants
+// the difference with a stream-credit frame right after the open. A
+// sender spends a message's size when it sends it, and may send when
+// the message fits its credit, or when at least half the initial window
+// is free, so that a message larger than the window still goes, alone
+// (messages are not split: one data frame is one message, up to the
+// frame limit). The receiver keeps received messages in a queue per
+// stream until Recv takes them, and grants the bytes taken back once
+// they reach half its window (grpc-go grants at a quarter; a larger
+// step halves the credit frames). A receiver that stops reading
+// therefore stops its sender (Send blocks, honouring its ctx), and holds
+// at most its window plus one message per stream; the sender's own
+// queued data is bounded the same way.
+//
+// The reader never waits on a stream's consumer: credit guarantees the
+// queue's room. A peer that sends data beyond its credit breaks the
+// protocol for that stream only, as HTTP/2 answers a stream's
+// FLOW_CONTROL_ERROR with RST_STREAM: the data is dropped and the stream
+// ends with resource_exhausted (the server ends it, and cancels its
+// handler; the client cancels it), while the connection, its calls and
+// its other streams go on. A malformed stream-credit frame is a
+// malformed frame and closes the connection. Stream frames for a stream
+// a side no longer knows (ended, cancelled) are dropped.
+//
+// Bounds: the server serves at most [Options.MaxStreams] (1,024) streams
+// at once per connection; a stream opened beyond, or beyond the caller's
+// share ([Options.Share]: a stream holds one part of it while its
+// handler runs, as a request does), or to a server without ServeStream,
+// ends at once, its handler never run, with resource_exhausted (or
+// unimplemented) in a stream-end flagged [wire.FlagRefused]. A stream's
+// handler does not take one of the MaxInFlight handler slots: a stream
+// mostly waits on its peer, and holding a slot would let 256 idle
+// streams stop the connection's calls; MaxStreams bounds the goroutines
+// instead. So a connection's streams hold at most MaxStreams x (window +
+// one message) of received messages on the server, and as much of
+// queued data to send. Stream frames other than data are control frames
+// of a stream's life and go to the write queue without waiting for its
+// room; data is bounded by credit. With [Options.Bounds] (a QUIC
+// connection), MaxStreams still counts per stream of the connection.
+//
+// When the connection is lost, every open stream's pending and later
+// Send and Recv fail at once on both sides with a [*CallError] ([ErrConnLost],
+// or [ErrNotSent] on the client when the open never left), and the
+// server's handlers' ctx ends. While streams are open the client's
+// keep-alive watches the server as it does while calls wait
+// ([Options.BusyKeepAlive]); the server's keep-alive bounds a silent
+// client's streams to KeepAlive plus KeepAliveTimeout.
+//
+// On a graceful shutdown the goaway's id covers the streams opened so
+// far: those with a higher id fail on the client with [ErrGoingAway], the
+// others go on and the server waits for them as for requests, within
+// [Options.DrainTimeout]; streams still open then end with the lost
+// connection on both sides (a [*CallError] of kind [ErrConnLost], which
+// callers report as unavailable), as grpc-go's Stop after a
+// GracefulStop that ran out of time closes its transports.
 package mux

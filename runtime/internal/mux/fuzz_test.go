@@ -73,8 +73,12 @@ func (c *memConn) Close() error {
 // handlers and the reader pauses.
 var fuzzOptions = Options{KeepAlive: -1, MaxInFlight: 4, MaxQueued: 1024, DrainTimeout: time.Second, HandshakeTimeout: time.Second}
 
-// handshakeBytes is a client's handshake.
+// handshakeBytes is a client's handshake, one that predates streams (a
+// client's features are not looked at).
 const handshakeBytes = "WZRD\x01\x00\x00\x00"
+
+// serverHandshake is the server's handshake: it announces streams.
+const serverHandshake = "WZRD\x01\x01\x00\x00"
 
 // fuzzSeeds are the seed corpus of FuzzServe: client streams, handshake
 // included, good and bad. They are small (a few KiB at most), so that
@@ -117,12 +121,23 @@ func fuzzSeeds() map[string][]byte {
 		"duplicate id":           frames(req(5, 0, "a"), req(5, 0, "b")),
 		"goaway from a client":   frames(req(1, 0, "a"), &wire.Frame{Type: wire.TypeGoAway, ID: 1}, req(2, 0, "b")),
 		"response from a client": frames(&wire.Frame{Type: wire.TypeResponse, ID: 1}),
-		"garbage":                append([]byte(handshakeBytes), "\x00\x00\x00\x10\xee\xee\xee\xee\xee\xee\xee\xee\xee\xee\xee\xee\xee\xee\xee\xee"...),
-		"truncated":              valid[:len(valid)-3],
-		"oversized":              append([]byte(handshakeBytes), "\x7f\xff\xff\xff\x01"...),
-		"wrong version":          append([]byte("WZRD\x02\x00\x00\x00"), valid[8:]...),
-		"wrong magic":            []byte("GET / HTTP/1.1\r\n\r\n"),
-		"short handshake":        []byte("WZ"),
+		"stream": frames(
+			&wire.Frame{Type: wire.TypeStreamOpen, ID: 1, Pattern: "role:fuzz", Deadline: time.Second},
+			&wire.Frame{Type: wire.TypeStreamData, ID: 1, Payload: []byte("a")},
+			&wire.Frame{Type: wire.TypeStreamCredit, ID: 1, Payload: wire.AppendCredit(nil, 10)},
+			req(2, 0, "b"),
+			&wire.Frame{Type: wire.TypeStreamData, ID: 1, Payload: []byte("c")},
+			&wire.Frame{Type: wire.TypeStreamClose, ID: 1},
+			&wire.Frame{Type: wire.TypeStreamOpen, ID: 3, Pattern: "role:fuzz"},
+			&wire.Frame{Type: wire.TypeCancel, ID: 3},
+		),
+		"stream end from a client": frames(&wire.Frame{Type: wire.TypeStreamEnd, ID: 1}),
+		"garbage":                  append([]byte(handshakeBytes), "\x00\x00\x00\x10\xee\xee\xee\xee\xee\xee\xee\xee\xee\xee\xee\xee\xee\xee\xee\xee"...),
+		"truncated":                valid[:len(valid)-3],
+		"oversized":                append([]byte(handshakeBytes), "\x7f\xff\xff\xff\x01"...),
+		"wrong version":            append([]byte("WZRD\x02\x00\x00\x00"), valid[8:]...),
+		"wrong magic":              []byte("GET / HTTP/1.1\r\n\r\n"),
+		"short handshake":          []byte("WZ"),
 	}
 }
 
@@ -163,15 +178,16 @@ func TestFuzzSeeds(t *testing.T) {
 }
 
 // clientFrames are what a client stream asks: how many requests of each
-// id want an answer, and how many pings of each id.
+// id want an answer, how many pings of each id, and which streams it
+// opened.
 type clientFrames struct {
-	requests, pings map[uint64]int
+	requests, pings, streams map[uint64]int
 }
 
 // parseClient reads the frames of a client stream b that starts with a
 // valid handshake, up to the first that does not decode.
 func parseClient(b []byte) clientFrames {
-	cf := clientFrames{requests: map[uint64]int{}, pings: map[uint64]int{}}
+	cf := clientFrames{requests: map[uint64]int{}, pings: map[uint64]int{}, streams: map[uint64]int{}}
 	br := bufio.NewReader(bytes.NewReader(b[wire.HandshakeSize:]))
 	for {
 		var f wire.Frame
@@ -183,6 +199,25 @@ func parseClient(b []byte) clientFrames {
 			cf.requests[f.ID]++
 		case f.Type == wire.TypePing:
 			cf.pings[f.ID]++
+		case f.Type == wire.TypeStreamOpen:
+			cf.streams[f.ID]++
+		}
+	}
+}
+
+// fuzzStreamEcho echoes a stream's messages until the client closes its
+// side.
+func fuzzStreamEcho(ctx context.Context, ss *ServerStream) error {
+	for {
+		c, p, err := ss.Recv(ctx)
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		if err := ss.Send(ctx, c, p); err != nil {
+			return err
 		}
 	}
 }
@@ -214,7 +249,9 @@ func serveFuzzInput(t *testing.T, b []byte, guard time.Duration) {
 	ctx, shutdown := context.WithCancel(context.Background())
 	defer shutdown()
 	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, conn, h, fuzzOptions) }()
+	opts := fuzzOptions
+	opts.ServeStream = fuzzStreamEcho
+	go func() { served <- Serve(ctx, conn, h, opts) }()
 	timer := time.NewTimer(guard)
 	defer timer.Stop()
 	var err error
@@ -243,7 +280,7 @@ func serveFuzzInput(t *testing.T, b []byte, guard time.Duration) {
 	if len(out) == 0 {
 		return // the handshake failed before the server answered
 	}
-	if !bytes.HasPrefix(out, []byte(handshakeBytes)) {
+	if !bytes.HasPrefix(out, []byte(serverHandshake)) {
 		t.Fatalf("the server wrote %q before anything, want its handshake", out[:min(len(out), 8)])
 	}
 	if len(b) < wire.HandshakeSize || string(b[:5]) != handshakeBytes[:5] { // magic and version
@@ -276,6 +313,15 @@ func serveFuzzInput(t *testing.T, b []byte, guard time.Duration) {
 			}
 			client.pings[g.ID]--
 		case wire.TypeGoAway:
+		case wire.TypeStreamData, wire.TypeStreamHeader, wire.TypeStreamCredit:
+			if client.streams[g.ID] == 0 {
+				t.Fatalf("a %v frame for %d, which no stream open awaits", g.Type, g.ID)
+			}
+		case wire.TypeStreamEnd:
+			if client.streams[g.ID] == 0 {
+				t.Fatalf("a stream end for %d, which no stream open (or no more) awaits", g.ID)
+			}
+			client.streams[g.ID]--
 		default:
 			t.Fatalf("the server wrote a %v frame", g.Type)
 		}

@@ -39,6 +39,23 @@ const (
 	// timeout (5s, runtime.WithDefaultTimeout), so that it never cuts a
 	// node's call, and bounded.
 	DefaultServeTimeout = 30 * time.Second
+
+	// DefaultStreamWindow is a stream's receive window: the protocol's
+	// initial window (grpc-go's default stream window is 64 KiB, and
+	// grows with the bandwidth-delay product; a fixed 256 KiB fills a
+	// LAN's).
+	DefaultStreamWindow = wire.InitialWindow
+
+	// DefaultMaxStreams is the streams a server serves at once on one
+	// connection (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS, which
+	// gRPC-go leaves unbounded and servers commonly set in the
+	// hundreds); with the default window, a connection's streams hold
+	// at most 256 MiB of received messages each way.
+	DefaultMaxStreams = 1024
+
+	// maxStreamWindow is the largest receive window: a grant always
+	// fits one stream-credit frame.
+	maxStreamWindow = 1 << 30
 )
 
 // bufferSize is the size of the buffers a connection borrows for its
@@ -155,6 +172,22 @@ type Options struct {
 	// connection makes one of its own.
 	Watch *Watcher
 
+	// StreamWindow is this side's receive window per stream, in bytes of
+	// message payloads: the messages a stream holds for Recv, beyond
+	// one, before its sender blocks. 0 means [DefaultStreamWindow]; it
+	// is at least [wire.InitialWindow] (the protocol's, which the peer
+	// starts with; the difference is granted at open) and at most 1 GiB.
+	StreamWindow int
+
+	// MaxStreams bounds, on the server side, the streams open at once on
+	// the connection; 0 means [DefaultMaxStreams]. A stream opened
+	// beyond it ends at once with resource_exhausted, without running.
+	MaxStreams int
+
+	// ServeStream, on the server side, serves a stream (see
+	// [StreamHandler]); nil: streams end at once with unimplemented.
+	ServeStream StreamHandler
+
 	// end, set by [ServeDetached], is called with what Serve would
 	// return; Serve then returns once serving has started.
 	end func(error)
@@ -182,6 +215,10 @@ func (o Options) normalize() (Options, error) {
 		return o, fmt.Errorf("wizard: mux: negative RoomSize %d", o.RoomSize)
 	case o.MaxQueued < 0:
 		return o, fmt.Errorf("wizard: mux: negative MaxQueued %d", o.MaxQueued)
+	case o.StreamWindow != 0 && (o.StreamWindow < wire.InitialWindow || o.StreamWindow > maxStreamWindow):
+		return o, fmt.Errorf("wizard: mux: StreamWindow %d out of range [%d, %d]", o.StreamWindow, wire.InitialWindow, maxStreamWindow)
+	case o.MaxStreams < 0:
+		return o, fmt.Errorf("wizard: mux: negative MaxStreams %d", o.MaxStreams)
 	case o.ServeTimeout < 0:
 		return o, fmt.Errorf("wizard: mux: negative ServeTimeout %v", o.ServeTimeout)
 	}
@@ -224,6 +261,12 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.ServeTimeout == 0 {
 		o.ServeTimeout = DefaultServeTimeout
+	}
+	if o.StreamWindow == 0 {
+		o.StreamWindow = DefaultStreamWindow
+	}
+	if o.MaxStreams == 0 {
+		o.MaxStreams = DefaultMaxStreams
 	}
 	return o, nil
 }

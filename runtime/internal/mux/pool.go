@@ -154,3 +154,14 @@ func sameArray(a, b []byte) bool { return unsafe.SliceData(a) == unsafe.SliceDat
 // requestSize is what the server keeps for a request besides its frame:
 // the request, with room for a small frame in it (see requestCost).
 const requestSize = int(unsafe.Sizeof(request{}) + unsafe.Sizeof(requestBuf{}))
+
+// inArray reports whether b starts inside arr's array (up to its
+// capacity): a payload decoded from a buffer the reader reuses.
+func inArray(b, arr []byte) bool {
+	if len(b) == 0 || cap(arr) == 0 {
+		return false
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(arr)))
+	return p >= start && p < start+uintptr(cap(arr))
+}

@@ -24,8 +24,13 @@ type Handler func(ctx context.Context, req *wire.Frame) *wire.Frame
 // gRPC's code numbers, as in package runtime, for the errors the mux
 // answers by itself.
 const (
+	codeCanceled          = 1
+	codeUnknown           = 2
+	codeDeadlineExceeded  = 4
 	codeResourceExhausted = 8
+	codeUnimplemented     = 12
 	codeInternal          = 13
+	codeUnavailable       = 14
 )
 
 // server is the serving side of one connection.
@@ -35,13 +40,15 @@ type server struct {
 	base context.Context // Serve's ctx, for its values only (a request's end is its own)
 
 	// Guarded by c.mu.
-	inflight map[uint64]*request // taken: running, or pending
-	running  int                 // of those, with a handler running (at most MaxInFlight; see takeSlot)
-	pending  []*request          // the others, in the order they came
-	waiting  int                 // bytes the pending requests hold (see requestCost)
-	listed   bool                // on Options.Bounds' list; guarded by the Bounds' mu
-	maxID    uint64              // the highest request id taken
-	lastID   uint64              // with draining: the highest id the goaway promised to serve
+	inflight map[uint64]*request      // taken: running, or pending
+	streams  map[uint64]*ServerStream // open streams, their handlers running (serverstream.go)
+	nstreams int                      // of those, the ones not ending yet: at most MaxStreams
+	running  int                      // of those, with a handler running (at most MaxInFlight; see takeSlot)
+	pending  []*request               // the others, in the order they came
+	waiting  int                      // bytes the pending requests hold (see requestCost)
+	listed   bool                     // on Options.Bounds' list; guarded by the Bounds' mu
+	maxID    uint64                   // the highest request id taken
+	lastID   uint64                   // with draining: the highest id the goaway promised to serve
 	draining bool
 	closed   bool
 	idle     chan struct{} // closed when draining and nothing is in flight
@@ -110,7 +117,7 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 		if err == nil || errors.As(err, &ve) {
 			// Answer a client of another version too, so that it can
 			// say which versions disagree.
-			if werr := wire.WriteHandshake(rw); err == nil {
+			if werr := wire.WriteHandshakeFeatures(rw, features); err == nil {
 				err = werr
 			}
 		}
@@ -131,6 +138,7 @@ func Serve(ctx context.Context, rw io.ReadWriteCloser, h Handler, opts Options) 
 		h:        h,
 		base:     ctx, // not WithoutCancel: its Value boxes itself, one allocation per lookup
 		inflight: make(map[uint64]*request),
+		streams:  make(map[uint64]*ServerStream),
 		idle:     make(chan struct{}),
 	}
 	c := s.c
@@ -177,6 +185,7 @@ func (s *server) finish(ctx context.Context) error {
 		running = append(running, r)
 	}
 	c.mu.Unlock()
+	s.failStreams(&CallError{Kind: ErrConnLost, Reason: reason})
 	for range dropped {
 		s.done()
 	}
@@ -222,9 +231,7 @@ func (s *server) shutdown() {
 	s.draining = true
 	s.lastID = s.maxID
 	s.flushLocked()
-	if len(s.inflight) == 0 {
-		close(s.idle)
-	}
+	s.idleCheckLocked()
 	c.mu.Unlock()
 	c.pushControl(wire.TypeGoAway, s.lastID)
 
@@ -300,6 +307,12 @@ func (s *server) dispatch(r *request) (bool, error) {
 			c.mu.Unlock()
 			return false, protocolError("duplicate request id %d", f.ID)
 		}
+		if len(s.streams) > 0 {
+			if _, dup := s.streams[f.ID]; dup {
+				c.mu.Unlock()
+				return false, protocolError("request id %d is an open stream's", f.ID)
+			}
+		}
 		if sh := c.opts.Share; sh != nil && !sh.take() {
 			c.mu.Unlock()
 			return false, s.refuse(f)
@@ -332,6 +345,8 @@ func (s *server) dispatch(r *request) (bool, error) {
 		c.mu.Unlock()
 		if r != nil {
 			r.cancel(context.Canceled)
+		} else {
+			s.cancelStream(f.ID)
 		}
 	case wire.TypePing:
 		// Every ping is answered: a peer that pings faster than it reads
@@ -342,6 +357,8 @@ func (s *server) dispatch(r *request) (bool, error) {
 		c.pong(f.ID)
 	case wire.TypeGoAway:
 		// The client is leaving; it closes the connection when done.
+	case wire.TypeStreamOpen, wire.TypeStreamData, wire.TypeStreamClose, wire.TypeStreamCredit:
+		return false, s.dispatchStream(r)
 	default:
 		return false, protocolError("client sent a %v frame", f.Type)
 	}
@@ -488,13 +505,7 @@ func (r *request) serve(w *worker) *request {
 		s.freeSlot()
 		s.parkWorker(w)
 	}
-	if s.draining && len(s.inflight) == 0 && !s.closed {
-		select {
-		case <-s.idle:
-		default:
-			close(s.idle)
-		}
-	}
+	s.idleCheckLocked()
 	c.mu.Unlock()
 	if direct {
 		c.writeDirect(buf)

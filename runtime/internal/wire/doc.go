@@ -10,11 +10,17 @@
 //	offset  size  field
 //	0       4     magic, the ASCII bytes "WZRD"
 //	4       1     version, 1 ([Version])
-//	5       3     reserved: written as zero, ignored by version 1 readers
+//	5       1     features ([Features]), a bit set: bit 0 streams
+//	              ([FeatureStreams]); other bits written as zero, ignored
+//	6       2     reserved: written as zero, ignored by version 1 readers
 //
 // [ReadHandshake] returns [ErrBadMagic] when the first four bytes are not
 // the magic and a [*VersionError] naming both versions when the version
-// differs.
+// differs; [ReadHandshakeFeatures] returns the features besides. Byte 5
+// was reserved, written as zero, before the streams feature: a peer that
+// predates it announces no feature and ignores the bit, so the version
+// stays 1 and unary calls work between old and new peers. A side sends no
+// stream frame to a peer that did not announce [FeatureStreams].
 //
 // # Frames
 //
@@ -24,7 +30,9 @@
 //	0       4     length: the number of bytes after this field (the body),
 //	              from 14 ([MinFrameSize]) to the reader's maximum
 //	4       1     type ([Type]): 1 request, 2 response, 3 error, 4 cancel,
-//	              5 ping, 6 pong, 7 goaway; anything else is malformed
+//	              5 ping, 6 pong, 7 goaway, 8 stream-open, 9 stream-data,
+//	              10 stream-close, 11 stream-end, 12 stream-credit,
+//	              13 stream-header; anything else is malformed
 //	5       1     flags ([Flags]): bit 0 no-reply, bit 1 idempotent,
 //	              bit 2 retry, bit 3 (on an error) refused without running
 //	              a handler, bit 4 (on a request) keep the handler running
@@ -55,7 +63,36 @@
 // which type is the business of the package using the codec
 // (runtime/internal/mux): a request carries the pattern, meta and payload;
 // a response its payload and meta; an error an encoded error (below);
-// cancel, ping, pong and goaway only an id.
+// cancel, ping, pong and goaway only an id. The stream frames are below.
+//
+// # Streams
+//
+// A stream is a call that carries any number of messages each way. Its id
+// comes from the same id space as requests (the client's, increasing along
+// the connection), and every stream frame carries it:
+//
+//	type               way               sections that mean something
+//	8  stream-open     client to server  flags, deadline, pattern, meta
+//	                                     (the client's headers); no payload
+//	9  stream-data     both ways         codec, payload: one message
+//	10 stream-close    client to server  none: the client sends no more
+//	                                     data (its half-close)
+//	11 stream-end      server to client  payload: an encoded error (below;
+//	                                     code 0 means OK), meta: trailers.
+//	                                     Ends the stream
+//	12 stream-credit   both ways         payload: a uvarint in [1, 2^32-1],
+//	                                     bytes of data granted ([AppendCredit])
+//	13 stream-header   server to client  meta: the server's headers, at most
+//	                                     once, before any data or the end
+//	4  cancel          client to server  with a stream's id: the client gave
+//	                                     up on the stream
+//
+// The server ends a stream with stream-end rather than stream-close. Flow
+// control (who may send how many bytes of data when) is the business of
+// the package using the codec, but for its one constant: each side of a
+// stream starts with [InitialWindow] (256 KiB) of credit for its data,
+// which is not sent. This package encodes the frames and the credit ([AppendCredit], [DecodeCredit]: one canonical uvarint,
+// nothing after it, never zero, as HTTP/2 refuses a WINDOW_UPDATE of 0).
 //
 // # Errors
 //

@@ -53,4 +53,7 @@ var (
 	errCodeRange      = &malformed{"error code out of range"}
 	errMessageLen     = &malformed{"bad error message length"}
 	errMessageTrunc   = &malformed{"truncated error message"}
+	errCredit         = &malformed{"bad credit varint"}
+	errCreditTrailing = &malformed{"bytes after the credit"}
+	errCreditRange    = &malformed{"credit out of range [1, 2^32-1]"}
 )

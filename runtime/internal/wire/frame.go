@@ -42,9 +42,18 @@ const (
 	TypePing                     // keep-alive probe; the peer answers TypePong with the same ID
 	TypePong                     // answer to TypePing
 	TypeGoAway                   // the server takes no requests with an id above ID
+
+	// The stream frames (see the package documentation, # Streams).
+	TypeStreamOpen   // client to server: opens stream ID with pattern, meta (headers) and deadline
+	TypeStreamData   // either way: one message of stream ID
+	TypeStreamClose  // client to server: the client sends no more data on stream ID
+	TypeStreamEnd    // server to client: ends stream ID; an encoded error (code 0 = OK), meta = trailers
+	TypeStreamCredit // either way: grants the peer more bytes of data on stream ID (see AppendCredit)
+	TypeStreamHeader // server to client: the server's headers of stream ID, at most once, first
 )
 
-var typeNames = [...]string{"", "request", "response", "error", "cancel", "ping", "pong", "goaway"}
+var typeNames = [...]string{"", "request", "response", "error", "cancel", "ping", "pong", "goaway",
+	"stream-open", "stream-data", "stream-close", "stream-end", "stream-credit", "stream-header"}
 
 // String returns the type's name ("request", "goaway", ...).
 func (t Type) String() string {
@@ -54,7 +63,7 @@ func (t Type) String() string {
 	return "type(" + strconv.Itoa(int(t)) + ")"
 }
 
-func (t Type) valid() bool { return t >= TypeRequest && t <= TypeGoAway }
+func (t Type) valid() bool { return t >= TypeRequest && t <= TypeStreamHeader }
 
 // Flags are a frame's flag bits.
 type Flags uint8

@@ -44,6 +44,15 @@ func testFrames() map[string]*Frame {
 		"ping":                  {Type: TypePing, ID: 1},
 		"pong":                  {Type: TypePong, ID: 1},
 		"goaway":                {Type: TypeGoAway, ID: 99},
+		"stream open": {
+			Type: TypeStreamOpen, ID: 100, Deadline: 2 * time.Second, Pattern: "role:chat,cmd:join",
+			Meta: []Meta{{"caller", "node-1"}},
+		},
+		"stream data":   {Type: TypeStreamData, Codec: CodecJSON, ID: 100, Payload: []byte(`{"msg":"hi"}`)},
+		"stream close":  {Type: TypeStreamClose, ID: 100},
+		"stream end":    {Type: TypeStreamEnd, ID: 100, Meta: []Meta{{"count", "3"}}, Payload: AppendError(nil, 0, "")},
+		"stream credit": {Type: TypeStreamCredit, ID: 100, Payload: AppendCredit(nil, 128<<10)},
+		"stream header": {Type: TypeStreamHeader, ID: 100, Meta: []Meta{{"server", "node-2"}}},
 	}
 }
 
@@ -189,7 +198,7 @@ func TestDecodeFrameErrors(t *testing.T) {
 		{"empty", nil, errShortBody},
 		{"short", body(0, 0), errShortBody},
 		{"type zero", append([]byte{0}, body(0, 0, 0)[1:]...), errUnknownType},
-		{"type beyond goaway", append([]byte{8}, body(0, 0, 0)[1:]...), errUnknownType},
+		{"type beyond stream-header", append([]byte{14}, body(0, 0, 0)[1:]...), errUnknownType},
 		{"type 255", append([]byte{255}, body(0, 0, 0)[1:]...), errUnknownType},
 		{"padded deadline", body(0x80, 0x00, 0, 0), errDeadline},
 		{"truncated deadline", body(0xff, 0xff, 0xff), errDeadline},
@@ -394,8 +403,8 @@ func TestAllocations(t *testing.T) {
 }
 
 func TestTypeString(t *testing.T) {
-	got := []string{TypeRequest.String(), TypeGoAway.String(), Type(0).String(), Type(9).String()}
-	want := []string{"request", "goaway", "type(0)", "type(9)"}
+	got := []string{TypeRequest.String(), TypeGoAway.String(), TypeStreamOpen.String(), TypeStreamHeader.String(), Type(0).String(), Type(14).String()}
+	want := []string{"request", "goaway", "stream-open", "stream-header", "type(0)", "type(14)"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

@@ -22,6 +22,7 @@ var update = flag.Bool("update", false, "rewrite the seed corpora in testdata/fu
 var corpora = map[string]func() map[string][]byte{
 	"FuzzDecodeFrame":   seedBodies,
 	"FuzzReadHandshake": handshakeSeeds,
+	"FuzzDecodeCredit":  creditSeeds,
 }
 
 // seedBodies are the frame bodies of the seed corpus: every test frame
@@ -37,7 +38,7 @@ func seedBodies() map[string][]byte {
 		seeds[name] = AppendFrame(nil, f)[4:]
 	}
 	seeds["broken short"] = body(0, 0)
-	seeds["broken type"] = append([]byte{9}, body(0, 0, 0)[1:]...)
+	seeds["broken type"] = append([]byte{14}, body(0, 0, 0)[1:]...)
 	seeds["broken padded varint"] = body(0x80, 0x00, 0, 0)
 	seeds["broken meta count"] = body(0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f)
 	seeds["broken pattern length"] = body(0, 9, 'a', 0)
@@ -58,6 +59,7 @@ func handshakeSeeds() map[string][]byte {
 	return map[string][]byte{
 		"valid":                     []byte("WZRD\x01\x00\x00\x00"),
 		"valid with reserved bytes": []byte("WZRD\x01\xff\xff\xff"),
+		"valid with streams":        []byte("WZRD\x01\x01\x00\x00"),
 		"valid then a frame":        append([]byte("WZRD\x01\x00\x00\x00"), AppendFrame(nil, &Frame{Type: TypePing, ID: 1})...),
 		"version 2":                 []byte("WZRD\x02\x00\x00\x00"),
 		"wrong magic":               []byte("WZRX\x01\x00\x00\x00"),
@@ -174,6 +176,48 @@ func FuzzReadHandshake(f *testing.F) {
 			}
 		case err != nil:
 			t.Fatalf("a valid handshake %q: %v", b[:HandshakeSize], err)
+		}
+		feat, ferr := ReadHandshakeFeatures(bytes.NewReader(b))
+		if ferr != err && !errors.As(ferr, &ve) {
+			t.Fatalf("ReadHandshakeFeatures = %v, ReadHandshake = %v", ferr, err)
+		}
+		if ferr == nil && feat != Features(b[5]) {
+			t.Fatalf("features %#x, want byte 5 %#x", feat, b[5])
+		}
+	})
+}
+
+// creditSeeds are the seed corpus of FuzzDecodeCredit.
+func creditSeeds() map[string][]byte {
+	return map[string][]byte{
+		"one":      AppendCredit(nil, 1),
+		"window":   AppendCredit(nil, 256<<10),
+		"max":      AppendCredit(nil, MaxCredit),
+		"zero":     {0},
+		"padded":   {0x80, 0x00},
+		"trailing": {1, 0},
+		"too big":  {0x80, 0x80, 0x80, 0x80, 0x10},
+		"empty":    {},
+	}
+}
+
+// FuzzDecodeCredit feeds arbitrary payloads to DecodeCredit: it must
+// never panic, and a payload it accepts re-encodes to the same bytes.
+func FuzzDecodeCredit(f *testing.F) {
+	f.Add(AppendCredit(nil, 1))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n, err := DecodeCredit(b)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("%x: %v does not wrap ErrMalformed", b, err)
+			}
+			return
+		}
+		if n == 0 {
+			t.Fatalf("%x: accepted a zero credit", b)
+		}
+		if enc := AppendCredit(nil, n); !bytes.Equal(enc, b) {
+			t.Fatalf("decode then encode changed %x to %x", b, enc)
 		}
 	})
 }

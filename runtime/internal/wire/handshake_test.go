@@ -22,6 +22,62 @@ func TestHandshake(t *testing.T) {
 	}
 }
 
+func TestHandshakeFeatures(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want Features
+	}{
+		{"none", "WZRD\x01\x00\x00\x00", 0},
+		{"streams", "WZRD\x01\x01\x00\x00", FeatureStreams},
+		{"unknown bits kept", "WZRD\x01\xff\x00\x00", 0xff},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ReadHandshakeFeatures(bytes.NewReader([]byte(tt.in)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("features = %#x, want %#x", got, tt.want)
+			}
+			if err := ReadHandshake(bytes.NewReader([]byte(tt.in))); err != nil {
+				t.Errorf("ReadHandshake = %v", err)
+			}
+		})
+	}
+	var b bytes.Buffer
+	if err := WriteHandshakeFeatures(&b, FeatureStreams); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]byte("WZRD\x01\x01\x00\x00"), b.Bytes()); diff != "" {
+		t.Errorf("handshake bytes (-want +got):\n%s", diff)
+	}
+	if !FeatureStreams.Has(FeatureStreams) || Features(0).Has(FeatureStreams) {
+		t.Error("Has is wrong")
+	}
+}
+
+func TestCredit(t *testing.T) {
+	for _, n := range []uint32{1, 127, 128, 256 << 10, MaxCredit} {
+		got, err := DecodeCredit(AppendCredit(nil, n))
+		if err != nil || got != n {
+			t.Errorf("DecodeCredit(AppendCredit(%d)) = %d, %v", n, got, err)
+		}
+	}
+	for name, b := range map[string][]byte{
+		"empty":    nil,
+		"zero":     {0},
+		"padded":   {0x80, 0x00},
+		"trailing": {1, 0},
+		"too big":  {0x80, 0x80, 0x80, 0x80, 0x10},
+	} {
+		if _, err := DecodeCredit(b); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: DecodeCredit(%x) = %v, want ErrMalformed", name, b, err)
+		}
+	}
+}
+
 func TestReadHandshakeErrors(t *testing.T) {
 	tests := []struct {
 		name    string
