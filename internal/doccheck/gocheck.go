@@ -11,6 +11,7 @@ import (
 	"go/token"
 	"go/types"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,17 +22,22 @@ import (
 	"sync"
 )
 
-// fragmentImports are the packages a Go fragment may use without
-// importing them, by the name it uses.
-var fragmentImports = map[string]string{
-	"context":     "context",
-	"errors":      "errors",
-	"fmt":         "fmt",
-	"http":        "net/http",
-	"os":          "os",
-	"slog":        "log/slog",
-	"time":        "time",
-	"tls":         "crypto/tls",
+// stdImports are the standard packages a Go fragment may use without
+// importing them, in any module, by the name it uses.
+var stdImports = map[string]string{
+	"context": "context",
+	"errors":  "errors",
+	"fmt":     "fmt",
+	"http":    "net/http",
+	"os":      "os",
+	"slog":    "log/slog",
+	"time":    "time",
+	"tls":     "crypto/tls",
+}
+
+// fragmentImports are the packages a Go fragment of the root module may
+// use without importing them, by the name it uses.
+var fragmentImports = withStd(map[string]string{
 	"runtime":     "github.com/wizardmesh/wizard/runtime",
 	"tcp":         "github.com/wizardmesh/wizard/runtime/tcp",
 	"quic":        "github.com/wizardmesh/wizard/runtime/quic",
@@ -45,27 +51,25 @@ var fragmentImports = map[string]string{
 	"gateway":     "github.com/wizardmesh/wizard/gateway",
 	"mathv1":      "github.com/wizardmesh/wizard/examples/gen/math/v1",
 	"mathsvc":     "github.com/wizardmesh/wizard/examples/services/mathsvc",
-}
+})
 
 // moduleImports are the packages a fragment of another module may use
 // instead, by module directory: what that module's go.mod reaches.
 var moduleImports = map[string]map[string]string{
-	"otel": {
-		"context":  "context",
-		"errors":   "errors",
-		"fmt":      "fmt",
-		"http":     "net/http",
-		"os":       "os",
-		"slog":     "log/slog",
-		"time":     "time",
-		"tls":      "crypto/tls",
+	"otel": withStd(map[string]string{
 		"runtime":  "github.com/wizardmesh/wizard/runtime",
 		"tcp":      "github.com/wizardmesh/wizard/runtime/tcp",
 		"lb":       "github.com/wizardmesh/wizard/runtime/lb",
 		"wizotel":  "github.com/wizardmesh/wizard/otel",
 		"sdktrace": "go.opentelemetry.io/otel/sdk/trace",
 		"metric":   "go.opentelemetry.io/otel/sdk/metric",
-	},
+	}),
+}
+
+// withStd returns m with [stdImports] added.
+func withStd(m map[string]string) map[string]string {
+	maps.Copy(m, stdImports)
+	return m
 }
 
 // A Checker type-checks Go blocks against the packages of the modules of
