@@ -1,0 +1,160 @@
+//go:build linux
+
+package podsim_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/faultnet"
+)
+
+// replicas is the Deployment's replicas in the rolling update.
+const replicas = 5
+
+// step is one step of a rolling update, for the figures.
+type step struct {
+	newPod, oldPod string
+	up             time.Duration // the new pod's start to its line that it serves
+	upAt           time.Time
+	ready          time.Duration // the new pod's start to its first passed probe
+	readyAt        time.Time
+	deletion
+	total time.Duration // the new pod's start to the old pod gone
+}
+
+// TestRollingUpdate rolls a Deployment of 5 server pods (maxSurge 1,
+// maxUnavailable 0) under the caller's steady load, f.rolls times, and
+// holds the targets of the package doc.
+func TestRollingUpdate(t *testing.T) {
+	f := gate(t)
+	faultnet.Require(t)
+	s := newSim(t, 2+replicas*(f.rolls+1))
+	var live []*pod // the Deployment's pods, oldest first
+	for i := range replicas {
+		live = append(live, s.startPod(fmt.Sprintf("math-0-%d", i)))
+	}
+	for _, p := range live {
+		s.waitReady(p)
+	}
+	s.startCaller(replicas)
+	phase(f.warm)
+	var steps []step
+	for roll := 1; roll <= f.rolls; roll++ {
+		for i := range replicas {
+			begin := time.Now()
+			p := s.startPod(fmt.Sprintf("math-%d-%d", roll, i))
+			st := step{newPod: p.name, oldPod: live[0].name, ready: s.waitReady(p)}
+			s.mu.Lock()
+			st.readyAt, st.upAt, st.up = p.readyAt, p.up, p.up.Sub(p.started)
+			s.mu.Unlock()
+			st.deletion = s.deletePod(live[0], f.preStop)
+			st.total = time.Since(begin)
+			live = append(live[1:], p)
+			steps = append(steps, st)
+		}
+	}
+	phase(f.warm)
+	r := s.stopCaller()
+	execs := s.executions()
+
+	t.Logf("form %s: %d replicas, %d roll(s), preStop %s, probes every %s, DNS publishNotReadyAddresses=%v", f.name, replicas, f.rolls, f.preStop, probePeriod, publishNotReadyAddresses)
+	// unrouted counts the steps whose old pod got SIGTERM before the
+	// caller had a call answered by the new one: readiness (the node
+	// serves) came before the caller's routing (gossip) caught up.
+	unrouted := 0
+	for _, st := range steps {
+		first, last := "never", "never"
+		if at, ok := r.FirstOK[st.newPod]; ok {
+			first = seconds(time.Unix(0, at).Sub(st.upAt))
+			if time.Unix(0, at).After(st.sigterm) {
+				unrouted++
+			}
+		} else {
+			unrouted++
+		}
+		if at, ok := r.LastOK[st.oldPod]; ok {
+			last = seconds(time.Unix(0, at).Sub(st.sigterm))
+		}
+		t.Logf("step %s → %s: serving after %s, ready (probe) after %s, first call answered %s after serving; %s drained in %s (last call answered %s after SIGTERM, exit %s); step %s",
+			st.oldPod, st.newPod, seconds(st.up), seconds(st.ready), first, st.oldPod, seconds(st.drained), last, exitStatus(st.exitErr), seconds(st.total))
+		if st.killed {
+			t.Errorf("pod %s was killed at the end of its %s grace period", st.oldPod, gracePeriod)
+		} else if st.exitErr != nil {
+			t.Errorf("pod %s exited with %v; its log:\n%s", st.oldPod, st.exitErr, s.log(st.oldPod))
+		}
+	}
+	t.Logf("steps whose old pod got SIGTERM before the new pod answered a call: %d of %d", unrouted, len(steps))
+	for kind := range 2 {
+		t.Logf("%s calls: %d ok, %d failed %s", kindNames[kind], r.OK[kind], r.Failed[kind], codes(r.Errors[kind]))
+	}
+	for _, fl := range r.Failures {
+		t.Logf("failed %s call %q: began +%s, ended +%s: %s: %s", kindNames[fl.Kind], fl.Key,
+			seconds(time.Unix(0, fl.Began).Sub(time.Unix(0, r.Start))), seconds(time.Unix(0, fl.Ended).Sub(time.Unix(0, r.Start))), fl.Code, fl.Err)
+	}
+
+	if r.OK[idem] == 0 || r.OK[once] == 0 {
+		t.Errorf("no load: %d idempotent and %d non-idempotent calls ok", r.OK[idem], r.OK[once])
+	}
+	if r.Failed[idem] != 0 {
+		t.Errorf("%d of %d idempotent calls failed %s; want 0", r.Failed[idem], r.OK[idem]+r.Failed[idem], codes(r.Errors[idem]))
+	}
+	if r.Failed[once] != 0 {
+		t.Errorf("%d of %d non-idempotent calls failed %s; want 0", r.Failed[once], r.OK[once]+r.Failed[once], codes(r.Errors[once]))
+	}
+	if n := r.Errors[idem]["not_found"] + r.Errors[once]["not_found"]; n != 0 {
+		t.Errorf("%d calls failed not_found during the roll; want 0", n)
+	}
+	var twice []string
+	for key, n := range execs {
+		if n > 1 {
+			twice = append(twice, fmt.Sprintf("%s ×%d", key, n))
+		}
+	}
+	slices.Sort(twice)
+	if len(twice) > 0 {
+		t.Errorf("%d non-idempotent keys run more than once: %s", len(twice), strings.Join(twice[:min(len(twice), 20)], ", "))
+	}
+	unrun := 0
+	for _, key := range r.OKKeys {
+		if execs[key] == 0 {
+			unrun++
+		}
+	}
+	if unrun > 0 {
+		t.Errorf("%d non-idempotent calls answered ok that no pod ran", unrun)
+	}
+	t.Logf("non-idempotent keys run: %d distinct, %d run twice; ok calls no pod ran: %d", len(execs), len(twice), unrun)
+	if t.Failed() {
+		for _, name := range append([]string{"cluster", "caller"}, slices.Sorted(maps.Keys(s.pods))...) {
+			if l := s.log(name); l != "" {
+				t.Logf("%s's log:\n%s", name, l)
+			}
+		}
+	}
+}
+
+// codes lists errors by code, "(code: n, …)", or "".
+func codes(m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, c := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s: %d", c, m[c]))
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+
+func exitStatus(err error) string {
+	if err == nil {
+		return "0"
+	}
+	return err.Error()
+}
