@@ -10,8 +10,8 @@
 // It runs only when asked: WIZARD_PODSIM=1 for the short form (well
 // under a minute of rolling), WIZARD_PODSIM=long for the manifests'
 // timings; it needs root, /dev/net/tun and the ip command, and skips
-// without them (a failure under WIZARD_REQUIRE=1). `make podsim` runs
-// the short form.
+// without them (a failure under WIZARD_REQUIRE=1). `make podsim-short`
+// runs the short form (CI runs it), `make podsim` the long one.
 //
 // # Pods
 //

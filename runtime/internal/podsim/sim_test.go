@@ -168,15 +168,7 @@ func (s *sim) startPod(name string) *pod {
 	s.t.Helper()
 	h := s.host()
 	ip := h.Addr.String()
-	args := append([]string{
-		"-listen=" + ip + ":7070",
-		fmt.Sprintf("-health-addr=:%d", healthPort),
-		fmt.Sprintf("-gossip=0.0.0.0:%d", gossipPort),
-		"-gossip-advertise=" + ip,
-		"-dns=wizard-gossip",
-		"-preset=lan",
-	}, s.flags...)
-	p := &pod{name: name, host: h, cmd: s.command(name, "pod", args...), upCh: make(chan struct{}), ready: make(chan struct{}), exited: make(chan struct{})}
+	p := &pod{name: name, host: h, cmd: s.command(name, "pod", append(podArgs(ip), s.flags...)...), upCh: make(chan struct{}), ready: make(chan struct{}), exited: make(chan struct{})}
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
 		s.t.Fatal(err)
@@ -197,6 +189,20 @@ func (s *sim) startPod(name string) *pod {
 	s.tell(clusterOp{Op: "add", Name: name, IP: ip})
 	s.run(p)
 	return p
+}
+
+// podArgs are a server pod's arguments but for its Secrets' files: those
+// of deploy/kubernetes/base/mathserver.yaml, with the pod's address for
+// $(POD_IP) (TestManifestMatches holds them equal).
+func podArgs(ip string) []string {
+	return []string{
+		"-listen=:7070",
+		fmt.Sprintf("-health-addr=:%d", healthPort),
+		fmt.Sprintf("-gossip=0.0.0.0:%d", gossipPort),
+		"-gossip-advertise=" + ip,
+		"-dns=wizard-gossip",
+		"-preset=lan",
+	}
 }
 
 // run starts p's process and notes when it exits; the Service stops
