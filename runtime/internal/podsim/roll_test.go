@@ -13,9 +13,6 @@ import (
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/faultnet"
 )
 
-// replicas is the Deployment's replicas in the rolling update.
-const replicas = 5
-
 // step is one step of a rolling update, for the figures.
 type step struct {
 	newPod, oldPod string
@@ -33,6 +30,18 @@ type step struct {
 func TestRollingUpdate(t *testing.T) {
 	f := gate(t)
 	faultnet.Require(t)
+	t.Run("replicas=5", func(t *testing.T) { rollScenario(t, f, 5, f.preStop) })
+	if f.name == longForm.name {
+		// One replica and no preStop sleep: an old pod gets SIGTERM as soon
+		// as its successor's probe passes, so a probe that passed before
+		// the callers route to the new pod would fail calls.
+		t.Run("replicas=1,preStop=0", func(t *testing.T) { rollScenario(t, f, 1, 0) })
+	}
+}
+
+// rollScenario rolls a Deployment of replicas pods f.rolls times, each
+// deleted pod with a preStop sleep of preStop.
+func rollScenario(t *testing.T, f form, replicas int, preStop time.Duration) {
 	s := newSim(t, 2+replicas*(f.rolls+1))
 	var live []*pod // the Deployment's pods, oldest first
 	for i := range replicas {
@@ -52,7 +61,7 @@ func TestRollingUpdate(t *testing.T) {
 			s.mu.Lock()
 			st.readyAt, st.upAt, st.up = p.readyAt, p.up, p.up.Sub(p.started)
 			s.mu.Unlock()
-			st.deletion = s.deletePod(live[0], f.preStop)
+			st.deletion = s.deletePod(live[0], preStop)
 			st.total = time.Since(begin)
 			live = append(live[1:], p)
 			steps = append(steps, st)
@@ -62,7 +71,7 @@ func TestRollingUpdate(t *testing.T) {
 	r := s.stopCaller()
 	execs := s.executions()
 
-	t.Logf("form %s: %d replicas, %d roll(s), preStop %s, probes every %s, DNS publishNotReadyAddresses=%v", f.name, replicas, f.rolls, f.preStop, probePeriod, publishNotReadyAddresses)
+	t.Logf("form %s: %d replicas, %d roll(s), preStop %s, probes every %s, DNS publishNotReadyAddresses=%v", f.name, replicas, f.rolls, preStop, probePeriod, publishNotReadyAddresses)
 	// unrouted counts the steps whose old pod got SIGTERM before the
 	// caller had a call answered by the new one: readiness (the node
 	// serves) came before the caller's routing (gossip) caught up.
