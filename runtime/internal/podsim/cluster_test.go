@@ -4,6 +4,7 @@ package podsim_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -52,6 +53,8 @@ type clusterSpec struct {
 // "add" a pod (it has its address: listed, probed), "del" a pod (gone).
 type clusterOp struct {
 	Op, Name, IP string
+	// Period: the pod's readiness probe period, probePeriod when 0.
+	Period time.Duration
 }
 
 // probeEvent is a line the cluster prints: a pod's readiness changed, or
@@ -118,7 +121,7 @@ func (c *cluster) apply(op clusterOp) {
 	case "add":
 		ctx, stop := context.WithCancel(context.Background())
 		c.pods[op.Name] = &simPod{ip: op.IP, stop: stop}
-		go c.probe(ctx, op.Name, op.IP)
+		go c.probe(ctx, op.Name, op.IP, cmp.Or(op.Period, probePeriod))
 	case "del":
 		if p := c.pods[op.Name]; p != nil {
 			p.stop()
@@ -127,12 +130,12 @@ func (c *cluster) apply(op clusterOp) {
 	}
 }
 
-// probe probes a pod's /readyz every probePeriod, from when it is added,
-// as a kubelet does, and prints each change of its readiness.
-func (c *cluster) probe(ctx context.Context, name, ip string) {
+// probe probes a pod's /readyz every period, from when it is added, as
+// a kubelet does, and prints each change of its readiness.
+func (c *cluster) probe(ctx context.Context, name, ip string, period time.Duration) {
 	client := &http.Client{Timeout: probeTimeout}
 	url := fmt.Sprintf("http://%s/readyz", net.JoinHostPort(ip, fmt.Sprint(healthPort)))
-	tick := time.NewTicker(probePeriod)
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
 		ready := false

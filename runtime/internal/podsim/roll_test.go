@@ -30,19 +30,22 @@ type step struct {
 func TestRollingUpdate(t *testing.T) {
 	f := gate(t)
 	faultnet.Require(t)
-	t.Run("replicas=5", func(t *testing.T) { rollScenario(t, f, 5, f.preStop) })
+	t.Run("replicas=5", func(t *testing.T) { rollScenario(t, f, 5, f.preStop, probePeriod) })
 	if f.name == longForm.name {
-		// One replica and no preStop sleep: an old pod gets SIGTERM as soon
-		// as its successor's probe passes, so a probe that passed before
-		// the callers route to the new pod would fail calls.
-		t.Run("replicas=1,preStop=0", func(t *testing.T) { rollScenario(t, f, 1, 0) })
+		// One replica, no preStop sleep and a probe every 50 ms, the
+		// kubelet's worst timing: an old pod gets SIGTERM as soon as its
+		// successor's /readyz answers 200, so a node that reports ready
+		// before the callers route to it would fail calls.
+		t.Run("replicas=1,preStop=0,probe=50ms", func(t *testing.T) { rollScenario(t, f, 1, 0, 50*time.Millisecond) })
 	}
 }
 
 // rollScenario rolls a Deployment of replicas pods f.rolls times, each
-// deleted pod with a preStop sleep of preStop.
-func rollScenario(t *testing.T, f form, replicas int, preStop time.Duration) {
+// deleted pod with a preStop sleep of preStop, the new pods probed every
+// probe.
+func rollScenario(t *testing.T, f form, replicas int, preStop, probe time.Duration) {
 	s := newSim(t, 2+replicas*(f.rolls+1))
+	s.probe = probe
 	var live []*pod // the Deployment's pods, oldest first
 	for i := range replicas {
 		live = append(live, s.startPod(fmt.Sprintf("math-0-%d", i)))
@@ -71,7 +74,7 @@ func rollScenario(t *testing.T, f form, replicas int, preStop time.Duration) {
 	r := s.stopCaller()
 	execs := s.executions()
 
-	t.Logf("form %s: %d replicas, %d roll(s), preStop %s, probes every %s, DNS publishNotReadyAddresses=%v", f.name, replicas, f.rolls, preStop, probePeriod, publishNotReadyAddresses)
+	t.Logf("form %s: %d replicas, %d roll(s), preStop %s, probes every %s, DNS publishNotReadyAddresses=%v", f.name, replicas, f.rolls, preStop, probe, publishNotReadyAddresses)
 	// unrouted counts the steps whose old pod got SIGTERM before the
 	// caller had a call answered by the new one: readiness (the node
 	// serves) came before the caller's routing (gossip) caught up.

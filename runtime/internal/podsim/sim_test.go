@@ -28,6 +28,8 @@ type sim struct {
 	hub   *faultnet.Hub
 	dir   string
 	flags []string // the mesh flags every pod shares: key, TLS
+	// probe is the server pods' readiness probe period.
+	probe time.Duration
 
 	cluster *exec.Cmd
 	ops     io.WriteCloser
@@ -65,7 +67,7 @@ const (
 // and starts the cluster process on host 0.
 func newSim(t *testing.T, hosts int) *sim {
 	t.Helper()
-	s := &sim{t: t, hub: faultnet.New(t, hosts), dir: t.TempDir(), next: 2, pods: map[string]*pod{}}
+	s := &sim{t: t, hub: faultnet.New(t, hosts), dir: t.TempDir(), next: 2, pods: map[string]*pod{}, probe: probePeriod}
 	s.flags = writeSecrets(t, s.dir)
 	clusterIP := s.hub.Host(0).Addr.String()
 	// Every namespace resolves through the cluster process, with a pod's
@@ -186,7 +188,7 @@ func (s *sim) startPod(name string) *pod {
 	s.mu.Lock()
 	s.pods[name] = p
 	s.mu.Unlock()
-	s.tell(clusterOp{Op: "add", Name: name, IP: ip})
+	s.tell(clusterOp{Op: "add", Name: name, IP: ip, Period: s.probe})
 	s.run(p)
 	return p
 }
