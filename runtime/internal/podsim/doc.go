@@ -52,7 +52,10 @@
 // form, the manifests' 5 s in the long one), SIGTERM, the graceful
 // shutdown (leave, goaway, drain), exit; its grace period
 // (terminationGracePeriodSeconds, 20 s) bounds the whole. The long form
-// rolls the Deployment twice.
+// rolls the Deployment twice, then rolls a Deployment of one replica with
+// no preStop sleep and a probe every 50 ms: an old pod gets SIGTERM as
+// soon as its successor's /readyz answers 200, so a node that reported
+// ready before the caller routes to it would fail calls.
 //
 // Targets: no failed idempotent call, no non-idempotent key run twice,
 // no call failed with not_found, no ok call whose key no pod ran, every
