@@ -33,7 +33,8 @@
 //
 // Each namespace's /etc/resolv.conf (through /etc/netns/NAME, which `ip
 // netns exec` mounts) names the cluster process, at 10.77.0.1, with the
-// search path of a pod in namespace default. It answers
+// search path of a pod in namespace default; the test removes those
+// files when it ends, and the next run those a killed run left. It answers
 // wizard-gossip.default.svc.cluster.local with an A record per pod and
 // _gossip._udp.wizard-gossip… with an SRV record per pod, as cluster DNS
 // does for the headless Service of deploy/kubernetes/base/gossip.yaml:

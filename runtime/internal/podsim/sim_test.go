@@ -5,6 +5,7 @@ package podsim_test
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -69,6 +70,7 @@ func newSim(t *testing.T, hosts int) *sim {
 	t.Helper()
 	s := &sim{t: t, hub: faultnet.New(t, hosts), dir: t.TempDir(), next: 2, pods: map[string]*pod{}, probe: probePeriod}
 	s.flags = writeSecrets(t, s.dir)
+	removeStaleConf()
 	clusterIP := s.hub.Host(0).Addr.String()
 	// Every namespace resolves through the cluster process, with a pod's
 	// search path: `ip netns exec` mounts /etc/netns/NAME/resolv.conf
@@ -343,4 +345,16 @@ func (s *sim) executions() map[string]int {
 		}
 	}
 	return execs
+}
+
+// removeStaleConf removes the /etc/netns directories of faultnet's
+// namespaces that no longer exist: those of a test process killed
+// outright, whose namespaces faultnet.New has removed.
+func removeStaleConf() {
+	dirs, _ := filepath.Glob(filepath.Join("/etc/netns", faultnet.Prefix+"*"))
+	for _, dir := range dirs {
+		if _, err := os.Stat(filepath.Join("/run/netns", filepath.Base(dir))); errors.Is(err, os.ErrNotExist) {
+			os.RemoveAll(dir)
+		}
+	}
 }
