@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wizardmesh/wizard/internal/testkit/need"
 )
 
 func TestMain(m *testing.M) {
@@ -62,7 +64,7 @@ func TestRunSmoke(t *testing.T) {
 	}
 	want := map[string]bool{WizardGateway: true, MoleculerWeb: true, GRPCGateway: true}
 	for _, g := range rep.Gaps {
-		if os.Getenv("WIZARD_REQUIRE") == "1" {
+		if need.Required() {
 			t.Errorf("%s not measured: %s", g.Contender, g.Reason)
 		} else {
 			t.Logf("%s not measured: %s", g.Contender, g.Reason)

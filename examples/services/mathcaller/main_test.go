@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wizardmesh/wizard/internal/testkit/meshsecrets"
 )
 
 // TestProcesses builds mathserver, mathcaller and usersserver and runs
@@ -43,9 +45,7 @@ func TestProcesses(t *testing.T) {
 	// certificate name for every member, encrypted gossip, seeds from a
 	// DNS name.
 	t.Run("mesh with TLS and keys", func(t *testing.T) {
-		sec := writeSecrets(t)
-		flags := []string{"-gossip", "127.0.0.1:0", "-gossip-key-file", sec.key,
-			"-tls-cert", sec.cert, "-tls-key", sec.certKey, "-tls-ca", sec.ca, "-tls-server-name", "wizard-mesh"}
+		flags := append([]string{"-gossip", "127.0.0.1:0"}, meshsecrets.Write(t, t.TempDir()).Flags()...)
 		_, seed := start(t, ctx, dir, "usersserver", append([]string{"-listen", "127.0.0.1:0"}, flags...)...)
 		_, port, _ := net.SplitHostPort(seed)
 		dns := []string{"-dns", "localhost:" + port}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wizardmesh/wizard/internal/testkit/meshsecrets"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/faultnet"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
@@ -69,7 +70,7 @@ const (
 func newSim(t *testing.T, hosts int) *sim {
 	t.Helper()
 	s := &sim{t: t, hub: faultnet.New(t, hosts), dir: t.TempDir(), next: 2, pods: map[string]*pod{}, probe: probePeriod}
-	s.flags = writeSecrets(t, s.dir)
+	s.flags = meshsecrets.Write(t, s.dir).Flags()
 	removeStaleConf()
 	clusterIP := s.hub.Host(0).Addr.String()
 	// Every namespace resolves through the cluster process, with a pod's
@@ -82,7 +83,9 @@ func newSim(t *testing.T, hosts int) *sim {
 			t.Fatal(err)
 		}
 		conf := fmt.Sprintf("nameserver %s\nsearch default.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n", clusterIP)
-		write(t, filepath.Join(etc, "resolv.conf"), []byte(conf))
+		if err := os.WriteFile(filepath.Join(etc, "resolv.conf"), []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	spec, _ := json.Marshal(clusterSpec{IP: clusterIP})
 	cmd := s.command("cluster", "cluster "+string(spec))
