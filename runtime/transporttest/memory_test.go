@@ -161,7 +161,7 @@ func (l *memListener) stop() {
 	l.goAway = true
 	for c := range l.conns {
 		c.log.Debug("mem: server is going away", "addr", l.addr)
-		if c.inFlight == 0 {
+		if c.open == 0 {
 			c.closeLocked()
 		}
 	}
@@ -175,7 +175,8 @@ type memConn struct {
 	done   chan struct{} // closed when the connection ends
 
 	// Guarded by l.mu.
-	inFlight int
+	inFlight int       // calls holding the connection's in-flight share
+	open     int       // calls begun and not finished: answers not yet delivered
 	idleAt   time.Time // when inFlight last fell to 0
 	closed   bool
 }
@@ -198,9 +199,13 @@ func (c *memConn) Call(ctx context.Context, m *runtime.Message) (*runtime.Messag
 	}
 	replies := make(chan *runtime.Message, 1)
 	go func() {
-		defer c.end()
-		defer cancel()
-		replies <- clone(c.l.s.ServeMessage(sctx, req))
+		defer c.finish()
+		r := clone(c.l.s.ServeMessage(sctx, req))
+		cancel()
+		// The call leaves the connection's count before its answer can
+		// reach the caller, whose next call must find its share free.
+		c.release()
+		replies <- r
 	}()
 	select {
 	case r := <-replies:
@@ -234,6 +239,7 @@ func (c *memConn) begin(m *runtime.Message) (req, refused *runtime.Message, err 
 		}
 	}
 	c.inFlight++
+	c.open++
 	l.calls.Add(1)
 	req = clone(m)
 	req.Remote = c.remote
@@ -257,17 +263,32 @@ func (l *memListener) busyLocked(c *memConn) int {
 	return n
 }
 
-// end counts a call answered; the last one after a goaway ends the
-// connection.
+// end counts a call answered: [memConn.release], then
+// [memConn.finish].
 func (c *memConn) end() {
+	c.release()
+	c.finish()
+}
+
+// release takes a call out of the connection's count, its part of the
+// in-flight share.
+func (c *memConn) release() {
 	c.l.mu.Lock()
 	defer c.l.mu.Unlock()
 	c.inFlight--
 	if c.inFlight == 0 {
 		c.idleAt = time.Now()
-		if c.l.goAway {
-			c.closeLocked()
-		}
+	}
+}
+
+// finish retires a released call once its answer is delivered; the last
+// one after a goaway ends the connection.
+func (c *memConn) finish() {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	c.open--
+	if c.open == 0 && c.l.goAway {
+		c.closeLocked()
 	}
 	c.l.calls.Done()
 }
