@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/wizardmesh/wizard/runtime/internal/streamconn"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
@@ -282,20 +283,9 @@ func (st *stream) closeSend(f *wire.Frame) bool {
 // other than OK: the server's handler returned it (or the mux ended the
 // stream, refusing it or for a broken flow control). Code is gRPC's
 // numbering; Details are opaque to the mux (the runtime encodes its error
-// details there).
-type StreamError struct {
-	Code    uint32
-	Message string
-	Details []byte
-	// Refused says that the server ended the stream without running its
-	// handler (over MaxStreams or the caller's share, or no stream
-	// handler): nothing of it ran, and it may be opened elsewhere.
-	Refused bool
-}
-
-func (e *StreamError) Error() string {
-	return fmt.Sprintf("wizard: mux: stream ended with code %d: %s", e.Code, e.Message)
-}
+// details there). It is the transports' one stream error
+// (streamconn.Error).
+type StreamError = streamconn.Error
 
 // ErrStreamsUnsupported is the error of [Client.OpenStream] on a
 // connection whose server did not announce [wire.FeatureStreams] in its
@@ -351,3 +341,9 @@ func copyMeta(meta []wire.Meta) []wire.Meta {
 	}
 	return out
 }
+
+// The mux's streams are the transports' (runtime/tcp's and runtime/quic's).
+var (
+	_ streamconn.Client = (*ClientStream)(nil)
+	_ streamconn.Stream = (*ServerStream)(nil)
+)
