@@ -177,7 +177,7 @@ func (n *Node) addPattern(p pattern.Pattern, h Handler, opts ...HandlerOption) e
 		return Errorf(CodeInvalidArgument, "wizard: nil handler for pattern %q", p.String())
 	}
 	if v, ok := p.Get("sys"); ok && v == "wizard" {
-		return Errorf(CodeInvalidArgument, "wizard: pattern %q is reserved: sys:wizard patterns are the node's own (CatalogPattern, HealthPattern)", p.String())
+		return Errorf(CodeInvalidArgument, "wizard: pattern %q is reserved: sys:wizard patterns are the node's own (introspect.CatalogPattern, introspect.HealthPattern)", p.String())
 	}
 	if n.closed.Load() {
 		return &Error{Code: CodeUnavailable, Message: ErrClosed.Error(), cause: ErrClosed}
