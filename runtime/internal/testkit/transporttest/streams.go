@@ -206,7 +206,11 @@ func (s suite) streamEnds(t *testing.T) {
 			return err
 		}
 		_, err := s.Recv() // blocks: the caller sends nothing
-		handlerEnd <- ctx.Err()
+		if ctx.Err() == nil {
+			handlerEnd <- fmt.Errorf("recv: %w", err)
+		} else {
+			handlerEnd <- ctx.Err()
+		}
 		return err
 	}))
 	cl := NewClient(t, s.tr(t), "role:stream,cmd:fail", nil, srv.Addr())
