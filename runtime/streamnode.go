@@ -128,19 +128,6 @@ func (n *Node) openRemote(ctx context.Context, r *route, typ string, cfg *callCo
 		_, err := n.notFound(r.pattern.String(), cfg)
 		return nil, err
 	}
-	meta := []wire.Meta{{Key: metaCaller, Value: n.id}}
-	if typ != "" {
-		meta = append(meta, wire.Meta{Key: metaType, Value: typ})
-	}
-	if st := metaStateOf(ctx); st != nil {
-		if err := checkOutgoing(st); err != nil {
-			return nil, err
-		}
-		for _, p := range st.out.pairs {
-			meta = append(meta, wire.Meta{Key: p.Key, Value: p.Value})
-		}
-	}
-	open := &wire.Frame{Type: wire.TypeStreamOpen, Pattern: r.pattern.String(), Meta: meta}
 	var m Message // the picks' record; a stream has no call message
 	c := getRemoteCall(n, r, &m, cfg)
 	defer putRemoteCall(c)
@@ -164,10 +151,26 @@ func (n *Node) openRemote(ctx context.Context, r *route, typ string, cfg *callCo
 			lastErr = fmt.Errorf("its transport (%T) carries no streams", conn.c)
 			continue
 		}
-		sctx, stop := context.WithCancel(ctx)
+		a := Attempt{Pattern: r.pattern, Target: t, N: len(c.tried), Stream: true}
+		actx := ctx
+		if n.obs.o != nil {
+			actx = n.obs.o.AttemptStart(ctx, a)
+		}
+		open, err := streamOpen(actx, r, n.id, typ)
+		if err != nil {
+			br.Success()
+			if n.obs.o != nil {
+				n.obs.o.AttemptEnd(actx, a, AttemptResult{Code: CodeOf(err), Err: err})
+			}
+			return nil, err
+		}
+		sctx, stop := context.WithCancel(actx)
 		cs, err := op.OpenStream(sctx, open)
 		if err != nil {
 			stop()
+			if n.obs.o != nil {
+				n.obs.o.AttemptEnd(actx, a, AttemptResult{Code: CodeOf(err), Err: err})
+			}
 			if ctx.Err() != nil {
 				br.Success()
 				return nil, toError(ctx.Err())
@@ -180,12 +183,35 @@ func (n *Node) openRemote(ctx context.Context, r *route, typ string, cfg *callCo
 			lastErr = fmt.Errorf("%s: %w", p.addr, err)
 			continue
 		}
-		return &remoteStream{ctx: sctx, stop: stop, cs: cs, addr: p.addr, types: n.peerTypes, br: br}, nil
+		rs := &remoteStream{ctx: sctx, stop: stop, cs: cs, addr: p.addr, types: n.peerTypes, br: br}
+		if n.obs.o != nil {
+			obs := n.obs.o
+			rs.observe = func(r AttemptResult) { obs.AttemptEnd(actx, a, r) }
+		}
+		return rs, nil
 	}
 	if lastErr == nil {
 		lastErr = errors.New("no target is connected: " + listPeers(n.routeStates(r)))
 	}
 	return nil, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("wizard: no peer serving %s could open the stream (%d tried): %v", quoteClipped(r.pattern.String(), maxEcho), len(c.tried), lastErr), cause: lastErr}
+}
+
+// streamOpen is the open frame of a stream to r: the caller's id, the
+// type of its messages when known, and ctx's metadata.
+func streamOpen(ctx context.Context, r *route, id, typ string) (*wire.Frame, error) {
+	meta := []wire.Meta{{Key: metaCaller, Value: id}}
+	if typ != "" {
+		meta = append(meta, wire.Meta{Key: metaType, Value: typ})
+	}
+	if st := metaStateOf(ctx); st != nil {
+		if err := checkOutgoing(st); err != nil {
+			return nil, err
+		}
+		for _, p := range st.out.pairs {
+			meta = append(meta, wire.Meta{Key: p.Key, Value: p.Value})
+		}
+	}
+	return &wire.Frame{Type: wire.TypeStreamOpen, Pattern: r.pattern.String(), Meta: meta}, nil
 }
 
 // ServeStream serves a stream another node opened, for the transport: it
