@@ -247,19 +247,18 @@ func (n *Node) serveStream(ctx context.Context, st streamconn.Stream) error {
 }
 
 // runStream runs e's handler on a stream whose serving side side makes
-// from the handler's ctx, under the node's in-flight accounting (a
-// shutdown waits for it): streams take no slot of [WithMaxInFlight]'s,
-// which bounds calls; a transport bounds the streams of each connection.
+// from the handler's ctx. A shutdown waits for it within its grace, then
+// ends it. Streams take no slot of [WithMaxInFlight]'s, which bounds
+// calls: an idle stream must not shed calls. A transport bounds the
+// streams of each connection.
 func (n *Node) runStream(ctx context.Context, e *handlerEntry, side func(context.Context) serverSide) error {
-	n.inflight.Add(1)
-	defer n.done()
-	if n.closed.Load() {
-		return errClosing
-	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	id := n.streams.add(cancel)
 	defer n.streams.remove(id)
+	if n.closed.Load() { // after add: a shutdown either waits for it or it sees closed
+		return errClosing
+	}
 	ss := &serverStream{serverSide: side(ctx), entry: e, node: n}
 	_, err := n.serve(ctx, e, Request{msg: ss, entry: e, node: n})
 	if context.Cause(ctx) == errStreamsShutdown {
@@ -269,11 +268,12 @@ func (n *Node) runStream(ctx context.Context, e *handlerEntry, side func(context
 }
 
 // streamSet holds the cancel functions of the streams a node serves, so
-// that a shutdown whose grace ended ends them.
+// that a shutdown waits for them, then ends those its grace left open.
 type streamSet struct {
-	mu   sync.Mutex
-	next uint64
-	m    map[uint64]context.CancelCauseFunc
+	mu    sync.Mutex
+	next  uint64
+	m     map[uint64]context.CancelCauseFunc
+	empty chan struct{} // closed when m becomes empty while someone waits
 }
 
 func (s *streamSet) add(cancel context.CancelCauseFunc) uint64 {
@@ -289,8 +289,32 @@ func (s *streamSet) add(cancel context.CancelCauseFunc) uint64 {
 
 func (s *streamSet) remove(id uint64) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	delete(s.m, id)
+	if len(s.m) == 0 && s.empty != nil {
+		close(s.empty)
+		s.empty = nil
+	}
+}
+
+// wait returns nil once no stream is open, or ctx's error.
+func (s *streamSet) wait(ctx context.Context) error {
+	s.mu.Lock()
+	if len(s.m) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.empty == nil {
+		s.empty = make(chan struct{})
+	}
+	ch := s.empty
 	s.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // cancelAll ends every stream the node serves with err.

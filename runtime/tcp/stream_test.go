@@ -132,3 +132,28 @@ func (c *cutter) cut() {
 	}
 	c.conns = nil
 }
+
+// TestStreamsTakeNoCallSlot: open streams, idle, do not count against a
+// node's in-flight limit for calls, in-process or remote.
+func TestStreamsTakeNoCallSlot(t *testing.T) {
+	srv := newServer(t, runtime.WithMaxInFlight(2))
+	transporttest.MustAdd(t, srv, "role:tick", ticker(make(chan error, 8)))
+	transporttest.MustAdd(t, srv, "role:ok", func(ctx context.Context, r runtime.Request) (any, error) { return "fine", nil })
+	cl := newClient(t, "role:tick", srv.Addr())
+	transporttest.WaitRoutable(t, cl, "role:ok")
+	for _, n := range []*runtime.Node{cl, cl, srv, srv} {
+		st, err := n.OpenStream(t.Context(), "role:tick")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if _, err := st.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []*runtime.Node{cl, srv} {
+		if _, err := n.ActE(t.Context(), "role:ok", nil); err != nil {
+			t.Fatalf("a call beside 4 open streams on a node with 2 call slots: %v", err)
+		}
+	}
+}
