@@ -132,6 +132,7 @@ func (n *Node) openRemote(ctx context.Context, r *route, typ string, cfg *callCo
 	c := getRemoteCall(n, r, &m, cfg)
 	defer putRemoteCall(c)
 	var lastErr error
+	noStreams := 0 // targets whose transport carries no streams
 	for {
 		t, ok := c.pick(box.b)
 		if !ok {
@@ -148,7 +149,7 @@ func (n *Node) openRemote(ctx context.Context, r *route, typ string, cfg *callCo
 		op, ok := conn.c.(streamconn.Opener)
 		if !ok {
 			br.Success()
-			lastErr = fmt.Errorf("its transport (%T) carries no streams", conn.c)
+			noStreams++
 			continue
 		}
 		a := Attempt{Pattern: r.pattern, Target: t, N: len(c.tried), Stream: true}
@@ -189,6 +190,10 @@ func (n *Node) openRemote(ctx context.Context, r *route, typ string, cfg *callCo
 			rs.observe = func(r AttemptResult) { obs.AttemptEnd(actx, a, r) }
 		}
 		return rs, nil
+	}
+	if noStreams > 0 && noStreams == len(c.tried) {
+		// A bridge to MicroWizard or Seneca: request/response only.
+		return nil, Errorf(CodeUnimplemented, "wizard: no stream to %s: the %s transport carries no streams, only calls", quoteClipped(r.pattern.String(), maxEcho), n.remote.transport.Name())
 	}
 	if lastErr == nil {
 		lastErr = errors.New("no target is connected: " + listPeers(n.routeStates(r)))
