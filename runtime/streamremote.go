@@ -42,11 +42,13 @@ func (s *remoteStream) send(msg any) error {
 	if closed {
 		return errSendAfterClose
 	}
-	codec, payload, _, err := encodePayload(msg)
+	codec, payload, _, buf, err := encodeStream(msg)
 	if err != nil {
 		return err
 	}
-	if err := s.cs.Send(s.ctx, wire.Codec(codec), payload); err != nil {
+	err = s.cs.Send(s.ctx, wire.Codec(codec), payload)
+	putStreamBuf(buf)
+	if err != nil {
 		if _, ok := errors.AsType[*streamconn.Error](err); ok {
 			return io.EOF // ended by the server: Recv tells how
 		}
@@ -181,10 +183,11 @@ func (s *remoteServer) recv() (any, error) {
 }
 
 func (s *remoteServer) send(msg any) error {
-	codec, payload, typ, err := encodePayload(msg)
+	codec, payload, typ, buf, err := encodeStream(msg)
 	if err != nil {
 		return err
 	}
+	defer putStreamBuf(buf)
 	s.mu.Lock()
 	first := !s.hdrSent
 	s.hdrSent = true
