@@ -157,3 +157,43 @@ func TestStreamsTakeNoCallSlot(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamInterceptor: a handler interceptor runs once around a
+// stream's handler, and learns the messages it sent and received.
+func TestStreamInterceptor(t *testing.T) {
+	type counts struct {
+		sent, received int64
+		ok             bool
+	}
+	seen := make(chan counts, 4)
+	ic := func(next runtime.Handler) runtime.Handler {
+		return func(ctx context.Context, r runtime.Request) (any, error) {
+			res, err := next(ctx, r)
+			s, rc, ok := r.StreamMessages()
+			seen <- counts{s, rc, ok}
+			return res, err
+		}
+	}
+	srv := newServer(t, runtime.WithHandlerInterceptors(ic))
+	transporttest.MustAdd(t, srv, "role:tick", ticker(make(chan error, 1)))
+	cl := newClient(t, "role:tick", srv.Addr())
+	st, err := cl.OpenStream(t.Context(), "role:tick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := st.Recv(); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Send(map[string]any{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.Recv(); err != nil { // the handler took the second, sent the third
+		t.Fatal(err)
+	}
+	st.Close()
+	if c := testwait.Recv(t, seen); !c.ok || c.received != 2 || c.sent != 3 {
+		t.Fatalf("the interceptor saw %+v; want a stream with 2 received and 3 sent", c)
+	}
+}
