@@ -49,8 +49,11 @@ func (s *remoteStream) send(msg any) error {
 	err = s.cs.Send(s.ctx, wire.Codec(codec), payload)
 	putStreamBuf(buf)
 	if err != nil {
-		if _, ok := errors.AsType[*streamconn.Error](err); ok {
+		if _, ok := errors.AsType[*streamconn.Error](err); ok || err == io.EOF {
 			return io.EOF // ended by the server: Recv tells how
+		}
+		if errors.Is(err, wire.ErrFrameTooLarge) {
+			return tooLarge(err) // not sent; the stream goes on
 		}
 		return s.fail(err)
 	}
@@ -202,9 +205,18 @@ func (s *remoteServer) send(msg any) error {
 		}
 	}
 	if err := s.st.Send(s.ctx, wire.Codec(codec), payload); err != nil {
+		if errors.Is(err, wire.ErrFrameTooLarge) {
+			return tooLarge(err) // not sent; the stream goes on
+		}
 		return s.fail(err)
 	}
 	return nil
+}
+
+// tooLarge is the error of a stream's Send whose message is larger than
+// its connection's frames may be: that message is not sent.
+func tooLarge(err error) *Error {
+	return &Error{Code: CodeResourceExhausted, Message: "wizard: stream message not sent: " + err.Error(), cause: err}
 }
 
 func (s *remoteServer) sendHeader(ps []MetaPair) error {
