@@ -30,31 +30,31 @@ func (m *headerMath) Echo(ctx context.Context, s *runtime.ServerStream[*mathv1.E
 	return m.Service.Echo(ctx, s)
 }
 
-// streamCallers are the ways TestStreams reaches the service: a node that
-// serves it, and a node that calls another one over TCP.
+// streamCallers are the ways the stream tests reach a node that register
+// sets up: that node itself, and a node that calls it over TCP.
 var streamCallers = []struct {
 	name string
-	new  func(t *testing.T, h mathv1.MathServiceHandler) runtime.Caller
+	new  func(t *testing.T, register func(runtime.Registrar) error) *runtime.Node
 }{
-	{"in-process", func(t *testing.T, h mathv1.MathServiceHandler) runtime.Caller {
+	{"in-process", func(t *testing.T, register func(runtime.Registrar) error) *runtime.Node {
 		node := newNode(t)
-		if err := mathv1.RegisterMathServiceHandler(node, h); err != nil {
+		if err := register(node); err != nil {
 			t.Fatal(err)
 		}
 		return node
 	}},
-	{"tcp", func(t *testing.T, h mathv1.MathServiceHandler) runtime.Caller {
+	{"tcp", func(t *testing.T, register func(runtime.Registrar) error) *runtime.Node {
 		tr, err := tcp.New()
 		if err != nil {
 			t.Fatal(err)
 		}
 		server := newNode(t, runtime.WithTransport(tr), runtime.WithListen("127.0.0.1:0"))
-		if err := mathv1.RegisterMathServiceHandler(server, h); err != nil {
+		if err := register(server); err != nil {
 			t.Fatal(err)
 		}
 		caller := newNode(t, runtime.WithTransport(tr), runtime.WithDiscovery(runtime.StaticPeers(server.Addr())))
-		for _, p := range []string{mathv1.MathServiceCountPattern, mathv1.MathServiceTotalPattern, mathv1.MathServiceEchoPattern} {
-			if err := caller.WaitFor(t.Context(), p); err != nil {
+		for _, p := range server.Patterns() {
+			if err := caller.WaitFor(t.Context(), p.Pattern.String()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -62,12 +62,17 @@ var streamCallers = []struct {
 	}},
 }
 
+// serving returns the register function of h.
+func serving(h mathv1.MathServiceHandler) func(runtime.Registrar) error {
+	return func(r runtime.Registrar) error { return mathv1.RegisterMathServiceHandler(r, h) }
+}
+
 // TestStreams streams through the generated client and the generated
 // registration, each stream kind, in-process and over TCP.
 func TestStreams(t *testing.T) {
 	for _, c := range streamCallers {
 		t.Run(c.name, func(t *testing.T) {
-			math := newMathClient(t, c.new(t, &headerMath{}))
+			math := newMathClient(t, c.new(t, serving(&headerMath{})))
 
 			t.Run("server stream", func(t *testing.T) {
 				s, err := math.Count(t.Context(), &mathv1.CountRequest{N: 5})
@@ -171,7 +176,7 @@ func TestStreams(t *testing.T) {
 func TestStreamsUnimplemented(t *testing.T) {
 	for _, c := range streamCallers {
 		t.Run(c.name, func(t *testing.T) {
-			math := newMathClient(t, c.new(t, onlySum{}))
+			math := newMathClient(t, c.new(t, serving(onlySum{})))
 			count, err := math.Count(t.Context(), &mathv1.CountRequest{N: 1})
 			if err != nil {
 				t.Fatal(err)
@@ -187,6 +192,60 @@ func TestStreamsUnimplemented(t *testing.T) {
 			defer echo.Close()
 			if res, err := echo.Recv(); !errors.Is(err, runtime.ErrUnimplemented) {
 				t.Errorf("Echo: Recv = %v, %v; want unimplemented", res, err)
+			}
+		})
+	}
+}
+
+// TestServerStreamRequest: the generated registration of a server stream
+// passes the handler the caller's one request, and ends a stream that
+// closes without one with invalid_argument, naming the method.
+func TestServerStreamRequest(t *testing.T) {
+	for _, c := range streamCallers {
+		t.Run(c.name, func(t *testing.T) {
+			node := c.new(t, serving(&mathsvc.Service{}))
+			s, err := node.OpenStream(t.Context(), mathv1.MathServiceCountPattern)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.CloseSend(); err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Recv()
+			if !errors.Is(err, runtime.ErrInvalidArgument) {
+				t.Fatalf("Recv = %v, %v; want an invalid_argument error", res, err)
+			}
+			if got, want := err.Error(), "wizard: wizard.examples.math.v1.MathService.Count takes one request message; the stream closed without one"; got != want {
+				t.Errorf("message %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestServerStreamEndsFirst: when the handler of a server stream's pattern
+// ends before it takes the request (here one added without the generated
+// registration), the generated client still returns the stream, and Recv
+// tells how it ended, whichever of the request and the end came first.
+func TestServerStreamEndsFirst(t *testing.T) {
+	refuse := func(r runtime.Registrar) error {
+		return r.Add(mathv1.MathServiceCountPattern, runtime.NewStreamHandler(func(context.Context, *runtime.ServerStream[runtime.Request, any]) error {
+			return runtime.Errorf(runtime.CodeFailedPrecondition, "mathsvc: not counting today")
+		}))
+	}
+	for _, c := range streamCallers {
+		t.Run(c.name, func(t *testing.T) {
+			math := newMathClient(t, c.new(t, refuse))
+			for range 20 {
+				s, err := math.Count(t.Context(), &mathv1.CountRequest{N: 3})
+				if err != nil {
+					t.Fatalf("Count: %v; want the stream, its end for Recv", err)
+				}
+				res, err := s.Recv()
+				s.Close()
+				if runtime.CodeOf(err) != runtime.CodeFailedPrecondition {
+					t.Fatalf("Recv = %v, %v; want the handler's failed_precondition", res, err)
+				}
 			}
 		})
 	}
