@@ -132,6 +132,7 @@ func (n *Node) openRemote(ctx context.Context, r *route, typ string, cfg *callCo
 	c := getRemoteCall(n, r, &m, cfg)
 	defer putRemoteCall(c)
 	var lastErr error
+	noStreams := 0 // targets whose transport carries no streams
 	for {
 		t, ok := c.pick(box.b)
 		if !ok {
@@ -148,7 +149,7 @@ func (n *Node) openRemote(ctx context.Context, r *route, typ string, cfg *callCo
 		op, ok := conn.c.(streamconn.Opener)
 		if !ok {
 			br.Success()
-			lastErr = fmt.Errorf("its transport (%T) carries no streams", conn.c)
+			noStreams++
 			continue
 		}
 		a := Attempt{Pattern: r.pattern, Target: t, N: len(c.tried), Stream: true}
@@ -189,6 +190,10 @@ func (n *Node) openRemote(ctx context.Context, r *route, typ string, cfg *callCo
 			rs.observe = func(r AttemptResult) { obs.AttemptEnd(actx, a, r) }
 		}
 		return rs, nil
+	}
+	if noStreams > 0 && noStreams == len(c.tried) {
+		// A bridge to MicroWizard or Seneca: request/response only.
+		return nil, Errorf(CodeUnimplemented, "wizard: no stream to %s: the %s transport carries no streams, only calls", quoteClipped(r.pattern.String(), maxEcho), n.remote.transport.Name())
 	}
 	if lastErr == nil {
 		lastErr = errors.New("no target is connected: " + listPeers(n.routeStates(r)))
@@ -247,19 +252,18 @@ func (n *Node) serveStream(ctx context.Context, st streamconn.Stream) error {
 }
 
 // runStream runs e's handler on a stream whose serving side side makes
-// from the handler's ctx, under the node's in-flight accounting (a
-// shutdown waits for it): streams take no slot of [WithMaxInFlight]'s,
-// which bounds calls; a transport bounds the streams of each connection.
+// from the handler's ctx. A shutdown waits for it within its grace, then
+// ends it. Streams take no slot of [WithMaxInFlight]'s, which bounds
+// calls: an idle stream must not shed calls. A transport bounds the
+// streams of each connection.
 func (n *Node) runStream(ctx context.Context, e *handlerEntry, side func(context.Context) serverSide) error {
-	n.inflight.Add(1)
-	defer n.done()
-	if n.closed.Load() {
-		return errClosing
-	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	id := n.streams.add(cancel)
 	defer n.streams.remove(id)
+	if n.closed.Load() { // after add: a shutdown either waits for it or it sees closed
+		return errClosing
+	}
 	ss := &serverStream{serverSide: side(ctx), entry: e, node: n}
 	_, err := n.serve(ctx, e, Request{msg: ss, entry: e, node: n})
 	if context.Cause(ctx) == errStreamsShutdown {
@@ -269,11 +273,12 @@ func (n *Node) runStream(ctx context.Context, e *handlerEntry, side func(context
 }
 
 // streamSet holds the cancel functions of the streams a node serves, so
-// that a shutdown whose grace ended ends them.
+// that a shutdown waits for them, then ends those its grace left open.
 type streamSet struct {
-	mu   sync.Mutex
-	next uint64
-	m    map[uint64]context.CancelCauseFunc
+	mu    sync.Mutex
+	next  uint64
+	m     map[uint64]context.CancelCauseFunc
+	empty chan struct{} // closed when m becomes empty while someone waits
 }
 
 func (s *streamSet) add(cancel context.CancelCauseFunc) uint64 {
@@ -289,8 +294,32 @@ func (s *streamSet) add(cancel context.CancelCauseFunc) uint64 {
 
 func (s *streamSet) remove(id uint64) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	delete(s.m, id)
+	if len(s.m) == 0 && s.empty != nil {
+		close(s.empty)
+		s.empty = nil
+	}
+}
+
+// wait returns nil once no stream is open, or ctx's error.
+func (s *streamSet) wait(ctx context.Context) error {
+	s.mu.Lock()
+	if len(s.m) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.empty == nil {
+		s.empty = make(chan struct{})
+	}
+	ch := s.empty
 	s.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // cancelAll ends every stream the node serves with err.
