@@ -26,7 +26,7 @@
 // client's. A server-streaming handler gets the caller's one request (the
 // generated registration receives it), and its client sends req and closes
 // its side before it returns the stream. Files with stream methods reference
-// runtime.IsAtLeastVersion0_4_0, others runtime.IsAtLeastVersion0_3_0.
+// runtime.IsAtLeastVersion0_5_0, others runtime.IsAtLeastVersion0_3_0.
 //
 // # Patterns
 //

@@ -125,7 +125,7 @@ func TestDeterministic(t *testing.T) {
 }
 
 // TestVersionCheck: the stubs of a run with a stream method require the
-// runtime that has streams (IsAtLeastVersion0_4_0); the others keep
+// runtime that has streams (IsAtLeastVersion0_5_0); the others keep
 // requiring IsAtLeastVersion0_3_0, so that an older runtime still builds
 // them.
 func TestVersionCheck(t *testing.T) {
@@ -150,7 +150,7 @@ func TestVersionCheck(t *testing.T) {
 				}
 				want := "runtime.IsAtLeastVersion0_3_0"
 				if streams {
-					want = "runtime.IsAtLeastVersion0_4_0"
+					want = "runtime.IsAtLeastVersion0_5_0"
 				}
 				if got := f.GetContent(); !strings.Contains(got, "const _ = "+want+"\n") {
 					t.Errorf("%s (streams: %v) does not reference %s", f.GetName(), streams, want)

@@ -74,7 +74,7 @@ func versionCheck(cs []*contract) string {
 	for _, c := range cs {
 		for _, op := range c.methods {
 			if op.kind.isStream() {
-				return "IsAtLeastVersion0_4_0"
+				return "IsAtLeastVersion0_5_0"
 			}
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // This is a compile-time assertion that this generated file and the wizard
 // runtime it is compiled against are compatible. If it fails, update
 // github.com/wizardmesh/wizard.
-const _ = runtime.IsAtLeastVersion0_4_0
+const _ = runtime.IsAtLeastVersion0_5_0
 
 // Patterns of the wizard.examples.math.v1.MathService methods, in canonical
 // form.
