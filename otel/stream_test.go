@@ -293,3 +293,97 @@ func TestInProcessStream(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamHandlerPanic: a stream handler that panics after a message
+// each way ends its server span as a handler's panic does (internal, an
+// exception event) with the stream's counts, is no longer counted open,
+// and its caller's stream ends with internal, as does its client span.
+func TestStreamHandlerPanic(t *testing.T) {
+	tm := newTelemetry(t)
+	srv := server(t, tcpTransport(t), nil, tm.option())
+	if err := srv.Add("role:boom", runtime.NewStreamHandler(func(ctx context.Context, s *runtime.ServerStream[runtime.Request, any]) error {
+		if _, err := s.Recv(); err != nil {
+			return err
+		}
+		if err := s.Send(map[string]any{"ok": true}); err != nil {
+			return err
+		}
+		panic("boom")
+	})); err != nil {
+		t.Fatal(err)
+	}
+	cl := client(t, tcpTransport(t), []string{srv.Addr()}, tm.option())
+	waitFor(t, cl, "role:boom", 1)
+	st, err := cl.OpenStream(callCtx(t), "role:boom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Send(map[string]any{"go": true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); runtime.CodeOf(err) != runtime.CodeInternal {
+		t.Fatalf("Recv after the panic: %v, want internal", err)
+	}
+	spans := tm.ended()
+	serve := one(t, spans, "role:boom", trace.SpanKindServer)
+	checkPanicSpan(t, serve, "boom")
+	if attr(serve, "wizard.stream.messages_sent") != "1" || attr(serve, "wizard.stream.messages_received") != "1" {
+		t.Errorf("server span: sent %q, received %q; want 1 and 1", attr(serve, "wizard.stream.messages_sent"), attr(serve, "wizard.stream.messages_received"))
+	}
+	if open := one(t, spans, "role:boom", trace.SpanKindClient); open.Status.Code != codes.Error || attr(open, "rpc.response.status_code") != "internal" {
+		t.Errorf("client span: status %v, code %q; want an error, internal", open.Status, attr(open, "rpc.response.status_code"))
+	}
+	rm := tm.collect(t)
+	method := semconv.RPCMethodKey.String("role:boom")
+	if v, ok := sum(rm, "wizard.server.streams.active", method); !ok || v != 0 {
+		t.Errorf("server streams open after the panic: %d (observed %v), want 0", v, ok)
+	}
+	if n, ok := histCount(rm, "wizard.server.stream.duration", method, semconv.RPCResponseStatusCodeKey.String("internal")); !ok || n != 1 {
+		t.Errorf("server streams ended with internal: %d (observed %v), want 1", n, ok)
+	}
+}
+
+// TestStreamInHandler: a handler of an in-process call that opens an
+// in-process stream leaves its call named by the pattern that matched it
+// (the stream's match is not the call's), and the stream's server span
+// is a child of the handler's.
+func TestStreamInHandler(t *testing.T) {
+	tm := newTelemetry(t)
+	n := newNode(t, tm.option())
+	if err := n.Add(countPattern, count(nil, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Add("role:outer", func(ctx context.Context, r runtime.Request) (any, error) {
+		st, err := n.OpenStream(ctx, countPattern)
+		if err != nil {
+			return nil, err
+		}
+		defer st.Close()
+		if err := st.Send(map[string]any{"n": 2}); err != nil {
+			return nil, err
+		}
+		st.CloseSend()
+		got, err := (&countStream{st}).read()
+		return map[string]any{"got": got}, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.ActE(callCtx(t), "role:outer", nil); err != nil {
+		t.Fatal(err)
+	}
+	spans := tm.ended()
+	call := one(t, spans, "role:outer", trace.SpanKindClient)
+	outer := one(t, spans, "role:outer", trace.SpanKindServer)
+	serve := one(t, spans, countProc, trace.SpanKindServer)
+	if got := attr(call, "wizard.pattern"); got != "role:outer" {
+		t.Errorf("the call's wizard.pattern = %q, want role:outer", got)
+	}
+	if !childOf(outer, call) || !childOf(serve, outer) {
+		t.Errorf("parents: the handler's span %v (want the call's %v), the stream's %v (want the handler's %v)",
+			outer.Parent.SpanID(), call.SpanContext.SpanID(), serve.Parent.SpanID(), outer.SpanContext.SpanID())
+	}
+}
