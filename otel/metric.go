@@ -152,12 +152,12 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 }
 
 // observeActive observes the calls in flight and the open streams while
-// a node uses m (a procedure's calls in flight unless it has only had
-// streams, its open streams once it has had one): the
-// first node registers the callback, and the function it returns, once
-// the last has called it, unregisters it. Counted in m's own entries
-// rather than added to an UpDownCounter at each start and end, the calls
-// in flight cost a call two atomic adds, not two measurements.
+// a node uses m: the first node registers the callback, and the function
+// it returns, once the last has called it, unregisters it. Counted in
+// m's own entries rather than added to an UpDownCounter at each start
+// and end, the calls in flight cost a call two atomic adds, not two
+// measurements. A procedure's calls in flight are observed unless it has
+// had only streams, its open streams once it has had one.
 func (m *metrics) observeActive() (func(), error) {
 	m.activeMu.Lock()
 	defer m.activeMu.Unlock()
@@ -267,7 +267,8 @@ func (o *attrOpts) mark(kind uint32) {
 	}
 }
 
-// The sides of a call, indexing attrOpts.active.
+// The sides of a call or stream, indexing attrOpts.active and .streams
+// and the stream instruments.
 const (
 	client = iota
 	server
