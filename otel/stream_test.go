@@ -6,6 +6,7 @@ import (
 	"io"
 	"testing"
 
+	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
 	"github.com/wizardmesh/wizard/runtime"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -385,5 +386,72 @@ func TestStreamInHandler(t *testing.T) {
 	if !childOf(outer, call) || !childOf(serve, outer) {
 		t.Errorf("parents: the handler's span %v (want the call's %v), the stream's %v (want the handler's %v)",
 			outer.Parent.SpanID(), call.SpanContext.SpanID(), serve.Parent.SpanID(), outer.SpanContext.SpanID())
+	}
+}
+
+// TestTypedStreamNames: a typed stream's server span and metrics are
+// named by the handler's method, its client span and metrics by the
+// pattern it was opened to (the observer sees the route, not the
+// client's method), as docs/observability.md says.
+func TestTypedStreamNames(t *testing.T) {
+	tm := newTelemetry(t)
+	md := mathv1.File_wizard_examples_math_v1_math_proto.Services().ByName("MathService").Methods().ByName("Sum")
+	srv := server(t, tcpTransport(t), nil, tm.option())
+	if err := srv.Add(mathv1.MathServiceSumPattern, runtime.NewStreamHandler(func(ctx context.Context, s *runtime.ServerStream[*mathv1.SumRequest, *mathv1.SumResponse]) error {
+		var total float64
+		for {
+			req, err := s.Recv()
+			if errors.Is(err, io.EOF) {
+				return s.Send(&mathv1.SumResponse{Sum: total})
+			}
+			if err != nil {
+				return err
+			}
+			for _, v := range req.GetValues() {
+				total += v
+			}
+		}
+	}), runtime.Method(md)); err != nil {
+		t.Fatal(err)
+	}
+	cl := client(t, tcpTransport(t), []string{srv.Addr()}, tm.option())
+	waitFor(t, cl, mathv1.MathServiceSumPattern, 1)
+	c, err := runtime.NewClient[mathv1.SumRequest, mathv1.SumResponse](cl, mathv1.MathServiceSumPattern, runtime.Method(md))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Stream(callCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, v := range []float64{1, 2, 3} {
+		if err := st.Send(&mathv1.SumRequest{Values: []float64{v}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.CloseSend()
+	if res, err := st.Recv(); err != nil || res.GetSum() != 6 {
+		t.Fatalf("Recv = %v, %v; want a sum of 6", res, err)
+	}
+	if _, err := st.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("the stream's end: %v, want io.EOF", err)
+	}
+	spans := tm.ended()
+	const pattern = "cmd:sum,role:math"
+	open := one(t, spans, pattern, trace.SpanKindClient)
+	serve := one(t, spans, mathv1.MathServiceSumProcedure, trace.SpanKindServer)
+	if !childOf(serve, open) {
+		t.Errorf("the server span is a child of %v, want the client span %v", serve.Parent.SpanID(), open.SpanContext.SpanID())
+	}
+	if attr(open, "wizard.stream.messages_sent") != "3" || attr(serve, "wizard.stream.messages_received") != "3" {
+		t.Errorf("messages: the caller sent %q, the handler received %q; want 3 and 3", attr(open, "wizard.stream.messages_sent"), attr(serve, "wizard.stream.messages_received"))
+	}
+	rm := tm.collect(t)
+	if v, ok := sum(rm, "wizard.client.stream.messages.sent", semconv.RPCMethodKey.String(pattern)); !ok || v != 3 {
+		t.Errorf("the caller's messages sent by rpc.method %q: %d (observed %v), want 3", pattern, v, ok)
+	}
+	if v, ok := sum(rm, "wizard.server.stream.messages.received", semconv.RPCMethodKey.String(mathv1.MathServiceSumProcedure)); !ok || v != 3 {
+		t.Errorf("the handler's messages received by rpc.method %q: %d (observed %v), want 3", mathv1.MathServiceSumProcedure, v, ok)
 	}
 }
