@@ -260,6 +260,9 @@ type WebSocket struct {
 	// MaxInflightPerConn bounds requests in flight per connection (429
 	// frames beyond); 64 by default.
 	MaxInflightPerConn int `yaml:"max_inflight_per_conn"`
+	// MaxStreamsPerConn bounds the streams open per connection (a req
+	// frame opening one beyond is answered 429); 16 by default.
+	MaxStreamsPerConn int `yaml:"max_streams_per_conn"`
 	// SendQueue bounds the replies queued per connection (a slow
 	// consumer is closed with 4008); 256 by default.
 	SendQueue int `yaml:"send_queue"`

@@ -442,6 +442,7 @@ func (v *validator) websocket(ws *WebSocket) {
 	}
 	v.size(&ws.node, w, "max_message", &ws.MaxMessage, 64<<10)
 	v.count(&ws.node, w, "max_inflight_per_conn", &ws.MaxInflightPerConn, 64)
+	v.count(&ws.node, w, "max_streams_per_conn", &ws.MaxStreamsPerConn, 16)
 	v.count(&ws.node, w, "send_queue", &ws.SendQueue, 256)
 	v.positive(&ws.node, w, "ping_interval", &ws.PingInterval, 30*time.Second)
 	v.positive(&ws.node, w, "idle_timeout", &ws.IdleTimeout, 2*time.Minute)
