@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,7 +51,8 @@ type wsConn struct {
 	cancel context.CancelFunc
 
 	mu       sync.Mutex
-	inflight map[string]context.CancelFunc
+	inflight map[string]context.CancelFunc // requests and streams
+	streams  map[string]*wsStream          // the streams among them
 	id       *auth.Identity
 	expiry   *time.Timer
 	idle     *time.Timer // nil without an idle timeout
@@ -70,6 +72,9 @@ type outMsg struct {
 	b      []byte
 	close  websocket.StatusCode
 	reason string
+	// written, when set, is told when b has been written: a stream
+	// waits for it before it receives its next message.
+	written chan<- struct{}
 }
 
 // serveWebSocket upgrades a request on the WebSocket path: Origin
@@ -109,6 +114,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 		g: g, ws: l.set.ws, c: c, nc: hw.conn, ip: l.clientIP(r),
 		send: newSendQueue(l.set.ws.sendQueue),
 		ctx:  ctx, cancel: cancel, inflight: make(map[string]context.CancelFunc),
+		streams: make(map[string]*wsStream),
 	}
 	if !g.addConn(wc) {
 		c.Close(closeGoingAway, "the gateway is shutting down")
@@ -213,6 +219,10 @@ func (wc *wsConn) read() {
 			wc.cancelReq(*f.ID)
 		case f.Type == frameReq:
 			wc.request(f)
+		case f.Type == frameMsg:
+			wc.streamMsg(f)
+		case f.Type == frameEnd:
+			wc.streamEnd(*f.ID)
 		}
 	}
 }
@@ -358,9 +368,17 @@ func connIdentity(id *auth.Identity) *auth.Identity {
 }
 
 // request starts serving a req frame, unless the connection is draining,
-// the id is in flight already, or the in-flight limit is reached (429).
+// the id is in flight already, or the in-flight limit (or for a
+// streaming route the stream limit) is reached (429). The route is
+// looked up here, on the reader: a stream's msg and end frames, which
+// may follow at once, need the stream.
 func (wc *wsConn) request(f inFrame) {
 	id := *f.ID
+	rt := wc.route(f)
+	kind := streamNone
+	if rt.e == nil {
+		kind = rt.m.policy.stream
+	}
 	wc.mu.Lock()
 	var e *apiError
 	switch {
@@ -372,22 +390,38 @@ func (wc *wsConn) request(f inFrame) {
 	case len(wc.inflight) >= wc.ws.maxInflight:
 		e = newAPIError(http.StatusTooManyRequests, runtime.CodeResourceExhausted, "too many requests in flight on this connection")
 		e.retryAfter = 1
+	case kind != streamNone && len(wc.streams) >= wc.ws.maxStreams:
+		e = newAPIError(http.StatusTooManyRequests, runtime.CodeResourceExhausted, "too many streams open on this connection (at most "+strconv.Itoa(wc.ws.maxStreams)+"): end one first")
+		e.retryAfter = 1
 	}
 	if e != nil {
 		wc.mu.Unlock()
-		wc.enqueue(resFrame(f.ID, "", nil, e))
+		if kind != streamNone {
+			wc.enqueue(appendEnd(nil, frameEnd, f.ID, "", e, runtime.Metadata{}))
+		} else {
+			wc.enqueue(resFrame(f.ID, "", nil, e))
+		}
 		return
 	}
 	ctx, cancel := context.WithCancel(wc.ctx)
 	wc.inflight[id] = cancel
+	var st *wsStream
+	if kind != streamNone {
+		st = newWSStream(kind, cancel)
+		wc.streams[id] = st
+	}
 	caller := wc.id
 	wc.reqs.Add(1)
 	wc.mu.Unlock()
+	if st != nil {
+		go wc.stream(ctx, f, rt, caller, st)
+		return
+	}
 	go func() {
 		defer wc.reqs.Done()
 		defer cancel()
 		rid := newRequestID()
-		r, e := wc.serveReq(ctx, f, caller, rid)
+		r, e := wc.serveReq(ctx, f, rt, caller, rid)
 		write := wc.queue(resFrameStatus(f.ID, rid, r.statusOr(), r.body, e))
 		// The id is free before its reply is written: a client may send
 		// it again as soon as it has the reply. A close that done or
@@ -398,6 +432,25 @@ func (wc *wsConn) request(f inFrame) {
 			wc.writeQueued() // this goroutine has the writer's turn: no other is needed
 		}
 	}()
+}
+
+// wsRoute is a req frame's route as the reader looked it up; its
+// errors are answered in their turn by serveReq.
+type wsRoute struct {
+	l *live
+	u *url.URL // nil: the path is not valid
+	m match
+	e *apiError // the lookup's
+}
+
+func (wc *wsConn) route(f inFrame) wsRoute {
+	l := wc.g.now()
+	u, err := url.ParseRequestURI(f.Path)
+	if err != nil {
+		return wsRoute{l: l, e: badRequest("req frame's path is not a valid path")}
+	}
+	m, e := l.t.lookup(f.Method, u.EscapedPath())
+	return wsRoute{l: l, u: u, m: m, e: e}
 }
 
 // countLimited counts the rate limits' 429s in a row (any other reply
@@ -430,7 +483,7 @@ func (wc *wsConn) done(id string) {
 }
 
 // serveReq serves one req frame as its HTTP request would be served.
-func (wc *wsConn) serveReq(ctx context.Context, f inFrame, id *auth.Identity, rid string) (r reply, e *apiError) {
+func (wc *wsConn) serveReq(ctx context.Context, f inFrame, rt wsRoute, id *auth.Identity, rid string) (r reply, e *apiError) {
 	g := wc.g
 	start := time.Now()
 	a := access{rid: rid}
@@ -444,27 +497,34 @@ func (wc *wsConn) serveReq(ctx context.Context, f inFrame, id *auth.Identity, ri
 		}
 		g.logFrame(f, wc.ip, &a, time.Since(start))
 	}()
-	u, err := url.ParseRequestURI(f.Path)
-	if err != nil {
-		return reply{}, badRequest("req frame's path is not a valid path")
-	}
-	l := g.now()
-	if e := g.limit(l.ipLim, wc.ip); e != nil {
-		return reply{}, e
-	}
-	m, e := l.t.lookup(f.Method, u.EscapedPath())
+	c, e := wc.callOf(f, rt, id, rid, &a)
 	if e != nil {
 		return reply{}, e
 	}
-	a.route = m.policy.name
-	if e := authorize(m.policy, id); e != nil {
-		return reply{}, e
+	return g.call(ctx, c)
+}
+
+// callOf checks a req frame as its HTTP request would be checked (the
+// path, the per-IP rate, the route, its auth) and returns its call.
+func (wc *wsConn) callOf(f inFrame, rt wsRoute, id *auth.Identity, rid string, a *access) (call, *apiError) {
+	if rt.u == nil {
+		return call{}, rt.e
+	}
+	if e := wc.g.limit(rt.l.ipLim, wc.ip); e != nil {
+		return call{}, e
+	}
+	if rt.e != nil {
+		return call{}, rt.e
+	}
+	a.route = rt.m.policy.name
+	if e := authorize(rt.m.policy, id); e != nil {
+		return call{}, e
 	}
 	var raw []byte
 	if len(f.Body) > 0 && string(f.Body) != "null" {
 		raw = f.Body
 	}
-	return g.call(ctx, call{l: l, m: m, method: f.Method, path: u.Path, query: u.Query(), body: raw, hint: time.Duration(min(f.TimeoutMs, maxHintMs)) * time.Millisecond, id: id, rid: rid})
+	return call{l: rt.l, m: rt.m, method: f.Method, path: rt.u.Path, query: rt.u.Query(), body: raw, hint: time.Duration(min(f.TimeoutMs, maxHintMs)) * time.Millisecond, id: id, rid: rid}, nil
 }
 
 // cancelReq cancels request id's mesh call, if it is in flight; its
@@ -536,6 +596,7 @@ func (wc *wsConn) writeQueued() {
 			wc.closeWith(m.close, m.reason)
 			return
 		}
+
 		var err error
 		if wc.nc != nil {
 			wc.nc.SetWriteDeadline(time.Now().Add(timeout))
@@ -549,6 +610,9 @@ func (wc *wsConn) writeQueued() {
 		if err != nil {
 			wc.closeWith(closeInternal, "write failed")
 			return
+		}
+		if m.written != nil {
+			m.written <- struct{}{} // room for one: a stream has one frame queued at most
 		}
 	}
 }
