@@ -6,8 +6,13 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 )
 
-// dial opens a mesh stream of pattern.
+var _ meshStream = (*runtime.ClientStream[any, runtime.Result])(nil)
+
+// dial opens a mesh stream of pattern, bounded by ctx.
 func (g *Gateway) dial(ctx context.Context, pattern string) (meshStream, error) {
-	// Replaced by g.node.OpenStream once the runtime's streams land.
-	return nil, runtime.NewError(runtime.CodeUnimplemented, "wizard: streams are not available yet")
+	s, err := g.node.OpenStream(ctx, pattern)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
