@@ -162,8 +162,10 @@
 //
 // A stream always ends with one end frame: status 200 with the service's
 // trailers, or the error's status and body as in a res frame (a refusal
-// at the open too: 401, 403, 429, 503). Closing the socket cancels all
-// its streams. A msg or end frame for a server stream, or after the
+// at the open too: 401, 403, 429, 503; only a req frame refused before
+// its route is looked up, for a repeated id, the in-flight limit or a
+// shutdown, is answered with a res frame, stream or not). Closing the
+// socket cancels all its streams. A msg or end frame for a server stream, or after the
 // client's end frame, ends the stream with 400; one for no open stream
 // is answered by a res frame, 400.
 //

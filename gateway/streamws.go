@@ -45,9 +45,9 @@ func newWSStream(kind streamKind, cancel context.CancelFunc) *wsStream {
 // with the end frame; the client's messages go the other way on a
 // goroutine of their own. A cancel frame, the connection's close and
 // the service's end all end it.
-func (wc *wsConn) stream(ctx context.Context, f inFrame, rt wsRoute, caller *auth.Identity, st *wsStream) {
-	defer wc.reqs.Done()
-	defer st.cancel()
+//
+// A stream refused over the limit has st nil and refused its error.
+func (wc *wsConn) stream(ctx context.Context, f inFrame, rt wsRoute, caller *auth.Identity, st *wsStream, refused *apiError) {
 	id := *f.ID
 	rid := newRequestID()
 	start := time.Now()
@@ -55,14 +55,21 @@ func (wc *wsConn) stream(ctx context.Context, f inFrame, rt wsRoute, caller *aut
 	if caller != nil {
 		a.subject = caller.Subject
 	}
-	e, md := wc.relay(ctx, f, rt, caller, rid, st, &a)
-	close(st.ended)
-	wc.mu.Lock()
-	if st.failure != nil {
-		e = st.failure
+	e := refused
+	var md runtime.Metadata
+	if st == nil {
+		a.route = rt.m.policy.name
+	} else {
+		e, md = wc.relay(ctx, f, rt, caller, rid, st, &a)
+		st.cancel()
+		close(st.ended)
+		wc.mu.Lock()
+		if st.failure != nil {
+			e = st.failure
+		}
+		delete(wc.streams, id)
+		wc.mu.Unlock()
 	}
-	delete(wc.streams, id)
-	wc.mu.Unlock()
 	a.status = http.StatusOK
 	if e != nil {
 		a.status = e.status
@@ -192,9 +199,10 @@ func (wc *wsConn) streamEnd(id string) {
 // frame, or nil and the error to answer (nil: none, the stream has
 // been failed).
 func (wc *wsConn) clientSide(id, typ string) (*wsStream, *apiError) {
-	wc.mu.Lock()
-	st := wc.streams[id]
-	wc.mu.Unlock()
+	st, open := wc.streamOf(id)
+	if !open {
+		return nil, nil // the connection is closing
+	}
 	var e *apiError
 	switch {
 	case st == nil:
@@ -209,6 +217,35 @@ func (wc *wsConn) clientSide(id, typ string) (*wsStream, *apiError) {
 		return nil, nil
 	}
 	return st, nil
+}
+
+// streamOf returns stream id (nil: none), waiting while id is a request
+// whose route is not known yet: a client sends a stream's msg frames
+// right after its req frame. It reports false when the connection
+// closes meanwhile.
+func (wc *wsConn) streamOf(id string) (*wsStream, bool) {
+	wc.mu.Lock()
+	for {
+		if st := wc.streams[id]; st != nil {
+			wc.mu.Unlock()
+			return st, true
+		}
+		if r, ok := wc.inflight[id]; !ok || r.routed {
+			wc.mu.Unlock()
+			return nil, true
+		}
+		if wc.routing == nil {
+			wc.routing = make(chan struct{})
+		}
+		routing := wc.routing
+		wc.mu.Unlock()
+		select {
+		case <-routing:
+		case <-wc.ctx.Done():
+			return nil, false
+		}
+		wc.mu.Lock()
+	}
 }
 
 // fail ends a stream with e, a client's mistake.

@@ -51,8 +51,9 @@ type wsConn struct {
 	cancel context.CancelFunc
 
 	mu       sync.Mutex
-	inflight map[string]context.CancelFunc // requests and streams
-	streams  map[string]*wsStream          // the streams among them
+	inflight map[string]inflight  // requests and streams
+	streams  map[string]*wsStream // the streams among them
+	routing  chan struct{}        // closed when a request is routed, for the reader waiting on one (nil: none waits)
 	id       *auth.Identity
 	expiry   *time.Timer
 	idle     *time.Timer // nil without an idle timeout
@@ -113,7 +114,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 	wc := &wsConn{
 		g: g, ws: l.set.ws, c: c, nc: hw.conn, ip: l.clientIP(r),
 		send: newSendQueue(l.set.ws.sendQueue),
-		ctx:  ctx, cancel: cancel, inflight: make(map[string]context.CancelFunc),
+		ctx:  ctx, cancel: cancel, inflight: make(map[string]inflight),
 		streams: make(map[string]*wsStream),
 	}
 	if !g.addConn(wc) {
@@ -367,59 +368,49 @@ func connIdentity(id *auth.Identity) *auth.Identity {
 	return &auth.Identity{Subject: id.Subject, Issuer: id.Issuer, Scopes: slices.Clip(id.Scopes), ExpiresAt: id.ExpiresAt}
 }
 
+// inflight is a request in flight on a connection.
+type inflight struct {
+	cancel context.CancelFunc
+	routed bool // its route is known: it is a stream (in streams) or not
+}
+
 // request starts serving a req frame, unless the connection is draining,
-// the id is in flight already, or the in-flight limit (or for a
-// streaming route the stream limit) is reached (429). The route is
-// looked up here, on the reader: a stream's msg and end frames, which
-// may follow at once, need the stream.
+// the id is in flight already, or the in-flight limit is reached (429).
 func (wc *wsConn) request(f inFrame) {
 	id := *f.ID
-	rt := wc.route(f)
-	kind := streamNone
-	if rt.e == nil {
-		kind = rt.m.policy.stream
-	}
 	wc.mu.Lock()
 	var e *apiError
 	switch {
 	case wc.draining:
 		e = newAPIError(http.StatusServiceUnavailable, runtime.CodeUnavailable, "the gateway is shutting down")
 		e.retryAfter = retryAfter
-	case wc.inflight[id] != nil:
+	case wc.inflight[id].cancel != nil:
 		e = badRequest("request id " + id + " is already in flight on this connection")
 	case len(wc.inflight) >= wc.ws.maxInflight:
 		e = newAPIError(http.StatusTooManyRequests, runtime.CodeResourceExhausted, "too many requests in flight on this connection")
 		e.retryAfter = 1
-	case kind != streamNone && len(wc.streams) >= wc.ws.maxStreams:
-		e = newAPIError(http.StatusTooManyRequests, runtime.CodeResourceExhausted, "too many streams open on this connection (at most "+strconv.Itoa(wc.ws.maxStreams)+"): end one first")
-		e.retryAfter = 1
 	}
 	if e != nil {
 		wc.mu.Unlock()
-		if kind != streamNone {
-			wc.enqueue(appendEnd(nil, frameEnd, f.ID, "", e, runtime.Metadata{}))
-		} else {
-			wc.enqueue(resFrame(f.ID, "", nil, e))
-		}
+		wc.enqueue(resFrame(f.ID, "", nil, e))
 		return
 	}
 	ctx, cancel := context.WithCancel(wc.ctx)
-	wc.inflight[id] = cancel
-	var st *wsStream
-	if kind != streamNone {
-		st = newWSStream(kind, cancel)
-		wc.streams[id] = st
-	}
+	wc.inflight[id] = inflight{cancel: cancel}
 	caller := wc.id
 	wc.reqs.Add(1)
 	wc.mu.Unlock()
-	if st != nil {
-		go wc.stream(ctx, f, rt, caller, st)
-		return
-	}
 	go func() {
 		defer wc.reqs.Done()
 		defer cancel()
+		// The route is looked up here, not on the reader: its stack,
+		// which an idle connection keeps, stays small.
+		rt := wc.route(f)
+		st, e := wc.routed(id, rt, cancel)
+		if st != nil || e != nil {
+			wc.stream(ctx, f, rt, caller, st, e)
+			return
+		}
 		rid := newRequestID()
 		r, e := wc.serveReq(ctx, f, rt, caller, rid)
 		write := wc.queue(resFrameStatus(f.ID, rid, r.statusOr(), r.body, e))
@@ -432,6 +423,34 @@ func (wc *wsConn) request(f inFrame) {
 			wc.writeQueued() // this goroutine has the writer's turn: no other is needed
 		}
 	}()
+}
+
+// routed records that request id's route is known, and wakes the
+// reader if it waits for that: for a streaming route it returns the
+// stream, or the refusal of one over the stream limit (429).
+func (wc *wsConn) routed(id string, rt wsRoute, cancel context.CancelFunc) (*wsStream, *apiError) {
+	kind := streamNone
+	if rt.e == nil {
+		kind = rt.m.policy.stream
+	}
+	wc.mu.Lock()
+	defer wc.mu.Unlock()
+	wc.inflight[id] = inflight{cancel: cancel, routed: true}
+	if wc.routing != nil {
+		close(wc.routing)
+		wc.routing = nil
+	}
+	switch {
+	case kind == streamNone:
+		return nil, nil
+	case len(wc.streams) >= wc.ws.maxStreams:
+		e := newAPIError(http.StatusTooManyRequests, runtime.CodeResourceExhausted, "too many streams open on this connection (at most "+strconv.Itoa(wc.ws.maxStreams)+"): end one first")
+		e.retryAfter = 1
+		return nil, e
+	}
+	st := newWSStream(kind, cancel)
+	wc.streams[id] = st
+	return st, nil
 }
 
 // wsRoute is a req frame's route as the reader looked it up; its
@@ -531,7 +550,7 @@ func (wc *wsConn) callOf(f inFrame, rt wsRoute, id *auth.Identity, rid string, a
 // reply (499, canceled) follows.
 func (wc *wsConn) cancelReq(id string) {
 	wc.mu.Lock()
-	cancel := wc.inflight[id]
+	cancel := wc.inflight[id].cancel
 	wc.mu.Unlock()
 	if cancel != nil {
 		cancel()
