@@ -116,6 +116,9 @@ func newStreamBackend(t testing.TB) *streamBackend {
 		for k, v := range runtime.IncomingMetadata(ctx).All() {
 			out[k] = v
 		}
+		if dl, ok := ctx.Deadline(); ok {
+			out["deadline_ms"] = strconv.FormatInt(time.Until(dl).Milliseconds(), 10)
+		}
 		return s.Send(out)
 	})
 	// sum: a client stream, the sum of the messages' v.
@@ -601,5 +604,63 @@ func TestStreamSlowClient(t *testing.T) {
 				t.Error("the flood handler sent everything: the client's leaving did not end it")
 			}
 		})
+	}
+}
+
+// TestStreamDeadline: a stream has no deadline but the client's hint,
+// clamped to the route's max_timeout.
+func TestStreamDeadline(t *testing.T) {
+	tg, _ := newStreamGateway(t, settings{})
+	for _, tc := range []struct {
+		hint     string
+		min, max int64 // the deadline's bounds, in ms; 0: none
+	}{
+		{"", 0, 0},
+		{"3000", 1, 3000},
+		{"60000", 9000, 10000}, // max_timeout 10s
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", tg.base+"/s/meta", nil)
+		if tc.hint != "" {
+			req.Header.Set(TimeoutHeader, tc.hint)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var line struct{ Body map[string]string }
+		err = json.NewDecoder(res.Body).Decode(&line)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dl, has := line.Body["deadline_ms"]
+		ms, _ := strconv.ParseInt(dl, 10, 64)
+		if has != (tc.max > 0) || has && (ms < tc.min || ms > tc.max) {
+			t.Errorf("hint %q: the handler's deadline %q, want between %dms and %dms", tc.hint, dl, tc.min, tc.max)
+		}
+	}
+}
+
+// TestStreamShutdown: a shutdown past its grace ends the open streams,
+// over the WebSocket and over HTTP: their handlers' ctx ends.
+func TestStreamShutdown(t *testing.T) {
+	tg, b := newStreamGateway(t, settings{})
+	c := dialWS(t, tg.ws, nil)
+	sendFrame(t, c, map[string]any{"type": "req", "id": "h1", "method": "GET", "path": "/s/hold"})
+	recv(t, b.held)
+	getStream(t, t.Context(), tg.base+"/s/hold", contentSSE)
+	recv(t, b.held)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // no grace: what is open is ended at once
+	shut := make(chan error, 1)
+	go func() { shut <- tg.Shutdown(ctx) }()
+	wantClose(t, c, closeGoingAway) // the client answers the close handshake
+	if err := recv(t, shut); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown = %v, want context.Canceled", err)
+	}
+	for range 2 {
+		if err := recv(t, b.heldDone); !errors.Is(err, context.Canceled) {
+			t.Errorf("a handler's ctx ended with %v, want context.Canceled", err)
+		}
 	}
 }
