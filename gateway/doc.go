@@ -1,7 +1,8 @@
 // Package gateway is wizard's edge: HTTP and WebSocket in, [runtime.Node.ActE]
 // into the mesh out. The gateway is a wizard node; its route table (YAML,
 // gateway/config) maps a method and path template to a pattern template,
-// and every request becomes one call of the pattern its route fills in.
+// and every request becomes one call of the pattern its route fills in
+// (or, on a streaming route, opens a stream of it: see # Streams).
 // Only that pattern routes the call: a field of the client's never
 // steers it to a narrower pattern (role:users,cmd:delete,admin:true); the
 // handler's message holds the pattern's pairs beside the client's fields,
@@ -92,12 +93,16 @@
 //	→ {"type":"auth","id":"a1","token":"<jwt>"}
 //	→ {"type":"req","id":"42","method":"POST","path":"/api/users/create?x=1","body":{...},"timeout_ms":3000}
 //	→ {"type":"cancel","id":"42"}
+//	→ {"type":"msg","id":"s1","body":{...}} (a stream's message; see # Streams)
+//	→ {"type":"end","id":"s1"}              (a stream's half-close)
 //	→ {}                                    (ping; answered {})
 //	← {"type":"auth","id":"a1","ok":true,"subject":"u_1","expires_at":"..."}
 //	← {"type":"res","id":"42","status":200,"request_id":"...","body":{...}}
 //	← {"type":"res","id":"42","status":404,"request_id":"...","error":{"code":"not_found","message":"..."}}
 //	← {"type":"res","id":null,"status":400,"error":{"code":"invalid_argument","message":"frame is not valid JSON"}}
 //	← {"type":"res","id":"43","status":429,"request_id":"...","error":{...},"retry_after_ms":250}
+//	← {"type":"msg","id":"s1","body":{...}} (a stream's message)
+//	← {"type":"end","id":"s1","status":200,"request_id":"..."}
 //
 // Frames have no headers: a 429 or 503 reply carries retry_after_ms
 // where HTTP has Retry-After (the exact wait of a rate limit, in
@@ -200,7 +205,8 @@
 // blocks once the mesh's own per-stream window is full) and the gateway
 // holds one message per stream, websocket.max_streams_per_conn streams
 // per connection (16 by default; a req frame opening one more is
-// answered with an end frame, 429). The other way, a stream holds at
+// answered with an end frame, 429). An open stream also counts as a
+// request in flight (websocket.max_inflight_per_conn). The other way, a stream holds at
 // most 4 of the client's messages the service has not taken; past them
 // the gateway stops reading the connection until the service takes one.
 //
