@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/wizardmesh/wizard/runtime"
 )
 
 func TestDecodeFrame(t *testing.T) {
@@ -98,7 +100,11 @@ func FuzzDecodeFrame(f *testing.F) {
 			t.Fatalf("accepted a frame without a valid id: %+v", fr)
 		}
 		switch fr.Type {
-		case frameAuth, frameReq, frameCancel, frameEnd:
+		case frameAuth, frameReq, frameCancel:
+		case frameEnd:
+			if !json.Valid(appendEnd(nil, frameEnd, fr.ID, "r", badRequest("x"), runtime.Metadata{})) {
+				t.Fatal("the end frame is not JSON")
+			}
 		case frameMsg:
 			// A msg frame's body goes back out in the gateway's frames
 			// and lines: JSON, and on one line.

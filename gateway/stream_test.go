@@ -418,6 +418,12 @@ func TestStreamNDJSON(t *testing.T) {
 			t.Errorf("Accept %q (-want +got):\n%s", accept, d)
 		}
 	}
+	// A stream without messages is its end line.
+	res0 := getStream(t, t.Context(), tg.base+"/s/count?n=0", "")
+	body0, _ := io.ReadAll(res0.Body)
+	if want := `{"type":"end","status":200,"request_id":"` + res0.Header.Get("X-Request-Id") + `","trailer":{"count":["0"]}}` + "\n"; res0.StatusCode != 200 || string(body0) != want {
+		t.Errorf("no messages: %d %s, want 200 %s", res0.StatusCode, body0, want)
+	}
 	// An error before the first message is an error answer; after it,
 	// the end line.
 	res := getStream(t, t.Context(), tg.base+"/s/failfirst", "")

@@ -49,8 +49,9 @@ type Server struct {
 	// IdleTimeout closes a keep-alive connection idle this long; 2m by
 	// default.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
-	// WriteTimeout bounds writing a response; by default the longest
-	// route max_timeout plus 5s. It must not be shorter than any route's
+	// WriteTimeout bounds writing a response (and each message of a
+	// stream); by default the longest max_timeout of a route that does
+	// not stream, plus 5s. It must not be shorter than any such route's
 	// max_timeout.
 	WriteTimeout time.Duration `yaml:"write_timeout"`
 	// MaxBody is the largest request body (413 beyond); 1MiB by default.

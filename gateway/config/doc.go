@@ -93,7 +93,8 @@
 //
 // A file with one route works: server.listen ":8080",
 // read_header_timeout 5s, read_body_timeout 30s, idle_timeout 2m,
-// write_timeout the longest max_timeout plus 5s, max_body 1MiB, max_header_bytes 64KiB,
+// write_timeout the longest max_timeout of the routes that do not stream
+// plus 5s, max_body 1MiB, max_header_bytes 64KiB,
 // shutdown_grace 10s, trusted_proxies none (X-Forwarded-For ignored);
 // mesh.transport tcp on ":0", gossip on "0.0.0.0:7946"; defaults.timeout 2s, max_timeout 10s, auth required
 // when the file has an auth section and none when it has not; delegate

@@ -257,6 +257,15 @@ routes:
 			},
 		},
 		{
+			name: "stream timeouts",
+			src: `server: {write_timeout: 3s}
+routes:
+  - {method: GET, path: "/a", pattern: "role:a", stream: server, timeout: 1h, max_timeout: 2h}
+  - {method: GET, path: "/b", pattern: "role:b", max_timeout: 2s}
+`,
+			want: nil,
+		},
+		{
 			name: "methods",
 			src: `routes:
   - {method: [GET, get, "G T", GET], path: "/a", pattern: "role:a"}

@@ -52,11 +52,13 @@ func (v *validator) server(s *Server) {
 }
 
 // writeTimeout applies the write timeout's default, which depends on the
-// routes, and refuses one shorter than a route's max_timeout.
+// routes, and refuses one shorter than a route's max_timeout. Streaming
+// routes take no part: the write timeout bounds each of a stream's
+// messages, not the stream.
 func (v *validator) writeTimeout(s *Server) {
 	var longest *Route
 	for _, r := range v.c.Routes {
-		if r != nil && (longest == nil || r.MaxTimeout > longest.MaxTimeout) {
+		if r != nil && r.Stream == "" && (longest == nil || r.MaxTimeout > longest.MaxTimeout) {
 			longest = r
 		}
 	}
