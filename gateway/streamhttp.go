@@ -76,6 +76,7 @@ func (g *Gateway) serveHTTPStream(w http.ResponseWriter, r *http.Request, c call
 	h := w.Header()
 	h["Cache-Control"] = []string{"no-cache"}
 	h["X-Accel-Buffering"] = []string{"no"} // proxies that buffer answers must not buffer this one
+	h.Add("Vary", "Accept")
 	if r.ProtoMajor == 1 {
 		// Each message's write moved the connection's write deadline,
 		// which the next request on the connection would otherwise
