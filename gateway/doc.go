@@ -172,7 +172,8 @@
 // shutdown, is answered with a res frame, stream or not). Closing the
 // socket cancels all its streams. A msg or end frame for a server stream, or after the
 // client's end frame, ends the stream with 400; one for no open stream
-// is answered by a res frame, 400.
+// is answered by a res frame, 400. A client's message larger than the
+// mesh carries (its transport's frame limit) ends the stream with 413.
 //
 // Over HTTP, a server stream's route answers Accept: text/event-stream
 // with Server-Sent Events, one event per message and an end event:

@@ -95,15 +95,27 @@ func (g *Gateway) openStream(ctx context.Context, c call, first bool) (s meshStr
 		cancel()
 		return nil, nil, nil, e
 	}
-	// A Send or CloseSend that fails means the stream has ended: the
-	// relay's Recv says how.
 	if first {
-		_ = s.Send(msg)
+		if e := sendError(s.Send(msg)); e != nil {
+			s.Close()
+			cancel()
+			return nil, nil, nil, e
+		}
 	}
 	if c.m.policy.stream == streamServer {
 		_ = s.CloseSend()
 	}
 	return s, sctx, cancel, nil
+}
+
+// sendError is the client's error of a Send to a stream: a message the
+// mesh does not carry (too large; the stream goes on without it), or
+// nil for the rest, which end the stream (its Recv says how).
+func sendError(err error) *apiError {
+	if err == nil || errors.Is(err, io.EOF) || runtime.CodeOf(err) != runtime.CodeResourceExhausted {
+		return nil
+	}
+	return newAPIError(http.StatusRequestEntityTooLarge, runtime.CodeResourceExhausted, "a stream message is larger than the mesh carries")
 }
 
 // streamError is the error a stream ended with, as the client sees it:

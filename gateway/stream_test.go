@@ -670,3 +670,28 @@ func TestStreamShutdown(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamMessageTooLarge: a client's message larger than the mesh's
+// frames ends its stream with 413, over HTTP (the first message) and
+// over the WebSocket (a msg frame).
+func TestStreamMessageTooLarge(t *testing.T) {
+	tg, _ := newStreamGateway(t, settings{maxBody: 8 << 20, ws: wsSettings{maxMessage: 8 << 20}})
+	pad := strings.Repeat("x", 5<<20)
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", tg.base+"/s/count", strings.NewReader(`{"n":1,"pad":"`+pad+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 413 || !strings.Contains(string(body), "resource_exhausted") {
+		t.Errorf("HTTP: %d %s, want 413", res.StatusCode, body)
+	}
+	c := dialWS(t, tg.ws, nil)
+	sendFrame(t, c, map[string]any{"type": "req", "id": "c1", "method": "POST", "path": "/s/sum"})
+	sendFrame(t, c, map[string]any{"type": "msg", "id": "c1", "body": map[string]any{"v": 1, "pad": pad}})
+	if _, end := readStream(t, c, "c1"); end.Status != 413 || end.Error.Code != "resource_exhausted" {
+		t.Errorf("WebSocket: %+v, want the end 413", end)
+	}
+}

@@ -100,7 +100,9 @@ func (wc *wsConn) relay(ctx context.Context, f inFrame, rt wsRoute, caller *auth
 		pumped := make(chan struct{})
 		go func() {
 			defer close(pumped)
-			pump(sctx, s, st.in)
+			if e := pump(sctx, s, st.in); e != nil {
+				wc.fail(st, e)
+			}
 		}()
 		defer func() { <-pumped }() // after cancel, below
 	}
@@ -118,20 +120,22 @@ func (wc *wsConn) relay(ctx context.Context, f inFrame, rt wsRoute, caller *auth
 }
 
 // pump sends the client's messages to the service until the client's
-// end frame (then it half-closes the stream) or the stream's end.
-func pump(ctx context.Context, s meshStream, in <-chan json.RawMessage) {
+// end frame (then it half-closes the stream) or the stream's end (the
+// relay's Recv says how); a message the mesh does not carry ends the
+// stream with its error.
+func pump(ctx context.Context, s meshStream, in <-chan json.RawMessage) *apiError {
 	for {
 		select {
 		case body, ok := <-in:
 			if !ok {
 				_ = s.CloseSend()
-				return
+				return nil
 			}
-			if s.Send(body) != nil {
-				return // the stream has ended: the relay's Recv says how
+			if err := s.Send(body); err != nil {
+				return sendError(err)
 			}
 		case <-ctx.Done():
-			return
+			return nil
 		}
 	}
 }
