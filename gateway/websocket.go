@@ -52,7 +52,7 @@ type wsConn struct {
 
 	mu       sync.Mutex
 	inflight map[string]inflight  // requests and streams
-	streams  map[string]*wsStream // the streams among them
+	streams  map[string]*wsStream // the streams among them; nil until the first
 	routing  chan struct{}        // closed when a request is routed, for the reader waiting on one (nil: none waits)
 	id       *auth.Identity
 	expiry   *time.Timer
@@ -115,7 +115,6 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 		g: g, ws: l.set.ws, c: c, nc: hw.conn, ip: l.clientIP(r),
 		send: newSendQueue(l.set.ws.sendQueue),
 		ctx:  ctx, cancel: cancel, inflight: make(map[string]inflight),
-		streams: make(map[string]*wsStream),
 	}
 	if !g.addConn(wc) {
 		c.Close(closeGoingAway, "the gateway is shutting down")
@@ -449,6 +448,9 @@ func (wc *wsConn) routed(id string, rt wsRoute, cancel context.CancelFunc) (*wsS
 		return nil, e
 	}
 	st := newWSStream(kind, cancel)
+	if wc.streams == nil {
+		wc.streams = make(map[string]*wsStream)
+	}
 	wc.streams[id] = st
 	return st, nil
 }
