@@ -68,8 +68,11 @@ func ServeIfChild() {
 // queries of the control protocol read from in, and stops when in reaches
 // EOF (the parent closed it, or died).
 func serve(s ServerSpec, in io.Reader, out io.Writer) error {
-	if s.Role == RoleEcho {
+	switch s.Role {
+	case RoleEcho:
 		return serveEcho(s, in, out)
+	case RoleStream:
+		return serveStream(s, in, out)
 	}
 	c, err := Lookup(s.Contender)
 	if err != nil {
