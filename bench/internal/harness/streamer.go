@@ -57,6 +57,9 @@ type streamer struct {
 
 // Streamers is the streams mode's table of contenders, in table order.
 var streamers = []streamer{
+	wizardStreamer("wizard-tcp", "wizard TCP", "runtime + runtime/tcp: runtime.NewStreamHandler of a typed ServerStream (google.protobuf.UInt64Value request, "+
+		"google.protobuf.BytesValue messages, a new one per Send), opened through the typed client's Stream (runtime.NewClient) over one node, "+
+		"the mux's default stream window", newTCP),
 	grpcStreamer,
 	connectStreamer,
 	natsStreamer,
