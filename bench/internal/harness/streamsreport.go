@@ -125,11 +125,19 @@ func bytesPer(v float64) string {
 // streams it measured.
 func (r *StreamsReport) targets() []target {
 	var out []target
-	x := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + "x" }
+	// x formats a ratio, with a third decimal when two would round it
+	// onto the target it misses.
+	x := func(v, want float64) string {
+		s := strconv.FormatFloat(v, 'f', 2, 64)
+		if v < want && s == strconv.FormatFloat(want, 'f', 2, 64) {
+			s = strconv.FormatFloat(v, 'f', 3, 64)
+		}
+		return s + "x"
+	}
 	ratio := func(what string, a, b float64, aok, bok bool, want float64) {
 		t := target{what: what, measured: "not measured", met: "—"}
 		if aok && bok && b > 0 {
-			t.measured, t.met = x(a/b), yesNo(a/b >= want)
+			t.measured, t.met = x(a/b, want), yesNo(a/b >= want)
 		}
 		out = append(out, t)
 	}
