@@ -42,6 +42,9 @@ type ServerSpec struct {
 	// replicas its client balances over (see [Contender.DialCluster]).
 	Upstreams  []string `json:"upstreams,omitempty"`
 	CPUProfile string   `json:"cpuprofile,omitempty"`
+	// MemProfileAll makes the process record every allocation in its
+	// heap profile (runtime.MemProfileRate 1), for the "heap" query.
+	MemProfileAll bool `json:"memprofileall,omitempty"`
 }
 
 // ServeIfChild serves and exits when the process was started as a server

@@ -28,7 +28,7 @@ var connectStreamer = streamer{
 		"proto codec, compression off (WithCompressMinBytes(math.MaxInt) on both sides); one connection (StrictMaxConcurrentRequests)",
 	serve: func(listen string, src *streamSource) (Server, error) {
 		h := func(ctx context.Context, req *connect.Request[wrapperspb.UInt64Value], s *connect.ServerStream[wrapperspb.BytesValue]) error {
-			return src.serve(ctx, int(req.Msg.GetValue()), func(p []byte) error {
+			return serveMessages(src, ctx, int(req.Msg.GetValue()), s, func(s *connect.ServerStream[wrapperspb.BytesValue], p []byte) error {
 				return s.Send(&wrapperspb.BytesValue{Value: p})
 			})
 		}

@@ -94,13 +94,15 @@ type streamSource struct {
 	open atomic.Int64
 }
 
-// serve runs one stream asking for size bytes: messages stamped 0, 1, 2…
-// through send until send fails (the caller ended the stream), or for an
-// idle stream (size 0) nothing until ctx ends. The payload passed to send
-// is reused once send returns.
-func (s *streamSource) serve(ctx context.Context, size int, send func(p []byte) error) error {
-	s.open.Add(1)
-	defer s.open.Add(-1)
+// serveMessages runs one stream asking for size bytes on src: messages
+// stamped 0, 1, 2… through send(s, p) until send fails (the caller ended
+// the stream), or for an idle stream (size 0) nothing until ctx ends.
+// The payload p is reused once send returns. send is a function of s
+// rather than a closure over it, so that an idle stream costs its server
+// nothing here beyond the wait.
+func serveMessages[S any](src *streamSource, ctx context.Context, size int, s S, send func(s S, p []byte) error) error {
+	src.open.Add(1)
+	defer src.open.Add(-1)
 	if size == 0 {
 		<-ctx.Done()
 		return nil
@@ -111,7 +113,7 @@ func (s *streamSource) serve(ctx context.Context, size int, send func(p []byte) 
 	p := make([]byte, size)
 	for seq := uint64(0); ; seq++ {
 		stampMessage(p, seq)
-		if err := send(p); err != nil {
+		if err := send(s, p); err != nil {
 			return err
 		}
 	}

@@ -104,7 +104,9 @@ func writeFloorStreams(nc net.Conn, src *streamSource, n, size int, stop *atomic
 	bw := bufio.NewWriterSize(nc, 64<<10)
 	var h [floorEchoHeader]byte
 	seq := make([]uint64, n)
-	err := src.serve(context.Background(), size, func(p []byte) error {
+	// serveMessages stamps p with its own count; each stream's message
+	// is stamped again with that stream's.
+	err := serveMessages(src, context.Background(), size, seq, func(seq []uint64, p []byte) error {
 		if stop.Load() {
 			return errClosed
 		}

@@ -28,7 +28,7 @@ func grpcStreamDesc(src *streamSource) *grpc.ServiceDesc {
 				}
 				// A new message per send, as generated code builds them;
 				// SendMsg has encoded it when it returns.
-				return src.serve(ss.Context(), int(req.GetValue()), func(p []byte) error {
+				return serveMessages(src, ss.Context(), int(req.GetValue()), ss, func(ss grpc.ServerStream, p []byte) error {
 					return ss.SendMsg(&wrapperspb.BytesValue{Value: p})
 				})
 			},

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"time"
 )
@@ -14,10 +15,20 @@ import (
 // opens n idle streams, and measures what they add to each side, per
 // stream: goroutines, live heap and goroutine stacks, each side's read
 // after a collection once the server holds every stream open, against the
-// same read before.
-func measureIdle(ctx context.Context, s streamer, n int, stderr io.Writer) (IdleRow, error) {
+// same read before. With a profile directory, both sides record every
+// allocation meanwhile and write their heap profiles there with the
+// streams open (idle-client-NAME.pprof, idle-server-NAME.pprof).
+func measureIdle(ctx context.Context, s streamer, n int, profileDir string, stderr io.Writer) (IdleRow, error) {
 	row := IdleRow{Name: s.name, Contender: s.title, Streams: n}
-	ch, err := startChild(ctx, ServerSpec{Contender: s.name, Role: RoleStream, Listen: "127.0.0.1:0"}, stderr)
+	if profileDir != "" {
+		if err := os.MkdirAll(profileDir, 0o755); err != nil {
+			return row, err
+		}
+		rate := runtime.MemProfileRate
+		runtime.MemProfileRate = 1
+		defer func() { runtime.MemProfileRate = rate }()
+	}
+	ch, err := startChild(ctx, ServerSpec{Contender: s.name, Role: RoleStream, Listen: "127.0.0.1:0", MemProfileAll: profileDir != ""}, stderr)
 	if err != nil {
 		return row, err
 	}
@@ -53,6 +64,9 @@ func measureIdle(ctx context.Context, s streamer, n int, stderr io.Writer) (Idle
 	if err == nil {
 		c1 = readMem()
 		s1, err = ch.mem(ctx)
+	}
+	if err == nil && profileDir != "" {
+		err = idleHeaps(ctx, ch, profileDir, s.name)
 	}
 	if serr := run.Stop(); err == nil {
 		err = serr
@@ -94,6 +108,41 @@ func waitOpenStreams(ctx context.Context, ch *child, n int) error {
 			return fmt.Errorf("the server has %d streams open, want %d: %w", open, n, ctx.Err())
 		}
 	}
+}
+
+// idleHeaps writes the heap profiles of this process and of the server
+// process ch into dir.
+func idleHeaps(ctx context.Context, ch *child, dir, name string) error {
+	if err := writeHeap(filepath.Join(dir, "idle-client-"+name+".pprof")); err != nil {
+		return err
+	}
+	path, err := filepath.Abs(filepath.Join(dir, "idle-server-"+name+".pprof"))
+	if err != nil {
+		return err
+	}
+	l, err := ch.Ask(ctx, queryHeap+path, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	if l != answerHeap+"ok" {
+		return fmt.Errorf("%s: %s", ch.Name(), l)
+	}
+	return nil
+}
+
+// writeHeap collects garbage and writes this process's heap profile into
+// path.
+func writeHeap(path string) error {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // writeAllocs writes the allocation profile of this process into

@@ -106,7 +106,7 @@ func (p *natsPublisher) open(m *natsgo.Msg) {
 	for i := range n {
 		subject := f[0] + "." + strconv.Itoa(i)
 		wg.Go(func() {
-			p.src.serve(ctx, size, func(b []byte) error {
+			serveMessages(p.src, ctx, size, subject, func(subject string, b []byte) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}

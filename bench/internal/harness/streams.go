@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -138,7 +139,7 @@ func RunStreams(ctx context.Context, cfg StreamsConfig) (*StreamsReport, error) 
 			if !c.idle {
 				continue
 			}
-			row, err := measureIdle(ctx, c, cfg.Idle, cfg.Stderr)
+			row, err := measureIdle(ctx, c, cfg.Idle, cfg.CPUProfileDir, cfg.Stderr)
 			if err != nil {
 				return nil, fmt.Errorf("%s, %d idle streams: %w", c.title, cfg.Idle, err)
 			}
@@ -317,6 +318,9 @@ func serveStream(s ServerSpec, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if s.MemProfileAll {
+		runtime.MemProfileRate = 1
+	}
 	if s.CPUProfile != "" {
 		stop, err := profileClient(filepath.Dir(s.CPUProfile), filepath.Base(s.CPUProfile))
 		if err != nil {
@@ -336,9 +340,16 @@ func serveStream(s ServerSpec, in io.Reader, out io.Writer) error {
 	}
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
-		answer := answerControl(sc.Text())
-		if strings.TrimSpace(sc.Text()) == queryStreams {
+		q := strings.TrimSpace(sc.Text())
+		answer := answerControl(q)
+		if q == queryStreams {
 			answer = answerStreams + strconv.FormatInt(src.open.Load(), 10)
+		}
+		if path, ok := strings.CutPrefix(q, queryHeap); ok {
+			answer = answerHeap + "ok"
+			if err := writeHeap(path); err != nil {
+				answer = answerHeap + err.Error()
+			}
 		}
 		if _, err := fmt.Fprintln(out, answer); err != nil {
 			return err
@@ -347,11 +358,14 @@ func serveStream(s ServerSpec, in io.Reader, out io.Writer) error {
 	return sc.Err()
 }
 
-// The "streams" query of the control protocol: how many streams a
-// streams server has open.
+// The queries of a streams server's control protocol: "streams" asks
+// how many streams it has open, "heap PATH" has it write its heap
+// profile (after a collection) into PATH.
 const (
 	queryStreams  = "streams"
 	answerStreams = "streams "
+	queryHeap     = "heap "
+	answerHeap    = "heap "
 )
 
 // openStreams asks the child how many streams it has open.

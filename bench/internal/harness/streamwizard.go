@@ -40,7 +40,7 @@ func wizardStreamer(name, title, note string, newTransport func() (runtime.Trans
 				}
 				// A new message per send, as a handler builds them; Send
 				// has encoded it when it returns.
-				return src.serve(ctx, int(req.GetValue()), func(p []byte) error {
+				return serveMessages(src, ctx, int(req.GetValue()), s, func(s *wizardMessages, p []byte) error {
 					return s.Send(&wrapperspb.BytesValue{Value: p})
 				})
 			})
