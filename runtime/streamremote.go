@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/wizardmesh/wizard/runtime/internal/streamconn"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
@@ -20,6 +21,9 @@ type remoteStream struct {
 	addr  string // the target's, for errors
 	types *peerTypes
 	br    Breaker // told the stream's fate at its end
+
+	observe        func(AttemptResult) // the observer's AttemptEnd, if any
+	sent, received atomic.Int64
 
 	hdrOnce sync.Once
 	hdrMD   Metadata
@@ -38,17 +42,22 @@ func (s *remoteStream) send(msg any) error {
 	if closed {
 		return errSendAfterClose
 	}
-	codec, payload, _, err := encodePayload(msg)
+	codec, payload, _, buf, err := encodeStream(msg)
 	if err != nil {
 		return err
 	}
-	if err := s.cs.Send(s.ctx, wire.Codec(codec), payload); err != nil {
-		if se, ok := errors.AsType[*streamconn.Error](err); ok {
-			s.finish(se)
+	err = s.cs.Send(s.ctx, wire.Codec(codec), payload)
+	putStreamBuf(buf)
+	if err != nil {
+		if _, ok := errors.AsType[*streamconn.Error](err); ok || err == io.EOF {
 			return io.EOF // ended by the server: Recv tells how
+		}
+		if errors.Is(err, wire.ErrFrameTooLarge) {
+			return tooLarge(err) // not sent; the stream goes on
 		}
 		return s.fail(err)
 	}
+	s.sent.Add(1)
 	return nil
 }
 
@@ -72,6 +81,7 @@ func (s *remoteStream) recv() (any, error) {
 	if err != nil {
 		return nil, s.fail(err)
 	}
+	s.received.Add(1)
 	return &raw{codec: Codec(codec), data: payload, typ: s.resType, types: s.types}, nil
 }
 
@@ -135,10 +145,21 @@ func (s *remoteStream) finish(err error) {
 	if ended {
 		return
 	}
-	if e, ok := errors.AsType[*Error](err); ok && e.Code == CodeUnavailable {
+	code := CodeOK
+	if err != io.EOF {
+		code = CodeOf(err)
+	}
+	if code == CodeUnavailable {
 		s.br.Failure()
 	} else {
 		s.br.Success()
+	}
+	if s.observe != nil {
+		r := AttemptResult{Code: code, Sent: s.sent.Load(), Received: s.received.Load()}
+		if code != CodeOK {
+			r.Err = err
+		}
+		s.observe(r)
 	}
 }
 
@@ -165,10 +186,11 @@ func (s *remoteServer) recv() (any, error) {
 }
 
 func (s *remoteServer) send(msg any) error {
-	codec, payload, typ, err := encodePayload(msg)
+	codec, payload, typ, buf, err := encodeStream(msg)
 	if err != nil {
 		return err
 	}
+	defer putStreamBuf(buf)
 	s.mu.Lock()
 	first := !s.hdrSent
 	s.hdrSent = true
@@ -183,9 +205,18 @@ func (s *remoteServer) send(msg any) error {
 		}
 	}
 	if err := s.st.Send(s.ctx, wire.Codec(codec), payload); err != nil {
+		if errors.Is(err, wire.ErrFrameTooLarge) {
+			return tooLarge(err) // not sent; the stream goes on
+		}
 		return s.fail(err)
 	}
 	return nil
+}
+
+// tooLarge is the error of a stream's Send whose message is larger than
+// its connection's frames may be: that message is not sent.
+func tooLarge(err error) *Error {
+	return &Error{Code: CodeResourceExhausted, Message: "wizard: stream message not sent: " + err.Error(), cause: err}
 }
 
 func (s *remoteServer) sendHeader(ps []MetaPair) error {
