@@ -35,9 +35,11 @@ type StreamClient interface {
 
 // StreamRun is the streams of one [StreamClient.Start].
 type StreamRun interface {
-	// Stop ends the streams and returns once no message is passed to
-	// got any more, with the first error a stream met before Stop: an
-	// error of got, or a stream that ended early.
+	// Stop ends the streams and returns once they are over, with the
+	// first error a stream met before Stop: an error of got, or a stream
+	// that ended early. A contender without flow control (NATS core) may
+	// still pass a message to got meanwhile; the run's counts are read
+	// before Stop.
 	Stop() error
 }
 
@@ -55,7 +57,7 @@ type streamer struct {
 	dial  func(ctx context.Context, addr string) (StreamClient, error)
 }
 
-// Streamers is the streams mode's table of contenders, in table order.
+// streamers is the streams mode's table of contenders, in table order.
 var streamers = []streamer{
 	wizardStreamer("wizard-tcp", "wizard TCP", "runtime + runtime/tcp: runtime.NewStreamHandler of a typed ServerStream (google.protobuf.UInt64Value request, "+
 		"google.protobuf.BytesValue messages, a new one per Send), opened through the typed client's Stream (runtime.NewClient) over one node, "+

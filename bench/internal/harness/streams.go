@@ -99,9 +99,11 @@ type streamSample struct {
 	cpu    CPUPerCall
 }
 
-// RunStreams starts a streams server process per contender, measures
-// every cell Runs times, taking turns among the contenders (each run
-// starting with the next one), then the idle streams' cost.
+// RunStreams measures the idle streams' cost of the contenders that
+// have idle streams, each against a fresh server process, then starts a
+// streams server process per contender and measures every cell Runs
+// times, taking turns among the contenders (each run starting with the
+// next one).
 func RunStreams(ctx context.Context, cfg StreamsConfig) (*StreamsReport, error) {
 	cfg.Runs = max(cfg.Runs, 1)
 	if cfg.Stderr == nil {
