@@ -304,9 +304,9 @@ func (in *instrumentation) endServer(span trace.Span, spec runtime.Spec, req run
 		defer putAttrs(buf)
 		attrs := append(buf[:0], systemAttr, keyMethod.String(spec.Procedure), keyPattern.String(req.Pattern().String()))
 		if !stream || src.Transport != "" {
-			// A stream's Request does not name its caller (its Source is
-			// the serving node, without a transport): wizard.caller is
-			// left out rather than wrong.
+			// An in-process stream's Request names no caller of its own
+			// (its Source is the serving node, without a transport):
+			// wizard.caller is left out rather than wrong.
 			attrs = append(attrs, keyCaller.String(src.Node))
 		}
 		attrs = append(attrs, keyCode.String(code.String()))
