@@ -137,18 +137,7 @@ func (r *repl) act(ctx context.Context, line string) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt)
-	defer signal.Stop(sig)
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-sig:
-			cancel()
-		case <-done:
-		}
-	}()
+	defer onInterrupt(cancel)()
 	res, err := cl.send(ctx, r.n)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
@@ -166,6 +155,25 @@ func (r *repl) act(ctx context.Context, line string) {
 	fmt.Fprintf(r.out, "%s\n", b)
 }
 
+// onInterrupt calls cancel on Ctrl-C (SIGINT) until the returned stop
+// is called: the REPL's Ctrl-C ends the call in flight, not the session.
+func onInterrupt(cancel func()) (stop func()) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+			cancel()
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sig)
+		close(done)
+	}
+}
+
 func (r *repl) printErr(err error) {
 	fmt.Fprintf(r.out, "error: %s\n", errorText(err))
 }
@@ -173,6 +181,28 @@ func (r *repl) printErr(err error) {
 // splitLine splits a line into PATTERN and DATA at the first space
 // outside brackets and quotes, or keeps it whole as one MESSAGE.
 func splitLine(line string) []string {
+	head, rest, ok := cutField(line)
+	if _, err := pattern.Parse(head); ok && err == nil {
+		return []string{head, rest}
+	}
+	return []string{line}
+}
+
+// splitFields splits a line at each space outside brackets and quotes:
+// PATTERN and each DATA of a .stream line.
+func splitFields(line string) []string {
+	var fields []string
+	for line != "" {
+		head, rest, _ := cutField(line)
+		fields = append(fields, head)
+		line = rest
+	}
+	return fields
+}
+
+// cutField cuts line at its first space outside brackets and quotes; ok
+// reports whether something other than space follows it.
+func cutField(line string) (head, rest string, ok bool) {
 	depth, quote := 0, byte(0)
 	for i := 0; i < len(line); i++ {
 		c := line[i]
@@ -190,14 +220,11 @@ func splitLine(line string) []string {
 		case c == '}' || c == ']':
 			depth--
 		case depth == 0 && (c == ' ' || c == '\t'):
-			head, rest := line[:i], strings.TrimSpace(line[i+1:])
-			if _, err := pattern.Parse(head); err == nil && rest != "" {
-				return []string{head, rest}
-			}
-			return []string{line}
+			rest = strings.TrimSpace(line[i+1:])
+			return line[:i], rest, rest != ""
 		}
 	}
-	return []string{line}
+	return line, "", false
 }
 
 // dot runs a dot command; it reports whether the session ends.
