@@ -268,8 +268,8 @@ func (s *server) cancelStream(id uint64) bool {
 	st.mu.Lock()
 	st.sendEnd = true
 	st.mu.Unlock()
+	ss.cancel() // first: a handler woken by the failed Recv finds its ctx ended
 	st.fail(context.Canceled)
-	ss.cancel()
 	return true
 }
 
@@ -284,8 +284,8 @@ func (s *server) failStreams(err error) {
 	}
 	c.mu.Unlock()
 	for _, ss := range streams {
+		ss.cancel() // first, as in cancelStream
 		ss.st.fail(err)
-		ss.cancel()
 	}
 }
 
