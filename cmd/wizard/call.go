@@ -35,6 +35,7 @@ type callFlags struct {
 	mixin    string
 	noReply  bool
 	metadata metadataFlag
+	stream   bool // act --stream
 }
 
 // metadataFlag collects --metadata k=v.

@@ -32,6 +32,9 @@ Ctrl-D leaves. History is kept in --history. Dot commands:
   .patterns [GLOB]       the patterns and their targets
   .explain ARG           which pattern answers ARG, and why
   .describe PATTERN      a typed pattern's schema
+  .stream ARGS           open a stream, as act --stream: PATTERN DATA... (each
+                         DATA a message, separated by spaces) or MESSAGE; each
+                         message received prints as a JSON line
   .timeout [DURATION]    show or set the call timeout
   .metadata [k=v ...]    show or set the metadata of every call (.metadata - clears it)
   .help                  this list
@@ -58,7 +61,7 @@ func addReplFlags(fs *flag.FlagSet) any {
 	return f
 }
 
-var dotCommands = []string{".members", ".patterns", ".explain", ".describe", ".timeout", ".metadata", ".help", ".quit"}
+var dotCommands = []string{".members", ".patterns", ".explain", ".describe", ".stream", ".timeout", ".metadata", ".help", ".quit"}
 
 // repl is the state of an interactive session.
 type repl struct {
@@ -174,6 +177,27 @@ func onInterrupt(cancel func()) (stop func()) {
 	}
 }
 
+// stream opens the stream a .stream line asks for, sends its messages and
+// prints each message received; Ctrl-C cancels it. The call timeout does
+// not bound a stream.
+func (r *repl) stream(ctx context.Context, arg string) {
+	cl, first, err := prepareStream(ctx, r.n, splitFields(arg), false, &callFlags{metadata: r.md})
+	if err != nil {
+		r.printErr(err)
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer onInterrupt(cancel)()
+	if err := cl.stream(ctx, r.n, first, nil, r.out); err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			fmt.Fprintln(r.out, "canceled")
+			return
+		}
+		r.printErr(err)
+	}
+}
+
 func (r *repl) printErr(err error) {
 	fmt.Fprintf(r.out, "error: %s\n", errorText(err))
 }
@@ -251,6 +275,12 @@ func (r *repl) dot(ctx context.Context, line string) bool {
 		} else {
 			sub(patternsCommand, arg)
 		}
+	case ".stream":
+		if arg == "" {
+			fmt.Fprintln(r.out, "error: .stream needs PATTERN DATA... or MESSAGE")
+			break
+		}
+		r.stream(ctx, arg)
 	case ".explain", ".describe":
 		if arg == "" {
 			fmt.Fprintf(r.out, "error: %s needs an argument\n", name)
