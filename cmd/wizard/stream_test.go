@@ -17,6 +17,7 @@ import (
 
 	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/quic"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
 
@@ -35,9 +36,16 @@ type streamNode struct {
 	ended   chan error    // role:hang's ctx ended, with this cause
 }
 
-func newStreamNode(t *testing.T) *streamNode {
+func newStreamNode(t *testing.T, kind string) *streamNode {
 	t.Helper()
-	tr, err := tcp.New()
+	var tr runtime.Transport
+	var err error
+	switch kind {
+	case "tcp":
+		tr, err = tcp.New()
+	case "quic":
+		tr, err = quic.New(quic.WithInsecureSelfSigned())
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,16 +154,26 @@ func countStream(ctx context.Context, s *runtime.ServerStream[runtime.Request, a
 	return nil
 }
 
-// TestStream: act --stream against a node over TCP, for each kind of
-// stream: the messages received print as JSON lines in order, messages go
-// from DATA and from the standard input, an error mid-stream exits with
-// its code after the messages received, and bad input exits 2 naming the
-// line.
+// TestStream: act --stream against a node over TCP and over QUIC, for
+// each kind of stream: the messages received print as JSON lines in
+// order, messages go from DATA and from the standard input, an error
+// mid-stream exits with its code after the messages received, and bad
+// input exits 2 naming the line.
 func TestStream(t *testing.T) {
-	n := newStreamNode(t)
+	for _, kind := range []string{"tcp", "quic"} {
+		t.Run(kind, func(t *testing.T) { testStream(t, kind) })
+	}
+}
+
+func testStream(t *testing.T, kind string) {
+	n := newStreamNode(t, kind)
+	flags := []string{"act", "--stream", "--peers", n.Addr(), "--timeout", "10s", "--transport", kind}
+	if kind == "quic" {
+		flags = append(flags, "--tls-insecure")
+	}
 	act := func(t *testing.T, stdin string, args ...string) result {
 		t.Helper()
-		return wizard(t, stdin, append([]string{"act", "--stream", "--peers", n.Addr(), "--timeout", "10s"}, args...)...)
+		return wizard(t, stdin, append(flags[:len(flags):len(flags)], args...)...)
 	}
 	lines := func(format string, from, to int) string {
 		var b strings.Builder
@@ -205,7 +223,8 @@ func TestStream(t *testing.T) {
 	}{
 		{"error mid-stream", "", []string{"role:fail", "{}"}, 64 + 9, lines(`{"n":%d}`, 1, 2),
 			"wizard act: failed_precondition: out of stock\n"},
-		{"handler refuses a message", "n:1\nx:2\n", []string{"role:total", "-"}, 64 + 3, "",
+		// The caller still sends when the handler has ended the stream.
+		{"handler refuses a message", "n:1\nx:2\n" + strings.Repeat("n:1\n", 1000), []string{"role:total", "-"}, 64 + 3, "",
 			"wizard act: invalid_argument: message 2 has no number n\n"},
 		{"bad line", "n:1\n\nn:[1,\n", []string{"role:total", "-"}, 2, "",
 			"wizard act: standard input line 3: column 6: unterminated list: missing ']'\n  n:[1,\n       ^\n"},
@@ -229,17 +248,23 @@ func TestStream(t *testing.T) {
 }
 
 // TestStreamInterrupt: Ctrl-C (SIGINT) on wizard act --stream, once a
-// message has printed (as it arrived, the stream still open), cancels the
-// stream at its handler and exits 130.
+// message has printed (as it arrived, the stream still open) and while it
+// waits for a line of the standard input, cancels the stream at its
+// handler and exits 130.
 func TestStreamInterrupt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command")
 	}
 	bin := buildWizard(t)
-	n := newStreamNode(t)
-	cmd := exec.Command(bin, "act", "--stream", "--peers", n.Addr(), "--timeout", "60s", "role:hang", "{}")
+	n := newStreamNode(t, "tcp")
+	cmd := exec.Command(bin, "act", "--stream", "--peers", n.Addr(), "--timeout", "60s", "role:hang", "{}", "-")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe() // open, and nothing written: a terminal's
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
