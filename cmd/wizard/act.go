@@ -73,7 +73,7 @@ func runAct(ctx context.Context, c *cli, args []string, own any) error {
 		cl.deliverCancel(n) // interrupted: the handler's ctx ends now, not at the deadline
 	}
 	if err != nil {
-		return err
+		return kindHint(err, "act --stream")
 	}
 	if own.(*callFlags).noReply {
 		return nil

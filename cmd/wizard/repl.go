@@ -147,7 +147,7 @@ func (r *repl) act(ctx context.Context, line string) {
 			fmt.Fprintln(r.out, "canceled")
 			return
 		}
-		r.printErr(err)
+		r.printErr(kindHint(err, ".stream"))
 		return
 	}
 	b, err := answerJSON(res, cl.method)
@@ -194,7 +194,7 @@ func (r *repl) stream(ctx context.Context, arg string) {
 			fmt.Fprintln(r.out, "canceled")
 			return
 		}
-		r.printErr(err)
+		r.printErr(kindHint(err, "a line without .stream"))
 	}
 }
 

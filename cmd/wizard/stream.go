@@ -39,7 +39,18 @@ func runActStream(ctx context.Context, c *cli, args []string, f *callFlags) erro
 	if err != nil && context.Cause(ctx) != nil {
 		cl.deliverCancel(n) // interrupted: the handler's ctx ends now
 	}
-	return err
+	return kindHint(err, "act without --stream")
+}
+
+// kindHint adds hint (such as "act --stream") to err when err says that
+// the pattern's handler serves streams and was called, or is unary and
+// was opened as a stream: the other way reaches it.
+func kindHint(err error, hint string) error {
+	e, ok := errors.AsType[*runtime.Error](err)
+	if !ok || e.Code != runtime.CodeUnimplemented || !strings.Contains(e.Message, "serves streams") && !strings.Contains(e.Message, "served by a unary handler") {
+		return err
+	}
+	return runtime.Errorf(e.Code, "%s: use %s", e.Message, hint)
 }
 
 // prepareStream reads a stream's arguments into a call and the messages

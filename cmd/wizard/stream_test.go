@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,6 +31,7 @@ import (
 //	role:fail         server: {n:1}, {n:2}, then failed_precondition
 //	role:hang         server: {n:1}, then waits for the caller's cancel
 //	cmd:sum,role:math bidi, typed: each SumRequest answers the running sum
+//	role:plain        a unary handler
 type streamNode struct {
 	*runtime.Node
 	entered chan struct{} // role:hang sent its message
@@ -114,6 +116,9 @@ func newStreamNode(t *testing.T, kind string) *streamNode {
 		sn.ended <- context.Cause(ctx)
 		return ctx.Err()
 	})
+	if err := n.Add("role:plain", named("role:plain")); err != nil {
+		t.Fatal(err)
+	}
 	sum := mathv1.File_wizard_examples_math_v1_math_proto.Services().ByName("MathService").Methods().ByName("Sum")
 	running := func(ctx context.Context, s *runtime.ServerStream[*mathv1.SumRequest, *mathv1.SumResponse]) error {
 		total := 0.0
@@ -233,7 +238,15 @@ func testStream(t *testing.T, kind string) {
 		{"not found", "", []string{"role:nobody", "{}"}, 64 + 5, "", "wizard act: not_found: "},
 		{"third argument", "", []string{"role:total", "n:1", "n:2"}, 2, "", `wizard act: unexpected argument "n:2": a stream's third argument is "-"`},
 		{"mixin", "", []string{"--mixin", "n", "role:total", "n:1"}, 2, "", "wizard act: --mixin does not apply to a stream"},
+		{"unary handler", "", []string{"role:plain", "{}"}, 64 + 12, "",
+			"wizard act: unimplemented: \"role:plain\" is served by a unary handler: call it (Act), do not open a stream to it: use act without --stream\n"},
 	}
+	t.Run("call to a stream", func(t *testing.T) {
+		r := wizard(t, "", append(slices.DeleteFunc(slices.Clone(flags), func(f string) bool { return f == "--stream" }), "role:count", "to:1")...)
+		if want := "wizard act: unimplemented: \"role:count\" serves streams: open a stream to it (Node.OpenStream), not a call: use act --stream\n"; r.code != 64+12 || r.err != want {
+			t.Errorf("exit %d, stderr:\n%s\nwant exit %d, stderr:\n%s", r.code, r.err, 64+12, want)
+		}
+	})
 	for _, tt := range errs {
 		t.Run(tt.name, func(t *testing.T) {
 			r := act(t, tt.stdin, tt.args...)
