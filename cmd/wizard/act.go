@@ -28,10 +28,11 @@ MESSAGE) and, when the last argument is "-", then each line of the standard
 input (JSON or key:value pairs; blank lines skipped), and closes its side at
 the end: PATTERN DATA for a server stream, PATTERN - (or PATTERN DATA -) for
 a client or bidirectional one. It exits as a call does: 0 when the stream
-ends OK, 64 plus the code of the error that ends it (on the standard error,
-after the messages received), 2 for an input line that is not a message
-(the stream is canceled). --timeout bounds joining the mesh, not the
-stream; Ctrl-C cancels it and exits 130, a second Ctrl-C exits at once.`,
+ends OK, 64 plus the code of the error that ends it (printed on the
+standard error after the messages received; with --output json, as a last
+JSON line), 2 for an input line that is not a message (the stream is
+canceled). --timeout bounds joining the mesh, not the stream; Ctrl-C
+cancels it and exits 130, a second Ctrl-C exits at once.`,
 	example: `wizard act --seeds 127.0.0.1:7946 role:math,cmd:sum 'values:[1,2,3.5]'
 wizard act --peers 127.0.0.1:7070 'role:greet,name:ada'
 echo '{"values":[2,3]}' | wizard act --peers 127.0.0.1:7070 cmd:product,role:math -

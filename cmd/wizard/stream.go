@@ -27,6 +27,7 @@ func runActStream(ctx context.Context, c *cli, args []string, f *callFlags) erro
 	} else if len(args) == 3 {
 		return usagef("unexpected argument %q: a stream's third argument is \"-\" (the standard input); see 'wizard help act'", args[2])
 	}
+	c.lines = true
 	n, err := c.node(ctx)
 	if err != nil {
 		return err

@@ -241,6 +241,13 @@ func testStream(t *testing.T, kind string) {
 		{"unary handler", "", []string{"role:plain", "{}"}, 64 + 12, "",
 			"wizard act: unimplemented: \"role:plain\" is served by a unary handler: call it (Act), do not open a stream to it: use act without --stream\n"},
 	}
+	t.Run("error as a JSON line", func(t *testing.T) {
+		r := act(t, "", "--output", "json", "role:fail", "{}")
+		want := lines(`{"n":%d}`, 1, 2) + `{"error":{"code":"failed_precondition","message":"out of stock"}}` + "\n"
+		if diff := cmp.Diff(want, r.out); r.code != 64+9 || diff != "" {
+			t.Errorf("exit %d, stdout (-want +got):\n%s", r.code, diff)
+		}
+	})
 	t.Run("call to a stream", func(t *testing.T) {
 		r := wizard(t, "", append(slices.DeleteFunc(slices.Clone(flags), func(f string) bool { return f == "--stream" }), "role:count", "to:1")...)
 		if want := "wizard act: unimplemented: \"role:count\" serves streams: open a stream to it (Node.OpenStream), not a call: use act --stream\n"; r.code != 64+12 || r.err != want {
