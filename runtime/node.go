@@ -317,8 +317,13 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		case <-n.drained:
 		case <-ctx.Done():
 			err = ctx.Err()
-			n.streams.cancelAll(errStreamsShutdown) // the grace has ended: they end now, with a code
 		}
+	}
+	if err == nil {
+		err = n.streams.wait(ctx) // streams drain within the same grace
+	}
+	if err != nil {
+		n.streams.cancelAll(errStreamsShutdown) // the grace has ended: they end now, with a code
 	}
 	if n.remote != nil {
 		n.peersStop.Do(func() { n.peersErr = n.stopPeers() })

@@ -128,23 +128,11 @@ func (n *Node) openRemote(ctx context.Context, r *route, typ string, cfg *callCo
 		_, err := n.notFound(r.pattern.String(), cfg)
 		return nil, err
 	}
-	meta := []wire.Meta{{Key: metaCaller, Value: n.id}}
-	if typ != "" {
-		meta = append(meta, wire.Meta{Key: metaType, Value: typ})
-	}
-	if st := metaStateOf(ctx); st != nil {
-		if err := checkOutgoing(st); err != nil {
-			return nil, err
-		}
-		for _, p := range st.out.pairs {
-			meta = append(meta, wire.Meta{Key: p.Key, Value: p.Value})
-		}
-	}
-	open := &wire.Frame{Type: wire.TypeStreamOpen, Pattern: r.pattern.String(), Meta: meta}
 	var m Message // the picks' record; a stream has no call message
 	c := getRemoteCall(n, r, &m, cfg)
 	defer putRemoteCall(c)
 	var lastErr error
+	noStreams := 0 // targets whose transport carries no streams
 	for {
 		t, ok := c.pick(box.b)
 		if !ok {
@@ -161,13 +149,29 @@ func (n *Node) openRemote(ctx context.Context, r *route, typ string, cfg *callCo
 		op, ok := conn.c.(streamconn.Opener)
 		if !ok {
 			br.Success()
-			lastErr = fmt.Errorf("its transport (%T) carries no streams", conn.c)
+			noStreams++
 			continue
 		}
-		sctx, stop := context.WithCancel(ctx)
+		a := Attempt{Pattern: r.pattern, Target: t, N: len(c.tried), Stream: true}
+		actx := ctx
+		if n.obs.o != nil {
+			actx = n.obs.o.AttemptStart(ctx, a)
+		}
+		open, err := streamOpen(actx, r, n.id, typ)
+		if err != nil {
+			br.Success()
+			if n.obs.o != nil {
+				n.obs.o.AttemptEnd(actx, a, AttemptResult{Code: CodeOf(err), Err: err})
+			}
+			return nil, err
+		}
+		sctx, stop := context.WithCancel(actx)
 		cs, err := op.OpenStream(sctx, open)
 		if err != nil {
 			stop()
+			if n.obs.o != nil {
+				n.obs.o.AttemptEnd(actx, a, AttemptResult{Code: CodeOf(err), Err: err})
+			}
 			if ctx.Err() != nil {
 				br.Success()
 				return nil, toError(ctx.Err())
@@ -180,12 +184,39 @@ func (n *Node) openRemote(ctx context.Context, r *route, typ string, cfg *callCo
 			lastErr = fmt.Errorf("%s: %w", p.addr, err)
 			continue
 		}
-		return &remoteStream{ctx: sctx, stop: stop, cs: cs, addr: p.addr, types: n.peerTypes, br: br}, nil
+		rs := &remoteStream{ctx: sctx, stop: stop, cs: cs, addr: p.addr, types: n.peerTypes, br: br}
+		if n.obs.o != nil {
+			obs := n.obs.o
+			rs.observe = func(r AttemptResult) { obs.AttemptEnd(actx, a, r) }
+		}
+		return rs, nil
+	}
+	if noStreams > 0 && noStreams == len(c.tried) {
+		// A bridge to MicroWizard or Seneca: request/response only.
+		return nil, Errorf(CodeUnimplemented, "wizard: no stream to %s: the %s transport carries no streams, only calls", quoteClipped(r.pattern.String(), maxEcho), n.remote.transport.Name())
 	}
 	if lastErr == nil {
 		lastErr = errors.New("no target is connected: " + listPeers(n.routeStates(r)))
 	}
 	return nil, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("wizard: no peer serving %s could open the stream (%d tried): %v", quoteClipped(r.pattern.String(), maxEcho), len(c.tried), lastErr), cause: lastErr}
+}
+
+// streamOpen is the open frame of a stream to r: the caller's id, the
+// type of its messages when known, and ctx's metadata.
+func streamOpen(ctx context.Context, r *route, id, typ string) (*wire.Frame, error) {
+	meta := []wire.Meta{{Key: metaCaller, Value: id}}
+	if typ != "" {
+		meta = append(meta, wire.Meta{Key: metaType, Value: typ})
+	}
+	if st := metaStateOf(ctx); st != nil {
+		if err := checkOutgoing(st); err != nil {
+			return nil, err
+		}
+		for _, p := range st.out.pairs {
+			meta = append(meta, wire.Meta{Key: p.Key, Value: p.Value})
+		}
+	}
+	return &wire.Frame{Type: wire.TypeStreamOpen, Pattern: r.pattern.String(), Meta: meta}, nil
 }
 
 // ServeStream serves a stream another node opened, for the transport: it
@@ -221,19 +252,18 @@ func (n *Node) serveStream(ctx context.Context, st streamconn.Stream) error {
 }
 
 // runStream runs e's handler on a stream whose serving side side makes
-// from the handler's ctx, under the node's in-flight accounting (a
-// shutdown waits for it): streams take no slot of [WithMaxInFlight]'s,
-// which bounds calls; a transport bounds the streams of each connection.
+// from the handler's ctx. A shutdown waits for it within its grace, then
+// ends it. Streams take no slot of [WithMaxInFlight]'s, which bounds
+// calls: an idle stream must not shed calls. A transport bounds the
+// streams of each connection.
 func (n *Node) runStream(ctx context.Context, e *handlerEntry, side func(context.Context) serverSide) error {
-	n.inflight.Add(1)
-	defer n.done()
-	if n.closed.Load() {
-		return errClosing
-	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	id := n.streams.add(cancel)
 	defer n.streams.remove(id)
+	if n.closed.Load() { // after add: a shutdown either waits for it or it sees closed
+		return errClosing
+	}
 	ss := &serverStream{serverSide: side(ctx), entry: e, node: n}
 	_, err := n.serve(ctx, e, Request{msg: ss, entry: e, node: n})
 	if context.Cause(ctx) == errStreamsShutdown {
@@ -243,11 +273,12 @@ func (n *Node) runStream(ctx context.Context, e *handlerEntry, side func(context
 }
 
 // streamSet holds the cancel functions of the streams a node serves, so
-// that a shutdown whose grace ended ends them.
+// that a shutdown waits for them, then ends those its grace left open.
 type streamSet struct {
-	mu   sync.Mutex
-	next uint64
-	m    map[uint64]context.CancelCauseFunc
+	mu    sync.Mutex
+	next  uint64
+	m     map[uint64]context.CancelCauseFunc
+	empty chan struct{} // closed when m becomes empty while someone waits
 }
 
 func (s *streamSet) add(cancel context.CancelCauseFunc) uint64 {
@@ -263,8 +294,32 @@ func (s *streamSet) add(cancel context.CancelCauseFunc) uint64 {
 
 func (s *streamSet) remove(id uint64) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	delete(s.m, id)
+	if len(s.m) == 0 && s.empty != nil {
+		close(s.empty)
+		s.empty = nil
+	}
+}
+
+// wait returns nil once no stream is open, or ctx's error.
+func (s *streamSet) wait(ctx context.Context) error {
+	s.mu.Lock()
+	if len(s.m) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.empty == nil {
+		s.empty = make(chan struct{})
+	}
+	ch := s.empty
 	s.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // cancelAll ends every stream the node serves with err.

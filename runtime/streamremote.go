@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/wizardmesh/wizard/runtime/internal/streamconn"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
@@ -20,6 +21,9 @@ type remoteStream struct {
 	addr  string // the target's, for errors
 	types *peerTypes
 	br    Breaker // told the stream's fate at its end
+
+	observe        func(AttemptResult) // the observer's AttemptEnd, if any
+	sent, received atomic.Int64
 
 	hdrOnce sync.Once
 	hdrMD   Metadata
@@ -43,12 +47,12 @@ func (s *remoteStream) send(msg any) error {
 		return err
 	}
 	if err := s.cs.Send(s.ctx, wire.Codec(codec), payload); err != nil {
-		if se, ok := errors.AsType[*streamconn.Error](err); ok {
-			s.finish(se)
+		if _, ok := errors.AsType[*streamconn.Error](err); ok {
 			return io.EOF // ended by the server: Recv tells how
 		}
 		return s.fail(err)
 	}
+	s.sent.Add(1)
 	return nil
 }
 
@@ -72,6 +76,7 @@ func (s *remoteStream) recv() (any, error) {
 	if err != nil {
 		return nil, s.fail(err)
 	}
+	s.received.Add(1)
 	return &raw{codec: Codec(codec), data: payload, typ: s.resType, types: s.types}, nil
 }
 
@@ -135,10 +140,21 @@ func (s *remoteStream) finish(err error) {
 	if ended {
 		return
 	}
-	if e, ok := errors.AsType[*Error](err); ok && e.Code == CodeUnavailable {
+	code := CodeOK
+	if err != io.EOF {
+		code = CodeOf(err)
+	}
+	if code == CodeUnavailable {
 		s.br.Failure()
 	} else {
 		s.br.Success()
+	}
+	if s.observe != nil {
+		r := AttemptResult{Code: code, Sent: s.sent.Load(), Received: s.received.Load()}
+		if code != CodeOK {
+			r.Err = err
+		}
+		s.observe(r)
 	}
 }
 
