@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"sync"
+	"sync/atomic"
 )
 
 // A stream is a call that carries many messages each way: a caller opens
@@ -91,6 +92,7 @@ func (s *ServerStream[Req, Res]) Recv() (Req, error) {
 		var zero Req
 		return zero, err
 	}
+	s.s.received.Add(1)
 	if _, ok := any((*Req)(nil)).(*Request); ok {
 		return any(Request{msg: v, entry: s.s.entry, node: s.s.node}).(Req), nil
 	}
@@ -99,7 +101,13 @@ func (s *ServerStream[Req, Res]) Recv() (Req, error) {
 
 // Send sends msg to the caller, waiting while the caller has not taken
 // enough of what was sent before.
-func (s *ServerStream[Req, Res]) Send(msg Res) error { return s.s.send(msg) }
+func (s *ServerStream[Req, Res]) Send(msg Res) error {
+	if err := s.s.send(msg); err != nil {
+		return err
+	}
+	s.s.sent.Add(1)
+	return nil
+}
 
 // SendHeader sends kv (key, value, key, value, …) to the caller as the
 // stream's headers, at most once and before the first Send; without it,
@@ -186,8 +194,21 @@ type serverSide interface {
 // serverStream is the serving side and what the handler's Request needs.
 type serverStream struct {
 	serverSide
-	entry *handlerEntry
-	node  *Node
+	entry          *handlerEntry
+	node           *Node
+	sent, received atomic.Int64 // the messages the handler sent and received
+}
+
+// StreamMessages reports, for the Request of a stream (what handler
+// interceptors see around a [NewStreamHandler]'s handler), the messages
+// the handler has sent and received so far: once the handler returned,
+// the stream's counts. ok is false for a call's Request.
+func (r Request) StreamMessages() (sent, received int64, ok bool) {
+	ss, ok := r.msg.(*serverStream)
+	if !ok {
+		return 0, 0, false
+	}
+	return ss.sent.Load(), ss.received.Load(), true
 }
 
 // streamValue converts v, a received message (the sender's value

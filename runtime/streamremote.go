@@ -42,13 +42,18 @@ func (s *remoteStream) send(msg any) error {
 	if closed {
 		return errSendAfterClose
 	}
-	codec, payload, _, err := encodePayload(msg)
+	codec, payload, _, buf, err := encodeStream(msg)
 	if err != nil {
 		return err
 	}
-	if err := s.cs.Send(s.ctx, wire.Codec(codec), payload); err != nil {
-		if _, ok := errors.AsType[*streamconn.Error](err); ok {
+	err = s.cs.Send(s.ctx, wire.Codec(codec), payload)
+	putStreamBuf(buf)
+	if err != nil {
+		if _, ok := errors.AsType[*streamconn.Error](err); ok || err == io.EOF {
 			return io.EOF // ended by the server: Recv tells how
+		}
+		if errors.Is(err, wire.ErrFrameTooLarge) {
+			return tooLarge(err) // not sent; the stream goes on
 		}
 		return s.fail(err)
 	}
@@ -181,10 +186,11 @@ func (s *remoteServer) recv() (any, error) {
 }
 
 func (s *remoteServer) send(msg any) error {
-	codec, payload, typ, err := encodePayload(msg)
+	codec, payload, typ, buf, err := encodeStream(msg)
 	if err != nil {
 		return err
 	}
+	defer putStreamBuf(buf)
 	s.mu.Lock()
 	first := !s.hdrSent
 	s.hdrSent = true
@@ -199,9 +205,18 @@ func (s *remoteServer) send(msg any) error {
 		}
 	}
 	if err := s.st.Send(s.ctx, wire.Codec(codec), payload); err != nil {
+		if errors.Is(err, wire.ErrFrameTooLarge) {
+			return tooLarge(err) // not sent; the stream goes on
+		}
 		return s.fail(err)
 	}
 	return nil
+}
+
+// tooLarge is the error of a stream's Send whose message is larger than
+// its connection's frames may be: that message is not sent.
+func tooLarge(err error) *Error {
+	return &Error{Code: CodeResourceExhausted, Message: "wizard: stream message not sent: " + err.Error(), cause: err}
 }
 
 func (s *remoteServer) sendHeader(ps []MetaPair) error {
