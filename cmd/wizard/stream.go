@@ -87,13 +87,21 @@ func prepareStream(ctx context.Context, n *runtime.Node, args []string, bare boo
 		first = append(first, cl.msg)
 	}
 	for i, text := range args[min(len(args), 2):] {
-		m, err := cl.message(fmt.Sprintf("DATA %d", i+2), text)
+		m, err := cl.message(dataName(i+1), text)
 		if err != nil {
 			return nil, nil, err
 		}
 		first = append(first, m)
 	}
 	return cl, first, nil
+}
+
+// dataName names the i-th DATA of a stream, from 0, in an error.
+func dataName(i int) string {
+	if i == 0 {
+		return "DATA"
+	}
+	return fmt.Sprintf("DATA %d", i+1)
 }
 
 // message parses text, a DATA or a line of the standard input (named by
@@ -162,9 +170,9 @@ func (cl *call) stream(ctx context.Context, n *runtime.Node, first []any, in io.
 // Send; a Send that finds the stream ended returns nil (Recv tells how it
 // ended).
 func (cl *call) sendAll(s *runtime.ClientStream[any, runtime.Result], first []any, in io.Reader) error {
-	for _, m := range first {
+	for i, m := range first {
 		if err := s.Send(m); err != nil {
-			return sendEnd(err)
+			return sendError(dataName(i), err)
 		}
 	}
 	if in != nil {
@@ -172,12 +180,13 @@ func (cl *call) sendAll(s *runtime.ClientStream[any, runtime.Result], first []an
 		for line := 1; ; line++ {
 			text, rerr := r.ReadString('\n')
 			if text = strings.TrimSpace(text); text != "" {
-				m, err := cl.message(fmt.Sprintf("standard input line %d", line), text)
+				what := fmt.Sprintf("standard input line %d", line)
+				m, err := cl.message(what, text)
 				if err != nil {
 					return lineError(err)
 				}
 				if err := s.Send(m); err != nil {
-					return sendEnd(err)
+					return sendError(what, err)
 				}
 			}
 			if errors.Is(rerr, io.EOF) {
@@ -191,10 +200,14 @@ func (cl *call) sendAll(s *runtime.ClientStream[any, runtime.Result], first []an
 	return s.CloseSend()
 }
 
-// sendEnd is the error of a failed Send: nil when the stream ended.
-func sendEnd(err error) error {
-	if errors.Is(err, io.EOF) {
+// sendError is the error of a failed Send of the message what names: nil
+// when the stream ended, an [inputError] for a message too large to send.
+func sendError(what string, err error) error {
+	switch {
+	case errors.Is(err, io.EOF):
 		return nil
+	case runtime.CodeOf(err) == runtime.CodeResourceExhausted:
+		return &inputError{what, err}
 	}
 	return err
 }

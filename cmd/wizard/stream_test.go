@@ -235,6 +235,8 @@ func testStream(t *testing.T, kind string) {
 			"wizard act: standard input line 3: column 6: unterminated list: missing ']'\n  n:[1,\n       ^\n"},
 		{"bad typed line", "values:[1]\nvalues:x\n", []string{"cmd:sum,role:math", "-"}, 2, "*",
 			"wizard act: standard input line 2: invalid_argument: does not fit wizard.examples.math.v1.SumRequest"},
+		{"line too large", "n:1\n" + `{"pad":"` + strings.Repeat("x", 5<<20) + `"}` + "\n", []string{"role:total", "-"}, 2, "",
+			"wizard act: standard input line 2: resource_exhausted: stream message not sent: "},
 		{"not found", "", []string{"role:nobody", "{}"}, 64 + 5, "", "wizard act: not_found: "},
 		{"third argument", "", []string{"role:total", "n:1", "n:2"}, 2, "", `wizard act: unexpected argument "n:2": a stream's third argument is "-"`},
 		{"mixin", "", []string{"--mixin", "n", "role:total", "n:1"}, 2, "", "wizard act: --mixin does not apply to a stream"},
