@@ -94,7 +94,7 @@ func (s *ServerStream[Req, Res]) Recv() (Req, error) {
 	}
 	s.s.received.Add(1)
 	if _, ok := any((*Req)(nil)).(*Request); ok {
-		return any(Request{msg: v, entry: s.s.entry, node: s.s.node}).(Req), nil
+		return any(Request{msg: v.value(), entry: s.s.entry, node: s.s.node}).(Req), nil
 	}
 	return streamValue[Req](v)
 }
@@ -176,7 +176,7 @@ func isStreamHandler(h Handler) bool {
 type clientCore interface {
 	send(msg any) error
 	closeSend() error
-	recv() (any, error)
+	recv() (streamMsg, error)
 	header() (Metadata, error)
 	trailer() Metadata
 	cancel()
@@ -185,7 +185,7 @@ type clientCore interface {
 // serverSide is the serving side of a stream as a handler's ServerStream
 // reaches it, in-process or remote.
 type serverSide interface {
-	recv() (any, error)
+	recv() (streamMsg, error)
 	send(msg any) error
 	sendHeader(ps []MetaPair) error
 	setTrailer(ps []MetaPair)
@@ -211,32 +211,56 @@ func (r Request) StreamMessages() (sent, received int64, ok bool) {
 	return ss.sent.Load(), ss.received.Load(), true
 }
 
-// streamValue converts v, a received message (the sender's value
-// in-process, a *raw remotely), to T: as it is when it already is a T
-// (in-process, nothing copied), else decoded into a new one.
-func streamValue[T any](v any) (T, error) {
+// streamMsg is a message a stream's side received: the sender's value
+// in-process, a remote message's encoding otherwise, held by value so
+// that a typed Recv decodes it without boxing it first.
+type streamMsg struct {
+	v      any
+	raw    raw
+	remote bool
+}
+
+// value returns m as Result and Request hold a message.
+func (m streamMsg) value() any {
+	if m.remote {
+		r := m.raw
+		return &r
+	}
+	return m.v
+}
+
+// streamValue converts m, a received message, to T: as it is when it
+// already is a T (in-process, nothing copied), else decoded into a new
+// one.
+func streamValue[T any](m streamMsg) (T, error) {
 	var zero T
 	switch p := any(&zero).(type) {
 	case *Result:
-		*p = Result{v: v}
+		*p = Result{v: m.value()}
 		return zero, nil
 	case *any:
-		*p = Result{v: v}.Value()
+		*p = Result{v: m.value()}.Value()
 		return zero, nil
 	}
-	if _, isRaw := v.(*raw); !isRaw {
-		if t, ok := v.(T); ok {
+	if !m.remote {
+		if t, ok := m.v.(T); ok {
 			return t, nil
 		}
 	}
 	if rt := reflect.TypeFor[T](); rt.Kind() == reflect.Pointer {
 		nv := reflect.New(rt.Elem())
-		if err := decode(v, nv.Interface()); err != nil {
+		var err error
+		if m.remote {
+			err = decodeRaw(&m.raw, nv.Interface())
+		} else {
+			err = decode(m.v, nv.Interface())
+		}
+		if err != nil {
 			return zero, err
 		}
 		return nv.Interface().(T), nil
 	}
-	if err := decode(v, &zero); err != nil {
+	if err := decode(m.value(), &zero); err != nil {
 		return zero, err
 	}
 	return zero, nil

@@ -75,14 +75,14 @@ func (s *remoteStream) closeSend() error {
 	return nil
 }
 
-func (s *remoteStream) recv() (any, error) {
+func (s *remoteStream) recv() (streamMsg, error) {
 	s.header() // the server's message type comes with its headers
 	codec, payload, err := s.cs.Recv(s.ctx)
 	if err != nil {
-		return nil, s.fail(err)
+		return streamMsg{}, s.fail(err)
 	}
 	s.received.Add(1)
-	return &raw{codec: Codec(codec), data: payload, typ: s.resType, types: s.types}, nil
+	return streamMsg{remote: true, raw: raw{codec: Codec(codec), data: payload, typ: s.resType, types: s.types}}, nil
 }
 
 func (s *remoteStream) header() (Metadata, error) {
@@ -174,15 +174,15 @@ type remoteServer struct {
 	hdrSent bool
 }
 
-func (s *remoteServer) recv() (any, error) {
+func (s *remoteServer) recv() (streamMsg, error) {
 	codec, payload, err := s.st.Recv(s.ctx)
 	if err != nil {
 		if err == io.EOF {
-			return nil, io.EOF
+			return streamMsg{}, io.EOF
 		}
-		return nil, s.fail(err)
+		return streamMsg{}, s.fail(err)
 	}
-	return &raw{codec: Codec(codec), data: payload, typ: s.reqType}, nil
+	return streamMsg{remote: true, raw: raw{codec: Codec(codec), data: payload, typ: s.reqType}}, nil
 }
 
 func (s *remoteServer) send(msg any) error {
