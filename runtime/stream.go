@@ -96,11 +96,7 @@ func (s *ServerStream[Req, Res]) Recv() (Req, error) {
 	if _, ok := any((*Req)(nil)).(*Request); ok {
 		return any(Request{msg: v, entry: s.s.entry, node: s.s.node}).(Req), nil
 	}
-	m := streamMsg{v: v}
-	if r, ok := v.(*raw); ok {
-		m = streamMsg{raw: *r, remote: true}
-	}
-	return streamValue[Req](&m)
+	return boxedValue[Req](v)
 }
 
 // Send sends msg to the caller, waiting while the caller has not taken
@@ -276,6 +272,19 @@ func streamValue[T any](m *streamMsg) (T, error) {
 		return zero, err
 	}
 	return zero, nil
+}
+
+// boxedValue is streamValue for a message received boxed (a server
+// side's). Not inlined, for the frame of a waiting Recv (streamValue's
+// doc).
+//
+//go:noinline
+func boxedValue[T any](v any) (T, error) {
+	m := streamMsg{v: v}
+	if r, ok := v.(*raw); ok {
+		m = streamMsg{raw: *r, remote: true}
+	}
+	return streamValue[T](&m)
 }
 
 // streamEnd is the error a stream's side returns for its end err: io.EOF
