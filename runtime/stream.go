@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+
+	"google.golang.org/protobuf/proto"
 )
 
 // A stream is a call that carries many messages each way: a caller opens
@@ -35,7 +37,8 @@ const streamQueue = 16
 // the stream was opened with bounds it: when it ends, the stream is
 // cancelled and the server is told. Close the stream when done with it.
 type ClientStream[Req, Res any] struct {
-	c clientCore
+	c      clientCore
+	newRes func() Res // a new protobuf Res, for a typed stream (Client.Stream)
 }
 
 // Send sends msg, waiting while the server has not taken enough of what
@@ -57,7 +60,27 @@ func (s *ClientStream[Req, Res]) Recv() (Res, error) {
 		var zero Res
 		return zero, err
 	}
+	if s.newRes != nil && v.remote && v.raw.codec == CodecProto {
+		dst := s.newRes()
+		if err := unmarshalNew(&v.raw, any(dst).(proto.Message)); err != nil {
+			var zero Res
+			return zero, err
+		}
+		return dst, nil
+	}
 	return streamValue[Res](&v)
+}
+
+// unmarshalNew decodes r, a protobuf payload, into dst, a message just
+// made: nothing to reset first.
+func unmarshalNew(r *raw, dst proto.Message) error {
+	if name := string(dst.ProtoReflect().Descriptor().FullName()); r.typ != "" && name != r.typ {
+		return errOtherType(r.typ, name)
+	}
+	if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(r.data, dst); err != nil {
+		return decodeError(dst, err)
+	}
+	return nil
 }
 
 // Header waits for the server's headers ([ServerStream.SendHeader], or

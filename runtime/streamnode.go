@@ -10,6 +10,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime/internal/streamconn"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 	"github.com/wizardmesh/wizard/runtime/pattern"
+	"google.golang.org/protobuf/proto"
 )
 
 // The node's side of streams: opening one (in-process or to a target the
@@ -53,7 +54,11 @@ func (c *Client[Req, Res]) Stream(ctx context.Context, opts ...CallOption) (*Cli
 		if err != nil {
 			return nil, err
 		}
-		return &ClientStream[*Req, *Res]{c: s.c}, nil
+		st := &ClientStream[*Req, *Res]{c: s.c}
+		if _, ok := any((*Res)(nil)).(proto.Message); ok {
+			st.newRes = func() *Res { return new(Res) }
+		}
+		return st, nil
 	}
 	cfg := &c.cfg
 	if len(opts) > 0 {
@@ -63,7 +68,11 @@ func (c *Client[Req, Res]) Stream(ctx context.Context, opts ...CallOption) (*Cli
 	if err != nil {
 		return nil, err
 	}
-	return &ClientStream[*Req, *Res]{c: s}, nil
+	st := &ClientStream[*Req, *Res]{c: s}
+	if _, ok := any((*Res)(nil)).(proto.Message); ok {
+		st.newRes = func() *Res { return new(Res) }
+	}
+	return st, nil
 }
 
 // openStream opens a stream to p's handler; typ is the protobuf type of

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime/internal/streamconn"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
+	"google.golang.org/protobuf/proto"
 )
 
 // remoteStream is the calling side of a stream to another node, over a
@@ -23,6 +24,7 @@ type remoteStream struct {
 
 	observe        func(AttemptResult) // the observer's AttemptEnd, if any
 	sent, received atomic.Int64
+	body           streamBody // the message Send encodes into its frame, when cs is a BodySender
 
 	hdrOnce sync.Once
 	hdrMD   Metadata
@@ -41,12 +43,18 @@ func (s *remoteStream) send(msg any) error {
 	if closed {
 		return errSendAfterClose
 	}
-	codec, payload, _, buf, err := encodeStream(msg)
-	if err != nil {
-		return err
+	var err error
+	if bs, ok := s.cs.(streamconn.BodySender); ok && s.body.set(msg) {
+		err = bs.SendBody(s.ctx, wire.CodecProto, &s.body)
+		s.body = streamBody{}
+	} else {
+		codec, payload, _, buf, eerr := encodeStream(msg)
+		if eerr != nil {
+			return eerr
+		}
+		err = s.cs.Send(s.ctx, wire.Codec(codec), payload)
+		putStreamBuf(buf)
 	}
-	err = s.cs.Send(s.ctx, wire.Codec(codec), payload)
-	putStreamBuf(buf)
 	if err != nil {
 		if _, ok := errors.AsType[*streamconn.Error](err); ok || err == io.EOF {
 			return io.EOF // ended by the server: Recv tells how
@@ -166,8 +174,9 @@ func (s *remoteStream) finish(err error) {
 type remoteServer struct {
 	ctx     context.Context
 	st      streamconn.Stream
-	reqType string   // the protobuf type of the caller's messages, from the open
-	call    *Message // the open, as a call's message: its caller (Request.Source)
+	reqType string     // the protobuf type of the caller's messages, from the open
+	call    *Message   // the open, as a call's message: its caller (Request.Source)
+	body    streamBody // the message Send encodes into its frame, when st is a BodySender
 
 	mu      sync.Mutex
 	hdrSent bool
@@ -185,11 +194,23 @@ func (s *remoteServer) recv() (any, error) {
 }
 
 func (s *remoteServer) send(msg any) error {
-	codec, payload, typ, buf, err := encodeStream(msg)
-	if err != nil {
-		return err
+	bs, direct := s.st.(streamconn.BodySender)
+	var codec Codec
+	var payload []byte
+	var typ string
+	if direct && s.body.set(msg) {
+		codec, typ = CodecProto, string(s.body.m.ProtoReflect().Descriptor().FullName())
+		defer func() { s.body = streamBody{} }()
+	} else {
+		direct = false
+		var buf *[]byte
+		var err error
+		codec, payload, typ, buf, err = encodeStream(msg)
+		if err != nil {
+			return err
+		}
+		defer putStreamBuf(buf)
 	}
-	defer putStreamBuf(buf)
 	s.mu.Lock()
 	first := !s.hdrSent
 	s.hdrSent = true
@@ -203,7 +224,13 @@ func (s *remoteServer) send(msg any) error {
 			return s.fail(err)
 		}
 	}
-	if err := s.st.Send(s.ctx, wire.Codec(codec), payload); err != nil {
+	var err error
+	if direct {
+		err = bs.SendBody(s.ctx, wire.CodecProto, &s.body)
+	} else {
+		err = s.st.Send(s.ctx, wire.Codec(codec), payload)
+	}
+	if err != nil {
 		if errors.Is(err, wire.ErrFrameTooLarge) {
 			return tooLarge(err) // not sent; the stream goes on
 		}
@@ -290,4 +317,45 @@ func endOf(err error, refused bool) error {
 		se.Details = appendDetails(nil, e.Details)
 	}
 	return se
+}
+
+// streamBody is a protobuf message a stream's side encodes straight into
+// its frame (a transport's BodySender), sparing a marshalled copy: only
+// messages whose encoding cannot fail (plainMessage), whose size it takes
+// first (proto.Size caches it for the encoding).
+type streamBody struct {
+	m proto.Message
+	n int
+}
+
+// set makes b msg, when msg is such a message, and reports whether it is.
+func (b *streamBody) set(msg any) bool {
+	pm, ok := msg.(proto.Message)
+	if !ok || !plainMessage(pm.ProtoReflect().Descriptor()) {
+		return false
+	}
+	*b = streamBody{pm, proto.Size(pm)}
+	return true
+}
+
+func (b *streamBody) Len() int { return b.n }
+
+// AppendTo marshals the message onto dst. The frame's length field is
+// written already: should the message have changed since its size was
+// taken (a sender racing with its own message), the payload is cut or
+// padded with zeros to its size, so that the connection's stream of
+// frames stays whole (the receiver then fails to decode that message).
+func (b *streamBody) AppendTo(dst []byte) []byte {
+	n := len(dst)
+	out, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(dst, b.m)
+	if err != nil {
+		out = dst
+	}
+	switch got := len(out) - n; {
+	case got > b.n:
+		out = out[:n+b.n]
+	case got < b.n:
+		out = append(out, make([]byte, b.n-got)...)
+	}
+	return out
 }

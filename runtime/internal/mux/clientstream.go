@@ -114,6 +114,12 @@ func (cs *ClientStream) Send(ctx context.Context, codec wire.Codec, payload []by
 	return cs.st.send(ctx, codec, payload, errSendClosed)
 }
 
+// SendBody is Send for a message that body encodes straight into its
+// frame, before SendBody returns.
+func (cs *ClientStream) SendBody(ctx context.Context, codec wire.Codec, body wire.Body) error {
+	return cs.st.sendFrame(ctx, wire.Frame{Type: wire.TypeStreamData, Codec: codec, ID: cs.st.id, Body: body}, errSendClosed)
+}
+
 // CloseSend tells the server that the client sends no more messages
 // (a stream-close frame); Recv goes on. It is idempotent.
 func (cs *ClientStream) CloseSend() error {

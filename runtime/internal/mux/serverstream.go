@@ -56,6 +56,12 @@ func (ss *ServerStream) Send(ctx context.Context, codec wire.Codec, payload []by
 	return ss.st.send(ctx, codec, payload, errSendEnded)
 }
 
+// SendBody is Send for a message that body encodes straight into its
+// frame, before SendBody returns.
+func (ss *ServerStream) SendBody(ctx context.Context, codec wire.Codec, body wire.Body) error {
+	return ss.st.sendFrame(ctx, wire.Frame{Type: wire.TypeStreamData, Codec: codec, ID: ss.st.id, Body: body}, errSendEnded)
+}
+
 // errHeaderLate is the error of a SendHeader after a message or a first
 // SendHeader.
 var errHeaderLate = errors.New("wizard: mux: stream header after the header or a message")

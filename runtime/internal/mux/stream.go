@@ -265,11 +265,20 @@ func (st *stream) queued() int {
 // for credit at most until ctx ends. closed is what a send after this
 // side's close returns.
 func (st *stream) send(ctx context.Context, codec wire.Codec, payload []byte, closed error) error {
-	f := wire.Frame{Type: wire.TypeStreamData, Codec: codec, ID: st.id, Payload: payload}
+	return st.sendFrame(ctx, wire.Frame{Type: wire.TypeStreamData, Codec: codec, ID: st.id, Payload: payload}, closed)
+}
+
+// sendFrame sends f, a data frame whose payload is its Payload or its
+// Body (encoded into the frame's buffer before sendFrame returns, so
+// that the body is the caller's again), as send does.
+func (st *stream) sendFrame(ctx context.Context, f wire.Frame, closed error) error {
 	if size := f.Size(); size-4 > st.c.opts.MaxFrameSize {
 		return fmt.Errorf("wizard: mux: stream message of %d bytes: %w (limit %d)", size-4, wire.ErrFrameTooLarge, st.c.opts.MaxFrameSize)
 	}
-	n := len(payload) + wire.MessageCost
+	n := len(f.Payload) + wire.MessageCost
+	if f.Body != nil {
+		n = f.Body.Len() + wire.MessageCost
+	}
 	for {
 		st.mu.Lock()
 		switch {
@@ -380,6 +389,8 @@ func copyMeta(meta []wire.Meta) []wire.Meta {
 
 // The mux's streams are the transports' (runtime/tcp's and runtime/quic's).
 var (
-	_ streamconn.Client = (*ClientStream)(nil)
-	_ streamconn.Stream = (*ServerStream)(nil)
+	_ streamconn.Client     = (*ClientStream)(nil)
+	_ streamconn.Stream     = (*ServerStream)(nil)
+	_ streamconn.BodySender = (*ClientStream)(nil)
+	_ streamconn.BodySender = (*ServerStream)(nil)
 )

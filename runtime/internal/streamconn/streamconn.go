@@ -75,6 +75,13 @@ type Stream interface {
 	SetTrailer(meta []wire.Meta)
 }
 
+// BodySender is a stream side (a Client or a Stream) that encodes a
+// message straight into its frame: SendBody is Send for a message body
+// encodes, before SendBody returns. runtime/tcp's and runtime/quic's are.
+type BodySender interface {
+	SendBody(ctx context.Context, codec wire.Codec, body wire.Body) error
+}
+
 // Error is a stream's end with a code other than OK (gRPC's numbering,
 // as runtime.Code's). Details are runtime's encoding of its error's
 // details, opaque to transports.
