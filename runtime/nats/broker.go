@@ -37,6 +37,7 @@ type broker struct {
 
 	mu          sync.Mutex
 	pending     map[uint64]*pending
+	streams     map[uint64]*clientStream // the streams open, by id: their subject's last token
 	conns       map[*Conn]struct{}
 	listeners   map[*Listener]struct{}
 	discoveries map[*Discovery]struct{}
@@ -64,7 +65,7 @@ var errBrokerLost = errors.New("the broker connection was lost")
 
 // connect opens t's broker connection and its reply subscription.
 func connect(t *Transport) (*broker, error) {
-	b := &broker{t: t, log: t.log, pending: map[uint64]*pending{}, conns: map[*Conn]struct{}{}, listeners: map[*Listener]struct{}{}, discoveries: map[*Discovery]struct{}{}}
+	b := &broker{t: t, log: t.log, pending: map[uint64]*pending{}, streams: map[uint64]*clientStream{}, conns: map[*Conn]struct{}{}, listeners: map[*Listener]struct{}{}, discoveries: map[*Discovery]struct{}{}}
 	if t.log.Handler() != slog.DiscardHandler {
 		b.logh = ratelog.NewHandler(t.log.Handler())
 		b.log = slog.New(b.logh)
@@ -215,7 +216,15 @@ func (b *broker) onReply(m *natsgo.Msg) {
 	if err != nil {
 		return
 	}
-	p := b.take(id)
+	b.mu.Lock()
+	p := b.pending[id]
+	delete(b.pending, id)
+	cs := b.streams[id]
+	b.mu.Unlock()
+	if cs != nil {
+		b.onStream(cs, m.Data)
+		return
+	}
 	if p == nil {
 		return
 	}

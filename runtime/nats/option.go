@@ -226,6 +226,44 @@ func WithMaxServing(n int) Option {
 	})
 }
 
+// WithStreamKeepAlive sets how the two sides of open streams watch each
+// other, NATS having no connection between them: a caller with streams
+// open to a node pings it every interval, and ends the streams (and the
+// connection) when the node does not answer within timeout, or the
+// broker answers that no one listens; a node ends the streams of a
+// caller it has heard nothing from (no stream frame, no ping) for twice
+// the interval plus the timeout. Both end them as lost (unavailable).
+// 0 for the defaults (1s and 2s), else at least 10ms each; a negative
+// interval turns the stream pings off (a lost peer's streams then end
+// only with the call keep-alive, [WithKeepAlive], on the caller's side,
+// and with their deadlines).
+func WithStreamKeepAlive(interval, timeout time.Duration) Option {
+	return optionFunc(func(t *Transport) error {
+		const least = 10 * time.Millisecond
+		if interval > 0 && interval < least || timeout < 0 || timeout > 0 && timeout < least {
+			return fmt.Errorf("WithStreamKeepAlive(%v, %v): want an interval that is negative (no pings), 0 for the default (%v) or at least %v, and a timeout of 0 for the default (%v) or at least %v",
+				interval, timeout, defaultStreamKeepAlive, least, defaultStreamKeepAliveTimeout, least)
+		}
+		t.streamKeepAlive, t.streamKeepAliveTimeout = interval, timeout
+		return nil
+	})
+}
+
+// WithMaxStreams bounds the streams a listener serves at once for one
+// caller (one broker connection of a caller, known by its reply inbox),
+// as runtime/tcp's bounds those of one connection: 0 for the default
+// (1024), else at least 1. A stream opened beyond is refused at once
+// without running (resource exhausted, flagged refused).
+func WithMaxStreams(n int) Option {
+	return optionFunc(func(t *Transport) error {
+		if n < 0 {
+			return fmt.Errorf("WithMaxStreams(%d): want 0 for the default (%d) or at least 1", n, defaultMaxStreams)
+		}
+		t.maxStreams = n
+		return nil
+	})
+}
+
 // WithNATSOptions passes opts to nats.Connect after the transport's own:
 // the escape hatch for what the options above do not cover (a custom
 // dialer, an inbox prefix, ping intervals). The transport relies on two

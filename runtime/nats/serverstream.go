@@ -1,0 +1,339 @@
+package nats
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/bridge"
+	"github.com/wizardmesh/wizard/runtime/internal/mux"
+	"github.com/wizardmesh/wizard/runtime/internal/streamconn"
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
+)
+
+// serverStream is the serving side of one stream: the caller's frames
+// come on the node's subject with the stream's subject as their reply
+// subject, which names the stream; the node's go to that subject.
+type serverStream struct {
+	st     stream
+	l      *Listener
+	reply  string // the stream's subject, the caller's
+	caller *streamCaller
+	share  *mux.Share // the caller's, taken; nil without a budget
+	open   wire.Frame // the stream-open frame, its strings and meta owned
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   func() bool // stops the watch over ctx
+
+	mu      sync.Mutex
+	trailer []wire.Meta
+}
+
+var _ streamconn.Stream = (*serverStream)(nil)
+
+// streamCaller is a caller with streams open on a listener, known by its
+// reply inbox: when the node last heard from it, and its streams. Both
+// are under the listener's mu.
+type streamCaller struct {
+	heard   time.Time
+	streams map[*serverStream]struct{}
+}
+
+// Open returns the stream's open frame: pattern, flags, deadline and
+// meta (the caller's headers). The caller must not modify it.
+func (ss *serverStream) Open() *wire.Frame { return &ss.open }
+
+// Recv returns the next message from the caller, io.EOF once it has
+// closed its side and every message before is taken, and the stream's
+// error once it has ended (the handler's ctx's error for a cancel or the
+// deadline, a lost error for a caller gone silent or the broker
+// connection lost).
+func (ss *serverStream) Recv(ctx context.Context) (wire.Codec, []byte, error) {
+	return ss.st.recv(ctx)
+}
+
+// Send sends one message, waiting for the stream's credit at most until
+// ctx ends.
+func (ss *serverStream) Send(ctx context.Context, codec wire.Codec, payload []byte) error {
+	return ss.st.send(ctx, codec, payload, errSendEnded)
+}
+
+// SendHeader sends the node's headers: at most once, before any message.
+func (ss *serverStream) SendHeader(meta []wire.Meta) error {
+	st := &ss.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	switch {
+	case st.abort != nil:
+		return st.abort
+	case st.sendEnd:
+		return errSendEnded
+	case st.headed:
+		return errHeaderLate
+	}
+	f := wire.Frame{Type: wire.TypeStreamHeader, Meta: meta}
+	if size, max := f.Size()-4, st.maxFrame(); size > max {
+		return fmt.Errorf("%s: stream header of %d bytes: %w (limit %d)", st.where, size, wire.ErrFrameTooLarge, max)
+	}
+	st.headed = true
+	if err := st.publish(&f); err != nil {
+		return bridge.Lost(st.where, err)
+	}
+	return nil
+}
+
+// SetTrailer sets the trailers the stream's end carries (a copy of
+// meta); the last call wins.
+func (ss *serverStream) SetTrailer(meta []wire.Meta) {
+	meta = copyMeta(meta)
+	ss.mu.Lock()
+	ss.trailer = meta
+	ss.mu.Unlock()
+}
+
+// Queued returns the payload bytes received and not taken by Recv yet:
+// at most the window plus one message.
+func (ss *serverStream) Queued() int { return ss.st.queued() }
+
+// openStream takes a stream-open frame from the caller whose stream
+// subject is reply: it refuses the stream at once with a stream-end
+// flagged refused when the node serves no streams, is going away, or the
+// caller is at its bound of streams or over its share, and otherwise
+// starts the handler on a goroutine of its own.
+func (l *Listener) openStream(reply string, f *wire.Frame) {
+	if reply == "" {
+		l.log.Warn("wizard: nats: malformed message dropped", "subject", l.subject, "err", "a stream-open frame without a reply subject")
+		return
+	}
+	caller := callerOf(reply)
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	if l.streams[reply] != nil {
+		l.mu.Unlock()
+		l.log.Warn("wizard: nats: malformed message dropped", "subject", l.subject, "remote", reply, "err", "a stream-open frame with the subject of a stream open")
+		return
+	}
+	sc := l.callers[caller]
+	var code runtime.Code
+	var why string
+	switch {
+	case l.ss == nil:
+		code, why = runtime.CodeUnimplemented, "this server serves no streams"
+	case l.draining:
+		code, why = runtime.CodeUnavailable, "server is going away"
+	case sc != nil && len(sc.streams) >= l.t.maxStreams:
+		code, why = runtime.CodeResourceExhausted, "too many streams of this caller"
+	}
+	var share *mux.Share
+	if code == 0 && l.budget != nil {
+		if share = l.shareLocked(caller); !share.Take() {
+			share = nil
+			code, why = runtime.CodeResourceExhausted, "over the caller's share of the in-flight limit"
+		}
+	}
+	if code != 0 {
+		l.mu.Unlock()
+		l.publish(reply, &wire.Frame{Type: wire.TypeStreamEnd, Flags: wire.FlagRefused, Payload: wire.AppendError(nil, uint32(code), "wizard: nats: "+l.subject+": "+why)})
+		return
+	}
+	if sc == nil {
+		sc = &streamCaller{streams: map[*serverStream]struct{}{}}
+		l.callers[caller] = sc
+	}
+	sc.heard = time.Now()
+	ss := &serverStream{l: l, reply: reply, caller: sc, share: share}
+	ss.st.init(l.b.nc, reply, "", "wizard: nats: "+l.subject, l.b.maxFrame)
+	ss.open = wire.Frame{Type: f.Type, Flags: f.Flags, Deadline: f.Deadline, Pattern: string([]byte(f.Pattern)), Meta: copyMeta(f.Meta)}
+	sc.streams[ss] = struct{}{}
+	l.streams[reply] = ss
+	l.wg.Add(1)
+	l.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(l.ctx)
+	if f.Deadline > 0 {
+		var cancelDeadline context.CancelFunc
+		ctx, cancelDeadline = context.WithDeadline(ctx, time.Now().Add(f.Deadline))
+		cancelParent := cancel
+		cancel = func() { cancelDeadline(); cancelParent() }
+	}
+	ss.ctx, ss.cancel = ctx, cancel
+	// The deadline (or a cancel) ends the stream's Send and Recv too, for
+	// a handler that waits on them with another ctx.
+	ss.stop = context.AfterFunc(ctx, func() { ss.st.fail(ctx.Err()) })
+	go l.serveStream(ss)
+}
+
+// serveStream runs the stream's handler, ends the stream with what it
+// returned and retires it.
+func (l *Listener) serveStream(ss *serverStream) {
+	defer l.wg.Done()
+	err := l.callStream(ss)
+	ss.stop()
+	ss.cancel()
+	st := &ss.st
+	st.fail(errSendEnded) // the handler is done: nothing more is taken
+	ss.mu.Lock()
+	trailer := ss.trailer
+	ss.mu.Unlock()
+	// The stream no longer counts against the caller's bounds before its
+	// end can reach the caller: a caller that opens its next stream on
+	// the end finds room.
+	l.mu.Lock()
+	l.retireLocked(ss)
+	closed := l.closed
+	l.mu.Unlock()
+	if ss.share != nil {
+		ss.share.Release()
+	}
+	if closed {
+		st.silence() // the callers were told the node closed
+		return
+	}
+	end := wire.Frame{Type: wire.TypeStreamEnd, Meta: trailer, Payload: endPayload(err)}
+	if size, max := end.Size()-4, st.maxFrame(); size > max {
+		end = wire.Frame{Type: wire.TypeStreamEnd, Payload: wire.AppendError(nil, uint32(runtime.CodeResourceExhausted), "wizard: nats: "+l.subject+": stream end exceeds the frame limit")}
+	}
+	st.last(&end) // unless the caller cancelled, and forgot the stream
+}
+
+// retireLocked removes ss from the listener's tables; l.mu is held.
+func (l *Listener) retireLocked(ss *serverStream) {
+	if l.streams[ss.reply] == ss {
+		delete(l.streams, ss.reply)
+	}
+	delete(ss.caller.streams, ss)
+	if len(ss.caller.streams) == 0 {
+		caller := callerOf(ss.reply)
+		if l.callers[caller] == ss.caller {
+			delete(l.callers, caller)
+		}
+	}
+}
+
+// callStream runs the node's stream handler, turning a panic into an
+// internal error (logged with its stack, never sent).
+func (l *Listener) callStream(ss *serverStream) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			l.t.log.Error("wizard: nats: stream handler panicked", "pattern", ss.open.Pattern, "panic", p, "stack", string(debug.Stack()))
+			err = &streamconn.Error{Code: uint32(runtime.CodeInternal), Message: "wizard: internal error"}
+		}
+	}()
+	return l.ss.ServeStream(ss.ctx, ss)
+}
+
+// streamFrame takes a frame of the caller for the stream whose subject
+// is reply: data, its close, credit. A frame for a stream the node no
+// longer serves is dropped.
+func (l *Listener) streamFrame(reply string, f *wire.Frame) {
+	l.mu.Lock()
+	ss := l.streams[reply]
+	if ss != nil {
+		ss.caller.heard = time.Now()
+	}
+	l.mu.Unlock()
+	if ss == nil {
+		return
+	}
+	switch f.Type {
+	case wire.TypeStreamData:
+		if !ss.st.deliver(f.Codec, f.Payload) {
+			ss.abort(errCreditViolation)
+		}
+	case wire.TypeStreamClose:
+		ss.st.endRecv(io.EOF)
+	case wire.TypeStreamCredit:
+		if err := ss.st.addCredit(f.Payload); err != nil {
+			ss.abort(err)
+		}
+	}
+}
+
+// abort ends the stream with err, which its end tells the caller, as
+// HTTP/2 resets a stream: its handler is cancelled. The end goes before
+// the handler's ctx ends, so that it is this end the caller gets, not
+// the handler's.
+func (ss *serverStream) abort(err error) {
+	ss.st.fail(err)
+	ss.st.last(&wire.Frame{Type: wire.TypeStreamEnd, Payload: endPayload(err)})
+	ss.cancel()
+}
+
+// cancelStream applies the caller's cancel of the stream whose subject
+// is reply: its handler's ctx ends, and nothing more is sent on it (the
+// caller forgot it). It reports whether reply named a stream.
+func (l *Listener) cancelStream(reply string) bool {
+	l.mu.Lock()
+	ss := l.streams[reply]
+	l.mu.Unlock()
+	if ss == nil {
+		return false
+	}
+	ss.st.silence()
+	ss.st.fail(context.Canceled)
+	ss.cancel()
+	return true
+}
+
+// heardLocked records that the caller whose reply subject is reply was
+// heard from (a ping); l.mu is held.
+func (l *Listener) heardLocked(reply string) {
+	if len(l.callers) == 0 {
+		return
+	}
+	if sc := l.callers[callerOf(reply)]; sc != nil {
+		sc.heard = time.Now()
+	}
+}
+
+// loseStreams ends streams as lost with err: their peer is gone, and
+// nothing more is sent on them.
+func loseStreams(streams []*serverStream, err error) {
+	for _, ss := range streams {
+		ss.st.silence()
+		ss.st.fail(err)
+		ss.cancel()
+	}
+}
+
+// watchCallers ends the streams of the callers the node has not heard
+// from for twice the stream keep-alive interval plus its timeout: a
+// caller with streams open pings the node every interval (see
+// [WithStreamKeepAlive]), so one that stays silent longer is gone, or
+// cut off. It runs until the listener closes.
+func (l *Listener) watchCallers() {
+	interval, timeout := l.t.streamKeepAlive, l.t.streamKeepAliveTimeout
+	bound := 2*interval + timeout
+	tick := time.NewTicker(max(interval/4, time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		var lost []*serverStream
+		l.mu.Lock()
+		for _, sc := range l.callers {
+			if now.Sub(sc.heard) >= bound {
+				for ss := range sc.streams {
+					lost = append(lost, ss)
+				}
+				sc.heard = now // its streams are ending: not again
+			}
+		}
+		l.mu.Unlock()
+		if len(lost) > 0 {
+			l.log.Warn("wizard: nats: a caller with streams open went silent", "subject", l.subject, "remote", callerOf(lost[0].reply), "silent", bound)
+			loseStreams(lost, bridge.Lost("wizard: nats: "+l.subject, fmt.Errorf("the caller was silent for %v", bound)))
+		}
+	}
+}
