@@ -80,7 +80,15 @@ func (c *Conn) OpenStream(ctx context.Context, open *wire.Frame) (streamconn.Cli
 		}
 		return nil, bridge.NotSent(c.where, err)
 	}
-	stop := context.AfterFunc(ctx, func() { cs.cancel(ctx.Err()) })
+	stop := context.AfterFunc(ctx, func() {
+		if err := ctx.Err(); err == context.DeadlineExceeded {
+			// The node's stream ends at the same deadline, the open's,
+			// and says so to its handler: no cancel overtakes it.
+			cs.expire(err)
+		} else {
+			cs.cancel(err)
+		}
+	})
 	cs.mu.Lock()
 	if cs.ended {
 		stop()
@@ -180,6 +188,17 @@ func (cs *clientStream) cancel(err error) {
 		cs.st.last(&wire.Frame{Type: wire.TypeCancel})
 		cs.c.endStream()
 	}
+	cs.finish()
+}
+
+// expire ends the stream with err, ctx's deadline, which the node's side
+// of the stream has too: the node is not told.
+func (cs *clientStream) expire(err error) {
+	if cs.forget() {
+		cs.st.silence()
+		cs.c.endStream()
+	}
+	cs.st.fail(err)
 	cs.finish()
 }
 

@@ -1,0 +1,775 @@
+package nats_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/streamconn"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/natstest"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
+	"github.com/wizardmesh/wizard/runtime/nats"
+)
+
+// streamServer is a node's server that serves streams with fn, and
+// refuses calls.
+type streamServer func(ctx context.Context, s streamconn.Stream) error
+
+func (streamServer) ServeMessage(context.Context, *runtime.Message) *runtime.Message {
+	return &runtime.Message{Payload: []byte("unary")}
+}
+
+func (fn streamServer) ServeStream(ctx context.Context, s streamconn.Stream) error { return fn(ctx, s) }
+
+// queuer is what both sides of a stream over NATS tell: the payload bytes
+// received and not taken yet.
+type queuer interface{ Queued() int }
+
+// listenStreams serves fn on a listener of a transport of url made with
+// opts (closed when t ends) and returns its subject.
+func listenStreams(t testing.TB, url string, fn streamServer, opts ...nats.Option) string {
+	t.Helper()
+	l, err := newTransport(t, url, opts...).Listen("", fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.Addr()
+}
+
+// dialStreams dials subject with a transport of url made with opts
+// (closed when t ends).
+func dialStreams(t testing.TB, url, subject string, opts ...nats.Option) streamconn.Opener {
+	t.Helper()
+	c, err := newTransport(t, url, opts...).Dial(t.Context(), subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.(streamconn.Opener)
+}
+
+// streamPair serves fn on a node of the broker at url and returns a
+// caller's connection to it.
+func streamPair(t testing.TB, url string, fn streamServer, opts ...nats.Option) streamconn.Opener {
+	t.Helper()
+	return dialStreams(t, url, listenStreams(t, url, fn, opts...), opts...)
+}
+
+func open(t testing.TB, ctx context.Context, o streamconn.Opener, pattern string) streamconn.Client {
+	t.Helper()
+	cs, err := o.OpenStream(ctx, &wire.Frame{Pattern: pattern})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cs.Cancel)
+	return cs
+}
+
+func u64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+
+// recvAll receives until the end and returns the messages and the end.
+func recvAll(ctx context.Context, cs streamconn.Client) ([]string, error) {
+	var got []string
+	for {
+		_, p, err := cs.Recv(ctx)
+		if err != nil {
+			return got, err
+		}
+		got = append(got, string(p))
+	}
+}
+
+// TestStreamKinds: a server stream, a client stream and a bidirectional
+// one over the broker, with the node's header and trailer, and the open's
+// pattern and meta reaching the handler.
+func TestStreamKinds(t *testing.T) {
+	b := natstest.Start(t)
+	o := streamPair(t, b.URL(), func(ctx context.Context, s streamconn.Stream) error {
+		open := s.Open()
+		if err := s.SendHeader([]wire.Meta{{Key: "h", Value: open.Pattern}}); err != nil {
+			return err
+		}
+		s.SetTrailer([]wire.Meta{{Key: "t", Value: "done"}})
+		switch open.Pattern {
+		case "kind:server":
+			_, p, err := s.Recv(ctx)
+			if err != nil {
+				return err
+			}
+			for i := range int(binary.BigEndian.Uint64(p)) {
+				if err := s.Send(ctx, wire.CodecJSON, fmt.Appendf(nil, "%d", i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		case "kind:client":
+			var all []byte
+			for {
+				_, p, err := s.Recv(ctx)
+				if err == io.EOF {
+					return s.Send(ctx, wire.CodecJSON, all)
+				}
+				if err != nil {
+					return err
+				}
+				all = append(all, p...)
+			}
+		default: // bidi: an echo, with the metadata of the open
+			for {
+				c, p, err := s.Recv(ctx)
+				if err == io.EOF {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				if err := s.Send(ctx, c, append(p, open.Meta[0].Value...)); err != nil {
+					return err
+				}
+			}
+		}
+	})
+	check := func(t *testing.T, cs streamconn.Client, pattern string, want []string) {
+		t.Helper()
+		h, err := cs.Header(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]wire.Meta{{Key: "h", Value: pattern}}, h); diff != "" {
+			t.Errorf("header (-want +got):\n%s", diff)
+		}
+		got, err := recvAll(t.Context(), cs)
+		if err != io.EOF {
+			t.Fatalf("the end: %v, want io.EOF", err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("messages (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]wire.Meta{{Key: "t", Value: "done"}}, cs.Trailer()); diff != "" {
+			t.Errorf("trailer (-want +got):\n%s", diff)
+		}
+	}
+	t.Run("server", func(t *testing.T) {
+		cs := open(t, t.Context(), o, "kind:server")
+		if err := cs.Send(t.Context(), wire.CodecNone, u64(3)); err != nil {
+			t.Fatal(err)
+		}
+		cs.CloseSend()
+		check(t, cs, "kind:server", []string{"0", "1", "2"})
+	})
+	t.Run("client", func(t *testing.T) {
+		cs := open(t, t.Context(), o, "kind:client")
+		for _, m := range []string{"a", "b", "c"} {
+			if err := cs.Send(t.Context(), wire.CodecJSON, []byte(m)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cs.CloseSend()
+		check(t, cs, "kind:client", []string{"abc"})
+	})
+	t.Run("bidi", func(t *testing.T) {
+		cs, err := o.OpenStream(t.Context(), &wire.Frame{Pattern: "kind:bidi", Meta: []wire.Meta{{Key: "m", Value: "!"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Cancel()
+		for _, m := range []string{"a", "b"} {
+			if err := cs.Send(t.Context(), wire.CodecJSON, []byte(m)); err != nil {
+				t.Fatal(err)
+			}
+			c, p, err := cs.Recv(t.Context())
+			if err != nil || c != wire.CodecJSON || string(p) != m+"!" {
+				t.Fatalf("echo of %q: %v %q %v", m, c, p, err)
+			}
+		}
+		cs.CloseSend()
+		check(t, cs, "kind:bidi", nil)
+	})
+}
+
+// TestStreamInOrder: 10,000 messages each way arrive, in order.
+func TestStreamInOrder(t *testing.T) {
+	const n = 10000
+	b := natstest.Start(t)
+	o := streamPair(t, b.URL(), func(ctx context.Context, s streamconn.Stream) error {
+		for i := uint64(0); ; i++ {
+			_, p, err := s.Recv(ctx)
+			if err == io.EOF {
+				if i != n {
+					return fmt.Errorf("%d messages, want %d", i, n)
+				}
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if got := binary.BigEndian.Uint64(p); got != i {
+				return fmt.Errorf("message %d is %d", i, got)
+			}
+		}
+		for i := range uint64(n) {
+			if err := s.Send(ctx, wire.CodecNone, u64(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	cs := open(t, t.Context(), o, "order:x")
+	for i := range uint64(n) {
+		if err := cs.Send(t.Context(), wire.CodecNone, u64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs.CloseSend()
+	for i := uint64(0); ; i++ {
+		_, p, err := cs.Recv(t.Context())
+		if err == io.EOF {
+			if i != n {
+				t.Fatalf("%d messages, want %d", i, n)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("after %d messages: %v", i, err)
+		}
+		if got := binary.BigEndian.Uint64(p); got != i {
+			t.Fatalf("message %d is %d", i, got)
+		}
+	}
+}
+
+// TestStreamStoppedReader: a receiver that stops reading stops its
+// sender, whose Send blocks, and holds at most the window plus one
+// message; reading again lets every message through, in order. Both
+// ways, with messages smaller and larger than the window.
+func TestStreamStoppedReader(t *testing.T) {
+	b := natstest.Start(t)
+	for _, size := range []int{16 << 10, 100 << 10, 300 << 10} {
+		for _, way := range []string{"node-to-caller", "caller-to-node"} {
+			t.Run(fmt.Sprintf("%s/%dKiB", way, size>>10), func(t *testing.T) {
+				stoppedReader(t, b.URL(), way == "node-to-caller", size)
+			})
+		}
+	}
+}
+
+func stoppedReader(t *testing.T, url string, down bool, size int) {
+	const total = 40
+	var (
+		sent     atomic.Int64 // messages the sender's Send returned for
+		reader   = make(chan queuer, 1)
+		readOn   = make(chan struct{})
+		received = make(chan error, 1)
+	)
+	// send sends total messages numbered in their first bytes.
+	send := func(ctx context.Context, send func(context.Context, wire.Codec, []byte) error) error {
+		for i := range uint64(total) {
+			p := make([]byte, size)
+			binary.BigEndian.PutUint64(p, i)
+			if err := send(ctx, wire.CodecNone, p); err != nil {
+				return err
+			}
+			sent.Add(1)
+		}
+		return nil
+	}
+	// read takes every message, checking the order.
+	read := func(ctx context.Context, recv func(context.Context) (wire.Codec, []byte, error)) error {
+		for i := uint64(0); ; i++ {
+			_, p, err := recv(ctx)
+			if err == io.EOF {
+				if i != total {
+					return fmt.Errorf("%d messages, want %d", i, total)
+				}
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if got := binary.BigEndian.Uint64(p); got != i || len(p) != size {
+				return fmt.Errorf("message %d: number %d, %d bytes", i, got, len(p))
+			}
+		}
+	}
+	o := streamPair(t, url, func(ctx context.Context, s streamconn.Stream) error {
+		if down {
+			return send(ctx, s.Send)
+		}
+		reader <- s.(queuer)
+		<-readOn
+		err := read(ctx, s.Recv)
+		received <- err
+		return err
+	})
+	cs := open(t, t.Context(), o, "slow:x")
+	if down {
+		reader <- cs.(queuer)
+	} else {
+		go func() {
+			if err := send(t.Context(), cs.Send); err != nil {
+				t.Error(err)
+			}
+			cs.CloseSend()
+		}()
+	}
+	q := testwait.Recv(t, reader)
+	// The sender can have sent what fits the window, and one message more
+	// when half the window is free: then it blocks. The receiver holds
+	// all of it.
+	want := 0
+	for credit := wire.InitialWindow; size <= credit || 2*credit >= wire.InitialWindow; credit -= size {
+		want++
+	}
+	testwait.Until(t, fmt.Sprintf("the receiver holds the %d messages the window lets through", want), func() bool {
+		return q.Queued() == want*size
+	})
+	if got := sent.Load(); got != int64(want) {
+		t.Fatalf("the sender sent %d messages, want %d before it blocks", got, want)
+	}
+	if max := wire.InitialWindow + size; q.Queued() > max {
+		t.Fatalf("the receiver holds %d bytes, more than the window plus one message (%d)", q.Queued(), max)
+	}
+	t.Logf("a receiver that stopped reading holds %d bytes (%d messages of %d bytes); its sender blocks", q.Queued(), want, size)
+	if down {
+		if err := read(t.Context(), cs.Recv); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		close(readOn)
+		if err := testwait.Recv(t, received); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := cs.Recv(t.Context()); err != io.EOF {
+			t.Fatalf("the end: %v, want io.EOF", err)
+		}
+	}
+}
+
+// TestStreamCancel: the caller cancels a stream mid-stream, and the
+// handler's ctx ends; the node ends one mid-stream with canceled, and
+// the caller's Recv says so and its Send returns io.EOF.
+func TestStreamCancel(t *testing.T) {
+	b := natstest.Start(t)
+	handlerDone := make(chan error, 1)
+	o := streamPair(t, b.URL(), func(ctx context.Context, s streamconn.Stream) error {
+		if s.Open().Pattern == "by:node" {
+			if _, _, err := s.Recv(ctx); err != nil {
+				return err
+			}
+			return &streamconn.Error{Code: uint32(runtime.CodeCanceled), Message: "given up"}
+		}
+		for {
+			if _, _, err := s.Recv(ctx); err != nil {
+				<-ctx.Done()
+				handlerDone <- context.Cause(ctx)
+				return err
+			}
+		}
+	})
+	t.Run("caller", func(t *testing.T) {
+		cs := open(t, t.Context(), o, "by:caller")
+		if err := cs.Send(t.Context(), wire.CodecNone, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		cs.Cancel()
+		if err := testwait.Recv(t, handlerDone); !errors.Is(err, context.Canceled) {
+			t.Errorf("the handler's ctx ended with %v, want canceled", err)
+		}
+		if _, _, err := cs.Recv(t.Context()); !errors.Is(err, context.Canceled) {
+			t.Errorf("Recv after Cancel: %v, want context.Canceled", err)
+		}
+	})
+	t.Run("node", func(t *testing.T) {
+		cs := open(t, t.Context(), o, "by:node")
+		if err := cs.Send(t.Context(), wire.CodecNone, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := cs.Recv(t.Context())
+		var se *streamconn.Error
+		if !errors.As(err, &se) || se.Code != uint32(runtime.CodeCanceled) || se.Message != "given up" {
+			t.Fatalf("Recv: %v, want the node's canceled", err)
+		}
+		if err := cs.Send(t.Context(), wire.CodecNone, []byte("y")); err != io.EOF {
+			t.Errorf("Send after the end: %v, want io.EOF", err)
+		}
+	})
+}
+
+// TestStreamDeadline: the open's deadline reaches the node, whose
+// handler's ctx ends at it mid-stream; the caller's stream ends at it
+// too.
+func TestStreamDeadline(t *testing.T) {
+	b := natstest.Start(t)
+	handler := make(chan error, 1)
+	o := streamPair(t, b.URL(), func(ctx context.Context, s streamconn.Stream) error {
+		if _, ok := ctx.Deadline(); !ok || s.Open().Deadline <= 0 {
+			handler <- errors.New("no deadline")
+			return nil
+		}
+		if err := s.Send(ctx, wire.CodecNone, []byte("first")); err != nil {
+			return err
+		}
+		_, _, err := s.Recv(ctx) // the caller sends nothing
+		handler <- err
+		return err
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	cs := open(t, ctx, o, "deadline:x")
+	if _, p, err := cs.Recv(ctx); err != nil || string(p) != "first" {
+		t.Fatalf("first message: %q %v", p, err)
+	}
+	if _, _, err := cs.Recv(t.Context()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("the caller's Recv: %v, want deadline exceeded", err)
+	}
+	if err := testwait.Recv(t, handler); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("the handler's Recv: %v, want deadline exceeded", err)
+	}
+}
+
+// TestStreamError: a handler's error mid-stream reaches the caller with
+// its code, message, details and the trailers, after the messages sent
+// before it.
+func TestStreamError(t *testing.T) {
+	b := natstest.Start(t)
+	o := streamPair(t, b.URL(), func(ctx context.Context, s streamconn.Stream) error {
+		for _, m := range []string{"a", "b"} {
+			if err := s.Send(ctx, wire.CodecJSON, []byte(m)); err != nil {
+				return err
+			}
+		}
+		s.SetTrailer([]wire.Meta{{Key: "why", Value: "stock"}})
+		return &streamconn.Error{Code: uint32(runtime.CodeFailedPrecondition), Message: "out of stock", Details: []byte{1, 2, 3}}
+	})
+	cs := open(t, t.Context(), o, "fail:x")
+	got, err := recvAll(t.Context(), cs)
+	if diff := cmp.Diff([]string{"a", "b"}, got); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+	want := &streamconn.Error{Code: uint32(runtime.CodeFailedPrecondition), Message: "out of stock", Details: []byte{1, 2, 3}}
+	if diff := cmp.Diff(want, err); diff != "" {
+		t.Errorf("end (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]wire.Meta{{Key: "why", Value: "stock"}}, cs.Trailer()); diff != "" {
+		t.Errorf("trailer (-want +got):\n%s", diff)
+	}
+}
+
+// TestStreamLimits: a caller's streams beyond WithMaxStreams are refused
+// at once with resource exhausted, flagged refused, and a node whose
+// server serves no streams is not sent one.
+func TestStreamLimits(t *testing.T) {
+	b := natstest.Start(t)
+	o := streamPair(t, b.URL(), func(ctx context.Context, s streamconn.Stream) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}, nats.WithMaxStreams(2))
+	for range 2 {
+		cs := open(t, t.Context(), o, "hold:x")
+		if err := cs.Send(t.Context(), wire.CodecNone, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs := open(t, t.Context(), o, "hold:x")
+	_, _, err := cs.Recv(t.Context())
+	var se *streamconn.Error
+	if !errors.As(err, &se) || se.Code != uint32(runtime.CodeResourceExhausted) || !se.Refused {
+		t.Fatalf("the third stream: %v, want resource exhausted, refused", err)
+	}
+
+	l, err := newTransport(t, b.URL()).Listen("", serverFunc(func(context.Context, *runtime.Message) *runtime.Message { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	unary := dialStreams(t, b.URL(), l.Addr())
+	if _, err := unary.OpenStream(t.Context(), &wire.Frame{Pattern: "a:b"}); !errors.Is(err, runtime.ErrNotSent) {
+		t.Errorf("a stream to a node that serves none: %v, want not sent", err)
+	}
+}
+
+type serverFunc func(context.Context, *runtime.Message) *runtime.Message
+
+func (f serverFunc) ServeMessage(ctx context.Context, m *runtime.Message) *runtime.Message {
+	return f(ctx, m)
+}
+
+// TestStreamConcurrent: 1,000 streams open at once between one caller
+// and one node, each an echo of its own number.
+func TestStreamConcurrent(t *testing.T) {
+	const n = 1000
+	b := natstest.Start(t)
+	o := streamPair(t, b.URL(), func(ctx context.Context, s streamconn.Stream) error {
+		for {
+			c, p, err := s.Recv(ctx)
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := s.Send(ctx, c, p); err != nil {
+				return err
+			}
+		}
+	})
+	streams := make([]streamconn.Client, n)
+	for i := range streams {
+		streams[i] = open(t, t.Context(), o, "echo:x")
+	}
+	var wg sync.WaitGroup
+	for i, cs := range streams {
+		wg.Go(func() {
+			for j := range uint64(3) {
+				if err := cs.Send(t.Context(), wire.CodecNone, u64(uint64(i)<<8|j)); err != nil {
+					t.Error(err)
+					return
+				}
+				_, p, err := cs.Recv(t.Context())
+				if err != nil || binary.BigEndian.Uint64(p) != uint64(i)<<8|j {
+					t.Errorf("stream %d, message %d: %x %v", i, j, p, err)
+					return
+				}
+			}
+			cs.CloseSend()
+			if _, _, err := cs.Recv(t.Context()); err != io.EOF {
+				t.Errorf("stream %d: the end: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// brokerProxy forwards TCP connections to a broker, for a node or caller whose
+// broker connection a test freezes (the peer hangs: its connection
+// stays, nothing passes) or cuts (the peer dies: its connections close,
+// new ones are refused).
+type brokerProxy struct {
+	ln     net.Listener
+	target string
+
+	mu     sync.Mutex
+	conns  []net.Conn
+	frozen chan struct{} // closed: stop forwarding
+	cut    bool
+}
+
+func newBrokerProxy(t testing.TB, brokerURL string) *brokerProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &brokerProxy{ln: ln, target: brokerURL[len("nats://"):], frozen: make(chan struct{})}
+	t.Cleanup(p.close)
+	go p.accept()
+	return p
+}
+
+func (p *brokerProxy) URL() string { return "nats://" + p.ln.Addr().String() }
+
+func (p *brokerProxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", p.target)
+		p.mu.Lock()
+		if err != nil || p.cut {
+			p.mu.Unlock()
+			c.Close()
+			if up != nil {
+				up.Close()
+			}
+			continue
+		}
+		p.conns = append(p.conns, c, up)
+		p.mu.Unlock()
+		go p.pipe(c, up)
+		go p.pipe(up, c)
+	}
+}
+
+// pipe copies from src to dst until either closes or the brokerProxy freezes.
+func (p *brokerProxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		select {
+		case <-p.frozen:
+			return // what was read is lost; nothing passes any more
+		default:
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			dst.Close()
+			return
+		}
+	}
+}
+
+// freeze stops all forwarding, leaving the connections open.
+func (p *brokerProxy) freeze() { close(p.frozen) }
+
+// kill closes every connection and refuses new ones.
+func (p *brokerProxy) kill() {
+	p.mu.Lock()
+	p.cut = true
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+func (p *brokerProxy) close() {
+	p.ln.Close()
+	p.kill()
+}
+
+// TestStreamPeerLost: the node or the caller of an open stream dies (its
+// broker connection closes) or hangs (its broker connection stays but
+// nothing passes) mid-stream; the other side's stream ends as lost
+// within the stream keep-alive's bound: the caller's within the
+// interval plus the timeout, the node's within twice the interval plus
+// the timeout.
+func TestStreamPeerLost(t *testing.T) {
+	const interval, timeout = 100 * time.Millisecond, 200 * time.Millisecond
+	ka := nats.WithStreamKeepAlive(interval, timeout)
+	// slack covers a loaded machine's scheduling and a keep-alive tick.
+	const slack = time.Second
+	b := natstest.Start(t)
+	for _, tc := range []struct {
+		name      string
+		node      bool // the node is lost, else the caller
+		hang      bool // it hangs, else it dies
+		withinArg time.Duration
+	}{
+		{"node-dies", true, false, interval + timeout},
+		{"node-hangs", true, true, interval + timeout},
+		{"caller-dies", false, false, 2*interval + timeout},
+		{"caller-hangs", false, true, 2*interval + timeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newBrokerProxy(t, b.URL())
+			nodeURL, callerURL := b.URL(), b.URL()
+			if tc.node {
+				nodeURL = p.URL()
+			} else {
+				callerURL = p.URL()
+			}
+			handler := make(chan error, 1)
+			subject := listenStreams(t, nodeURL, func(ctx context.Context, s streamconn.Stream) error {
+				if err := s.Send(ctx, wire.CodecNone, []byte("hello")); err != nil {
+					return err
+				}
+				_, _, err := s.Recv(ctx)
+				handler <- err
+				return err
+			}, ka)
+			cs := open(t, t.Context(), dialStreams(t, callerURL, subject, ka), "lost:x")
+			if _, _, err := cs.Recv(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			caller := make(chan error, 1)
+			go func() {
+				_, _, err := cs.Recv(t.Context())
+				caller <- err
+			}()
+			start := time.Now()
+			if tc.hang {
+				p.freeze()
+			} else {
+				p.kill()
+			}
+			var err error
+			if tc.node {
+				err = testwait.Recv(t, caller)
+			} else {
+				err = testwait.Recv(t, handler)
+			}
+			took := time.Since(start)
+			if !isLost(err) {
+				t.Errorf("the other side's stream ended with %v, want lost", err)
+			}
+			if took > tc.withinArg+slack {
+				t.Errorf("the other side's stream ended after %v, want within %v (+%v)", took, tc.withinArg, slack)
+			}
+			t.Logf("the other side's stream ended %v after its peer was lost: %v", took.Round(time.Millisecond), err)
+		})
+	}
+}
+
+// isLost reports whether err is a stream's loss: it reads "connection
+// lost after the call was sent", as runtime reports unavailable.
+func isLost(err error) bool {
+	return err != nil && !errors.Is(err, runtime.ErrNotSent) && strings.Contains(err.Error(), "connection lost after the call was sent")
+}
+
+// TestStreamBrokerRestart: a broker restart ends the open streams on
+// both sides as lost; unary calls work again once the broker is back.
+func TestStreamBrokerRestart(t *testing.T) {
+	b := natstest.Start(t)
+	handler, got := make(chan error, 1), make(chan struct{}, 1)
+	tr := newTransport(t, b.URL())
+	l, err := tr.Listen("", streamServer(func(ctx context.Context, s streamconn.Stream) error {
+		for {
+			if _, _, err := s.Recv(ctx); err != nil {
+				handler <- err
+				return err
+			}
+			got <- struct{}{}
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	ctr := newTransport(t, b.URL())
+	c, err := ctr.Dial(t.Context(), l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cs := open(t, t.Context(), c.(streamconn.Opener), "restart:x")
+	if err := cs.Send(t.Context(), wire.CodecNone, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Recv(t, got)
+	b.Stop()
+	if _, _, err := cs.Recv(t.Context()); !isLost(err) {
+		t.Errorf("the caller's stream: %v, want lost", err)
+	}
+	if err := testwait.Recv(t, handler); !isLost(err) {
+		t.Errorf("the node's stream: %v, want lost", err)
+	}
+	b.Restart()
+	testwait.Until(t, "a call goes through once the broker is back", func() bool {
+		c, err := ctr.Dial(t.Context(), l.Addr())
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		r, err := c.Call(t.Context(), &runtime.Message{Pattern: "a:b"})
+		return err == nil && string(r.Payload) == "unary"
+	})
+}
