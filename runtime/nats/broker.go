@@ -222,13 +222,14 @@ func (b *broker) onReply(m *natsgo.Msg) {
 	cs := b.streams[id]
 	b.mu.Unlock()
 	if cs != nil {
-		b.onStream(cs, m.Data)
+		b.onStream(cs, m)
 		return
 	}
 	if p == nil {
+		b.pong(m) // a node's ping for a stream that has ended here
 		return
 	}
-	c := p.conn
+	c := p.conn // nil for a listener's ping of a caller
 	var a answer
 	switch {
 	case len(m.Data) == 0 && m.Header.Get("Status") == "503":
@@ -236,9 +237,11 @@ func (b *broker) onReply(m *natsgo.Msg) {
 	default:
 		if err := decodeFrame(m.Data, b.maxFrame(), &a.f); err != nil {
 			a.err = fmt.Errorf("bad reply: %w", err)
-			b.t.log.Warn("wizard: nats: malformed reply dropped", "subject", c.subject, "err", err)
+			b.t.log.Warn("wizard: nats: malformed reply dropped", "subject", m.Subject, "err", err)
 		}
-		c.heard()
+		if c != nil {
+			c.heard()
+		}
 	}
 	p.ch <- a
 }
@@ -263,7 +266,7 @@ func (b *broker) onBatch(m *natsgo.Msg) {
 		if p == nil {
 			continue // late, or forged
 		}
-		if p.conn != heard {
+		if p.conn != heard && p.conn != nil {
 			heard = p.conn
 			heard.heard()
 		}

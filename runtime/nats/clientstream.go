@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	natsgo "github.com/nats-io/nats.go"
+
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
 	"github.com/wizardmesh/wizard/runtime/internal/streamconn"
@@ -301,10 +303,14 @@ func (cs *clientStream) onFrame(f *wire.Frame) {
 }
 
 // onStream hands a message on a stream's subject to the stream: one
-// frame, or a batch of them. A malformed message ends the stream.
-func (b *broker) onStream(cs *clientStream, data []byte) {
+// frame, or a batch of them. A malformed message ends the stream; a
+// node's ping is answered.
+func (b *broker) onStream(cs *clientStream, m *natsgo.Msg) {
 	cs.c.heard()
-	max := b.maxFrame()
+	if b.pong(m) {
+		return
+	}
+	data, max := m.Data, b.maxFrame()
 	if err := checkBatch(data, max); err != nil {
 		cs.cancel(badStreamFrame(err.Error()))
 		return
@@ -318,6 +324,19 @@ func (b *broker) onStream(cs *clientStream, data []byte) {
 		}
 		cs.onFrame(&f)
 	}
+}
+
+// pong answers m if it is a node's ping of this caller, on a stream's
+// subject (see Listener.watchCallers), and reports whether it was.
+func (b *broker) pong(m *natsgo.Msg) bool {
+	var f wire.Frame
+	if m.Reply == "" || len(m.Data) > wire.MinFrameSize+4 || decodeFrame(m.Data, wire.MinFrameSize, &f) != nil || f.Type != wire.TypePing {
+		return false
+	}
+	fb := encodePooled(&wire.Frame{Type: wire.TypePong})
+	_ = b.nc.Publish(m.Reply, fb.b)
+	fb.free()
+	return true
 }
 
 // endError returns what Recv returns for an end frame's error payload:

@@ -336,9 +336,9 @@ func (c *Conn) ping(ctx context.Context) error {
 // keepAlive pings the node while it is silent: after the keep-alive
 // interval when no call waits, after 250ms when some do; a node that does
 // not answer in time, or that no one listens for, ends the connection.
-// While streams are open it also pings the node every stream keep-alive
-// interval, silent or not, so that the node hears from this caller (see
-// [WithStreamKeepAlive]).
+// While streams are open it pings a node silent for the stream
+// keep-alive interval, and gives it the stream keep-alive timeout (see
+// [WithStreamKeepAlive]), unless calls make it look closer.
 func (c *Conn) keepAlive() {
 	t := c.b.t
 	if t.keepAlive < 0 && t.streamKeepAlive < 0 {
@@ -353,7 +353,6 @@ func (c *Conn) keepAlive() {
 	}
 	timer := time.NewTimer(tick)
 	defer timer.Stop()
-	var pinged time.Time // when the last stream ping was sent
 	for {
 		select {
 		case <-c.done:
@@ -363,6 +362,7 @@ func (c *Conn) keepAlive() {
 		c.mu.Lock()
 		calls, streams := c.inflight-c.nstreams, c.nstreams
 		c.mu.Unlock()
+		quiet := time.Since(time.Unix(0, c.quiet.Load()))
 		due, timeout := false, time.Duration(0)
 		if t.keepAlive >= 0 {
 			wait := t.keepAlive
@@ -370,16 +370,15 @@ func (c *Conn) keepAlive() {
 			if calls > 0 {
 				wait, timeout = min(busyPing, wait), min(busyPingTimeout, timeout)
 			}
-			due = time.Since(time.Unix(0, c.quiet.Load())) >= wait
+			due = quiet >= wait
 		}
-		if streams > 0 && t.streamKeepAlive > 0 && time.Since(pinged) >= t.streamKeepAlive {
+		if streams > 0 && t.streamKeepAlive > 0 && quiet >= t.streamKeepAlive {
 			if !due || t.streamKeepAliveTimeout < timeout {
 				timeout = t.streamKeepAliveTimeout
 			}
 			due = true
 		}
 		if due {
-			pinged = time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			err := c.ping(ctx)
 			cancel()

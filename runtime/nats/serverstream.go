@@ -2,6 +2,7 @@ package nats
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -36,10 +37,11 @@ type serverStream struct {
 var _ streamconn.Stream = (*serverStream)(nil)
 
 // streamCaller is a caller with streams open on a listener, known by its
-// reply inbox: when the node last heard from it, and its streams. Both
-// are under the listener's mu.
+// reply inbox: when the node last heard from it, whether a ping of it is
+// on its way, and its streams. They are under the listener's mu.
 type streamCaller struct {
 	heard   time.Time
+	pinging bool
 	streams map[*serverStream]struct{}
 }
 
@@ -303,15 +305,13 @@ func loseStreams(streams []*serverStream, err error) {
 	}
 }
 
-// watchCallers ends the streams of the callers the node has not heard
-// from for twice the stream keep-alive interval plus its timeout: a
-// caller with streams open pings the node every interval (see
-// [WithStreamKeepAlive]), so one that stays silent longer is gone, or
-// cut off. It runs until the listener closes.
+// watchCallers pings the callers with streams open that the node has
+// not heard from for the stream keep-alive interval (see
+// [WithStreamKeepAlive]), and ends the streams of those that do not
+// answer in time: NATS has no connection between the node and a caller
+// whose end would tell. It runs until the listener closes.
 func (l *Listener) watchCallers() {
-	interval, timeout := l.t.streamKeepAlive, l.t.streamKeepAliveTimeout
-	bound := 2*interval + timeout
-	tick := time.NewTicker(max(interval/4, time.Millisecond))
+	tick := time.NewTicker(max(l.t.streamKeepAlive/4, time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {
@@ -320,20 +320,67 @@ func (l *Listener) watchCallers() {
 		case <-tick.C:
 		}
 		now := time.Now()
-		var lost []*serverStream
 		l.mu.Lock()
-		for _, sc := range l.callers {
-			if now.Sub(sc.heard) >= bound {
-				for ss := range sc.streams {
-					lost = append(lost, ss)
-				}
-				sc.heard = now // its streams are ending: not again
+		for caller, sc := range l.callers {
+			if sc.pinging || now.Sub(sc.heard) < l.t.streamKeepAlive {
+				continue
+			}
+			for ss := range sc.streams {
+				sc.pinging = true
+				go l.pingCaller(caller, sc, ss.reply)
+				break
 			}
 		}
 		l.mu.Unlock()
-		if len(lost) > 0 {
-			l.log.Warn("wizard: nats: a caller with streams open went silent", "subject", l.subject, "remote", callerOf(lost[0].reply), "silent", bound)
-			loseStreams(lost, bridge.Lost("wizard: nats: "+l.subject, fmt.Errorf("the caller was silent for %v", bound)))
+	}
+}
+
+// pingCaller pings the caller sc on the subject of one of its streams,
+// and ends its streams as lost unless it answers within the stream
+// keep-alive timeout.
+func (l *Listener) pingCaller(caller string, sc *streamCaller, subject string) {
+	b := l.b
+	p := &pending{ch: make(chan answer, 1)}
+	id, reply := b.register(p)
+	err := b.nc.PublishRequest(subject, reply, encodeFrame(&wire.Frame{Type: wire.TypePing}))
+	if err != nil && !b.unregister(id) {
+		<-p.ch
+	}
+	if err == nil {
+		timer := time.NewTimer(l.t.streamKeepAliveTimeout)
+		select {
+		case a := <-p.ch:
+			err = a.err
+		case <-timer.C:
+			if b.unregister(id) {
+				err = fmt.Errorf("the caller did not answer a ping within %v", l.t.streamKeepAliveTimeout)
+			} else {
+				err = (<-p.ch).err
+			}
+		case <-l.ctx.Done():
+			if !b.unregister(id) {
+				<-p.ch
+			}
+			err = l.ctx.Err()
 		}
+		timer.Stop()
+	}
+	if errors.Is(err, errNoResponders) {
+		err = errors.New("the caller is gone: no one listens on its inbox")
+	}
+	var lost []*serverStream
+	l.mu.Lock()
+	sc.pinging = false
+	if err == nil {
+		sc.heard = time.Now()
+	} else if l.callers[caller] == sc {
+		for ss := range sc.streams {
+			lost = append(lost, ss)
+		}
+	}
+	l.mu.Unlock()
+	if len(lost) > 0 {
+		l.log.Warn("wizard: nats: a caller with streams open is lost", "subject", l.subject, "remote", caller, "err", err)
+		loseStreams(lost, bridge.Lost("wizard: nats: "+l.subject, err))
 	}
 }

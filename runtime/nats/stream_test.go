@@ -670,8 +670,8 @@ func TestStreamPeerLost(t *testing.T) {
 	}{
 		{"node-dies", true, false, interval + timeout},
 		{"node-hangs", true, true, interval + timeout},
-		{"caller-dies", false, false, 2*interval + timeout},
-		{"caller-hangs", false, true, 2*interval + timeout},
+		{"caller-dies", false, false, interval + timeout},
+		{"caller-hangs", false, true, interval + timeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newBrokerProxy(t, b.URL())
