@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	natsgo "github.com/nats-io/nats.go"
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/streamconn"
@@ -776,4 +777,207 @@ func TestStreamBrokerRestart(t *testing.T) {
 		r, err := c.Call(t.Context(), &runtime.Message{Pattern: "a:b"})
 		return err == nil && string(r.Payload) == "unary"
 	})
+}
+
+// TestStreamIdleKept: an idle stream outlives many keep-alive bounds
+// (each side pings the silent other, which answers), and works after.
+func TestStreamIdleKept(t *testing.T) {
+	const interval, timeout = 20 * time.Millisecond, 40 * time.Millisecond
+	b := natstest.Start(t)
+	o := streamPair(t, b.URL(), func(ctx context.Context, s streamconn.Stream) error {
+		_, p, err := s.Recv(ctx)
+		if err != nil {
+			return err
+		}
+		return s.Send(ctx, wire.CodecNone, p)
+	}, nats.WithStreamKeepAlive(interval, timeout))
+	cs := open(t, t.Context(), o, "idle:x")
+	// The length of the test, not a synchronisation: nothing should
+	// happen meanwhile.
+	idle := time.NewTimer(20 * (interval + timeout))
+	<-idle.C
+	if err := cs.Send(t.Context(), wire.CodecNone, []byte("late")); err != nil {
+		t.Fatal(err)
+	}
+	if _, p, err := cs.Recv(t.Context()); err != nil || string(p) != "late" {
+		t.Fatalf("after idling: %q %v", p, err)
+	}
+}
+
+// TestStreamShutdown: a listener shutting down refuses new streams as
+// going away (refused: another node may take them, or not sent once the
+// caller heard the goaway) and lets the open ones end as they would.
+func TestStreamShutdown(t *testing.T) {
+	b := natstest.Start(t)
+	release := make(chan struct{})
+	started := make(chan struct{}, 2)
+	l, err := newTransport(t, b.URL()).Listen("", streamServer(func(ctx context.Context, s streamconn.Stream) error {
+		started <- struct{}{}
+		select {
+		case <-release:
+			return s.Send(ctx, wire.CodecNone, []byte("drained"))
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	o := dialStreams(t, b.URL(), l.Addr())
+	drained := open(t, t.Context(), o, "drain:x")
+	other := open(t, t.Context(), dialStreams(t, b.URL(), l.Addr()), "drain:x") // another caller's
+	testwait.Recv(t, started)
+	testwait.Recv(t, started)
+
+	// The shutdown's grace lasts until the test cancels ctx.
+	shut := make(chan error, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { shut <- l.Shutdown(ctx) }()
+	testwait.Until(t, "the node refuses new streams as going away", func() bool {
+		cs, err := o.OpenStream(t.Context(), &wire.Frame{Pattern: "drain:x"})
+		if err != nil {
+			return errors.Is(err, runtime.ErrNotSent)
+		}
+		defer cs.Cancel()
+		_, _, err = cs.Recv(t.Context())
+		var se *streamconn.Error
+		return errors.As(err, &se) && se.Code == uint32(runtime.CodeUnavailable) && se.Refused
+	})
+	close(release)
+	if got, err := recvAll(t.Context(), drained); err != io.EOF || len(got) != 1 || got[0] != "drained" {
+		t.Fatalf("the stream open at the shutdown: %q %v, want its message and its end", got, err)
+	}
+	if _, err := recvAll(t.Context(), other); err != io.EOF {
+		t.Fatalf("the other stream open at the shutdown: %v", err)
+	}
+	cancel()
+	if err := testwait.Recv(t, shut); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}
+
+// TestStreamShutdownGrace: streams still open when a shutdown's grace
+// ends are lost on the caller's side, and their handlers' ctx ends.
+func TestStreamShutdownGrace(t *testing.T) {
+	b := natstest.Start(t)
+	handler := make(chan error, 1)
+	l, err := newTransport(t, b.URL()).Listen("", streamServer(func(ctx context.Context, s streamconn.Stream) error {
+		if err := s.Send(ctx, wire.CodecNone, []byte("open")); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		handler <- ctx.Err()
+		return ctx.Err()
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	cs := open(t, t.Context(), dialStreams(t, b.URL(), l.Addr()), "grace:x")
+	if _, _, err := cs.Recv(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := l.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if err := testwait.Recv(t, handler); !errors.Is(err, context.Canceled) {
+		t.Errorf("the handler's ctx: %v", err)
+	}
+	if _, _, err := cs.Recv(t.Context()); !isLost(err) {
+		t.Errorf("the caller's stream: %v, want lost", err)
+	}
+}
+
+// TestStreamCreditViolation: a caller that sends data beyond its credit
+// (a raw NATS client here) has its stream ended with resource exhausted,
+// the data dropped, and the handler cancelled.
+func TestStreamCreditViolation(t *testing.T) {
+	b := natstest.Start(t)
+	handler := make(chan error, 1)
+	subject := listenStreams(t, b.URL(), func(ctx context.Context, s streamconn.Stream) error {
+		<-ctx.Done()
+		handler <- ctx.Err()
+		return ctx.Err()
+	})
+	nc, err := natsgo.Connect(b.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	reply := nc.NewInbox()
+	sub, err := nc.SubscribeSync(reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := func(f *wire.Frame) []byte { return wire.AppendFrame(nil, f) }
+	if err := nc.PublishRequest(subject, reply, frame(&wire.Frame{Type: wire.TypeStreamOpen, Pattern: "raw:x"})); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // 3 x 100 KiB: the third is beyond the 256 KiB window
+		if err := nc.PublishRequest(subject, reply, frame(&wire.Frame{Type: wire.TypeStreamData, Payload: make([]byte, 100<<10)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := sub.NextMsg(testwait.Guard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f wire.Frame
+	if err := wire.DecodeFrame(m.Data[4:], &f); err != nil {
+		t.Fatal(err)
+	}
+	code, msg, err := wire.DecodeError(f.Payload)
+	if f.Type != wire.TypeStreamEnd || err != nil || code != uint32(runtime.CodeResourceExhausted) {
+		t.Fatalf("got a %v frame, code %d %q %v; want a stream-end, resource exhausted", f.Type, code, msg, err)
+	}
+	if err := testwait.Recv(t, handler); !errors.Is(err, context.Canceled) {
+		t.Errorf("the handler's ctx: %v", err)
+	}
+}
+
+// BenchmarkStream measures one server stream over an embedded broker:
+// messages of 16 B and 64 KiB from a node to a caller, each received.
+func BenchmarkStream(b *testing.B) {
+	br := natstest.Start(b)
+	for _, size := range []int{16, 64 << 10} {
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
+			payload := make([]byte, size)
+			o := streamPair(b, br.URL(), func(ctx context.Context, s streamconn.Stream) error {
+				for {
+					_, p, err := s.Recv(ctx)
+					if err != nil {
+						return err
+					}
+					for range binary.BigEndian.Uint64(p) {
+						if err := s.Send(ctx, wire.CodecNone, payload); err != nil {
+							return err
+						}
+					}
+				}
+			})
+			b.ReportAllocs()
+			b.SetBytes(int64(size))
+			cs := open(b, b.Context(), o, "bench:x")
+			n := 0
+			start := time.Now()
+			for b.Loop() {
+				if n == 0 {
+					// The node sends in chunks, so that b.Loop's count
+					// need not be known beforehand.
+					n = 1 << 14
+					if err := cs.Send(b.Context(), wire.CodecNone, u64(uint64(n))); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, _, err := cs.Recv(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+				n--
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+		})
+	}
 }
