@@ -72,16 +72,20 @@ func (c *Conn) OpenStream(ctx context.Context, open *wire.Frame) (streamconn.Cli
 	}
 	id := b.next.Add(1)
 	cs := &clientStream{c: c, id: id, hdr: make(chan struct{})}
-	cs.st.init(b.nc, c.subject, b.inbox+strconv.FormatUint(id, 36), c.where, b.maxFrame)
+	cs.st.init(b.nc, c.subject, b.inbox+strconv.FormatUint(id, 36), c.where, b.maxFrame, b.t.streamWindow)
 	b.mu.Lock()
 	b.streams[id] = cs
 	b.mu.Unlock()
-	if err := cs.st.publish(&f); err != nil {
+	cs.st.mu.Lock()
+	err := cs.st.publish(&f)
+	cs.st.mu.Unlock()
+	if err != nil {
 		if cs.forget() {
 			c.endStream()
 		}
 		return nil, bridge.NotSent(c.where, err)
 	}
+	cs.st.openCredit()
 	stop := context.AfterFunc(ctx, func() {
 		if err := ctx.Err(); err == context.DeadlineExceeded {
 			// The node's stream ends at the same deadline, the open's,
@@ -272,6 +276,10 @@ func (cs *clientStream) end(f *wire.Frame) {
 // onFrame takes one frame of the node for the stream, from the broker's
 // reply subscription.
 func (cs *clientStream) onFrame(f *wire.Frame) {
+	if !cs.st.inOrder(f.ID) {
+		cs.cancel(errFramesLost)
+		return
+	}
 	switch f.Type {
 	case wire.TypeStreamData:
 		if !cs.st.deliver(f.Codec, f.Payload) {

@@ -175,7 +175,7 @@ func (l *Listener) onFrame(reply string, f *wire.Frame) {
 	case wire.TypeStreamData, wire.TypeStreamClose, wire.TypeStreamCredit:
 		l.streamFrame(reply, f)
 	case wire.TypeCancel:
-		if f.ID == 0 && reply != "" && l.cancelStream(reply) {
+		if reply != "" && l.cancelStream(reply) {
 			return
 		}
 		l.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
 // Option configures a [Transport] in [New].
@@ -248,6 +249,27 @@ func WithStreamKeepAlive(interval, timeout time.Duration) Option {
 		return nil
 	})
 }
+
+// WithStreamWindow sets a stream's receive window, each way, in bytes of
+// message payloads: what it holds for Recv, beyond one message, before
+// its sender blocks. 0 for the default (256 KiB, the protocol's initial
+// window), else from 256 KiB to 1 GiB. A larger window lets a stream
+// carry more per round trip through the broker, at the cost of memory:
+// a listener holds at most [WithMaxStreams] x (window + one message) of
+// received messages per caller.
+func WithStreamWindow(n int) Option {
+	return optionFunc(func(t *Transport) error {
+		if n != 0 && (n < wire.InitialWindow || n > maxStreamWindow) {
+			return fmt.Errorf("WithStreamWindow(%d): want 0 for the default (%d) or %d to %d bytes", n, wire.InitialWindow, wire.InitialWindow, maxStreamWindow)
+		}
+		t.streamWindow = n
+		return nil
+	})
+}
+
+// maxStreamWindow is the largest receive window: a grant always fits one
+// stream-credit frame.
+const maxStreamWindow = 1 << 30
 
 // WithMaxStreams bounds the streams a listener serves at once for one
 // caller (one broker connection of a caller, known by its reply inbox),

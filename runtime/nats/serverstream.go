@@ -142,7 +142,7 @@ func (l *Listener) openStream(reply string, f *wire.Frame) {
 	}
 	if code != 0 {
 		l.mu.Unlock()
-		l.publish(reply, &wire.Frame{Type: wire.TypeStreamEnd, Flags: wire.FlagRefused, Payload: wire.AppendError(nil, uint32(code), "wizard: nats: "+l.subject+": "+why)})
+		l.publish(reply, &wire.Frame{Type: wire.TypeStreamEnd, Flags: wire.FlagRefused, ID: 1, Payload: wire.AppendError(nil, uint32(code), "wizard: nats: "+l.subject+": "+why)})
 		return
 	}
 	if sc == nil {
@@ -151,7 +151,8 @@ func (l *Listener) openStream(reply string, f *wire.Frame) {
 	}
 	sc.heard = time.Now()
 	ss := &serverStream{l: l, reply: reply, caller: sc, share: share}
-	ss.st.init(l.b.nc, reply, "", "wizard: nats: "+l.subject, l.b.maxFrame)
+	ss.st.init(l.b.nc, reply, "", "wizard: nats: "+l.subject, l.b.maxFrame, l.t.streamWindow)
+	ss.st.seqIn = f.ID
 	ss.open = wire.Frame{Type: f.Type, Flags: f.Flags, Deadline: f.Deadline, Pattern: string([]byte(f.Pattern)), Meta: copyMeta(f.Meta)}
 	sc.streams[ss] = struct{}{}
 	l.streams[reply] = ss
@@ -169,6 +170,7 @@ func (l *Listener) openStream(reply string, f *wire.Frame) {
 	// The deadline (or a cancel) ends the stream's Send and Recv too, for
 	// a handler that waits on them with another ctx.
 	ss.stop = context.AfterFunc(ctx, func() { ss.st.fail(ctx.Err()) })
+	ss.st.openCredit()
 	go l.serveStream(ss)
 }
 
@@ -242,6 +244,10 @@ func (l *Listener) streamFrame(reply string, f *wire.Frame) {
 	}
 	l.mu.Unlock()
 	if ss == nil {
+		return
+	}
+	if !ss.st.inOrder(f.ID) {
+		ss.abort(errFramesLost)
 		return
 	}
 	switch f.Type {

@@ -28,7 +28,9 @@ import (
 // (2*credit >= wire.InitialWindow), so that a message larger than the
 // window still goes, alone. The receiver keeps the same count (granted),
 // checks every data frame against it, and grants the bytes the
-// application took once they reach half the window. NATS core has no
+// application took once they reach half its window; a side whose window
+// ([WithStreamWindow]) is larger than the initial one grants the
+// difference at once, at open. NATS core has no
 // flow control of its own: this is what bounds a sender whose receiver
 // stops reading, and the receiver's memory.
 type stream struct {
@@ -37,8 +39,11 @@ type stream struct {
 	reply    string // their reply subject: the stream's, on the caller's side; "" on the node's
 	where    string // "wizard: nats: <node subject>", to start errors
 	maxFrame func() int
+	window   int // this side's receive window (WithStreamWindow)
 
 	mu sync.Mutex
+	// The frames' numbers, each way: see publish.
+	seqOut, seqIn uint64
 	// Receiving.
 	q       []message // received, not taken yet
 	head    int       // q[head:] are the messages waiting
@@ -69,9 +74,9 @@ type message struct {
 	payload []byte
 }
 
-func (st *stream) init(nc *natsgo.Conn, subject, reply, where string, maxFrame func() int) {
-	st.nc, st.subject, st.reply, st.where, st.maxFrame = nc, subject, reply, where, maxFrame
-	st.granted, st.credit = wire.InitialWindow, wire.InitialWindow
+func (st *stream) init(nc *natsgo.Conn, subject, reply, where string, maxFrame func() int, window int) {
+	st.nc, st.subject, st.reply, st.where, st.maxFrame, st.window = nc, subject, reply, where, maxFrame, window
+	st.granted, st.credit = window, wire.InitialWindow
 	st.recvReady = make(chan struct{}, 1)
 	st.sendReady = make(chan struct{}, 1)
 	st.done = make(chan struct{})
@@ -85,11 +90,16 @@ func signal(ch chan struct{}) {
 	}
 }
 
-// publish sends f to the peer. Frames of one side of a stream are
-// published by one broker connection to one subscription of the peer's,
-// so the peer takes them in the order they were published: the callers
-// of publish that need an order hold st.mu.
+// publish sends f to the peer; st.mu is held. Frames of one side of a
+// stream are published by one broker connection to one subscription of
+// the peer's, so the peer takes them in the order they were published.
+// NATS core may drop messages on the way (to a slow consumer), and a
+// stream must not lose a message silently: publish numbers the frames of
+// its side in the frame's id, from 1 (the caller's open), and the peer
+// checks that none is missing (inOrder).
 func (st *stream) publish(f *wire.Frame) error {
+	st.seqOut++
+	f.ID = st.seqOut
 	fb := encodePooled(f)
 	var err error
 	if st.reply != "" {
@@ -103,6 +113,8 @@ func (st *stream) publish(f *wire.Frame) error {
 
 // The reasons of a stream's end that come from the stream itself.
 var (
+	// errFramesLost ends a stream a frame of which did not arrive.
+	errFramesLost = &streamconn.Error{Code: uint32(runtime.CodeUnavailable), Message: "wizard: nats: stream frames lost on the way (the broker drops messages to a slow consumer)"}
 	// errCreditViolation ends a stream whose peer sent data beyond the
 	// credit it was granted, as the mux ends one.
 	errCreditViolation = &streamconn.Error{Code: uint32(runtime.CodeResourceExhausted), Message: "wizard: stream peer sent data beyond its credit"}
@@ -123,6 +135,18 @@ var (
 // breaks its protocol (a malformed credit, a frame of the wrong way).
 func badStreamFrame(why string) error {
 	return &streamconn.Error{Code: uint32(runtime.CodeInternal), Message: "wizard: nats: malformed stream frame: " + why}
+}
+
+// inOrder reports whether id is the number of the peer's next frame,
+// and counts it.
+func (st *stream) inOrder(id uint64) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if id != st.seqIn+1 {
+		return false
+	}
+	st.seqIn = id
+	return true
 }
 
 // deliver queues a data payload received for the stream, which the
@@ -211,7 +235,7 @@ func (st *stream) recv(ctx context.Context) (wire.Codec, []byte, error) {
 			n := len(m.payload)
 			st.qBytes -= n
 			st.taken += n
-			if 2*st.taken >= wire.InitialWindow && st.recvEnd == nil && !st.gone {
+			if 2*st.taken >= st.window && st.recvEnd == nil && !st.gone {
 				grant := st.taken
 				st.taken = 0
 				st.granted += grant
@@ -236,6 +260,17 @@ func (st *stream) recv(ctx context.Context) (wire.Codec, []byte, error) {
 		case <-ctx.Done():
 			return 0, nil, ctx.Err()
 		}
+	}
+}
+
+// openCredit publishes the stream-credit frame of a receive window
+// larger than the protocol's initial one, at open.
+func (st *stream) openCredit() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.window > wire.InitialWindow {
+		var p [5]byte
+		_ = st.publish(&wire.Frame{Type: wire.TypeStreamCredit, Payload: wire.AppendCredit(p[:0], uint32(st.window-wire.InitialWindow))})
 	}
 }
 

@@ -891,10 +891,12 @@ func TestStreamShutdownGrace(t *testing.T) {
 	}
 }
 
-// TestStreamCreditViolation: a caller that sends data beyond its credit
-// (a raw NATS client here) has its stream ended with resource exhausted,
-// the data dropped, and the handler cancelled.
-func TestStreamCreditViolation(t *testing.T) {
+// TestStreamRawCaller: a caller that breaks a stream's protocol (a raw
+// NATS client here) has its stream ended, its handler cancelled: data
+// beyond its credit ends it with resource exhausted, the data dropped; a
+// frame missing (NATS core drops messages to a slow consumer) ends it
+// with unavailable.
+func TestStreamRawCaller(t *testing.T) {
 	b := natstest.Start(t)
 	handler := make(chan error, 1)
 	subject := listenStreams(t, b.URL(), func(ctx context.Context, s streamconn.Stream) error {
@@ -907,34 +909,45 @@ func TestStreamCreditViolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	reply := nc.NewInbox()
-	sub, err := nc.SubscribeSync(reply)
-	if err != nil {
-		t.Fatal(err)
-	}
-	frame := func(f *wire.Frame) []byte { return wire.AppendFrame(nil, f) }
-	if err := nc.PublishRequest(subject, reply, frame(&wire.Frame{Type: wire.TypeStreamOpen, Pattern: "raw:x"})); err != nil {
-		t.Fatal(err)
-	}
-	for range 3 { // 3 x 100 KiB: the third is beyond the 256 KiB window
-		if err := nc.PublishRequest(subject, reply, frame(&wire.Frame{Type: wire.TypeStreamData, Payload: make([]byte, 100<<10)})); err != nil {
-			t.Fatal(err)
-		}
-	}
-	m, err := sub.NextMsg(testwait.Guard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f wire.Frame
-	if err := wire.DecodeFrame(m.Data[4:], &f); err != nil {
-		t.Fatal(err)
-	}
-	code, msg, err := wire.DecodeError(f.Payload)
-	if f.Type != wire.TypeStreamEnd || err != nil || code != uint32(runtime.CodeResourceExhausted) {
-		t.Fatalf("got a %v frame, code %d %q %v; want a stream-end, resource exhausted", f.Type, code, msg, err)
-	}
-	if err := testwait.Recv(t, handler); !errors.Is(err, context.Canceled) {
-		t.Errorf("the handler's ctx: %v", err)
+	for _, tc := range []struct {
+		name string
+		ids  []uint64 // of the three data frames after the open, numbered 1
+		code runtime.Code
+	}{
+		{"over-credit", []uint64{2, 3, 4}, runtime.CodeResourceExhausted}, // 3 x 100 KiB: the third is beyond the 256 KiB window
+		{"frame-lost", []uint64{2, 4}, runtime.CodeUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reply := nc.NewInbox()
+			sub, err := nc.SubscribeSync(reply)
+			if err != nil {
+				t.Fatal(err)
+			}
+			frame := func(f *wire.Frame) []byte { return wire.AppendFrame(nil, f) }
+			if err := nc.PublishRequest(subject, reply, frame(&wire.Frame{Type: wire.TypeStreamOpen, ID: 1, Pattern: "raw:x"})); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range tc.ids {
+				if err := nc.PublishRequest(subject, reply, frame(&wire.Frame{Type: wire.TypeStreamData, ID: id, Payload: make([]byte, 100<<10)})); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m, err := sub.NextMsg(testwait.Guard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f wire.Frame
+			if err := wire.DecodeFrame(m.Data[4:], &f); err != nil {
+				t.Fatal(err)
+			}
+			code, msg, err := wire.DecodeError(f.Payload)
+			if f.Type != wire.TypeStreamEnd || err != nil || code != uint32(tc.code) {
+				t.Fatalf("got a %v frame, code %d %q %v; want a stream-end, code %d", f.Type, code, msg, err, tc.code)
+			}
+			if err := testwait.Recv(t, handler); !errors.Is(err, context.Canceled) {
+				t.Errorf("the handler's ctx: %v", err)
+			}
+		})
 	}
 }
 
@@ -943,41 +956,49 @@ func TestStreamCreditViolation(t *testing.T) {
 func BenchmarkStream(b *testing.B) {
 	br := natstest.Start(b)
 	for _, size := range []int{16, 64 << 10} {
-		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
-			payload := make([]byte, size)
-			o := streamPair(b, br.URL(), func(ctx context.Context, s streamconn.Stream) error {
-				for {
-					_, p, err := s.Recv(ctx)
-					if err != nil {
-						return err
-					}
-					for range binary.BigEndian.Uint64(p) {
-						if err := s.Send(ctx, wire.CodecNone, payload); err != nil {
-							return err
-						}
-					}
-				}
-			})
-			b.ReportAllocs()
-			b.SetBytes(int64(size))
-			cs := open(b, b.Context(), o, "bench:x")
-			n := 0
-			start := time.Now()
-			for b.Loop() {
-				if n == 0 {
-					// The node sends in chunks, so that b.Loop's count
-					// need not be known beforehand.
-					n = 1 << 14
-					if err := cs.Send(b.Context(), wire.CodecNone, u64(uint64(n))); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if _, _, err := cs.Recv(b.Context()); err != nil {
-					b.Fatal(err)
-				}
-				n--
+		for _, window := range []int{0, 1 << 20, 4 << 20} {
+			name := fmt.Sprintf("%dB", size)
+			if window != 0 {
+				name += fmt.Sprintf("/window=%dMiB", window>>20)
 			}
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
-		})
+			b.Run(name, func(b *testing.B) { benchmarkStream(b, br.URL(), size, window) })
+		}
 	}
+}
+
+func benchmarkStream(b *testing.B, url string, size, window int) {
+	payload := make([]byte, size)
+	o := streamPair(b, url, func(ctx context.Context, s streamconn.Stream) error {
+		for {
+			_, p, err := s.Recv(ctx)
+			if err != nil {
+				return err
+			}
+			for range binary.BigEndian.Uint64(p) {
+				if err := s.Send(ctx, wire.CodecNone, payload); err != nil {
+					return err
+				}
+			}
+		}
+	}, nats.WithStreamWindow(window))
+	b.ReportAllocs()
+	b.SetBytes(int64(size))
+	cs := open(b, b.Context(), o, "bench:x")
+	n := 0
+	start := time.Now()
+	for b.Loop() {
+		if n == 0 {
+			// The node sends in chunks, so that b.Loop's count
+			// need not be known beforehand.
+			n = 1 << 14
+			if err := cs.Send(b.Context(), wire.CodecNone, u64(uint64(n))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, _, err := cs.Recv(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+		n--
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
 }

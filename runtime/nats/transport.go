@@ -53,6 +53,7 @@ type Transport struct {
 	// listener serves at once per caller.
 	streamKeepAlive, streamKeepAliveTimeout time.Duration
 	maxStreams                              int
+	streamWindow                            int
 
 	mu sync.Mutex
 	b  *broker // nil until a listener or connection needs it
@@ -81,6 +82,7 @@ func New(opts ...Option) (*Transport, error) {
 	t.streamKeepAlive = cmp.Or(t.streamKeepAlive, defaultStreamKeepAlive)
 	t.streamKeepAliveTimeout = cmp.Or(t.streamKeepAliveTimeout, defaultStreamKeepAliveTimeout)
 	t.maxStreams = cmp.Or(t.maxStreams, defaultMaxStreams)
+	t.streamWindow = cmp.Or(t.streamWindow, mux.DefaultStreamWindow)
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
