@@ -413,7 +413,7 @@ func (l *Listener) publish(subject string, f *wire.Frame) {
 
 // brokerLost cancels the calls being served, but those flagged
 // runtime.FlagKeep, whose callers may send them again: their replies
-// were lost with the connection.
+// were lost with the connection. It ends the open streams as lost.
 func (l *Listener) brokerLost() {
 	l.mu.Lock()
 	for _, s := range l.running {
