@@ -335,15 +335,33 @@ func (b *broker) onStream(cs *clientStream, m *natsgo.Msg) {
 }
 
 // pong answers m if it is a node's ping of this caller, on a stream's
-// subject (see Listener.watchCallers), and reports whether it was.
+// subject (see Listener.watchCallers), and reports whether it was. The
+// pong goes to the node's subject, which the ping names in its pattern,
+// with the stream's subject as reply, as the caller's other frames go,
+// so that a caller needs no permission to publish to the nodes' inboxes;
+// it goes only to a node the caller has a connection to.
 func (b *broker) pong(m *natsgo.Msg) bool {
-	var f wire.Frame
-	if m.Reply == "" || len(m.Data) > wire.MinFrameSize+4 || decodeFrame(m.Data, wire.MinFrameSize, &f) != nil || f.Type != wire.TypePing {
+	if len(m.Data) > wire.MinFrameSize+4+maxSubject+2 {
 		return false
 	}
-	fb := encodePooled(&wire.Frame{Type: wire.TypePong})
-	_ = b.nc.Publish(m.Reply, fb.b)
-	fb.free()
+	var f wire.Frame
+	if decodeFrame(m.Data, wire.MinFrameSize+maxSubject+2, &f) != nil || f.Type != wire.TypePing {
+		return false
+	}
+	b.mu.Lock()
+	known := false
+	for c := range b.conns {
+		if c.subject == f.Pattern {
+			known = true
+			break
+		}
+	}
+	b.mu.Unlock()
+	if known {
+		fb := encodePooled(&wire.Frame{Type: wire.TypePong})
+		_ = b.nc.PublishRequest(f.Pattern, m.Subject, fb.b)
+		fb.free()
+	}
 	return true
 }
 

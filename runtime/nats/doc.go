@@ -86,8 +86,9 @@
 // end a stream: each side watches the other while streams are open. A
 // caller pings a node it has heard nothing from for the stream
 // keep-alive interval, and a node pings, on a stream's subject, a caller
-// it has heard nothing from for as long (one ping per caller and node,
-// whatever the number of streams); a side that gets no answer within the
+// it has heard nothing from for as long, which answers on the node's
+// subject (one ping per caller and node, whatever the number of
+// streams); a side that gets no answer within the
 // timeout, or whose ping the broker answers that no one listens (the
 // peer's process died), ends the streams, both sides as lost
 // (unavailable): within the interval plus the timeout, 1s and 2s by
@@ -161,10 +162,9 @@
 // (calls and pings to the nodes; announcements; replies to its callers'
 // inboxes; its calls; the control subjects of the nodes it calls); a node
 // that only calls needs the same but publishing to _INBOX.> and
-// subscribing to a subject of its own, unless it opens streams: it then
-// answers the nodes' pings on their inboxes, and needs to publish to
-// _INBOX.> too (a caller that may not has its idle streams ended after
-// the stream keep-alive's timeout). A missing permission is a
+// subscribing to a subject of its own. Streams need no other grant: a
+// caller sends every frame of its streams, and its answers to a node's
+// pings, to the node's subject. A missing permission is a
 // [*PermissionError] naming the subject and the operation: a refused
 // subscription fails the Listen (the node is not announced), the Dial,
 // or the Discovery's Start; a refused publish fails the calls to that

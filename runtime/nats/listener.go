@@ -161,7 +161,7 @@ func (l *Listener) onFrame(reply string, f *wire.Frame) {
 	case wire.TypePing:
 		l.mu.Lock()
 		closed, draining := l.closed, l.draining
-		l.heardLocked(reply)
+		l.heardLocked(reply, false)
 		l.mu.Unlock()
 		switch {
 		case closed || reply == "":
@@ -170,6 +170,10 @@ func (l *Listener) onFrame(reply string, f *wire.Frame) {
 		default:
 			l.publish(reply, &wire.Frame{Type: wire.TypePong, ID: batchVersion, Payload: l.features()})
 		}
+	case wire.TypePong: // a caller's, with streams open (see pingCaller)
+		l.mu.Lock()
+		l.heardLocked(reply, true)
+		l.mu.Unlock()
 	case wire.TypeStreamOpen:
 		l.openStream(reply, f)
 	case wire.TypeStreamData, wire.TypeStreamClose, wire.TypeStreamCredit:

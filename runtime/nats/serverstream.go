@@ -41,7 +41,7 @@ var _ streamconn.Stream = (*serverStream)(nil)
 // on its way, and its streams. They are under the listener's mu.
 type streamCaller struct {
 	heard   time.Time
-	pinging bool
+	pinging chan struct{} // while a ping is on its way: its pong's signal (cap 1)
 	streams map[*serverStream]struct{}
 }
 
@@ -291,13 +291,16 @@ func (l *Listener) cancelStream(reply string) bool {
 }
 
 // heardLocked records that the caller whose reply subject is reply was
-// heard from (a ping); l.mu is held.
-func (l *Listener) heardLocked(reply string) {
+// heard from (a ping, or a pong: pong is set); l.mu is held.
+func (l *Listener) heardLocked(reply string, pong bool) {
 	if len(l.callers) == 0 {
 		return
 	}
 	if sc := l.callers[callerOf(reply)]; sc != nil {
 		sc.heard = time.Now()
+		if pong && sc.pinging != nil {
+			signal(sc.pinging)
+		}
 	}
 }
 
@@ -328,12 +331,12 @@ func (l *Listener) watchCallers() {
 		now := time.Now()
 		l.mu.Lock()
 		for caller, sc := range l.callers {
-			if sc.pinging || now.Sub(sc.heard) < l.t.streamKeepAlive {
+			if sc.pinging != nil || now.Sub(sc.heard) < l.t.streamKeepAlive {
 				continue
 			}
 			for ss := range sc.streams {
-				sc.pinging = true
-				go l.pingCaller(caller, sc, ss.reply)
+				sc.pinging = make(chan struct{}, 1)
+				go l.pingCaller(caller, sc, sc.pinging, ss.reply)
 				break
 			}
 		}
@@ -341,42 +344,40 @@ func (l *Listener) watchCallers() {
 	}
 }
 
-// pingCaller pings the caller sc on the subject of one of its streams,
-// and ends its streams as lost unless it answers within the stream
-// keep-alive timeout.
-func (l *Listener) pingCaller(caller string, sc *streamCaller, subject string) {
+// pingCaller pings the caller sc on subject, one of its streams', and
+// ends its streams as lost unless it answers within the stream
+// keep-alive timeout. The ping names the node's subject, to which the
+// caller answers (see broker.pong); its reply subject, the node's inbox,
+// gets the broker's word that no one listens on the caller's inbox, if
+// the caller is gone.
+func (l *Listener) pingCaller(caller string, sc *streamCaller, pong chan struct{}, subject string) {
 	b := l.b
 	p := &pending{ch: make(chan answer, 1)}
 	id, reply := b.register(p)
-	err := b.nc.PublishRequest(subject, reply, encodeFrame(&wire.Frame{Type: wire.TypePing}))
-	if err != nil && !b.unregister(id) {
-		<-p.ch
-	}
+	err := b.nc.PublishRequest(subject, reply, encodeFrame(&wire.Frame{Type: wire.TypePing, Pattern: l.subject}))
 	if err == nil {
 		timer := time.NewTimer(l.t.streamKeepAliveTimeout)
 		select {
+		case <-pong:
 		case a := <-p.ch:
 			err = a.err
+			if err == nil {
+				err = errors.New("the caller answered a ping on the node's inbox")
+			}
 		case <-timer.C:
-			if b.unregister(id) {
-				err = fmt.Errorf("the caller did not answer a ping within %v", l.t.streamKeepAliveTimeout)
-			} else {
-				err = (<-p.ch).err
-			}
+			err = fmt.Errorf("the caller did not answer a ping within %v", l.t.streamKeepAliveTimeout)
 		case <-l.ctx.Done():
-			if !b.unregister(id) {
-				<-p.ch
-			}
 			err = l.ctx.Err()
 		}
 		timer.Stop()
 	}
+	b.unregister(id) // an answer coming meanwhile goes to p.ch, unread
 	if errors.Is(err, errNoResponders) {
 		err = errors.New("the caller is gone: no one listens on its inbox")
 	}
 	var lost []*serverStream
 	l.mu.Lock()
-	sc.pinging = false
+	sc.pinging = nil
 	if err == nil {
 		sc.heard = time.Now()
 	} else if l.callers[caller] == sc {

@@ -1002,3 +1002,37 @@ func benchmarkStream(b *testing.B, url string, size, window int) {
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
 }
+
+// TestStreamPermissionRecipe: a caller with docs/nats.md's grants for a
+// node that only calls (no publish to _INBOX.>) keeps an idle stream to
+// a node with the server's grants past many keep-alive bounds (both
+// sides ping, and answer, within their grants), then uses it; the
+// broker refuses nothing.
+func TestStreamPermissionRecipe(t *testing.T) {
+	const interval, timeout = 20 * time.Millisecond, 40 * time.Millisecond
+	p := natstest.StartProcess(t, authConf(serverGrant("pay", paySubject), callerGrant("web")))
+	ka := nats.WithStreamKeepAlive(interval, timeout)
+	l, err := newTransport(t, p.URL(), nats.WithUserInfo("pay", "pw"), ka).Listen(paySubject, streamServer(func(ctx context.Context, s streamconn.Stream) error {
+		_, m, err := s.Recv(ctx)
+		if err != nil {
+			return err
+		}
+		return s.Send(ctx, wire.CodecNone, m)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	cs := open(t, t.Context(), dialStreams(t, p.URL(), paySubject, nats.WithUserInfo("web", "pw"), ka), "idle:x")
+	idle := time.NewTimer(20 * (interval + timeout)) // the length of the test, not a synchronisation
+	<-idle.C
+	if err := cs.Send(t.Context(), wire.CodecNone, []byte("late")); err != nil {
+		t.Fatal(err)
+	}
+	if _, m, err := cs.Recv(t.Context()); err != nil || string(m) != "late" {
+		t.Fatalf("after idling: %q %v", m, err)
+	}
+	if out := p.Output(); strings.Contains(out, "Violation") {
+		t.Errorf("nats-server reports a violation:\n%s", out)
+	}
+}
