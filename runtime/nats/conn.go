@@ -348,8 +348,9 @@ func (c *Conn) keepAlive() {
 	if t.keepAlive > 0 {
 		tick = min(tick, t.keepAlive)
 	}
+	streamTick := tick // while streams are open
 	if t.streamKeepAlive > 0 {
-		tick = min(tick, t.streamKeepAlive/4)
+		streamTick = min(tick, t.streamKeepAlive/4)
 	}
 	timer := time.NewTimer(tick)
 	defer timer.Stop()
@@ -387,7 +388,11 @@ func (c *Conn) keepAlive() {
 				return
 			}
 		}
-		timer.Reset(tick)
+		if streams > 0 {
+			timer.Reset(streamTick)
+		} else {
+			timer.Reset(tick)
+		}
 	}
 }
 
