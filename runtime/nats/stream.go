@@ -63,7 +63,6 @@ type stream struct {
 
 	recvReady chan struct{} // cap 1: a message, the end or abort came
 	sendReady chan struct{} // cap 1: credit or abort came
-	done      chan struct{} // closed once abort is set
 }
 
 // message is one received data payload, owned by the stream: it aliases
@@ -79,7 +78,6 @@ func (st *stream) init(nc *natsgo.Conn, subject, reply, where string, maxFrame f
 	st.granted, st.credit = window, wire.InitialWindow
 	st.recvReady = make(chan struct{}, 1)
 	st.sendReady = make(chan struct{}, 1)
-	st.done = make(chan struct{})
 }
 
 // signal wakes a waiter on ch, if any; the token waits for one otherwise.
@@ -197,7 +195,6 @@ func (st *stream) fail(err error) bool {
 	clear(st.q)
 	st.q, st.head, st.qBytes = nil, 0, 0
 	st.mu.Unlock()
-	close(st.done)
 	signal(st.recvReady)
 	signal(st.sendReady)
 	return true
