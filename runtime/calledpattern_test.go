@@ -6,6 +6,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 )
 
 // metaSpy is a Server that hands on every call's value of one system
@@ -17,7 +18,7 @@ type metaSpy struct {
 }
 
 func (m metaSpy) ServeMessage(ctx context.Context, msg *Message) *Message {
-	if msg.Pattern != CatalogPattern {
+	if msg.Pattern != introspect.CatalogPattern {
 		m.got <- metaValue(msg.Meta, m.key)
 	}
 	return m.s.ServeMessage(ctx, msg)

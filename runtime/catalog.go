@@ -16,18 +16,12 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/patrun"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// CatalogPattern is the built-in system pattern through which nodes pull
-// each other's pattern catalogs. Every node with a transport serves it. A
-// pull may name the digest of a pattern set the caller has cached; a node
-// whose own digest that is answers the digest alone, with its id and
-// instance, instead of its patterns.
-const CatalogPattern = "cmd:catalog,sys:wizard"
-
-// catalog is what a node answers on [CatalogPattern]: its id, the digest
+// catalog is what a node answers on [introspect.CatalogPattern]: its id, the digest
 // of its pattern set (see [discovery.Peer] Digest) and the patterns of its local
 // handlers.
 type catalog struct {
@@ -127,7 +121,7 @@ func (n *Node) loadCatalog(p *peer, box *connBox) error {
 func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []pattern.Pattern) error {
 	ctx, cancel := context.WithTimeout(p.ctx, n.remote.defaultTimeout)
 	defer cancel()
-	req := &Message{Pattern: CatalogPattern, Meta: []MetaPair{{metaCaller, n.id}}}
+	req := &Message{Pattern: introspect.CatalogPattern, Meta: []MetaPair{{metaCaller, n.id}}}
 	if have != "" {
 		b, err := json.Marshal(catalogPull{Have: have})
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
@@ -219,7 +220,7 @@ func TestCatalogContradictsDiscovery(t *testing.T) {
 func TestCatalogConfirmationServed(t *testing.T) {
 	n, _ := memNode(t, newMemNet(), "n", "role:a")
 	pull := func(payload string) string {
-		reply := n.serveRemote(t.Context(), &Message{Pattern: CatalogPattern, Codec: CodecJSON, Payload: []byte(payload)})
+		reply := n.serveRemote(t.Context(), &Message{Pattern: introspect.CatalogPattern, Codec: CodecJSON, Payload: []byte(payload)})
 		return string(reply.Payload)
 	}
 	if got, want := pull(`{"have":"`+n.digest()+`"}`), `{"have":"`+n.digest()+`","id":"`+n.id+`","instance":"`+n.instance+`"}`; got != want {
@@ -283,7 +284,7 @@ func BenchmarkCatalogPull(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		_, cached, err := readCatalog(n.serveRemote(context.Background(), &Message{Pattern: CatalogPattern}).Payload, "", nil, &testLimits)
+		_, cached, err := readCatalog(n.serveRemote(context.Background(), &Message{Pattern: introspect.CatalogPattern}).Payload, "", nil, &testLimits)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -306,7 +307,7 @@ func BenchmarkCatalogPull(b *testing.B) {
 // pullOnce is one pull of n's catalog naming have, and returns the size of
 // the answer.
 func pullOnce(b *testing.B, n *Node, have string, cached []pattern.Pattern) int {
-	req := &Message{Pattern: CatalogPattern}
+	req := &Message{Pattern: introspect.CatalogPattern}
 	if have != "" {
 		req.Codec, req.Payload = CodecJSON, []byte(`{"have":"`+have+`"}`)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
@@ -52,7 +53,7 @@ func TestCatalogTypes(t *testing.T) {
 	if err := n.Add("role:plain", h); err != nil {
 		t.Fatal(err)
 	}
-	c, pats, err := readCatalog(n.serveRemote(context.Background(), &Message{Pattern: CatalogPattern}).Payload, "", nil, &testLimits)
+	c, pats, err := readCatalog(n.serveRemote(context.Background(), &Message{Pattern: introspect.CatalogPattern}).Payload, "", nil, &testLimits)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,11 @@ const IsAtLeastVersion0_2_0 = true
 // which names its methods with [Method].
 const IsAtLeastVersion0_3_0 = true
 
+// IsAtLeastVersion0_5_0 is referenced by code generated for a file with
+// streaming methods ([NewStreamHandler], [Client.Stream]), which 0.5.0
+// brings.
+const IsAtLeastVersion0_5_0 = true
+
 // Registrar is what generated RegisterXHandler functions add handlers to.
 // [*Node] implements it.
 type Registrar interface {

@@ -114,15 +114,15 @@ type memConn struct {
 
 func (c *memConn) Call(ctx context.Context, m *Message) (*Message, error) {
 	c.t.mu.Lock()
-	if m.Pattern != CatalogPattern {
+	if m.Pattern != introspect.CatalogPattern {
 		c.t.calls[c.addr]++
 	}
-	lose := c.t.lose[c.addr] && m.Pattern != CatalogPattern
+	lose := c.t.lose[c.addr] && m.Pattern != introspect.CatalogPattern
 	c.t.mu.Unlock()
 	in := *m // the server owns what it receives (and may reuse it for the reply)
 	in.Meta = slices.Clone(m.Meta)
 	reply := c.s.ServeMessage(ctx, &in)
-	if m.Pattern == CatalogPattern {
+	if m.Pattern == introspect.CatalogPattern {
 		c.t.mu.Lock()
 		if reply != nil && bytes.Contains(reply.Payload, []byte(`"have"`)) {
 			c.t.confirms[c.addr]++

@@ -244,7 +244,7 @@
 // leaves the mesh first, then stops accepting remote calls (goaway), lets
 // them and local calls drain, and closes its connections to peers.
 //
-// [Node.Health] tells where a node is, and [HealthPattern] tells peers and
+// [Node.Health] tells where a node is, and [introspect.HealthPattern] tells peers and
 // probes ([CheckHealth]); [Node.Ready] is true while it is serving:
 //
 //	not_serving  listening, discovery not started yet (New has not returned)
@@ -256,7 +256,7 @@
 // Ready does not wait for peers: use [Node.WaitFor] for a dependency. The
 // health answer is outside the in-flight accounting: a node over its
 // [WithMaxInFlight] limit is still serving. Patterns with sys:wizard are
-// the node's own ([CatalogPattern], [HealthPattern]); [Node.Add] refuses
+// the node's own ([introspect.CatalogPattern], [introspect.HealthPattern]); [Node.Add] refuses
 // them. Package runtime/health serves the same states to HTTP probes
 // (Kubernetes' readiness and liveness).
 package runtime
@@ -314,9 +314,9 @@ package runtime
 //	discovery.go    StaticPeers; the node's side of discovery: peers reported up and down
 //	peer.go         one peer: its connection, dialled and redialled, its lifecycle
 //	catalog.go      pattern catalogs: served, pulled (or confirmed by digest), cached by digest, routed
-//	schema.go       DescribePattern and Schema: the protobuf files of a node's typed patterns; Describe, DescribePeer
+//	schema.go       Schema (served on introspect.DescribePattern): the protobuf files of a node's typed patterns; Describe, DescribePeer
 //	peertypes.go    WithPeerTypes: the message types of peers' typed patterns, learnt from their schemas
-//	health.go       Health, HealthPattern, CheckHealth, Node.Ready
+//	health.go       Health, CheckHealth, Node.Ready (served on introspect.HealthPattern)
 //	members.go      Members and Patterns: what the node knows of the mesh
 //	explain.go      Explain and Route: how the node routes a message, and why
 //	identity.go     a peer routed only as the node announced at its address and named by its certificate

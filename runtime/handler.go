@@ -56,8 +56,11 @@ type Request struct {
 // fields, [Request.Get] is cheaper.
 func (r Request) Msg() any {
 	msg := r.msg
-	if rw, ok := msg.(*raw); ok {
-		msg = rw.value()
+	switch m := msg.(type) {
+	case *raw:
+		msg = m.value()
+	case *serverStream:
+		return nil // a stream's Request, which interceptors see: its messages come by Recv
 	}
 	if r.over != nil {
 		if m, ok := msg.(map[string]any); ok {
@@ -229,6 +232,7 @@ type handlerEntry struct {
 	pattern pattern.Pattern
 	h       Handler // wrapped by the node's handler interceptors
 	unary   bool    // h is NewUnaryHandler's, unwrapped: it keeps nothing of a call
+	stream  bool    // h is NewStreamHandler's (perhaps wrapped): it serves streams, not calls
 	prior   *handlerEntry
 	spec    *Spec     // Method, if given
 	types   typeNames // of spec: what the node checks and lists in its catalog

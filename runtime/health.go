@@ -4,20 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/wizardmesh/wizard/runtime/introspect"
 )
 
-// HealthPattern is the built-in system pattern through which peers and
-// probes ask a node whether it serves. Every node with a listener answers
-// it, like [CatalogPattern], without running a handler: outside the
-// in-flight accounting and its limit (an overloaded node still serves),
-// and it is never in a catalog, so calls are not routed to it. The answer
-// is [CodeOK] with the JSON object {"status": "serving"} (or "draining",
-// "not_serving"); [CheckHealth] sends the call and reads the answer.
-// Patterns with the pair sys:wizard are the node's own: [Node.Add] refuses
-// them.
-const HealthPattern = "cmd:health,sys:wizard"
-
-// Health is a node's serving state, as [Node.Health] and [HealthPattern]
+// Health is a node's serving state, as [Node.Health] and [introspect.HealthPattern]
 // tell it.
 type Health uint32
 
@@ -72,12 +63,12 @@ func (n *Node) Health() Health { return Health(n.health.Load()) }
 // ([Node.WaitFor] does).
 func (n *Node) Ready() bool { return n.Health() == HealthServing }
 
-// healthReport is the answer on [HealthPattern].
+// healthReport is the answer on [introspect.HealthPattern].
 type healthReport struct {
 	Status Health `json:"status"`
 }
 
-// healthReply answers a call on [HealthPattern].
+// healthReply answers a call on [introspect.HealthPattern].
 func (n *Node) healthReply() *Message {
 	b, err := json.Marshal(healthReport{Status: n.Health()})
 	if err != nil {
@@ -87,12 +78,12 @@ func (n *Node) healthReply() *Message {
 }
 
 // CheckHealth asks the node at the other end of c for its serving state
-// through [HealthPattern]: what probes, peers and tools call. A node that
+// through [introspect.HealthPattern]: what probes, peers and tools call. A node that
 // cannot be reached, or has already said goaway, answers nothing: the
 // error is the transport's (one that matches [ErrNotSent] after a goaway),
 // and the state returned is [HealthNotServing].
 func CheckHealth(ctx context.Context, c Conn) (Health, error) {
-	reply, err := c.Call(ctx, &Message{Pattern: HealthPattern})
+	reply, err := c.Call(ctx, &Message{Pattern: introspect.HealthPattern})
 	if err != nil {
 		return HealthNotServing, err
 	}

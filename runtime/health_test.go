@@ -7,6 +7,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 )
 
 // TestHealth_InProcess follows a node without a transport through its
@@ -58,7 +59,7 @@ func TestHealth_InProcess(t *testing.T) {
 // (before, Add took CatalogPattern and remote callers got the catalog).
 func TestAdd_SystemPatternsReserved(t *testing.T) {
 	n := newTestNode(t)
-	for _, p := range []string{runtime.CatalogPattern, runtime.HealthPattern, "sys:wizard,cmd:other", "sys:wizard"} {
+	for _, p := range []string{introspect.CatalogPattern, introspect.HealthPattern, "sys:wizard,cmd:other", "sys:wizard"} {
 		err := n.Add(p, func(context.Context, runtime.Request) (any, error) { return "mine", nil })
 		if runtime.CodeOf(err) != runtime.CodeInvalidArgument {
 			t.Errorf("Add(%q) = %v; want invalid_argument", p, err)

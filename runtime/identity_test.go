@@ -9,6 +9,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testlog"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 )
 
 const warnedMisidentified = "level=WARN msg=\"wizard: peer not routed: it answers as another node"
@@ -49,7 +50,7 @@ func TestImpostorOfARunNotRouted(t *testing.T) {
 		net, s, c, d, logs := announcedPair(t)
 
 		net.serve("h", serverFunc(func(ctx context.Context, m *Message) *Message {
-			if m.Pattern == CatalogPattern {
+			if m.Pattern == introspect.CatalogPattern {
 				return s.serveRemote(ctx, m)
 			}
 			return &Message{Codec: CodecJSON, Payload: []byte(`"h"`)}
@@ -90,7 +91,7 @@ func TestImpostorAnnouncedFirst(t *testing.T) {
 		c, d := memNode(t, net, "c")
 		c.log = logs.Logger()
 		net.serve("h", serverFunc(func(ctx context.Context, m *Message) *Message {
-			if m.Pattern == CatalogPattern {
+			if m.Pattern == introspect.CatalogPattern {
 				return s.serveRemote(ctx, m)
 			}
 			return &Message{Codec: CodecJSON, Payload: []byte(`"h"`)}

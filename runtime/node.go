@@ -24,7 +24,8 @@ import (
 // A Node is safe for concurrent use.
 type Node struct {
 	id       string
-	instance string // this run of the node: random, new on every start
+	instance string    // this run of the node: random, new on every start
+	streams  streamSet // the streams it serves, ended when a shutdown's grace ends
 	log      *slog.Logger
 	logLimit *ratelog.Handler // in front of log's handler; closed when the node stops
 	router   *pattern.Router[*route]
@@ -177,7 +178,7 @@ func (n *Node) addPattern(p pattern.Pattern, h Handler, opts ...HandlerOption) e
 		return Errorf(CodeInvalidArgument, "wizard: nil handler for pattern %q", p.String())
 	}
 	if v, ok := p.Get("sys"); ok && v == "wizard" {
-		return Errorf(CodeInvalidArgument, "wizard: pattern %q is reserved: sys:wizard patterns are the node's own (CatalogPattern, HealthPattern)", p.String())
+		return Errorf(CodeInvalidArgument, "wizard: pattern %q is reserved: sys:wizard patterns are the node's own (introspect.CatalogPattern, introspect.HealthPattern)", p.String())
 	}
 	if n.closed.Load() {
 		return &Error{Code: CodeUnavailable, Message: ErrClosed.Error(), cause: ErrClosed}
@@ -189,12 +190,13 @@ func (n *Node) addPattern(p pattern.Pattern, h Handler, opts ...HandlerOption) e
 		}
 	}
 	unary := isUnary(h) && len(n.handlerICs) == 0
+	stream := isStreamHandler(h)
 	for i := len(n.handlerICs) - 1; i >= 0; i-- {
 		h = n.handlerICs[i](h)
 	}
 	n.routeMu.Lock()
 	defer n.routeMu.Unlock()
-	entry := &handlerEntry{pattern: p, h: h, unary: unary, spec: c.spec, types: c.spec.types()}
+	entry := &handlerEntry{pattern: p, h: h, unary: unary, stream: stream, spec: c.spec, types: c.spec.types()}
 	if re := n.exactRoute(p); re != nil {
 		r := re
 		entry.prior = r.local.Load()
@@ -316,6 +318,12 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 			err = ctx.Err()
 		}
+	}
+	if err == nil {
+		err = n.streams.wait(ctx) // streams drain within the same grace
+	}
+	if err != nil {
+		n.streams.cancelAll(errStreamsShutdown) // the grace has ended: they end now, with a code
 	}
 	if n.remote != nil {
 		n.peersStop.Do(func() { n.peersErr = n.stopPeers() })

@@ -46,6 +46,9 @@ type Attempt struct {
 	// N counts the call's attempts: 1 for the first; more for the
 	// retries, each to another target.
 	N int
+	// Stream: the attempt opens a stream ([Node.OpenStream]). It lasts
+	// until the stream ends, and its result counts the stream's messages.
+	Stream bool
 }
 
 // AttemptResult is how an attempt ended.
@@ -60,6 +63,9 @@ type AttemptResult struct {
 	// Err is the transport's error or the end of the call's ctx; nil for
 	// an answer or a refusal, whatever their code.
 	Err error
+	// Sent and Received count, for a stream, the messages the caller sent
+	// and received.
+	Sent, Received int64
 }
 
 // EventKind names what an [Event] reports.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -51,7 +52,7 @@ type keepConn struct {
 }
 
 func (c *keepConn) Call(_ context.Context, m *Message) (*Message, error) {
-	if m.Pattern == CatalogPattern {
+	if m.Pattern == introspect.CatalogPattern {
 		b, err := json.Marshal(catalog{ID: "peer", Patterns: []string{"role:r"}})
 		return &Message{Codec: CodecJSON, Payload: b}, err
 	}
@@ -73,7 +74,7 @@ type keepBodyConn struct{ *keepConn }
 
 // Call serves the catalog only: every other call of the test is a body's.
 func (c *keepBodyConn) Call(ctx context.Context, m *Message) (*Message, error) {
-	if m.Pattern != CatalogPattern {
+	if m.Pattern != introspect.CatalogPattern {
 		c.t.mu.Lock()
 		c.t.bad = append(c.t.bad, "a call's request was encoded by the node")
 		c.t.mu.Unlock()

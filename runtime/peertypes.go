@@ -12,7 +12,7 @@ import (
 // WithPeerTypes makes a node learn the protobuf message types of its
 // peers' typed patterns that its own binary does not link: when a peer's
 // catalog names such a type, the node pulls the peer's schema
-// ([DescribePattern]) once per catalog digest, so that the answers of
+// ([introspect.DescribePattern]) once per catalog digest, so that the answers of
 // that peer decode into maps and JSON ([Result.Decode] into a map,
 // json.RawMessage or *any; [Result.Value] gives a dynamic message). A
 // gateway or a tool that forwards calls as JSON wants it; a service that

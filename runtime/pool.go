@@ -3,6 +3,8 @@ package runtime
 import (
 	"sync"
 	"unsafe"
+
+	"google.golang.org/protobuf/proto"
 )
 
 // The package's pools and its uses of unsafe, each with the invariant
@@ -94,3 +96,41 @@ func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), le
 // dedupSlotSize is the memory of a de-duplication slot (see
 // dedupAnswerCost).
 const dedupSlotSize = int(unsafe.Sizeof(dedupSlot{}))
+
+// streamBufs pools the buffers a remote stream marshals a protobuf
+// message into. A transport's stream Send copies the payload into its
+// frame and keeps nothing of it (streamconn's contract), so the buffer
+// is the sender's again once Send returns. Buffers larger than
+// maxStreamBuf are left to the collector.
+var streamBufs sync.Pool
+
+const maxStreamBuf = 1 << 20
+
+// encodeStream encodes msg for a stream's Send: a protobuf message into a
+// pooled buffer (give it back with putStreamBuf once sent), anything else
+// as encodePayload does (buf nil).
+func encodeStream(msg any) (codec Codec, payload []byte, typ string, buf *[]byte, err error) {
+	pm, ok := msg.(proto.Message)
+	if !ok {
+		codec, payload, typ, err = encodePayload(msg)
+		return codec, payload, typ, nil, err
+	}
+	buf, _ = streamBufs.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	b, err := proto.MarshalOptions{}.MarshalAppend((*buf)[:0], pm)
+	if err != nil {
+		putStreamBuf(buf)
+		return 0, nil, "", nil, Errorf(CodeInternal, "wizard: encode %T: %v", msg, err)
+	}
+	*buf = b
+	return CodecProto, b, string(pm.ProtoReflect().Descriptor().FullName()), buf, nil
+}
+
+func putStreamBuf(buf *[]byte) {
+	if buf == nil || cap(*buf) > maxStreamBuf {
+		return
+	}
+	streamBufs.Put(buf)
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/patrun"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
@@ -91,7 +92,7 @@ type retryConn struct {
 }
 
 func (c *retryConn) Call(ctx context.Context, m *Message) (*Message, error) {
-	if m.Pattern == CatalogPattern {
+	if m.Pattern == introspect.CatalogPattern {
 		b, err := json.Marshal(catalog{ID: "peer", Patterns: []string{"role:r"}})
 		return &Message{Codec: CodecJSON, Payload: b}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -52,7 +53,7 @@ type poolConn struct {
 }
 
 func (c *poolConn) Call(_ context.Context, m *Message) (*Message, error) {
-	if m.Pattern == CatalogPattern {
+	if m.Pattern == introspect.CatalogPattern {
 		b, err := json.Marshal(catalog{ID: "peer", Patterns: []string{"role:r"}})
 		return &Message{Codec: CodecJSON, Payload: b}, err
 	}

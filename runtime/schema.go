@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/wizardmesh/wizard/runtime/internal/patrun"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -17,20 +18,7 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 )
 
-// DescribePattern is the built-in system pattern through which a node
-// serves the schema of its typed patterns (handlers added with [Method]):
-// the protobuf files that declare their methods and messages, with every
-// file they import, so that a tool can encode JSON into a handler's
-// request type and print its answers (wizard describe, wizard act). Like
-// [CatalogPattern] it is served without a handler and never routed. A
-// pull may name the catalog digest of a schema the caller has cached
-// ({"have": digest}); a node whose digest that is answers the digest
-// alone. A node without typed patterns answers an empty schema.
-// [describeConn] sends the call; [Node.Describe] and [Node.DescribePeer]
-// find whom to send it to.
-const DescribePattern = "cmd:describe,sys:wizard"
-
-// Schema is a node's answer on [DescribePattern].
+// Schema is a node's answer on [introspect.DescribePattern].
 type Schema struct {
 	// ID is the node's id.
 	ID string
@@ -173,7 +161,7 @@ var moduleVersion = sync.OnceValue(func() string {
 	return ""
 })
 
-// describeReply answers a call on [DescribePattern].
+// describeReply answers a call on [introspect.DescribePattern].
 func (n *Node) describeReply(m *Message) *Message {
 	if have := pulledDigest(m.Payload); have != "" && have == n.digest() {
 		b, err := json.Marshal(schemaWire{Have: have, ID: n.id, Version: moduleVersion()})
@@ -199,11 +187,11 @@ func (n *Node) describeReply(m *Message) *Message {
 }
 
 // describeConn asks the node at the other end of c for its [Schema]
-// through [DescribePattern]. have, when not nil, is a schema the caller
+// through [introspect.DescribePattern]. have, when not nil, is a schema the caller
 // holds: the node answers the digest alone when it is its own, and
 // describeConn returns have itself.
 func describeConn(ctx context.Context, c Conn, have *Schema) (Schema, error) {
-	req := &Message{Pattern: DescribePattern}
+	req := &Message{Pattern: introspect.DescribePattern}
 	if have != nil && have.Digest != "" {
 		b, err := json.Marshal(catalogPull{Have: have.Digest})
 		if err != nil {
@@ -224,7 +212,7 @@ func describeConn(ctx context.Context, c Conn, have *Schema) (Schema, error) {
 	return decodeSchema(reply.Payload, have)
 }
 
-// decodeSchema reads an answer on [DescribePattern] to a pull that named
+// decodeSchema reads an answer on [introspect.DescribePattern] to a pull that named
 // have (nil for none).
 func decodeSchema(b []byte, have *Schema) (Schema, error) {
 	var w schemaWire

@@ -2,7 +2,7 @@ package runtime
 
 import "testing"
 
-// FuzzDecodeSchema: any answer on DescribePattern decodes to a schema or
+// FuzzDecodeSchema: any answer on introspect.DescribePattern decodes to a schema or
 // an error, never a panic, and a schema decoded builds or fails to build
 // with an error.
 func FuzzDecodeSchema(f *testing.F) {

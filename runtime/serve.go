@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"runtime/debug"
 	"time"
+
+	"github.com/wizardmesh/wizard/runtime/introspect"
 )
 
 // The serving side: a call from another node arrives through nodeServer,
@@ -45,11 +47,11 @@ func (n *Node) serveRemote(ctx context.Context, m *Message) *Message {
 		return errorReply(err)
 	}
 	switch m.Pattern {
-	case CatalogPattern:
+	case introspect.CatalogPattern:
 		return n.catalogReply(m)
-	case HealthPattern:
+	case introspect.HealthPattern:
 		return n.healthReply()
-	case DescribePattern:
+	case introspect.DescribePattern:
 		return n.describeReply(m)
 	}
 	e, err := n.wireHandler(m.Pattern)

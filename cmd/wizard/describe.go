@@ -13,7 +13,7 @@ var describeCommand = &command{
 	name: "describe",
 	args: "PATTERN",
 	summary: `Print the request and response schema of a typed pattern, from the
-descriptors the serving node publishes on runtime.DescribePattern
+descriptors the serving node publishes on introspect.DescribePattern
 (cmd:describe,sys:wizard): the method, and every message it takes or answers
 in proto syntax. An untyped pattern says so: its handler takes any JSON.`,
 	example: `wizard describe --seeds 127.0.0.1:7946 role:math,cmd:sum`,

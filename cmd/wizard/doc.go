@@ -18,7 +18,7 @@
 // (role:math,cmd:sum,a:1,b:2, nested {} and []), or "-" for the standard
 // input. Typed patterns take their protobuf request as JSON: the command
 // encodes it through the descriptors the serving node publishes on
-// runtime.DescribePattern, and prints protobuf answers as JSON.
+// introspect.DescribePattern, and prints protobuf answers as JSON.
 //
 // Every flag can also be set by an environment variable: WIZARD_ and the
 // flag's name in upper case, dashes as underscores (--seeds is

@@ -11,7 +11,7 @@ import (
 var healthCommand = &command{
 	name: "health",
 	args: "[PATTERN]",
-	summary: `Ask nodes for their serving state on runtime.HealthPattern
+	summary: `Ask nodes for their serving state on introspect.HealthPattern
 (cmd:health,sys:wizard): serving, draining or not_serving, or the error that
 kept the node from answering. Without PATTERN, every node of the mesh; with
 it, the targets of the pattern that wins for it. The exit status is 1 when a

@@ -12,7 +12,7 @@ var membersCommand = &command{
 	summary: `List the nodes of the mesh as wizard's own node sees them: id, address,
 transport, gossip segment, state (connected, suspect, not connected and why),
 the number of patterns each serves, and the wizard version it runs (asked of
-each node on runtime.DescribePattern). wizard itself is the first row.`,
+each node on introspect.DescribePattern). wizard itself is the first row.`,
 	example: `wizard members --seeds 127.0.0.1:7946
 WIZARD_SEEDS=10.0.0.5:7946 WIZARD_GOSSIP_KEY=$KEY wizard members --output json`,
 	join: true,

@@ -29,6 +29,7 @@ var stdImports = map[string]string{
 	"errors":  "errors",
 	"fmt":     "fmt",
 	"http":    "net/http",
+	"io":      "io",
 	"os":      "os",
 	"slog":    "log/slog",
 	"time":    "time",

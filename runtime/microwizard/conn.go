@@ -17,6 +17,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
@@ -85,9 +86,9 @@ func (c *conn) end(err error) {
 // is answered here, with the pins given for the address ([WithPeer]).
 func (c *conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, error) {
 	switch m.Pattern {
-	case runtime.CatalogPattern:
+	case introspect.CatalogPattern:
 		return c.catalog()
-	case runtime.HealthPattern:
+	case introspect.HealthPattern:
 		return &runtime.Message{Code: runtime.CodeUnimplemented, Error: "wizard: microwizard: MicroWizard nodes have no health pattern"}, nil
 	}
 	select {

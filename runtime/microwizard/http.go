@@ -17,6 +17,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 )
 
 // senecaPath is where seneca-transport's HTTP wire posts acts.
@@ -156,9 +157,9 @@ func (c *httpConn) Close() error {
 // Call posts m as an act and reads the answer.
 func (c *httpConn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, error) {
 	switch m.Pattern {
-	case runtime.CatalogPattern:
+	case introspect.CatalogPattern:
 		return pinCatalog(c.t, c.addr)
-	case runtime.HealthPattern:
+	case introspect.HealthPattern:
 		return &runtime.Message{Code: runtime.CodeUnimplemented, Error: "wizard: seneca: Seneca nodes have no health pattern"}, nil
 	}
 	where := "wizard: seneca-http: " + c.addr

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
@@ -299,7 +300,7 @@ func requestMessage(in line, s runtime.Server) (*runtime.Message, error) {
 			m.Payload = in.D
 		}
 	}
-	if m.Pattern == runtime.CatalogPattern || m.Pattern == runtime.HealthPattern {
+	if m.Pattern == introspect.CatalogPattern || m.Pattern == introspect.HealthPattern {
 		return nil, errors.New("the system patterns are not served to MicroWizard")
 	}
 	return m, nil

@@ -18,3 +18,12 @@ func BenchmarkRemoteCall(b *testing.B) {
 		return transport(t, p, quic.WithLogger(log))
 	})
 }
+
+// BenchmarkStreams is the suite's stream benchmark over loopback QUIC:
+// wizard streams multiplexed on the connection's QUIC streams.
+func BenchmarkStreams(b *testing.B) {
+	p := testpki.New(b)
+	transporttest.BenchmarkStreams(b, func(t testing.TB, log *slog.Logger) runtime.Transport {
+		return transport(t, p, quic.WithLogger(log))
+	})
+}

@@ -14,6 +14,8 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
 	"github.com/wizardmesh/wizard/runtime/internal/mux"
+	"github.com/wizardmesh/wizard/runtime/internal/streamconn"
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
 // Conn is a client connection to one node: one QUIC connection carrying a
@@ -106,18 +108,18 @@ func (c *Conn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, 
 	return bridge.Call(ctx, c.clients[i], m, c.where)
 }
 
+// OpenStream opens a wizard stream on one of the connection's QUIC
+// streams, in turn, multiplexed with the calls it carries; the node calls
+// it to open a stream (runtime.Node.OpenStream) to the peer.
+func (c *Conn) OpenStream(ctx context.Context, open *wire.Frame) (streamconn.Client, error) {
+	return bridge.OpenStream(ctx, c.clients[c.inTurn()], open, c.where)
+}
+
 // pick returns the index of the stream the next call goes to. When no
 // stream is usable it returns one anyway, whose call fails as not sent.
 func (c *Conn) pick() int {
 	if c.fill == 0 {
-		n := uint32(len(c.clients))
-		i := c.next.Add(1)
-		for k := range n {
-			if j := (i + k) % n; usable(c.clients[j]) {
-				return int(j)
-			}
-		}
-		return int(i % n)
+		return c.inTurn()
 	}
 	best, least := 0, int64(-1)
 	for i, cl := range c.clients {
@@ -133,6 +135,19 @@ func (c *Conn) pick() int {
 		}
 	}
 	return best
+}
+
+// inTurn returns the index of the next usable stream in turn, or of the
+// next stream when none is usable.
+func (c *Conn) inTurn() int {
+	n := uint32(len(c.clients))
+	i := c.next.Add(1)
+	for k := range n {
+		if j := (i + k) % n; usable(c.clients[j]) {
+			return int(j)
+		}
+	}
+	return int(i % n)
 }
 
 // usable reports whether cl takes new calls.

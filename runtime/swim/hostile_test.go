@@ -10,6 +10,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/swim"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
@@ -46,7 +47,7 @@ func TestHostileMemberGetsNoCalls(t *testing.T) {
 	}
 	var calls atomic.Int32
 	l, err := tr.Listen("127.0.0.1:0", serverFunc(func(ctx context.Context, m *runtime.Message) *runtime.Message {
-		if m.Pattern != runtime.CatalogPattern {
+		if m.Pattern != introspect.CatalogPattern {
 			calls.Add(1)
 		}
 		<-ctx.Done() // never answers

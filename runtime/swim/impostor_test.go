@@ -42,7 +42,7 @@ func startImpostor(t *testing.T, real *member, id, instance, seed string) *impos
 	t.Cleanup(func() { relay.Close() })
 	im := &impostor{}
 	l, err := tr.Listen("127.0.0.1:0", serverFunc(func(ctx context.Context, m *runtime.Message) *runtime.Message {
-		if m.Pattern == runtime.CatalogPattern {
+		if m.Pattern == introspect.CatalogPattern {
 			reply, err := relay.Call(ctx, &runtime.Message{Pattern: m.Pattern, Meta: m.Meta, Codec: m.Codec, Payload: m.Payload})
 			if err != nil {
 				return &runtime.Message{Code: runtime.CodeUnavailable, Error: err.Error()}

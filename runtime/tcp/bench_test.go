@@ -20,6 +20,13 @@ func BenchmarkRemoteCall(b *testing.B) {
 	})
 }
 
+// BenchmarkStreams is the suite's stream benchmark over loopback TCP.
+func BenchmarkStreams(b *testing.B) {
+	transporttest.BenchmarkStreams(b, func(t testing.TB, log *slog.Logger) runtime.Transport {
+		return newTransport(t, tcp.WithLogger(log))
+	})
+}
+
 // BenchmarkBreakerCost measures what a failsafe-go breaker per target adds
 // to a remote call, paired: two clients of the same server, one with
 // breakers, take turns in rounds of 100 calls, so that drift in the

@@ -19,6 +19,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 )
 
 // The bounds the tests below check, as documented in the runtime: the
@@ -130,7 +131,7 @@ func TestWireLimits(t *testing.T) {
 		{"metadata value over", wire.Frame{Pattern: "role:lim", Meta: meta("x", strings.Repeat("v", maxMetaValue+1))}, runtime.CodeInvalidArgument, "more than the limit of 8192"},
 		{"metadata value at the limit", wire.Frame{Pattern: "role:lim", Meta: meta("x", strings.Repeat("v", maxMetaValue))}, runtime.CodeOK, ""},
 		{"metadata over in all", wire.Frame{Pattern: "role:lim", Meta: meta("x", strings.Repeat("v", maxMetaValue), "y", strings.Repeat("v", maxMetaValue))}, runtime.CodeInvalidArgument, "metadata of 16386 bytes, more than the limit of 16384"},
-		{"metadata of a catalog request", wire.Frame{Pattern: runtime.CatalogPattern, Meta: meta(":c", strings.Repeat("v", mib))}, runtime.CodeInvalidArgument, "more than the limit of 8192"},
+		{"metadata of a catalog request", wire.Frame{Pattern: introspect.CatalogPattern, Meta: meta(":c", strings.Repeat("v", mib))}, runtime.CodeInvalidArgument, "more than the limit of 8192"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -305,7 +306,7 @@ func (s *catalogServer) serve(c net.Conn) {
 		switch {
 		case f.Type == wire.TypePing:
 			reply = &wire.Frame{Type: wire.TypePong, ID: f.ID}
-		case f.Type == wire.TypeRequest && f.Pattern == runtime.CatalogPattern:
+		case f.Type == wire.TypeRequest && f.Pattern == introspect.CatalogPattern:
 			reply = &wire.Frame{Type: wire.TypeResponse, ID: f.ID, Codec: wire.CodecJSON, Payload: s.next()}
 		default:
 			continue

@@ -23,6 +23,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 )
 
@@ -709,7 +710,7 @@ func TestRemoteCatalogChanges(t *testing.T) {
 		t.Errorf("role:cat,cmd:first left too: %v", cl.Patterns())
 	}
 	// The system pattern is served, never routed.
-	if transporttest.Routes(cl, runtime.CatalogPattern) {
+	if transporttest.Routes(cl, introspect.CatalogPattern) {
 		t.Errorf("the catalog pattern is routed: %v", cl.Patterns())
 	}
 }

@@ -96,6 +96,8 @@ import (
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
 	"github.com/wizardmesh/wizard/runtime/internal/listen"
 	"github.com/wizardmesh/wizard/runtime/internal/mux"
+	"github.com/wizardmesh/wizard/runtime/internal/streamconn"
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -290,6 +292,7 @@ var (
 	_ runtime.PeerCertificateConn = (*Conn)(nil)
 	_ runtime.BodyCaller          = (*Conn)(nil)
 	_ runtime.ReplyReleaser       = (*Conn)(nil)
+	_ streamconn.Opener           = (*Conn)(nil)
 )
 
 // Call sends m and waits for the reply. An error of the connection reads
@@ -313,6 +316,13 @@ func (c *Conn) CallBody(ctx context.Context, m *runtime.Message, body proto.Mess
 // call to reuse; m and everything it points to (its Payload, Error and
 // Meta) must not be used afterwards.
 func (c *Conn) ReleaseReply(m *runtime.Message) { bridge.ReleaseReply(m) }
+
+// OpenStream opens a stream on the connection; the node calls it to open
+// a stream (runtime.Node.OpenStream) to the peer. Its errors read as
+// Call's.
+func (c *Conn) OpenStream(ctx context.Context, open *wire.Frame) (streamconn.Client, error) {
+	return bridge.OpenStream(ctx, c.cl, open, c.where)
+}
 
 // Done is closed when the connection is gone.
 func (c *Conn) Done() <-chan struct{} { return c.cl.Done() }

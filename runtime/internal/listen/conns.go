@@ -49,6 +49,7 @@ func NewConns(name string, c *Config, s runtime.Server) *Conns {
 	guard := bridge.NewGuard(name, lim, c.Mux.Logger)
 	opts := bridge.WithRoom(c.Mux) // for bridge.Handler's requests
 	opts.Logger = guard.Log
+	opts.ServeStream = bridge.StreamHandler(s)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Conns{
 		Guard:  guard,
@@ -117,6 +118,15 @@ func (c *Conn) Handler() mux.Handler { return bridge.Tracked(c.cs.h, c.gc) }
 func (c *Conn) Options() mux.Options {
 	opts := c.cs.opts
 	opts.Share = c.share
+	if h := opts.ServeStream; h != nil {
+		// An open stream keeps its connection from being idle.
+		gc := c.gc
+		opts.ServeStream = func(ctx context.Context, st *mux.ServerStream) error {
+			gc.Begin()
+			defer gc.End()
+			return h(ctx, st)
+		}
+	}
 	return opts
 }
 

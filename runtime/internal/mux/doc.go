@@ -165,15 +165,14 @@
 // a side no longer knows (ended, cancelled) are dropped.
 //
 // Bounds: the server serves at most [Options.MaxStreams] (1,024) streams
-// at once per connection; a stream opened beyond, or beyond the caller's
-// share ([Options.Share]: a stream holds one part of it while its
-// handler runs, as a request does), or to a server without ServeStream,
-// ends at once, its handler never run, with resource_exhausted (or
-// unimplemented) in a stream-end flagged [wire.FlagRefused]. A stream's
-// handler does not take one of the MaxInFlight handler slots: a stream
-// mostly waits on its peer, and holding a slot would let 256 idle
-// streams stop the connection's calls; MaxStreams bounds the goroutines
-// instead. So a connection's streams hold at most MaxStreams x (window +
+// at once per connection; a stream opened beyond, or to a server without
+// ServeStream, ends at once, its handler never run, with
+// resource_exhausted (or unimplemented) in a stream-end flagged
+// [wire.FlagRefused]. A stream's handler takes neither one of the
+// MaxInFlight handler slots nor a part of the caller's share
+// ([Options.Share]): a stream mostly waits on its peer, and holding a
+// slot would let a few idle streams stop the connection's calls;
+// MaxStreams bounds the goroutines instead. So a connection's streams hold at most MaxStreams x (window +
 // one message) of received messages on the server, and as much of
 // queued data to send. Stream frames other than data are control frames
 // of a stream's life and go to the write queue without waiting for its

@@ -94,8 +94,10 @@ func (ss *ServerStream) Queued() int { return ss.st.queued() }
 
 // openStream takes a stream-open frame from the client: it refuses the
 // stream at once with a stream-end (flagged wire.FlagRefused) when the
-// server has no stream handler, is at MaxStreams or the caller over its
-// share, and otherwise starts the handler on a goroutine of its own.
+// server has no stream handler or is at MaxStreams, and otherwise starts
+// the handler on a goroutine of its own. A stream takes no part of the
+// caller's share of in-flight calls: an idle stream must not shed calls,
+// and MaxStreams bounds a connection's streams.
 func (s *server) openStream(f *wire.Frame) error {
 	c := s.c
 	c.mu.Lock()
@@ -118,8 +120,6 @@ func (s *server) openStream(f *wire.Frame) error {
 		code, msg = codeUnimplemented, "wizard: this server serves no streams"
 	case s.nstreams >= c.opts.MaxStreams:
 		code, msg = codeResourceExhausted, "wizard: too many streams on this connection"
-	case c.opts.Share != nil && !c.opts.Share.take():
-		code, msg = codeResourceExhausted, errOverShare
 	}
 	if code != 0 {
 		c.mu.Unlock()
@@ -163,14 +163,13 @@ func (s *server) serveStream(ss *ServerStream) {
 	ss.mu.Lock()
 	trailer := ss.trailer
 	ss.mu.Unlock()
-	// The stream no longer counts against MaxStreams, nor the caller's
-	// share, before its end can reach the client: a client that opens
-	// its next stream on the end finds room.
+	// The stream no longer counts against MaxStreams before its end can
+	// reach the client: a client that opens its next stream on the end
+	// finds room.
 	c := s.c
 	c.mu.Lock()
 	s.nstreams--
 	c.mu.Unlock()
-	s.releaseShare()
 	end := wire.Frame{Type: wire.TypeStreamEnd, ID: st.id, Meta: trailer, Payload: endPayload(err)}
 	if size := end.Size(); size-4 > s.c.opts.MaxFrameSize {
 		end = wire.Frame{Type: wire.TypeStreamEnd, ID: st.id, Payload: wire.AppendError(nil, codeResourceExhausted, "wizard: stream end exceeds the frame limit")}
@@ -268,8 +267,8 @@ func (s *server) cancelStream(id uint64) bool {
 	st.mu.Lock()
 	st.sendEnd = true
 	st.mu.Unlock()
+	ss.cancel() // first: a handler woken by the failed Recv finds its ctx ended
 	st.fail(context.Canceled)
-	ss.cancel()
 	return true
 }
 
@@ -284,8 +283,8 @@ func (s *server) failStreams(err error) {
 	}
 	c.mu.Unlock()
 	for _, ss := range streams {
+		ss.cancel() // first, as in cancelStream
 		ss.st.fail(err)
-		ss.cancel()
 	}
 }
 

@@ -290,7 +290,7 @@ type StreamError = streamconn.Error
 // ErrStreamsUnsupported is the error of [Client.OpenStream] on a
 // connection whose server did not announce [wire.FeatureStreams] in its
 // handshake: it predates streams. Nothing was sent.
-var ErrStreamsUnsupported = errors.New("wizard: mux: the server does not speak streams (its handshake lacks the streams feature)")
+var ErrStreamsUnsupported = streamconn.ErrUnsupported
 
 // errSendClosed is the error of a client's Send after its CloseSend.
 var errSendClosed = errors.New("wizard: mux: send on a stream after CloseSend")

@@ -9,6 +9,7 @@ package streamconn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
@@ -90,3 +91,7 @@ type Error struct {
 func (e *Error) Error() string {
 	return fmt.Sprintf("wizard: stream ended with code %d: %s", e.Code, e.Message)
 }
+
+// ErrUnsupported is the error of OpenStream on a connection whose peer
+// does not speak streams (a node from before them): nothing was sent.
+var ErrUnsupported = errors.New("wizard: the peer does not speak streams (its handshake lacks the streams feature)")

@@ -68,7 +68,7 @@ func startCertRelay(t *testing.T, ca *testpki.CA, newTr NewTLSTransport, certID,
 	t.Cleanup(func() { relay.Close() })
 	im := &certRelay{}
 	l, err := tr.Listen("127.0.0.1:0", serverFunc(func(ctx context.Context, m *runtime.Message) *runtime.Message {
-		if m.Pattern == runtime.CatalogPattern {
+		if m.Pattern == introspect.CatalogPattern {
 			// As itself: the node it relays takes no caller under another
 			// id than its certificate names.
 			meta := []runtime.MetaPair{{Key: ":c", Value: certID}}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 )
 
 // DedupBoundToIdentity checks that a stored answer is given only to a
@@ -69,7 +70,7 @@ type spy struct {
 }
 
 func (s *spy) ServeMessage(ctx context.Context, m *runtime.Message) *runtime.Message {
-	if m.Pattern == runtime.CatalogPattern {
+	if m.Pattern == introspect.CatalogPattern {
 		return &runtime.Message{Codec: runtime.CodecJSON, Payload: []byte(`{"id":"spy","patterns":["cmd:hello,role:spy"]}`)}
 	}
 	s.mu.Lock()

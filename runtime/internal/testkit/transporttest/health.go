@@ -9,6 +9,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 )
 
 // gatedDiscovery is a Discovery whose Start and Close wait for their
@@ -77,7 +78,7 @@ func (s suite) health(t *testing.T) {
 	if !n.Ready() || n.Health() != runtime.HealthServing {
 		t.Errorf("started: Ready %v, Health %v; want true, serving", n.Ready(), n.Health())
 	}
-	if err := n.Add(runtime.HealthPattern, func(context.Context, runtime.Request) (any, error) { return "mine", nil }); runtime.CodeOf(err) != runtime.CodeInvalidArgument {
+	if err := n.Add(introspect.HealthPattern, func(context.Context, runtime.Request) (any, error) { return "mine", nil }); runtime.CodeOf(err) != runtime.CodeInvalidArgument {
 		t.Errorf("Add(HealthPattern) = %v; want invalid_argument", err)
 	}
 	started := make(chan struct{}, 1)

@@ -44,6 +44,11 @@ func Run(t *testing.T, newTransport NewTransport) {
 		{"NoGoroutineLeaks", s.noGoroutineLeaks},
 		{"ConcurrentLoad", s.concurrentLoad},
 		{"Health", s.health},
+		{"Streams", s.streams},
+		{"StreamEnds", s.streamEnds},
+		{"StreamSlowReader", s.streamSlowReader},
+		{"StreamMany", s.streamMany},
+		{"StreamShutdown", s.streamShutdown},
 	} {
 		t.Run(sc.name, sc.run)
 	}

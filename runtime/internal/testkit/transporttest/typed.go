@@ -15,6 +15,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testpb"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 )
 
 // StringMethod is a method wizard.testkit.other.v1.Strings/Echo taking and
@@ -61,7 +62,7 @@ type countingConn struct {
 }
 
 func (c countingConn) Call(ctx context.Context, m *runtime.Message) (*runtime.Message, error) {
-	if m.Pattern != runtime.CatalogPattern && m.Pattern != runtime.HealthPattern {
+	if m.Pattern != introspect.CatalogPattern && m.Pattern != introspect.HealthPattern {
 		c.n.Add(1)
 	}
 	return c.Conn.Call(ctx, m)
