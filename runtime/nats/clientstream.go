@@ -44,14 +44,14 @@ var _ streamconn.Client = (*clientStream)(nil)
 // shorter): it publishes the open to the node's subject and returns. A
 // refusal comes as the stream's end. It fails as not sent
 // ([runtime.ErrNotSent]) when the node did not say in its pong that it
-// serves streams, when it is going away or the connection has ended, and
-// when the publish fails.
+// serves streams (then matching streamconn.ErrUnsupported too), when it
+// is going away or the connection has ended, and when the publish fails.
 func (c *Conn) OpenStream(ctx context.Context, open *wire.Frame) (streamconn.Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if !c.streams.Load() {
-		return nil, bridge.NotSent(c.where, errStreamsUnsupported)
+		return nil, bridge.NotSent(c.where, streamconn.ErrUnsupported)
 	}
 	f := wire.Frame{Type: wire.TypeStreamOpen, Flags: open.Flags, Deadline: open.Deadline, Pattern: open.Pattern, Meta: open.Meta}
 	if dl, ok := ctx.Deadline(); ok {

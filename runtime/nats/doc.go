@@ -121,8 +121,8 @@
 // take the others' room. A listener serves at most [WithMaxStreams]
 // streams at once per caller (1024), and refuses those beyond at once,
 // their handlers not run (resource exhausted, flagged refused); a stream
-// holds a part of its caller's share of the in-flight limit while its
-// handler runs, as a call does, but not one of [WithMaxServing]'s. A
+// takes neither a part of its caller's share of the in-flight limit nor
+// one of [WithMaxServing]'s calls (an idle stream must not shed calls). A
 // caller's streams so hold at most WithMaxStreams x (window + one
 // message) of received messages on a node, and a caller each of its
 // streams' window plus one message. Decoding a message allocates at most

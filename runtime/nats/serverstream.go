@@ -11,7 +11,6 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
-	"github.com/wizardmesh/wizard/runtime/internal/mux"
 	"github.com/wizardmesh/wizard/runtime/internal/streamconn"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -24,11 +23,10 @@ type serverStream struct {
 	l      *Listener
 	reply  string // the stream's subject, the caller's
 	caller *streamCaller
-	share  *mux.Share // the caller's, taken; nil without a budget
 	open   wire.Frame // the stream-open frame, its strings and meta owned
 	ctx    context.Context
-	cancel context.CancelFunc
-	stop   func() bool // stops the watch over ctx
+	cancel context.CancelCauseFunc // ends ctx; its cause says why (context.Cause)
+	stop   func() bool             // stops the watch over ctx
 
 	mu      sync.Mutex
 	trailer []wire.Meta
@@ -51,9 +49,9 @@ func (ss *serverStream) Open() *wire.Frame { return &ss.open }
 
 // Recv returns the next message from the caller, io.EOF once it has
 // closed its side and every message before is taken, and the stream's
-// error once it has ended (the handler's ctx's error for a cancel or the
-// deadline, a lost error for a caller gone silent or the broker
-// connection lost).
+// error once it has ended: the handler's ctx's error when its ctx ended
+// (a cancel, the deadline, a caller lost or the broker connection lost:
+// context.Cause(ctx) says which), or the stream's own end.
 func (ss *serverStream) Recv(ctx context.Context) (wire.Codec, []byte, error) {
 	return ss.st.recv(ctx)
 }
@@ -104,8 +102,10 @@ func (ss *serverStream) Queued() int { return ss.st.queued() }
 // openStream takes a stream-open frame from the caller whose stream
 // subject is reply: it refuses the stream at once with a stream-end
 // flagged refused when the node serves no streams, is going away, or the
-// caller is at its bound of streams or over its share, and otherwise
-// starts the handler on a goroutine of its own.
+// caller is at its bound of streams, and otherwise starts the handler on
+// a goroutine of its own. A stream takes no part of the caller's share of
+// in-flight calls, as over the mux: an idle stream must not shed calls,
+// and WithMaxStreams bounds a caller's streams.
 func (l *Listener) openStream(reply string, f *wire.Frame) {
 	if reply == "" {
 		l.log.Warn("wizard: nats: malformed message dropped", "subject", l.subject, "err", "a stream-open frame without a reply subject")
@@ -133,13 +133,6 @@ func (l *Listener) openStream(reply string, f *wire.Frame) {
 	case sc != nil && len(sc.streams) >= l.t.maxStreams:
 		code, why = runtime.CodeResourceExhausted, "too many streams of this caller"
 	}
-	var share *mux.Share
-	if code == 0 && l.budget != nil {
-		if share = l.shareLocked(caller); !share.Take() {
-			share = nil
-			code, why = runtime.CodeResourceExhausted, "over the caller's share of the in-flight limit"
-		}
-	}
 	if code != 0 {
 		l.mu.Unlock()
 		l.publish(reply, &wire.Frame{Type: wire.TypeStreamEnd, Flags: wire.FlagRefused, ID: 1, Payload: wire.AppendError(nil, uint32(code), "wizard: nats: "+l.subject+": "+why)})
@@ -150,7 +143,7 @@ func (l *Listener) openStream(reply string, f *wire.Frame) {
 		l.callers[caller] = sc
 	}
 	sc.heard = time.Now()
-	ss := &serverStream{l: l, reply: reply, caller: sc, share: share}
+	ss := &serverStream{l: l, reply: reply, caller: sc}
 	ss.st.init(l.b.nc, reply, "", "wizard: nats: "+l.subject, l.b.maxFrame, l.t.streamWindow)
 	ss.st.seqIn = f.ID
 	ss.open = wire.Frame{Type: f.Type, Flags: f.Flags, Deadline: f.Deadline, Pattern: string([]byte(f.Pattern)), Meta: copyMeta(f.Meta)}
@@ -159,12 +152,13 @@ func (l *Listener) openStream(reply string, f *wire.Frame) {
 	l.wg.Add(1)
 	l.mu.Unlock()
 
-	ctx, cancel := context.WithCancel(l.ctx)
+	ctx, cancel := context.WithCancelCause(l.ctx)
 	if f.Deadline > 0 {
 		var cancelDeadline context.CancelFunc
 		ctx, cancelDeadline = context.WithDeadline(ctx, time.Now().Add(f.Deadline))
 		cancelParent := cancel
-		cancel = func() { cancelDeadline(); cancelParent() }
+		// The parent first, so that its cause reaches the handler's ctx.
+		cancel = func(cause error) { cancelParent(cause); cancelDeadline() }
 	}
 	ss.ctx, ss.cancel = ctx, cancel
 	// The deadline (or a cancel) ends the stream's Send and Recv too, for
@@ -180,7 +174,7 @@ func (l *Listener) serveStream(ss *serverStream) {
 	defer l.wg.Done()
 	err := l.callStream(ss)
 	ss.stop()
-	ss.cancel()
+	ss.cancel(nil)
 	st := &ss.st
 	st.fail(errSendEnded) // the handler is done: nothing more is taken
 	ss.mu.Lock()
@@ -193,9 +187,6 @@ func (l *Listener) serveStream(ss *serverStream) {
 	l.retireLocked(ss)
 	closed := l.closed
 	l.mu.Unlock()
-	if ss.share != nil {
-		ss.share.Release()
-	}
 	if closed {
 		st.silence() // the callers were told the node closed
 		return
@@ -271,7 +262,7 @@ func (l *Listener) streamFrame(reply string, f *wire.Frame) {
 func (ss *serverStream) abort(err error) {
 	ss.st.fail(err)
 	ss.st.last(&wire.Frame{Type: wire.TypeStreamEnd, Payload: endPayload(err)})
-	ss.cancel()
+	ss.cancel(err)
 }
 
 // cancelStream applies the caller's cancel of the stream whose subject
@@ -285,8 +276,8 @@ func (l *Listener) cancelStream(reply string) bool {
 		return false
 	}
 	ss.st.silence()
+	ss.cancel(context.Canceled) // first: a handler woken by the failed Recv finds its ctx ended
 	ss.st.fail(context.Canceled)
-	ss.cancel()
 	return true
 }
 
@@ -305,12 +296,13 @@ func (l *Listener) heardLocked(reply string, pong bool) {
 }
 
 // loseStreams ends streams as lost with err: their peer is gone, and
-// nothing more is sent on them.
+// nothing more is sent on them. Their handlers' ctx ends with err as its
+// cause.
 func loseStreams(streams []*serverStream, err error) {
 	for _, ss := range streams {
 		ss.st.silence()
+		ss.cancel(err) // first, as in cancelStream: context.Cause(ctx) is err
 		ss.st.fail(err)
-		ss.cancel()
 	}
 }
 

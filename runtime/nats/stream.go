@@ -124,9 +124,6 @@ var (
 	// errHeaderLate is the error of a SendHeader after a message or a
 	// first SendHeader.
 	errHeaderLate = errors.New("wizard: nats: stream header after the header or a message")
-	// errStreamsUnsupported is why a stream to a node that did not say,
-	// in its pong, that it serves streams is not opened.
-	errStreamsUnsupported = errors.New("the node serves no streams over NATS (an older version, or its server has no stream support)")
 )
 
 // badStreamFrame is the end of a stream whose peer sent a frame that

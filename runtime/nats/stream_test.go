@@ -20,6 +20,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime/internal/streamconn"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/natstest"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 	"github.com/wizardmesh/wizard/runtime/nats"
 )
@@ -688,7 +689,7 @@ func TestStreamPeerLost(t *testing.T) {
 					return err
 				}
 				_, _, err := s.Recv(ctx)
-				handler <- err
+				handler <- context.Cause(ctx) // why the stream ended: its ctx's cause
 				return err
 			}, ka)
 			cs := open(t, t.Context(), dialStreams(t, callerURL, subject, ka), "lost:x")
@@ -739,7 +740,7 @@ func TestStreamBrokerRestart(t *testing.T) {
 	l, err := tr.Listen("", streamServer(func(ctx context.Context, s streamconn.Stream) error {
 		for {
 			if _, _, err := s.Recv(ctx); err != nil {
-				handler <- err
+				handler <- context.Cause(ctx) // why the stream ended: its ctx's cause
 				return err
 			}
 			got <- struct{}{}
@@ -1035,4 +1036,108 @@ func TestStreamPermissionRecipe(t *testing.T) {
 	if out := p.Output(); strings.Contains(out, "Violation") {
 		t.Errorf("nats-server reports a violation:\n%s", out)
 	}
+}
+
+// TestNodeStreamLost: streams through runtime.Node.OpenStream and
+// NewStreamHandler over NATS; the node's broker connection dies or hangs
+// mid-stream, and the caller's Recv fails with unavailable within the
+// stream keep-alive's bound, while the handler's ctx ends with the loss
+// as its cause; a node that stays reachable serves the caller again
+// (unary calls and streams) once the broker restarts.
+func TestNodeStreamLost(t *testing.T) {
+	const interval, timeout = 100 * time.Millisecond, 200 * time.Millisecond
+	const slack = time.Second
+	ka := nats.WithStreamKeepAlive(interval, timeout)
+	b := natstest.Start(t)
+	for _, hang := range []bool{false, true} {
+		t.Run(map[bool]string{false: "node-dies", true: "node-hangs"}[hang], func(t *testing.T) {
+			p := newBrokerProxy(t, b.URL())
+			ended := make(chan error, 1)
+			srv := transporttest.NewServer(t, newTransport(t, p.URL(), ka))
+			transporttest.MustAdd(t, srv, "role:feed", runtime.NewStreamHandler(func(ctx context.Context, s *runtime.ServerStream[runtime.Request, any]) error {
+				if err := s.Send(map[string]any{"n": 1}); err != nil {
+					return err
+				}
+				<-ctx.Done()
+				ended <- context.Cause(ctx)
+				return ctx.Err()
+			}))
+			cl := transporttest.NewClient(t, newTransport(t, b.URL(), ka), "role:feed", nil, srv.Addr())
+			st, err := cl.OpenStream(t.Context(), "role:feed")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if _, err := st.Recv(); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			if hang {
+				p.freeze()
+			} else {
+				p.kill()
+			}
+			_, err = st.Recv()
+			took := time.Since(start)
+			if runtime.CodeOf(err) != runtime.CodeUnavailable {
+				t.Errorf("the caller's Recv: %v, want unavailable", err)
+			}
+			if took > interval+timeout+slack {
+				t.Errorf("the caller's stream ended after %v, want within %v (+%v)", took, interval+timeout, slack)
+			}
+			t.Logf("the caller's stream ended %v after the node was lost: %v", took.Round(time.Millisecond), err)
+			if cause := testwait.Recv(t, ended); !isLost(cause) {
+				t.Errorf("the handler's ctx ended with %v, want the loss", cause)
+			}
+		})
+	}
+	t.Run("broker-restart", func(t *testing.T) {
+		srv := transporttest.NewServer(t, newTransport(t, b.URL(), ka))
+		transporttest.MustAdd(t, srv, "role:feed", runtime.NewStreamHandler(func(ctx context.Context, s *runtime.ServerStream[runtime.Request, any]) error {
+			for {
+				r, err := s.Recv()
+				if err != nil {
+					return err
+				}
+				if err := s.Send(r.Msg()); err != nil {
+					return err
+				}
+			}
+		}))
+		transporttest.MustAdd(t, srv, "role:ping", func(ctx context.Context, r runtime.Request) (any, error) { return "pong", nil })
+		cl := transporttest.NewClient(t, newTransport(t, b.URL(), ka), "role:feed", nil, srv.Addr())
+		st, err := cl.OpenStream(t.Context(), "role:feed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if err := st.Send(map[string]any{"n": 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Recv(); err != nil {
+			t.Fatal(err)
+		}
+		b.Stop()
+		if _, err := st.Recv(); runtime.CodeOf(err) != runtime.CodeUnavailable {
+			t.Errorf("the caller's Recv: %v, want unavailable", err)
+		}
+		b.Restart()
+		testwait.Until(t, "a call and a stream go through once the broker is back", func() bool {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			defer cancel()
+			if res, err := cl.Act(ctx, "role:ping", nil); err != nil || res.Value() != "pong" {
+				return false
+			}
+			st, err := cl.OpenStream(ctx, "role:feed")
+			if err != nil {
+				return false
+			}
+			defer st.Close()
+			if err := st.Send(map[string]any{"n": 2}); err != nil {
+				return false
+			}
+			_, err = st.Recv()
+			return err == nil
+		})
+	})
 }
