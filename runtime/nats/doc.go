@@ -49,8 +49,8 @@
 //
 // A stream (server-, client- or bidirectional streaming) travels as the
 // stream frames of runtime/internal/wire (stream-open, -data, -close,
-// -end, -credit, -header, and cancel), one frame a message (or several,
-// in a batch), with the semantics of the mux's streams over TCP
+// -end, -credit, -header, and cancel), one frame a NATS message, with
+// the semantics of the mux's streams over TCP
 // (runtime/internal/mux). A node says in its pong that it serves streams
 // (when its runtime.Server does); a caller opens none to a node that did
 // not, which fails as not sent. The caller opens a stream with a
@@ -88,11 +88,12 @@
 // keep-alive interval, and a node pings, on a stream's subject, a caller
 // it has heard nothing from for as long, which answers on the node's
 // subject (one ping per caller and node, whatever the number of
-// streams); a side that gets no answer within the
-// timeout, or whose ping the broker answers that no one listens (the
-// peer's process died), ends the streams, both sides as lost
-// (unavailable): within the interval plus the timeout, 1s and 2s by
-// default ([WithStreamKeepAlive]). A lost broker connection ends every
+// streams); a side that gets no answer within the timeout, or whose ping
+// the broker answers that no one listens (the peer's process died), ends
+// the streams, both sides as lost (unavailable): within the interval
+// plus the timeout, 1s and 2s by default ([WithStreamKeepAlive]). The
+// caller ends its connection to the node too, as its call keep-alive
+// would ([WithKeepAlive]). A lost broker connection ends every
 // open stream on that side at once, as lost; a stream is never carried
 // on again once the connection is back, while calls are (see # Errors).
 // A graceful shutdown refuses new streams as going away and waits for
