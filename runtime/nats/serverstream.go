@@ -143,15 +143,24 @@ func (l *Listener) openStream(reply string, f *wire.Frame) {
 		l.callers[caller] = sc
 	}
 	sc.heard = time.Now()
-	ss := &serverStream{l: l, reply: reply, caller: sc}
-	ss.st.init(l.b.nc, reply, "", "wizard: nats: "+l.subject, l.b.maxFrame, l.t.streamWindow)
-	ss.st.seqIn = f.ID
-	ss.open = wire.Frame{Type: f.Type, Flags: f.Flags, Deadline: f.Deadline, Pattern: string([]byte(f.Pattern)), Meta: copyMeta(f.Meta)}
+	ss := newServerStream(l, reply, sc, f)
 	sc.streams[ss] = struct{}{}
 	l.streams[reply] = ss
 	l.wg.Add(1)
 	l.mu.Unlock()
+	ss.st.openCredit()
+	go l.serveStream(ss)
+}
 
+// newServerStream makes the node's side of the stream f opens on reply,
+// for the caller sc, with its handler's ctx: whole before the listener's
+// tables hold it, where other goroutines find it (pings, a lost broker
+// connection).
+func newServerStream(l *Listener, reply string, sc *streamCaller, f *wire.Frame) *serverStream {
+	ss := &serverStream{l: l, reply: reply, caller: sc}
+	ss.st.init(l.b.nc, reply, "", "wizard: nats: "+l.subject, l.b.maxFrame, l.t.streamWindow)
+	ss.st.seqIn = f.ID
+	ss.open = wire.Frame{Type: f.Type, Flags: f.Flags, Deadline: f.Deadline, Pattern: string([]byte(f.Pattern)), Meta: copyMeta(f.Meta)}
 	ctx, cancel := context.WithCancelCause(l.ctx)
 	if f.Deadline > 0 {
 		var cancelDeadline context.CancelFunc
@@ -164,8 +173,7 @@ func (l *Listener) openStream(reply string, f *wire.Frame) {
 	// The deadline (or a cancel) ends the stream's Send and Recv too, for
 	// a handler that waits on them with another ctx.
 	ss.stop = context.AfterFunc(ctx, func() { ss.st.fail(ctx.Err()) })
-	ss.st.openCredit()
-	go l.serveStream(ss)
+	return ss
 }
 
 // serveStream runs the stream's handler, ends the stream with what it
