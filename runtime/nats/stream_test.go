@@ -335,14 +335,17 @@ func stoppedReader(t *testing.T, url string, down bool, size int) {
 	for credit := wire.InitialWindow; size <= credit || 2*credit >= wire.InitialWindow; credit -= size {
 		want++
 	}
+	max := wire.InitialWindow + size
 	testwait.Until(t, fmt.Sprintf("the receiver holds the %d messages the window lets through", want), func() bool {
-		return q.Queued() == want*size
+		if q.Queued() > max || sent.Load() > int64(want) {
+			t.Fatalf("the sender sent %d messages (%d bytes held), more than the window lets through", sent.Load(), q.Queued())
+		}
+		return q.Queued() == want*size && sent.Load() == int64(want)
 	})
-	if got := sent.Load(); got != int64(want) {
-		t.Fatalf("the sender sent %d messages, want %d before it blocks", got, want)
-	}
-	if max := wire.InitialWindow + size; q.Queued() > max {
-		t.Fatalf("the receiver holds %d bytes, more than the window plus one message (%d)", q.Queued(), max)
+	// The sender is blocked: for a while (the length of the check, not a
+	// synchronisation), nothing more goes through.
+	if testwait.Poll(200*time.Millisecond, func() bool { return sent.Load() > int64(want) || q.Queued() > want*size }) {
+		t.Fatalf("the sender sent %d messages (%d bytes held) while the receiver did not read, want %d", sent.Load(), q.Queued(), want)
 	}
 	t.Logf("a receiver that stopped reading holds %d bytes (%d messages of %d bytes); its sender blocks", q.Queued(), want, size)
 	if down {
