@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"sync"
+	"sync/atomic"
 )
 
 // A stream is a call that carries many messages each way: a caller opens
@@ -91,15 +92,22 @@ func (s *ServerStream[Req, Res]) Recv() (Req, error) {
 		var zero Req
 		return zero, err
 	}
+	s.s.received.Add(1)
 	if _, ok := any((*Req)(nil)).(*Request); ok {
-		return any(Request{msg: v, entry: s.s.entry, node: s.s.node}).(Req), nil
+		return any(Request{msg: v.value(), entry: s.s.entry, node: s.s.node}).(Req), nil
 	}
 	return streamValue[Req](v)
 }
 
 // Send sends msg to the caller, waiting while the caller has not taken
 // enough of what was sent before.
-func (s *ServerStream[Req, Res]) Send(msg Res) error { return s.s.send(msg) }
+func (s *ServerStream[Req, Res]) Send(msg Res) error {
+	if err := s.s.send(msg); err != nil {
+		return err
+	}
+	s.s.sent.Add(1)
+	return nil
+}
 
 // SendHeader sends kv (key, value, key, value, …) to the caller as the
 // stream's headers, at most once and before the first Send; without it,
@@ -168,7 +176,7 @@ func isStreamHandler(h Handler) bool {
 type clientCore interface {
 	send(msg any) error
 	closeSend() error
-	recv() (any, error)
+	recv() (streamMsg, error)
 	header() (Metadata, error)
 	trailer() Metadata
 	cancel()
@@ -177,7 +185,7 @@ type clientCore interface {
 // serverSide is the serving side of a stream as a handler's ServerStream
 // reaches it, in-process or remote.
 type serverSide interface {
-	recv() (any, error)
+	recv() (streamMsg, error)
 	send(msg any) error
 	sendHeader(ps []MetaPair) error
 	setTrailer(ps []MetaPair)
@@ -186,36 +194,73 @@ type serverSide interface {
 // serverStream is the serving side and what the handler's Request needs.
 type serverStream struct {
 	serverSide
-	entry *handlerEntry
-	node  *Node
+	entry          *handlerEntry
+	node           *Node
+	sent, received atomic.Int64 // the messages the handler sent and received
 }
 
-// streamValue converts v, a received message (the sender's value
-// in-process, a *raw remotely), to T: as it is when it already is a T
-// (in-process, nothing copied), else decoded into a new one.
-func streamValue[T any](v any) (T, error) {
+// StreamMessages reports, for the Request of a stream (what handler
+// interceptors see around a [NewStreamHandler]'s handler), the messages
+// the handler has sent and received so far: once the handler returned,
+// the stream's counts. ok is false for a call's Request.
+func (r Request) StreamMessages() (sent, received int64, ok bool) {
+	ss, ok := r.msg.(*serverStream)
+	if !ok {
+		return 0, 0, false
+	}
+	return ss.sent.Load(), ss.received.Load(), true
+}
+
+// streamMsg is a message a stream's side received: the sender's value
+// in-process, a remote message's encoding otherwise, held by value so
+// that a typed Recv decodes it without boxing it first.
+type streamMsg struct {
+	v      any
+	raw    raw
+	remote bool
+}
+
+// value returns m as Result and Request hold a message.
+func (m streamMsg) value() any {
+	if m.remote {
+		r := m.raw
+		return &r
+	}
+	return m.v
+}
+
+// streamValue converts m, a received message, to T: as it is when it
+// already is a T (in-process, nothing copied), else decoded into a new
+// one.
+func streamValue[T any](m streamMsg) (T, error) {
 	var zero T
 	switch p := any(&zero).(type) {
 	case *Result:
-		*p = Result{v: v}
+		*p = Result{v: m.value()}
 		return zero, nil
 	case *any:
-		*p = Result{v: v}.Value()
+		*p = Result{v: m.value()}.Value()
 		return zero, nil
 	}
-	if _, isRaw := v.(*raw); !isRaw {
-		if t, ok := v.(T); ok {
+	if !m.remote {
+		if t, ok := m.v.(T); ok {
 			return t, nil
 		}
 	}
 	if rt := reflect.TypeFor[T](); rt.Kind() == reflect.Pointer {
 		nv := reflect.New(rt.Elem())
-		if err := decode(v, nv.Interface()); err != nil {
+		var err error
+		if m.remote {
+			err = decodeRaw(&m.raw, nv.Interface())
+		} else {
+			err = decode(m.v, nv.Interface())
+		}
+		if err != nil {
 			return zero, err
 		}
 		return nv.Interface().(T), nil
 	}
-	if err := decode(v, &zero); err != nil {
+	if err := decode(m.value(), &zero); err != nil {
 		return zero, err
 	}
 	return zero, nil

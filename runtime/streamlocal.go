@@ -61,24 +61,24 @@ func (s *localStream) closeSend() error {
 	return nil
 }
 
-func (s *localStream) recv() (any, error) {
+func (s *localStream) recv() (streamMsg, error) {
 	select {
 	case v := <-s.down:
-		return v, nil
+		return streamMsg{v: v}, nil
 	default:
 	}
 	select {
 	case v := <-s.down:
-		return v, nil
+		return streamMsg{v: v}, nil
 	case <-s.done:
 		select {
 		case v := <-s.down: // sent before the handler returned
-			return v, nil
+			return streamMsg{v: v}, nil
 		default:
 		}
-		return nil, streamEnd(s.end)
+		return streamMsg{}, streamEnd(s.end)
 	case <-s.ctx.Done():
-		return nil, toError(s.ctx.Err())
+		return streamMsg{}, toError(s.ctx.Err())
 	}
 }
 
@@ -122,15 +122,15 @@ func (s *localStream) cancel() { s.stop() }
 
 type localServer struct{ *localStream }
 
-func (s localServer) recv() (any, error) {
+func (s localServer) recv() (streamMsg, error) {
 	select {
 	case v, ok := <-s.up:
 		if !ok {
-			return nil, io.EOF
+			return streamMsg{}, io.EOF
 		}
-		return v, nil
+		return streamMsg{v: v}, nil
 	case <-s.hctx.Done():
-		return nil, toError(s.hctx.Err())
+		return streamMsg{}, toError(s.hctx.Err())
 	}
 }
 

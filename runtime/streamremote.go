@@ -49,8 +49,11 @@ func (s *remoteStream) send(msg any) error {
 	err = s.cs.Send(s.ctx, wire.Codec(codec), payload)
 	putStreamBuf(buf)
 	if err != nil {
-		if _, ok := errors.AsType[*streamconn.Error](err); ok {
+		if _, ok := errors.AsType[*streamconn.Error](err); ok || err == io.EOF {
 			return io.EOF // ended by the server: Recv tells how
+		}
+		if errors.Is(err, wire.ErrFrameTooLarge) {
+			return tooLarge(err) // not sent; the stream goes on
 		}
 		return s.fail(err)
 	}
@@ -72,14 +75,14 @@ func (s *remoteStream) closeSend() error {
 	return nil
 }
 
-func (s *remoteStream) recv() (any, error) {
+func (s *remoteStream) recv() (streamMsg, error) {
 	s.header() // the server's message type comes with its headers
 	codec, payload, err := s.cs.Recv(s.ctx)
 	if err != nil {
-		return nil, s.fail(err)
+		return streamMsg{}, s.fail(err)
 	}
 	s.received.Add(1)
-	return &raw{codec: Codec(codec), data: payload, typ: s.resType, types: s.types}, nil
+	return streamMsg{remote: true, raw: raw{codec: Codec(codec), data: payload, typ: s.resType, types: s.types}}, nil
 }
 
 func (s *remoteStream) header() (Metadata, error) {
@@ -171,15 +174,15 @@ type remoteServer struct {
 	hdrSent bool
 }
 
-func (s *remoteServer) recv() (any, error) {
+func (s *remoteServer) recv() (streamMsg, error) {
 	codec, payload, err := s.st.Recv(s.ctx)
 	if err != nil {
 		if err == io.EOF {
-			return nil, io.EOF
+			return streamMsg{}, io.EOF
 		}
-		return nil, s.fail(err)
+		return streamMsg{}, s.fail(err)
 	}
-	return &raw{codec: Codec(codec), data: payload, typ: s.reqType}, nil
+	return streamMsg{remote: true, raw: raw{codec: Codec(codec), data: payload, typ: s.reqType}}, nil
 }
 
 func (s *remoteServer) send(msg any) error {
@@ -202,9 +205,18 @@ func (s *remoteServer) send(msg any) error {
 		}
 	}
 	if err := s.st.Send(s.ctx, wire.Codec(codec), payload); err != nil {
+		if errors.Is(err, wire.ErrFrameTooLarge) {
+			return tooLarge(err) // not sent; the stream goes on
+		}
 		return s.fail(err)
 	}
 	return nil
+}
+
+// tooLarge is the error of a stream's Send whose message is larger than
+// its connection's frames may be: that message is not sent.
+func tooLarge(err error) *Error {
+	return &Error{Code: CodeResourceExhausted, Message: "wizard: stream message not sent: " + err.Error(), cause: err}
 }
 
 func (s *remoteServer) sendHeader(ps []MetaPair) error {

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/transporttest"
+	"github.com/wizardmesh/wizard/runtime/tcp"
 )
 
 // ticker serves a stream that sends a message, then waits for the
@@ -155,5 +157,80 @@ func TestStreamsTakeNoCallSlot(t *testing.T) {
 		if _, err := n.ActE(t.Context(), "role:ok", nil); err != nil {
 			t.Fatalf("a call beside 4 open streams on a node with 2 call slots: %v", err)
 		}
+	}
+}
+
+// TestStreamInterceptor: a handler interceptor runs once around a
+// stream's handler, and learns the messages it sent and received.
+func TestStreamInterceptor(t *testing.T) {
+	type counts struct {
+		sent, received int64
+		ok             bool
+	}
+	seen := make(chan counts, 4)
+	ic := func(next runtime.Handler) runtime.Handler {
+		return func(ctx context.Context, r runtime.Request) (any, error) {
+			res, err := next(ctx, r)
+			s, rc, ok := r.StreamMessages()
+			seen <- counts{s, rc, ok}
+			return res, err
+		}
+	}
+	srv := newServer(t, runtime.WithHandlerInterceptors(ic))
+	transporttest.MustAdd(t, srv, "role:tick", ticker(make(chan error, 1)))
+	cl := newClient(t, "role:tick", srv.Addr())
+	st, err := cl.OpenStream(t.Context(), "role:tick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := st.Recv(); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Send(map[string]any{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.Recv(); err != nil { // the handler took the second, sent the third
+		t.Fatal(err)
+	}
+	st.Close()
+	if c := testwait.Recv(t, seen); !c.ok || c.received != 2 || c.sent != 3 {
+		t.Fatalf("the interceptor saw %+v; want a stream with 2 received and 3 sent", c)
+	}
+}
+
+// TestStreamMessageTooLarge: a message larger than the connection's
+// frames is refused by Send with resource_exhausted, either way, and the
+// stream goes on.
+func TestStreamMessageTooLarge(t *testing.T) {
+	const limit = 64 << 10
+	big := map[string]any{"pad": strings.Repeat("x", limit)}
+	got := make(chan error, 1)
+	srv := transporttest.NewServer(t, newTransport(t, tcp.WithMaxFrameSize(limit)))
+	transporttest.MustAdd(t, srv, "role:big", runtime.NewStreamHandler(func(ctx context.Context, s *runtime.ServerStream[runtime.Request, any]) error {
+		got <- s.Send(big)
+		if _, err := s.Recv(); err != nil { // the caller's small message, after its big one failed
+			return err
+		}
+		return s.Send(map[string]any{"small": true})
+	}))
+	cl := transporttest.NewClient(t, newTransport(t, tcp.WithMaxFrameSize(limit)), "role:big", nil, srv.Addr())
+	st, err := cl.OpenStream(t.Context(), "role:big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := testwait.Recv(t, got); runtime.CodeOf(err) != runtime.CodeResourceExhausted {
+		t.Fatalf("the handler's Send of %d bytes: %v, want resource_exhausted", limit, err)
+	}
+	if err := st.Send(big); runtime.CodeOf(err) != runtime.CodeResourceExhausted {
+		t.Fatalf("the caller's Send of %d bytes: %v, want resource_exhausted", limit, err)
+	}
+	if err := st.Send(map[string]any{"small": true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); err != nil {
+		t.Fatalf("the stream after a refused message: %v", err)
 	}
 }
