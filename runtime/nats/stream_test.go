@@ -1144,3 +1144,39 @@ func TestNodeStreamLost(t *testing.T) {
 		})
 	})
 }
+
+// TestNodeStreamMessageTooLarge: a message larger than the transport's
+// frames is refused by Send with resource_exhausted, either way, and the
+// stream goes on.
+func TestNodeStreamMessageTooLarge(t *testing.T) {
+	const limit = 64 << 10
+	b := natstest.Start(t)
+	big := map[string]any{"pad": strings.Repeat("x", limit)}
+	got := make(chan error, 1)
+	srv := transporttest.NewServer(t, newTransport(t, b.URL(), nats.WithMaxFrameSize(limit)))
+	transporttest.MustAdd(t, srv, "role:big", runtime.NewStreamHandler(func(ctx context.Context, s *runtime.ServerStream[runtime.Request, any]) error {
+		got <- s.Send(big)
+		if _, err := s.Recv(); err != nil { // the caller's small message, after its big one failed
+			return err
+		}
+		return s.Send(map[string]any{"small": true})
+	}))
+	cl := transporttest.NewClient(t, newTransport(t, b.URL(), nats.WithMaxFrameSize(limit)), "role:big", nil, srv.Addr())
+	st, err := cl.OpenStream(t.Context(), "role:big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := testwait.Recv(t, got); runtime.CodeOf(err) != runtime.CodeResourceExhausted {
+		t.Fatalf("the handler's Send of %d bytes: %v, want resource_exhausted", limit, err)
+	}
+	if err := st.Send(big); runtime.CodeOf(err) != runtime.CodeResourceExhausted {
+		t.Fatalf("the caller's Send of %d bytes: %v, want resource_exhausted", limit, err)
+	}
+	if err := st.Send(map[string]any{"small": true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); err != nil {
+		t.Fatalf("the stream after a refused message: %v", err)
+	}
+}
