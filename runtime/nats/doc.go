@@ -120,8 +120,10 @@
 // shared among its callers, each known by its reply inbox, as a TCP
 // listener shares it among connections: a flood from one caller does not
 // take the others' room. A listener serves at most [WithMaxStreams]
-// streams at once per caller (1024), and refuses those beyond at once,
-// their handlers not run (resource exhausted, flagged refused); a stream
+// streams at once per caller (1024), and as many streams in all as
+// [WithMaxServing] says of calls (4096), and refuses those beyond at
+// once, their handlers not run (resource exhausted, flagged refused); a
+// stream
 // takes neither a part of its caller's share of the in-flight limit nor
 // one of [WithMaxServing]'s calls (an idle stream must not shed calls). A
 // caller's streams so hold at most WithMaxStreams x (window + one

@@ -213,10 +213,11 @@ func WithServeTimeout(d time.Duration) Option {
 }
 
 // WithMaxServing bounds the calls a listener serves at once, whoever
-// sends them: 0 for the default (4096), else at least 1. A call beyond it
-// is refused at once without running (resource exhausted, flagged
-// refused), so that its caller tries another node. A node's own
-// runtime.WithMaxInFlight applies as well.
+// sends them, and apart from them its streams: 0 for the default (4096),
+// else at least 1. A call or stream beyond it is refused at once without
+// running (resource exhausted, flagged refused), so that its caller tries
+// another node. A node's own runtime.WithMaxInFlight applies to calls as
+// well, and [WithMaxStreams] to each caller's streams.
 func WithMaxServing(n int) Option {
 	return optionFunc(func(t *Transport) error {
 		if n < 0 {

@@ -102,8 +102,8 @@ func (ss *serverStream) Queued() int { return ss.st.queued() }
 // openStream takes a stream-open frame from the caller whose stream
 // subject is reply: it refuses the stream at once with a stream-end
 // flagged refused when the node serves no streams, is going away, or the
-// caller is at its bound of streams, and otherwise starts the handler on
-// a goroutine of its own. A stream takes no part of the caller's share of
+// caller or the listener is at its bound of streams, and otherwise starts
+// the handler on a goroutine of its own. A stream takes no part of the caller's share of
 // in-flight calls, as over the mux: an idle stream must not shed calls,
 // and WithMaxStreams bounds a caller's streams.
 func (l *Listener) openStream(reply string, f *wire.Frame) {
@@ -132,6 +132,10 @@ func (l *Listener) openStream(reply string, f *wire.Frame) {
 		code, why = runtime.CodeUnavailable, "server is going away"
 	case sc != nil && len(sc.streams) >= l.t.maxStreams:
 		code, why = runtime.CodeResourceExhausted, "too many streams of this caller"
+	case len(l.streams) >= l.t.maxServing:
+		// Whoever may publish on the subject can name as many callers as
+		// it likes: the listener's own bound holds.
+		code, why = runtime.CodeResourceExhausted, "serving too many streams"
 	}
 	if code != 0 {
 		l.mu.Unlock()

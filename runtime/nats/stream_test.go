@@ -477,9 +477,10 @@ func TestStreamError(t *testing.T) {
 	}
 }
 
-// TestStreamLimits: a caller's streams beyond WithMaxStreams are refused
-// at once with resource exhausted, flagged refused, and a node whose
-// server serves no streams is not sent one.
+// TestStreamLimits: a caller's streams beyond WithMaxStreams, and a
+// listener's beyond WithMaxServing, are refused at once with resource
+// exhausted, flagged refused, and a node whose server serves no streams
+// is not sent one.
 func TestStreamLimits(t *testing.T) {
 	b := natstest.Start(t)
 	o := streamPair(t, b.URL(), func(ctx context.Context, s streamconn.Stream) error {
@@ -497,6 +498,23 @@ func TestStreamLimits(t *testing.T) {
 	var se *streamconn.Error
 	if !errors.As(err, &se) || se.Code != uint32(runtime.CodeResourceExhausted) || !se.Refused {
 		t.Fatalf("the third stream: %v, want resource exhausted, refused", err)
+	}
+
+	// The listener's bound, whatever the callers.
+	started := make(chan struct{}, 3)
+	subject := listenStreams(t, b.URL(), func(ctx context.Context, s streamconn.Stream) error {
+		started <- struct{}{}
+		<-ctx.Done()
+		return ctx.Err()
+	}, nats.WithMaxServing(3))
+	callers := []streamconn.Opener{dialStreams(t, b.URL(), subject), dialStreams(t, b.URL(), subject)}
+	for i := range 3 {
+		open(t, t.Context(), callers[i%2], "hold:x")
+		testwait.Recv(t, started)
+	}
+	_, _, err = open(t, t.Context(), callers[1], "hold:x").Recv(t.Context())
+	if !errors.As(err, &se) || se.Code != uint32(runtime.CodeResourceExhausted) || !se.Refused || !strings.Contains(se.Message, "serving too many streams") {
+		t.Fatalf("a stream beyond the listener's bound: %v, want resource exhausted, refused", err)
 	}
 
 	l, err := newTransport(t, b.URL()).Listen("", serverFunc(func(context.Context, *runtime.Message) *runtime.Message { return nil }))
