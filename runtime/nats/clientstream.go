@@ -65,7 +65,8 @@ func (c *Conn) OpenStream(ctx context.Context, open *wire.Frame) (streamconn.Cli
 	}
 	b := c.b
 	if size, max := f.Size()-4, b.maxFrame(); size > max {
-		return nil, fmt.Errorf("%s: stream open of %d bytes: %w (limit %d)", c.where, size, wire.ErrFrameTooLarge, max)
+		// Refused here, as a call's request of that size is.
+		return nil, runtime.NewError(runtime.CodeResourceExhausted, fmt.Sprintf("%s: stream open of %d bytes: frame too large (limit %d)", c.where, size, max))
 	}
 	if err := c.beginStream(); err != nil {
 		return nil, err
