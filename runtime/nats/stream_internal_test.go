@@ -53,9 +53,6 @@ func TestStreamWaits(t *testing.T) {
 			received <- err
 		}()
 		synctest.Wait()
-		if err := st.addCredit(wire.AppendCredit(nil, 1)); err != nil {
-			t.Fatal(err)
-		}
 		if !st.deliver(wire.CodecNone, []byte("y")) {
 			t.Fatal("a message within the window refused")
 		}
@@ -63,6 +60,10 @@ func TestStreamWaits(t *testing.T) {
 		if err := <-received; err != nil {
 			t.Errorf("Recv: %v", err)
 		}
+		if err := st.addCredit(wire.AppendCredit(nil, 1)); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
 		// The publish fails (no broker connection): the stream is lost.
 		if err := <-sent; err == nil {
 			t.Error("Send without a broker connection succeeded")
