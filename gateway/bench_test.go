@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -209,4 +210,59 @@ func BenchmarkHTTPBaseline(b *testing.B) {
 		}
 	}
 	lat.report(b)
+}
+
+// BenchmarkGatewayStream: one server stream through the gateway from a
+// handler on another node over TCP, a small message per op, read by one
+// client over the WebSocket (msg frames) or as Server-Sent Events.
+func BenchmarkGatewayStream(b *testing.B) {
+	for _, via := range []string{"websocket", "sse"} {
+		b.Run(via, func(b *testing.B) {
+			tg, _ := newStreamGateway(b, settings{})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var next func() []byte
+			switch via {
+			case "websocket":
+				c, _, err := websocket.Dial(ctx, tg.ws, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.CloseNow()
+				if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"req","id":"s","method":"GET","path":"/s/count?n=1000000000"}`)); err != nil {
+					b.Fatal(err)
+				}
+				next = func() []byte {
+					_, m, err := c.Read(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return m
+				}
+			case "sse":
+				req, _ := http.NewRequestWithContext(ctx, "GET", tg.base+"/s/count?n=1000000000", nil)
+				req.Header.Set("Accept", contentSSE)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer res.Body.Close()
+				r := bufio.NewReader(res.Body)
+				next = func() []byte {
+					line, err := r.ReadSlice('\n')
+					if err != nil {
+						b.Fatal(err)
+					}
+					r.ReadSlice('\n') // the event's blank line
+					return line
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if m := next(); !bytes.Contains(m, []byte(`"i":`)) {
+					b.Fatalf("message %s", m) // a benchmark of errors measures nothing
+				}
+			}
+		})
+	}
 }

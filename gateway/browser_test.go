@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +116,13 @@ routes:
     path: /api/t/{action}
     pattern: "role:t,cmd:{action}"
     vars: {action: {allow: [echo, meta, slow]}}
+  - name: s
+    method: GET
+    path: /api/s/{action}
+    pattern: "role:s,cmd:{action}"
+    vars: {action: {allow: [count, hold, flood]}}
+    auth: none
+    stream: server
 `
 
 // TestBrowser: a real browser (headless Chromium) loads a page from the
@@ -121,7 +130,10 @@ routes:
 // frame (a JWT the gateway verifies), sends several requests at once to
 // a mesh over TCP, cancels the slow one once its handler runs; and, from
 // two other origins, makes a cross-origin fetch that CORS allows for the
-// listed origin and refuses for the other.
+// listed origin and refuses for the other. The page also receives server
+// streams over the WebSocket and over EventSource and cancels one of
+// each (the handlers' ctx ends), and a slow page does not grow the
+// gateway's memory: the service is held back instead.
 func TestBrowser(t *testing.T) {
 	ctx := newBrowser(t)
 	gwLn, allowedLn, refusedLn := listen(t), listen(t), listen(t)
@@ -136,8 +148,15 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := newBackend(t)
+	sb := newStreamBackend(t)
+	node := gatewayNode(t, b, sb.svc.Addr())
+	waitCtx, cancelWait := context.WithTimeout(t.Context(), guard)
+	defer cancelWait()
+	if err := node.WaitFor(waitCtx, "role:s,cmd:count"); err != nil {
+		t.Fatal(err)
+	}
 	logs := &logBuffer{}
-	g, err := New(gatewayNode(t, b), cfg, WithLogger(slog.New(logs)))
+	g, err := New(node, cfg, WithLogger(slog.New(logs)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,6 +229,9 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("slow: %+v, want 499 canceled", r)
 		}
 	})
+
+	t.Run("streams", func(t *testing.T) { browserStreams(t, ctx, self, sb) })
+	t.Run("slow page", func(t *testing.T) { browserSlowPage(t, ctx, self, sb) })
 
 	for _, c := range []struct {
 		name, origin string
@@ -284,4 +306,100 @@ func navigatePoll(t *testing.T, ctx context.Context, page, expr string) string {
 		t.Fatalf("waiting for %s: %v", expr, err)
 	}
 	return s
+}
+
+// browserStreams: the page receives a server stream over the WebSocket
+// and over EventSource, to their end events, and cancels a stream of
+// each kind once it has a message (a cancel frame; EventSource.close):
+// both handlers' ctx ends.
+func browserStreams(t *testing.T, ctx context.Context, self string, sb *streamBackend) {
+	ws := "ws://" + strings.TrimPrefix(self, "http://") + "/ws"
+	page := self + "/browser.html?" + url.Values{"mode": {"stream"}, "ws": {ws}}.Encode()
+	navigatePoll(t, ctx, page, "window.held")
+	recv(t, sb.held)
+	recv(t, sb.held)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void]("window.cancelHolds()")); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := recv(t, sb.heldDone); !errors.Is(err, context.Canceled) {
+			t.Errorf("a hold handler's ctx ended with %v, want context.Canceled", err)
+		}
+	}
+	results := navigatePoll(t, ctx, "", "window.results")
+	type stream struct {
+		Msgs []struct {
+			I int `json:"i"`
+		} `json:"msgs"`
+		End struct {
+			Status  int                 `json:"status"`
+			Error   *errorBody          `json:"error"`
+			Trailer map[string][]string `json:"trailer"`
+		} `json:"end"`
+		LastEventID string `json:"lastEventId"`
+	}
+	var got struct{ WS, SSE, WSHold stream }
+	if err := json.Unmarshal([]byte(results), &got); err != nil {
+		t.Fatalf("results %s: %v", results, err)
+	}
+	for name, s := range map[string]stream{"websocket": got.WS, "EventSource": got.SSE} {
+		ok := len(s.Msgs) == 5 && s.End.Status == 200 && slices.Equal(s.End.Trailer["count"], []string{"5"})
+		for i, m := range s.Msgs {
+			ok = ok && m.I == i
+		}
+		if !ok {
+			t.Errorf("%s: %+v, want messages 0 to 4 and the end 200 with the trailer count: 5", name, s)
+		}
+	}
+	if got.SSE.LastEventID != sseEndID {
+		t.Errorf("EventSource's end event has the id %q, want %q", got.SSE.LastEventID, sseEndID)
+	}
+	if e := got.WSHold.End; e.Status != StatusClientClosed || e.Error == nil || e.Error.Code != "canceled" {
+		t.Errorf("the cancelled WebSocket stream ended %+v, want 499 canceled", e)
+	}
+}
+
+// browserSlowPage: a page kept busy 20ms a message reads a stream whose
+// handler sends 64 KiB messages as fast as it may: the gateway's live
+// heap stays flat and the handler is held back.
+func browserSlowPage(t *testing.T, ctx context.Context, self string, sb *streamBackend) {
+	const n = 60
+	ws := "ws://" + strings.TrimPrefix(self, "http://") + "/ws"
+	page := self + "/browser.html?" + url.Values{"mode": {"slow"}, "ws": {ws}, "n": {strconv.Itoa(n)}}.Encode()
+	sb.sent.Store(0)
+	base := liveHeap()
+	stop, sampled := make(chan struct{}), make(chan uint64)
+	go func() {
+		var peak uint64
+		tick := time.NewTicker(50 * time.Millisecond) // a sampling interval, not synchronisation
+		defer tick.Stop()
+		for {
+			peak = max(peak, liveHeap())
+			select {
+			case <-stop:
+				sampled <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	results := navigatePoll(t, ctx, page, "window.results")
+	sent := sb.sent.Load()
+	close(stop)
+	growth := int64(recv(t, sampled)) - int64(base)
+	var got struct{ Count, Last int }
+	if err := json.Unmarshal([]byte(results), &got); err != nil || got.Count != n || got.Last != n-1 {
+		t.Fatalf("results %s (%v), want %d messages", results, err, n)
+	}
+	t.Logf("slow page: read %d messages of %d KiB while the handler sent %d of %d; live heap grew by %.1f MiB at most",
+		n, floodSize>>10, sent, floodCount, float64(growth)/(1<<20))
+	if sent >= floodCount {
+		t.Errorf("the handler sent all %d messages to a page that read %d: nothing held it back", sent, n)
+	}
+	if growth > 32<<20 {
+		t.Errorf("the live heap grew by %d bytes with a slow page, want at most 32 MiB", growth)
+	}
+	if err := recv(t, sb.floodEnd); err == nil {
+		t.Error("the flood handler sent everything: the page's leaving did not end it")
+	}
 }

@@ -1,7 +1,8 @@
 // Package gateway is wizard's edge: HTTP and WebSocket in, [runtime.Node.ActE]
 // into the mesh out. The gateway is a wizard node; its route table (YAML,
 // gateway/config) maps a method and path template to a pattern template,
-// and every request becomes one call of the pattern its route fills in.
+// and every request becomes one call of the pattern its route fills in
+// (or, on a streaming route, opens a stream of it: see # Streams).
 // Only that pattern routes the call: a field of the client's never
 // steers it to a narrower pattern (role:users,cmd:delete,admin:true); the
 // handler's message holds the pattern's pairs beside the client's fields,
@@ -92,12 +93,16 @@
 //	→ {"type":"auth","id":"a1","token":"<jwt>"}
 //	→ {"type":"req","id":"42","method":"POST","path":"/api/users/create?x=1","body":{...},"timeout_ms":3000}
 //	→ {"type":"cancel","id":"42"}
+//	→ {"type":"msg","id":"s1","body":{...}} (a stream's message; see # Streams)
+//	→ {"type":"end","id":"s1"}              (a stream's half-close)
 //	→ {}                                    (ping; answered {})
 //	← {"type":"auth","id":"a1","ok":true,"subject":"u_1","expires_at":"..."}
 //	← {"type":"res","id":"42","status":200,"request_id":"...","body":{...}}
 //	← {"type":"res","id":"42","status":404,"request_id":"...","error":{"code":"not_found","message":"..."}}
 //	← {"type":"res","id":null,"status":400,"error":{"code":"invalid_argument","message":"frame is not valid JSON"}}
 //	← {"type":"res","id":"43","status":429,"request_id":"...","error":{...},"retry_after_ms":250}
+//	← {"type":"msg","id":"s1","body":{...}} (a stream's message)
+//	← {"type":"end","id":"s1","status":200,"request_id":"..."}
 //
 // Frames have no headers: a 429 or 503 reply carries retry_after_ms
 // where HTTP has Retry-After (the exact wait of a rate limit, in
@@ -135,6 +140,76 @@
 // websocket.ping_interval (browsers answer them themselves) and closes a
 // connection with 1001 after websocket.idle_timeout without a frame or a
 // pong.
+//
+// # Streams
+//
+// A route with stream: server, client or bidi (gateway/config) opens a
+// mesh stream of its pattern ([runtime.Node.OpenStream]) instead of
+// making a call. The call's metadata (request-id, auth-*) is the open's
+// metadata, the route's auth, scopes and rate limits apply at the open,
+// and the request's message (path variables, query, body, the pattern's
+// pairs, built as for a call) is the stream's first message: always for
+// a server stream, which is then half-closed; for client and bidi
+// streams when the req frame has a body. A stream has no deadline
+// unless its route sets a timeout or the client a hint (clamped to
+// max_timeout); it is never retried or sent elsewhere once open.
+//
+// Over the WebSocket, a req frame for a streaming route opens the
+// stream, and every frame of the stream carries its id:
+//
+//	→ {"type":"req","id":"s1","method":"GET","path":"/api/prices/ACME"}
+//	← {"type":"msg","id":"s1","body":{...}}          one per message of the service's
+//	← {"type":"end","id":"s1","status":200,"request_id":"...","trailer":{"k":["v"]}}
+//	← {"type":"end","id":"s1","status":503,"request_id":"...","error":{"code":"unavailable","message":"..."}}
+//	→ {"type":"msg","id":"c1","body":{...}}          a client or bidi stream's message
+//	→ {"type":"end","id":"c1"}                       the client's half-close
+//	→ {"type":"cancel","id":"s1"}                    cancels; the end frame follows, 499 canceled
+//
+// A stream always ends with one end frame: status 200 with the service's
+// trailers, or the error's status and body as in a res frame (a refusal
+// at the open too: 401, 403, 429, 503; only a req frame refused before
+// its route is looked up, for a repeated id, the in-flight limit or a
+// shutdown, is answered with a res frame, stream or not). Closing the
+// socket cancels all its streams. A msg or end frame for a server stream, or after the
+// client's end frame, ends the stream with 400; one for no open stream
+// is answered by a res frame, 400. A client's message larger than the
+// mesh carries (its transport's frame limit) ends the stream with 413.
+//
+// Over HTTP, a server stream's route answers Accept: text/event-stream
+// with Server-Sent Events, one event per message and an end event:
+//
+//	data: {...}
+//
+//	event: end
+//	id: end
+//	data: {"status":200,"request_id":"..."}
+//
+// and any other Accept (application/x-ndjson, */*, none) with
+// newline-delimited JSON (application/x-ndjson), a msg line per
+// message and an end line:
+//
+//	{"type":"msg","body":{...}}
+//	{"type":"end","status":200,"request_id":"..."}
+//
+// An error before the first message is an ordinary error answer, with
+// its status; after it, the end event or line carries it. A browser's
+// EventSource reconnects when a stream ends: close it on the end event
+// (its reconnection, which sends Last-Event-ID: end, is answered 204,
+// which stops it). The client's leaving cancels the stream. The server's
+// write timeout bounds each message's write, not the whole stream.
+// Client and bidi streams are WebSocket only (over HTTP: 400
+// failed_precondition).
+//
+// Flow control runs end to end: per stream the gateway receives the
+// service's next message only once the previous one is written to the
+// client's socket, so a slow client slows the service (whose Send
+// blocks once the mesh's own per-stream window is full) and the gateway
+// holds one message per stream, websocket.max_streams_per_conn streams
+// per connection (16 by default; a req frame opening one more is
+// answered with an end frame, 429). An open stream also counts as a
+// request in flight (websocket.max_inflight_per_conn). The other way, a stream holds at
+// most 4 of the client's messages the service has not taken; past them
+// the gateway stops reading the connection until the service takes one.
 //
 // # Limits
 //

@@ -19,6 +19,8 @@ const (
 	frameReq    = "req"
 	frameCancel = "cancel"
 	frameRes    = "res"
+	frameMsg    = "msg" // a stream's message, either way
+	frameEnd    = "end" // the client's half-close; the gateway's end of a stream
 )
 
 // maxFrameID bounds a frame's id.
@@ -108,11 +110,15 @@ func (f *inFrame) check() string {
 		if f.TimeoutMs < 0 {
 			return "timeout_ms cannot be negative"
 		}
-	case frameCancel:
+	case frameMsg:
+		if f.Body == nil {
+			return "msg frame has no body"
+		}
+	case frameCancel, frameEnd:
 	case "":
 		return "frame has no type"
 	default:
-		return "unknown frame type " + strconv.Quote(clipString(f.Type, 32)) + " (want auth, req or cancel)"
+		return "unknown frame type " + strconv.Quote(clipString(f.Type, 32)) + " (want auth, req, msg, end or cancel)"
 	}
 	return ""
 }

@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/wizardmesh/wizard/runtime"
 )
 
 func TestDecodeFrame(t *testing.T) {
@@ -22,6 +25,10 @@ func TestDecodeFrame(t *testing.T) {
 			want: inFrame{Type: "req", ID: strp("42"), Method: "POST", Path: "/a?b=c", Body: json.RawMessage(`{"x":1}`), TimeoutMs: 3000}},
 		{name: "auth", in: `{"type":"auth","id":"a1","token":"t"}`, want: inFrame{Type: "auth", ID: strp("a1"), Token: "t"}},
 		{name: "cancel", in: `{"type":"cancel","id":"42"}`, want: inFrame{Type: "cancel", ID: strp("42")}},
+		{name: "msg", in: `{"type":"msg","id":"s1","body":{"x":1}}`, want: inFrame{Type: "msg", ID: strp("s1"), Body: json.RawMessage(`{"x":1}`)}},
+		{name: "msg null", in: `{"type":"msg","id":"s1","body":null}`, want: inFrame{Type: "msg", ID: strp("s1"), Body: json.RawMessage(`null`)}},
+		{name: "end", in: `{"type":"end","id":"s1"}`, want: inFrame{Type: "end", ID: strp("s1")}},
+		{name: "msg without body", in: `{"type":"msg","id":"s1"}`, id: strp("s1"), error: "no body"},
 		{name: "not JSON", in: `{"type":`, error: "not valid JSON"},
 		{name: "array", in: `[1]`, error: "wrong type"},
 		{name: "two values", in: `{} {}`, error: "more than one"},
@@ -68,6 +75,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{}`, `{"type":"req","id":"42","method":"POST","path":"/a","body":{"x":1},"timeout_ms":3000}`,
 		`{"type":"auth","id":"a1","token":"t"}`, `{"type":"cancel","id":"42"}`, `not json`, `{"id":"x"}`,
 		`{"type":"req","id":"1","method":"GET","path":"/","extra":1}`, `{"id":"\u0000"}`, `[]`, `null`, `{"body":null}`,
+		`{"type":"msg","id":"s1","body":{"x":"\n"}}`, `{"type":"end","id":"s1"}`, `{"type":"msg","id":"s1"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -93,6 +101,17 @@ func FuzzDecodeFrame(f *testing.F) {
 		}
 		switch fr.Type {
 		case frameAuth, frameReq, frameCancel:
+		case frameEnd:
+			if !json.Valid(appendEnd(nil, frameEnd, fr.ID, "r", badRequest("x"), runtime.Metadata{})) {
+				t.Fatal("the end frame is not JSON")
+			}
+		case frameMsg:
+			// A msg frame's body goes back out in the gateway's frames
+			// and lines: JSON, and on one line.
+			line := appendMsg(nil, fr.ID, oneLine(fr.Body))
+			if !json.Valid(line) || bytes.ContainsAny(line, "\r\n") {
+				t.Fatalf("the msg frame %q is written as %q", data, line)
+			}
 		default:
 			t.Fatalf("accepted type %q", fr.Type)
 		}

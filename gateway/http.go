@@ -43,6 +43,9 @@ func (g *Gateway) serveRoute(w http.ResponseWriter, r *http.Request, l *live, a 
 		return
 	}
 	a.status = out.statusOr()
+	if out.streamed {
+		return
+	}
 	h := w.Header()
 	out.setHeaders(h)
 	// Canonical keys set directly: Set would canonicalize them again, and
@@ -86,7 +89,11 @@ func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, l *live, 
 	if r.URL.RawQuery != "" {
 		query = r.URL.Query()
 	}
-	return g.call(r.Context(), call{l: l, m: m, method: r.Method, path: r.URL.Path, query: query, body: body, hint: hint, id: id, rid: a.rid})
+	c := call{l: l, m: m, method: r.Method, path: r.URL.Path, query: query, body: body, hint: hint, id: id, rid: a.rid}
+	if m.policy.stream != streamNone {
+		return g.serveHTTPStream(w, r, c)
+	}
+	return g.call(r.Context(), c)
 }
 
 // jsonContentType is the Content-Type value of the gateway's answers,
@@ -147,14 +154,24 @@ func (g *Gateway) act(ctx context.Context, c call) (json.RawMessage, *apiError) 
 		}
 		return nil, e
 	}
+	b, none, e := g.answerJSON(res, c.rid, c.m.pattern)
+	if none {
+		return nil, unserved(c.method, c.path)
+	}
+	return b, e
+}
+
+// answerJSON returns a result (a call's answer, a stream's message) as
+// JSON; none reports the call's default, noServiceValue.
+func (g *Gateway) answerJSON(res runtime.Result, rid, pat string) (b json.RawMessage, none bool, e *apiError) {
 	// A remote JSON answer passes on as its text, checked but not
 	// decoded (the common case: a handler on another node).
 	if b, ok := res.JSON(); ok {
 		if !json.Valid(b) {
-			g.log.Error("gateway: a handler's answer is not valid JSON", "request_id", c.rid, "pattern", c.m.pattern)
-			return nil, newAPIError(http.StatusInternalServerError, runtime.CodeInternal, "internal error")
+			g.log.Error("gateway: a handler's answer is not valid JSON", "request_id", rid, "pattern", pat)
+			return nil, false, newAPIError(http.StatusInternalServerError, runtime.CodeInternal, "internal error")
 		}
-		return json.RawMessage(b), nil
+		return json.RawMessage(b), false, nil
 	}
 	// Decode, not Value: Value would decode a remote answer into maps
 	// only to find that it is not the default.
@@ -163,16 +180,16 @@ func (g *Gateway) act(ctx context.Context, c call) (json.RawMessage, *apiError) 
 		// Most often a protobuf answer of a type this binary does not
 		// link: register it (import its Go package; wizard-gateway
 		// --descriptors loads a descriptor set).
-		g.log.Error("gateway: a handler's result cannot be turned into JSON", "request_id", c.rid, "pattern", c.m.pattern, "err", err)
-		return nil, newAPIError(http.StatusInternalServerError, runtime.CodeInternal, "internal error")
+		g.log.Error("gateway: a handler's result cannot be turned into JSON", "request_id", rid, "pattern", pat, "err", err)
+		return nil, false, newAPIError(http.StatusInternalServerError, runtime.CodeInternal, "internal error")
 	}
 	switch {
 	case out == noServiceValue:
-		return nil, unserved(c.method, c.path)
+		return nil, true, nil
 	case out == nil:
-		return json.RawMessage("null"), nil
+		return json.RawMessage("null"), false, nil
 	}
-	return out.json, nil
+	return out.json, false, nil
 }
 
 // message builds the call's message: the common request's as JSON, with

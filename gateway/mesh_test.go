@@ -171,14 +171,14 @@ func (noBreaker) Success()    {}
 func (noBreaker) Failure()    {}
 func (noBreaker) Open()       {}
 
-// gatewayNode is the gateway's node, peered with the backend's nodes,
-// its breaker for the broken node open; it returns once it routes every
-// backend pattern.
-func gatewayNode(t testing.TB, b *backend) *runtime.Node {
+// gatewayNode is the gateway's node, peered with the backend's nodes
+// (and the extra ones), its breaker for the broken node open; it returns
+// once it routes every backend pattern.
+func gatewayNode(t testing.TB, b *backend, extra ...string) *runtime.Node {
 	t.Helper()
 	brokenAddr := b.broken.Addr()
 	n := newNode(t,
-		runtime.WithDiscovery(runtime.StaticPeers(b.svc.Addr(), b.busy.Addr(), b.broken.Addr())),
+		runtime.WithDiscovery(runtime.StaticPeers(append([]string{b.svc.Addr(), b.busy.Addr(), b.broken.Addr()}, extra...)...)),
 		runtime.WithBreakers(func(tg *runtime.Target) runtime.Breaker {
 			if tg.Addr() == brokenAddr {
 				return shutBreaker{}

@@ -81,7 +81,7 @@ func settingsOf(cfg *config.Config) settings {
 		trustedProxies: cfg.Server.TrustedProxyPrefixes(),
 	}
 	if ws := cfg.WebSocket; ws != nil {
-		s.ws = wsSettings{path: ws.Path, origins: ws.Origins, maxMessage: int64(ws.MaxMessage), maxInflight: ws.MaxInflightPerConn, sendQueue: ws.SendQueue, ping: ws.PingInterval, idle: ws.IdleTimeout}
+		s.ws = wsSettings{path: ws.Path, origins: ws.Origins, maxMessage: int64(ws.MaxMessage), maxInflight: ws.MaxInflightPerConn, maxStreams: ws.MaxStreamsPerConn, sendQueue: ws.SendQueue, ping: ws.PingInterval, idle: ws.IdleTimeout}
 	}
 	return s
 }
@@ -137,7 +137,7 @@ type configTable struct {
 func newConfigTable(t *config.Table) *configTable {
 	ct := &configTable{t: t, policies: make(map[*config.Route]*policy)}
 	for _, r := range t.Routes() {
-		p := &policy{name: r.Name, scopes: r.Scopes, timeout: r.Timeout, maxTimeout: r.MaxTimeout}
+		p := &policy{name: r.Name, scopes: r.Scopes, timeout: r.Timeout, maxTimeout: r.MaxTimeout, stream: streamKindOf(r.Stream)}
 		switch r.Auth {
 		case config.AuthOptional:
 			p.auth = authOptional
@@ -146,7 +146,7 @@ func newConfigTable(t *config.Table) *configTable {
 		default:
 			p.auth = authRequired
 		}
-		if p.timeout <= 0 {
+		if p.timeout <= 0 && p.stream == streamNone {
 			p.timeout = defaultTimeout
 		}
 		if p.maxTimeout < p.timeout {

@@ -66,6 +66,8 @@ type reply struct {
 	status  int
 	header  http.Header
 	cookies []string
+	// streamed says the answer was a stream, written already.
+	streamed bool
 }
 
 // replyOf reads an answer: an envelope's body and metadata, checked, or

@@ -23,8 +23,9 @@ type policy struct {
 	name       string
 	auth       authMode
 	scopes     []string
-	timeout    time.Duration
+	timeout    time.Duration // a stream's: 0, none
 	maxTimeout time.Duration
+	stream     streamKind // streamNone: the route makes calls
 	// bodyUnder, if set, puts the JSON body under this field instead of
 	// merging it into the message root (the message's own concern; kept
 	// here for the access log only).

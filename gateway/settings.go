@@ -31,6 +31,7 @@ type wsSettings struct {
 	origins     []string
 	maxMessage  int64
 	maxInflight int
+	maxStreams  int // streams open at once
 	sendQueue   int
 
 	maxGarbage int           // garbage frames answered before the connection is closed
@@ -55,6 +56,7 @@ const (
 	defaultGrace             = 10 * time.Second
 	defaultMaxMessage        = 64 << 10
 	defaultMaxInflight       = 64
+	defaultMaxStreams        = 16
 	defaultSendQueue         = 256
 	defaultMaxGarbage        = 3
 	defaultMaxLimited        = 10
@@ -82,6 +84,9 @@ func (s settings) withDefaults() settings {
 	}
 	if s.ws.maxInflight == 0 {
 		s.ws.maxInflight = defaultMaxInflight
+	}
+	if s.ws.maxStreams == 0 {
+		s.ws.maxStreams = defaultMaxStreams
 	}
 	if s.ws.sendQueue == 0 {
 		s.ws.sendQueue = defaultSendQueue

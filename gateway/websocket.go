@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,7 +51,9 @@ type wsConn struct {
 	cancel context.CancelFunc
 
 	mu       sync.Mutex
-	inflight map[string]context.CancelFunc
+	inflight map[string]inflight  // requests and streams
+	streams  map[string]*wsStream // the streams among them; nil until the first
+	routing  chan struct{}        // closed when a request is routed, for the reader waiting on one (nil: none waits)
 	id       *auth.Identity
 	expiry   *time.Timer
 	idle     *time.Timer // nil without an idle timeout
@@ -70,6 +73,9 @@ type outMsg struct {
 	b      []byte
 	close  websocket.StatusCode
 	reason string
+	// written, when set, is told when b has been written: a stream
+	// waits for it before it receives its next message.
+	written chan<- struct{}
 }
 
 // serveWebSocket upgrades a request on the WebSocket path: Origin
@@ -108,7 +114,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 	wc := &wsConn{
 		g: g, ws: l.set.ws, c: c, nc: hw.conn, ip: l.clientIP(r),
 		send: newSendQueue(l.set.ws.sendQueue),
-		ctx:  ctx, cancel: cancel, inflight: make(map[string]context.CancelFunc),
+		ctx:  ctx, cancel: cancel, inflight: make(map[string]inflight),
 	}
 	if !g.addConn(wc) {
 		c.Close(closeGoingAway, "the gateway is shutting down")
@@ -213,6 +219,10 @@ func (wc *wsConn) read() {
 			wc.cancelReq(*f.ID)
 		case f.Type == frameReq:
 			wc.request(f)
+		case f.Type == frameMsg:
+			wc.streamMsg(f)
+		case f.Type == frameEnd:
+			wc.streamEnd(*f.ID)
 		}
 	}
 }
@@ -357,6 +367,12 @@ func connIdentity(id *auth.Identity) *auth.Identity {
 	return &auth.Identity{Subject: id.Subject, Issuer: id.Issuer, Scopes: slices.Clip(id.Scopes), ExpiresAt: id.ExpiresAt}
 }
 
+// inflight is a request in flight on a connection.
+type inflight struct {
+	cancel context.CancelFunc
+	routed bool // its route is known: it is a stream (in streams) or not
+}
+
 // request starts serving a req frame, unless the connection is draining,
 // the id is in flight already, or the in-flight limit is reached (429).
 func (wc *wsConn) request(f inFrame) {
@@ -367,7 +383,7 @@ func (wc *wsConn) request(f inFrame) {
 	case wc.draining:
 		e = newAPIError(http.StatusServiceUnavailable, runtime.CodeUnavailable, "the gateway is shutting down")
 		e.retryAfter = retryAfter
-	case wc.inflight[id] != nil:
+	case wc.inflight[id].cancel != nil:
 		e = badRequest("request id " + id + " is already in flight on this connection")
 	case len(wc.inflight) >= wc.ws.maxInflight:
 		e = newAPIError(http.StatusTooManyRequests, runtime.CodeResourceExhausted, "too many requests in flight on this connection")
@@ -379,15 +395,23 @@ func (wc *wsConn) request(f inFrame) {
 		return
 	}
 	ctx, cancel := context.WithCancel(wc.ctx)
-	wc.inflight[id] = cancel
+	wc.inflight[id] = inflight{cancel: cancel}
 	caller := wc.id
 	wc.reqs.Add(1)
 	wc.mu.Unlock()
 	go func() {
 		defer wc.reqs.Done()
 		defer cancel()
+		// The route is looked up here, not on the reader: its stack,
+		// which an idle connection keeps, stays small.
+		rt := wc.route(f)
+		st, e := wc.routed(id, rt, cancel)
+		if st != nil || e != nil {
+			wc.stream(ctx, f, rt, caller, st, e)
+			return
+		}
 		rid := newRequestID()
-		r, e := wc.serveReq(ctx, f, caller, rid)
+		r, e := wc.serveReq(ctx, f, rt, caller, rid)
 		write := wc.queue(resFrameStatus(f.ID, rid, r.statusOr(), r.body, e))
 		// The id is free before its reply is written: a client may send
 		// it again as soon as it has the reply. A close that done or
@@ -398,6 +422,56 @@ func (wc *wsConn) request(f inFrame) {
 			wc.writeQueued() // this goroutine has the writer's turn: no other is needed
 		}
 	}()
+}
+
+// routed records that request id's route is known, and wakes the
+// reader if it waits for that: for a streaming route it returns the
+// stream, or the refusal of one over the stream limit (429).
+func (wc *wsConn) routed(id string, rt wsRoute, cancel context.CancelFunc) (*wsStream, *apiError) {
+	kind := streamNone
+	if rt.e == nil {
+		kind = rt.m.policy.stream
+	}
+	wc.mu.Lock()
+	defer wc.mu.Unlock()
+	wc.inflight[id] = inflight{cancel: cancel, routed: true}
+	if wc.routing != nil {
+		close(wc.routing)
+		wc.routing = nil
+	}
+	switch {
+	case kind == streamNone:
+		return nil, nil
+	case len(wc.streams) >= wc.ws.maxStreams:
+		e := newAPIError(http.StatusTooManyRequests, runtime.CodeResourceExhausted, "too many streams open on this connection (at most "+strconv.Itoa(wc.ws.maxStreams)+"): end one first")
+		e.retryAfter = 1
+		return nil, e
+	}
+	st := newWSStream(kind, cancel)
+	if wc.streams == nil {
+		wc.streams = make(map[string]*wsStream)
+	}
+	wc.streams[id] = st
+	return st, nil
+}
+
+// wsRoute is a req frame's route as the reader looked it up; its
+// errors are answered in their turn by serveReq.
+type wsRoute struct {
+	l *live
+	u *url.URL // nil: the path is not valid
+	m match
+	e *apiError // the lookup's
+}
+
+func (wc *wsConn) route(f inFrame) wsRoute {
+	l := wc.g.now()
+	u, err := url.ParseRequestURI(f.Path)
+	if err != nil {
+		return wsRoute{l: l, e: badRequest("req frame's path is not a valid path")}
+	}
+	m, e := l.t.lookup(f.Method, u.EscapedPath())
+	return wsRoute{l: l, u: u, m: m, e: e}
 }
 
 // countLimited counts the rate limits' 429s in a row (any other reply
@@ -430,7 +504,7 @@ func (wc *wsConn) done(id string) {
 }
 
 // serveReq serves one req frame as its HTTP request would be served.
-func (wc *wsConn) serveReq(ctx context.Context, f inFrame, id *auth.Identity, rid string) (r reply, e *apiError) {
+func (wc *wsConn) serveReq(ctx context.Context, f inFrame, rt wsRoute, id *auth.Identity, rid string) (r reply, e *apiError) {
 	g := wc.g
 	start := time.Now()
 	a := access{rid: rid}
@@ -444,34 +518,41 @@ func (wc *wsConn) serveReq(ctx context.Context, f inFrame, id *auth.Identity, ri
 		}
 		g.logFrame(f, wc.ip, &a, time.Since(start))
 	}()
-	u, err := url.ParseRequestURI(f.Path)
-	if err != nil {
-		return reply{}, badRequest("req frame's path is not a valid path")
-	}
-	l := g.now()
-	if e := g.limit(l.ipLim, wc.ip); e != nil {
-		return reply{}, e
-	}
-	m, e := l.t.lookup(f.Method, u.EscapedPath())
+	c, e := wc.callOf(f, rt, id, rid, &a)
 	if e != nil {
 		return reply{}, e
 	}
-	a.route = m.policy.name
-	if e := authorize(m.policy, id); e != nil {
-		return reply{}, e
+	return g.call(ctx, c)
+}
+
+// callOf checks a req frame as its HTTP request would be checked (the
+// path, the per-IP rate, the route, its auth) and returns its call.
+func (wc *wsConn) callOf(f inFrame, rt wsRoute, id *auth.Identity, rid string, a *access) (call, *apiError) {
+	if rt.u == nil {
+		return call{}, rt.e
+	}
+	if e := wc.g.limit(rt.l.ipLim, wc.ip); e != nil {
+		return call{}, e
+	}
+	if rt.e != nil {
+		return call{}, rt.e
+	}
+	a.route = rt.m.policy.name
+	if e := authorize(rt.m.policy, id); e != nil {
+		return call{}, e
 	}
 	var raw []byte
 	if len(f.Body) > 0 && string(f.Body) != "null" {
 		raw = f.Body
 	}
-	return g.call(ctx, call{l: l, m: m, method: f.Method, path: u.Path, query: u.Query(), body: raw, hint: time.Duration(min(f.TimeoutMs, maxHintMs)) * time.Millisecond, id: id, rid: rid})
+	return call{l: rt.l, m: rt.m, method: f.Method, path: rt.u.Path, query: rt.u.Query(), body: raw, hint: time.Duration(min(f.TimeoutMs, maxHintMs)) * time.Millisecond, id: id, rid: rid}, nil
 }
 
 // cancelReq cancels request id's mesh call, if it is in flight; its
 // reply (499, canceled) follows.
 func (wc *wsConn) cancelReq(id string) {
 	wc.mu.Lock()
-	cancel := wc.inflight[id]
+	cancel := wc.inflight[id].cancel
 	wc.mu.Unlock()
 	if cancel != nil {
 		cancel()
@@ -536,6 +617,7 @@ func (wc *wsConn) writeQueued() {
 			wc.closeWith(m.close, m.reason)
 			return
 		}
+
 		var err error
 		if wc.nc != nil {
 			wc.nc.SetWriteDeadline(time.Now().Add(timeout))
@@ -549,6 +631,9 @@ func (wc *wsConn) writeQueued() {
 		if err != nil {
 			wc.closeWith(closeInternal, "write failed")
 			return
+		}
+		if m.written != nil {
+			m.written <- struct{}{} // room for one: a stream has one frame queued at most
 		}
 	}
 }

@@ -2,6 +2,7 @@ package wizotel_test
 
 import (
 	"context"
+	"io"
 	"testing"
 
 	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
@@ -198,4 +199,83 @@ func BenchmarkSDKCost(b *testing.B) {
 			h.Record(ctx, 1e-5, set...)
 		}
 	})
+}
+
+// BenchmarkRemoteStream is a stream over TCP on loopback, both nodes
+// instrumented alike: opened, one message each way, ended by the
+// handler. The instrumentation works at a stream's open and end only
+// (the runtime counts its messages), so this is its cost per stream.
+func BenchmarkRemoteStream(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		opt  func(b *testing.B) runtime.Option // nil: none
+	}{
+		{"off", nil},
+		{"always_sample+metrics", func(b *testing.B) runtime.Option {
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+			b.Cleanup(func() {
+				_ = tp.Shutdown(context.Background())
+				_ = mp.Shutdown(context.Background())
+			})
+			return wizotel.Instrument(wizotel.WithTracerProvider(tp), wizotel.WithMeterProvider(mp))
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var opts []runtime.Option
+			if bc.opt != nil {
+				opts = append(opts, bc.opt(b))
+			}
+			cl := benchStreamPair(b, opts)
+			ctx := context.Background()
+			msg := map[string]any{"n": 1}
+			b.ReportAllocs()
+			for b.Loop() {
+				st, err := cl.OpenStream(ctx, countPattern)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := st.Send(msg); err != nil {
+					b.Fatal(err)
+				}
+				st.CloseSend()
+				if _, err := st.Recv(); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := st.Recv(); err != io.EOF {
+					b.Fatalf("the stream's end: %v, want io.EOF", err)
+				}
+				st.Close()
+			}
+		})
+	}
+}
+
+// benchStreamPair starts a node serving count and a client of it over
+// TCP, both with opts, and returns the client.
+func benchStreamPair(b *testing.B, opts []runtime.Option) *runtime.Node {
+	b.Helper()
+	mk := func(extra ...runtime.Option) *runtime.Node {
+		tr, err := tcp.New(tcp.WithLogger(quiet))
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, err := runtime.New(append(append([]runtime.Option{runtime.WithLogger(quiet), runtime.WithTransport(tr)}, opts...), extra...)...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { n.Close() })
+		return n
+	}
+	srv := mk(runtime.WithListen("127.0.0.1:0"))
+	if err := srv.Add(countPattern, count(nil, nil, nil)); err != nil {
+		b.Fatal(err)
+	}
+	cl := mk(runtime.WithDiscovery(runtime.StaticPeers(srv.Addr())))
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	if err := cl.WaitFor(ctx, countPattern); err != nil {
+		b.Fatal(err)
+	}
+	return cl
 }

@@ -12,13 +12,14 @@ import (
 // inject puts the trace context of ctx into the metadata of the calls
 // made with it, in place of any the metadata had (a handler that
 // forwards the metadata it received forwards its caller's). With the
-// default propagator the traceparent is formatted into st.
-func (in *instrumentation) inject(ctx context.Context, st *callState) context.Context {
+// default propagator the traceparent is formatted into tp, which the
+// metadata's value then shares (a call's or a stream's state holds it).
+func (in *instrumentation) inject(ctx context.Context, tp *traceparent) context.Context {
 	if in.w3c == nil {
 		return in.injectCarrier(ctx)
 	}
 	var buf [6]string
-	kv := in.w3c.inject(ctx, &st.tp, buf[:0])
+	kv := in.w3c.inject(ctx, tp, buf[:0])
 	if len(kv) == 0 {
 		return ctx
 	}

@@ -99,6 +99,30 @@
 // pattern is not known when the call starts), since the patterns of
 // [runtime.Node.Act] hold the message's fields and are no bounded name.
 //
+// # Streams
+//
+// A remote stream a node opens ([runtime.Node.OpenStream],
+// [runtime.Client.Stream]) is a client span from its open to its end,
+// named by the pattern it was opened to (the observer sees its attempt,
+// not a typed client's method), its trace context in the open's
+// metadata; the stream it serves is the handler interceptor's server
+// span, named by the handler's procedure, the client span's child. Both
+// carry wizard.stream (true), the messages their side sent and received
+// (wizard.stream.messages_sent, wizard.stream.messages_received) and the
+// stream's code, with the calls' status rules. A stream in-process is
+// the server span alone, a child of the opener's span: it is no attempt,
+// and call interceptors do not run for streams.
+//
+// Streams have their own instruments, by rpc.method, and none of the
+// calls': wizard.client.streams.active and wizard.server.streams.active
+// (observed as the calls in flight are), the counters
+// wizard.client.stream.messages.sent, wizard.client.stream.messages.received,
+// wizard.server.stream.messages.sent and
+// wizard.server.stream.messages.received (added when a stream ends), and
+// the histograms wizard.client.stream.duration and
+// wizard.server.stream.duration (in seconds, by rpc.method and
+// rpc.response.status_code).
+//
 // # Logs
 //
 // [NewLogHandler] wraps a slog.Handler so that records logged with a ctx

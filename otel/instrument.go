@@ -151,7 +151,7 @@ func (in *instrumentation) call(next runtime.Invoker) runtime.Invoker {
 		ctx = st
 		if in.tracer != nil {
 			ctx, st.span = in.tracer.Start(ctx, spec.Procedure, clientKind...)
-			ctx = in.inject(ctx, st)
+			ctx = in.inject(ctx, &st.tp)
 		}
 		var start time.Time
 		var active *attrOpts
@@ -218,21 +218,34 @@ func (in *instrumentation) endClient(st *callState, spec runtime.Spec, proc stri
 // caller's span named by the call's metadata, the call's duration and
 // the calls in flight. A handler that panics ends them too, as the
 // internal error the runtime answers it with, and goes on panicking to
-// the runtime's recovery.
+// the runtime's recovery. Around a stream's handler it measures the
+// stream instead (its open streams, duration and messages), and its span
+// says so and counts the messages.
 func (in *instrumentation) handler(next runtime.Handler) runtime.Handler {
 	return func(ctx context.Context, req runtime.Request) (any, error) {
 		sc := serverCall{spec: req.Spec(), req: req}
-		if st := stateOf(ctx); st != nil {
+		_, _, sc.stream = req.StreamMessages()
+		if st := stateOf(ctx); st != nil && !sc.stream {
 			st.matched(req.Pattern().String()) // an in-process call: its caller learns what matched
 		}
 		if in.tracer != nil {
-			ctx = in.extract(ctx, runtime.IncomingMetadata(ctx))
+			// An in-process stream has no client span, and its metadata
+			// no trace context of its own: its parent is its opener's
+			// span, when it has one.
+			if !sc.stream || !trace.SpanContextFromContext(ctx).IsValid() {
+				ctx = in.extract(ctx, runtime.IncomingMetadata(ctx))
+			}
 			ctx, sc.span = in.tracer.Start(ctx, sc.spec.Procedure, serverKind...)
 		}
 		if in.m != nil {
 			sc.start = time.Now()
-			sc.active = in.m.by.active(sc.spec.Procedure)
-			sc.active.active[server].Add(1)
+			if sc.stream {
+				sc.active = in.m.by.streams(sc.spec.Procedure)
+				sc.active.streams[server].Add(1)
+			} else {
+				sc.active = in.m.by.active(sc.spec.Procedure)
+				sc.active.active[server].Add(1)
+			}
 		}
 		returned := false
 		defer func() {
@@ -253,21 +266,28 @@ func (in *instrumentation) handler(next runtime.Handler) runtime.Handler {
 type serverCall struct {
 	spec   runtime.Spec
 	req    runtime.Request
+	stream bool       // the call is a stream's
 	span   trace.Span // nil when tracing is off
 	start  time.Time
 	active *attrOpts // nil when metrics are off
 }
 
-// endServerCall measures a served call that ended with err and ends its
-// span.
+// endServerCall measures a served call or stream that ended with err and
+// ends its span.
 func (in *instrumentation) endServerCall(ctx context.Context, sc *serverCall, err error) {
 	code := runtime.CodeOf(err)
 	if in.m != nil {
-		sc.active.active[server].Add(-1)
-		in.m.serverDuration.Record(ctx, time.Since(sc.start).Seconds(), in.m.by.of(sc.spec.Procedure, code, true).record...)
+		if sc.stream {
+			sc.active.streams[server].Add(-1)
+			sent, received, _ := sc.req.StreamMessages()
+			in.m.endStream(ctx, server, sc.spec.Procedure, code, time.Since(sc.start), sent, received)
+		} else {
+			sc.active.active[server].Add(-1)
+			in.m.serverDuration.Record(ctx, time.Since(sc.start).Seconds(), in.m.by.of(sc.spec.Procedure, code, true).record...)
+		}
 	}
 	if sc.span != nil {
-		in.endServer(sc.span, sc.spec, sc.req, code, err)
+		in.endServer(sc.span, sc.spec, sc.req, sc.stream, code, err)
 	}
 }
 
@@ -277,13 +297,23 @@ func (in *instrumentation) endServerCall(ctx context.Context, sc *serverCall, er
 // server failed (unknown, deadline_exceeded, unimplemented, internal,
 // unavailable, data_loss) make the span an error; the others are the
 // caller's.
-func (in *instrumentation) endServer(span trace.Span, spec runtime.Spec, req runtime.Request, code runtime.Code, err error) {
+func (in *instrumentation) endServer(span trace.Span, spec runtime.Spec, req runtime.Request, stream bool, code runtime.Code, err error) {
 	if span.IsRecording() {
 		src := req.Source()
 		buf := getAttrs()
 		defer putAttrs(buf)
-		attrs := append(buf[:0], systemAttr, keyMethod.String(spec.Procedure), keyPattern.String(req.Pattern().String()),
-			keyCaller.String(src.Node), keyCode.String(code.String()))
+		attrs := append(buf[:0], systemAttr, keyMethod.String(spec.Procedure), keyPattern.String(req.Pattern().String()))
+		if !stream || src.Transport != "" {
+			// An in-process stream's Request names no caller of its own
+			// (its Source is the serving node, without a transport):
+			// wizard.caller is left out rather than wrong.
+			attrs = append(attrs, keyCaller.String(src.Node))
+		}
+		attrs = append(attrs, keyCode.String(code.String()))
+		if stream {
+			sent, received, _ := req.StreamMessages()
+			attrs = append(attrs, keyStream.Bool(true), keyStreamSent.Int64(sent), keyStreamReceived.Int64(received))
+		}
 		if src.Transport != "" {
 			attrs = append(attrs, semconv.NetworkTransportKey.String(src.Transport))
 		}
@@ -299,11 +329,11 @@ func (in *instrumentation) endServer(span trace.Span, spec runtime.Spec, req run
 
 // attrBufs hold the attributes a span's end sets: SetAttributes copies
 // them, and a buffer of the stack would escape through the interface.
-var attrBufs = sync.Pool{New: func() any { return new([10]attribute.KeyValue) }}
+var attrBufs = sync.Pool{New: func() any { return new([14]attribute.KeyValue) }}
 
-func getAttrs() *[10]attribute.KeyValue { return attrBufs.Get().(*[10]attribute.KeyValue) }
+func getAttrs() *[14]attribute.KeyValue { return attrBufs.Get().(*[14]attribute.KeyValue) }
 
-func putAttrs(b *[10]attribute.KeyValue) {
+func putAttrs(b *[14]attribute.KeyValue) {
 	clear(b[:])
 	attrBufs.Put(b)
 }

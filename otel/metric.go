@@ -31,6 +31,15 @@ const (
 	metricNodeRefeeds    = "wizard.node.refeeds"
 	metricNodeDups       = "wizard.node.duplicates"
 
+	metricClientStreams        = "wizard.client.streams.active"
+	metricServerStreams        = "wizard.server.streams.active"
+	metricClientStreamDuration = "wizard.client.stream.duration"
+	metricServerStreamDuration = "wizard.server.stream.duration"
+	metricClientStreamSent     = "wizard.client.stream.messages.sent"
+	metricClientStreamReceived = "wizard.client.stream.messages.received"
+	metricServerStreamSent     = "wizard.server.stream.messages.sent"
+	metricServerStreamReceived = "wizard.server.stream.messages.received"
+
 	keySystem  = semconv.RPCSystemNameKey
 	keyMethod  = semconv.RPCMethodKey
 	keyCode    = semconv.RPCResponseStatusCodeKey
@@ -43,6 +52,10 @@ const (
 	keyFrom    = attribute.Key("wizard.breaker.from")
 	keyTo      = attribute.Key("wizard.breaker.to")
 
+	keyStream         = attribute.Key("wizard.stream")
+	keyStreamSent     = attribute.Key("wizard.stream.messages_sent")
+	keyStreamReceived = attribute.Key("wizard.stream.messages_received")
+
 	system = "wizard"
 )
 
@@ -51,6 +64,11 @@ var systemAttr = keySystem.String(system)
 // durationBuckets are the bounds of the duration histograms, in seconds:
 // from 50µs (a call on loopback) to 10s.
 var durationBuckets = []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// streamDurationBuckets are the bounds of the stream duration histograms,
+// in seconds: from 1ms (a short server stream) to an hour (a
+// subscription).
+var streamDurationBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600}
 
 // metrics are the instruments of an [Instrument]ation.
 type metrics struct {
@@ -63,6 +81,12 @@ type metrics struct {
 	shed, nodeRetries              metric.Int64ObservableCounter
 	nodeRefeeds, nodeDups          metric.Int64ObservableCounter
 
+	// Of streams, by side (client, server).
+	streamsActive  [2]metric.Int64ObservableUpDownCounter
+	streamDuration [2]metric.Float64Histogram
+	streamSent     [2]metric.Int64Counter
+	streamReceived [2]metric.Int64Counter
+
 	by attrCache // by procedure, and by procedure and code
 
 	// The calls in flight are counted in by's entries and observed from
@@ -74,7 +98,7 @@ type metrics struct {
 
 func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 	m := &metrics{meter: mp.Meter(scope, metric.WithSchemaURL(semconv.SchemaURL))}
-	var errs [15]error
+	var errs [22]error
 	m.clientDuration, errs[0] = m.meter.Float64Histogram(metricClientDuration, metric.WithUnit("s"),
 		metric.WithDescription("The duration of the calls a node makes, by procedure and code."), metric.WithExplicitBucketBoundaries(durationBuckets...))
 	m.serverDuration, errs[1] = m.meter.Float64Histogram(metricServerDuration, metric.WithUnit("s"),
@@ -103,6 +127,22 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 		metric.WithDescription("Node.Stats().Refeeds: the calls the node sent again after their connection dropped."))
 	m.nodeDups, errs[13] = m.meter.Int64ObservableCounter(metricNodeDups, metric.WithUnit("{call}"),
 		metric.WithDescription("Node.Stats().Duplicates: the calls the node answered from its de-duplication table."))
+	m.streamsActive[client], errs[14] = m.meter.Int64ObservableUpDownCounter(metricClientStreams, metric.WithUnit("{stream}"),
+		metric.WithDescription("The remote streams a node opened that are open, by procedure."))
+	m.streamsActive[server], errs[15] = m.meter.Int64ObservableUpDownCounter(metricServerStreams, metric.WithUnit("{stream}"),
+		metric.WithDescription("The streams a node serves that are open, by procedure."))
+	m.streamDuration[client], errs[16] = m.meter.Float64Histogram(metricClientStreamDuration, metric.WithUnit("s"),
+		metric.WithDescription("The duration of the remote streams a node opened, from the open to the end, by procedure and code."), metric.WithExplicitBucketBoundaries(streamDurationBuckets...))
+	m.streamDuration[server], errs[17] = m.meter.Float64Histogram(metricServerStreamDuration, metric.WithUnit("s"),
+		metric.WithDescription("The duration of the streams a node serves, from the handler's start to its return, by procedure and code."), metric.WithExplicitBucketBoundaries(streamDurationBuckets...))
+	m.streamSent[client], errs[18] = m.meter.Int64Counter(metricClientStreamSent, metric.WithUnit("{message}"),
+		metric.WithDescription("The messages a node sent on the remote streams it opened, counted when each stream ends, by procedure."))
+	m.streamReceived[client], errs[19] = m.meter.Int64Counter(metricClientStreamReceived, metric.WithUnit("{message}"),
+		metric.WithDescription("The messages a node received on the remote streams it opened, counted when each stream ends, by procedure."))
+	m.streamSent[server], errs[20] = m.meter.Int64Counter(metricServerStreamSent, metric.WithUnit("{message}"),
+		metric.WithDescription("The messages a node's stream handlers sent, counted when each stream ends, by procedure."))
+	m.streamReceived[server], errs[21] = m.meter.Int64Counter(metricServerStreamReceived, metric.WithUnit("{message}"),
+		metric.WithDescription("The messages a node's stream handlers received, counted when each stream ends, by procedure."))
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
@@ -111,22 +151,31 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 	return m, nil
 }
 
-// observeActive observes the calls in flight while a node uses m: the
-// first node registers the callback, and the function it returns, once
-// the last has called it, unregisters it. Counted in m's own entries
-// rather than added to an UpDownCounter at each start and end, the calls
-// in flight cost a call two atomic adds, not two measurements.
+// observeActive observes the calls in flight and the open streams while
+// a node uses m: the first node registers the callback, and the function
+// it returns, once the last has called it, unregisters it. Counted in
+// m's own entries rather than added to an UpDownCounter at each start
+// and end, the calls in flight cost a call two atomic adds, not two
+// measurements. A procedure's calls in flight are observed unless it has
+// had only streams, its open streams once it has had one.
 func (m *metrics) observeActive() (func(), error) {
 	m.activeMu.Lock()
 	defer m.activeMu.Unlock()
 	if m.activeUsers == 0 {
 		reg, err := m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 			m.by.eachActive(func(a *attrOpts) {
-				o.ObserveInt64(m.clientActive, a.active[client].Load(), a.observe...)
-				o.ObserveInt64(m.serverActive, a.active[server].Load(), a.observe...)
+				k := a.kinds.Load()
+				if k&kindStream == 0 || k&kindCall != 0 {
+					o.ObserveInt64(m.clientActive, a.active[client].Load(), a.observe...)
+					o.ObserveInt64(m.serverActive, a.active[server].Load(), a.observe...)
+				}
+				if k&kindStream != 0 {
+					o.ObserveInt64(m.streamsActive[client], a.streams[client].Load(), a.observe...)
+					o.ObserveInt64(m.streamsActive[server], a.streams[server].Load(), a.observe...)
+				}
 			})
 			return nil
-		}, m.clientActive, m.serverActive)
+		}, m.clientActive, m.serverActive, m.streamsActive[client], m.streamsActive[server])
 		if err != nil {
 			return nil, err
 		}
@@ -200,10 +249,26 @@ type attrOpts struct {
 	add     []metric.AddOption
 	observe []metric.ObserveOption
 
-	active [2]atomic.Int64 // the calls in flight: by client, by server
+	active  [2]atomic.Int64 // the calls in flight: by client, by server
+	streams [2]atomic.Int64 // the open streams: by client, by server
+	kinds   atomic.Uint32   // kindCall, kindStream: what the procedure has had
 }
 
-// The sides of a call, indexing attrOpts.active.
+// The kinds of an entry's procedure: it had calls, streams.
+const (
+	kindCall = 1 << iota
+	kindStream
+)
+
+// mark records that o's procedure had kind.
+func (o *attrOpts) mark(kind uint32) {
+	if o.kinds.Load()&kind == 0 {
+		o.kinds.Or(kind)
+	}
+}
+
+// The sides of a call or stream, indexing attrOpts.active and .streams
+// and the stream instruments.
 const (
 	client = iota
 	server
@@ -225,6 +290,22 @@ type attrCache struct {
 // active returns the entry that counts the calls in flight of procedure:
 // its own, or, once maxCachedSets are kept, the one of [other].
 func (c *attrCache) active(procedure string) *attrOpts {
+	o := c.kept(procedure)
+	o.mark(kindCall)
+	return o
+}
+
+// streams returns the entry that counts the open streams of procedure,
+// as active does for calls.
+func (c *attrCache) streams(procedure string) *attrOpts {
+	o := c.kept(procedure)
+	o.mark(kindStream)
+	return o
+}
+
+// kept returns the entry of procedure alone if it is kept, else the one
+// of [other].
+func (c *attrCache) kept(procedure string) *attrOpts {
 	o, kept := c.lookup(procedure, 0, false)
 	if kept {
 		return o
@@ -239,7 +320,8 @@ func (c *attrCache) active(procedure string) *attrOpts {
 	return o
 }
 
-// eachActive calls f with every entry that counts calls in flight.
+// eachActive calls f with every entry that counts calls in flight or
+// open streams.
 func (c *attrCache) eachActive(f func(*attrOpts)) {
 	c.mu.RLock()
 	for k, o := range c.sets {

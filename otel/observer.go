@@ -44,8 +44,12 @@ func (o observer) Observe(n *runtime.Node) func() {
 
 // AttemptStart records a retry, names the call by the pattern that
 // matched and its target, and starts the attempt's span: for the first
-// attempt, only if it turns out to need one (see AttemptEnd).
+// attempt, only if it turns out to need one (see AttemptEnd). A stream's
+// attempt starts the stream's span and measurements (streamStart).
 func (o observer) AttemptStart(ctx context.Context, a runtime.Attempt) context.Context {
+	if a.Stream {
+		return o.in.streamStart(ctx, a)
+	}
 	pattern := a.Pattern.String()
 	st := stateOf(ctx)
 	if st != nil {
@@ -77,7 +81,12 @@ func (o observer) AttemptStart(ctx context.Context, a runtime.Attempt) context.C
 // AttemptEnd counts a refusal and ends the attempt's span. The first
 // attempt gets a span only now, from its start, when it did not simply
 // answer: it was refused, it failed in the transport, or it was refed.
+// A stream's attempt ends with the stream (streamEnd).
 func (o observer) AttemptEnd(ctx context.Context, a runtime.Attempt, r runtime.AttemptResult) {
+	if a.Stream {
+		o.in.streamEnd(ctx, a, r)
+		return
+	}
 	st := stateOf(ctx)
 	if r.Refused && o.in.m != nil {
 		o.in.m.clientRefused.Add(ctx, 1, o.in.m.by.of(procedureOf(st, a.Pattern.String()), r.Code, true).add...)

@@ -97,15 +97,21 @@ func identityOf(cs tls.ConnectionState) *Identity {
 // Source returns who made the call the handler serves (see [Source]). It
 // is valid while the handler runs.
 func (r Request) Source() Source {
-	rw, _ := r.msg.(*raw)
-	if rw == nil || rw.call == nil {
+	var call *Message
+	switch m := r.msg.(type) {
+	case *raw:
+		call = m.call
+	case *serverStream:
+		call = m.call
+	}
+	if call == nil {
 		if r.node == nil {
 			return Source{}
 		}
 		return Source{Node: r.node.id}
 	}
-	s := Source{Node: metaValue(rw.call.Meta, metaCaller)}
-	if rm := rw.call.Remote; rm != nil {
+	s := Source{Node: metaValue(call.Meta, metaCaller)}
+	if rm := call.Remote; rm != nil {
 		s.Transport, s.Addr, s.Identity = rm.transport, rm.addr, rm.identity()
 		if s.Identity != nil && s.Identity.Node != "" {
 			s.Node = s.Identity.Node // proven, whatever the caller states

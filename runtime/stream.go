@@ -196,6 +196,7 @@ type serverStream struct {
 	serverSide
 	entry          *handlerEntry
 	node           *Node
+	call           *Message     // a remote stream's open, as a call's message (Request.Source); nil in-process
 	sent, received atomic.Int64 // the messages the handler sent and received
 }
 

@@ -111,7 +111,7 @@ func (n *Node) openLocal(ctx context.Context, e *handlerEntry) (clientCore, erro
 	}
 	srv := localServer{s}
 	go func() {
-		srv.finish(n.runStream(hctx, e, func(ctx context.Context) serverSide {
+		srv.finish(n.runStream(hctx, e, nil, func(ctx context.Context) serverSide {
 			s.hctx = ctx
 			return srv
 		}))
@@ -230,7 +230,13 @@ var _ streamconn.Server = nodeServer{}
 func (n *Node) serveStream(ctx context.Context, st streamconn.Stream) error {
 	open := st.Open()
 	m := &Message{Pattern: open.Pattern, Meta: metaPairs(open.Meta), Deadline: open.Deadline}
+	if rs, ok := st.(interface{ Remote() *Remote }); ok {
+		m.Remote = rs.Remote() // what the transport knows of the caller, as for a call
+	}
 	if err := n.limits.checkMeta(m.Meta); err != nil {
+		return endOf(err, true)
+	}
+	if err := forgedCaller(m); err != nil {
 		return endOf(err, true)
 	}
 	e, err := n.wireHandler(m.Pattern)
@@ -245,8 +251,8 @@ func (n *Node) serveStream(ctx context.Context, st streamconn.Stream) error {
 	}
 	hctx := remoteContext(ctx, m)
 	reqType := metaValue(m.Meta, metaType)
-	err = n.runStream(hctx, e, func(ctx context.Context) serverSide {
-		return &remoteServer{ctx: ctx, st: st, reqType: reqType}
+	err = n.runStream(hctx, e, m, func(ctx context.Context) serverSide {
+		return &remoteServer{ctx: ctx, st: st, reqType: reqType, call: m}
 	})
 	return endOf(err, err == errClosing)
 }
@@ -256,7 +262,7 @@ func (n *Node) serveStream(ctx context.Context, st streamconn.Stream) error {
 // ends it. Streams take no slot of [WithMaxInFlight]'s, which bounds
 // calls: an idle stream must not shed calls. A transport bounds the
 // streams of each connection.
-func (n *Node) runStream(ctx context.Context, e *handlerEntry, side func(context.Context) serverSide) error {
+func (n *Node) runStream(ctx context.Context, e *handlerEntry, call *Message, side func(context.Context) serverSide) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	id := n.streams.add(cancel)
@@ -264,7 +270,7 @@ func (n *Node) runStream(ctx context.Context, e *handlerEntry, side func(context
 	if n.closed.Load() { // after add: a shutdown either waits for it or it sees closed
 		return errClosing
 	}
-	ss := &serverStream{serverSide: side(ctx), entry: e, node: n}
+	ss := &serverStream{serverSide: side(ctx), entry: e, node: n, call: call}
 	_, err := n.serve(ctx, e, Request{msg: ss, entry: e, node: n})
 	if context.Cause(ctx) == errStreamsShutdown {
 		return errStreamsShutdown

@@ -168,7 +168,8 @@ func (s *remoteStream) finish(err error) {
 type remoteServer struct {
 	ctx     context.Context
 	st      streamconn.Stream
-	reqType string // the protobuf type of the caller's messages, from the open
+	reqType string   // the protobuf type of the caller's messages, from the open
+	call    *Message // the open, as a call's message: its caller (Request.Source)
 
 	mu      sync.Mutex
 	hdrSent bool
@@ -182,7 +183,7 @@ func (s *remoteServer) recv() (streamMsg, error) {
 		}
 		return streamMsg{}, s.fail(err)
 	}
-	return streamMsg{remote: true, raw: raw{codec: Codec(codec), data: payload, typ: s.reqType}}, nil
+	return streamMsg{remote: true, raw: raw{codec: Codec(codec), data: payload, typ: s.reqType, call: s.call}}, nil
 }
 
 func (s *remoteServer) send(msg any) error {

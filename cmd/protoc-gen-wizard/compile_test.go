@@ -16,9 +16,10 @@ import (
 )
 
 // TestCompileAndRoundTrip proves that the stubs of every case that
-// generates compile with protoc-gen-go's code, and that the wellknown case
-// (a contract from outside the examples: its own package, several services,
-// well-known types) round-trips calls through a runtime.Node. It generates
+// generates compile with protoc-gen-go's code, that the wellknown case (a
+// contract from outside the examples: its own package, several services,
+// well-known types) round-trips calls through a runtime.Node, and that the
+// streaming case streams each kind, in-process and over TCP. It generates
 // in-process into a temporary module that requires this one through a
 // replace directive, adds testdata/<case>/*_test.go, and runs go vet and go
 // test there.
@@ -72,8 +73,8 @@ func TestCompileAndRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	if !containsAll(generated, "basic/input_wizard.pb.go", "wellknown/input_wizard.pb.go") {
-		t.Fatalf("generated %v; want the basic and wellknown stubs", generated)
+	if !containsAll(generated, "basic/input_wizard.pb.go", "wellknown/input_wizard.pb.go", "streaming/input_wizard.pb.go") {
+		t.Fatalf("generated %v; want the basic, wellknown and streaming stubs", generated)
 	}
 
 	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
@@ -96,8 +97,10 @@ replace github.com/wizardmesh/wizard => %s
 	goCmd(t, mod, goTool, "mod", "tidy")
 	goCmd(t, mod, goTool, "vet", "./...")
 	out := goCmd(t, mod, goTool, "test", "-count=1", "-v", "./...")
-	if !strings.Contains(out, "--- PASS: TestRoundTrip") {
-		t.Errorf("TestRoundTrip did not run in the generated module:\n%s", out)
+	for _, test := range []string{"TestRoundTrip", "TestStreams"} {
+		if !strings.Contains(out, "--- PASS: "+test) {
+			t.Errorf("%s did not run in the generated module:\n%s", test, out)
+		}
 	}
 }
 

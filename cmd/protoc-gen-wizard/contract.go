@@ -39,6 +39,45 @@ type operation struct {
 	timeout    time.Duration
 	idempotent bool
 	deprecated bool
+	kind       kind
+}
+
+// kind is a method's call kind: unary or one of the stream kinds.
+type kind int
+
+const (
+	unary        kind = iota
+	serverStream      // one request, a stream of responses
+	clientStream      // a stream of requests, one response
+	bidiStream        // both streams at once
+)
+
+// kindOf returns the call kind of d.
+func kindOf(d protoreflect.MethodDescriptor) kind {
+	switch {
+	case d.IsStreamingClient() && d.IsStreamingServer():
+		return bidiStream
+	case d.IsStreamingClient():
+		return clientStream
+	case d.IsStreamingServer():
+		return serverStream
+	}
+	return unary
+}
+
+// isStream reports whether k is a stream kind.
+func (k kind) isStream() bool { return k != unary }
+
+func (k kind) String() string {
+	switch k {
+	case serverStream:
+		return "server streaming"
+	case clientStream:
+		return "client streaming"
+	case bidiStream:
+		return "bidirectional streaming"
+	}
+	return "unary"
 }
 
 // problem is one reason generation fails, placed in the .proto source.
@@ -149,19 +188,23 @@ func newOperation(m *protogen.Method, base pattern.Pattern, written string, ps *
 		mixin:      mo.GetMixin(),
 		noReply:    mo.GetNoReply(),
 		deprecated: mopts.GetDeprecated(),
+		kind:       kindOf(d),
 	}
 	switch mopts.GetIdempotencyLevel() {
 	case descriptorpb.MethodOptions_IDEMPOTENT, descriptorpb.MethodOptions_NO_SIDE_EFFECTS:
 		op.idempotent = true
 	}
 	n := len(*ps)
-	switch {
-	case d.IsStreamingClient() && d.IsStreamingServer():
-		ps.add(d, "bidirectional streaming methods are not supported: wizard calls are unary")
-	case d.IsStreamingClient():
-		ps.add(d, "client streaming methods are not supported: wizard calls are unary")
-	case d.IsStreamingServer():
-		ps.add(d, "server streaming methods are not supported: wizard calls are unary")
+	if op.kind.isStream() {
+		if op.noReply {
+			ps.add(d, "is %s and has no_reply; a stream's answers are its messages, so it cannot be fire and forget: remove no_reply", op.kind)
+		}
+		if len(op.mixin) > 0 {
+			ps.add(d, "is %s and has mixin; a stream picks its target when it opens, before its first message, so request fields cannot route it: remove mixin, or put the keys in the pattern", op.kind)
+		}
+		if mo.GetTimeout() != nil {
+			ps.add(d, "is %s and has a timeout; only its context's deadline bounds a stream, which lasts as long as its caller chooses: remove the timeout, and give the stream's context a deadline where one is wanted", op.kind)
+		}
 	}
 	if strings.TrimSpace(op.written) == "" {
 		op.written, op.defaulted = "cmd:"+snakeCase(string(d.Name())), true

@@ -5,8 +5,28 @@
 // <file>_wizard.pb.go beside protoc-gen-go's <file>.pb.go, in the same Go
 // package: a pattern constant per method, an XHandler interface, an
 // UnimplementedXHandler, RegisterXHandler, an XClient interface and
-// NewXClient. The code is thin wiring over runtime.NewUnaryHandler and
-// runtime.NewClient.
+// NewXClient. The code is thin wiring over runtime.NewUnaryHandler,
+// runtime.NewStreamHandler and runtime.NewClient.
+//
+// # Streams
+//
+// A stream method (server-streaming, client-streaming or bidirectional)
+// gets the runtime's generic stream types, no type of its own:
+//
+//	// rpc Count(CountRequest) returns (stream CountResponse): server-streaming
+//	Count(context.Context, *CountRequest, *runtime.ServerStream[*CountRequest, *CountResponse]) error
+//	Count(ctx context.Context, req *CountRequest, opts ...runtime.CallOption) (*runtime.ClientStream[*CountRequest, *CountResponse], error)
+//
+//	// rpc Echo(stream EchoRequest) returns (stream EchoResponse): bidirectional
+//	// (client-streaming methods look the same)
+//	Echo(context.Context, *runtime.ServerStream[*EchoRequest, *EchoResponse]) error
+//	Echo(ctx context.Context, opts ...runtime.CallOption) (*runtime.ClientStream[*EchoRequest, *EchoResponse], error)
+//
+// The first of each pair is the handler interface's method, the second the
+// client's. A server-streaming handler gets the caller's one request (the
+// generated registration receives it), and its client sends req and closes
+// its side before it returns the stream. Files with stream methods reference
+// runtime.IsAtLeastVersion0_5_0, others runtime.IsAtLeastVersion0_3_0.
 //
 // # Patterns
 //
@@ -17,13 +37,17 @@
 // pattern would drop), a key in both the service and the method pattern,
 // two methods with the same pattern anywhere among the files of one
 // generation run (whatever their proto packages), a mixin field that is
-// missing or not a singular scalar, and streaming methods.
+// missing or not a singular scalar, and a stream method with no_reply,
+// mixin or timeout (a stream's answers are its messages, it picks its
+// target at open before any message, and only its context's deadline
+// bounds it).
 //
 // # Options
 //
 // mixin, no_reply and timeout become the client options runtime.Mixin,
 // runtime.NoReply and runtime.Timeout; the standard idempotency_level
-// option (IDEMPOTENT or NO_SIDE_EFFECTS) becomes runtime.Idempotent. The
+// option (IDEMPOTENT or NO_SIDE_EFFECTS) becomes runtime.Idempotent; a
+// stream is never retried, so it has no effect on stream methods. The
 // caller's options come after them, so they win.
 //
 // # Usage

@@ -123,3 +123,39 @@ func TestDeterministic(t *testing.T) {
 		})
 	}
 }
+
+// TestVersionCheck: the stubs of a run with a stream method require the
+// runtime that has streams (IsAtLeastVersion0_5_0); the others keep
+// requiring IsAtLeastVersion0_3_0, so that an older runtime still builds
+// them.
+func TestVersionCheck(t *testing.T) {
+	for _, dir := range cases(t) {
+		if strings.HasPrefix(filepath.Base(dir), "error_") {
+			continue
+		}
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			req := caseRequest(t, dir, "paths=source_relative")
+			res := run(req)
+			for _, f := range res.GetFile() {
+				streams := false
+				for _, fd := range req.GetProtoFile() {
+					if path.Base(fd.GetName()) != strings.TrimSuffix(path.Base(f.GetName()), "_wizard.pb.go")+".proto" {
+						continue
+					}
+					for _, s := range fd.GetService() {
+						for _, m := range s.GetMethod() {
+							streams = streams || m.GetClientStreaming() || m.GetServerStreaming()
+						}
+					}
+				}
+				want := "runtime.IsAtLeastVersion0_3_0"
+				if streams {
+					want = "runtime.IsAtLeastVersion0_5_0"
+				}
+				if got := f.GetContent(); !strings.Contains(got, "const _ = "+want+"\n") {
+					t.Errorf("%s (streams: %v) does not reference %s", f.GetName(), streams, want)
+				}
+			}
+		})
+	}
+}

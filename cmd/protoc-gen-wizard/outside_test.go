@@ -22,8 +22,9 @@ import (
 // own files (testdata/outside: a contract, a server, a client), writes the
 // page's buf.yaml and buf.gen.yaml, runs the page's commands as they
 // are written, then starts bin/server and checks that bin/client gets the
-// right answer over TCP on 127.0.0.1. The commands and files come from the
-// page itself, so the two cannot drift apart.
+// right answers over TCP on 127.0.0.1, from a unary call and from a
+// stream. The commands and files come from the page itself, so the two
+// cannot drift apart.
 //
 // Only one thing stands in for a published wizard: a replace directive to
 // this checkout, added right after `go mod init`. The module cache comes
@@ -106,7 +107,7 @@ func TestOutsideModule(t *testing.T) {
 	if err != nil {
 		t.Fatalf("client: %v\n%s", err, out)
 	}
-	if got, want := string(out), "total_cents: 750\n"; got != want {
+	if got, want := string(out), "total_cents: 750\neach: 250\neach: 500\n"; got != want {
 		t.Errorf("client printed %q, want %q", got, want)
 	}
 

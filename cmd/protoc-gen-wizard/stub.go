@@ -15,6 +15,7 @@ import (
 
 const (
 	contextPackage = protogen.GoImportPath("context")
+	ioPackage      = protogen.GoImportPath("io")
 	timePackage    = protogen.GoImportPath("time")
 	runtimePackage = protogen.GoImportPath("github.com/wizardmesh/wizard/runtime")
 )
@@ -59,11 +60,25 @@ func generateFile(gen *protogen.Plugin, f *protogen.File, cs []*contract) {
 	g.P("// This is a compile-time assertion that this generated file and the wizard")
 	g.P("// runtime it is compiled against are compatible. If it fails, update")
 	g.P("// github.com/wizardmesh/wizard.")
-	g.P("const _ = ", runtimePackage.Ident("IsAtLeastVersion0_3_0"))
+	g.P("const _ = ", runtimePackage.Ident(versionCheck(cs)))
 	for _, c := range cs {
 		g.P()
 		generateContract(g, f, c)
 	}
+}
+
+// versionCheck names the runtime constant a file of cs's stubs references:
+// the oldest runtime that has what the stubs use, so that unary-only stubs
+// still compile against runtimes without streams.
+func versionCheck(cs []*contract) string {
+	for _, c := range cs {
+		for _, op := range c.methods {
+			if op.kind.isStream() {
+				return "IsAtLeastVersion0_5_0"
+			}
+		}
+	}
+	return "IsAtLeastVersion0_3_0"
 }
 
 func generateContract(g *protogen.GeneratedFile, f *protogen.File, c *contract) {
@@ -73,7 +88,6 @@ func generateContract(g *protogen.GeneratedFile, f *protogen.File, c *contract) 
 	src := s.Desc.ParentFile().Path()
 	deprecation := "Deprecated: " + string(full) + " is marked as deprecated in " + src + "."
 
-	ctx := g.QualifiedGoIdent(contextPackage.Ident("Context"))
 	rt := func(name string) string { return g.QualifiedGoIdent(runtimePackage.Ident(name)) }
 	in := func(op *operation) string { return g.QualifiedGoIdent(op.m.Input.GoIdent) }
 	out := func(op *operation) string { return g.QualifiedGoIdent(op.m.Output.GoIdent) }
@@ -110,7 +124,7 @@ func generateContract(g *protogen.GeneratedFile, f *protogen.File, c *contract) 
 	g.P("type ", n.handler, " interface {")
 	for _, op := range c.methods {
 		methodDoc(g, op, "serves")
-		g.P(op.m.GoName, "(", ctx, ", *", in(op), ") (*", out(op), ", error)")
+		g.P(op.m.GoName, handlerSignature(g, op))
 	}
 	g.P("}")
 	g.P()
@@ -127,8 +141,12 @@ func generateContract(g *protogen.GeneratedFile, f *protogen.File, c *contract) 
 	for _, op := range c.methods {
 		g.P()
 		g.P("// ", op.m.GoName, " returns a ", rt("CodeUnimplemented"), " error.")
-		g.P("func (", n.unimplemented, ") ", op.m.GoName, "(", ctx, ", *", in(op), ") (*", out(op), ", error) {")
-		g.P("return nil, ", rt("Errorf"), "(", rt("CodeUnimplemented"), `, "wizard: %s (%s) is not implemented", `,
+		g.P("func (", n.unimplemented, ") ", op.m.GoName, handlerSignature(g, op), " {")
+		nilRes := "nil, "
+		if op.kind.isStream() {
+			nilRes = ""
+		}
+		g.P("return ", nilRes, rt("Errorf"), "(", rt("CodeUnimplemented"), `, "wizard: %s (%s) is not implemented", `,
 			strconv.Quote(string(op.m.Desc.FullName())), ", ", patternName(c, op), ")")
 		g.P("}")
 	}
@@ -149,7 +167,7 @@ func generateContract(g *protogen.GeneratedFile, f *protogen.File, c *contract) 
 		g.P("o := ", rt("WithHandlerOptions"), "(opts...)")
 	}
 	for _, op := range c.methods {
-		g.P("if err := r.Add(", patternName(c, op), ", ", rt("NewUnaryHandler"), "(h.", op.m.GoName, "), ", rt("Method"), "(methods.ByName(", strconv.Quote(string(op.m.Desc.Name())), ")), o); err != nil {")
+		g.P("if err := r.Add(", patternName(c, op), ", ", handlerExpr(g, op), ", ", rt("Method"), "(methods.ByName(", strconv.Quote(string(op.m.Desc.Name())), ")), o); err != nil {")
 		g.P("return err")
 		g.P("}")
 	}
@@ -163,7 +181,7 @@ func generateContract(g *protogen.GeneratedFile, f *protogen.File, c *contract) 
 	g.P("type ", n.client, " interface {")
 	for _, op := range c.methods {
 		methodDoc(g, op, "calls")
-		g.P(op.m.GoName, "(ctx ", ctx, ", req *", in(op), ", opts ...", rt("CallOption"), ") (*", out(op), ", error)")
+		g.P(op.m.GoName, clientSignature(g, op))
 	}
 	g.P("}")
 	g.P()
@@ -206,10 +224,112 @@ func generateContract(g *protogen.GeneratedFile, f *protogen.File, c *contract) 
 	for _, op := range c.methods {
 		g.P()
 		g.P("// ", op.m.GoName, " calls ", op.m.Desc.FullName(), ".")
-		g.P("func (c *", n.clientImpl, ") ", op.m.GoName, "(ctx ", ctx, ", req *", in(op), ", opts ...", rt("CallOption"), ") (*", out(op), ", error) {")
-		g.P("return c.", fieldName(op), ".Call(ctx, req, opts...)")
+		g.P("func (c *", n.clientImpl, ") ", op.m.GoName, clientSignature(g, op), " {")
+		clientBody(g, op)
 		g.P("}")
 	}
+}
+
+// handlerSignature returns the parameters and results of op's method in
+// the handler interface. A unary method takes the request and returns the
+// response; a server-streaming one takes the request and the stream it
+// sends on; the other stream kinds take the stream only.
+func handlerSignature(g *protogen.GeneratedFile, op *operation) string {
+	ctx := g.QualifiedGoIdent(contextPackage.Ident("Context"))
+	in, out := messageTypes(g, op)
+	switch op.kind {
+	case serverStream:
+		return "(" + ctx + ", *" + in + ", " + serverStreamType(g, op) + ") error"
+	case clientStream, bidiStream:
+		return "(" + ctx + ", " + serverStreamType(g, op) + ") error"
+	}
+	return "(" + ctx + ", *" + in + ") (*" + out + ", error)"
+}
+
+// clientSignature returns the parameters and results of op's method in the
+// client interface. A unary method returns the response; the stream kinds
+// return the open stream, a server-streaming one after sending req.
+func clientSignature(g *protogen.GeneratedFile, op *operation) string {
+	ctx := g.QualifiedGoIdent(contextPackage.Ident("Context"))
+	opts := "opts ..." + g.QualifiedGoIdent(runtimePackage.Ident("CallOption"))
+	in, out := messageTypes(g, op)
+	switch op.kind {
+	case serverStream:
+		return "(ctx " + ctx + ", req *" + in + ", " + opts + ") (" + clientStreamType(g, op) + ", error)"
+	case clientStream, bidiStream:
+		return "(ctx " + ctx + ", " + opts + ") (" + clientStreamType(g, op) + ", error)"
+	}
+	return "(ctx " + ctx + ", req *" + in + ", " + opts + ") (*" + out + ", error)"
+}
+
+// messageTypes returns the Go names of op's request and response messages.
+func messageTypes(g *protogen.GeneratedFile, op *operation) (in, out string) {
+	return g.QualifiedGoIdent(op.m.Input.GoIdent), g.QualifiedGoIdent(op.m.Output.GoIdent)
+}
+
+// serverStreamType is the serving side of op's stream.
+func serverStreamType(g *protogen.GeneratedFile, op *operation) string {
+	in, out := messageTypes(g, op)
+	return "*" + g.QualifiedGoIdent(runtimePackage.Ident("ServerStream")) + "[*" + in + ", *" + out + "]"
+}
+
+// clientStreamType is the calling side of op's stream.
+func clientStreamType(g *protogen.GeneratedFile, op *operation) string {
+	in, out := messageTypes(g, op)
+	return "*" + g.QualifiedGoIdent(runtimePackage.Ident("ClientStream")) + "[*" + in + ", *" + out + "]"
+}
+
+// handlerExpr returns the Go expression of the runtime.Handler that serves
+// op with the handler h. A server-streaming method's handler receives the
+// caller's one request before it passes it on.
+func handlerExpr(g *protogen.GeneratedFile, op *operation) string {
+	rt := func(name string) string { return g.QualifiedGoIdent(runtimePackage.Ident(name)) }
+	switch op.kind {
+	case unary:
+		return rt("NewUnaryHandler") + "(h." + op.m.GoName + ")"
+	case clientStream, bidiStream:
+		return rt("NewStreamHandler") + "(h." + op.m.GoName + ")"
+	}
+	ctx := g.QualifiedGoIdent(contextPackage.Ident("Context"))
+	eof := g.QualifiedGoIdent(ioPackage.Ident("EOF"))
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s(func(ctx %s, s %s) error {\n", rt("NewStreamHandler"), ctx, serverStreamType(g, op))
+	b.WriteString("req, err := s.Recv()\n")
+	fmt.Fprintf(&b, "if err == %s {\n", eof)
+	fmt.Fprintf(&b, "err = %s(%s, \"wizard: %%s takes one request message; the stream closed without one\", %s)\n",
+		rt("Errorf"), rt("CodeInvalidArgument"), strconv.Quote(string(op.m.Desc.FullName())))
+	b.WriteString("}\n")
+	b.WriteString("if err != nil {\nreturn err\n}\n")
+	fmt.Fprintf(&b, "return h.%s(ctx, req, s)\n", op.m.GoName)
+	b.WriteString("})")
+	return b.String()
+}
+
+// clientBody writes the body of op's method in the client implementation.
+func clientBody(g *protogen.GeneratedFile, op *operation) {
+	f := fieldName(op)
+	switch op.kind {
+	case unary:
+		g.P("return c.", f, ".Call(ctx, req, opts...)")
+		return
+	case clientStream, bidiStream:
+		g.P("return c.", f, ".Stream(ctx, opts...)")
+		return
+	}
+	g.P("s, err := c.", f, ".Stream(ctx, opts...)")
+	g.P("if err != nil {")
+	g.P("return nil, err")
+	g.P("}")
+	g.P("// io.EOF: the stream ended before it took req; Recv tells how.")
+	g.P("if err := s.Send(req); err != nil && err != ", g.QualifiedGoIdent(ioPackage.Ident("EOF")), " {")
+	g.P("s.Close()")
+	g.P("return nil, err")
+	g.P("}")
+	g.P("if err := s.CloseSend(); err != nil {")
+	g.P("s.Close()")
+	g.P("return nil, err")
+	g.P("}")
+	g.P("return s, nil")
 }
 
 // written describes op's pattern as written in the .proto file.
@@ -256,6 +376,10 @@ func methodDoc(g *protogen.GeneratedFile, op *operation, verb string) {
 	} else {
 		doc(g, op.m.GoName+" "+verb+" "+string(op.m.Desc.FullName())+".")
 	}
+	if usage := streamUsage(op, verb); usage != "" {
+		g.P("//")
+		doc(g, usage)
+	}
 	if op.noReply && verb == "calls" {
 		g.P("//")
 		doc(g, "The method is no-reply: the call returns at once with a nil response, and a nil error unless the call could not be routed.")
@@ -264,6 +388,26 @@ func methodDoc(g *protogen.GeneratedFile, op *operation, verb string) {
 		g.P("//")
 		doc(g, methodDeprecation(op))
 	}
+}
+
+// streamUsage says how a stream method of the handler (verb "serves") or
+// the client (verb "calls") is used; "" for a unary method.
+func streamUsage(op *operation, verb string) string {
+	switch {
+	case verb == "serves" && op.kind == serverStream:
+		return "It gets the caller's one request and sends its responses on the stream. Its return ends the stream: nil is OK, a *runtime.Error ends it with that code."
+	case verb == "serves" && op.kind == clientStream:
+		return "It receives the requests until io.EOF and sends one response. Its return ends the stream: nil is OK, a *runtime.Error ends it with that code."
+	case verb == "serves" && op.kind == bidiStream:
+		return "It receives requests (io.EOF once the caller closes its side) and sends responses, at once. Its return ends the stream: nil is OK, a *runtime.Error ends it with that code."
+	case op.kind == serverStream:
+		return "The stream it returns has sent req and closed its sending side: Recv the responses until io.EOF. Close the stream when done with it."
+	case op.kind == clientStream:
+		return "Send the requests on the stream it returns, CloseSend, then Recv the one response. Close the stream when done with it."
+	case op.kind == bidiStream:
+		return "Send requests and Recv responses on the stream it returns, at once; CloseSend when done sending (Recv then gives io.EOF once the handler ends). Close the stream when done with it."
+	}
+	return ""
 }
 
 func methodDeprecation(op *operation) string {
@@ -319,7 +463,7 @@ func clientOptions(g *protogen.GeneratedFile, op *operation) []string {
 	if op.timeout > 0 {
 		opts = append(opts, rt("Timeout")+"("+durationExpr(g, op.timeout)+")")
 	}
-	if op.idempotent {
+	if op.idempotent && !op.kind.isStream() { // a stream is never retried
 		opts = append(opts, rt("Idempotent")+"()")
 	}
 	return opts

@@ -135,7 +135,8 @@ func TestCommands(t *testing.T) {
 				t.Errorf("%s: %d targets, request %q; want the two math nodes, typed", p.Pattern, len(p.Targets), p.Request)
 			}
 		}
-		want := []string{"cmd:add,role:math", "cmd:div,role:math", "cmd:product,role:math", "cmd:sum,role:math"}
+		want := []string{"cmd:add,role:math", "cmd:count,role:math", "cmd:div,role:math", "cmd:echo,role:math",
+			"cmd:product,role:math", "cmd:sum,role:math", "cmd:total,role:math"}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("patterns matching the glob (-want +got):\n%s", diff)
 		}

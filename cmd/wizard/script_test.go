@@ -107,7 +107,7 @@ func TestScriptable(t *testing.T) {
 		for _, p := range ps {
 			got = append(got, p.Pattern)
 		}
-		if want := "cmd:add,role:math cmd:div,role:math cmd:product,role:math cmd:sum,role:math"; strings.Join(got, " ") != want {
+		if want := "cmd:add,role:math cmd:count,role:math cmd:div,role:math cmd:echo,role:math cmd:product,role:math cmd:sum,role:math cmd:total,role:math"; strings.Join(got, " ") != want {
 			t.Errorf("patterns role:m*: %v, want %s", got, want)
 		}
 	})

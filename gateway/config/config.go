@@ -49,8 +49,9 @@ type Server struct {
 	// IdleTimeout closes a keep-alive connection idle this long; 2m by
 	// default.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
-	// WriteTimeout bounds writing a response; by default the longest
-	// route max_timeout plus 5s. It must not be shorter than any route's
+	// WriteTimeout bounds writing a response (and each message of a
+	// stream); by default the longest max_timeout of a route that does
+	// not stream, plus 5s. It must not be shorter than any such route's
 	// max_timeout.
 	WriteTimeout time.Duration `yaml:"write_timeout"`
 	// MaxBody is the largest request body (413 beyond); 1MiB by default.
@@ -260,6 +261,9 @@ type WebSocket struct {
 	// MaxInflightPerConn bounds requests in flight per connection (429
 	// frames beyond); 64 by default.
 	MaxInflightPerConn int `yaml:"max_inflight_per_conn"`
+	// MaxStreamsPerConn bounds the streams open per connection (a req
+	// frame opening one beyond is answered 429); 16 by default.
+	MaxStreamsPerConn int `yaml:"max_streams_per_conn"`
 	// SendQueue bounds the replies queued per connection (a slow
 	// consumer is closed with 4008); 256 by default.
 	SendQueue int `yaml:"send_queue"`

@@ -75,6 +75,14 @@
 // route's body option). A client field named like a pattern key, a path
 // variable, the body field or a '$' metadata key is a 400 naming it.
 //
+// # Streams
+//
+// A route with stream: server, client or bidi opens a stream of its
+// pattern instead of making a call (see the gateway package doc for how
+// clients use them). Client and bidi streams need the websocket
+// section: they are served over the WebSocket only. A streaming route's
+// timeout, when given, bounds the whole stream; by default it has none.
+//
 // # Errors
 //
 // Match and Message return [*RequestError], carrying the HTTP status
@@ -85,7 +93,8 @@
 //
 // A file with one route works: server.listen ":8080",
 // read_header_timeout 5s, read_body_timeout 30s, idle_timeout 2m,
-// write_timeout the longest max_timeout plus 5s, max_body 1MiB, max_header_bytes 64KiB,
+// write_timeout the longest max_timeout of the routes that do not stream
+// plus 5s, max_body 1MiB, max_header_bytes 64KiB,
 // shutdown_grace 10s, trusted_proxies none (X-Forwarded-For ignored);
 // mesh.transport tcp on ":0", gossip on "0.0.0.0:7946"; defaults.timeout 2s, max_timeout 10s, auth required
 // when the file has an auth section and none when it has not; delegate
@@ -93,7 +102,8 @@
 // headers Authorization, Content-Type, X-Request-Id,
 // X-Request-Timeout-Ms, max_age 10m; the WebSocket endpoint off unless
 // the file has a websocket section, then at /ws with origins from cors,
-// max_message 64KiB, max_inflight_per_conn 64, send_queue 256,
+// max_message 64KiB, max_inflight_per_conn 64, max_streams_per_conn 16,
+// send_queue 256,
 // ping_interval 30s, idle_timeout 2m; a rate limit's burst its rate's
 // count; the access log on, json, to stderr. A route's name defaults to
 // its first method and path ("GET /hello"); method, path and pattern are

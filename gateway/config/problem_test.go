@@ -243,6 +243,29 @@ routes:
 			},
 		},
 		{
+			name: "stream",
+			src: `routes:
+  - {method: GET, path: "/a", pattern: "role:a", stream: server}
+  - {method: GET, path: "/b", pattern: "role:b", stream: up}
+  - {method: GET, path: "/c", pattern: "role:c", stream: bidi}
+  - {method: GET, path: "/d", pattern: "role:d", stream: [server]}
+`,
+			want: []string{
+				"gateway.yaml:3:58: routes[1].stream: want server, client or bidi, got \"up\"",
+				"gateway.yaml:4:58: routes[2].stream: bidi streams are served over the WebSocket only: the file needs a websocket section",
+				"gateway.yaml:5:58: routes[3].stream: want a string, got a list",
+			},
+		},
+		{
+			name: "stream timeouts",
+			src: `server: {write_timeout: 3s}
+routes:
+  - {method: GET, path: "/a", pattern: "role:a", stream: server, timeout: 1h, max_timeout: 2h}
+  - {method: GET, path: "/b", pattern: "role:b", max_timeout: 2s}
+`,
+			want: nil,
+		},
+		{
 			name: "methods",
 			src: `routes:
   - {method: [GET, get, "G T", GET], path: "/a", pattern: "role:a"}
@@ -539,7 +562,7 @@ routes:
 `,
 			want: []string{
 				"gateway.yaml:1:1: unknown key \"\"; known keys: access_log, auth, cors, defaults, mesh, rate_limits, routes, server, websocket",
-				"gateway.yaml:3:48: routes[0]: unknown key \"\"; known keys: auth, body, max_timeout, method, name, path, pattern, scopes, timeout, vars",
+				"gateway.yaml:3:48: routes[0]: unknown key \"\"; known keys: auth, body, max_timeout, method, name, path, pattern, scopes, stream, timeout, vars",
 			},
 		},
 	} {

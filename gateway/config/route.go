@@ -32,7 +32,9 @@ type Route struct {
 	// Scopes are the scopes a caller's token must all hold.
 	Scopes []string `yaml:"scopes"`
 	// Timeout bounds a call when the client gives no hint; by default
-	// [Defaults.Timeout].
+	// [Defaults.Timeout]. On a streaming route it bounds the whole
+	// stream, and is 0 (none) by default: a stream lasts until either
+	// side ends it or the client leaves.
 	Timeout time.Duration `yaml:"timeout"`
 	// MaxTimeout is the most a client's hint (X-Request-Timeout-Ms, a
 	// frame's timeout_ms) may ask for; by default [Defaults.MaxTimeout].
@@ -41,6 +43,10 @@ type Route struct {
 	// under this one field of the message instead of merging its fields
 	// into the message root.
 	Body string `yaml:"body"`
+	// Stream, when set, makes the route open a stream of its pattern
+	// instead of a call: [StreamServer], [StreamClient] or [StreamBidi].
+	// Client and bidi streams are served over the WebSocket only.
+	Stream StreamKind `yaml:"stream"`
 
 	node
 	path *pathTemplate
@@ -97,3 +103,25 @@ const (
 
 // needsAuth reports whether m verifies tokens.
 func (m AuthMode) needsAuth() bool { return m == AuthRequired || m == AuthOptional }
+
+// StreamKind says which way a streaming route's messages flow.
+type StreamKind string
+
+// The kinds of stream a route may open.
+const (
+	// StreamServer sends the request's message, then relays the
+	// service's messages to the client: over HTTP as Server-Sent
+	// Events or newline-delimited JSON, over the WebSocket as msg
+	// frames.
+	StreamServer StreamKind = "server"
+	// StreamClient relays the client's msg frames to the service, then
+	// its one answer (WebSocket only).
+	StreamClient StreamKind = "client"
+	// StreamBidi relays messages both ways at once (WebSocket only).
+	StreamBidi StreamKind = "bidi"
+)
+
+// validStream reports whether k is a kind of stream.
+func validStream(k StreamKind) bool {
+	return k == StreamServer || k == StreamClient || k == StreamBidi
+}

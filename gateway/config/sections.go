@@ -52,11 +52,13 @@ func (v *validator) server(s *Server) {
 }
 
 // writeTimeout applies the write timeout's default, which depends on the
-// routes, and refuses one shorter than a route's max_timeout.
+// routes, and refuses one shorter than a route's max_timeout. Streaming
+// routes take no part: the write timeout bounds each of a stream's
+// messages, not the stream.
 func (v *validator) writeTimeout(s *Server) {
 	var longest *Route
 	for _, r := range v.c.Routes {
-		if r != nil && (longest == nil || r.MaxTimeout > longest.MaxTimeout) {
+		if r != nil && r.Stream == "" && (longest == nil || r.MaxTimeout > longest.MaxTimeout) {
 			longest = r
 		}
 	}
@@ -442,6 +444,7 @@ func (v *validator) websocket(ws *WebSocket) {
 	}
 	v.size(&ws.node, w, "max_message", &ws.MaxMessage, 64<<10)
 	v.count(&ws.node, w, "max_inflight_per_conn", &ws.MaxInflightPerConn, 64)
+	v.count(&ws.node, w, "max_streams_per_conn", &ws.MaxStreamsPerConn, 16)
 	v.count(&ws.node, w, "send_queue", &ws.SendQueue, 256)
 	v.positive(&ws.node, w, "ping_interval", &ws.PingInterval, 30*time.Second)
 	v.positive(&ws.node, w, "idle_timeout", &ws.IdleTimeout, 2*time.Minute)

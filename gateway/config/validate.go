@@ -111,8 +111,13 @@ func (v *validator) route(r *Route, where string) {
 		v.add(r.at("name"), join(where, "name"), "empty name")
 	}
 	v.routeAuth(r, where)
+	v.routeStream(r, where)
 	d := &v.c.Defaults
-	v.positive(&r.node, where, "timeout", &r.Timeout, d.Timeout)
+	def := d.Timeout
+	if r.Stream != "" {
+		def = 0 // a stream lasts until either side ends it, unless bounded
+	}
+	v.positive(&r.node, where, "timeout", &r.Timeout, def)
 	v.positive(&r.node, where, "max_timeout", &r.MaxTimeout, d.MaxTimeout)
 	if r.Timeout > r.MaxTimeout && r.MaxTimeout > 0 {
 		from := ""
@@ -127,6 +132,21 @@ func (v *validator) route(r *Route, where string) {
 	if r.path != nil && r.pat != nil {
 		v.patternVars(r, where)
 		v.bodyField(r, where)
+	}
+}
+
+// routeStream checks a route's stream kind: one of the three, and a
+// client or bidi stream only with the WebSocket endpoint that serves it.
+func (v *validator) routeStream(r *Route, where string) {
+	if !r.has("stream") {
+		return
+	}
+	w := join(where, "stream")
+	switch {
+	case !validStream(r.Stream):
+		v.add(r.at("stream"), w, "want server, client or bidi, got %s", strconv.Quote(string(r.Stream)))
+	case r.Stream != StreamServer && v.c.WebSocket == nil:
+		v.add(r.at("stream"), w, "%s streams are served over the WebSocket only: the file needs a websocket section", r.Stream)
 	}
 }
 

@@ -166,13 +166,14 @@ func TestStreamInterceptor(t *testing.T) {
 	type counts struct {
 		sent, received int64
 		ok             bool
+		src            runtime.Source
 	}
 	seen := make(chan counts, 4)
 	ic := func(next runtime.Handler) runtime.Handler {
 		return func(ctx context.Context, r runtime.Request) (any, error) {
 			res, err := next(ctx, r)
 			s, rc, ok := r.StreamMessages()
-			seen <- counts{s, rc, ok}
+			seen <- counts{s, rc, ok, r.Source()}
 			return res, err
 		}
 	}
@@ -195,8 +196,12 @@ func TestStreamInterceptor(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	if c := testwait.Recv(t, seen); !c.ok || c.received != 2 || c.sent != 3 {
+	c := testwait.Recv(t, seen)
+	if !c.ok || c.received != 2 || c.sent != 3 {
 		t.Fatalf("the interceptor saw %+v; want a stream with 2 received and 3 sent", c)
+	}
+	if c.src.Node != cl.ID() || c.src.Transport != "tcp" || c.src.Addr == "" {
+		t.Fatalf("the stream's source is %+v; want the calling node %s over tcp", c.src, cl.ID())
 	}
 }
 

@@ -21,7 +21,8 @@
 //
 // The standard idempotency_level method option (IDEMPOTENT or
 // NO_SIDE_EFFECTS) marks methods the runtime may retry after they may have
-// run.
+// run. Stream methods (a stream request, response or both) take a pattern
+// like any method; mixin, no_reply and timeout are for unary methods only.
 
 package wizardpb
 
@@ -101,12 +102,14 @@ type MethodOptions struct {
 	// pattern at call time (Seneca-style dispatch through a field: with
 	// mixin "action", a request with action "ban" routes by
 	// <pattern>,action:ban, so a handler added for that pattern can serve it
-	// while other actions reach the method's handler).
+	// while other actions reach the method's handler). Unary methods only: a
+	// stream picks its target when it opens, before its first message.
 	Mixin []string `protobuf:"bytes,2,rep,name=mixin,proto3" json:"mixin,omitempty"`
 	// no_reply makes calls fire and forget: the client returns at once with
-	// no response, and the handler's answer is dropped.
+	// no response, and the handler's answer is dropped. Unary methods only.
 	NoReply bool `protobuf:"varint,3,opt,name=no_reply,json=noReply,proto3" json:"no_reply,omitempty"`
-	// timeout bounds calls whose context has no earlier deadline.
+	// timeout bounds calls whose context has no earlier deadline. Unary
+	// methods only: only its context's deadline bounds a stream.
 	Timeout       *durationpb.Duration `protobuf:"bytes,4,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -78,6 +78,12 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if ran, err := runStreams(ctx, cfg, *out); ran || err != nil {
+		if err != nil {
+			fail(err)
+		}
+		return
+	}
 	if ran, err := runScaling(ctx, cfg, *out); ran || err != nil {
 		if err != nil {
 			fail(err)

@@ -11,7 +11,7 @@ import (
 )
 
 // The results file holds the latest run of each mode of compare (the
-// comparison, payloads, connections), each section under its own
+// comparison, payloads, connections, streams), each section under its own
 // top-level heading and naming the command that made it; a new run of a
 // mode replaces that mode's section and leaves the others. Earlier runs
 // are in git history.
@@ -21,6 +21,8 @@ func sectionKind(heading string) string {
 	switch {
 	case strings.HasPrefix(heading, "# Payloads"):
 		return "payload"
+	case strings.HasPrefix(heading, "# Streams"):
+		return "streams"
 	case connsHeading.MatchString(heading):
 		return "conns"
 	default:

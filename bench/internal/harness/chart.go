@@ -27,6 +27,7 @@ var chartColors = map[string]string{
 	"drpc":               "#319795",
 	"connect":            "#b7791f",
 	"nats-micro":         "#e53e3e",
+	"nats-core":          "#fc8181",
 	"wizard-nats":        "#1a365d",
 }
 

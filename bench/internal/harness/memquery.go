@@ -22,17 +22,24 @@ const (
 type MemStats struct {
 	Goroutines int    `json:"goroutines"`
 	HeapInuse  uint64 `json:"heap_inuse"`  // bytes in in-use heap spans
+	HeapAlloc  uint64 `json:"heap_alloc"`  // bytes of live heap objects
 	StackInuse uint64 `json:"stack_inuse"` // bytes of goroutine stacks
 	Sys        uint64 `json:"sys"`         // bytes obtained from the OS
 }
 
 // memAnswer collects garbage and returns the answer to the "mem" query.
 func memAnswer() string {
+	b, _ := json.Marshal(readMem())
+	return answerMem + string(b)
+}
+
+// readMem collects garbage and returns this process's goroutines and Go
+// memory.
+func readMem() MemStats {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	b, _ := json.Marshal(MemStats{Goroutines: runtime.NumGoroutine(), HeapInuse: ms.HeapInuse, StackInuse: ms.StackInuse, Sys: ms.Sys})
-	return answerMem + string(b)
+	return MemStats{Goroutines: runtime.NumGoroutine(), HeapInuse: ms.HeapInuse, HeapAlloc: ms.HeapAlloc, StackInuse: ms.StackInuse, Sys: ms.Sys}
 }
 
 // answerControl answers the queries of a server that has no counter

@@ -42,6 +42,9 @@ type ServerSpec struct {
 	// replicas its client balances over (see [Contender.DialCluster]).
 	Upstreams  []string `json:"upstreams,omitempty"`
 	CPUProfile string   `json:"cpuprofile,omitempty"`
+	// MemProfileAll makes the process record every allocation in its
+	// heap profile (runtime.MemProfileRate 1), for the "heap" query.
+	MemProfileAll bool `json:"memprofileall,omitempty"`
 }
 
 // ServeIfChild serves and exits when the process was started as a server
@@ -68,8 +71,11 @@ func ServeIfChild() {
 // queries of the control protocol read from in, and stops when in reaches
 // EOF (the parent closed it, or died).
 func serve(s ServerSpec, in io.Reader, out io.Writer) error {
-	if s.Role == RoleEcho {
+	switch s.Role {
+	case RoleEcho:
 		return serveEcho(s, in, out)
+	case RoleStream:
+		return serveStream(s, in, out)
 	}
 	c, err := Lookup(s.Contender)
 	if err != nil {

@@ -79,17 +79,9 @@ func wizardContender(name, title, note string, newTransport func() (runtime.Tran
 // wizardPattern over a live connection, so the balancer has them all from
 // the first measured call.
 func dialWizard(ctx context.Context, title string, newTransport func() (runtime.Transport, error), addrs []string) (Client, error) {
-	t, err := newTransport()
+	node, err := dialWizardNode(ctx, title, newTransport, addrs, wizardPattern)
 	if err != nil {
 		return nil, err
-	}
-	node, err := runtime.New(runtime.WithTransport(t), runtime.WithDiscovery(runtime.StaticPeers(addrs...)))
-	if err != nil {
-		return nil, err
-	}
-	if err := waitTargets(ctx, node, len(addrs)); err != nil {
-		node.Close()
-		return nil, fmt.Errorf("%s at %s: %w", title, strings.Join(addrs, ", "), err)
 	}
 	add, err := runtime.NewClient[mathv1.AddRequest, mathv1.AddResponse](node, wizardPattern)
 	if err != nil {
@@ -99,12 +91,30 @@ func dialWizard(ctx context.Context, title string, newTransport func() (runtime.
 	return &wizardClient{node: node, add: add}, nil
 }
 
-// waitTargets waits until n connected peers serve wizardPattern.
-func waitTargets(ctx context.Context, node *runtime.Node, n int) error {
-	if err := node.WaitFor(ctx, wizardPattern); err != nil {
+// dialWizardNode makes a calling node that knows the servers at addrs and
+// returns once every one of them serves pat over a live connection.
+func dialWizardNode(ctx context.Context, title string, newTransport func() (runtime.Transport, error), addrs []string, pat string) (*runtime.Node, error) {
+	t, err := newTransport()
+	if err != nil {
+		return nil, err
+	}
+	node, err := runtime.New(runtime.WithTransport(t), runtime.WithDiscovery(runtime.StaticPeers(addrs...)))
+	if err != nil {
+		return nil, err
+	}
+	if err := waitTargets(ctx, node, pat, len(addrs)); err != nil {
+		node.Close()
+		return nil, fmt.Errorf("%s at %s: %w", title, strings.Join(addrs, ", "), err)
+	}
+	return node, nil
+}
+
+// waitTargets waits until n connected peers serve pat.
+func waitTargets(ctx context.Context, node *runtime.Node, pat string, n int) error {
+	if err := node.WaitFor(ctx, pat); err != nil {
 		return err
 	}
-	want := pattern.MustParse(wizardPattern)
+	want := pattern.MustParse(pat)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {

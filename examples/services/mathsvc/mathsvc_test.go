@@ -37,9 +37,9 @@ func newClient[Req, Res any](t testing.TB, c runtime.Caller, pattern string, opt
 	return cl
 }
 
-func newNode(t testing.TB) *runtime.Node {
+func newNode(t testing.TB, opts ...runtime.Option) *runtime.Node {
 	t.Helper()
-	n, err := runtime.New()
+	n, err := runtime.New(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,9 +117,12 @@ func TestPatterns(t *testing.T) {
 	}
 	want := []string{
 		mathv1.MathServiceAddPattern, // "cmd:add,role:math"
+		mathv1.MathServiceCountPattern,
 		mathv1.MathServiceDividePattern,
+		mathv1.MathServiceEchoPattern,
 		mathv1.MathServiceProductPattern,
 		mathv1.MathServiceSumPattern,
+		mathv1.MathServiceTotalPattern,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("patterns (-want +got):\n%s", diff)

@@ -35,5 +35,17 @@ func StreamHandler(s runtime.Server) mux.StreamHandler {
 	if !ok {
 		return nil
 	}
-	return func(ctx context.Context, st *mux.ServerStream) error { return ss.ServeStream(ctx, st) }
+	return func(ctx context.Context, st *mux.ServerStream) error {
+		return ss.ServeStream(ctx, servedStream{st, remoteOf(ctx)})
+	}
 }
+
+// servedStream is a stream a listener serves, with what the transport
+// knows of its caller's end of the connection: the node reads it as it
+// reads a call's Message.Remote (Request.Source, a certificate's node id).
+type servedStream struct {
+	*mux.ServerStream
+	remote *runtime.Remote
+}
+
+func (s servedStream) Remote() *runtime.Remote { return s.remote }

@@ -19,6 +19,8 @@ import (
 // write queue drained by one writer goroutine, keep-alive, and the
 // connection's end.
 type conn struct {
+	grown atomic.Int64 // what its streams' windows grew by, together (GrownWindowBudget)
+
 	rw   io.ReadWriteCloser
 	br   *reader // the reader role's (streambuffer.go)
 	bw   writer  // the writer goroutine's

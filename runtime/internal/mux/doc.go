@@ -142,7 +142,9 @@
 // protocol's constant, which is not sent; a side whose receive window
 // ([Options.StreamWindow], at least the initial window) is larger grants
 // the difference with a stream-credit frame right after the open. A
-// sender spends a message's size when it sends it, and may send when
+// sender spends a message's cost when it sends it (its size plus
+// [wire.MessageCost], 64 bytes: a window of tiny messages holds a few
+// thousand of them, not 262,144), and may send when
 // the message fits its credit, or when at least half the initial window
 // is free, so that a message larger than the window still goes, alone
 // (messages are not split: one data frame is one message, up to the
@@ -152,7 +154,16 @@
 // step halves the credit frames). A receiver that stops reading
 // therefore stops its sender (Send blocks, honouring its ctx), and holds
 // at most its window plus one message per stream; the sender's own
-// queued data is bounded the same way.
+// queued data is bounded the same way. With the default window, a
+// receiver whose Recv keeps up with messages of 8 KiB or more on
+// average (nothing queued when it grants) doubles its window at each
+// grant, up to [MaxGrownWindow] (4 MiB), as long as the connection's
+// streams together grew by less than [GrownWindowBudget] (16 MiB): on a
+// fast link the window, not the reader, then holds a stream of large
+// messages back (HTTP/2 implementations grow theirs by a
+// bandwidth-delay estimate). A stream's growth goes back to the budget
+// when it ends. Small messages never grow it: their cost is per message,
+// and larger windows would only queue more of them.
 //
 // The reader never waits on a stream's consumer: credit guarantees the
 // queue's room. A peer that sends data beyond its credit breaks the

@@ -53,6 +53,18 @@ const (
 	// at most 256 MiB of received messages each way.
 	DefaultMaxStreams = 1024
 
+	// MaxGrownWindow is the largest a stream's default window grows
+	// to, and GrownWindowBudget what a connection's streams may grow
+	// their windows by, together: a receiver whose Recv keeps up with a
+	// stream of large messages (at least 8 KiB on average) doubles its
+	// window at each grant while both allow, since on a fast link the
+	// window, not the reader, is then what holds the sender back (as
+	// HTTP/2's BDP estimate grows gRPC's windows). So a connection's
+	// streams hold at most MaxStreams x the default window plus the
+	// budget of received messages.
+	MaxGrownWindow    = 4 << 20
+	GrownWindowBudget = 16 << 20
+
 	// maxStreamWindow is the largest receive window: a grant always
 	// fits one stream-credit frame.
 	maxStreamWindow = 1 << 30
@@ -173,11 +185,16 @@ type Options struct {
 	Watch *Watcher
 
 	// StreamWindow is this side's receive window per stream, in bytes of
-	// message payloads: the messages a stream holds for Recv, beyond
-	// one, before its sender blocks. 0 means [DefaultStreamWindow]; it
-	// is at least [wire.InitialWindow] (the protocol's, which the peer
-	// starts with; the difference is granted at open) and at most 1 GiB.
+	// message payloads (each message counting [wire.MessageCost] more):
+	// the messages a stream holds for Recv, beyond one, before its
+	// sender blocks. 0 means [DefaultStreamWindow], grown for a stream
+	// of large messages (see [MaxGrownWindow]); it is at least
+	// [wire.InitialWindow] (the protocol's, which the peer starts with;
+	// the difference is granted at open) and at most 1 GiB.
 	StreamWindow int
+
+	// autoWindow: StreamWindow was left to its default, which grows.
+	autoWindow bool
 
 	// MaxStreams bounds, on the server side, the streams open at once on
 	// the connection; 0 means [DefaultMaxStreams]. A stream opened
@@ -263,7 +280,7 @@ func (o Options) normalize() (Options, error) {
 		o.ServeTimeout = DefaultServeTimeout
 	}
 	if o.StreamWindow == 0 {
-		o.StreamWindow = DefaultStreamWindow
+		o.StreamWindow, o.autoWindow = DefaultStreamWindow, true
 	}
 	if o.MaxStreams == 0 {
 		o.MaxStreams = DefaultMaxStreams

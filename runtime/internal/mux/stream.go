@@ -15,9 +15,9 @@ import (
 // its data both ways, the queue of messages received and not yet taken,
 // and its end. See the package documentation, # Streams.
 //
-// Flow control counts the bytes of data payloads. The sender holds
-// credit, wire.InitialWindow at open, spends a message's size on sending
-// it and gets credit back from the receiver's stream-credit frames. It
+// Flow control counts the bytes of data payloads, each message costing
+// wire.MessageCost more (its cost). The sender holds credit,
+// wire.InitialWindow at open, spends a message's cost on sending it and gets credit back from the receiver's stream-credit frames. It
 // may send a message when the message fits its credit, or when at least
 // half the initial window is free (2*credit >= wire.InitialWindow), so
 // that a message larger than the window still goes, alone: credit then
@@ -36,6 +36,8 @@ type stream struct {
 	qBytes  int       // payload bytes waiting in q
 	granted int       // bytes the peer may still send, as this side counts them
 	taken   int       // bytes taken since the last grant
+	tookN   int       // messages taken since the last grant
+	grownBy int       // what window grew by beyond the options' (conn.grown)
 	recvEnd error     // what Recv returns once q is empty: io.EOF or the end's error
 	// Sending.
 	credit    int  // bytes this side may still send
@@ -115,7 +117,7 @@ const errCreditViolation = "wizard: stream peer sent data beyond its credit"
 // stream's FLOW_CONTROL_ERROR with RST_STREAM) and nothing is queued, so
 // that a peer ignoring flow control costs no memory.
 func (st *stream) deliver(codec wire.Codec, payload []byte) bool {
-	n := len(payload)
+	n := len(payload) + wire.MessageCost
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.abort != nil || st.recvEnd != nil {
@@ -130,7 +132,7 @@ func (st *stream) deliver(codec wire.Codec, payload []byte) bool {
 		st.q, st.head = st.q[:0], 0
 	}
 	st.q = append(st.q, message{codec, payload})
-	st.qBytes += n
+	st.qBytes += len(payload)
 	signal(st.recvReady)
 	return true
 }
@@ -142,6 +144,7 @@ func (st *stream) endRecv(err error) {
 	if st.recvEnd == nil {
 		st.recvEnd = err
 	}
+	st.releaseLocked()
 	st.mu.Unlock()
 	signal(st.recvReady)
 }
@@ -155,6 +158,7 @@ func (st *stream) fail(err error) bool {
 		return false
 	}
 	st.abort = err
+	st.releaseLocked()
 	clear(st.q)
 	st.q, st.head, st.qBytes = nil, 0, 0
 	st.mu.Unlock()
@@ -189,10 +193,12 @@ func (st *stream) recv(ctx context.Context) (wire.Codec, []byte, error) {
 			st.head++
 			n := len(m.payload)
 			st.qBytes -= n
-			st.taken += n
+			st.taken += n + wire.MessageCost
+			st.tookN++
 			var grant int
 			if 2*st.taken >= st.window && st.recvEnd == nil {
-				grant, st.taken = st.taken, 0
+				grant = st.taken + st.growLocked()
+				st.taken, st.tookN = 0, 0
 				st.granted += grant
 			}
 			if st.head < len(st.q) || st.recvEnd != nil {
@@ -218,6 +224,36 @@ func (st *stream) recv(ctx context.Context) (wire.Codec, []byte, error) {
 	}
 }
 
+// growLocked doubles the window of a stream of large messages whose
+// reader keeps up (nothing left queued at a grant), within
+// MaxGrownWindow and the connection's GrownWindowBudget; it returns what
+// the window grew by, to grant with the bytes taken. st.mu is held.
+func (st *stream) growLocked() int {
+	if !st.c.opts.autoWindow || st.head < len(st.q) || st.tookN == 0 || st.taken/st.tookN < 8<<10 {
+		return 0
+	}
+	extra := min(st.window, MaxGrownWindow-st.window)
+	if extra <= 0 {
+		return 0
+	}
+	if st.c.grown.Add(int64(extra)) > GrownWindowBudget {
+		st.c.grown.Add(-int64(extra))
+		return 0
+	}
+	st.window += extra
+	st.grownBy += extra
+	return extra
+}
+
+// releaseLocked gives what the window grew by back to the connection's
+// budget, once the stream receives no more; st.mu is held.
+func (st *stream) releaseLocked() {
+	if st.grownBy > 0 {
+		st.c.grown.Add(-int64(st.grownBy))
+		st.grownBy = 0
+	}
+}
+
 // queued returns the payload bytes received and not taken yet.
 func (st *stream) queued() int {
 	st.mu.Lock()
@@ -233,7 +269,7 @@ func (st *stream) send(ctx context.Context, codec wire.Codec, payload []byte, cl
 	if size := f.Size(); size-4 > st.c.opts.MaxFrameSize {
 		return fmt.Errorf("wizard: mux: stream message of %d bytes: %w (limit %d)", size-4, wire.ErrFrameTooLarge, st.c.opts.MaxFrameSize)
 	}
-	n := len(payload)
+	n := len(payload) + wire.MessageCost
 	for {
 		st.mu.Lock()
 		switch {

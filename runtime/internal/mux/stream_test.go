@@ -226,9 +226,10 @@ func testSlowConsumer(t *testing.T, window int) {
 	const msg = 1 << 10
 	big := make([]byte, wire.InitialWindow+wire.InitialWindow/4)
 	blocked := make(chan error, 1)
+	fit := window / (msg + wire.MessageCost) // the messages the window holds, each costing MessageCost more
 	sh := func(ctx context.Context, ss *ServerStream) error {
 		p := make([]byte, msg)
-		for range window / msg {
+		for range fit {
 			if err := ss.Send(ctx, wire.CodecNone, p); err != nil {
 				return err
 			}
@@ -266,7 +267,7 @@ func testSlowConsumer(t *testing.T, window int) {
 		total += len(p)
 		peak = max(peak, cs.Queued()+len(p))
 	}
-	if want := window + msg + len(big); total != want {
+	if want := fit*msg + msg + len(big); total != want {
 		t.Errorf("received %d bytes, want %d", total, want)
 	}
 	if bound := window + len(big); peak > bound {
@@ -777,7 +778,7 @@ func TestStreamSlowServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := make([]byte, msg)
-	for range wire.InitialWindow / msg {
+	for range wire.InitialWindow / (msg + wire.MessageCost) {
 		if err := cs.Send(ctx, wire.CodecNone, p); err != nil {
 			t.Fatal(err)
 		}
@@ -873,5 +874,56 @@ func TestStreamSilentClient(t *testing.T) {
 	}
 	if err := <-served; !errors.Is(err, ErrKeepAliveTimeout) {
 		t.Errorf("Serve = %v, want ErrKeepAliveTimeout", err)
+	}
+}
+
+// TestStreamWindowGrows: a receiver that keeps up with a stream of large
+// messages grows its window (to MaxGrownWindow at most, within the
+// connection's budget), one of small messages does not, and a stream's
+// growth goes back to the budget when it ends.
+func TestStreamWindowGrows(t *testing.T) {
+	for _, tc := range []struct {
+		size  int
+		grows bool
+	}{{64 << 10, true}, {1 << 10, false}} {
+		t.Run(strconv.Itoa(tc.size), func(t *testing.T) {
+			leak.Check(t)
+			const total = 32 << 20
+			sh := func(ctx context.Context, ss *ServerStream) error {
+				p := make([]byte, tc.size)
+				for range total / tc.size {
+					if err := ss.Send(ctx, wire.CodecNone, p); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			cl, _ := streamServer(t, sh, Options{}, Options{})
+			ctx := t.Context()
+			cs, err := cl.OpenStream(ctx, openFrame("big"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			largest := 0
+			for {
+				_, _, err := cs.Recv(ctx)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				cs.st.mu.Lock()
+				largest = max(largest, cs.st.window)
+				cs.st.mu.Unlock()
+			}
+			if grew := largest > wire.InitialWindow; grew != tc.grows || largest > MaxGrownWindow {
+				t.Fatalf("messages of %d bytes: the window reached %d (initial %d, most %d); want growth %v", tc.size, largest, wire.InitialWindow, MaxGrownWindow, tc.grows)
+			}
+			if g := cl.c.grown.Load(); g != 0 {
+				t.Fatalf("after the stream's end the connection's windows are still grown by %d", g)
+			}
+			t.Logf("messages of %d bytes: the window reached %d", tc.size, largest)
+		})
 	}
 }

@@ -37,3 +37,11 @@ func DecodeCredit(b []byte) (uint32, error) {
 // protocol's constant, not sent. A receiver that wants a larger window
 // grants the difference with a stream-credit frame at once.
 const InitialWindow = 256 << 10
+
+// MessageCost is what each data frame costs in credit beyond its
+// payload's bytes: a message of n bytes takes n + MessageCost of its
+// sender's credit, and its receiver grants that much back. It stands for
+// what a queued message costs besides its payload (its frame and its
+// place in queues), so that a window bounds a stream of small messages
+// to a few thousand of them, not to one per byte.
+const MessageCost = 64

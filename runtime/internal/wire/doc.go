@@ -91,7 +91,8 @@
 // control (who may send how many bytes of data when) is the business of
 // the package using the codec, but for its one constant: each side of a
 // stream starts with [InitialWindow] (256 KiB) of credit for its data,
-// which is not sent. This package encodes the frames and the credit ([AppendCredit], [DecodeCredit]: one canonical uvarint,
+// which is not sent, and each data frame costs its payload's bytes plus
+// [MessageCost] (64) of it. This package encodes the frames and the credit ([AppendCredit], [DecodeCredit]: one canonical uvarint,
 // nothing after it, never zero, as HTTP/2 refuses a WINDOW_UPDATE of 0).
 //
 // # Errors

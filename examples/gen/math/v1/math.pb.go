@@ -398,6 +398,284 @@ func (x *AddResponse) GetSum() float64 {
 	return 0
 }
 
+// CountRequest says how far to count.
+type CountRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	N             int64                  `protobuf:"varint,1,opt,name=n,proto3" json:"n,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountRequest) Reset() {
+	*x = CountRequest{}
+	mi := &file_wizard_examples_math_v1_math_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountRequest) ProtoMessage() {}
+
+func (x *CountRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wizard_examples_math_v1_math_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountRequest.ProtoReflect.Descriptor instead.
+func (*CountRequest) Descriptor() ([]byte, []int) {
+	return file_wizard_examples_math_v1_math_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CountRequest) GetN() int64 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+// CountResponse holds one number of the count.
+type CountResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Value         int64                  `protobuf:"varint,1,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountResponse) Reset() {
+	*x = CountResponse{}
+	mi := &file_wizard_examples_math_v1_math_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountResponse) ProtoMessage() {}
+
+func (x *CountResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wizard_examples_math_v1_math_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountResponse.ProtoReflect.Descriptor instead.
+func (*CountResponse) Descriptor() ([]byte, []int) {
+	return file_wizard_examples_math_v1_math_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CountResponse) GetValue() int64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+// TotalRequest holds one value to add.
+type TotalRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Value         float64                `protobuf:"fixed64,1,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TotalRequest) Reset() {
+	*x = TotalRequest{}
+	mi := &file_wizard_examples_math_v1_math_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TotalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TotalRequest) ProtoMessage() {}
+
+func (x *TotalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wizard_examples_math_v1_math_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TotalRequest.ProtoReflect.Descriptor instead.
+func (*TotalRequest) Descriptor() ([]byte, []int) {
+	return file_wizard_examples_math_v1_math_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *TotalRequest) GetValue() float64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+// TotalResponse holds the sum of the values and how many there were.
+type TotalResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sum           float64                `protobuf:"fixed64,1,opt,name=sum,proto3" json:"sum,omitempty"`
+	Count         int64                  `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TotalResponse) Reset() {
+	*x = TotalResponse{}
+	mi := &file_wizard_examples_math_v1_math_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TotalResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TotalResponse) ProtoMessage() {}
+
+func (x *TotalResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wizard_examples_math_v1_math_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TotalResponse.ProtoReflect.Descriptor instead.
+func (*TotalResponse) Descriptor() ([]byte, []int) {
+	return file_wizard_examples_math_v1_math_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *TotalResponse) GetSum() float64 {
+	if x != nil {
+		return x.Sum
+	}
+	return 0
+}
+
+func (x *TotalResponse) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// EchoRequest holds a text to echo.
+type EchoRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EchoRequest) Reset() {
+	*x = EchoRequest{}
+	mi := &file_wizard_examples_math_v1_math_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EchoRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EchoRequest) ProtoMessage() {}
+
+func (x *EchoRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wizard_examples_math_v1_math_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EchoRequest.ProtoReflect.Descriptor instead.
+func (*EchoRequest) Descriptor() ([]byte, []int) {
+	return file_wizard_examples_math_v1_math_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *EchoRequest) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+// EchoResponse holds the text echoed.
+type EchoResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EchoResponse) Reset() {
+	*x = EchoResponse{}
+	mi := &file_wizard_examples_math_v1_math_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EchoResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EchoResponse) ProtoMessage() {}
+
+func (x *EchoResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wizard_examples_math_v1_math_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EchoResponse.ProtoReflect.Descriptor instead.
+func (*EchoResponse) Descriptor() ([]byte, []int) {
+	return file_wizard_examples_math_v1_math_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *EchoResponse) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
 var File_wizard_examples_math_v1_math_proto protoreflect.FileDescriptor
 
 const file_wizard_examples_math_v1_math_proto_rawDesc = "" +
@@ -422,13 +700,29 @@ const file_wizard_examples_math_v1_math_proto_rawDesc = "" +
 	"\x01a\x18\x01 \x01(\x01R\x01a\x12\f\n" +
 	"\x01b\x18\x02 \x01(\x01R\x01b\"\x1f\n" +
 	"\vAddResponse\x12\x10\n" +
-	"\x03sum\x18\x01 \x01(\x01R\x03sum2\xa1\x03\n" +
+	"\x03sum\x18\x01 \x01(\x01R\x03sum\"\x1c\n" +
+	"\fCountRequest\x12\f\n" +
+	"\x01n\x18\x01 \x01(\x03R\x01n\"%\n" +
+	"\rCountResponse\x12\x14\n" +
+	"\x05value\x18\x01 \x01(\x03R\x05value\"$\n" +
+	"\fTotalRequest\x12\x14\n" +
+	"\x05value\x18\x01 \x01(\x01R\x05value\"7\n" +
+	"\rTotalResponse\x12\x10\n" +
+	"\x03sum\x18\x01 \x01(\x01R\x03sum\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x03R\x05count\"!\n" +
+	"\vEchoRequest\x12\x12\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\"\"\n" +
+	"\fEchoResponse\x12\x12\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text2\xb3\x05\n" +
 	"\vMathService\x12U\n" +
 	"\x03Sum\x12#.wizard.examples.math.v1.SumRequest\x1a$.wizard.examples.math.v1.SumResponse\"\x03\x90\x02\x01\x12a\n" +
 	"\aProduct\x12'.wizard.examples.math.v1.ProductRequest\x1a(.wizard.examples.math.v1.ProductResponse\"\x03\x90\x02\x01\x12p\n" +
 	"\x06Divide\x12&.wizard.examples.math.v1.DivideRequest\x1a'.wizard.examples.math.v1.DivideResponse\"\x15\xfa\xfd\x1b\x0e\n" +
 	"\bcmd: div\"\x02\b\x01\x90\x02\x01\x12U\n" +
-	"\x03Add\x12#.wizard.examples.math.v1.AddRequest\x1a$.wizard.examples.math.v1.AddResponse\"\x03\x88\x02\x01\x1a\x0f\xf2\xfd\x1b\v\n" +
+	"\x03Add\x12#.wizard.examples.math.v1.AddRequest\x1a$.wizard.examples.math.v1.AddResponse\"\x03\x88\x02\x01\x12]\n" +
+	"\x05Count\x12%.wizard.examples.math.v1.CountRequest\x1a&.wizard.examples.math.v1.CountResponse\"\x03\x90\x02\x010\x01\x12X\n" +
+	"\x05Total\x12%.wizard.examples.math.v1.TotalRequest\x1a&.wizard.examples.math.v1.TotalResponse(\x01\x12W\n" +
+	"\x04Echo\x12$.wizard.examples.math.v1.EchoRequest\x1a%.wizard.examples.math.v1.EchoResponse(\x010\x01\x1a\x0f\xf2\xfd\x1b\v\n" +
 	"\trole:mathB:Z8github.com/wizardmesh/wizard/examples/gen/math/v1;mathv1b\x06proto3"
 
 var (
@@ -443,7 +737,7 @@ func file_wizard_examples_math_v1_math_proto_rawDescGZIP() []byte {
 	return file_wizard_examples_math_v1_math_proto_rawDescData
 }
 
-var file_wizard_examples_math_v1_math_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_wizard_examples_math_v1_math_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_wizard_examples_math_v1_math_proto_goTypes = []any{
 	(*SumRequest)(nil),      // 0: wizard.examples.math.v1.SumRequest
 	(*SumResponse)(nil),     // 1: wizard.examples.math.v1.SumResponse
@@ -453,21 +747,33 @@ var file_wizard_examples_math_v1_math_proto_goTypes = []any{
 	(*DivideResponse)(nil),  // 5: wizard.examples.math.v1.DivideResponse
 	(*AddRequest)(nil),      // 6: wizard.examples.math.v1.AddRequest
 	(*AddResponse)(nil),     // 7: wizard.examples.math.v1.AddResponse
+	(*CountRequest)(nil),    // 8: wizard.examples.math.v1.CountRequest
+	(*CountResponse)(nil),   // 9: wizard.examples.math.v1.CountResponse
+	(*TotalRequest)(nil),    // 10: wizard.examples.math.v1.TotalRequest
+	(*TotalResponse)(nil),   // 11: wizard.examples.math.v1.TotalResponse
+	(*EchoRequest)(nil),     // 12: wizard.examples.math.v1.EchoRequest
+	(*EchoResponse)(nil),    // 13: wizard.examples.math.v1.EchoResponse
 }
 var file_wizard_examples_math_v1_math_proto_depIdxs = []int32{
-	0, // 0: wizard.examples.math.v1.MathService.Sum:input_type -> wizard.examples.math.v1.SumRequest
-	2, // 1: wizard.examples.math.v1.MathService.Product:input_type -> wizard.examples.math.v1.ProductRequest
-	4, // 2: wizard.examples.math.v1.MathService.Divide:input_type -> wizard.examples.math.v1.DivideRequest
-	6, // 3: wizard.examples.math.v1.MathService.Add:input_type -> wizard.examples.math.v1.AddRequest
-	1, // 4: wizard.examples.math.v1.MathService.Sum:output_type -> wizard.examples.math.v1.SumResponse
-	3, // 5: wizard.examples.math.v1.MathService.Product:output_type -> wizard.examples.math.v1.ProductResponse
-	5, // 6: wizard.examples.math.v1.MathService.Divide:output_type -> wizard.examples.math.v1.DivideResponse
-	7, // 7: wizard.examples.math.v1.MathService.Add:output_type -> wizard.examples.math.v1.AddResponse
-	4, // [4:8] is the sub-list for method output_type
-	0, // [0:4] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	0,  // 0: wizard.examples.math.v1.MathService.Sum:input_type -> wizard.examples.math.v1.SumRequest
+	2,  // 1: wizard.examples.math.v1.MathService.Product:input_type -> wizard.examples.math.v1.ProductRequest
+	4,  // 2: wizard.examples.math.v1.MathService.Divide:input_type -> wizard.examples.math.v1.DivideRequest
+	6,  // 3: wizard.examples.math.v1.MathService.Add:input_type -> wizard.examples.math.v1.AddRequest
+	8,  // 4: wizard.examples.math.v1.MathService.Count:input_type -> wizard.examples.math.v1.CountRequest
+	10, // 5: wizard.examples.math.v1.MathService.Total:input_type -> wizard.examples.math.v1.TotalRequest
+	12, // 6: wizard.examples.math.v1.MathService.Echo:input_type -> wizard.examples.math.v1.EchoRequest
+	1,  // 7: wizard.examples.math.v1.MathService.Sum:output_type -> wizard.examples.math.v1.SumResponse
+	3,  // 8: wizard.examples.math.v1.MathService.Product:output_type -> wizard.examples.math.v1.ProductResponse
+	5,  // 9: wizard.examples.math.v1.MathService.Divide:output_type -> wizard.examples.math.v1.DivideResponse
+	7,  // 10: wizard.examples.math.v1.MathService.Add:output_type -> wizard.examples.math.v1.AddResponse
+	9,  // 11: wizard.examples.math.v1.MathService.Count:output_type -> wizard.examples.math.v1.CountResponse
+	11, // 12: wizard.examples.math.v1.MathService.Total:output_type -> wizard.examples.math.v1.TotalResponse
+	13, // 13: wizard.examples.math.v1.MathService.Echo:output_type -> wizard.examples.math.v1.EchoResponse
+	7,  // [7:14] is the sub-list for method output_type
+	0,  // [0:7] is the sub-list for method input_type
+	0,  // [0:0] is the sub-list for extension type_name
+	0,  // [0:0] is the sub-list for extension extendee
+	0,  // [0:0] is the sub-list for field type_name
 }
 
 func init() { file_wizard_examples_math_v1_math_proto_init() }
@@ -481,7 +787,7 @@ func file_wizard_examples_math_v1_math_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wizard_examples_math_v1_math_proto_rawDesc), len(file_wizard_examples_math_v1_math_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -7,13 +7,14 @@ package mathv1
 import (
 	context "context"
 	runtime "github.com/wizardmesh/wizard/runtime"
+	io "io"
 	time "time"
 )
 
 // This is a compile-time assertion that this generated file and the wizard
 // runtime it is compiled against are compatible. If it fails, update
 // github.com/wizardmesh/wizard.
-const _ = runtime.IsAtLeastVersion0_3_0
+const _ = runtime.IsAtLeastVersion0_5_0
 
 // Patterns of the wizard.examples.math.v1.MathService methods, in canonical
 // form.
@@ -33,6 +34,15 @@ const (
 	// Deprecated: wizard.examples.math.v1.MathService.Add is marked as deprecated
 	// in wizard/examples/math/v1/math.proto.
 	MathServiceAddPattern = "cmd:add,role:math"
+	// MathServiceCountPattern routes MathService.Count, written "role:math" +
+	// "cmd:count" (the default).
+	MathServiceCountPattern = "cmd:count,role:math"
+	// MathServiceTotalPattern routes MathService.Total, written "role:math" +
+	// "cmd:total" (the default).
+	MathServiceTotalPattern = "cmd:total,role:math"
+	// MathServiceEchoPattern routes MathService.Echo, written "role:math" +
+	// "cmd:echo" (the default).
+	MathServiceEchoPattern = "cmd:echo,role:math"
 )
 
 // Procedures of the wizard.examples.math.v1.MathService methods: the names
@@ -42,6 +52,9 @@ const (
 	MathServiceProductProcedure = "wizard.examples.math.v1.MathService/Product"
 	MathServiceDivideProcedure  = "wizard.examples.math.v1.MathService/Divide"
 	MathServiceAddProcedure     = "wizard.examples.math.v1.MathService/Add"
+	MathServiceCountProcedure   = "wizard.examples.math.v1.MathService/Count"
+	MathServiceTotalProcedure   = "wizard.examples.math.v1.MathService/Total"
+	MathServiceEchoProcedure    = "wizard.examples.math.v1.MathService/Echo"
 )
 
 // MathServiceHandler serves wizard.examples.math.v1.MathService. Add an
@@ -63,6 +76,25 @@ type MathServiceHandler interface {
 	// Deprecated: wizard.examples.math.v1.MathService.Add is marked as deprecated
 	// in wizard/examples/math/v1/math.proto.
 	Add(context.Context, *AddRequest) (*AddResponse, error)
+	// Count sends the numbers from 1 to n, a message each: a server stream.
+	// A negative n is an invalid_argument error.
+	//
+	// It gets the caller's one request and sends its responses on the stream. Its
+	// return ends the stream: nil is OK, a *runtime.Error ends it with that code.
+	Count(context.Context, *CountRequest, *runtime.ServerStream[*CountRequest, *CountResponse]) error
+	// Total adds up the values of all the messages sent, and answers once
+	// the caller closes its side: a client stream.
+	//
+	// It receives the requests until io.EOF and sends one response. Its return ends
+	// the stream: nil is OK, a *runtime.Error ends it with that code.
+	Total(context.Context, *runtime.ServerStream[*TotalRequest, *TotalResponse]) error
+	// Echo answers each message with its text, as it arrives, until the
+	// caller closes its side: a bidirectional stream.
+	//
+	// It receives requests (io.EOF once the caller closes its side) and sends
+	// responses, at once. Its return ends the stream: nil is OK, a *runtime.Error
+	// ends it with that code.
+	Echo(context.Context, *runtime.ServerStream[*EchoRequest, *EchoResponse]) error
 }
 
 // UnimplementedMathServiceHandler answers every method of
@@ -92,6 +124,21 @@ func (UnimplementedMathServiceHandler) Add(context.Context, *AddRequest) (*AddRe
 	return nil, runtime.Errorf(runtime.CodeUnimplemented, "wizard: %s (%s) is not implemented", "wizard.examples.math.v1.MathService.Add", MathServiceAddPattern)
 }
 
+// Count returns a runtime.CodeUnimplemented error.
+func (UnimplementedMathServiceHandler) Count(context.Context, *CountRequest, *runtime.ServerStream[*CountRequest, *CountResponse]) error {
+	return runtime.Errorf(runtime.CodeUnimplemented, "wizard: %s (%s) is not implemented", "wizard.examples.math.v1.MathService.Count", MathServiceCountPattern)
+}
+
+// Total returns a runtime.CodeUnimplemented error.
+func (UnimplementedMathServiceHandler) Total(context.Context, *runtime.ServerStream[*TotalRequest, *TotalResponse]) error {
+	return runtime.Errorf(runtime.CodeUnimplemented, "wizard: %s (%s) is not implemented", "wizard.examples.math.v1.MathService.Total", MathServiceTotalPattern)
+}
+
+// Echo returns a runtime.CodeUnimplemented error.
+func (UnimplementedMathServiceHandler) Echo(context.Context, *runtime.ServerStream[*EchoRequest, *EchoResponse]) error {
+	return runtime.Errorf(runtime.CodeUnimplemented, "wizard: %s (%s) is not implemented", "wizard.examples.math.v1.MathService.Echo", MathServiceEchoPattern)
+}
+
 // RegisterMathServiceHandler adds the methods of h to r (usually a
 // *runtime.Node), each under its pattern, with opts. It stops at the first
 // error; the methods added before it stay added.
@@ -111,6 +158,24 @@ func RegisterMathServiceHandler(r runtime.Registrar, h MathServiceHandler, opts 
 		return err
 	}
 	if err := r.Add(MathServiceAddPattern, runtime.NewUnaryHandler(h.Add), runtime.Method(methods.ByName("Add")), o); err != nil {
+		return err
+	}
+	if err := r.Add(MathServiceCountPattern, runtime.NewStreamHandler(func(ctx context.Context, s *runtime.ServerStream[*CountRequest, *CountResponse]) error {
+		req, err := s.Recv()
+		if err == io.EOF {
+			err = runtime.Errorf(runtime.CodeInvalidArgument, "wizard: %s takes one request message; the stream closed without one", "wizard.examples.math.v1.MathService.Count")
+		}
+		if err != nil {
+			return err
+		}
+		return h.Count(ctx, req, s)
+	}), runtime.Method(methods.ByName("Count")), o); err != nil {
+		return err
+	}
+	if err := r.Add(MathServiceTotalPattern, runtime.NewStreamHandler(h.Total), runtime.Method(methods.ByName("Total")), o); err != nil {
+		return err
+	}
+	if err := r.Add(MathServiceEchoPattern, runtime.NewStreamHandler(h.Echo), runtime.Method(methods.ByName("Echo")), o); err != nil {
 		return err
 	}
 	return nil
@@ -135,6 +200,25 @@ type MathServiceClient interface {
 	// Deprecated: wizard.examples.math.v1.MathService.Add is marked as deprecated
 	// in wizard/examples/math/v1/math.proto.
 	Add(ctx context.Context, req *AddRequest, opts ...runtime.CallOption) (*AddResponse, error)
+	// Count sends the numbers from 1 to n, a message each: a server stream.
+	// A negative n is an invalid_argument error.
+	//
+	// The stream it returns has sent req and closed its sending side: Recv the
+	// responses until io.EOF. Close the stream when done with it.
+	Count(ctx context.Context, req *CountRequest, opts ...runtime.CallOption) (*runtime.ClientStream[*CountRequest, *CountResponse], error)
+	// Total adds up the values of all the messages sent, and answers once
+	// the caller closes its side: a client stream.
+	//
+	// Send the requests on the stream it returns, CloseSend, then Recv the one
+	// response. Close the stream when done with it.
+	Total(ctx context.Context, opts ...runtime.CallOption) (*runtime.ClientStream[*TotalRequest, *TotalResponse], error)
+	// Echo answers each message with its text, as it arrives, until the
+	// caller closes its side: a bidirectional stream.
+	//
+	// Send requests and Recv responses on the stream it returns, at once; CloseSend
+	// when done sending (Recv then gives io.EOF once the handler ends). Close the
+	// stream when done with it.
+	Echo(ctx context.Context, opts ...runtime.CallOption) (*runtime.ClientStream[*EchoRequest, *EchoResponse], error)
 }
 
 // NewMathServiceClient returns a client that calls MathService through c,
@@ -158,6 +242,15 @@ func NewMathServiceClient(c runtime.Caller, opts ...runtime.CallOption) (MathSer
 	if cl.add, err = runtime.NewClient[AddRequest, AddResponse](c, MathServiceAddPattern, runtime.Method(methods.ByName("Add")), o); err != nil {
 		return nil, err
 	}
+	if cl.count, err = runtime.NewClient[CountRequest, CountResponse](c, MathServiceCountPattern, runtime.Method(methods.ByName("Count")), o); err != nil {
+		return nil, err
+	}
+	if cl.total, err = runtime.NewClient[TotalRequest, TotalResponse](c, MathServiceTotalPattern, runtime.Method(methods.ByName("Total")), o); err != nil {
+		return nil, err
+	}
+	if cl.echo, err = runtime.NewClient[EchoRequest, EchoResponse](c, MathServiceEchoPattern, runtime.Method(methods.ByName("Echo")), o); err != nil {
+		return nil, err
+	}
 	return cl, nil
 }
 
@@ -168,6 +261,9 @@ type mathServiceClient struct {
 	product *runtime.Client[ProductRequest, ProductResponse]
 	divide  *runtime.Client[DivideRequest, DivideResponse]
 	add     *runtime.Client[AddRequest, AddResponse]
+	count   *runtime.Client[CountRequest, CountResponse]
+	total   *runtime.Client[TotalRequest, TotalResponse]
+	echo    *runtime.Client[EchoRequest, EchoResponse]
 }
 
 // Sum calls wizard.examples.math.v1.MathService.Sum.
@@ -188,4 +284,32 @@ func (c *mathServiceClient) Divide(ctx context.Context, req *DivideRequest, opts
 // Add calls wizard.examples.math.v1.MathService.Add.
 func (c *mathServiceClient) Add(ctx context.Context, req *AddRequest, opts ...runtime.CallOption) (*AddResponse, error) {
 	return c.add.Call(ctx, req, opts...)
+}
+
+// Count calls wizard.examples.math.v1.MathService.Count.
+func (c *mathServiceClient) Count(ctx context.Context, req *CountRequest, opts ...runtime.CallOption) (*runtime.ClientStream[*CountRequest, *CountResponse], error) {
+	s, err := c.count.Stream(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	// io.EOF: the stream ended before it took req; Recv tells how.
+	if err := s.Send(req); err != nil && err != io.EOF {
+		s.Close()
+		return nil, err
+	}
+	if err := s.CloseSend(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Total calls wizard.examples.math.v1.MathService.Total.
+func (c *mathServiceClient) Total(ctx context.Context, opts ...runtime.CallOption) (*runtime.ClientStream[*TotalRequest, *TotalResponse], error) {
+	return c.total.Stream(ctx, opts...)
+}
+
+// Echo calls wizard.examples.math.v1.MathService.Echo.
+func (c *mathServiceClient) Echo(ctx context.Context, opts ...runtime.CallOption) (*runtime.ClientStream[*EchoRequest, *EchoResponse], error) {
+	return c.echo.Stream(ctx, opts...)
 }

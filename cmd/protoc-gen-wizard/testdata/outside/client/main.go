@@ -1,10 +1,11 @@
 // Command client asks the server at the address given as its argument for
-// the price of 3 apples.
+// the price of 3 apples, then for the prices of 1 and 2 pears on a stream.
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -44,5 +45,27 @@ func run(server string) error {
 		return err
 	}
 	fmt.Println("total_cents:", res.GetTotalCents())
+
+	s, err := prices.QuoteEach(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for _, n := range []int64{1, 2} {
+		if err := s.Send(&shopv1.QuoteRequest{Item: "pear", Quantity: n}); err != nil {
+			return err
+		}
+		res, err := s.Recv()
+		if err != nil {
+			return err
+		}
+		fmt.Println("each:", res.GetTotalCents())
+	}
+	if err := s.CloseSend(); err != nil {
+		return err
+	}
+	if _, err := s.Recv(); err != io.EOF {
+		return fmt.Errorf("the stream ended with %v, want io.EOF", err)
+	}
 	return nil
 }

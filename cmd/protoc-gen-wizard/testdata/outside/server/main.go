@@ -21,6 +21,25 @@ func (prices) Quote(ctx context.Context, req *shopv1.QuoteRequest) (*shopv1.Quot
 	return &shopv1.QuoteResponse{TotalCents: 250 * req.GetQuantity()}, nil
 }
 
+func (p prices) QuoteEach(ctx context.Context, s *runtime.ServerStream[*shopv1.QuoteRequest, *shopv1.QuoteResponse]) error {
+	for {
+		req, err := s.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		res, err := p.Quote(ctx, req)
+		if err != nil {
+			return err
+		}
+		if err := s.Send(res); err != nil {
+			return err
+		}
+	}
+}
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
