@@ -73,7 +73,7 @@ func (c *Conn) OpenStream(ctx context.Context, open *wire.Frame) (streamconn.Cli
 	}
 	id := b.next.Add(1)
 	cs := &clientStream{c: c, id: id, hdr: make(chan struct{})}
-	cs.st.init(b.nc, c.subject, b.inbox+strconv.FormatUint(id, 36), c.where, b.maxFrame, b.t.streamWindow)
+	cs.st.init(b.nc, c.subject, b.inbox+strconv.FormatUint(id, 36), c.where, b.maxFrame, b.t.streamWindow, b.t.autoWindow, &c.grown)
 	b.mu.Lock()
 	b.streams[id] = cs
 	b.mu.Unlock()

@@ -28,6 +28,7 @@ type Conn struct {
 	batch   atomic.Bool  // the node reads batches (its last pong said so)
 	streams atomic.Bool  // the node serves streams (its last pong said so)
 	out     *batcher     // the calls' requests and cancels, batched
+	grown   atomic.Int64 // what its streams grew their receive windows by
 
 	mu       sync.Mutex
 	inflight int // calls and streams

@@ -65,11 +65,14 @@
 //
 // Flow control is the mux's, per stream and per direction, in bytes of
 // message payloads: each side starts with 256 KiB of credit
-// (wire.InitialWindow), spends a message's size when it sends it, may
-// send when the message fits its credit or when at least half the
-// window is free (so that a larger message goes, alone), and gets the
-// bytes back in a stream-credit once the receiver has taken half its
-// window ([WithStreamWindow] makes it larger). NATS core has none of its
+// (wire.InitialWindow), spends a message's size plus 64 bytes
+// (wire.MessageCost) when it sends it, may send when the message fits
+// its credit or when at least half the window is free (so that a larger
+// message goes, alone), and gets the bytes back in a stream-credit once
+// the receiver has taken half its window. The default window grows for
+// a stream of large messages whose reader keeps up, up to 4 MiB, within
+// 16 MiB for the streams between a caller and a node
+// ([WithStreamWindow] sets a fixed one). NATS core has none of its
 // own: a receiver that stops reading stops its sender (Send blocks,
 // until its ctx ends) and holds at most its window plus one message. A
 // peer that sends beyond its credit has its stream ended with resource

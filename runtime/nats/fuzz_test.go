@@ -123,7 +123,7 @@ func FuzzStreamMessage(f *testing.F) {
 		b.max.Store(1 << 20)
 		c := &Conn{b: b, subject: "wizard.node.x", where: "wizard: nats: wizard.node.x", done: make(chan struct{})}
 		cs := &clientStream{c: c, id: 1, hdr: make(chan struct{})}
-		cs.st.init(nil, c.subject, "_INBOX.x.1", c.where, b.maxFrame, wire.InitialWindow)
+		cs.st.init(nil, c.subject, "_INBOX.x.1", c.where, b.maxFrame, wire.InitialWindow, true, &c.grown)
 		const fuzzWindow = 4 << 10
 		cs.st.granted = fuzzWindow
 		b.streams[1] = cs

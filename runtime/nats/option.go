@@ -252,12 +252,16 @@ func WithStreamKeepAlive(interval, timeout time.Duration) Option {
 }
 
 // WithStreamWindow sets a stream's receive window, each way, in bytes of
-// message payloads: what it holds for Recv, beyond one message, before
-// its sender blocks. 0 for the default (256 KiB, the protocol's initial
-// window), else from 256 KiB to 1 GiB. A larger window lets a stream
-// carry more per round trip through the broker, at the cost of memory:
-// a listener holds at most [WithMaxStreams] x (window + one message) of
-// received messages per caller.
+// message payloads (each message counting 64 bytes more): what it holds
+// for Recv, beyond one message, before its sender blocks. 0 for the
+// default (256 KiB, the protocol's initial window, which grows for a
+// stream of large messages whose reader keeps up, to 4 MiB, as long as
+// the streams between a caller and a node grew theirs by less than
+// 16 MiB together), else from 256 KiB to 1 GiB, fixed. A larger window
+// lets a stream carry more per round trip through the broker, at the
+// cost of memory: a listener holds at most [WithMaxStreams] x (window +
+// one message) of received messages per caller, plus what the default
+// windows grew by.
 func WithStreamWindow(n int) Option {
 	return optionFunc(func(t *Transport) error {
 		if n != 0 && (n < wire.InitialWindow || n > maxStreamWindow) {

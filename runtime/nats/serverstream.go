@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
@@ -41,6 +42,7 @@ type streamCaller struct {
 	heard   time.Time
 	pinging chan struct{} // while a ping is on its way: its pong's signal (cap 1)
 	streams map[*serverStream]struct{}
+	grown   atomic.Int64 // what its streams grew their receive windows by
 }
 
 // Open returns the stream's open frame: pattern, flags, deadline and
@@ -162,7 +164,7 @@ func (l *Listener) openStream(reply string, f *wire.Frame) {
 // connection).
 func newServerStream(l *Listener, reply string, sc *streamCaller, f *wire.Frame) *serverStream {
 	ss := &serverStream{l: l, reply: reply, caller: sc}
-	ss.st.init(l.b.nc, reply, "", "wizard: nats: "+l.subject, l.b.maxFrame, l.t.streamWindow)
+	ss.st.init(l.b.nc, reply, "", "wizard: nats: "+l.subject, l.b.maxFrame, l.t.streamWindow, l.t.autoWindow, &sc.grown)
 	ss.st.seqIn = f.ID
 	ss.open = wire.Frame{Type: f.Type, Flags: f.Flags, Deadline: f.Deadline, Pattern: string([]byte(f.Pattern)), Meta: copyMeta(f.Meta)}
 	ctx, cancel := context.WithCancelCause(l.ctx)

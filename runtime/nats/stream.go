@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	natsgo "github.com/nats-io/nats.go"
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
+	"github.com/wizardmesh/wizard/runtime/internal/mux"
 	"github.com/wizardmesh/wizard/runtime/internal/streamconn"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -21,16 +23,18 @@ import (
 // package documentation, # Streams.
 //
 // Flow control is the mux's (runtime/internal/mux): it counts the bytes
-// of data payloads. The sender holds credit, wire.InitialWindow at open,
-// spends a message's size on sending it and gets credit back from the
-// receiver's stream-credit frames. It may send a message when the
+// of data payloads, each message costing wire.MessageCost more (its
+// cost). The sender holds credit, wire.InitialWindow at open, spends a
+// message's cost on sending it and gets credit back from the receiver's
+// stream-credit frames. It may send a message when the
 // message fits its credit, or when at least half the window is free
 // (2*credit >= wire.InitialWindow), so that a message larger than the
 // window still goes, alone. The receiver keeps the same count (granted),
 // checks every data frame against it, and grants the bytes the
 // application took once they reach half its window; a side whose window
 // ([WithStreamWindow]) is larger than the initial one grants the
-// difference at once, at open. NATS core has no
+// difference at once, at open; the default window grows for a stream of
+// large messages whose reader keeps up (growLocked). NATS core has no
 // flow control of its own: this is what bounds a sender whose receiver
 // stops reading, and the receiver's memory.
 type stream struct {
@@ -39,7 +43,9 @@ type stream struct {
 	reply    string // their reply subject: the stream's, on the caller's side; "" on the node's
 	where    string // "wizard: nats: <node subject>", to start errors
 	maxFrame func() int
-	window   int // this side's receive window (WithStreamWindow)
+	window   int           // this side's receive window (WithStreamWindow)
+	auto     bool          // window is the default, which grows
+	budget   *atomic.Int64 // what the streams of its caller and node grew their windows by
 
 	mu sync.Mutex
 	// The frames' numbers, each way: see publish.
@@ -50,6 +56,8 @@ type stream struct {
 	qBytes  int       // payload bytes waiting in q
 	granted int       // bytes the peer may still send, as this side counts them
 	taken   int       // bytes taken since the last grant
+	tookN   int       // messages taken since the last grant
+	grownBy int       // what window grew by, out of budget
 	recvEnd error     // what Recv returns once q is empty: io.EOF or the end's error
 	// Sending.
 	credit    int  // bytes this side may still send
@@ -73,8 +81,9 @@ type message struct {
 	payload []byte
 }
 
-func (st *stream) init(nc *natsgo.Conn, subject, reply, where string, maxFrame func() int, window int) {
-	st.nc, st.subject, st.reply, st.where, st.maxFrame, st.window = nc, subject, reply, where, maxFrame, window
+func (st *stream) init(nc *natsgo.Conn, subject, reply, where string, maxFrame func() int, window int, auto bool, budget *atomic.Int64) {
+	st.nc, st.subject, st.reply, st.where, st.maxFrame = nc, subject, reply, where, maxFrame
+	st.window, st.auto, st.budget = window, auto, budget
 	st.granted, st.credit = window, wire.InitialWindow
 	st.recvReady = make(chan struct{}, 1)
 	st.sendReady = make(chan struct{}, 1)
@@ -149,7 +158,7 @@ func (st *stream) inOrder(id uint64) bool {
 // the peer was granted: the caller ends the stream and nothing is queued,
 // so that a peer ignoring flow control costs no memory.
 func (st *stream) deliver(codec wire.Codec, payload []byte) bool {
-	n := len(payload)
+	n := len(payload) + wire.MessageCost
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.abort != nil || st.recvEnd != nil {
@@ -163,8 +172,8 @@ func (st *stream) deliver(codec wire.Codec, payload []byte) bool {
 		clear(st.q)
 		st.q, st.head = st.q[:0], 0
 	}
-	st.q = append(st.q, message{codec, payload[:n:n]})
-	st.qBytes += n
+	st.q = append(st.q, message{codec, payload[:len(payload):len(payload)]})
+	st.qBytes += len(payload)
 	signal(st.recvReady)
 	return true
 }
@@ -176,6 +185,7 @@ func (st *stream) endRecv(err error) {
 	if st.recvEnd == nil {
 		st.recvEnd = err
 	}
+	st.releaseLocked()
 	st.mu.Unlock()
 	signal(st.recvReady)
 }
@@ -189,6 +199,7 @@ func (st *stream) fail(err error) bool {
 		return false
 	}
 	st.abort = err
+	st.releaseLocked()
 	clear(st.q)
 	st.q, st.head, st.qBytes = nil, 0, 0
 	st.mu.Unlock()
@@ -228,10 +239,11 @@ func (st *stream) recv(ctx context.Context) (wire.Codec, []byte, error) {
 			st.head++
 			n := len(m.payload)
 			st.qBytes -= n
-			st.taken += n
+			st.taken += n + wire.MessageCost
+			st.tookN++
 			if 2*st.taken >= st.window && st.recvEnd == nil && !st.gone {
-				grant := st.taken
-				st.taken = 0
+				grant := st.taken + st.growLocked()
+				st.taken, st.tookN = 0, 0
 				st.granted += grant
 				var p [5]byte
 				// Under st.mu: a grant never follows this side's end.
@@ -254,6 +266,38 @@ func (st *stream) recv(ctx context.Context) (wire.Codec, []byte, error) {
 		case <-ctx.Done():
 			return 0, nil, ctx.Err()
 		}
+	}
+}
+
+// growLocked doubles the default window of a stream of large messages
+// (8 KiB or more on average) whose reader keeps up (nothing left queued
+// at a grant), up to mux.MaxGrownWindow, while the streams of its caller
+// and node together grew theirs by less than mux.GrownWindowBudget, as
+// the mux grows a connection's; it returns what the window grew by, to
+// grant with the bytes taken. st.mu is held.
+func (st *stream) growLocked() int {
+	if !st.auto || st.budget == nil || st.head < len(st.q) || st.tookN == 0 || st.taken/st.tookN < 8<<10 {
+		return 0
+	}
+	extra := min(st.window, mux.MaxGrownWindow-st.window)
+	if extra <= 0 {
+		return 0
+	}
+	if st.budget.Add(int64(extra)) > mux.GrownWindowBudget {
+		st.budget.Add(-int64(extra))
+		return 0
+	}
+	st.window += extra
+	st.grownBy += extra
+	return extra
+}
+
+// releaseLocked gives what the window grew by back to the budget, once
+// the stream receives no more; st.mu is held.
+func (st *stream) releaseLocked() {
+	if st.grownBy > 0 {
+		st.budget.Add(-int64(st.grownBy))
+		st.grownBy = 0
 	}
 }
 
@@ -284,7 +328,7 @@ func (st *stream) send(ctx context.Context, codec wire.Codec, payload []byte, cl
 	if size, max := f.Size()-4, st.maxFrame(); size > max {
 		return fmt.Errorf("%s: stream message of %d bytes: %w (limit %d)", st.where, size, wire.ErrFrameTooLarge, max)
 	}
-	n := len(payload)
+	n := len(payload) + wire.MessageCost
 	for {
 		st.mu.Lock()
 		switch {

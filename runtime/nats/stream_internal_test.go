@@ -3,10 +3,12 @@ package nats
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/wizardmesh/wizard/runtime/internal/mux"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
@@ -14,7 +16,7 @@ import (
 // publishes fail, unseen): its flow control and waits alone.
 func newTestStream() *stream {
 	st := new(stream)
-	st.init(nil, "wizard.node.x", "", "wizard: nats: wizard.node.x", func() int { return wire.DefaultMaxFrameSize }, wire.InitialWindow)
+	st.init(nil, "wizard.node.x", "", "wizard: nats: wizard.node.x", func() int { return wire.DefaultMaxFrameSize }, wire.InitialWindow, false, nil)
 	return st
 }
 
@@ -60,7 +62,7 @@ func TestStreamWaits(t *testing.T) {
 		if err := <-received; err != nil {
 			t.Errorf("Recv: %v", err)
 		}
-		if err := st.addCredit(wire.AppendCredit(nil, 1)); err != nil {
+		if err := st.addCredit(wire.AppendCredit(nil, 1+wire.MessageCost)); err != nil { // the cost of "x"
 			t.Fatal(err)
 		}
 		synctest.Wait()
@@ -96,4 +98,40 @@ func TestStreamServerDeadline(t *testing.T) {
 			t.Errorf("Recv: %v, want deadline exceeded", err)
 		}
 	})
+}
+
+// TestStreamWindowGrows: the default window of a stream of large
+// messages whose reader keeps up doubles at each grant up to
+// mux.MaxGrownWindow, out of its caller's budget, which gets it back at
+// the stream's end; small messages leave it as it is.
+func TestStreamWindowGrows(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		size int
+		want int
+	}{
+		{"large", 64 << 10, mux.MaxGrownWindow},
+		{"small", 1 << 10, wire.InitialWindow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var budget atomic.Int64
+			st := newTestStream()
+			st.auto, st.budget = true, &budget
+			for i := range 4 * mux.MaxGrownWindow / tc.size {
+				if !st.deliver(wire.CodecNone, make([]byte, tc.size)) {
+					t.Fatalf("message %d refused", i)
+				}
+				if _, _, err := st.recv(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if st.window != tc.want || budget.Load() != int64(tc.want-wire.InitialWindow) {
+				t.Fatalf("window %d, budget used %d; want %d, %d", st.window, budget.Load(), tc.want, tc.want-wire.InitialWindow)
+			}
+			st.fail(context.Canceled)
+			if budget.Load() != 0 {
+				t.Errorf("budget used %d after the end, want 0", budget.Load())
+			}
+		})
+	}
 }

@@ -332,7 +332,7 @@ func stoppedReader(t *testing.T, url string, down bool, size int) {
 	// when half the window is free: then it blocks. The receiver holds
 	// all of it.
 	want := 0
-	for credit := wire.InitialWindow; size <= credit || 2*credit >= wire.InitialWindow; credit -= size {
+	for credit, cost := wire.InitialWindow, size+wire.MessageCost; cost <= credit || 2*credit >= wire.InitialWindow; credit -= cost {
 		want++
 	}
 	max := wire.InitialWindow + size

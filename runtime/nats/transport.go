@@ -54,6 +54,7 @@ type Transport struct {
 	streamKeepAlive, streamKeepAliveTimeout time.Duration
 	maxStreams                              int
 	streamWindow                            int
+	autoWindow                              bool // streamWindow is the default, which grows
 
 	mu sync.Mutex
 	b  *broker // nil until a listener or connection needs it
@@ -82,6 +83,7 @@ func New(opts ...Option) (*Transport, error) {
 	t.streamKeepAlive = cmp.Or(t.streamKeepAlive, defaultStreamKeepAlive)
 	t.streamKeepAliveTimeout = cmp.Or(t.streamKeepAliveTimeout, defaultStreamKeepAliveTimeout)
 	t.maxStreams = cmp.Or(t.maxStreams, defaultMaxStreams)
+	t.autoWindow = t.streamWindow == 0
 	t.streamWindow = cmp.Or(t.streamWindow, mux.DefaultStreamWindow)
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
