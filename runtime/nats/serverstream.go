@@ -25,6 +25,7 @@ type serverStream struct {
 	reply  string // the stream's subject, the caller's
 	caller *streamCaller
 	open   wire.Frame // the stream-open frame, its strings and meta owned
+	remote *runtime.Remote
 	ctx    context.Context
 	cancel context.CancelCauseFunc // ends ctx; its cause says why (context.Cause)
 	stop   func() bool             // stops the watch over ctx
@@ -101,6 +102,11 @@ func (ss *serverStream) SetTrailer(meta []wire.Meta) {
 // at most the window plus one message.
 func (ss *serverStream) Queued() int { return ss.st.queued() }
 
+// Remote returns what the transport knows of the caller, as a call's
+// runtime.Message.Remote says it: its reply inbox, and no certificate
+// (the broker is the trust boundary).
+func (ss *serverStream) Remote() *runtime.Remote { return ss.remote }
+
 // openStream takes a stream-open frame from the caller whose stream
 // subject is reply: it refuses the stream at once with a stream-end
 // flagged refused when the node serves no streams, is going away, or the
@@ -163,7 +169,7 @@ func (l *Listener) openStream(reply string, f *wire.Frame) {
 // tables hold it, where other goroutines find it (pings, a lost broker
 // connection).
 func newServerStream(l *Listener, reply string, sc *streamCaller, f *wire.Frame) *serverStream {
-	ss := &serverStream{l: l, reply: reply, caller: sc}
+	ss := &serverStream{l: l, reply: reply, caller: sc, remote: runtime.NewRemote("nats", callerOf(reply), nil)}
 	ss.st.init(l.b.nc, reply, "", "wizard: nats: "+l.subject, l.b.maxFrame, l.t.streamWindow, l.t.autoWindow, &sc.grown)
 	ss.st.seqIn = f.ID
 	ss.open = wire.Frame{Type: f.Type, Flags: f.Flags, Deadline: f.Deadline, Pattern: string([]byte(f.Pattern)), Meta: copyMeta(f.Meta)}

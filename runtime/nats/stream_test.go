@@ -1198,3 +1198,32 @@ func TestNodeStreamMessageTooLarge(t *testing.T) {
 		t.Fatalf("the stream after a refused message: %v", err)
 	}
 }
+
+// TestNodeStreamSource: a stream's handler knows its caller as a call's
+// does: the transport, and the caller's reply inbox as its address.
+func TestNodeStreamSource(t *testing.T) {
+	b := natstest.Start(t)
+	seen := make(chan runtime.Source, 1)
+	srv := transporttest.NewServer(t, newTransport(t, b.URL()))
+	transporttest.MustAdd(t, srv, "role:who", runtime.NewStreamHandler(func(ctx context.Context, s *runtime.ServerStream[runtime.Request, any]) error {
+		r, err := s.Recv()
+		if err != nil {
+			return err
+		}
+		seen <- r.Source()
+		return nil
+	}))
+	cl := transporttest.NewClient(t, newTransport(t, b.URL()), "role:who", nil, srv.Addr())
+	st, err := cl.OpenStream(t.Context(), "role:who")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Send(map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	src := testwait.Recv(t, seen)
+	if src.Transport != "nats" || !strings.HasPrefix(src.Addr, "_INBOX.") || src.Node != cl.ID() {
+		t.Errorf("the handler's Source: %+v; want transport nats, the caller's inbox and node %s", src, cl.ID())
+	}
+}
