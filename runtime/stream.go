@@ -57,7 +57,7 @@ func (s *ClientStream[Req, Res]) Recv() (Res, error) {
 		var zero Res
 		return zero, err
 	}
-	return streamValue[Res](v)
+	return streamValue[Res](&v)
 }
 
 // Header waits for the server's headers ([ServerStream.SendHeader], or
@@ -94,9 +94,13 @@ func (s *ServerStream[Req, Res]) Recv() (Req, error) {
 	}
 	s.s.received.Add(1)
 	if _, ok := any((*Req)(nil)).(*Request); ok {
-		return any(Request{msg: v.value(), entry: s.s.entry, node: s.s.node}).(Req), nil
+		return any(Request{msg: v, entry: s.s.entry, node: s.s.node}).(Req), nil
 	}
-	return streamValue[Req](v)
+	m := streamMsg{v: v}
+	if r, ok := v.(*raw); ok {
+		m = streamMsg{raw: *r, remote: true}
+	}
+	return streamValue[Req](&m)
 }
 
 // Send sends msg to the caller, waiting while the caller has not taken
@@ -183,9 +187,12 @@ type clientCore interface {
 }
 
 // serverSide is the serving side of a stream as a handler's ServerStream
-// reaches it, in-process or remote.
+// reaches it, in-process or remote. recv returns the message boxed, as a
+// Request holds it (the sender's value, or a *raw): a handler waiting in
+// Recv on an idle stream then keeps a small frame, and its goroutine's
+// stack at 4 KiB.
 type serverSide interface {
-	recv() (streamMsg, error)
+	recv() (any, error)
 	send(msg any) error
 	sendHeader(ps []MetaPair) error
 	setTrailer(ps []MetaPair)
@@ -232,8 +239,12 @@ func (m streamMsg) value() any {
 
 // streamValue converts m, a received message, to T: as it is when it
 // already is a T (in-process, nothing copied), else decoded into a new
-// one.
-func streamValue[T any](m streamMsg) (T, error) {
+// one. Not inlined: its locals would otherwise sit in the frame of a
+// Recv waiting for its message, and grow the stack of every handler
+// waiting on an idle stream.
+//
+//go:noinline
+func streamValue[T any](m *streamMsg) (T, error) {
 	var zero T
 	switch p := any(&zero).(type) {
 	case *Result:

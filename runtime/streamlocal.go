@@ -122,15 +122,15 @@ func (s *localStream) cancel() { s.stop() }
 
 type localServer struct{ *localStream }
 
-func (s localServer) recv() (streamMsg, error) {
+func (s localServer) recv() (any, error) {
 	select {
 	case v, ok := <-s.up:
 		if !ok {
-			return streamMsg{}, io.EOF
+			return nil, io.EOF
 		}
-		return streamMsg{v: v}, nil
+		return v, nil
 	case <-s.hctx.Done():
-		return streamMsg{}, toError(s.hctx.Err())
+		return nil, toError(s.hctx.Err())
 	}
 }
 

@@ -165,10 +165,10 @@ func (n *Node) openRemote(ctx context.Context, r *route, typ string, cfg *callCo
 			}
 			return nil, err
 		}
-		sctx, stop := context.WithCancel(actx)
-		cs, err := op.OpenStream(sctx, open)
+		// The transport's stream watches actx itself (it tells the server
+		// when actx ends) and Cancel ends it: no context of its own.
+		cs, err := op.OpenStream(actx, open)
 		if err != nil {
-			stop()
 			if n.obs.o != nil {
 				n.obs.o.AttemptEnd(actx, a, AttemptResult{Code: CodeOf(err), Err: err})
 			}
@@ -184,7 +184,7 @@ func (n *Node) openRemote(ctx context.Context, r *route, typ string, cfg *callCo
 			lastErr = fmt.Errorf("%s: %w", p.addr, err)
 			continue
 		}
-		rs := &remoteStream{ctx: sctx, stop: stop, cs: cs, addr: p.addr, types: n.peerTypes, br: br}
+		rs := &remoteStream{ctx: actx, cs: cs, addr: p.addr, types: n.peerTypes, br: br}
 		if n.obs.o != nil {
 			obs := n.obs.o
 			rs.observe = func(r AttemptResult) { obs.AttemptEnd(actx, a, r) }

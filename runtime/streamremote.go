@@ -16,7 +16,6 @@ import (
 // transport's streamconn.Client.
 type remoteStream struct {
 	ctx   context.Context
-	stop  context.CancelFunc
 	cs    streamconn.Client
 	addr  string // the target's, for errors
 	types *peerTypes
@@ -107,7 +106,6 @@ func (s *remoteStream) trailer() Metadata {
 
 func (s *remoteStream) cancel() {
 	s.cs.Cancel()
-	s.stop()
 	s.finish(context.Canceled)
 }
 
@@ -175,15 +173,15 @@ type remoteServer struct {
 	hdrSent bool
 }
 
-func (s *remoteServer) recv() (streamMsg, error) {
+func (s *remoteServer) recv() (any, error) {
 	codec, payload, err := s.st.Recv(s.ctx)
 	if err != nil {
 		if err == io.EOF {
-			return streamMsg{}, io.EOF
+			return nil, io.EOF
 		}
-		return streamMsg{}, s.fail(err)
+		return nil, s.fail(err)
 	}
-	return streamMsg{remote: true, raw: raw{codec: Codec(codec), data: payload, typ: s.reqType, call: s.call}}, nil
+	return &raw{codec: Codec(codec), data: payload, typ: s.reqType, call: s.call}, nil
 }
 
 func (s *remoteServer) send(msg any) error {

@@ -35,6 +35,7 @@ type callFlags struct {
 	mixin    string
 	noReply  bool
 	metadata metadataFlag
+	stream   bool // act --stream
 }
 
 // metadataFlag collects --metadata k=v.
@@ -146,7 +147,7 @@ func prepare(ctx context.Context, n *runtime.Node, args []string, stdin io.Reade
 	if err != nil {
 		return nil, err
 	}
-	pm, err := encodeTyped(md.Input(), cl.msg)
+	pm, err := encodeTyped("DATA", md.Input(), cl.msg)
 	if err != nil {
 		return nil, err
 	}
@@ -154,15 +155,16 @@ func prepare(ctx context.Context, n *runtime.Node, args []string, stdin io.Reade
 	return cl, nil
 }
 
-// encodeTyped encodes data into a new message of type d, through JSON.
-func encodeTyped(d protoreflect.MessageDescriptor, data any) (proto.Message, error) {
+// encodeTyped encodes data into a new message of type d, through JSON;
+// what names data in an error.
+func encodeTyped(what string, d protoreflect.MessageDescriptor, data any) (proto.Message, error) {
 	b, err := json.Marshal(data)
 	if err != nil {
-		return nil, &inputError{"DATA", err}
+		return nil, &inputError{what, err}
 	}
 	m := dynamicpb.NewMessage(d)
 	if err := protojson.Unmarshal(b, m); err != nil {
-		return nil, &inputError{"DATA", runtime.Errorf(runtime.CodeInvalidArgument, "does not fit %s: %v", d.FullName(), err)}
+		return nil, &inputError{what, runtime.Errorf(runtime.CodeInvalidArgument, "does not fit %s: %v", d.FullName(), err)}
 	}
 	return m, nil
 }

@@ -22,7 +22,9 @@ type cli struct {
 	fs   *flag.FlagSet
 	mesh *meshFlags
 	json bool
-	j    *joined
+	// lines: the output is JSON lines (act --stream), an error one more.
+	lines bool
+	j     *joined
 }
 
 func (c *cli) configure() error {
@@ -143,7 +145,11 @@ func errorJSON(err error) any {
 }
 
 func (c *cli) printJSON(v any) {
-	b, err := json.MarshalIndent(v, "", "  ")
+	marshal := func(v any) ([]byte, error) { return json.MarshalIndent(v, "", "  ") }
+	if c.lines {
+		marshal = json.Marshal
+	}
+	b, err := marshal(v)
 	if err != nil {
 		fmt.Fprintf(c.io.err, "wizard %s: %v\n", c.cmd.name, err)
 		return

@@ -53,6 +53,35 @@ func TestCommands(t *testing.T) {
 		}
 	})
 
+	t.Run("act stream", func(t *testing.T) {
+		// docs/cli.md's examples: the example service's streams.
+		tests := []struct {
+			name  string
+			stdin string
+			args  []string
+			want  string // the JSON lines
+		}{
+			{"server", "", []string{"role:math,cmd:count", "n:3"}, `{"value":"1"}` + "\n" + `{"value":"2"}` + "\n" + `{"value":"3"}` + "\n"},
+			{"client", "value:1\nvalue:2.5\n", []string{"role:math,cmd:total", "-"}, `{"count":"2","sum":3.5}` + "\n"},
+			{"bidi", "text:hi\ntext:there\n", []string{"role:math,cmd:echo", "-"}, `{"text":"hi"}` + "\n" + `{"text":"there"}` + "\n"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				r := wizard(t, tt.stdin, append(append([]string{"act", "--stream"}, m.flags()...), tt.args...)...)
+				if r.code != 0 || r.err != "" {
+					t.Fatalf("exit %d: %s", r.code, r.err)
+				}
+				if diff := cmp.Diff(tt.want, r.out); diff != "" {
+					t.Errorf("stdout (-want +got):\n%s", diff)
+				}
+			})
+		}
+		r := m.run(t, "act", "--stream", "role:math,cmd:count", "n:-1")
+		if want := "wizard act: invalid_argument: mathsvc: count to -1: n cannot be negative\n"; r.code != 64+3 || r.err != want {
+			t.Errorf("count to -1: exit %d, stderr %q; want exit 67, %q", r.code, r.err, want)
+		}
+	})
+
 	t.Run("act no reply", func(t *testing.T) {
 		r := m.run(t, "act", "--no-reply", "role:echo", "n:1")
 		if r.code != 0 || r.out != "" {

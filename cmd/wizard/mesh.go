@@ -93,7 +93,7 @@ func addMeshFlags(fs *flag.FlagSet) *meshFlags {
 	f.tlsInsecure = envBool(fs, &f.envErrs, "tls-insecure", "TLS without verifying the nodes' certificates (development; QUIC's self-signed examples)")
 	f.insecure = envBool(fs, &f.envErrs, "insecure", "gossip in the clear beyond loopback")
 	f.verbose = envBool(fs, &f.envErrs, "verbose", "log the node's warnings and debug lines to the standard error")
-	f.timeout = envDuration(fs, &f.envErrs, "timeout", 5*time.Second, "how long to join the mesh, and how long each call may take")
+	f.timeout = envDuration(fs, &f.envErrs, "timeout", 5*time.Second, "how long to join the mesh, and how long each call (not a stream) may take")
 	f.output = addOutputFlag(fs)
 	return f
 }

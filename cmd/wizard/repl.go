@@ -32,6 +32,9 @@ Ctrl-D leaves. History is kept in --history. Dot commands:
   .patterns [GLOB]       the patterns and their targets
   .explain ARG           which pattern answers ARG, and why
   .describe PATTERN      a typed pattern's schema
+  .stream ARGS           open a stream, as act --stream: PATTERN DATA... (each
+                         DATA a message, separated by spaces) or MESSAGE; each
+                         message received prints as a JSON line
   .timeout [DURATION]    show or set the call timeout
   .metadata [k=v ...]    show or set the metadata of every call (.metadata - clears it)
   .help                  this list
@@ -58,7 +61,7 @@ func addReplFlags(fs *flag.FlagSet) any {
 	return f
 }
 
-var dotCommands = []string{".members", ".patterns", ".explain", ".describe", ".timeout", ".metadata", ".help", ".quit"}
+var dotCommands = []string{".members", ".patterns", ".explain", ".describe", ".stream", ".timeout", ".metadata", ".help", ".quit"}
 
 // repl is the state of an interactive session.
 type repl struct {
@@ -137,25 +140,14 @@ func (r *repl) act(ctx context.Context, line string) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt)
-	defer signal.Stop(sig)
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-sig:
-			cancel()
-		case <-done:
-		}
-	}()
+	defer onInterrupt(cancel)()
 	res, err := cl.send(ctx, r.n)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			fmt.Fprintln(r.out, "canceled")
 			return
 		}
-		r.printErr(err)
+		r.printErr(kindHint(err, ".stream"))
 		return
 	}
 	b, err := answerJSON(res, cl.method)
@@ -166,6 +158,46 @@ func (r *repl) act(ctx context.Context, line string) {
 	fmt.Fprintf(r.out, "%s\n", b)
 }
 
+// onInterrupt calls cancel on Ctrl-C (SIGINT) until the returned stop
+// is called: the REPL's Ctrl-C ends the call in flight, not the session.
+func onInterrupt(cancel func()) (stop func()) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+			cancel()
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sig)
+		close(done)
+	}
+}
+
+// stream opens the stream a .stream line asks for, sends its messages and
+// prints each message received; Ctrl-C cancels it. The call timeout does
+// not bound a stream.
+func (r *repl) stream(ctx context.Context, arg string) {
+	cl, first, err := prepareStream(ctx, r.n, splitFields(arg), false, &callFlags{metadata: r.md})
+	if err != nil {
+		r.printErr(err)
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer onInterrupt(cancel)()
+	if err := cl.stream(ctx, r.n, first, nil, r.out); err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			fmt.Fprintln(r.out, "canceled")
+			return
+		}
+		r.printErr(kindHint(err, "a line without .stream"))
+	}
+}
+
 func (r *repl) printErr(err error) {
 	fmt.Fprintf(r.out, "error: %s\n", errorText(err))
 }
@@ -173,6 +205,28 @@ func (r *repl) printErr(err error) {
 // splitLine splits a line into PATTERN and DATA at the first space
 // outside brackets and quotes, or keeps it whole as one MESSAGE.
 func splitLine(line string) []string {
+	head, rest, ok := cutField(line)
+	if _, err := pattern.Parse(head); ok && err == nil {
+		return []string{head, rest}
+	}
+	return []string{line}
+}
+
+// splitFields splits a line at each space outside brackets and quotes:
+// PATTERN and each DATA of a .stream line.
+func splitFields(line string) []string {
+	var fields []string
+	for line != "" {
+		head, rest, _ := cutField(line)
+		fields = append(fields, head)
+		line = rest
+	}
+	return fields
+}
+
+// cutField cuts line at its first space outside brackets and quotes; ok
+// reports whether something other than space follows it.
+func cutField(line string) (head, rest string, ok bool) {
 	depth, quote := 0, byte(0)
 	for i := 0; i < len(line); i++ {
 		c := line[i]
@@ -190,14 +244,11 @@ func splitLine(line string) []string {
 		case c == '}' || c == ']':
 			depth--
 		case depth == 0 && (c == ' ' || c == '\t'):
-			head, rest := line[:i], strings.TrimSpace(line[i+1:])
-			if _, err := pattern.Parse(head); err == nil && rest != "" {
-				return []string{head, rest}
-			}
-			return []string{line}
+			rest = strings.TrimSpace(line[i+1:])
+			return line[:i], rest, rest != ""
 		}
 	}
-	return []string{line}
+	return line, "", false
 }
 
 // dot runs a dot command; it reports whether the session ends.
@@ -224,6 +275,12 @@ func (r *repl) dot(ctx context.Context, line string) bool {
 		} else {
 			sub(patternsCommand, arg)
 		}
+	case ".stream":
+		if arg == "" {
+			fmt.Fprintln(r.out, "error: .stream needs PATTERN DATA... or MESSAGE")
+			break
+		}
+		r.stream(ctx, arg)
 	case ".explain", ".describe":
 		if arg == "" {
 			fmt.Fprintf(r.out, "error: %s needs an argument\n", name)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,12 +11,13 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/internal/testkit/need"
+	"github.com/wizardmesh/wizard/runtime"
 )
 
 // TestREPL uses wizard repl as a person would, in a terminal that tmux
 // gives it: a line and its answer, Tab completion of a pair, a dot
 // command, Ctrl-C during a slow call (the call is canceled, the session
-// goes on), Ctrl-D to leave; the history file keeps the lines. It needs
+// goes on), a .stream and Ctrl-C during one, Ctrl-D to leave; the history file keeps the lines. It needs
 // tmux; without it, it skips, unless WIZARD_REQUIRE=1.
 func TestREPL(t *testing.T) {
 	if testing.Short() {
@@ -31,6 +33,21 @@ func TestREPL(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	m := newTestMesh(t, "tcp", nil)
+	// Streams for .stream, added before the session joins.
+	hung := make(chan error, 1)
+	if err := m.nodes[1].Add("role:count", runtime.NewStreamHandler(countStream)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.nodes[1].Add("role:hang", runtime.NewStreamHandler(func(ctx context.Context, s *runtime.ServerStream[runtime.Request, any]) error {
+		if err := s.Send(map[string]any{"hung": true}); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		hung <- context.Cause(ctx)
+		return ctx.Err()
+	})); err != nil {
+		t.Fatal(err)
+	}
 	socket := fmt.Sprintf("wizard-test-%d", os.Getpid())
 	tm := func(args ...string) string {
 		out, err := exec.Command(tmux, append([]string{"-L", socket}, args...)...).CombinedOutput()
@@ -80,6 +97,22 @@ func TestREPL(t *testing.T) {
 	}
 	keys("C-c")
 	wait("the slow call canceled", "canceled")
+	keys(".timeout", "Enter")
+	wait("the session alive after Ctrl-C", "timeout 10s")
+
+	keys("C-l") // a clear screen, for the stream's "canceled"
+	until(t, "the screen cleared", func() bool { return !strings.Contains(screen(), "canceled") })
+	keys(".stream role:count to:2 to:9", "Enter") // the second message is not read
+	wait("the stream's messages", `{"n":1}`+"\n"+`{"n":2}`+"\n")
+	keys(".stream role:hang,x:1", "Enter")
+	wait("the stream's first message", `{"hung":true}`)
+	keys("C-c")
+	select {
+	case <-hung:
+	case <-time.After(30 * time.Second): // a guard
+		t.Fatalf("Ctrl-C did not cancel the stream at its handler; the screen:\n%s", screen())
+	}
+	wait("the stream canceled", "canceled")
 	keys(".timeout", "Enter")
 	wait("the session alive after Ctrl-C", "timeout 10s")
 

@@ -25,6 +25,23 @@ func TestSplitLine(t *testing.T) {
 	}
 }
 
+func TestSplitFields(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"role:feed", []string{"role:feed"}},
+		{"role:feed n:1  {\"n\":2}\tn:[3, 4]", []string{"role:feed", "n:1", `{"n":2}`, "n:[3, 4]"}},
+		{`role:echo s:"a b" t:'c d'`, []string{"role:echo", `s:"a b"`, `t:'c d'`}},
+		{"role:x a:{ b:1", []string{"role:x", "a:{ b:1"}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, splitFields(tt.in)); diff != "" {
+			t.Errorf("splitFields(%q) (-want +got):\n%s", tt.in, diff)
+		}
+	}
+}
+
 func TestCompleter(t *testing.T) {
 	m := newTestMesh(t, "tcp", nil)
 	j := &repl{n: m.nodes[0]}
