@@ -32,6 +32,16 @@ func BenchmarkRemoteCall(b *testing.B) {
 	})
 }
 
+// BenchmarkStreams is the suite's stream benchmark through an embedded
+// broker, between two nodes (the runtime's typed streams, protobuf
+// messages).
+func BenchmarkStreams(b *testing.B) {
+	br := natstest.Start(b)
+	transporttest.BenchmarkStreams(b, func(t testing.TB, log *slog.Logger) runtime.Transport {
+		return newTransport(t, br.URL(), nats.WithLogger(log))
+	})
+}
+
 // BenchmarkNATS compares, paired in one run, the same protobuf sum call
 // made three ways: a generated wizard client over NATS, a nats.go micro
 // service called with nc.Request through the same embedded broker, and

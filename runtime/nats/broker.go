@@ -37,6 +37,7 @@ type broker struct {
 
 	mu          sync.Mutex
 	pending     map[uint64]*pending
+	streams     map[uint64]*clientStream // the streams open, by id: their subject's last token
 	conns       map[*Conn]struct{}
 	listeners   map[*Listener]struct{}
 	discoveries map[*Discovery]struct{}
@@ -64,7 +65,7 @@ var errBrokerLost = errors.New("the broker connection was lost")
 
 // connect opens t's broker connection and its reply subscription.
 func connect(t *Transport) (*broker, error) {
-	b := &broker{t: t, log: t.log, pending: map[uint64]*pending{}, conns: map[*Conn]struct{}{}, listeners: map[*Listener]struct{}{}, discoveries: map[*Discovery]struct{}{}}
+	b := &broker{t: t, log: t.log, pending: map[uint64]*pending{}, streams: map[uint64]*clientStream{}, conns: map[*Conn]struct{}{}, listeners: map[*Listener]struct{}{}, discoveries: map[*Discovery]struct{}{}}
 	if t.log.Handler() != slog.DiscardHandler {
 		b.logh = ratelog.NewHandler(t.log.Handler())
 		b.log = slog.New(b.logh)
@@ -215,11 +216,20 @@ func (b *broker) onReply(m *natsgo.Msg) {
 	if err != nil {
 		return
 	}
-	p := b.take(id)
-	if p == nil {
+	b.mu.Lock()
+	p := b.pending[id]
+	delete(b.pending, id)
+	cs := b.streams[id]
+	b.mu.Unlock()
+	if cs != nil {
+		b.onStream(cs, m)
 		return
 	}
-	c := p.conn
+	if p == nil {
+		b.pong(m) // a node's ping for a stream that has ended here
+		return
+	}
+	c := p.conn // nil for a listener's ping of a caller
 	var a answer
 	switch {
 	case len(m.Data) == 0 && m.Header.Get("Status") == "503":
@@ -227,9 +237,11 @@ func (b *broker) onReply(m *natsgo.Msg) {
 	default:
 		if err := decodeFrame(m.Data, b.maxFrame(), &a.f); err != nil {
 			a.err = fmt.Errorf("bad reply: %w", err)
-			b.t.log.Warn("wizard: nats: malformed reply dropped", "subject", c.subject, "err", err)
+			b.t.log.Warn("wizard: nats: malformed reply dropped", "subject", m.Subject, "err", err)
 		}
-		c.heard()
+		if c != nil {
+			c.heard()
+		}
 	}
 	p.ch <- a
 }
@@ -254,7 +266,7 @@ func (b *broker) onBatch(m *natsgo.Msg) {
 		if p == nil {
 			continue // late, or forged
 		}
-		if p.conn != heard {
+		if p.conn != heard && p.conn != nil {
 			heard = p.conn
 			heard.heard()
 		}

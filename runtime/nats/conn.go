@@ -26,10 +26,13 @@ type Conn struct {
 	ctl     *natsgo.Subscription
 	quiet   atomic.Int64 // when the node was last heard from, Unix nanoseconds
 	batch   atomic.Bool  // the node reads batches (its last pong said so)
+	streams atomic.Bool  // the node serves streams (its last pong said so)
 	out     *batcher     // the calls' requests and cancels, batched
+	grown   atomic.Int64 // what its streams grew their receive windows by
 
 	mu       sync.Mutex
-	inflight int
+	inflight int // calls and streams
+	nstreams int // streams
 	goaway   bool
 	ended    bool
 	reason   error
@@ -130,10 +133,20 @@ func (c *Conn) fail(reason error) {
 			delete(b.pending, id)
 		}
 	}
+	var streams []*clientStream
+	for id, cs := range b.streams {
+		if cs.c == c {
+			streams = append(streams, cs)
+			delete(b.streams, id)
+		}
+	}
 	delete(b.conns, c)
 	b.mu.Unlock()
 	for _, p := range mine {
 		p.ch <- answer{err: lostError{reason}}
+	}
+	for _, cs := range streams {
+		cs.lost(bridge.Lost(c.where, reason))
 	}
 }
 
@@ -317,18 +330,29 @@ func (c *Conn) ping(ctx context.Context) error {
 		return fmt.Errorf("a %v frame in reply to a ping", a.f.Type)
 	}
 	c.batch.Store(a.f.ID == batchVersion)
+	c.streams.Store(len(a.f.Payload) > 0 && wire.Features(a.f.Payload[0]).Has(wire.FeatureStreams))
 	return nil
 }
 
 // keepAlive pings the node while it is silent: after the keep-alive
 // interval when no call waits, after 250ms when some do; a node that does
 // not answer in time, or that no one listens for, ends the connection.
+// While streams are open it pings a node silent for the stream
+// keep-alive interval, and gives it the stream keep-alive timeout (see
+// [WithStreamKeepAlive]), unless calls make it look closer.
 func (c *Conn) keepAlive() {
 	t := c.b.t
-	if t.keepAlive < 0 {
+	if t.keepAlive < 0 && t.streamKeepAlive < 0 {
 		return
 	}
-	tick := min(busyPing, t.keepAlive)
+	tick := busyPing
+	if t.keepAlive > 0 {
+		tick = min(tick, t.keepAlive)
+	}
+	streamTick := tick // while streams are open
+	if t.streamKeepAlive > 0 {
+		streamTick = min(tick, t.streamKeepAlive/4)
+	}
 	timer := time.NewTimer(tick)
 	defer timer.Stop()
 	for {
@@ -338,14 +362,25 @@ func (c *Conn) keepAlive() {
 		case <-timer.C:
 		}
 		c.mu.Lock()
-		busy := c.inflight > 0
+		calls, streams := c.inflight-c.nstreams, c.nstreams
 		c.mu.Unlock()
 		quiet := time.Since(time.Unix(0, c.quiet.Load()))
-		wait, timeout := t.keepAlive, t.keepAliveTimeout
-		if busy {
-			wait, timeout = min(busyPing, wait), min(busyPingTimeout, timeout)
+		due, timeout := false, time.Duration(0)
+		if t.keepAlive >= 0 {
+			wait := t.keepAlive
+			timeout = t.keepAliveTimeout
+			if calls > 0 {
+				wait, timeout = min(busyPing, wait), min(busyPingTimeout, timeout)
+			}
+			due = quiet >= wait
 		}
-		if quiet >= wait {
+		if streams > 0 && t.streamKeepAlive > 0 && quiet >= t.streamKeepAlive {
+			if !due || t.streamKeepAliveTimeout < timeout {
+				timeout = t.streamKeepAliveTimeout
+			}
+			due = true
+		}
+		if due {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			err := c.ping(ctx)
 			cancel()
@@ -354,7 +389,11 @@ func (c *Conn) keepAlive() {
 				return
 			}
 		}
-		timer.Reset(tick)
+		if streams > 0 {
+			timer.Reset(streamTick)
+		} else {
+			timer.Reset(tick)
+		}
 	}
 }
 

@@ -45,6 +45,64 @@
 // [WithLogger]); it never ends the listener, and decoding it allocates at
 // most the frames' metadata slices.
 //
+// # Streams
+//
+// A stream (server-, client- or bidirectional streaming) travels as the
+// stream frames of runtime/internal/wire (stream-open, -data, -close,
+// -end, -credit, -header, and cancel), one frame a NATS message, with
+// the semantics of the mux's streams over TCP
+// (runtime/internal/mux). A node says in its pong that it serves streams
+// (when its runtime.Server does); a caller opens none to a node that did
+// not, which fails as not sent. The caller opens a stream with a
+// stream-open to the node's subject, whose reply subject, <inbox><id>,
+// names the stream: every frame of the caller's goes to the node's
+// subject with it, and every frame of the node's goes to it, through the
+// caller's one reply subscription. No subscription is made per stream.
+// The frames of each side are numbered (their id, from 1): NATS core may
+// drop messages on the way (to a slow consumer), and a stream a frame of
+// which is missing ends with unavailable rather than lose a message
+// unseen.
+//
+// Flow control is the mux's, per stream and per direction, in bytes of
+// message payloads: each side starts with 256 KiB of credit
+// (wire.InitialWindow), spends a message's size plus 64 bytes
+// (wire.MessageCost) when it sends it, may send when the message fits
+// its credit or when at least half the window is free (so that a larger
+// message goes, alone), and gets the bytes back in a stream-credit once
+// the receiver has taken half its window. The default window grows for
+// a stream of large messages whose reader keeps up, up to 4 MiB, within
+// 16 MiB for the streams between a caller and a node
+// ([WithStreamWindow] sets a fixed one). NATS core has none of its
+// own: a receiver that stops reading stops its sender (Send blocks,
+// until its ctx ends) and holds at most its window plus one message. A
+// peer that sends beyond its credit has its stream ended with resource
+// exhausted, the data dropped. The node may send its headers once,
+// before any message; it ends the stream when its handler returns, with
+// a code (OK, the handler's, canceled, deadline exceeded, unknown) and
+// trailers; a caller's Cancel, or its ctx ending, is a cancel frame that
+// ends the handler's ctx; the open carries ctx's deadline, at which the
+// node ends the handler's ctx and the stream with deadline exceeded (the
+// caller then sends no cancel). Streams have no deadline but that one:
+// [WithServeTimeout] does not apply.
+//
+// NATS has no connection between a caller and a node whose loss would
+// end a stream: each side watches the other while streams are open. A
+// caller pings a node it has heard nothing from for the stream
+// keep-alive interval, and a node pings, on a stream's subject, a caller
+// it has heard nothing from for as long, which answers on the node's
+// subject (one ping per caller and node, whatever the number of
+// streams); a side that gets no answer within the timeout, or whose ping
+// the broker answers that no one listens (the peer's process died), ends
+// the streams, both sides as lost (unavailable): within the interval
+// plus the timeout, 1s and 2s by default ([WithStreamKeepAlive]). The
+// caller ends its connection to the node too, as its call keep-alive
+// would ([WithKeepAlive]). A lost broker connection ends every
+// open stream on that side at once, as lost; a stream is never carried
+// on again once the connection is back, while calls are (see # Errors).
+// A graceful shutdown refuses new streams as going away and waits for
+// the open ones within its grace; those still open then end as lost on
+// the caller's side.
+//
 // # Discovery
 //
 // [Discovery] finds nodes through the broker: each announces its id, run,
@@ -64,9 +122,19 @@
 // refuses those beyond at once. A node's runtime.WithMaxInFlight limit is
 // shared among its callers, each known by its reply inbox, as a TCP
 // listener shares it among connections: a flood from one caller does not
-// take the others' room. Decoding a message allocates at most its
-// metadata slice; messages over [WithMaxFrameSize] or the broker's
-// max_payload are dropped unread.
+// take the others' room. A listener serves at most [WithMaxStreams]
+// streams at once per caller (1024), and as many streams in all as
+// [WithMaxServing] says of calls (4096), and refuses those beyond at
+// once, their handlers not run (resource exhausted, flagged refused); a
+// stream
+// takes neither a part of its caller's share of the in-flight limit nor
+// one of [WithMaxServing]'s calls (an idle stream must not shed calls). A
+// caller's streams so hold at most WithMaxStreams x (window + one
+// message) of received messages on a node, and a caller each of its
+// streams' window plus one message. Decoding a message allocates at most
+// its metadata slice; messages over [WithMaxFrameSize] or the broker's
+// max_payload are dropped unread; a stream's message is one frame, so
+// the same bound applies to it.
 //
 // # Errors
 //
@@ -100,7 +168,9 @@
 // (calls and pings to the nodes; announcements; replies to its callers'
 // inboxes; its calls; the control subjects of the nodes it calls); a node
 // that only calls needs the same but publishing to _INBOX.> and
-// subscribing to a subject of its own. A missing permission is a
+// subscribing to a subject of its own. Streams need no other grant: a
+// caller sends every frame of its streams, and its answers to a node's
+// pings, to the node's subject. A missing permission is a
 // [*PermissionError] naming the subject and the operation: a refused
 // subscription fails the Listen (the node is not announced), the Dial,
 // or the Discovery's Start; a refused publish fails the calls to that

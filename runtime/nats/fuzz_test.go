@@ -2,7 +2,12 @@ package nats
 
 import (
 	"bytes"
+	"context"
+	"log/slog"
 	"testing"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
 
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -17,6 +22,13 @@ func FuzzDecodeFrame(f *testing.F) {
 		{Type: wire.TypePing},
 		{Type: wire.TypeCancel},
 		{Type: wire.TypeError, Flags: wire.FlagRefused, Payload: wire.AppendError(nil, 8, "over")},
+		{Type: wire.TypePong, ID: batchVersion, Payload: []byte{byte(wire.FeatureStreams)}},
+		{Type: wire.TypeStreamOpen, ID: 1, Deadline: time.Second, Pattern: "cmd:watch", Meta: []wire.Meta{{Key: "k", Value: "v"}}},
+		{Type: wire.TypeStreamData, ID: 2, Codec: wire.CodecProto, Payload: []byte{8, 1}},
+		{Type: wire.TypeStreamClose, ID: 3},
+		{Type: wire.TypeStreamCredit, ID: 4, Payload: wire.AppendCredit(nil, 1<<17)},
+		{Type: wire.TypeStreamHeader, ID: 1, Meta: []wire.Meta{{Key: "h", Value: "1"}}},
+		{Type: wire.TypeStreamEnd, ID: 5, Meta: []wire.Meta{{Key: "t", Value: "2"}}, Payload: wire.AppendError(nil, 9, "no")},
 	} {
 		f.Add(encodeFrame(&fr))
 	}
@@ -80,6 +92,63 @@ func FuzzDecodeBatch(f *testing.F) {
 		}
 		if !bytes.Equal(again, data) {
 			t.Fatalf("decoded frames that encode to %x, not %x", again, data)
+		}
+	})
+}
+
+// FuzzStreamMessage feeds arbitrary data, as messages on a stream's
+// subject, to a caller's stream (the node's frames: header, data,
+// credit, end, and pings): it never panics, and the stream never holds
+// more than the credit it granted plus one message, whatever the frames'
+// numbers and sizes. The stream starts with a small grant (fuzzWindow),
+// so that small inputs go past it.
+func FuzzStreamMessage(f *testing.F) {
+	var data []byte
+	for _, fr := range []wire.Frame{
+		{Type: wire.TypeStreamHeader, ID: 1, Meta: []wire.Meta{{Key: "h", Value: "1"}}},
+		{Type: wire.TypeStreamData, ID: 2, Payload: make([]byte, 3<<10)},
+		{Type: wire.TypeStreamData, ID: 3, Payload: make([]byte, 2<<10)},
+		{Type: wire.TypeStreamCredit, ID: 4, Payload: wire.AppendCredit(nil, 7)},
+		{Type: wire.TypeStreamEnd, ID: 5, Meta: []wire.Meta{{Key: "t", Value: "2"}}, Payload: wire.AppendError(nil, 0, "")},
+	} {
+		one := encodeFrame(&fr)
+		f.Add(one, uint8(1))
+		data = append(data, one...)
+	}
+	f.Add(data, uint8(2))
+	f.Add(encodeFrame(&wire.Frame{Type: wire.TypePing}), uint8(1))
+	f.Add(encodeFrame(&wire.Frame{Type: wire.TypeStreamCredit, ID: 1, Payload: []byte{0}}), uint8(1))
+	f.Fuzz(func(t *testing.T, data []byte, times uint8) {
+		b := &broker{t: &Transport{log: slog.New(slog.DiscardHandler)}, pending: map[uint64]*pending{}, streams: map[uint64]*clientStream{}, conns: map[*Conn]struct{}{}}
+		b.max.Store(1 << 20)
+		c := &Conn{b: b, subject: "wizard.node.x", where: "wizard: nats: wizard.node.x", done: make(chan struct{})}
+		cs := &clientStream{c: c, id: 1, hdr: make(chan struct{})}
+		cs.st.init(nil, c.subject, "_INBOX.x.1", c.where, b.maxFrame, wire.InitialWindow, true, &c.grown)
+		const fuzzWindow = 4 << 10
+		cs.st.granted = fuzzWindow
+		b.streams[1] = cs
+		c.inflight, c.nstreams = 1, 1
+		largest := 0
+		for rest := data; len(rest) > 0; {
+			var fr wire.Frame
+			var err error
+			if rest, err = nextFrame(rest, 1<<20, &fr); err != nil {
+				break
+			}
+			largest = max(largest, len(fr.Payload))
+		}
+		for range times % 4 {
+			b.onStream(cs, &natsgo.Msg{Subject: "_INBOX.x.1", Reply: "_INBOX.y.1", Data: data})
+			if q := cs.Queued(); q > fuzzWindow+largest {
+				t.Fatalf("the stream holds %d bytes, over its grant plus its largest message (%d)", q, fuzzWindow+largest)
+			}
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		for {
+			if _, _, err := cs.Recv(ctx); err != nil {
+				break
+			}
 		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
 	"github.com/wizardmesh/wizard/runtime/internal/mux"
 	"github.com/wizardmesh/wizard/runtime/internal/ratelog"
+	"github.com/wizardmesh/wizard/runtime/internal/streamconn"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
@@ -22,6 +23,7 @@ type Listener struct {
 	b       *broker
 	subject string
 	s       runtime.Server
+	ss      streamconn.Server // s, when it serves streams; nil otherwise
 	sub     *natsgo.Subscription
 	log     *slog.Logger     // rate-limited: anyone who may publish on the subject can cause its records
 	logh    *ratelog.Handler // nil when the transport logs nowhere
@@ -31,9 +33,11 @@ type Listener struct {
 	budget *mux.Budget // the node's in-flight limit, shared among callers; nil: none
 
 	mu       sync.Mutex
-	running  map[callKey]*serving  // by reply subject and id
-	out      map[string]*batcher   // the replies to callers that batch, by their batch subjects
-	shares   map[string]*mux.Share // by caller (reply inbox), with budget
+	running  map[callKey]*serving     // by reply subject and id
+	out      map[string]*batcher      // the replies to callers that batch, by their batch subjects
+	shares   map[string]*mux.Share    // by caller (reply inbox), with budget
+	streams  map[string]*serverStream // the streams open, by their subjects
+	callers  map[string]*streamCaller // the callers with streams open, by reply inbox
 	draining bool
 	closed   bool
 	idle     []*worker      // workers waiting for a call, the last to finish on top
@@ -90,7 +94,8 @@ const maxIdleShares = 1024
 
 func newListener(t *Transport, b *broker, subject string, s runtime.Server) (*Listener, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &Listener{t: t, b: b, subject: subject, s: s, ctx: ctx, cancel: cancel, running: map[callKey]*serving{}, out: map[string]*batcher{}, shares: map[string]*mux.Share{}, log: t.log, budget: bridge.Budget(s)}
+	l := &Listener{t: t, b: b, subject: subject, s: s, ctx: ctx, cancel: cancel, running: map[callKey]*serving{}, out: map[string]*batcher{}, shares: map[string]*mux.Share{}, streams: map[string]*serverStream{}, callers: map[string]*streamCaller{}, log: t.log, budget: bridge.Budget(s)}
+	l.ss, _ = s.(streamconn.Server)
 	if t.log.Handler() != slog.DiscardHandler {
 		l.logh = ratelog.NewHandler(t.log.Handler())
 		l.log = slog.New(l.logh)
@@ -117,6 +122,9 @@ func newListener(t *Transport, b *broker, subject string, s runtime.Server) (*Li
 	b.mu.Lock()
 	b.listeners[l] = struct{}{}
 	b.mu.Unlock()
+	if l.ss != nil && t.streamKeepAlive > 0 {
+		go l.watchCallers()
+	}
 	return l, nil
 }
 
@@ -153,15 +161,27 @@ func (l *Listener) onFrame(reply string, f *wire.Frame) {
 	case wire.TypePing:
 		l.mu.Lock()
 		closed, draining := l.closed, l.draining
+		l.heardLocked(reply, false)
 		l.mu.Unlock()
 		switch {
 		case closed || reply == "":
 		case draining:
 			l.publish(reply, &wire.Frame{Type: wire.TypeGoAway})
 		default:
-			l.publish(reply, &wire.Frame{Type: wire.TypePong, ID: batchVersion})
+			l.publish(reply, &wire.Frame{Type: wire.TypePong, ID: batchVersion, Payload: l.features()})
 		}
+	case wire.TypePong: // a caller's, with streams open (see pingCaller)
+		l.mu.Lock()
+		l.heardLocked(reply, true)
+		l.mu.Unlock()
+	case wire.TypeStreamOpen:
+		l.openStream(reply, f)
+	case wire.TypeStreamData, wire.TypeStreamClose, wire.TypeStreamCredit:
+		l.streamFrame(reply, f)
 	case wire.TypeCancel:
+		if reply != "" && l.cancelStream(reply) {
+			return
+		}
 		l.mu.Lock()
 		if s := l.running[callKey{reply, f.ID}]; s != nil && reply != "" {
 			s.stop()
@@ -171,6 +191,18 @@ func (l *Listener) onFrame(reply string, f *wire.Frame) {
 		l.log.Warn("wizard: nats: malformed message dropped", "subject", l.subject, "remote", reply, "err", "a "+f.Type.String()+" frame on a node's subject")
 	}
 }
+
+// features is the payload of the listener's pongs: the wire features it
+// serves beyond calls (streams, when its server serves them). A caller
+// that predates them ignores a pong's payload.
+func (l *Listener) features() []byte {
+	if l.ss == nil {
+		return nil
+	}
+	return featureStreams
+}
+
+var featureStreams = []byte{byte(wire.FeatureStreams)}
 
 // request starts serving a call, or refuses it; id is its id in a batch,
 // 0 if it came alone.
@@ -385,7 +417,7 @@ func (l *Listener) publish(subject string, f *wire.Frame) {
 
 // brokerLost cancels the calls being served, but those flagged
 // runtime.FlagKeep, whose callers may send them again: their replies
-// were lost with the connection.
+// were lost with the connection. It ends the open streams as lost.
 func (l *Listener) brokerLost() {
 	l.mu.Lock()
 	for _, s := range l.running {
@@ -393,7 +425,14 @@ func (l *Listener) brokerLost() {
 			s.stop()
 		}
 	}
+	streams := make([]*serverStream, 0, len(l.streams))
+	for _, ss := range l.streams {
+		streams = append(streams, ss)
+	}
 	l.mu.Unlock()
+	// Its streams end too: their callers' end with the broker connection
+	// as well, and a stream is never carried on another connection.
+	loseStreams(streams, bridge.Lost("wizard: nats: "+l.subject, errBrokerLost))
 }
 
 // Shutdown stops taking calls (those that come are refused as going

@@ -13,6 +13,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
 // Option configures a [Transport] in [New].
@@ -212,16 +213,80 @@ func WithServeTimeout(d time.Duration) Option {
 }
 
 // WithMaxServing bounds the calls a listener serves at once, whoever
-// sends them: 0 for the default (4096), else at least 1. A call beyond it
-// is refused at once without running (resource exhausted, flagged
-// refused), so that its caller tries another node. A node's own
-// runtime.WithMaxInFlight applies as well.
+// sends them, and apart from them its streams: 0 for the default (4096),
+// else at least 1. A call or stream beyond it is refused at once without
+// running (resource exhausted, flagged refused), so that its caller tries
+// another node. A node's own runtime.WithMaxInFlight applies to calls as
+// well, and [WithMaxStreams] to each caller's streams.
 func WithMaxServing(n int) Option {
 	return optionFunc(func(t *Transport) error {
 		if n < 0 {
 			return fmt.Errorf("WithMaxServing(%d): want 0 for the default (%d) or at least 1", n, defaultMaxServing)
 		}
 		t.maxServing = n
+		return nil
+	})
+}
+
+// WithStreamKeepAlive sets how the two sides of open streams watch each
+// other, NATS having no connection between them: a caller with streams
+// open to a node pings it every interval, and ends the streams (and the
+// connection) when the node does not answer within timeout, or the
+// broker answers that no one listens; a node ends the streams of a
+// caller it has heard nothing from (no stream frame, no ping) for twice
+// the interval plus the timeout. Both end them as lost (unavailable).
+// 0 for the defaults (1s and 2s), else at least 10ms each; a negative
+// interval turns the stream pings off (a lost peer's streams then end
+// only with the call keep-alive, [WithKeepAlive], on the caller's side,
+// and with their deadlines).
+func WithStreamKeepAlive(interval, timeout time.Duration) Option {
+	return optionFunc(func(t *Transport) error {
+		const least = 10 * time.Millisecond
+		if interval > 0 && interval < least || timeout < 0 || timeout > 0 && timeout < least {
+			return fmt.Errorf("WithStreamKeepAlive(%v, %v): want an interval that is negative (no pings), 0 for the default (%v) or at least %v, and a timeout of 0 for the default (%v) or at least %v",
+				interval, timeout, defaultStreamKeepAlive, least, defaultStreamKeepAliveTimeout, least)
+		}
+		t.streamKeepAlive, t.streamKeepAliveTimeout = interval, timeout
+		return nil
+	})
+}
+
+// WithStreamWindow sets a stream's receive window, each way, in bytes of
+// message payloads (each message counting 64 bytes more): what it holds
+// for Recv, beyond one message, before its sender blocks. 0 for the
+// default (256 KiB, the protocol's initial window, which grows for a
+// stream of large messages whose reader keeps up, to 4 MiB, as long as
+// the streams between a caller and a node grew theirs by less than
+// 16 MiB together), else from 256 KiB to 1 GiB, fixed. A larger window
+// lets a stream carry more per round trip through the broker, at the
+// cost of memory: a listener holds at most [WithMaxStreams] x (window +
+// one message) of received messages per caller, plus what the default
+// windows grew by.
+func WithStreamWindow(n int) Option {
+	return optionFunc(func(t *Transport) error {
+		if n != 0 && (n < wire.InitialWindow || n > maxStreamWindow) {
+			return fmt.Errorf("WithStreamWindow(%d): want 0 for the default (%d) or %d to %d bytes", n, wire.InitialWindow, wire.InitialWindow, maxStreamWindow)
+		}
+		t.streamWindow = n
+		return nil
+	})
+}
+
+// maxStreamWindow is the largest receive window: a grant always fits one
+// stream-credit frame.
+const maxStreamWindow = 1 << 30
+
+// WithMaxStreams bounds the streams a listener serves at once for one
+// caller (one broker connection of a caller, known by its reply inbox),
+// as runtime/tcp's bounds those of one connection: 0 for the default
+// (1024), else at least 1. A stream opened beyond is refused at once
+// without running (resource exhausted, flagged refused).
+func WithMaxStreams(n int) Option {
+	return optionFunc(func(t *Transport) error {
+		if n < 0 {
+			return fmt.Errorf("WithMaxStreams(%d): want 0 for the default (%d) or at least 1", n, defaultMaxStreams)
+		}
+		t.maxStreams = n
 		return nil
 	})
 }

@@ -47,6 +47,10 @@ func TestNewRejects(t *testing.T) {
 		{"serve timeout", []nats.Option{nats.WithServeTimeout(-1)}, "wizard: nats: WithServeTimeout(-1ns): want 0 for the default (30s) or at least 1ms"},
 		{"max serving", []nats.Option{nats.WithMaxServing(-1)}, "wizard: nats: WithMaxServing(-1): want 0 for the default (4096) or at least 1"},
 		{"nil NATS option", []nats.Option{nats.WithNATSOptions(nil)}, "wizard: nats: WithNATSOptions: option 1 of 1 is nil"},
+		{"stream keep-alive", []nats.Option{nats.WithStreamKeepAlive(time.Millisecond, 0)}, "wizard: nats: WithStreamKeepAlive(1ms, 0s): want an interval that is negative (no pings), 0 for the default (1s) or at least 10ms, and a timeout of 0 for the default (2s) or at least 10ms"},
+		{"stream keep-alive timeout", []nats.Option{nats.WithStreamKeepAlive(0, -1)}, "wizard: nats: WithStreamKeepAlive(0s, -1ns): want"},
+		{"max streams", []nats.Option{nats.WithMaxStreams(-1)}, "wizard: nats: WithMaxStreams(-1): want 0 for the default (1024) or at least 1"},
+		{"stream window", []nats.Option{nats.WithStreamWindow(1 << 10)}, "wizard: nats: WithStreamWindow(1024): want 0 for the default (262144) or 262144 to 1073741824 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := nats.New(tc.opts...)

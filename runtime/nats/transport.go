@@ -27,6 +27,10 @@ const (
 	busyPing, busyPingTimeout = 250 * time.Millisecond, time.Second
 	// dialTimeout bounds a Dial's first ping.
 	dialTimeout = 10 * time.Second
+	// The streams' keep-alive (see WithStreamKeepAlive) and the streams
+	// a listener serves at once per caller (see WithMaxStreams).
+	defaultStreamKeepAlive, defaultStreamKeepAliveTimeout = time.Second, 2 * time.Second
+	defaultMaxStreams                                     = mux.DefaultMaxStreams
 )
 
 // Transport carries calls over a NATS broker. Create it with [New]. Its
@@ -45,6 +49,12 @@ type Transport struct {
 	keepAliveTimeout time.Duration
 	serveTimeout     time.Duration
 	maxServing       int
+	// The streams': keep-alive interval and timeout, and the most a
+	// listener serves at once per caller.
+	streamKeepAlive, streamKeepAliveTimeout time.Duration
+	maxStreams                              int
+	streamWindow                            int
+	autoWindow                              bool // streamWindow is the default, which grows
 
 	mu sync.Mutex
 	b  *broker // nil until a listener or connection needs it
@@ -70,6 +80,11 @@ func New(opts ...Option) (*Transport, error) {
 	t.keepAlive = cmp.Or(t.keepAlive, mux.DefaultKeepAlive)
 	t.keepAliveTimeout = cmp.Or(t.keepAliveTimeout, mux.DefaultKeepAliveTimeout)
 	t.maxServing = cmp.Or(t.maxServing, defaultMaxServing)
+	t.streamKeepAlive = cmp.Or(t.streamKeepAlive, defaultStreamKeepAlive)
+	t.streamKeepAliveTimeout = cmp.Or(t.streamKeepAliveTimeout, defaultStreamKeepAliveTimeout)
+	t.maxStreams = cmp.Or(t.maxStreams, defaultMaxStreams)
+	t.autoWindow = t.streamWindow == 0
+	t.streamWindow = cmp.Or(t.streamWindow, mux.DefaultStreamWindow)
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
