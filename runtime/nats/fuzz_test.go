@@ -125,7 +125,7 @@ func FuzzStreamMessage(f *testing.F) {
 		cs := &clientStream{c: c, id: 1, hdr: make(chan struct{})}
 		cs.st.init(nil, c.subject, "_INBOX.x.1", c.where, b.maxFrame, wire.InitialWindow, true, &c.grown)
 		const fuzzWindow = 4 << 10
-		cs.st.granted = fuzzWindow
+		cs.st.flow.Init(fuzzWindow, false, nil) // a small grant, which data beyond exceeds
 		b.streams[1] = cs
 		c.inflight, c.nstreams = 1, 1
 		largest := 0

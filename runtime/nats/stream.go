@@ -12,7 +12,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/bridge"
-	"github.com/wizardmesh/wizard/runtime/internal/mux"
+	"github.com/wizardmesh/wizard/runtime/internal/flow"
 	"github.com/wizardmesh/wizard/runtime/internal/streamconn"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -22,45 +22,26 @@ import (
 // not yet taken, its end, and the subject its frames go to. See the
 // package documentation, # Streams.
 //
-// Flow control is the mux's (runtime/internal/mux): it counts the bytes
-// of data payloads, each message costing wire.MessageCost more (its
-// cost). The sender holds credit, wire.InitialWindow at open, spends a
-// message's cost on sending it and gets credit back from the receiver's
-// stream-credit frames. It may send a message when the
-// message fits its credit, or when at least half the window is free
-// (2*credit >= wire.InitialWindow), so that a message larger than the
-// window still goes, alone. The receiver keeps the same count (granted),
-// checks every data frame against it, and grants the bytes the
-// application took once they reach half its window; a side whose window
-// ([WithStreamWindow]) is larger than the initial one grants the
-// difference at once, at open; the default window grows for a stream of
-// large messages whose reader keeps up (growLocked). NATS core has no
-// flow control of its own: this is what bounds a sender whose receiver
-// stops reading, and the receiver's memory.
+// Flow control is the mux's, runtime/internal/flow under mu: credit in
+// bytes, each message costing its size plus wire.MessageCost, the
+// receive window ([WithStreamWindow]) granted back as the application
+// takes messages, the default window growing for a stream of large
+// messages whose reader keeps up, within a budget its caller and node
+// share. NATS core has no flow control of its own: this is what bounds a
+// sender whose receiver stops reading, and the receiver's memory.
 type stream struct {
 	nc       *natsgo.Conn
 	subject  string // where this side's frames go
 	reply    string // their reply subject: the stream's, on the caller's side; "" on the node's
 	where    string // "wizard: nats: <node subject>", to start errors
 	maxFrame func() int
-	window   int           // this side's receive window (WithStreamWindow)
-	auto     bool          // window is the default, which grows
-	budget   *atomic.Int64 // what the streams of its caller and node grew their windows by
 
 	mu sync.Mutex
 	// The frames' numbers, each way: see publish.
 	seqOut, seqIn uint64
-	// Receiving.
-	q       []message // received, not taken yet
-	head    int       // q[head:] are the messages waiting
-	qBytes  int       // payload bytes waiting in q
-	granted int       // bytes the peer may still send, as this side counts them
-	taken   int       // bytes taken since the last grant
-	tookN   int       // messages taken since the last grant
-	grownBy int       // what window grew by, out of budget
-	recvEnd error     // what Recv returns once q is empty: io.EOF or the end's error
+	flow          flow.Flow // the window and queue of what this side receives, the credit of what it sends
+	recvEnd       error     // what Recv returns once the queue is empty: io.EOF or the end's error
 	// Sending.
-	credit    int  // bytes this side may still send
 	sendEnd   bool // this side sent its close, end or cancel: it sends no more data
 	gone      bool // this side sent its end or cancel: it sends no frame any more
 	peerEnded bool // the node ended the stream: the caller's Send returns io.EOF
@@ -73,18 +54,9 @@ type stream struct {
 	sendReady chan struct{} // cap 1: credit or abort came
 }
 
-// message is one received data payload, owned by the stream: it aliases
-// the data of the NATS message it came in, which nats.go allocated for
-// it, capped so that appending to it cannot reach its neighbours.
-type message struct {
-	codec   wire.Codec
-	payload []byte
-}
-
 func (st *stream) init(nc *natsgo.Conn, subject, reply, where string, maxFrame func() int, window int, auto bool, budget *atomic.Int64) {
 	st.nc, st.subject, st.reply, st.where, st.maxFrame = nc, subject, reply, where, maxFrame
-	st.window, st.auto, st.budget = window, auto, budget
-	st.granted, st.credit = window, wire.InitialWindow
+	st.flow.Init(window, auto, budget)
 	st.recvReady = make(chan struct{}, 1)
 	st.sendReady = make(chan struct{}, 1)
 }
@@ -157,23 +129,18 @@ func (st *stream) inOrder(id uint64) bool {
 // stream now owns. It reports false when the payload exceeds the credit
 // the peer was granted: the caller ends the stream and nothing is queued,
 // so that a peer ignoring flow control costs no memory.
+// The payload aliases the data of the NATS message it came in, which
+// nats.go allocated for it; it is capped so that appending to it cannot
+// reach its neighbours.
 func (st *stream) deliver(codec wire.Codec, payload []byte) bool {
-	n := len(payload) + wire.MessageCost
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.abort != nil || st.recvEnd != nil {
 		return true // late data of a stream this side is done with: dropped
 	}
-	if n > st.granted && 2*st.granted < wire.InitialWindow {
+	if !st.flow.Deliver(codec, payload[:len(payload):len(payload)]) {
 		return false
 	}
-	st.granted -= n
-	if st.head > 0 && st.head == len(st.q) {
-		clear(st.q)
-		st.q, st.head = st.q[:0], 0
-	}
-	st.q = append(st.q, message{codec, payload[:len(payload):len(payload)]})
-	st.qBytes += len(payload)
 	signal(st.recvReady)
 	return true
 }
@@ -185,7 +152,7 @@ func (st *stream) endRecv(err error) {
 	if st.recvEnd == nil {
 		st.recvEnd = err
 	}
-	st.releaseLocked()
+	st.flow.Release()
 	st.mu.Unlock()
 	signal(st.recvReady)
 }
@@ -199,9 +166,7 @@ func (st *stream) fail(err error) bool {
 		return false
 	}
 	st.abort = err
-	st.releaseLocked()
-	clear(st.q)
-	st.q, st.head, st.qBytes = nil, 0, 0
+	st.flow.Drop()
 	st.mu.Unlock()
 	signal(st.recvReady)
 	signal(st.sendReady)
@@ -216,7 +181,7 @@ func (st *stream) addCredit(payload []byte) error {
 		return badStreamFrame(err.Error())
 	}
 	st.mu.Lock()
-	st.credit += int(n)
+	st.flow.AddCredit(n)
 	st.mu.Unlock()
 	signal(st.sendReady)
 	return nil
@@ -233,27 +198,18 @@ func (st *stream) recv(ctx context.Context) (wire.Codec, []byte, error) {
 			st.mu.Unlock()
 			return 0, nil, err
 		}
-		if st.head < len(st.q) {
-			m := st.q[st.head]
-			st.q[st.head] = message{}
-			st.head++
-			n := len(m.payload)
-			st.qBytes -= n
-			st.taken += n + wire.MessageCost
-			st.tookN++
-			if 2*st.taken >= st.window && st.recvEnd == nil && !st.gone {
-				grant := st.taken + st.growLocked()
-				st.taken, st.tookN = 0, 0
-				st.granted += grant
+		if st.flow.Waiting() {
+			m, grant := st.flow.Take(st.recvEnd == nil && !st.gone)
+			if grant > 0 {
 				var p [5]byte
 				// Under st.mu: a grant never follows this side's end.
 				_ = st.publish(&wire.Frame{Type: wire.TypeStreamCredit, Payload: wire.AppendCredit(p[:0], uint32(grant))})
 			}
-			if st.head < len(st.q) || st.recvEnd != nil {
+			if st.flow.Waiting() || st.recvEnd != nil {
 				signal(st.recvReady) // for another Recv waiting
 			}
 			st.mu.Unlock()
-			return m.codec, m.payload, nil
+			return m.Codec, m.Payload, nil
 		}
 		if st.recvEnd != nil {
 			err := st.recvEnd
@@ -269,46 +225,14 @@ func (st *stream) recv(ctx context.Context) (wire.Codec, []byte, error) {
 	}
 }
 
-// growLocked doubles the default window of a stream of large messages
-// (8 KiB or more on average) whose reader keeps up (nothing left queued
-// at a grant), up to mux.MaxGrownWindow, while the streams of its caller
-// and node together grew theirs by less than mux.GrownWindowBudget, as
-// the mux grows a connection's; it returns what the window grew by, to
-// grant with the bytes taken. st.mu is held.
-func (st *stream) growLocked() int {
-	if !st.auto || st.budget == nil || st.head < len(st.q) || st.tookN == 0 || st.taken/st.tookN < 8<<10 {
-		return 0
-	}
-	extra := min(st.window, mux.MaxGrownWindow-st.window)
-	if extra <= 0 {
-		return 0
-	}
-	if st.budget.Add(int64(extra)) > mux.GrownWindowBudget {
-		st.budget.Add(-int64(extra))
-		return 0
-	}
-	st.window += extra
-	st.grownBy += extra
-	return extra
-}
-
-// releaseLocked gives what the window grew by back to the budget, once
-// the stream receives no more; st.mu is held.
-func (st *stream) releaseLocked() {
-	if st.grownBy > 0 {
-		st.budget.Add(-int64(st.grownBy))
-		st.grownBy = 0
-	}
-}
-
 // openCredit publishes the stream-credit frame of a receive window
 // larger than the protocol's initial one, at open.
 func (st *stream) openCredit() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.window > wire.InitialWindow {
+	if n := st.flow.OpenGrant(); n > 0 {
 		var p [5]byte
-		_ = st.publish(&wire.Frame{Type: wire.TypeStreamCredit, Payload: wire.AppendCredit(p[:0], uint32(st.window-wire.InitialWindow))})
+		_ = st.publish(&wire.Frame{Type: wire.TypeStreamCredit, Payload: wire.AppendCredit(p[:0], uint32(n))})
 	}
 }
 
@@ -316,7 +240,7 @@ func (st *stream) openCredit() {
 func (st *stream) queued() int {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.qBytes
+	return st.flow.Queued()
 }
 
 // send sends one message once the stream's credit allows it, waiting
@@ -328,7 +252,6 @@ func (st *stream) send(ctx context.Context, codec wire.Codec, payload []byte, cl
 	if size, max := f.Size()-4, st.maxFrame(); size > max {
 		return fmt.Errorf("%s: stream message of %d bytes: %w (limit %d)", st.where, size, wire.ErrFrameTooLarge, max)
 	}
-	n := len(payload) + wire.MessageCost
 	for {
 		st.mu.Lock()
 		switch {
@@ -342,8 +265,7 @@ func (st *stream) send(ctx context.Context, codec wire.Codec, payload []byte, cl
 		case st.peerEnded:
 			st.mu.Unlock()
 			return io.EOF
-		case n <= st.credit || 2*st.credit >= wire.InitialWindow:
-			st.credit -= n
+		case st.flow.Spend(len(payload)):
 			st.headed = true
 			// Published under st.mu, so that data frames leave in the
 			// order their credit was taken, and never after this side's

@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/wizardmesh/wizard/runtime/internal/mux"
+	"github.com/wizardmesh/wizard/runtime/internal/flow"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
@@ -26,7 +26,7 @@ func newTestStream() *stream {
 func TestStreamWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := newTestStream()
-		st.credit = 0
+		st.flow.Spend(wire.InitialWindow - wire.MessageCost) // all the credit
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
 		sent, received := make(chan error, 1), make(chan error, 1)
@@ -102,7 +102,7 @@ func TestStreamServerDeadline(t *testing.T) {
 
 // TestStreamWindowGrows: the default window of a stream of large
 // messages whose reader keeps up doubles at each grant up to
-// mux.MaxGrownWindow, out of its caller's budget, which gets it back at
+// flow.MaxGrown, out of its caller's budget, which gets it back at
 // the stream's end; small messages leave it as it is.
 func TestStreamWindowGrows(t *testing.T) {
 	for _, tc := range []struct {
@@ -110,14 +110,14 @@ func TestStreamWindowGrows(t *testing.T) {
 		size int
 		want int
 	}{
-		{"large", 64 << 10, mux.MaxGrownWindow},
+		{"large", 64 << 10, flow.MaxGrown},
 		{"small", 1 << 10, wire.InitialWindow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var budget atomic.Int64
 			st := newTestStream()
-			st.auto, st.budget = true, &budget
-			for i := range 4 * mux.MaxGrownWindow / tc.size {
+			st.flow.Init(wire.InitialWindow, true, &budget)
+			for i := range 4 * flow.MaxGrown / tc.size {
 				if !st.deliver(wire.CodecNone, make([]byte, tc.size)) {
 					t.Fatalf("message %d refused", i)
 				}
@@ -125,8 +125,8 @@ func TestStreamWindowGrows(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if st.window != tc.want || budget.Load() != int64(tc.want-wire.InitialWindow) {
-				t.Fatalf("window %d, budget used %d; want %d, %d", st.window, budget.Load(), tc.want, tc.want-wire.InitialWindow)
+			if st.flow.Window() != tc.want || budget.Load() != int64(tc.want-wire.InitialWindow) {
+				t.Fatalf("window %d, budget used %d; want %d, %d", st.flow.Window(), budget.Load(), tc.want, tc.want-wire.InitialWindow)
 			}
 			st.fail(context.Canceled)
 			if budget.Load() != 0 {

@@ -19,7 +19,7 @@ import (
 // write queue drained by one writer goroutine, keep-alive, and the
 // connection's end.
 type conn struct {
-	grown atomic.Int64 // what its streams' windows grew by, together (GrownWindowBudget)
+	grown atomic.Int64 // what its streams' windows grew by, together (flow.Budget)
 
 	rw   io.ReadWriteCloser
 	br   *reader // the reader role's (streambuffer.go)

@@ -157,8 +157,8 @@
 // queued data is bounded the same way. With the default window, a
 // receiver whose Recv keeps up with messages of 8 KiB or more on
 // average (nothing queued when it grants) doubles its window at each
-// grant, up to [MaxGrownWindow] (4 MiB), as long as the connection's
-// streams together grew by less than [GrownWindowBudget] (16 MiB): on a
+// grant, up to flow.MaxGrown (4 MiB), as long as the connection's
+// streams together grew by less than flow.Budget (16 MiB): on a
 // fast link the window, not the reader, then holds a stream of large
 // messages back (HTTP/2 implementations grow theirs by a
 // bandwidth-delay estimate). A stream's growth goes back to the budget

@@ -53,18 +53,6 @@ const (
 	// at most 256 MiB of received messages each way.
 	DefaultMaxStreams = 1024
 
-	// MaxGrownWindow is the largest a stream's default window grows
-	// to, and GrownWindowBudget what a connection's streams may grow
-	// their windows by, together: a receiver whose Recv keeps up with a
-	// stream of large messages (at least 8 KiB on average) doubles its
-	// window at each grant while both allow, since on a fast link the
-	// window, not the reader, is then what holds the sender back (as
-	// HTTP/2's BDP estimate grows gRPC's windows). So a connection's
-	// streams hold at most MaxStreams x the default window plus the
-	// budget of received messages.
-	MaxGrownWindow    = 4 << 20
-	GrownWindowBudget = 16 << 20
-
 	// maxStreamWindow is the largest receive window: a grant always
 	// fits one stream-credit frame.
 	maxStreamWindow = 1 << 30
@@ -188,7 +176,7 @@ type Options struct {
 	// message payloads (each message counting [wire.MessageCost] more):
 	// the messages a stream holds for Recv, beyond one, before its
 	// sender blocks. 0 means [DefaultStreamWindow], grown for a stream
-	// of large messages (see [MaxGrownWindow]); it is at least
+	// of large messages (see flow.MaxGrown); it is at least
 	// [wire.InitialWindow] (the protocol's, which the peer starts with;
 	// the difference is granted at open) and at most 1 GiB.
 	StreamWindow int

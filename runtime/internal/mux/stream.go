@@ -7,40 +7,22 @@ import (
 	"io"
 	"sync"
 
+	"github.com/wizardmesh/wizard/runtime/internal/flow"
 	"github.com/wizardmesh/wizard/runtime/internal/streamconn"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
 
 // stream is what the two sides of a stream share: the flow control of
-// its data both ways, the queue of messages received and not yet taken,
-// and its end. See the package documentation, # Streams.
-//
-// Flow control counts the bytes of data payloads, each message costing
-// wire.MessageCost more (its cost). The sender holds credit,
-// wire.InitialWindow at open, spends a message's cost on sending it and gets credit back from the receiver's stream-credit frames. It
-// may send a message when the message fits its credit, or when at least
-// half the initial window is free (2*credit >= wire.InitialWindow), so
-// that a message larger than the window still goes, alone: credit then
-// goes negative until the receiver has taken it. The receiver keeps the
-// same count (granted), checks every data frame against it, and grants
-// the bytes the application took once they reach half its window.
+// its data both ways (runtime/internal/flow, under mu), and its end. See
+// the package documentation, # Streams.
 type stream struct {
-	c      *conn
-	id     uint64
-	window int // this side's receive window (Options.StreamWindow)
+	c  *conn
+	id uint64
 
-	mu sync.Mutex
-	// Receiving.
-	q       []message // received, not taken yet
-	head    int       // q[head:] are the messages waiting
-	qBytes  int       // payload bytes waiting in q
-	granted int       // bytes the peer may still send, as this side counts them
-	taken   int       // bytes taken since the last grant
-	tookN   int       // messages taken since the last grant
-	grownBy int       // what window grew by beyond the options' (conn.grown)
-	recvEnd error     // what Recv returns once q is empty: io.EOF or the end's error
+	mu      sync.Mutex
+	flow    flow.Flow // the window and queue of what this side receives, the credit of what it sends
+	recvEnd error     // what Recv returns once the queue is empty: io.EOF or the end's error
 	// Sending.
-	credit    int  // bytes this side may still send
 	sendEnd   bool // this side sent its close or end
 	peerEnded bool // the server ended the stream: the client's Send returns io.EOF
 	headed    bool // the server sent its header or a message: no header may follow
@@ -53,23 +35,16 @@ type stream struct {
 	done      chan struct{} // closed once abort is set
 }
 
-// message is one received data payload, owned by the stream.
-type message struct {
-	codec   wire.Codec
-	payload []byte
-}
-
 func newStream(c *conn, id uint64) *stream {
-	return &stream{
+	st := &stream{
 		c:         c,
 		id:        id,
-		window:    c.opts.StreamWindow,
-		granted:   c.opts.StreamWindow,
-		credit:    wire.InitialWindow,
 		recvReady: make(chan struct{}, 1),
 		sendReady: make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
+	st.flow.Init(c.opts.StreamWindow, c.opts.autoWindow, &c.grown)
+	return st
 }
 
 // signal wakes a waiter on ch, if any; the token waits for one otherwise.
@@ -83,10 +58,10 @@ func signal(ch chan struct{}) {
 // openCredit is the stream-credit frame a receiver with a window larger
 // than the protocol's initial one sends at open, or nil.
 func (st *stream) openCredit() *[]byte {
-	if st.window <= wire.InitialWindow {
-		return nil
+	if n := st.flow.OpenGrant(); n > 0 {
+		return creditFrame(st.id, n)
 	}
-	return creditFrame(st.id, st.window-wire.InitialWindow)
+	return nil
 }
 
 // creditFrame returns an encoded stream-credit frame granting n bytes.
@@ -117,22 +92,14 @@ const errCreditViolation = "wizard: stream peer sent data beyond its credit"
 // stream's FLOW_CONTROL_ERROR with RST_STREAM) and nothing is queued, so
 // that a peer ignoring flow control costs no memory.
 func (st *stream) deliver(codec wire.Codec, payload []byte) bool {
-	n := len(payload) + wire.MessageCost
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.abort != nil || st.recvEnd != nil {
 		return true // late data of a stream this side is done with: dropped
 	}
-	if n > st.granted && 2*st.granted < wire.InitialWindow {
+	if !st.flow.Deliver(codec, payload) {
 		return false
 	}
-	st.granted -= n
-	if st.head > 0 && st.head == len(st.q) {
-		clear(st.q)
-		st.q, st.head = st.q[:0], 0
-	}
-	st.q = append(st.q, message{codec, payload})
-	st.qBytes += len(payload)
 	signal(st.recvReady)
 	return true
 }
@@ -144,7 +111,7 @@ func (st *stream) endRecv(err error) {
 	if st.recvEnd == nil {
 		st.recvEnd = err
 	}
-	st.releaseLocked()
+	st.flow.Release()
 	st.mu.Unlock()
 	signal(st.recvReady)
 }
@@ -158,9 +125,7 @@ func (st *stream) fail(err error) bool {
 		return false
 	}
 	st.abort = err
-	st.releaseLocked()
-	clear(st.q)
-	st.q, st.head, st.qBytes = nil, 0, 0
+	st.flow.Drop()
 	st.mu.Unlock()
 	close(st.done)
 	signal(st.recvReady)
@@ -171,7 +136,7 @@ func (st *stream) fail(err error) bool {
 // addCredit adds credit granted by the peer.
 func (st *stream) addCredit(n uint32) {
 	st.mu.Lock()
-	st.credit += int(n)
+	st.flow.AddCredit(n)
 	st.mu.Unlock()
 	signal(st.sendReady)
 }
@@ -187,28 +152,16 @@ func (st *stream) recv(ctx context.Context) (wire.Codec, []byte, error) {
 			st.mu.Unlock()
 			return 0, nil, err
 		}
-		if st.head < len(st.q) {
-			m := st.q[st.head]
-			st.q[st.head] = message{}
-			st.head++
-			n := len(m.payload)
-			st.qBytes -= n
-			st.taken += n + wire.MessageCost
-			st.tookN++
-			var grant int
-			if 2*st.taken >= st.window && st.recvEnd == nil {
-				grant = st.taken + st.growLocked()
-				st.taken, st.tookN = 0, 0
-				st.granted += grant
-			}
-			if st.head < len(st.q) || st.recvEnd != nil {
+		if st.flow.Waiting() {
+			m, grant := st.flow.Take(st.recvEnd == nil)
+			if st.flow.Waiting() || st.recvEnd != nil {
 				signal(st.recvReady) // for another Recv waiting
 			}
 			st.mu.Unlock()
 			if grant > 0 {
 				st.c.push(creditFrame(st.id, grant))
 			}
-			return m.codec, m.payload, nil
+			return m.Codec, m.Payload, nil
 		}
 		if st.recvEnd != nil {
 			err := st.recvEnd
@@ -224,41 +177,11 @@ func (st *stream) recv(ctx context.Context) (wire.Codec, []byte, error) {
 	}
 }
 
-// growLocked doubles the window of a stream of large messages whose
-// reader keeps up (nothing left queued at a grant), within
-// MaxGrownWindow and the connection's GrownWindowBudget; it returns what
-// the window grew by, to grant with the bytes taken. st.mu is held.
-func (st *stream) growLocked() int {
-	if !st.c.opts.autoWindow || st.head < len(st.q) || st.tookN == 0 || st.taken/st.tookN < 8<<10 {
-		return 0
-	}
-	extra := min(st.window, MaxGrownWindow-st.window)
-	if extra <= 0 {
-		return 0
-	}
-	if st.c.grown.Add(int64(extra)) > GrownWindowBudget {
-		st.c.grown.Add(-int64(extra))
-		return 0
-	}
-	st.window += extra
-	st.grownBy += extra
-	return extra
-}
-
-// releaseLocked gives what the window grew by back to the connection's
-// budget, once the stream receives no more; st.mu is held.
-func (st *stream) releaseLocked() {
-	if st.grownBy > 0 {
-		st.c.grown.Add(-int64(st.grownBy))
-		st.grownBy = 0
-	}
-}
-
 // queued returns the payload bytes received and not taken yet.
 func (st *stream) queued() int {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.qBytes
+	return st.flow.Queued()
 }
 
 // send sends one message once the stream's credit allows it, waiting
@@ -275,9 +198,9 @@ func (st *stream) sendFrame(ctx context.Context, f wire.Frame, closed error) err
 	if size := f.Size(); size-4 > st.c.opts.MaxFrameSize {
 		return fmt.Errorf("wizard: mux: stream message of %d bytes: %w (limit %d)", size-4, wire.ErrFrameTooLarge, st.c.opts.MaxFrameSize)
 	}
-	n := len(f.Payload) + wire.MessageCost
+	n := len(f.Payload)
 	if f.Body != nil {
-		n = f.Body.Len() + wire.MessageCost
+		n = f.Body.Len()
 	}
 	for {
 		st.mu.Lock()
@@ -292,8 +215,7 @@ func (st *stream) sendFrame(ctx context.Context, f wire.Frame, closed error) err
 		case st.peerEnded:
 			st.mu.Unlock()
 			return io.EOF
-		case n <= st.credit || 2*st.credit >= wire.InitialWindow:
-			st.credit -= n
+		case st.flow.Spend(n):
 			st.headed = true
 			// Queued under st.mu, so that data frames leave in the order
 			// their credit was taken, and never after this side's end.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wizardmesh/wizard/runtime/internal/flow"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/leak"
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -878,7 +879,7 @@ func TestStreamSilentClient(t *testing.T) {
 }
 
 // TestStreamWindowGrows: a receiver that keeps up with a stream of large
-// messages grows its window (to MaxGrownWindow at most, within the
+// messages grows its window (to flow.MaxGrown at most, within the
 // connection's budget), one of small messages does not, and a stream's
 // growth goes back to the budget when it ends.
 func TestStreamWindowGrows(t *testing.T) {
@@ -914,11 +915,11 @@ func TestStreamWindowGrows(t *testing.T) {
 					t.Fatal(err)
 				}
 				cs.st.mu.Lock()
-				largest = max(largest, cs.st.window)
+				largest = max(largest, cs.st.flow.Window())
 				cs.st.mu.Unlock()
 			}
-			if grew := largest > wire.InitialWindow; grew != tc.grows || largest > MaxGrownWindow {
-				t.Fatalf("messages of %d bytes: the window reached %d (initial %d, most %d); want growth %v", tc.size, largest, wire.InitialWindow, MaxGrownWindow, tc.grows)
+			if grew := largest > wire.InitialWindow; grew != tc.grows || largest > flow.MaxGrown {
+				t.Fatalf("messages of %d bytes: the window reached %d (initial %d, most %d); want growth %v", tc.size, largest, wire.InitialWindow, flow.MaxGrown, tc.grows)
 			}
 			if g := cl.c.grown.Load(); g != 0 {
 				t.Fatalf("after the stream's end the connection's windows are still grown by %d", g)
