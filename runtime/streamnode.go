@@ -103,15 +103,11 @@ func (n *Node) openLocal(ctx context.Context, e *handlerEntry) (clientCore, erro
 	if !e.stream {
 		return nil, errStreamToUnary(e.pattern.String())
 	}
-	hctx, err := inProcessContext(ctx)
-	if err != nil {
-		return nil, err
-	}
 	sctx, stop := context.WithCancel(ctx)
-	if hctx != ctx {
-		hctx = &handlerContext{Context: sctx, st: hctx.(*handlerContext).st}
-	} else {
-		hctx = sctx
+	hctx, err := inProcessContext(sctx) // the caller's metadata, incoming
+	if err != nil {
+		stop()
+		return nil, err
 	}
 	s := &localStream{
 		ctx: sctx, stop: stop,

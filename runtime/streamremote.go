@@ -43,18 +43,12 @@ func (s *remoteStream) send(msg any) error {
 	if closed {
 		return errSendAfterClose
 	}
-	var err error
-	if bs, ok := s.cs.(streamconn.BodySender); ok && s.body.set(msg) {
-		err = bs.SendBody(s.ctx, wire.CodecProto, &s.body)
-		s.body = streamBody{}
-	} else {
-		codec, payload, _, buf, eerr := encodeStream(msg)
-		if eerr != nil {
-			return eerr
-		}
-		err = s.cs.Send(s.ctx, wire.Codec(codec), payload)
-		putStreamBuf(buf)
+	out, err := prepare(s.cs, &s.body, msg)
+	if err != nil {
+		return err
 	}
+	err = out.send(s.ctx, s.cs)
+	out.done()
 	if err != nil {
 		if _, ok := errors.AsType[*streamconn.Error](err); ok || err == io.EOF {
 			return io.EOF // ended by the server: Recv tells how
@@ -194,43 +188,25 @@ func (s *remoteServer) recv() (any, error) {
 }
 
 func (s *remoteServer) send(msg any) error {
-	bs, direct := s.st.(streamconn.BodySender)
-	var codec Codec
-	var payload []byte
-	var typ string
-	if direct && s.body.set(msg) {
-		codec, typ = CodecProto, string(s.body.m.ProtoReflect().Descriptor().FullName())
-		defer func() { s.body = streamBody{} }()
-	} else {
-		direct = false
-		var buf *[]byte
-		var err error
-		codec, payload, typ, buf, err = encodeStream(msg)
-		if err != nil {
-			return err
-		}
-		defer putStreamBuf(buf)
+	out, err := prepare(s.st, &s.body, msg)
+	if err != nil {
+		return err
 	}
+	defer out.done()
 	s.mu.Lock()
 	first := !s.hdrSent
 	s.hdrSent = true
 	s.mu.Unlock()
 	if first {
 		var meta []wire.Meta
-		if typ != "" {
-			meta = []wire.Meta{{Key: metaType, Value: typ}}
+		if out.typ != "" {
+			meta = []wire.Meta{{Key: metaType, Value: out.typ}}
 		}
 		if err := s.st.SendHeader(meta); err != nil {
 			return s.fail(err)
 		}
 	}
-	var err error
-	if direct {
-		err = bs.SendBody(s.ctx, wire.CodecProto, &s.body)
-	} else {
-		err = s.st.Send(s.ctx, wire.Codec(codec), payload)
-	}
-	if err != nil {
+	if err := out.send(s.ctx, s.st); err != nil {
 		if errors.Is(err, wire.ErrFrameTooLarge) {
 			return tooLarge(err) // not sent; the stream goes on
 		}
@@ -317,6 +293,47 @@ func endOf(err error, refused bool) error {
 		se.Details = appendDetails(nil, e.Details)
 	}
 	return se
+}
+
+// outgoing is a message a stream's side is about to send: a protobuf
+// message its transport encodes straight into its frame (body), or the
+// message's encoding (in a pooled buffer for a protobuf message).
+type outgoing struct {
+	body    *streamBody
+	codec   Codec
+	payload []byte
+	typ     string // the protobuf type, or ""
+	buf     *[]byte
+}
+
+// prepare readies msg to be sent on side, a transport's stream side:
+// through body when side is a streamconn.BodySender and msg a message
+// body takes, else encoded.
+func prepare(side any, body *streamBody, msg any) (outgoing, error) {
+	if _, ok := side.(streamconn.BodySender); ok && body.set(msg) {
+		return outgoing{body: body, codec: CodecProto, typ: string(body.m.ProtoReflect().Descriptor().FullName())}, nil
+	}
+	codec, payload, typ, buf, err := encodeStream(msg)
+	return outgoing{codec: codec, payload: payload, typ: typ, buf: buf}, err
+}
+
+// send sends o on side, the one prepare had.
+func (o *outgoing) send(ctx context.Context, side interface {
+	Send(context.Context, wire.Codec, []byte) error
+}) error {
+	if o.body != nil {
+		return side.(streamconn.BodySender).SendBody(ctx, wire.CodecProto, o.body)
+	}
+	return side.Send(ctx, wire.Codec(o.codec), o.payload)
+}
+
+// done gives back what o held, once sent (the transport keeps nothing of
+// a message).
+func (o *outgoing) done() {
+	if o.body != nil {
+		*o.body = streamBody{}
+	}
+	putStreamBuf(o.buf)
 }
 
 // streamBody is a protobuf message a stream's side encodes straight into
