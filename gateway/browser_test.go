@@ -301,11 +301,20 @@ func navigatePoll(t *testing.T, ctx context.Context, page, expr string) string {
 			t.Fatalf("navigate to %s: %v", page, err)
 		}
 	}
-	s, err := chromedp.Run(ctx, chromedp.Poll[string](expr, chromedp.WithPollingTimeout(guard)))
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", expr, err)
+	deadline := time.Now().Add(guard)
+	for {
+		s, err := chromedp.Run(ctx, chromedp.Poll[string](expr, chromedp.WithPollingTimeout(time.Until(deadline))))
+		if err == nil {
+			return s
+		}
+		// The poll runs in the frame's execution context as it was when
+		// the poll began; a navigation that replaces the context after
+		// Navigate returned (the page's own load steps) fails it with
+		// this error, and a new poll finds the new context.
+		if !strings.Contains(err.Error(), "Cannot find context with specified id") || time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: %v", expr, err)
+		}
 	}
-	return s
 }
 
 // browserStreams: the page receives a server stream over the WebSocket
