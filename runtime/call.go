@@ -114,7 +114,14 @@ func (n *Node) outgoing(ctx context.Context, a *callArgs) (*outMessage, error) {
 	if over != nil {
 		m.Meta = append(m.Meta, MetaPair{metaOver, over.pattern.String()})
 	}
-	if called {
+	switch {
+	case cfg.event != "":
+		m.Pattern = string(patrun.AppendCanonical(nil, a.pairs))
+		m.Meta = append(m.Meta, MetaPair{metaEvent, cfg.event})
+	case cfg.broadcast:
+		m.Pattern = string(patrun.AppendCanonical(nil, a.pairs))
+		m.Meta = append(m.Meta, MetaPair{metaBroadcast, ""})
+	case called:
 		m.Meta = append(m.Meta, MetaPair{metaCalled, string(patrun.AppendCanonical(nil, a.pairs))})
 	}
 	if st != nil {

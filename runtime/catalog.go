@@ -277,18 +277,32 @@ func (n *Node) setTypedCatalog(p *peer, pats []pattern.Pattern, types catalogTyp
 	for _, pt := range pats {
 		in[pt.String()] = true
 	}
+	subsChanged := false
 	for _, o := range old {
 		if !in[o.String()] {
-			n.removePeerRoute(o, p)
+			if _, _, sub := splitSubscription(o); sub {
+				n.removePeerSub(o, p)
+				subsChanged = true
+			} else {
+				n.removePeerRoute(o, p)
+			}
 			changed = true
 		}
 		delete(in, o.String()) // left in: the new ones
 	}
 	for _, pt := range pats {
 		if in[pt.String()] {
-			n.addPeerRoute(pt, p)
+			if _, _, sub := splitSubscription(pt); sub {
+				n.addPeerSub(pt, p)
+				subsChanged = true
+			} else {
+				n.addPeerRoute(pt, p)
+			}
 			changed = true
 		}
+	}
+	if subsChanged {
+		n.publishSubs()
 	}
 	p.patterns = pats
 	if changed {
@@ -327,6 +341,7 @@ func (n *Node) retype(k string) {
 	if re := n.exactRoute(pt); re != nil {
 		re.retype()
 	}
+	n.retypeSub(k)
 }
 
 // retype sets r's types: those every peer of r lists for its pattern, or
@@ -434,6 +449,15 @@ func (n *Node) localCatalog() ([]pattern.Pattern, catalogTypes) {
 				types = catalogTypes{}
 			}
 			types[p.String()] = e.types
+		}
+	}
+	for _, s := range n.localSubscriptions() {
+		out = append(out, s.wire)
+		if s.types.in != "" {
+			if types == nil {
+				types = catalogTypes{}
+			}
+			types[s.wire.String()] = s.types
 		}
 	}
 	return out, types

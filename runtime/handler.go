@@ -235,5 +235,9 @@ type handlerEntry struct {
 	stream  bool    // h is NewStreamHandler's (perhaps wrapped): it serves streams, not calls
 	prior   *handlerEntry
 	spec    *Spec     // Method, if given
+	// group is a subscription's group ([Node.Subscribe]), "" for a
+	// handler; wire is its pattern in catalogs (subscriptionPattern).
+	group string
+	wire  pattern.Pattern
 	types   typeNames // of spec: what the node checks and lists in its catalog
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,7 +26,9 @@ import (
 type Node struct {
 	id       string
 	instance string    // this run of the node: random, new on every start
+	service  string    // WithService: the group of its subscriptions by default
 	streams  streamSet // the streams it serves, ended when a shutdown's grace ends
+	events   eventSet  // its subscriptions and its peers'
 	log      *slog.Logger
 	logLimit *ratelog.Handler // in front of log's handler; closed when the node stops
 	router   *pattern.Router[*route]
@@ -80,6 +83,7 @@ func New(opts ...Option) (*Node, error) {
 	}
 	n := &Node{
 		id:          cmp.Or(c.id, randomHex()),
+		service:     cmp.Or(c.service, defaultService()),
 		instance:    randomHex(),
 		router:      pattern.NewRouter[*route](),
 		maxInFlight: int64(cmp.Or(c.maxInFlight, defaultMaxInFlight())),
@@ -126,6 +130,8 @@ func New(opts ...Option) (*Node, error) {
 // validate reports the first option of c out of range.
 func (c *nodeConfig) validate() error {
 	switch {
+	case c.service != "" && checkGroup(c.service) != nil:
+		return fmt.Errorf("wizard: WithService(%q): %v", c.service, strings.Replace(checkGroup(c.service).Error(), "group", "name", 1))
 	case c.maxInFlight < 0:
 		return fmt.Errorf("wizard: WithMaxInFlight(%d): the limit cannot be negative", c.maxInFlight)
 	case slices.ContainsFunc(c.handlerICs, func(ic HandlerInterceptor) bool { return ic == nil }):

@@ -40,6 +40,7 @@ type nodeConfig struct {
 	requirePeerIdentity bool // WithRequirePeerIdentity
 
 	id          string
+	service     string // WithService
 	logger      *slog.Logger
 	maxInFlight int
 	handlerICs  []HandlerInterceptor
@@ -63,6 +64,11 @@ type callConfig struct {
 	idempotent bool
 	key        string
 	spec       *Spec // Method
+
+	// event and broadcast make a remote call the delivery of an event to
+	// a group's member, or to a node (Broadcast).
+	event     string
+	broadcast bool
 
 	waitForReady bool       // WaitForReady
 	ready        *readiness // a WaitForReady call's try: what it learnt (see callReady)

@@ -54,9 +54,16 @@ func (n *Node) serveRemote(ctx context.Context, m *Message) *Message {
 	case introspect.DescribePattern:
 		return n.describeReply(m)
 	}
-	e, err := n.wireHandler(m.Pattern)
+	e, event, err := n.servedEvent(m)
+	if !event && err == nil {
+		e, err = n.wireHandler(m.Pattern)
+	}
 	if err != nil {
 		return errorReply(err)
+	}
+	if e == nil && event {
+		// Not run: another member of the group may hold the subscription.
+		return refusedReply(Errorf(CodeNotFound, "wizard: the remote node has no subscription for the event %s", quoteClipped(m.Pattern, maxEcho)))
 	}
 	if e == nil {
 		// Only local handlers serve remote calls: a node never forwards.

@@ -18,6 +18,11 @@ func PairsOf(p Pattern) []Pair { return p.pairs() }
 func Size(p Pattern) int { return p.size() }
 
 // Exact returns the value added for exactly p, and whether there is one.
+// Matches reports whether every pair of p is in pairs (sorted), with
+// its value or a value p's glob matches: whether p would take a message
+// of pairs, whatever other patterns a router holds.
+func Matches(p Pattern, pairs []Pair) bool { return patternMatches(p, pairs) }
+
 func Exact[V any](r *Router[V], p Pattern) (V, bool) { return valueOf(r.exactEntry(p)) }
 
 // FindPattern returns the value of the best match for a message whose

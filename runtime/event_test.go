@@ -1,0 +1,284 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/link"
+	"github.com/wizardmesh/wizard/runtime/tcp"
+)
+
+// counter counts the events each (group, id) pair received.
+type counter struct {
+	mu   sync.Mutex
+	seen map[string]int // "group/id" -> runs
+	runs atomic.Int64
+}
+
+func newCounter() *counter { return &counter{seen: map[string]int{}} }
+
+func (c *counter) handler(group string) runtime.Handler {
+	return func(ctx context.Context, req runtime.Request) (any, error) {
+		id, _ := req.String("id")
+		if g := req.Group(); g != group {
+			return nil, fmt.Errorf("Request.Group() = %q, want %q", g, group)
+		}
+		c.mu.Lock()
+		c.seen[group+"/"+id]++
+		c.mu.Unlock()
+		c.runs.Add(1)
+		return nil, nil
+	}
+}
+
+func (c *counter) count(group, id string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seen[group+"/"+id]
+}
+
+func TestEmitInProcess(t *testing.T) {
+	n := newTestNode(t, runtime.WithService("orders"))
+	c := newCounter()
+	for _, g := range []string{"billing", "shipping"} {
+		if err := n.Subscribe("role:order,event:placed", g, c.handler(g)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A wider subscription of billing matches too: both of billing's run.
+	var wide atomic.Int64
+	if err := n.Subscribe("role:order", "billing", func(ctx context.Context, req runtime.Request) (any, error) {
+		wide.Add(1)
+		return nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := n.Emit(t.Context(), "role:order,event:placed", map[string]any{"id": "1"})
+	if err != nil {
+		t.Fatalf("Emit: %v", err)
+	}
+	if !slices.Equal(sorted(d.Took), []string{"billing", "shipping"}) || len(d.Missed) != 0 {
+		t.Errorf("Emit delivery = %+v, want Took billing and shipping", d)
+	}
+	if c.count("billing", "1") != 1 || c.count("shipping", "1") != 1 || wide.Load() != 1 {
+		t.Errorf("runs: billing %d, shipping %d, billing's role:order %d; want 1 each", c.count("billing", "1"), c.count("shipping", "1"), wide.Load())
+	}
+	// An event of another kind reaches billing's wide subscription alone.
+	d, err = n.Emit(t.Context(), "role:order,event:cancelled", map[string]any{"id": "2"})
+	if err != nil || !slices.Equal(d.Took, []string{"billing"}) || wide.Load() != 2 {
+		t.Errorf("Emit(event:cancelled) = %+v, %v (wide runs %d); want billing alone", d, err, wide.Load())
+	}
+	// Nobody listens: reported, not lost in silence.
+	_, err = n.Emit(t.Context(), "role:user,event:created", nil)
+	if runtime.CodeOf(err) != runtime.CodeNotFound || !errors.Is(err, runtime.ErrNoHandler) || !strings.Contains(err.Error(), "no subscription matches") {
+		t.Errorf("Emit with no subscriber: %v; want not_found naming no subscription", err)
+	}
+}
+
+func TestSubscribeRefuses(t *testing.T) {
+	n := newTestNode(t)
+	h := func(ctx context.Context, req runtime.Request) (any, error) { return nil, nil }
+	for _, tc := range []struct {
+		pattern, group string
+		h              runtime.Handler
+		want           string
+	}{
+		{"role:a", "", nil, "nil handler"},
+		{"role:a,wizard.group:x", "g", h, "reserved"},
+		{"role:a,sys:wizard", "g", h, "node's own"},
+		{"role:a", "two words", h, "space"},
+		{"role:a", strings.Repeat("g", 200), h, "more than 128"},
+		{"role:a", "g", runtime.NewStreamHandler(func(ctx context.Context, s *runtime.ServerStream[any, any]) error { return nil }), "stream handler"},
+	} {
+		err := n.Subscribe(tc.pattern, tc.group, tc.h)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Subscribe(%q, %q) = %v; want an error saying %q", tc.pattern, tc.group, err, tc.want)
+		}
+	}
+	if err := n.Subscribe("role:a", "g", h); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Subscribe("role:a", "g", h); runtime.CodeOf(err) != runtime.CodeAlreadyExists {
+		t.Errorf("subscribing twice: %v; want already_exists", err)
+	}
+	if err := n.Subscribe("role:a", "g", h, runtime.Override()); err != nil {
+		t.Errorf("Override: %v", err)
+	}
+	if ok, err := n.Unsubscribe("role:a", "g"); !ok || err != nil {
+		t.Errorf("Unsubscribe = %v, %v", ok, err)
+	}
+	if _, err := n.Emit(t.Context(), "role:a", nil); runtime.CodeOf(err) != runtime.CodeNotFound {
+		t.Errorf("Emit after Unsubscribe: %v; want not_found", err)
+	}
+	if _, err := runtime.New(runtime.WithService("a b")); err == nil || !strings.Contains(err.Error(), "WithService") {
+		t.Errorf("New(WithService(\"a b\")) = %v; want an error naming the option", err)
+	}
+}
+
+// eventMesh is members of groups, each a TCP node, and an emitter that
+// finds them through StaticPeers (through a link each, which a test can
+// take down).
+type eventMesh struct {
+	emitter *runtime.Node
+	members map[string][]*runtime.Node // by group
+	links   map[*runtime.Node]link.Link
+	c       *counter
+}
+
+func newEventMesh(t *testing.T, groups []string, per int, pattern string) *eventMesh {
+	t.Helper()
+	m := &eventMesh{members: map[string][]*runtime.Node{}, links: map[*runtime.Node]link.Link{}, c: newCounter()}
+	var addrs []string
+	for _, g := range groups {
+		for i := range per {
+			tr, err := tcp.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := newTestNode(t, runtime.WithTransport(tr), runtime.WithListen("127.0.0.1:0"), runtime.WithID(fmt.Sprintf("%s-%d", g, i)), runtime.WithService(g))
+			if err := n.Subscribe(pattern, "", m.c.handler(g)); err != nil {
+				t.Fatal(err)
+			}
+			l := link.TCP(t, n.Addr())
+			m.links[n] = l
+			addrs = append(addrs, l.Addr())
+			m.members[g] = append(m.members[g], n)
+		}
+	}
+	tr, err := tcp.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.emitter = newTestNode(t, runtime.WithTransport(tr), runtime.WithDiscovery(runtime.StaticPeers(addrs...)))
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := m.emitter.WaitForSubscribers(ctx, pattern, groups...); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestEmitGroupsOverTCP(t *testing.T) {
+	groups := []string{"billing", "shipping", "mail"}
+	m := newEventMesh(t, groups, 3, "role:order,event:placed")
+	// Wait until every member's subscription is routed, so that the
+	// balancer spreads the events.
+	waitMembers(t, m.emitter, "role:order,event:placed", 9)
+	const events = 300
+	for i := range events {
+		d, err := m.emitter.Emit(t.Context(), "role:order,event:placed", map[string]any{"id": fmt.Sprint(i)})
+		if err != nil {
+			t.Fatalf("Emit %d: %v", i, err)
+		}
+		if !slices.Equal(sorted(d.Took), sorted(groups)) {
+			t.Fatalf("Emit %d took %v; want %v", i, d.Took, groups)
+		}
+	}
+	for _, g := range groups {
+		for i := range events {
+			if k := m.c.count(g, fmt.Sprint(i)); k != 1 {
+				t.Errorf("group %s ran event %d %d times; want once", g, i, k)
+			}
+		}
+	}
+	// Broadcast: every member, once.
+	d, err := m.emitter.Broadcast(t.Context(), "role:order,event:placed", map[string]any{"id": "all"})
+	if err != nil || len(d.Took) != 9 {
+		t.Fatalf("Broadcast = %+v, %v; want 9 nodes", d, err)
+	}
+	for _, g := range groups {
+		if k := m.c.count(g, "all"); k != 3 {
+			t.Errorf("broadcast ran %d times in group %s; want 3 (each member)", k, g)
+		}
+	}
+}
+
+// TestEmitMemberKilled takes a member of billing away mid-stream of
+// events: each event runs at most once per group, and every event
+// billing did not run is reported missed.
+func TestEmitMemberKilled(t *testing.T) {
+	groups := []string{"billing", "shipping"}
+	m := newEventMesh(t, groups, 3, "role:order,event:placed")
+	waitMembers(t, m.emitter, "role:order,event:placed", 6)
+	const events = 400
+	missed := map[string]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	// The victim holds every event it gets until it is killed: those are
+	// lost after they were sent, and must be reported.
+	victim := m.members["billing"][0]
+	var held atomic.Int64
+	if err := victim.Subscribe("role:order,event:placed", "", func(ctx context.Context, req runtime.Request) (any, error) {
+		held.Add(1)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}, runtime.Override()); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= events {
+					return
+				}
+				if i == events/4 {
+					m.links[victim].Down() // the member's connections cut...
+					_ = victim.Close()     // ...and the member gone
+				}
+				ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+				d, err := m.emitter.Emit(ctx, "role:order,event:placed", map[string]any{"id": fmt.Sprint(i)})
+				cancel()
+				if err != nil && len(d.Missed) == 0 {
+					t.Errorf("Emit %d: %v with nothing missed", i, err)
+				}
+				mu.Lock()
+				for _, g := range d.Missed {
+					missed[g+"/"+fmt.Sprint(i)] = true
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	lost := 0
+	for _, g := range groups {
+		for i := range events {
+			k := m.c.count(g, fmt.Sprint(i))
+			switch {
+			case k > 1:
+				t.Errorf("group %s ran event %d %d times", g, i, k)
+			case k == 0 && !missed[g+"/"+fmt.Sprint(i)]:
+				t.Errorf("group %s never ran event %d, and Emit did not report it missed", g, i)
+			case k == 0:
+				lost++
+			}
+		}
+	}
+	if lost == 0 || int64(lost) > held.Load() {
+		t.Errorf("%d events missed; want some, at most the %d the victim held", lost, held.Load())
+	}
+	t.Logf("%d events x %d groups: %d held by the victim, %d missed and reported", events, len(groups), held.Load(), lost)
+}
+
+// waitMembers waits until the events of pattern have n members across
+// their groups in node's routing.
+func waitMembers(t *testing.T, node *runtime.Node, pattern string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := runtime.WaitForEventMembers(ctx, node, pattern, n); err != nil {
+		t.Fatalf("waiting for %d members of %s: %v", n, pattern, err)
+	}
+}
+
+func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
