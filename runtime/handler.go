@@ -234,10 +234,10 @@ type handlerEntry struct {
 	unary   bool    // h is NewUnaryHandler's, unwrapped: it keeps nothing of a call
 	stream  bool    // h is NewStreamHandler's (perhaps wrapped): it serves streams, not calls
 	prior   *handlerEntry
-	spec    *Spec     // Method, if given
+	spec    *Spec // Method, if given
 	// group is a subscription's group ([Node.Subscribe]), "" for a
 	// handler; wire is its pattern in catalogs (subscriptionPattern).
 	group string
 	wire  pattern.Pattern
-	types   typeNames // of spec: what the node checks and lists in its catalog
+	types typeNames // of spec: what the node checks and lists in its catalog
 }
