@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
 	"sync"
 
 	"github.com/wizardmesh/wizard/runtime/pattern"
@@ -49,6 +50,12 @@ type Attempt struct {
 	// Stream: the attempt opens a stream ([Node.OpenStream]). It lasts
 	// until the stream ends, and its result counts the stream's messages.
 	Stream bool
+	// Event: the attempt delivers an event ([Node.Emit],
+	// [Node.Broadcast]). Pattern is then the event's own (the pairs it
+	// was emitted with), and Group the group it goes to ("" for a
+	// broadcast, which runs every matching subscription of the target).
+	Event bool
+	Group string
 }
 
 // AttemptResult is how an attempt ended.
@@ -172,7 +179,19 @@ func (n *Node) attemptStart(ctx context.Context, c *remoteCall, t *Target) conte
 
 //go:noinline
 func (n *Node) observeAttemptStart(ctx context.Context, c *remoteCall, t *Target) context.Context {
-	return n.obs.o.AttemptStart(ctx, Attempt{Pattern: c.r.pattern, Target: t, N: c.attempts})
+	return n.obs.o.AttemptStart(ctx, c.observed(t))
+}
+
+// observed is c's attempt to t as an Observer sees it.
+func (c *remoteCall) observed(t *Target) Attempt {
+	a := Attempt{Pattern: c.r.pattern, Target: t, N: c.attempts}
+	if c.cfg.event != "" || c.cfg.broadcast {
+		a.Event, a.Group = true, c.cfg.event
+		if p, err := patrun.Parse(c.m.Pattern); err == nil {
+			a.Pattern = p
+		}
+	}
+	return a
 }
 
 // attemptEnd tells the observer how c's attempt to t ended.
@@ -183,7 +202,7 @@ func (n *Node) attemptEnd(ctx context.Context, c *remoteCall, t *Target, o outco
 }
 
 func (n *Node) observeAttemptEnd(ctx context.Context, c *remoteCall, t *Target, o outcome) {
-	n.obs.o.AttemptEnd(ctx, Attempt{Pattern: c.r.pattern, Target: t, N: c.attempts}, o.result(ctx))
+	n.obs.o.AttemptEnd(ctx, c.observed(t), o.result(ctx))
 }
 
 // result is what an Observer learns of the outcome.
