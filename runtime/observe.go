@@ -2,9 +2,9 @@ package runtime
 
 import (
 	"context"
-	"github.com/wizardmesh/wizard/runtime/internal/patrun"
 	"sync"
 
+	"github.com/wizardmesh/wizard/runtime/internal/patrun"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
