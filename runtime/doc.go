@@ -197,7 +197,7 @@
 // [IncomingMetadata]. What a handler received stays with it: the calls it
 // makes with its ctx carry none of it unless it copies it
 // ([WithMetadata](ctx, IncomingMetadata(ctx)) forwards it all). Keys are
-// lower-case ASCII; a call carries at most [MaxMetadataSize] of it, else
+// lower-case ASCII; a call carries at most 8 KiB of it, else
 // it fails before it is sent. [Request.Source] gives what the caller
 // cannot write: the calling node's id, the address and transport the
 // call came by, and, under mutual TLS, the certificate the transport

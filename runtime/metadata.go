@@ -28,10 +28,10 @@ type Metadata struct {
 	pairs []MetaPair // may hold the node's own pairs (keys starting with ':'), which it hides
 }
 
-// MaxMetadataSize bounds the metadata of one call: its keys' and values'
+// maxMetadataSize bounds the metadata of one call: its keys' and values'
 // bytes together. A call over it fails with [CodeResourceExhausted]
 // before it is sent.
-const MaxMetadataSize = 8 << 10
+const maxMetadataSize = 8 << 10
 
 // Get returns the first value of key, or "".
 func (md Metadata) Get(key string) string {
@@ -135,7 +135,7 @@ func metaStateOf(ctx context.Context) *metaState {
 // AppendMetadata returns a copy of ctx whose calls carry kv (key, value,
 // key, value, …) after the metadata ctx already gives them. Keys and sizes
 // are checked when a call is made: a bad key, an odd number of strings or
-// more than [MaxMetadataSize] fails the call ([CodeInvalidArgument],
+// more than 8 KiB fails the call ([CodeInvalidArgument],
 // [CodeResourceExhausted]), naming what is wrong.
 func AppendMetadata(ctx context.Context, kv ...string) context.Context {
 	st := metaStateOf(ctx)
@@ -271,8 +271,8 @@ func checkOutgoing(st *metaState) error {
 		}
 		size += len(p.Key) + len(p.Value)
 	}
-	if size > MaxMetadataSize {
-		return Errorf(CodeResourceExhausted, "wizard: the call's metadata holds %d bytes, more than the limit of %d (MaxMetadataSize)", size, MaxMetadataSize)
+	if size > maxMetadataSize {
+		return Errorf(CodeResourceExhausted, "wizard: the call's metadata holds %d bytes, more than the limit of %d", size, maxMetadataSize)
 	}
 	return nil
 }

@@ -18,16 +18,17 @@ const (
 	nodeURIHost   = "node"
 )
 
-// NodeURI returns the URI by which a certificate names node id (see
-// [CertificateNodeID]): wizard://node/<id>. Put it in the certificate
-// template's URIs.
+// NodeURI returns the URI by which a certificate names node id:
+// wizard://node/<id>. Put it in the certificate template's URIs; a node
+// that verifies the certificate reads the id from its first such URI
+// ([Identity] Node).
 func NodeURI(id string) *url.URL {
 	return &url.URL{Scheme: nodeURIScheme, Host: nodeURIHost, Path: "/" + id}
 }
 
-// CertificateNodeID returns the node id c names by its first URI SAN of
+// certificateNodeID returns the node id c names by its first URI SAN of
 // the form wizard://node/<id> (see [NodeURI]), or "" when it names none.
-func CertificateNodeID(c *x509.Certificate) string {
+func certificateNodeID(c *x509.Certificate) string {
 	if c == nil {
 		return ""
 	}
@@ -55,7 +56,7 @@ func WithRequirePeerIdentity() Option {
 // names, "" for none.
 func certifiedID(conn Conn) string {
 	if pc, ok := conn.(PeerCertificateConn); ok {
-		return CertificateNodeID(pc.PeerCertificate())
+		return certificateNodeID(pc.PeerCertificate())
 	}
 	return ""
 }

@@ -41,13 +41,13 @@ func TestCertificateNodeID(t *testing.T) {
 		{"a user", []*url.URL{uri("wizard://x@node/orders-1")}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := CertificateNodeID(&x509.Certificate{URIs: tc.uris}); got != tc.want {
-				t.Errorf("CertificateNodeID = %q, want %q", got, tc.want)
+			if got := certificateNodeID(&x509.Certificate{URIs: tc.uris}); got != tc.want {
+				t.Errorf("certificateNodeID = %q, want %q", got, tc.want)
 			}
 		})
 	}
-	if got := CertificateNodeID(nil); got != "" {
-		t.Errorf("CertificateNodeID(nil) = %q", got)
+	if got := certificateNodeID(nil); got != "" {
+		t.Errorf("certificateNodeID(nil) = %q", got)
 	}
 	if got := NodeURI("orders-1").String(); got != "wizard://node/orders-1" {
 		t.Errorf("NodeURI = %s", got)

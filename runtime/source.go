@@ -79,7 +79,7 @@ func identityOf(cs tls.ConnectionState) *Identity {
 	sum := sha256.Sum256(c.Raw)
 	id := &Identity{
 		Subject:        c.Subject.String(),
-		Node:           CertificateNodeID(c),
+		Node:           certificateNodeID(c),
 		DNSNames:       c.DNSNames,
 		EmailAddresses: c.EmailAddresses,
 		Fingerprint:    hex.EncodeToString(sum[:]),

@@ -340,8 +340,8 @@ func streamPairs(what string, kv []string) ([]MetaPair, error) {
 		size += len(p.Key) + len(p.Value)
 		ps = append(ps, p)
 	}
-	if size > MaxMetadataSize {
-		return nil, Errorf(CodeResourceExhausted, "wizard: %s: %d bytes of metadata, more than the limit of %d (MaxMetadataSize)", what, size, MaxMetadataSize)
+	if size > maxMetadataSize {
+		return nil, Errorf(CodeResourceExhausted, "wizard: %s: %d bytes of metadata, more than the limit of %d", what, size, maxMetadataSize)
 	}
 	return ps, nil
 }
