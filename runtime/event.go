@@ -376,7 +376,7 @@ func (n *Node) emit(ctx context.Context, pat string, msg any, opts []CallOption,
 	}
 	deliver := func(d *delivery) {
 		if d.local != nil {
-			d.err = n.deliverLocal(ctx, canonical, d, body, over, &cfg)
+			d.err = n.deliverLocal(ctx, pairs, d, body, over, &cfg)
 			return
 		}
 		dc := cfg
@@ -541,7 +541,7 @@ func (n *Node) peersRoute(pt pattern.Pattern, peers []*peer) *route {
 }
 
 // deliverLocal runs this node's subscriptions d.local on an event.
-func (n *Node) deliverLocal(ctx context.Context, canonical string, d *delivery, body any, over *cachedPattern, cfg *callConfig) error {
+func (n *Node) deliverLocal(ctx context.Context, pairs []pattern.Pair, d *delivery, body any, over *cachedPattern, cfg *callConfig) error {
 	if metadataUsed.Load() {
 		hctx, err := inProcessContext(ctx)
 		if err != nil {
@@ -549,16 +549,15 @@ func (n *Node) deliverLocal(ctx context.Context, canonical string, d *delivery, 
 		}
 		ctx = hctx
 	}
-	e := n.eventEntry(canonical, d.local)
+	e := n.eventEntry(patrun.New(clonePairs(pairs)), d.local)
 	_, err := n.dispatch(ctx, e, body, over, cfg)
 	return err
 }
 
 // eventEntry is a handler that runs the subscriptions subs on an event
-// whose pairs are canonical, one after the other, each with its own
-// Request (its pattern, its group); it fails with the first error.
-func (n *Node) eventEntry(canonical string, subs []*handlerEntry) *handlerEntry {
-	p, _ := patrun.Parse(canonical)
+// of pattern p, one after the other, each with its own Request (its
+// pattern, its group); it fails with the first error.
+func (n *Node) eventEntry(p pattern.Pattern, subs []*handlerEntry) *handlerEntry {
 	return &handlerEntry{pattern: p, h: func(ctx context.Context, req Request) (any, error) {
 		var first error
 		for _, s := range subs {
@@ -592,7 +591,7 @@ func (n *Node) servedEvent(m *Message) (*handlerEntry, bool, error) {
 	if subs == nil {
 		return nil, true, nil
 	}
-	return n.eventEntry(t.pattern.String(), subs), true, nil
+	return n.eventEntry(t.pattern, subs), true, nil
 }
 
 // eventMeta returns the group of an event delivery's metadata, or that it

@@ -282,3 +282,84 @@ func waitMembers(t *testing.T, node *runtime.Node, pattern string, n int) {
 }
 
 func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+// BenchmarkEmit emits an event to one group's subscriber in the node
+// itself, and to 1 and 3 groups of one TCP member each.
+func BenchmarkEmit(b *testing.B) {
+	nop := func(ctx context.Context, req runtime.Request) (any, error) { return nil, nil }
+	msg := map[string]any{"id": "1", "total": 42}
+	b.Run("in-process", func(b *testing.B) {
+		n := newTestNode(b)
+		if err := n.Subscribe("role:order,event:placed", "billing", nop); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := n.Emit(b.Context(), "role:order,event:placed", msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// The baseline: a call of the same message to one TCP node.
+	b.Run("tcp-act", func(b *testing.B) {
+		tr, err := tcp.New()
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := newTestNode(b, runtime.WithTransport(tr), runtime.WithListen("127.0.0.1:0"))
+		if err := n.Add("role:order,event:placed", nop); err != nil {
+			b.Fatal(err)
+		}
+		tr2, err := tcp.New()
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := newTestNode(b, runtime.WithTransport(tr2), runtime.WithDiscovery(runtime.StaticPeers(n.Addr())))
+		if err := c.WaitFor(b.Context(), "role:order,event:placed"); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := c.Act(b.Context(), "role:order,event:placed", msg); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	for _, groups := range []int{1, 3} {
+		b.Run(fmt.Sprintf("tcp-%dgroups", groups), func(b *testing.B) {
+			var addrs, names []string
+			for g := range groups {
+				tr, err := tcp.New()
+				if err != nil {
+					b.Fatal(err)
+				}
+				n := newTestNode(b, runtime.WithTransport(tr), runtime.WithListen("127.0.0.1:0"))
+				name := fmt.Sprint("g", g)
+				if err := n.Subscribe("role:order,event:placed", name, nop); err != nil {
+					b.Fatal(err)
+				}
+				addrs, names = append(addrs, n.Addr()), append(names, name)
+			}
+			tr, err := tcp.New()
+			if err != nil {
+				b.Fatal(err)
+			}
+			e := newTestNode(b, runtime.WithTransport(tr), runtime.WithDiscovery(runtime.StaticPeers(addrs...)))
+			if err := e.WaitForSubscribers(b.Context(), "role:order,event:placed", names...); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := e.Emit(b.Context(), "role:order,event:placed", msg); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

@@ -72,10 +72,13 @@ func (n *Node) runEngineEvent(ctx context.Context, subs []*handlerEntry, ev *eve
 	if err := n.limits.checkMeta(m.Meta); err != nil {
 		return err
 	}
-	e := n.eventEntry(ev.Pattern, subs)
+	t, err := n.wireTarget(ev.Pattern)
+	if err != nil {
+		return err
+	}
+	e := n.eventEntry(t.pattern, subs)
 	var over *cachedPattern
 	if o := metaValue(m.Meta, metaOver); o != "" {
-		var err error
 		if over, err = n.wireTarget(o); err != nil {
 			return err
 		}
