@@ -189,6 +189,15 @@ func TestEmitGroupsOverTCP(t *testing.T) {
 			}
 		}
 	}
+	subs := m.emitter.Subscriptions()
+	if len(subs) != 3 || subs[0].Group != "billing" || len(subs[0].Remote) != 3 || subs[0].Local || subs[0].Pattern.String() != "event:placed,role:order" {
+		t.Errorf("Subscriptions() = %+v; want 3 groups of 3 remote members each", subs)
+	}
+	for _, mb := range m.emitter.Members()[1:] {
+		if mb.Patterns != 0 {
+			t.Errorf("member %s lists %d patterns; want 0 (it has subscriptions only)", mb.ID, mb.Patterns)
+		}
+	}
 	// Broadcast: every member, once.
 	d, err := m.emitter.Broadcast(t.Context(), "role:order,event:placed", map[string]any{"id": "all"})
 	if err != nil || len(d.Took) != 9 {

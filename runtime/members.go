@@ -7,6 +7,7 @@ import (
 
 	"github.com/wizardmesh/wizard/runtime/discovery"
 	"github.com/wizardmesh/wizard/runtime/introspect"
+	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
 // Members returns this node and the peers it knows, this node first, the
@@ -46,7 +47,7 @@ func (n *Node) Members() []introspect.Member {
 	r.mu.Unlock()
 	n.routeMu.Lock()
 	for i, p := range peers {
-		out[i+1].Patterns = len(p.patterns)
+		out[i+1].Patterns = handlerPatterns(p.patterns)
 	}
 	n.routeMu.Unlock()
 	out = append(out, foreign...)
@@ -101,4 +102,56 @@ func (n *Node) Patterns() []introspect.PatternInfo {
 		out = append(out, info)
 	}
 	return out // List is sorted
+}
+
+// Subscriptions returns every subscription in this node's routing, its
+// own and its peers', with the nodes that hold each, sorted by group and
+// pattern.
+func (n *Node) Subscriptions() []introspect.SubscriptionInfo {
+	var out []introspect.SubscriptionInfo
+	at := func(p pattern.Pattern, g string) *introspect.SubscriptionInfo {
+		for i := range out {
+			if out[i].Group == g && out[i].Pattern.Equal(p) {
+				return &out[i]
+			}
+		}
+		out = append(out, introspect.SubscriptionInfo{Pattern: p, Group: g})
+		return &out[len(out)-1]
+	}
+	for _, s := range n.localSubscriptions() {
+		at(s.pattern, s.group).Local = true
+	}
+	for _, sr := range n.remoteSubscriptions() {
+		ps := sr.r.peers.Load()
+		if ps == nil {
+			continue
+		}
+		var names []string
+		for _, p := range *ps {
+			if !p.down.Load() {
+				names = append(names, n.peerName(p))
+			}
+		}
+		if len(names) > 0 {
+			info := at(sr.pattern, sr.group)
+			info.Remote = append(info.Remote, names...)
+			slices.Sort(info.Remote)
+		}
+	}
+	slices.SortFunc(out, func(a, b introspect.SubscriptionInfo) int {
+		return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Pattern.String(), b.Pattern.String()))
+	})
+	return out
+}
+
+// handlerPatterns counts the patterns of pats that are handlers', not
+// subscriptions'.
+func handlerPatterns(pats []pattern.Pattern) int {
+	k := 0
+	for _, p := range pats {
+		if _, ok := p.Get(groupKey); !ok {
+			k++
+		}
+	}
+	return k
 }

@@ -88,3 +88,15 @@ type TargetState struct {
 	// LastError is why the last dial failed, while it is not connected.
 	LastError string
 }
+
+// SubscriptionInfo is one subscription in a node's routing: a pattern in
+// a group, and the nodes that hold it.
+type SubscriptionInfo struct {
+	Pattern pattern.Pattern
+	Group   string
+	// Local: this node holds it.
+	Local bool
+	// Remote lists the peers that hold it, by id (by address when the id
+	// is not known), sorted.
+	Remote []string
+}
