@@ -372,3 +372,72 @@ func BenchmarkEmit(b *testing.B) {
 		})
 	}
 }
+
+// attemptLog records the attempts an Observer sees.
+type attemptLog struct {
+	runtime.NopObserver
+	mu  sync.Mutex
+	got []runtime.Attempt
+}
+
+func (o *attemptLog) AttemptStart(ctx context.Context, a runtime.Attempt) context.Context {
+	o.mu.Lock()
+	o.got = append(o.got, a)
+	o.mu.Unlock()
+	return ctx
+}
+
+// TestEmitObserved: an Observer sees each delivery as an attempt with
+// Event set, the event's pattern and the group.
+func TestEmitObserved(t *testing.T) {
+	tr, err := tcp.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := newTestNode(t, runtime.WithTransport(tr), runtime.WithListen("127.0.0.1:0"))
+	if err := sub.Subscribe("role:order", "billing", func(ctx context.Context, req runtime.Request) (any, error) { return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	obs := &attemptLog{}
+	tr2, err := tcp.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newTestNode(t, runtime.WithTransport(tr2), runtime.WithDiscovery(runtime.StaticPeers(sub.Addr())), runtime.WithObserver(obs))
+	if err := e.WaitForSubscribers(t.Context(), "role:order", "billing"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Emit(t.Context(), "role:order,event:placed", map[string]any{"id": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Broadcast(t.Context(), "role:order,event:placed", map[string]any{"id": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if len(obs.got) != 2 {
+		t.Fatalf("observed %d attempts; want 2", len(obs.got))
+	}
+	for i, want := range []string{"billing", ""} {
+		a := obs.got[i]
+		if !a.Event || a.Group != want || a.Pattern.String() != "event:placed,id:1,role:order" && a.Pattern.String() != "event:placed,id:2,role:order" {
+			t.Errorf("attempt %d = Event %v, Group %q, Pattern %s; want an event to %q with its own pattern", i, a.Event, a.Group, a.Pattern, want)
+		}
+	}
+}
+
+// TestEmitGroupUnreachable: a group whose only member cannot be reached
+// is missed and named; the others take the event.
+func TestEmitGroupUnreachable(t *testing.T) {
+	m := newEventMesh(t, []string{"billing", "shipping"}, 1, "role:order")
+	waitMembers(t, m.emitter, "role:order", 2)
+	m.links[m.members["shipping"][0]].Down()
+	d, err := m.emitter.Emit(t.Context(), "role:order,event:placed", map[string]any{"id": "1"}, runtime.Timeout(2*time.Second))
+	if !slices.Equal(d.Took, []string{"billing"}) || !slices.Equal(d.Missed, []string{"shipping"}) {
+		t.Errorf("Emit = %+v; want billing took it, shipping missed it", d)
+	}
+	if err == nil || strings.Contains(err.Error(), groupKeyText) || !strings.Contains(err.Error(), "1 of 2 groups missed it: shipping (") {
+		t.Errorf("Emit error = %v; want one naming shipping, and not the catalog's group key", err)
+	}
+}
+const groupKeyText = "wizard.group"

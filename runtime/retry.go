@@ -57,7 +57,7 @@ func (c *remoteCall) next(ctx context.Context, o outcome) (step, Result, error) 
 		return stepDone, Result{}, e
 	case outEnded:
 		ctxErr := ctx.Err()
-		msg := fmt.Sprintf("wizard: call %q to %s: %v", c.r.pattern.String(), o.peer.addr, ctxErr)
+		msg := fmt.Sprintf("wizard: call %q to %s: %v", c.m.Pattern, o.peer.addr, ctxErr)
 		if lostAfterSent(o.err) && !errors.Is(o.err, ctxErr) {
 			// It waited for its peer to come back to send it again.
 			msg += fmt.Sprintf(" waiting for the peer to come back; the call may have run (%v)", o.err)
@@ -67,7 +67,7 @@ func (c *remoteCall) next(ctx context.Context, o outcome) (step, Result, error) 
 	// Lost after it was written: it may have run.
 	c.mayHaveRun = true
 	if !c.cfg.idempotent {
-		return stepDone, Result{}, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("wizard: call %q to %s: %v", c.r.pattern.String(), o.peer.addr, o.err), cause: o.err}
+		return stepDone, Result{}, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("wizard: call %q to %s: %v", c.m.Pattern, o.peer.addr, o.err), cause: o.err}
 	}
 	// Safe to run again elsewhere, within the retry budget. (Refused and
 	// unsent calls cost their target nothing and go on without it.)
@@ -87,7 +87,7 @@ func (c *remoteCall) next(ctx context.Context, o outcome) (step, Result, error) 
 // refused it (as overloaded, or as the last one said), the caller's
 // context ended, or no target could take it.
 func (c *remoteCall) exhausted(ctx context.Context) (Result, error) {
-	name, tried := c.r.pattern.String(), len(c.tried)
+	name, tried := c.m.Pattern, len(c.tried)
 	if c.refused > 0 && c.refused == tried {
 		if c.overloaded == tried {
 			return Result{}, &Error{Code: CodeResourceExhausted, Message: fmt.Sprintf("wizard: every target serving %q refused the call as overloaded (%d tried)", name, tried), cause: ErrResourceExhausted}
