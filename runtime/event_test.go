@@ -440,4 +440,5 @@ func TestEmitGroupUnreachable(t *testing.T) {
 		t.Errorf("Emit error = %v; want one naming shipping, and not the catalog's group key", err)
 	}
 }
+
 const groupKeyText = "wizard.group"
