@@ -116,10 +116,10 @@ func (n *Node) outgoing(ctx context.Context, a *callArgs) (*outMessage, error) {
 	}
 	switch {
 	case cfg.event != "":
-		m.Pattern = string(patrun.AppendCanonical(nil, a.pairs))
+		m.Pattern = cfg.eventPat
 		m.Meta = append(m.Meta, MetaPair{metaEvent, cfg.event})
 	case cfg.broadcast:
-		m.Pattern = string(patrun.AppendCanonical(nil, a.pairs))
+		m.Pattern = cfg.eventPat
 		m.Meta = append(m.Meta, MetaPair{metaBroadcast, ""})
 	case called:
 		m.Meta = append(m.Meta, MetaPair{metaCalled, string(patrun.AppendCanonical(nil, a.pairs))})

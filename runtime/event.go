@@ -381,6 +381,7 @@ func (n *Node) emit(ctx context.Context, pat string, msg any, opts []CallOption,
 		}
 		dc := cfg
 		dc.waitForReady = false // waited for above
+		dc.eventPat = canonical
 		if broadcast {
 			dc.broadcast = true
 		} else {

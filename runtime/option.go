@@ -69,6 +69,7 @@ type callConfig struct {
 	// a group's member, or to a node (Broadcast).
 	event     string
 	broadcast bool
+	eventPat  string // the event's pairs in canonical form: the delivery's Message.Pattern
 
 	waitForReady bool       // WaitForReady
 	ready        *readiness // a WaitForReady call's try: what it learnt (see callReady)
