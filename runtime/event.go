@@ -578,7 +578,10 @@ func (n *Node) servedEvent(m *Message) (*handlerEntry, bool, error) {
 	if !ok {
 		return nil, false, nil
 	}
-	t, err := n.wireTarget(m.Pattern)
+	// Parsed, not cached: an event's pairs hold its fields (an id, say),
+	// so most events' patterns are new, and would flush the cache of
+	// the patterns calls are made with.
+	_, t, err := n.parseWire(m.Pattern)
 	if err != nil {
 		return nil, true, err
 	}

@@ -72,7 +72,7 @@ func (n *Node) runEngineEvent(ctx context.Context, subs []*handlerEntry, ev *eve
 	if err := n.limits.checkMeta(m.Meta); err != nil {
 		return err
 	}
-	t, err := n.wireTarget(ev.Pattern)
+	_, t, err := n.parseWire(ev.Pattern) // not cached: see servedEvent
 	if err != nil {
 		return err
 	}
