@@ -339,7 +339,32 @@ type delivery struct {
 	name  string
 	local []*handlerEntry
 	r     *route
+	keys  []string // the keys of the remote subscriptions it is for
 	err   error
+}
+
+// addKeys adds the keys of p's pairs to d's.
+func (d *delivery) addKeys(p pattern.Pattern) {
+	for _, pr := range patrun.PairsOf(p) {
+		if !slices.Contains(d.keys, pr.Key) {
+			d.keys = append(d.keys, pr.Key)
+		}
+	}
+}
+
+// eventPattern is the pattern a remote delivery carries: the event's pairs
+// whose keys its subscriptions test, in canonical form. What else the
+// message holds (a long text field, say) is in its payload; as a pattern
+// it would only meet the limits receivers put on patterns.
+func eventPattern(pairs []pattern.Pair, keys []string) string {
+	var buf [16]pattern.Pair
+	kept := buf[:0]
+	for _, pr := range pairs {
+		if slices.Contains(keys, pr.Key) {
+			kept = append(kept, pr)
+		}
+	}
+	return string(patrun.AppendCanonical(nil, kept))
 }
 
 func (n *Node) emit(ctx context.Context, pat string, msg any, opts []CallOption, broadcast bool) (Delivery, error) {
@@ -381,7 +406,7 @@ func (n *Node) emit(ctx context.Context, pat string, msg any, opts []CallOption,
 		}
 		dc := cfg
 		dc.waitForReady = false // waited for above
-		dc.eventPat = canonical
+		dc.eventPat = eventPattern(pairs, d.keys)
 		if broadcast {
 			dc.broadcast = true
 		} else {
@@ -463,6 +488,9 @@ func (n *Node) emitTargets(pairs []pattern.Pair) []*delivery {
 			continue
 		}
 		d := byGroup(sr.group)
+		if d.local == nil {
+			d.addKeys(sr.pattern)
+		}
 		switch {
 		case d.local != nil:
 		case d.r == nil:
@@ -502,7 +530,7 @@ func (n *Node) broadcastTargets(pairs []pattern.Pair) []*delivery {
 	if local != nil {
 		ds = append(ds, &delivery{name: n.id, local: local})
 	}
-	var seen []*peer
+	var byPeer map[*peer]*delivery
 	for _, sr := range n.remoteSubscriptions() {
 		if !patrun.Matches(sr.pattern, pairs) {
 			continue
@@ -512,11 +540,16 @@ func (n *Node) broadcastTargets(pairs []pattern.Pair) []*delivery {
 			continue
 		}
 		for _, p := range *ps {
-			if slices.Contains(seen, p) {
-				continue
+			d, ok := byPeer[p]
+			if !ok {
+				if byPeer == nil {
+					byPeer = map[*peer]*delivery{}
+				}
+				d = &delivery{name: n.peerName(p), r: n.peersRoute(sr.r.pattern, []*peer{p})}
+				byPeer[p] = d
+				ds = append(ds, d)
 			}
-			seen = append(seen, p)
-			ds = append(ds, &delivery{name: n.peerName(p), r: n.peersRoute(sr.r.pattern, []*peer{p})})
+			d.addKeys(sr.pattern)
 		}
 	}
 	return ds

@@ -33,6 +33,10 @@ func init() {
 	}
 }
 
+// maxEventValue bounds the values of the pairs an engine's event pattern
+// carries (Encode).
+const maxEventValue = 256
+
 // newEngineSub is a subscription an engine delivers to: checked as
 // Subscribe checks one, wrapped by the node's handler interceptors, kept
 // out of the node's catalog.
@@ -72,10 +76,13 @@ func (n *Node) runEngineEvent(ctx context.Context, subs []*handlerEntry, ev *eve
 	if err := n.limits.checkMeta(m.Meta); err != nil {
 		return err
 	}
-	_, t, err := n.parseWire(ev.Pattern) // not cached: see servedEvent
+	// Parsed, not cached (see servedEvent), and without the limits on
+	// patterns from other nodes: Encode made it, within its bounds.
+	p, err := patrun.Parse(ev.Pattern)
 	if err != nil {
 		return err
 	}
+	t := newCachedPattern(p)
 	e := n.eventEntry(t.pattern, subs)
 	var over *cachedPattern
 	if o := metaValue(m.Meta, metaOver); o != "" {
@@ -137,5 +144,14 @@ func (n *Node) encodeEvent(ctx context.Context, pattern string, msg any) (string
 			meta = append(meta, [2]string{p.Key, p.Value})
 		}
 	}
-	return string(patrun.AppendCanonical(nil, pairs)), uint8(codec), payload, meta, nil
+	// The event's pattern: its pairs but those whose values are longer
+	// than maxEventValue (text, not something a subscription tests),
+	// which travel in the payload only.
+	kept := pairs[:0]
+	for _, pr := range pairs {
+		if len(pr.Value) <= maxEventValue {
+			kept = append(kept, pr)
+		}
+	}
+	return string(patrun.AppendCanonical(nil, kept)), uint8(codec), payload, meta, nil
 }

@@ -51,9 +51,10 @@ type Attempt struct {
 	// until the stream ends, and its result counts the stream's messages.
 	Stream bool
 	// Event: the attempt delivers an event ([Node.Emit],
-	// [Node.Broadcast]). Pattern is then the event's own (the pairs it
-	// was emitted with), and Group the group it goes to ("" for a
-	// broadcast, which runs every matching subscription of the target).
+	// [Node.Broadcast]). Pattern is then the event's pairs that the
+	// target's subscriptions test (the event's other fields travel in its
+	// payload), and Group the group it goes to ("" for a broadcast, which
+	// runs every matching subscription of the target).
 	Event bool
 	Group string
 }
