@@ -414,16 +414,28 @@ func (n *Node) emit(ctx context.Context, pat string, msg any, opts []CallOption,
 		}
 		_, d.err = n.callRemote(ctx, &callArgs{d.r, pairs, body, over, &dc})
 	}
-	if len(ds) == 1 {
-		deliver(ds[0])
-	} else {
-		var wg sync.WaitGroup
-		for _, d := range ds[1:] {
+	// Remote deliveries go in parallel; local ones run in turn, in the
+	// order the subscriptions were made, while the remote ones travel.
+	var wg sync.WaitGroup
+	var first *delivery
+	for _, d := range ds {
+		switch {
+		case d.local != nil:
+		case first == nil:
+			first = d
+		default:
 			wg.Go(func() { deliver(d) })
 		}
-		deliver(ds[0])
-		wg.Wait()
 	}
+	for _, d := range ds {
+		if d.local != nil {
+			deliver(d)
+		}
+	}
+	if first != nil {
+		deliver(first)
+	}
+	wg.Wait()
 	return deliveryOf(canonical, ds, broadcast)
 }
 

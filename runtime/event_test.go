@@ -426,22 +426,24 @@ func TestEmitObserved(t *testing.T) {
 	}
 }
 
-// TestEmitGroupUnreachable: a group whose only member cannot be reached
-// is missed and named; the others take the event.
-func TestEmitGroupUnreachable(t *testing.T) {
+// TestEmitGroupFails: a group whose member's handler fails is missed,
+// named with the handler's code; the others take the event.
+func TestEmitGroupFails(t *testing.T) {
 	m := newEventMesh(t, []string{"billing", "shipping"}, 1, "role:order")
-	waitMembers(t, m.emitter, "role:order", 2)
-	m.links[m.members["shipping"][0]].Down()
-	d, err := m.emitter.Emit(t.Context(), "role:order,event:placed", map[string]any{"id": "1"}, runtime.Timeout(2*time.Second))
+	if err := m.members["shipping"][0].Subscribe("role:order", "", func(ctx context.Context, req runtime.Request) (any, error) {
+		return nil, runtime.Errorf(runtime.CodeFailedPrecondition, "no address on the order")
+	}, runtime.Override()); err != nil {
+		t.Fatal(err)
+	}
+	d, err := m.emitter.Emit(t.Context(), "role:order,event:placed", map[string]any{"id": "1"})
 	if !slices.Equal(d.Took, []string{"billing"}) || !slices.Equal(d.Missed, []string{"shipping"}) {
 		t.Errorf("Emit = %+v; want billing took it, shipping missed it", d)
 	}
-	if err == nil || strings.Contains(err.Error(), groupKeyText) || !strings.Contains(err.Error(), "1 of 2 groups missed it: shipping (") {
-		t.Errorf("Emit error = %v; want one naming shipping, and not the catalog's group key", err)
+	if runtime.CodeOf(err) != runtime.CodeFailedPrecondition || strings.Contains(err.Error(), groupKeyText) ||
+		!strings.Contains(err.Error(), "1 of 2 groups missed it: shipping (failed_precondition: no address on the order)") {
+		t.Errorf("Emit error = %v; want failed_precondition naming shipping and the handler's error, and not the catalog's group key", err)
 	}
 }
-
-const groupKeyText = "wizard.group"
 
 // TestEmitLongField: a message field no subscription tests may be longer
 // than receivers let patterns be: it travels in the payload only.
@@ -456,3 +458,7 @@ func TestEmitLongField(t *testing.T) {
 		t.Errorf("billing ran it %d times; want once", m.c.count("billing", "1"))
 	}
 }
+
+// groupKeyText is the key subscriptions carry in catalogs, which no error
+// a user reads should show.
+const groupKeyText = "wizard.group"
