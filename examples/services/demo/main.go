@@ -146,5 +146,32 @@ func run() error {
 		return err
 	}
 	fmt.Printf("  Act     role:math,cmd:modulo Default               -> %v\n", res.Value())
+	return events(ctx, node)
+}
+
+// events subscribes two groups to orders and emits one: each group runs
+// it once; a wider subscription of billing's runs too.
+func events(ctx context.Context, node *runtime.Node) error {
+	fmt.Println("events:")
+	for _, s := range []struct{ pattern, group string }{
+		{"role:order,event:placed", "billing"},
+		{"role:order,event:placed", "shipping"},
+		{"role:order", "billing"},
+	} {
+		err := node.Subscribe(s.pattern, s.group, func(ctx context.Context, r runtime.Request) (any, error) {
+			fmt.Printf("  [%s] %s got order %v\n", r.Group(), r.Pattern(), r.Get("id"))
+			return nil, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	d, err := node.Emit(ctx, "role:order,event:placed", map[string]any{"id": "o-42"})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("  Emit    role:order,event:placed {id:o-42}          -> taken by %v\n", d.Took)
+	_, err = node.Emit(ctx, "role:user,event:created", nil)
+	fmt.Printf("  Emit    role:user,event:created                    -> %v\n", err)
 	return nil
 }
