@@ -1,6 +1,6 @@
 // Command demo runs a small in-process wizard mesh: a few services added by
 // pattern, and calls that show routing, precedence, overrides, typed clients
-// and errors.
+// and errors; then events that two groups subscribe to.
 //
 //	go run ./examples/services/demo
 package main
