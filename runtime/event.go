@@ -411,23 +411,40 @@ func (n *Node) emit(ctx context.Context, pat string, msg any, opts []CallOption,
 		rctx, cancel = n.remote.callContext(ctx, &cfg)
 		defer cancel()
 	}
+	var whole pattern.Pattern // the event's pairs: local deliveries' pattern
+	if slices.ContainsFunc(ds, func(d *delivery) bool { return d.local != nil }) {
+		whole = patrun.New(clonePairs(pairs))
+	}
 	deliver := func(d *delivery) {
-		if d.local != nil {
-			d.err = n.deliverLocal(ctx, pairs, d, body, over, &cfg)
-			return
-		}
 		dc := cfg
 		dc.waitForReady = false // waited for above
-		dc.eventPat = eventPattern(pairs, d.keys)
-		if n.obs.o != nil {
-			dc.eventP, _ = patrun.Parse(dc.eventPat)
-		}
-		if broadcast {
-			dc.broadcast = true
+		dctx := ctx
+		if d.local != nil {
+			dc.eventLocal, dc.eventP = d.local, whole
 		} else {
-			dc.event = d.name
+			dctx = rctx
+			dc.eventRoute = d.r
+			dc.eventPat = eventPattern(pairs, d.keys)
+			if broadcast {
+				dc.broadcast = true
+			} else {
+				dc.event = d.name
+			}
+			if n.obs.o != nil || n.invoker != nil {
+				dc.eventP, _ = patrun.Parse(dc.eventPat)
+			}
 		}
-		_, d.err = n.callRemote(rctx, &callArgs{d.r, pairs, body, over, &dc})
+		if n.invoker == nil {
+			d.err = n.deliverEvent(dctx, &dc, body, over)
+			return
+		}
+		// Through the call interceptors, once a delivery.
+		b := &interceptedCall{own: dc}
+		b.call = Call{Pattern: dc.eventP, Msg: body, NoReply: dc.noReply, Event: true, cfg: &b.own, over: over}
+		if !broadcast {
+			b.call.Group = d.name
+		}
+		_, d.err = n.invoker(dctx, &b.call)
 	}
 	// Remote deliveries go in parallel; local ones run in turn, in the
 	// order the subscriptions were made, while the remote ones travel.
@@ -602,8 +619,13 @@ func (n *Node) peersRoute(pt pattern.Pattern, peers []*peer) *route {
 	return r
 }
 
-// deliverLocal runs this node's subscriptions d.local on an event.
-func (n *Node) deliverLocal(ctx context.Context, pairs []pattern.Pair, d *delivery, body any, over *cachedPattern, cfg *callConfig) error {
+// deliverEvent delivers an event as cfg says: to this node's
+// subscriptions cfg.eventLocal, or through cfg.eventRoute.
+func (n *Node) deliverEvent(ctx context.Context, cfg *callConfig, body any, over *cachedPattern) error {
+	if cfg.eventLocal == nil {
+		_, err := n.callRemote(ctx, &callArgs{cfg.eventRoute, patrun.PairsOf(cfg.eventP), body, over, cfg})
+		return err
+	}
 	if metadataUsed.Load() {
 		hctx, err := inProcessContext(ctx)
 		if err != nil {
@@ -611,8 +633,7 @@ func (n *Node) deliverLocal(ctx context.Context, pairs []pattern.Pair, d *delive
 		}
 		ctx = hctx
 	}
-	e := n.eventEntry(patrun.New(clonePairs(pairs)), d.local)
-	_, err := n.dispatch(ctx, e, body, over, cfg)
+	_, err := n.dispatch(ctx, n.eventEntry(cfg.eventP, cfg.eventLocal), body, over, cfg)
 	return err
 }
 
