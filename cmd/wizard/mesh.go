@@ -91,7 +91,7 @@ func addMeshFlags(fs *flag.FlagSet) *meshFlags {
 	f.tlsKey = envString(fs, "tls-key", "", "PEM private key file of --tls-cert")
 	f.tlsServerName = envString(fs, "tls-server-name", "", "name to verify the nodes' certificates against (default: the host dialled)")
 	f.tlsInsecure = envBool(fs, &f.envErrs, "tls-insecure", "TLS without verifying the nodes' certificates (development; QUIC's self-signed examples)")
-	f.insecure = envBool(fs, &f.envErrs, "insecure", "gossip in the clear beyond loopback")
+	f.insecure = envBool(fs, &f.envErrs, "insecure", "gossip (and serve wizard sub's events over TCP) in the clear beyond loopback")
 	f.verbose = envBool(fs, &f.envErrs, "verbose", "log the node's warnings and debug lines to the standard error")
 	f.timeout = envDuration(fs, &f.envErrs, "timeout", 5*time.Second, "how long to join the mesh, and how long each call (not a stream) may take")
 	f.output = addOutputFlag(fs)
@@ -128,8 +128,10 @@ type joined struct {
 	tried     string // what the node was told to join, for errors
 }
 
-// join starts a node that only calls, as the flags say.
-func (f *meshFlags) join(stderr io.Writer) (*joined, error) {
+// join starts a node that only calls, as the flags say; listen, when
+// not "", makes it serve too, on that address (wizard sub), with the
+// further options opts.
+func (f *meshFlags) join(stderr io.Writer, listen string, opts ...runtime.Option) (*joined, error) {
 	if len(f.envErrs) > 0 {
 		return nil, usagef("%v", errors.Join(f.envErrs...))
 	}
@@ -138,7 +140,7 @@ func (f *meshFlags) join(stderr io.Writer) (*joined, error) {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	t, err := f.newTransport(log)
+	t, err := f.newTransport(log, listen != "")
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +175,11 @@ func (f *meshFlags) join(stderr io.Writer) (*joined, error) {
 	default:
 		return nil, usagef("no way to join a mesh: give --seeds, --dns or --peers (or %s, %s, %s)", envName("seeds"), envName("dns"), envName("peers"))
 	}
-	n, err := runtime.New(runtime.WithTransport(t), runtime.WithDiscovery(d), runtime.WithLogger(log), runtime.WithDefaultTimeout(*f.timeout))
+	opts = append([]runtime.Option{runtime.WithTransport(t), runtime.WithDiscovery(d), runtime.WithLogger(log), runtime.WithDefaultTimeout(*f.timeout)}, opts...)
+	if listen != "" {
+		opts = append(opts, runtime.WithListen(listen))
+	}
+	n, err := runtime.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("join the mesh (%s): %w", j.tried, err)
 	}
@@ -181,7 +187,9 @@ func (f *meshFlags) join(stderr io.Writer) (*joined, error) {
 	return j, nil
 }
 
-func (f *meshFlags) newTransport(log *slog.Logger) (runtime.Transport, error) {
+// newTransport makes the transport the flags ask for; serve: it serves
+// too (wizard sub), with the certificate of --tls-cert when there is one.
+func (f *meshFlags) newTransport(log *slog.Logger, serve bool) (runtime.Transport, error) {
 	cfg, err := f.tlsConfig()
 	if err != nil {
 		return nil, err
@@ -190,7 +198,32 @@ func (f *meshFlags) newTransport(log *slog.Logger) (runtime.Transport, error) {
 		return nil, usagef("%s: %v", f.source("transport"), err)
 	}
 	// --tls-insecure is cfg's InsecureSkipVerify, for either transport.
-	return transportname.New(*f.transport, transportname.Config{Logger: log, ClientTLS: cfg})
+	tc := transportname.Config{Logger: log, ClientTLS: cfg}
+	if serve {
+		tc.ServerTLS = serverTLS(cfg)
+		tc.Insecure = *f.insecure
+		tc.SelfSigned = *f.tlsInsecure && tc.ServerTLS == nil
+	}
+	t, err := transportname.New(*f.transport, tc)
+	if err != nil && serve {
+		return nil, fmt.Errorf("serve events (%s): %w", f.source("transport"), err)
+	}
+	return t, err
+}
+
+// serverTLS is what a node of wizard's serves with, from the client
+// configuration the flags made: its certificate (--tls-cert), and the CAs
+// of --tls-ca to verify the certificates the mesh's nodes present; nil
+// without a certificate.
+func serverTLS(client *tls.Config) *tls.Config {
+	if client == nil || len(client.Certificates) == 0 {
+		return nil
+	}
+	cfg := &tls.Config{Certificates: client.Certificates, MinVersion: tls.VersionTLS12}
+	if client.RootCAs != nil {
+		cfg.ClientCAs, cfg.ClientAuth = client.RootCAs, tls.VerifyClientCertIfGiven
+	}
+	return cfg
 }
 
 // tlsConfig is the client TLS the flags ask for, nil for none.
