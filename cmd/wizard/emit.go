@@ -215,7 +215,9 @@ func deliveryText(d runtime.Delivery) string {
 
 // orEmpty is s sorted, [] for none.
 func orEmpty(s []string) []string {
-	return slices.Sorted(slices.Values(append([]string{}, s...)))
+	out := append([]string{}, s...)
+	slices.Sort(out)
+	return out
 }
 
 // listOrDash is s sorted and joined by commas, "-" for none.

@@ -125,8 +125,8 @@ func runSub(ctx context.Context, c *cli, args []string, own any) error {
 			return err
 		}
 	}
-	if err := c.settle(ctx); err != nil {
-		return err
+	if err := c.settle(ctx); err != nil && ctx.Err() == nil {
+		return err // no node answered: none will deliver events
 	}
 	if *c.mesh.verbose {
 		fmt.Fprintf(c.io.err, "wizard sub: group %s subscribed to %d patterns, serving at %s\n", group, len(t.pats), j.node.Addr())
