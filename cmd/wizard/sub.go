@@ -62,6 +62,7 @@ wizard sub --seeds 10.0.0.5:7946 --listen 10.0.0.9:0 --tls-ca ca.pem --tls-cert 
 type subFlags struct {
 	group, listen string
 	count         int
+	announce      bool // say on the standard error when subscribed (the REPL's .sub)
 }
 
 func addSubFlags(fs *flag.FlagSet) any {
@@ -128,8 +129,11 @@ func runSub(ctx context.Context, c *cli, args []string, own any) error {
 	if err := c.settle(ctx); err != nil && ctx.Err() == nil {
 		return err // no node answered: none will deliver events
 	}
-	if *c.mesh.verbose {
+	switch {
+	case *c.mesh.verbose:
 		fmt.Fprintf(c.io.err, "wizard sub: group %s subscribed to %d patterns, serving at %s\n", group, len(t.pats), j.node.Addr())
+	case f.announce:
+		fmt.Fprintf(c.io.err, "tailing as group %s; Ctrl-C ends\n", group)
 	}
 	select {
 	case <-t.done:
