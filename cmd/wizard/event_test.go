@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/tcp"
 )
 
 // eventSeen is an event a test subscription received.
@@ -444,4 +445,27 @@ func TestSubInterrupt(t *testing.T) {
 		t.Errorf("after the event, stdout %q; want nothing", rest)
 	}
 	left(t, m)
+}
+
+// TestEmitToSubscriberOnly: wizard emit joins, by static peers, a node
+// that adds no handler and only subscribes (its catalog lists no
+// handlers' patterns), and the event reaches it.
+func TestEmitToSubscriberOnly(t *testing.T) {
+	tr, err := tcp.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := runtime.New(runtime.WithTransport(tr), runtime.WithListen("127.0.0.1:0"), runtime.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	seen := subscribe(t, n, "role:audit", "audit", nil)
+	r := wizard(t, "", "emit", "--peers", n.Addr(), "--timeout", "10s", "role:audit", "n:1")
+	if want := "took    audit\nmissed  -\n"; r.code != 0 || r.out != want {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want %q", r.code, r.out, r.err, want)
+	}
+	if e := receive(t, "audit", seen); e.msg["n"] != 1.0 {
+		t.Errorf("audit received %v, want n 1", e.msg)
+	}
 }

@@ -323,7 +323,7 @@ func (j *joined) settle(ctx context.Context) error {
 	stable, last := 0, ""
 	for {
 		ms := j.node.Members()
-		state, done, answered := membersState(ms)
+		state, done, answered := membersState(ms, subscribers(j.node))
 		if done && state == last {
 			stable++
 		} else {
@@ -347,18 +347,33 @@ func (j *joined) settle(ctx context.Context) error {
 	}
 }
 
+// subscribers returns the peers that hold subscriptions in n's routing,
+// by id and by address (as [runtime.Node.Subscriptions] names them).
+func subscribers(n *runtime.Node) map[string]bool {
+	holders := map[string]bool{}
+	for _, s := range n.Subscriptions() {
+		for _, r := range s.Remote {
+			holders[r] = true
+		}
+	}
+	return holders
+}
+
 // membersState sums up ms for settle: a string that changes with what is
-// known, whether every peer is settled, and whether any answered.
-func membersState(ms []introspect.Member) (string, bool, bool) {
+// known, whether every peer is settled, and whether any answered. A peer
+// has answered when its catalog has come: it lists handlers' patterns,
+// or it holds subscriptions (subscribers), which Member.Patterns does not
+// count.
+func membersState(ms []introspect.Member, subscribers map[string]bool) (string, bool, bool) {
 	var b strings.Builder
 	done, answered := len(ms) > 1, false
 	for _, m := range ms[1:] {
-		loaded := m.Connected && m.Patterns > 0
+		loaded := m.Connected && (m.Patterns > 0 || subscribers[m.ID] || subscribers[m.Addr])
 		answered = answered || loaded
 		if !loaded && m.LastError == "" {
 			done = false
 		}
-		fmt.Fprintf(&b, "%s/%s/%v/%d/%v;", m.ID, m.Addr, m.Connected, m.Patterns, m.LastError != "")
+		fmt.Fprintf(&b, "%s/%s/%v/%d/%v/%v;", m.ID, m.Addr, m.Connected, m.Patterns, loaded, m.LastError != "")
 	}
 	return b.String(), done, answered
 }
