@@ -44,17 +44,23 @@ func (c *cli) node(ctx context.Context) (*runtime.Node, error) {
 	if c.j != nil {
 		return c.j.node, nil
 	}
-	j, err := c.mesh.join(c.io.err)
+	j, err := c.mesh.join(c.io.err, "")
 	if err != nil {
 		return nil, err
 	}
 	c.j = j
-	ctx, cancel := context.WithTimeout(ctx, *c.mesh.timeout)
-	defer cancel()
-	if err := j.settle(ctx); err != nil {
+	if err := c.settle(ctx); err != nil {
 		return nil, err
 	}
 	return j.node, nil
+}
+
+// settle waits, within --timeout, until the node joined knows the mesh.
+func (c *cli) settle(ctx context.Context) error {
+	j := c.j
+	ctx, cancel := context.WithTimeout(ctx, *c.mesh.timeout)
+	defer cancel()
+	return j.settle(ctx)
 }
 
 func (c *cli) close() {
@@ -71,6 +77,9 @@ func (c *cli) fail(err error) int {
 	if errors.Is(err, errFailed) {
 		return 1
 	}
+	if r, ok := errors.AsType[*reportedError](err); ok {
+		return exitStatus(r.err)
+	}
 	var se *jsonic.SyntaxError
 	code := exitStatus(err)
 	if c.json {
@@ -83,6 +92,13 @@ func (c *cli) fail(err error) int {
 	}
 	return code
 }
+
+// reportedError is an error the command has printed already, in its own
+// output (wizard emit's --output json): it sets the exit status alone.
+type reportedError struct{ err error }
+
+func (e *reportedError) Error() string { return e.err.Error() }
+func (e *reportedError) Unwrap() error { return e.err }
 
 // codedExit is added to the code of a coded error to make the exit
 // status (invalid_argument 67, not_found 69, unavailable 78), as grpcurl

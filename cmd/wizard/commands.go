@@ -9,12 +9,14 @@ var commands = []*command{
 	actCommand,
 	benchCommand,
 	describeCommand,
+	emitCommand,
 	explainCommand,
 	healthCommand,
 	initCommand,
 	membersCommand,
 	patternsCommand,
 	replCommand,
+	subCommand,
 	versionCommand,
 }
 

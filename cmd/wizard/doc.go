@@ -1,5 +1,6 @@
 // Command wizard calls and inspects a running wizard mesh from the shell.
-// It joins the mesh as a node that only calls (it adds no handlers), by
+// It joins the mesh as a node that only calls (it adds no handlers; wizard
+// sub's serves the events it subscribes to), by
 // gossip seeds (--seeds, --dns) or static peers (--peers), and runs one
 // command:
 //
@@ -8,6 +9,8 @@
 //	wizard patterns [GLOB]        every pattern and the targets serving it
 //	wizard explain PATTERN|MSG    which pattern answers a message, and why
 //	wizard describe PATTERN       the request and response schema
+//	wizard emit PATTERN [DATA]    emit an event; the groups that took it
+//	wizard sub PATTERN...         tail events as JSON lines
 //	wizard health [PATTERN]       the serving state of nodes
 //	wizard bench PATTERN [DATA]   a closed-loop load test
 //	wizard init [DIR]             scaffold a module with a typed contract
@@ -44,5 +47,6 @@
 //	        76 unimplemented, 77 internal, 78 unavailable, 79 data_loss,
 //	        80 unauthenticated
 //	130     interrupted (Ctrl-C; 143 for SIGTERM): the call in flight is
-//	        cancelled first
+//	        cancelled first; wizard sub, which runs until interrupted,
+//	        exits 0
 package main

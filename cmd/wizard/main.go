@@ -21,11 +21,21 @@ func main() {
 	}
 	code := run(ctx, os.Args[1:], &stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr})
 	var sig interrupted
-	if errors.As(context.Cause(ctx), &sig) {
+	if errors.As(context.Cause(ctx), &sig) && !(code == 0 && untilInterrupted(os.Args[1:])) {
 		code = sig.status()
 	}
 	stop()
 	os.Exit(code)
+}
+
+// untilInterrupted reports whether the command line args runs a command
+// that a signal ends as it should end (wizard sub).
+func untilInterrupted(args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	c := lookup(args[0])
+	return c != nil && c.untilInterrupted
 }
 
 // interrupted is the cause of a command's context ended by a signal.
@@ -77,7 +87,10 @@ type command struct {
 	flags func(fs *flag.FlagSet) any
 	// join: the command calls the mesh.
 	join bool
-	run  func(ctx context.Context, c *cli, args []string, own any) error
+	// untilInterrupted: the command runs until Ctrl-C or SIGTERM, which
+	// end it with exit status 0 when it ran well (wizard sub).
+	untilInterrupted bool
+	run              func(ctx context.Context, c *cli, args []string, own any) error
 }
 
 // usageError is bad usage or input: exit status 2.

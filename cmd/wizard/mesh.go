@@ -91,7 +91,7 @@ func addMeshFlags(fs *flag.FlagSet) *meshFlags {
 	f.tlsKey = envString(fs, "tls-key", "", "PEM private key file of --tls-cert")
 	f.tlsServerName = envString(fs, "tls-server-name", "", "name to verify the nodes' certificates against (default: the host dialled)")
 	f.tlsInsecure = envBool(fs, &f.envErrs, "tls-insecure", "TLS without verifying the nodes' certificates (development; QUIC's self-signed examples)")
-	f.insecure = envBool(fs, &f.envErrs, "insecure", "gossip in the clear beyond loopback")
+	f.insecure = envBool(fs, &f.envErrs, "insecure", "gossip (and serve wizard sub's events over TCP) in the clear beyond loopback")
 	f.verbose = envBool(fs, &f.envErrs, "verbose", "log the node's warnings and debug lines to the standard error")
 	f.timeout = envDuration(fs, &f.envErrs, "timeout", 5*time.Second, "how long to join the mesh, and how long each call (not a stream) may take")
 	f.output = addOutputFlag(fs)
@@ -128,8 +128,10 @@ type joined struct {
 	tried     string // what the node was told to join, for errors
 }
 
-// join starts a node that only calls, as the flags say.
-func (f *meshFlags) join(stderr io.Writer) (*joined, error) {
+// join starts a node that only calls, as the flags say; listen, when
+// not "", makes it serve too, on that address (wizard sub), with the
+// further options opts.
+func (f *meshFlags) join(stderr io.Writer, listen string, opts ...runtime.Option) (*joined, error) {
 	if len(f.envErrs) > 0 {
 		return nil, usagef("%v", errors.Join(f.envErrs...))
 	}
@@ -138,7 +140,7 @@ func (f *meshFlags) join(stderr io.Writer) (*joined, error) {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	t, err := f.newTransport(log)
+	t, err := f.newTransport(log, listen != "")
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +175,11 @@ func (f *meshFlags) join(stderr io.Writer) (*joined, error) {
 	default:
 		return nil, usagef("no way to join a mesh: give --seeds, --dns or --peers (or %s, %s, %s)", envName("seeds"), envName("dns"), envName("peers"))
 	}
-	n, err := runtime.New(runtime.WithTransport(t), runtime.WithDiscovery(d), runtime.WithLogger(log), runtime.WithDefaultTimeout(*f.timeout))
+	opts = append([]runtime.Option{runtime.WithTransport(t), runtime.WithDiscovery(d), runtime.WithLogger(log), runtime.WithDefaultTimeout(*f.timeout)}, opts...)
+	if listen != "" {
+		opts = append(opts, runtime.WithListen(listen))
+	}
+	n, err := runtime.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("join the mesh (%s): %w", j.tried, err)
 	}
@@ -181,7 +187,9 @@ func (f *meshFlags) join(stderr io.Writer) (*joined, error) {
 	return j, nil
 }
 
-func (f *meshFlags) newTransport(log *slog.Logger) (runtime.Transport, error) {
+// newTransport makes the transport the flags ask for; serve: it serves
+// too (wizard sub), with the certificate of --tls-cert when there is one.
+func (f *meshFlags) newTransport(log *slog.Logger, serve bool) (runtime.Transport, error) {
 	cfg, err := f.tlsConfig()
 	if err != nil {
 		return nil, err
@@ -190,7 +198,32 @@ func (f *meshFlags) newTransport(log *slog.Logger) (runtime.Transport, error) {
 		return nil, usagef("%s: %v", f.source("transport"), err)
 	}
 	// --tls-insecure is cfg's InsecureSkipVerify, for either transport.
-	return transportname.New(*f.transport, transportname.Config{Logger: log, ClientTLS: cfg})
+	tc := transportname.Config{Logger: log, ClientTLS: cfg}
+	if serve {
+		tc.ServerTLS = serverTLS(cfg)
+		tc.Insecure = *f.insecure
+		tc.SelfSigned = *f.tlsInsecure && tc.ServerTLS == nil
+	}
+	t, err := transportname.New(*f.transport, tc)
+	if err != nil && serve {
+		return nil, fmt.Errorf("serve events (%s): %w", f.source("transport"), err)
+	}
+	return t, err
+}
+
+// serverTLS is what a node of wizard's serves with, from the client
+// configuration the flags made: its certificate (--tls-cert), and the CAs
+// of --tls-ca to verify the certificates the mesh's nodes present; nil
+// without a certificate.
+func serverTLS(client *tls.Config) *tls.Config {
+	if client == nil || len(client.Certificates) == 0 {
+		return nil
+	}
+	cfg := &tls.Config{Certificates: client.Certificates, MinVersion: tls.VersionTLS12}
+	if client.RootCAs != nil {
+		cfg.ClientCAs, cfg.ClientAuth = client.RootCAs, tls.VerifyClientCertIfGiven
+	}
+	return cfg
 }
 
 // tlsConfig is the client TLS the flags ask for, nil for none.
@@ -290,7 +323,7 @@ func (j *joined) settle(ctx context.Context) error {
 	stable, last := 0, ""
 	for {
 		ms := j.node.Members()
-		state, done, answered := membersState(ms)
+		state, done, answered := membersState(ms, subscribers(j.node))
 		if done && state == last {
 			stable++
 		} else {
@@ -314,18 +347,33 @@ func (j *joined) settle(ctx context.Context) error {
 	}
 }
 
+// subscribers returns the peers that hold subscriptions in n's routing,
+// by id and by address (as [runtime.Node.Subscriptions] names them).
+func subscribers(n *runtime.Node) map[string]bool {
+	holders := map[string]bool{}
+	for _, s := range n.Subscriptions() {
+		for _, r := range s.Remote {
+			holders[r] = true
+		}
+	}
+	return holders
+}
+
 // membersState sums up ms for settle: a string that changes with what is
-// known, whether every peer is settled, and whether any answered.
-func membersState(ms []introspect.Member) (string, bool, bool) {
+// known, whether every peer is settled, and whether any answered. A peer
+// has answered when its catalog has come: it lists handlers' patterns,
+// or it holds subscriptions (subscribers), which Member.Patterns does not
+// count.
+func membersState(ms []introspect.Member, subscribers map[string]bool) (string, bool, bool) {
 	var b strings.Builder
 	done, answered := len(ms) > 1, false
 	for _, m := range ms[1:] {
-		loaded := m.Connected && m.Patterns > 0
+		loaded := m.Connected && (m.Patterns > 0 || subscribers[m.ID] || subscribers[m.Addr])
 		answered = answered || loaded
 		if !loaded && m.LastError == "" {
 			done = false
 		}
-		fmt.Fprintf(&b, "%s/%s/%v/%d/%v;", m.ID, m.Addr, m.Connected, m.Patterns, m.LastError != "")
+		fmt.Fprintf(&b, "%s/%s/%v/%d/%v/%v;", m.ID, m.Addr, m.Connected, m.Patterns, loaded, m.LastError != "")
 	}
 	return b.String(), done, answered
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/chzyer/readline"
@@ -35,6 +36,11 @@ Ctrl-D leaves. History is kept in --history. Dot commands:
   .stream ARGS           open a stream, as act --stream: PATTERN DATA... (each
                          DATA a message, separated by spaces) or MESSAGE; each
                          message received prints as a JSON line
+  .emit ARGS             emit an event, as wizard emit: PATTERN DATA or MESSAGE;
+                         prints the groups that took it and missed it
+  .sub PATTERN...        tail events, as wizard sub (a node of its own that
+                         serves, in a group of its own): one JSON line per
+                         event, until Ctrl-C
   .timeout [DURATION]    show or set the call timeout
   .metadata [k=v ...]    show or set the metadata of every call (.metadata - clears it)
   .help                  this list
@@ -61,7 +67,7 @@ func addReplFlags(fs *flag.FlagSet) any {
 	return f
 }
 
-var dotCommands = []string{".members", ".patterns", ".explain", ".describe", ".stream", ".timeout", ".metadata", ".help", ".quit"}
+var dotCommands = []string{".members", ".patterns", ".explain", ".describe", ".stream", ".emit", ".sub", ".timeout", ".metadata", ".help", ".quit"}
 
 // repl is the state of an interactive session.
 type repl struct {
@@ -198,6 +204,47 @@ func (r *repl) stream(ctx context.Context, arg string) {
 	}
 }
 
+// emit emits the event an .emit line gives and prints which groups took
+// it; Ctrl-C cancels it.
+func (r *repl) emit(ctx context.Context, arg string) {
+	ev, err := parseEvent(splitLine(arg), strings.NewReader(""))
+	if err != nil {
+		r.printErr(err)
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer onInterrupt(cancel)()
+	err = ev.waitForSubscriber(ctx, r.n, r.timeout)
+	var d runtime.Delivery
+	if err == nil {
+		d, err = ev.emit(ctx, r.n, r.timeout, &emitFlags{metadata: r.md})
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		fmt.Fprintln(r.out, "canceled")
+		return
+	}
+	fmt.Fprint(r.out, deliveryText(d))
+	if err != nil {
+		r.printErr(err)
+	}
+}
+
+// sub tails the events a .sub line's patterns match, as wizard sub does,
+// through a node of its own, until Ctrl-C: the session's node only
+// calls, and a subscriber must serve.
+func (r *repl) sub(ctx context.Context, arg string) {
+	c := *r.c
+	c.cmd, c.j = subCommand, nil
+	defer c.close()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer onInterrupt(func() { cancel(interrupted{syscall.SIGINT}) })()
+	if err := runSub(ctx, &c, splitFields(arg), &subFlags{announce: true}); err != nil {
+		r.printErr(err)
+	}
+}
+
 func (r *repl) printErr(err error) {
 	fmt.Fprintf(r.out, "error: %s\n", errorText(err))
 }
@@ -281,6 +328,18 @@ func (r *repl) dot(ctx context.Context, line string) bool {
 			break
 		}
 		r.stream(ctx, arg)
+	case ".emit":
+		if arg == "" {
+			fmt.Fprintln(r.out, "error: .emit needs PATTERN DATA or MESSAGE")
+			break
+		}
+		r.emit(ctx, arg)
+	case ".sub":
+		if arg == "" {
+			fmt.Fprintln(r.out, "error: .sub needs PATTERN...")
+			break
+		}
+		r.sub(ctx, arg)
 	case ".explain", ".describe":
 		if arg == "" {
 			fmt.Fprintf(r.out, "error: %s needs an argument\n", name)

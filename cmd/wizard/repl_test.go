@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,9 @@ import (
 // TestREPL uses wizard repl as a person would, in a terminal that tmux
 // gives it: a line and its answer, Tab completion of a pair, a dot
 // command, Ctrl-C during a slow call (the call is canceled, the session
-// goes on), a .stream and Ctrl-C during one, Ctrl-D to leave; the history file keeps the lines. It needs
+// goes on), a .stream and Ctrl-C during one, an .emit and the groups
+// that took it, a .sub printing an event another node emits until
+// Ctrl-C, Ctrl-D to leave; the history file keeps the lines. It needs
 // tmux; without it, it skips, unless WIZARD_REQUIRE=1.
 func TestREPL(t *testing.T) {
 	if testing.Short() {
@@ -48,6 +51,7 @@ func TestREPL(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
+	billing := subscribe(t, m.nodes[1], "role:order", "billing", nil)
 	socket := fmt.Sprintf("wizard-test-%d", os.Getpid())
 	tm := func(args ...string) string {
 		out, err := exec.Command(tmux, append([]string{"-L", socket}, args...)...).CombinedOutput()
@@ -115,6 +119,23 @@ func TestREPL(t *testing.T) {
 	wait("the stream canceled", "canceled")
 	keys(".timeout", "Enter")
 	wait("the session alive after Ctrl-C", "timeout 10s")
+
+	keys("C-l")
+	until(t, "the screen cleared", func() bool { return !strings.Contains(screen(), "timeout 10s") })
+	keys(".emit role:order id:1", "Enter")
+	wait("the groups that took the event", "took    billing\nmissed  -")
+	if e := receive(t, "billing", billing); e.msg["id"] != 1.0 {
+		t.Errorf("billing received %v, want id 1", e.msg)
+	}
+	keys(".sub role:order", "Enter")
+	wait("the tail subscribed", "tailing as group wizard-sub-")
+	group := regexp.MustCompile(`wizard-sub-[0-9a-f]{8}`).FindString(screen())
+	emitFrom(t, m.nodes[0], group, "role:order", map[string]any{"id": 2})
+	wait("the event tailed", `"message":{"id":2,"role":"order"}`)
+	receive(t, "billing", billing)
+	keys("C-c")
+	keys(".timeout", "Enter")
+	wait("the session alive after the tail", "timeout 10s")
 
 	keys("C-d")
 	wait("the session ended", "EXITED 0")
