@@ -194,8 +194,8 @@ func TestEmitGroupsOverTCP(t *testing.T) {
 		t.Errorf("Subscriptions() = %+v; want 3 groups of 3 remote members each", subs)
 	}
 	for _, mb := range m.emitter.Members()[1:] {
-		if mb.Patterns != 0 {
-			t.Errorf("member %s lists %d patterns; want 0 (it has subscriptions only)", mb.ID, mb.Patterns)
+		if mb.Patterns != 0 || mb.Subscriptions != 1 {
+			t.Errorf("member %s lists %d patterns, %d subscriptions; want 0 and 1", mb.ID, mb.Patterns, mb.Subscriptions)
 		}
 	}
 	// Broadcast: every member, once.

@@ -15,7 +15,7 @@ import (
 // another transport, which it cannot call. A node without a transport
 // knows only itself.
 func (n *Node) Members() []introspect.Member {
-	self := introspect.Member{ID: n.id, Self: true, Connected: true, Addr: n.Addr(), Patterns: len(n.localPatterns())}
+	self := introspect.Member{ID: n.id, Self: true, Connected: true, Addr: n.Addr(), Patterns: len(n.localPatterns()), Subscriptions: len(n.localSubscriptions())}
 	if n.remote == nil {
 		return []introspect.Member{self}
 	}
@@ -48,6 +48,7 @@ func (n *Node) Members() []introspect.Member {
 	n.routeMu.Lock()
 	for i, p := range peers {
 		out[i+1].Patterns = handlerPatterns(p.patterns)
+		out[i+1].Subscriptions = len(p.patterns) - out[i+1].Patterns
 	}
 	n.routeMu.Unlock()
 	out = append(out, foreign...)

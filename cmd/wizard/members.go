@@ -29,6 +29,7 @@ type memberJSON struct {
 	Connected bool   `json:"connected"`
 	Suspect   bool   `json:"suspect"`
 	Patterns  int    `json:"patterns"`
+	Subs      int    `json:"subscriptions"`
 	Version   string `json:"version,omitempty"`
 	Digest    string `json:"digest,omitempty"`
 	LastError string `json:"last_error,omitempty"`
@@ -47,7 +48,7 @@ func runMembers(ctx context.Context, c *cli, args []string, _ any) error {
 	var out []memberJSON
 	for _, m := range n.Members() {
 		j := memberJSON{ID: m.ID, Addr: m.Addr, Transport: m.Transport, Segment: m.Segment, Self: m.Self,
-			Connected: m.Connected, Suspect: m.Suspect, Patterns: m.Patterns, Digest: m.Digest, LastError: m.LastError}
+			Connected: m.Connected, Suspect: m.Suspect, Patterns: m.Patterns, Subs: m.Subscriptions, Digest: m.Digest, LastError: m.LastError}
 		if m.Self {
 			j.Version = moduleVersion()
 		} else if m.Connected {

@@ -31,8 +31,11 @@ type Member struct {
 	// called, for a peer on another transport), while it is not
 	// connected; "" otherwise.
 	LastError string
-	// Patterns is the number of its patterns in this node's routing.
-	Patterns int
+	// Patterns is the number of its handlers' patterns in this node's
+	// routing; Subscriptions the number of its subscriptions (a pattern
+	// in a group).
+	Patterns      int
+	Subscriptions int
 	// Segment is the gossip segment it is in: this node's, since members
 	// of other segments are never seen ("" without gossip segments).
 	Segment string
