@@ -92,9 +92,11 @@ func (wc *wsConn) subscribe(f inFrame) {
 // allowedEvent returns the pattern a sub frame may subscribe to: its
 // own pattern, or its route's only entry, filled from the identity and
 // within an entry of a route whose auth and scopes the identity passes.
-// Otherwise the refusal: the route's auth error (401, 403), a template
-// the identity cannot fill (403), or no entry allowing the pattern
-// (403).
+// Otherwise the refusal: of a route the frame names, its auth error
+// (401, 403) or a template the identity cannot fill (403); of a pattern
+// alone, the auth error when no route passed, a template that cannot be
+// filled among those whose keys the pattern holds, or no entry allowing
+// the pattern (403).
 func allowedEvent(routes []eventRoute, f inFrame, id *auth.Identity, claims map[string]any) (string, *apiError) {
 	var want pattern.Pattern
 	if f.Pattern != "" {
@@ -108,30 +110,30 @@ func allowedEvent(routes []eventRoute, f inFrame, id *auth.Identity, claims map[
 	if id != nil {
 		subject = id.Subject
 	}
-	var first *apiError
-	found := false
+	var authErr, fillErr *apiError
+	found, passed := false, false
 	for _, r := range routes {
 		if f.Route != "" && r.policy.name != f.Route {
 			continue
 		}
 		found = true
 		if e := authorize(r.policy, id); e != nil {
-			first = cmpErr(first, e)
+			authErr = cmpErr(authErr, e)
 			continue
 		}
+		passed = true
 		if f.Pattern == "" && len(r.templates) > 1 {
 			return "", badRequest("route " + strconv.Quote(r.policy.name) + " allows " + strconv.Itoa(len(r.templates)) + " event patterns: name one in the sub frame's pattern")
 		}
 		for _, t := range r.templates {
 			entry, err := t.Fill(subject, claims)
-			if err != nil {
-				first = cmpErr(first, newAPIError(http.StatusForbidden, runtime.CodePermissionDenied, "route "+strconv.Quote(r.policy.name)+": events "+strconv.Quote(t.String())+": "+err.Error()))
-				continue
-			}
-			if f.Pattern == "" {
+			switch {
+			case err != nil && (f.Pattern == "" || hasKeys(want, t.Keys())):
+				fillErr = cmpErr(fillErr, newAPIError(http.StatusForbidden, runtime.CodePermissionDenied, "route "+strconv.Quote(r.policy.name)+": events "+strconv.Quote(t.String())+": "+err.Error()))
+			case err != nil:
+			case f.Pattern == "":
 				return entry.String(), nil
-			}
-			if config.Covers(entry, want) {
+			case config.Covers(entry, want):
 				return want.String(), nil
 			}
 		}
@@ -139,10 +141,22 @@ func allowedEvent(routes []eventRoute, f inFrame, id *auth.Identity, claims map[
 	switch {
 	case f.Route != "" && !found:
 		return "", newAPIError(http.StatusNotFound, runtime.CodeNotFound, "no route named "+strconv.Quote(clipString(f.Route, 100))+" allows events")
-	case first != nil:
-		return "", first
+	case !passed && authErr != nil:
+		return "", authErr
+	case fillErr != nil:
+		return "", fillErr
 	}
 	return "", newAPIError(http.StatusForbidden, runtime.CodePermissionDenied, "no route allows this connection events of "+strconv.Quote(clipString(want.String(), 200)))
+}
+
+// hasKeys reports whether p holds every one of keys.
+func hasKeys(p pattern.Pattern, keys []string) bool {
+	for _, k := range keys {
+		if _, ok := p.Get(k); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // cmpErr keeps the first refusal.

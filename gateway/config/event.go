@@ -82,6 +82,15 @@ func (e *EventTemplate) String() string { return e.t.src }
 // UsesIdentity reports whether the template holds an identity value.
 func (e *EventTemplate) UsesIdentity() bool { return len(e.claims) > 0 }
 
+// Keys returns the template's keys, sorted.
+func (e *EventTemplate) Keys() []string {
+	out := make([]string, len(e.t.pairs))
+	for i, pp := range e.t.pairs {
+		out[i] = pp.key
+	}
+	return out
+}
+
 // Claims returns the names of the claims the template reads, without
 // repeats.
 func (e *EventTemplate) Claims() []string {
