@@ -12,7 +12,6 @@ import (
 	"github.com/coder/websocket"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wizardmesh/wizard/gateway/auth"
 	"github.com/wizardmesh/wizard/gateway/config"
 	"github.com/wizardmesh/wizard/runtime"
 )
@@ -43,10 +42,12 @@ routes:
 
 // eventTokens are the event tests' identities.
 var eventTokens = testVerifier{
-	"u1":    {Subject: "u1", Issuer: "test", Claims: map[string]any{"team": "red"}},
-	"u2":    {Subject: "u2", Issuer: "test", Claims: map[string]any{"team": "blue"}},
-	"star":  {Subject: "*", Issuer: "test"},
-	"admin": {Subject: "root", Issuer: "test", Scopes: []string{"admin"}},
+	"u1": {Subject: "u1", Issuer: "test", Claims: map[string]any{"team": "red"}},
+	"u2": {Subject: "u2", Issuer: "test", Claims: map[string]any{"team": "blue"}},
+	// u1-moved is u1 refreshed after a move to another team.
+	"u1-moved": {Subject: "u1", Issuer: "test", Claims: map[string]any{"team": "blue"}},
+	"star":     {Subject: "*", Issuer: "test"},
+	"admin":    {Subject: "root", Issuer: "test", Scopes: []string{"admin"}},
 }
 
 // eventGateway is a gateway of eventsYAML on node, with an event queue
@@ -389,5 +390,28 @@ func TestEventFrames(t *testing.T) {
 	if !strings.Contains(string(subFrame(frameSub, strp("x"), "", newAPIError(403, runtime.CodePermissionDenied, "no"))), `"ok":false,"status":403,"error":{"code":"permission_denied","message":"no"}`) {
 		t.Errorf("refusal frame %s", subFrame(frameSub, strp("x"), "", newAPIError(403, runtime.CodePermissionDenied, "no")))
 	}
-	_ = auth.Identity{}
+}
+
+// TestEventRecheckOnRefresh: a token refreshed by an auth frame (the
+// same subject) whose claims no longer allow an open subscription ends
+// it, told by an unsub frame with the refusal; the others stay.
+func TestEventRecheckOnRefresh(t *testing.T) {
+	gw, emitter := eventMesh(t)
+	tg := eventGateway(t, gw, 8, "drop_oldest")
+	c := subscribed(t, tg, "u1",
+		map[string]any{"type": "sub", "id": "team", "pattern": "role:team,team:red"},
+		map[string]any{"type": "sub", "id": "m", "route": "matches"})
+	sendFrame(t, c, map[string]any{"type": "auth", "id": "a", "token": "u1-moved"})
+	if f := mustReadFrame(t, c); f.Type != frameAuth || !*f.OK {
+		t.Fatalf("auth answered %+v", f)
+	}
+	f := mustReadFrame(t, c)
+	if f.Type != frameUnsub || *f.ID != "team" || *f.OK || f.Status != 403 || f.Pattern != "role:team,team:red" {
+		t.Fatalf("after the refresh: %+v, want the team subscription ended 403", f)
+	}
+	until(t, "the team's node subscription gone", func() bool { return tg.EventStats().MeshSubscriptions == 1 })
+	emitTo(t, emitter, "role:match,event:found,user:u1", map[string]any{"n": 1})
+	if f := mustReadFrame(t, c); f.Type != frameEvent || f.Sub != "m" {
+		t.Errorf("%+v, want the match event on the subscription that stays", f)
+	}
 }

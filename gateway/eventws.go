@@ -182,6 +182,29 @@ func (wc *wsConn) unsubscribe(id *string) {
 	wc.enqueue(subFrame(frameUnsub, id, s.pattern, nil))
 }
 
+// recheckSubs checks the open subscriptions again against the
+// connection's identity, as refreshed by an auth frame: one its scopes
+// or claims no longer allow ends, told by an unsub frame with the
+// refusal.
+func (wc *wsConn) recheckSubs() {
+	l := wc.g.now()
+	wc.mu.Lock()
+	ident, claims := wc.id, wc.claims
+	var ended []*wsSub
+	var why []*apiError
+	for id, s := range wc.subs {
+		if _, e := allowedEvent(l.events, inFrame{Pattern: s.pattern}, ident, claims); e != nil {
+			delete(wc.subs, id)
+			ended, why = append(ended, s), append(why, e)
+		}
+	}
+	wc.mu.Unlock()
+	for i, s := range ended {
+		wc.g.events.remove(s)
+		wc.enqueue(subFrame(frameUnsub, &s.id, s.pattern, why[i]))
+	}
+}
+
 // subFrame is the answer to a sub or unsub frame: ok with the
 // subscription's pattern, or e.
 func subFrame(typ string, id *string, pat string, e *apiError) []byte {

@@ -334,6 +334,7 @@ func (wc *wsConn) authNow(f inFrame) {
 		out.ExpiresAt = id.ExpiresAt.UTC().Format(time.RFC3339)
 	}
 	wc.enqueue(marshalFrame(out))
+	wc.recheckSubs() // the refreshed token's scopes and claims may allow less
 }
 
 // setIdentity makes id the connection's identity, closing the connection
