@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -263,6 +264,63 @@ func BenchmarkGatewayStream(b *testing.B) {
 					b.Fatalf("message %s", m) // a benchmark of errors measures nothing
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkEventFanOut: an emitter node emits an event over TCP to the
+// gateway's node, which pushes it as an event frame to N WebSocket
+// clients of one user subscribed to the same pattern (one node
+// subscription, N sockets); an op ends when every client has read it.
+// frames/s counts the event frames the clients read.
+func BenchmarkEventFanOut(b *testing.B) {
+	for _, n := range []int{1, 10, 100} {
+		b.Run("sockets="+strconv.Itoa(n), func(b *testing.B) {
+			gw, emitter := eventMesh(b)
+			tg := eventGateway(b, gw, 64, "drop_oldest")
+			got := make(chan struct{}, n)
+			ctx, cancel := context.WithCancel(context.Background())
+			b.Cleanup(cancel)
+			sub := []byte(`{"type":"sub","id":"m","route":"matches"}`)
+			for range n {
+				c, _, err := websocket.Dial(ctx, tg.ws+"?access_token=u1", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { c.CloseNow() })
+				if err := c.Write(ctx, websocket.MessageText, sub); err != nil {
+					b.Fatal(err)
+				}
+				if _, ack, err := c.Read(ctx); err != nil || !bytes.Contains(ack, []byte(`"ok":true`)) {
+					b.Fatalf("sub answered %s, %v", ack, err)
+				}
+				go func() {
+					for {
+						if _, _, err := c.Read(ctx); err != nil {
+							return
+						}
+						got <- struct{}{}
+					}
+				}()
+			}
+			const pat = "role:match,event:found,user:u1"
+			wctx, wcancel := context.WithTimeout(ctx, guard)
+			defer wcancel()
+			if err := emitter.WaitForSubscribers(wctx, pat); err != nil {
+				b.Fatal(err)
+			}
+			msg := map[string]any{"match": map[string]any{"id": "m-1", "opponent": "u9"}}
+			b.ReportAllocs()
+			start := time.Now()
+			for b.Loop() {
+				if _, err := emitter.Emit(ctx, pat, msg); err != nil {
+					b.Fatal(err)
+				}
+				for range n {
+					<-got
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/time.Since(start).Seconds(), "frames/s")
 		})
 	}
 }

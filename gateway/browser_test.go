@@ -24,6 +24,7 @@ import (
 
 	"github.com/wizardmesh/wizard/gateway/config"
 	"github.com/wizardmesh/wizard/internal/testkit/need"
+	"github.com/wizardmesh/wizard/runtime"
 )
 
 // browserPage is the page a browser runs in TestBrowser.
@@ -123,6 +124,11 @@ routes:
     vars: {action: {allow: [count, hold, flood]}}
     auth: none
     stream: server
+  - name: matches
+    method: GET
+    path: /api/matches
+    pattern: "role:match,cmd:list"
+    events: ["role:match,event:found,user:{auth.subject}"]
 `
 
 // TestBrowser: a real browser (headless Chromium) loads a page from the
@@ -231,6 +237,7 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("streams", func(t *testing.T) { browserStreams(t, ctx, self, sb) })
+	t.Run("events", func(t *testing.T) { browserEvents(t, ctx, self, node) })
 	t.Run("slow page", func(t *testing.T) { browserSlowPage(t, ctx, self, sb) })
 
 	for _, c := range []struct {
@@ -365,6 +372,78 @@ func browserStreams(t *testing.T, ctx context.Context, self string, sb *streamBa
 	}
 	if e := got.WSHold.End; e.Status != StatusClientClosed || e.Error == nil || e.Error.Code != "canceled" {
 		t.Errorf("the cancelled WebSocket stream ended %+v, want 499 canceled", e)
+	}
+}
+
+// browserEvents: two pages, with JWTs of two users, subscribe to the
+// route's events (user:{auth.subject}); an emitter node, over TCP, emits
+// events for each user, the last of each marked: each page receives its
+// user's events, in order, and none of the other's (an event routed
+// wrongly would come before the marker, on one socket's ordered queue).
+func browserEvents(t *testing.T, ctx context.Context, self string, gw *runtime.Node) {
+	emitter := newNode(t, runtime.WithService("match"), runtime.WithDiscovery(runtime.StaticPeers(gw.Addr())))
+	ws := "ws://" + strings.TrimPrefix(self, "http://") + "/ws"
+	users := []string{"alice", "bob"}
+	tabs := make([]context.Context, len(users))
+	for i, user := range users {
+		tab, closeTab := chromedp.NewContext(ctx)
+		t.Cleanup(closeTab)
+		tabs[i] = tab
+		token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
+			"sub": user, "iss": "test-issuer", "aud": "browser", "exp": time.Now().Add(time.Hour).Unix(),
+		}).SignedString([]byte(secret))
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := self + "/browser.html?" + url.Values{"mode": {"events"}, "ws": {ws}, "token": {token}}.Encode()
+		sub := navigatePoll(t, tab, page, "window.subscribed")
+		if want := `"pattern":"event:found,role:match,user:` + user + `"`; !strings.Contains(sub, want) {
+			t.Fatalf("%s's sub answered %s, want %s", user, sub, want)
+		}
+	}
+	ctxEmit, cancel := context.WithTimeout(t.Context(), guard)
+	defer cancel()
+	emit := func(user string, n int, last bool) {
+		t.Helper()
+		pat := "role:match,event:found,user:" + user
+		if err := emitter.WaitForSubscribers(ctxEmit, pat); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := emitter.Emit(ctxEmit, pat, map[string]any{"match": map[string]any{"n": n, "for": user}, "last": last}); err != nil {
+			t.Fatalf("emit for %s: %v", user, err)
+		}
+	}
+	emit("alice", 1, false)
+	emit("bob", 2, false)
+	emit("alice", 3, false)
+	emit("bob", 4, true)
+	emit("alice", 5, true)
+	want := map[string][]int{"alice": {1, 3, 5}, "bob": {2, 4}}
+	for i, user := range users {
+		results := navigatePoll(t, tabs[i], "", "window.results")
+		var got []struct {
+			Type, Sub, Pattern string
+			Data               struct {
+				Match struct {
+					N   int    `json:"n"`
+					For string `json:"for"`
+				} `json:"match"`
+				User string `json:"user"`
+			}
+		}
+		if err := json.Unmarshal([]byte(results), &got); err != nil {
+			t.Fatalf("%s's events %s: %v", user, results, err)
+		}
+		var ns []int
+		for _, e := range got {
+			ns = append(ns, e.Data.Match.N)
+			if e.Type != "event" || e.Sub != "m1" || e.Data.Match.For != user || e.Data.User != user || e.Pattern != "event:found,role:match,user:"+user {
+				t.Errorf("%s's page received %+v", user, e)
+			}
+		}
+		if !slices.Equal(ns, want[user]) {
+			t.Errorf("%s's page received events %v, want %v", user, ns, want[user])
+		}
 	}
 }
 

@@ -211,6 +211,31 @@
 // most 4 of the client's messages the service has not taken; past them
 // the gateway stops reading the connection until the service takes one.
 //
+// # Events
+//
+// A route's events list the event patterns a WebSocket client that
+// passes the route's auth and scopes may subscribe to, their values
+// filled from the connection's verified identity ({auth.subject},
+// {auth.claims.NAME}): "role:match,event:found,user:{auth.subject}"
+// lets a user hear their own matches only. A sub frame names a pattern
+// (which must hold every pair of an entry as filled: narrower, never
+// wider) or a route with one entry, and an id; it is answered by a sub
+// frame, ok with the pattern or an error, and the events follow as
+// event frames carrying the id:
+//
+//	→ {"type":"sub","id":"m","route":"matches"}
+//	← {"type":"sub","id":"m","ok":true,"pattern":"event:found,role:match,user:42"}
+//	← {"type":"event","sub":"m","pattern":"event:found,role:match,user:42","data":{...}}
+//	→ {"type":"unsub","id":"m"}
+//
+// The gateway's node subscribes once per distinct pattern, in a group of
+// its own (its node id, so every gateway instance hears every event),
+// and fans each event out; the subscription goes with its last socket.
+// Each connection's events wait in a queue of websocket.event_queue
+// (64); websocket.event_overflow drops the oldest (drop_oldest, the
+// default) or closes the connection (close: 4008). [Gateway.EventStats]
+// counts them.
+//
 // # Limits
 //
 // Bodies are bounded in size (server.max_body, 413) and in time

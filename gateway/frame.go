@@ -19,8 +19,11 @@ const (
 	frameReq    = "req"
 	frameCancel = "cancel"
 	frameRes    = "res"
-	frameMsg    = "msg" // a stream's message, either way
-	frameEnd    = "end" // the client's half-close; the gateway's end of a stream
+	frameMsg    = "msg"   // a stream's message, either way
+	frameEnd    = "end"   // the client's half-close; the gateway's end of a stream
+	frameSub    = "sub"   // subscribes to events; answered by a sub frame
+	frameUnsub  = "unsub" // ends a subscription; answered by an unsub frame
+	frameEvent  = "event" // an event of a subscription
 )
 
 // maxFrameID bounds a frame's id.
@@ -36,6 +39,8 @@ type inFrame struct {
 	Path      string          `json:"path"`
 	Body      json.RawMessage `json:"body"`
 	TimeoutMs int64           `json:"timeout_ms"`
+	Pattern   string          `json:"pattern"` // a sub frame's
+	Route     string          `json:"route"`   // a sub frame's
 }
 
 // frameError is a frame the gateway cannot act on: its id if it could be
@@ -47,7 +52,7 @@ type frameError struct {
 
 // ping reports whether f is the app-level ping {}.
 func (f *inFrame) ping() bool {
-	return f.Type == "" && f.ID == nil && f.Token == "" && f.Method == "" && f.Path == "" && f.Body == nil && f.TimeoutMs == 0
+	return f.Type == "" && f.ID == nil && f.Token == "" && f.Method == "" && f.Path == "" && f.Body == nil && f.TimeoutMs == 0 && f.Pattern == "" && f.Route == ""
 }
 
 // decodeFrame decodes and checks one client frame: the common shape by
@@ -114,11 +119,15 @@ func (f *inFrame) check() string {
 		if f.Body == nil {
 			return "msg frame has no body"
 		}
-	case frameCancel, frameEnd:
+	case frameSub:
+		if f.Pattern == "" && f.Route == "" {
+			return "sub frame needs a pattern or a route"
+		}
+	case frameCancel, frameEnd, frameUnsub:
 	case "":
 		return "frame has no type"
 	default:
-		return "unknown frame type " + strconv.Quote(clipString(f.Type, 32)) + " (want auth, req, msg, end or cancel)"
+		return "unknown frame type " + strconv.Quote(clipString(f.Type, 32)) + " (want auth, req, msg, end, cancel, sub or unsub)"
 	}
 	return ""
 }
@@ -156,10 +165,12 @@ func frameJSONError(err error) string {
 
 // outFrame is a frame the gateway sends.
 type outFrame struct {
-	Type      string          `json:"type"`
-	ID        *string         `json:"id"`
-	OK        *bool           `json:"ok,omitempty"`
-	Subject   string          `json:"subject,omitempty"`
+	Type    string  `json:"type"`
+	ID      *string `json:"id"`
+	OK      *bool   `json:"ok,omitempty"`
+	Subject string  `json:"subject,omitempty"`
+	Pattern string  `json:"pattern,omitempty"` // a sub frame's answer
+
 	ExpiresAt string          `json:"expires_at,omitempty"`
 	Status    int             `json:"status,omitempty"`
 	RequestID string          `json:"request_id,omitempty"`

@@ -70,6 +70,10 @@ func (f *inFrame) set(key, v []byte) bool {
 		return plainString(v, &f.Method)
 	case "path":
 		return plainString(v, &f.Path)
+	case "pattern":
+		return plainString(v, &f.Pattern)
+	case "route":
+		return plainString(v, &f.Route)
 	case "body":
 		f.Body = json.RawMessage(v)
 		return true

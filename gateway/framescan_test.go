@@ -13,6 +13,7 @@ var scanSeeds = []string{
 	`{"type":"req","id":"1","method":"GET","path":"/","timeout_ms":-0}`, `{"timeout_ms":1.5}`, `{"timeout_ms":99999999999999999999}`,
 	`{"Type":"req"}`, `{"type":"r\u0065q"}`, "{\"type\":\"\xff\"}", `{"id":"1","id":"2"}`, `{"id":"1","id":null}`,
 	`{"extra":1}`, `[]`, `"x"`, `{"type":1}`, `{"body":"a\"b"}`, `{"type":"req"} {}`,
+	`{"type":"sub","id":"m","route":"matches"}`, `{"type":"sub","id":"m","pattern":"role:match,user:\"4 2\""}`, `{"type":"unsub","id":"m"}`,
 }
 
 // TestScanFrame: the frames of the common shape are scanned, the rest

@@ -38,6 +38,7 @@ type Gateway struct {
 	servers []*http.Server
 	conns   map[*wsConn]struct{}
 	connWG  sync.WaitGroup
+	events  *eventHub
 }
 
 var _ http.Handler = (*Gateway)(nil)
@@ -50,6 +51,14 @@ type live struct {
 	auth   verifier // nil: no verifier
 	ipLim  *limiter
 	subLim *limiter
+	// events are the routes that allow event subscriptions, claims the
+	// claims their templates read.
+	events []eventRoute
+	claims []string
+}
+
+func (l *live) setEvents(routes []eventRoute) {
+	l.events, l.claims = routes, eventClaims(routes)
 }
 
 // newGateway is New's body, from the gateway's own types.
@@ -76,7 +85,7 @@ func newGateway(node *runtime.Node, t table, set settings, opts ...Option) (*Gat
 	if o.bodyWait > 0 {
 		set.readBodyTimeout = o.bodyWait
 	}
-	g := &Gateway{node: node, set: set, log: o.log, opts: o, conns: make(map[*wsConn]struct{})}
+	g := &Gateway{node: node, set: set, log: o.log, opts: o, conns: make(map[*wsConn]struct{}), events: newEventHub(node, o.log)}
 	g.cur.Store(&live{t: t, set: set, auth: o.verifier, ipLim: newLimiter(set.perIP, 0), subLim: newLimiter(set.perSubject, 0)})
 	return g, nil
 }

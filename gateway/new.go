@@ -37,13 +37,15 @@ func New(node *runtime.Node, cfg *config.Config, opts ...Option) (*Gateway, erro
 	if t := cfg.Server.TLS; t != nil && t.CertFile != "" {
 		opts = append([]Option{WithTLSFiles(t.CertFile, t.KeyFile)}, opts...)
 	}
-	g, err := newGateway(node, newConfigTable(cfg.Table()), set, opts...)
+	ct := newConfigTable(cfg.Table())
+	g, err := newGateway(node, ct, set, opts...)
 	if err != nil {
 		if built != nil {
 			built.Close()
 		}
 		return nil, err
 	}
+	g.now().setEvents(eventRoutesOf(ct)) // before it serves: nothing reads it yet
 	g.closers = append(g.closers, built)
 	g.cfg, g.ownAuth = cfg, ownAuth
 	return g, nil
@@ -81,7 +83,8 @@ func settingsOf(cfg *config.Config) settings {
 		trustedProxies: cfg.Server.TrustedProxyPrefixes(),
 	}
 	if ws := cfg.WebSocket; ws != nil {
-		s.ws = wsSettings{path: ws.Path, origins: ws.Origins, maxMessage: int64(ws.MaxMessage), maxInflight: ws.MaxInflightPerConn, maxStreams: ws.MaxStreamsPerConn, sendQueue: ws.SendQueue, ping: ws.PingInterval, idle: ws.IdleTimeout}
+		s.ws = wsSettings{path: ws.Path, origins: ws.Origins, maxMessage: int64(ws.MaxMessage), maxInflight: ws.MaxInflightPerConn, maxStreams: ws.MaxStreamsPerConn, sendQueue: ws.SendQueue, ping: ws.PingInterval, idle: ws.IdleTimeout,
+			maxSubs: ws.MaxSubscriptionsPerConn, eventQueue: ws.EventQueue, eventClose: ws.EventOverflow == config.OverflowClose}
 	}
 	return s
 }

@@ -27,7 +27,9 @@ func (g *Gateway) Reload(cfg *config.Config) (restart []string, err error) {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
 	old := g.now()
-	next := &live{t: newConfigTable(cfg.Table()), set: g.reloadedSettings(cfg), auth: old.auth}
+	ct := newConfigTable(cfg.Table())
+	next := &live{t: ct, set: g.reloadedSettings(cfg), auth: old.auth}
+	next.setEvents(eventRoutesOf(ct))
 	next.ipLim = reuseLimiter(old.ipLim, old.set.perIP, next.set.perIP)
 	next.subLim = reuseLimiter(old.subLim, old.set.perSubject, next.set.perSubject)
 	var built io.Closer

@@ -13,16 +13,24 @@ import "sync"
 // that exactly one writer drains the queue at a time and no frame waits
 // without one. A thousand idle connections hold no writer goroutine
 // (and its stack) either.
+//
+// Events wait apart, in a queue of their own with its own bound
+// (websocket.event_queue): a full one drops its oldest event or refuses
+// the new one (the connection is then closed), while replies and stream
+// frames never make room for events. The writer sends replies first.
 type sendQueue struct {
 	mu      sync.Mutex
 	items   []outMsg
 	head    int
 	max     int
+	events  []outMsg
+	evHead  int
+	maxEv   int
 	writing bool // a writer has the turn
 }
 
-func newSendQueue(max int) *sendQueue {
-	return &sendQueue{max: max}
+func newSendQueue(max, maxEvents int) *sendQueue {
+	return &sendQueue{max: max, maxEv: maxEvents}
 }
 
 // push queues m, or reports false when max frames wait already. write
@@ -42,25 +50,66 @@ func (q *sendQueue) push(m outMsg) (ok, write bool) {
 	return true, true
 }
 
-// pop takes the oldest frame for the writer, or reports false when none
-// waits: the writer's turn is over.
+// pushEvent queues an event frame. When maxEv events wait already, it
+// drops the oldest (dropOldest; dropped reports it) or refuses m (ok
+// false). write is as push's.
+func (q *sendQueue) pushEvent(m outMsg, dropOldest bool) (ok, write, dropped bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.events)-q.evHead >= q.maxEv {
+		if !dropOldest {
+			return false, false, false
+		}
+		q.events[q.evHead] = outMsg{}
+		q.evHead++
+		dropped = true
+	}
+	if q.evHead >= q.maxEv {
+		// Taken and dropped events hold the front: move the waiting
+		// ones down, so the room stays about twice the bound.
+		n := copy(q.events, q.events[q.evHead:])
+		clear(q.events[n:])
+		q.events, q.evHead = q.events[:n], 0
+	}
+	q.events = append(q.events, m)
+	if q.writing {
+		return true, false, dropped
+	}
+	q.writing = true
+	return true, true, dropped
+}
+
+// pop takes the oldest frame for the writer, a reply before an event,
+// or reports false when none waits: the writer's turn is over.
 func (q *sendQueue) pop() (outMsg, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.head == len(q.items) {
-		q.writing = false
+	if m, ok := take(&q.items, &q.head); ok {
+		return m, true
+	}
+	if m, ok := take(&q.events, &q.evHead); ok {
+		return m, true
+	}
+	q.writing = false
+	return outMsg{}, false
+}
+
+// take takes the frame at *head of *items, giving a burst's room back
+// when they empty.
+func take(items *[]outMsg, head *int) (outMsg, bool) {
+	if *head == len(*items) {
 		return outMsg{}, false
 	}
-	m := q.items[q.head]
-	q.items[q.head] = outMsg{}
-	q.head++
-	if q.head == len(q.items) {
-		if cap(q.items) > 8 {
-			q.items = nil // a burst's room goes back
+	m := (*items)[*head]
+	(*items)[*head] = outMsg{}
+	*head++
+	if *head == len(*items) {
+		if cap(*items) > 8 {
+			*items = nil // a burst's room goes back
 		} else {
-			q.items = q.items[:0]
+			*items = (*items)[:0]
 		}
-		q.head = 0
+		*head = 0
 	}
 	return m, true
 }

@@ -6,7 +6,7 @@ import "testing"
 // queue holds no room of a burst, and exactly one pusher at a time is
 // given the writer's turn.
 func TestSendQueue(t *testing.T) {
-	q := newSendQueue(3)
+	q := newSendQueue(3, 3)
 	for i := range 3 {
 		ok, write := q.push(outMsg{b: []byte{byte(i)}})
 		if !ok {
@@ -31,7 +31,7 @@ func TestSendQueue(t *testing.T) {
 	if _, write := q.push(outMsg{}); !write {
 		t.Fatal("a push after the writer's turn ended was not given the turn")
 	}
-	big := newSendQueue(64)
+	big := newSendQueue(64, 64)
 	for range 64 {
 		big.push(outMsg{})
 	}

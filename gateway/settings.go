@@ -33,6 +33,9 @@ type wsSettings struct {
 	maxInflight int
 	maxStreams  int // streams open at once
 	sendQueue   int
+	maxSubs     int  // event subscriptions open at once
+	eventQueue  int  // events waiting per connection
+	eventClose  bool // a full event queue closes the connection (else drops its oldest)
 
 	maxGarbage int           // garbage frames answered before the connection is closed
 	maxLimited int           // rate-limited (429) replies in a row before the connection is closed (4029)
@@ -58,6 +61,8 @@ const (
 	defaultMaxInflight       = 64
 	defaultMaxStreams        = 16
 	defaultSendQueue         = 256
+	defaultMaxSubs           = 32
+	defaultEventQueue        = 64
 	defaultMaxGarbage        = 3
 	defaultMaxLimited        = 10
 	defaultTimeout           = 2 * time.Second
@@ -90,6 +95,12 @@ func (s settings) withDefaults() settings {
 	}
 	if s.ws.sendQueue == 0 {
 		s.ws.sendQueue = defaultSendQueue
+	}
+	if s.ws.maxSubs == 0 {
+		s.ws.maxSubs = defaultMaxSubs
+	}
+	if s.ws.eventQueue == 0 {
+		s.ws.eventQueue = defaultEventQueue
 	}
 	if s.ws.maxGarbage == 0 {
 		s.ws.maxGarbage = defaultMaxGarbage

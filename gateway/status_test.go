@@ -225,6 +225,11 @@ type wsFrame struct {
 	Error     *errorBody      `json:"error"`
 	// RetryAfterMs is a 429's or 503's retry_after_ms.
 	RetryAfterMs int64 `json:"retry_after_ms"`
+	// Pattern is a sub frame's answer's, or an event frame's; Sub and
+	// Data an event frame's.
+	Pattern string          `json:"pattern"`
+	Sub     string          `json:"sub"`
+	Data    json.RawMessage `json:"data"`
 }
 
 func dialWS(t *testing.T, url string, opts *websocket.DialOptions) *websocket.Conn {

@@ -55,6 +55,8 @@ type wsConn struct {
 	streams  map[string]*wsStream // the streams among them; nil until the first
 	routing  chan struct{}        // closed when a request is routed, for the reader waiting on one (nil: none waits)
 	id       *auth.Identity
+	claims   map[string]any    // the identity's claims that event templates read
+	subs     map[string]*wsSub // event subscriptions by id; nil until the first
 	expiry   *time.Timer
 	idle     *time.Timer // nil without an idle timeout
 	pinger   *time.Timer // nil without pings
@@ -113,7 +115,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	wc := &wsConn{
 		g: g, ws: l.set.ws, c: c, nc: hw.conn, ip: l.clientIP(r),
-		send: newSendQueue(l.set.ws.sendQueue),
+		send: newSendQueue(l.set.ws.sendQueue, l.set.ws.eventQueue),
 		ctx:  ctx, cancel: cancel, inflight: make(map[string]inflight),
 	}
 	if !g.addConn(wc) {
@@ -223,6 +225,10 @@ func (wc *wsConn) read() {
 			wc.streamMsg(f)
 		case f.Type == frameEnd:
 			wc.streamEnd(*f.ID)
+		case f.Type == frameSub:
+			wc.subscribe(f)
+		case f.Type == frameUnsub:
+			wc.unsubscribe(f.ID)
 		}
 	}
 }
@@ -328,6 +334,7 @@ func (wc *wsConn) authNow(f inFrame) {
 		out.ExpiresAt = id.ExpiresAt.UTC().Format(time.RFC3339)
 	}
 	wc.enqueue(marshalFrame(out))
+	wc.recheckSubs() // the refreshed token's scopes and claims may allow less
 }
 
 // setIdentity makes id the connection's identity, closing the connection
@@ -335,13 +342,14 @@ func (wc *wsConn) authNow(f inFrame) {
 // of another subject or issuer changes nothing (false); one of the same
 // refreshes the scopes and the expiry.
 func (wc *wsConn) setIdentity(id *auth.Identity) bool {
+	claims := keptClaims(id, wc.g.now().claims)
 	id = connIdentity(id)
 	wc.mu.Lock()
 	defer wc.mu.Unlock()
 	if wc.id != nil && (wc.id.Subject != id.Subject || wc.id.Issuer != id.Issuer) {
 		return false
 	}
-	wc.id = id
+	wc.id, wc.claims = id, claims
 	if wc.expiry != nil {
 		wc.expiry.Stop()
 		wc.expiry = nil
@@ -670,10 +678,15 @@ func (wc *wsConn) closeWith(code websocket.StatusCode, reason string) {
 	if wc.pinger != nil {
 		wc.pinger.Stop()
 	}
+	subs := wc.subs
+	wc.subs = nil
 	wc.mu.Unlock()
 	wc.cancel()
 	go func() {
 		defer wc.tasks.Done()
+		for _, s := range subs {
+			wc.g.events.remove(s) // the node's subscription goes with its last socket
+		}
 		if err := wc.c.Close(code, reason); err != nil && !errors.Is(err, context.Canceled) {
 			wc.c.CloseNow()
 		}

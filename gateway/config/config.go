@@ -267,6 +267,17 @@ type WebSocket struct {
 	// SendQueue bounds the replies queued per connection (a slow
 	// consumer is closed with 4008); 256 by default.
 	SendQueue int `yaml:"send_queue"`
+	// MaxSubscriptionsPerConn bounds the event subscriptions open per
+	// connection (a sub frame beyond is refused, 429); 32 by default.
+	MaxSubscriptionsPerConn int `yaml:"max_subscriptions_per_conn"`
+	// EventQueue bounds the events waiting to be written per
+	// connection; EventOverflow says what a full queue does. 64 by
+	// default.
+	EventQueue int `yaml:"event_queue"`
+	// EventOverflow is what an event finding a connection's event queue
+	// full does: [OverflowDropOldest] (the default) drops the oldest
+	// waiting event, [OverflowClose] closes the connection (4008).
+	EventOverflow Overflow `yaml:"event_overflow"`
 	// PingInterval is how often the server pings; 30s by default.
 	PingInterval time.Duration `yaml:"ping_interval"`
 	// IdleTimeout closes a connection with no frame for this long; 2m by
@@ -275,6 +286,20 @@ type WebSocket struct {
 
 	node
 }
+
+// Overflow is what a connection's full event queue does with one more
+// event.
+type Overflow string
+
+// The overflow policies of a connection's event queue.
+const (
+	// OverflowDropOldest drops the oldest waiting event: a slow client
+	// misses events, and hears the newest.
+	OverflowDropOldest Overflow = "drop_oldest"
+	// OverflowClose closes the connection (4008, slow consumer): a
+	// client that must not miss an event reconnects and catches up.
+	OverflowClose Overflow = "close"
+)
 
 // RateLimits are token buckets per client IP and per verified subject;
 // each is off when absent.

@@ -197,3 +197,49 @@ func FuzzMatch(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEventTemplate checks the event template parser and its filling:
+// no panics; an accepted template filled with a subject (and a claim) is
+// a pattern its own filling covers, and one filled for another subject
+// is never covered by it: a user's subscription cannot reach another
+// user's events.
+func FuzzEventTemplate(f *testing.F) {
+	for _, s := range []struct{ tmpl, a, b string }{
+		{"role:match,event:found,user:{auth.subject}", "42", "43"},
+		{"team:t-{auth.claims.team},user:{auth.subject}", "ada", "ada "},
+		{"role:news", "a", "b"},
+		{"user:{auth.subject", "a", "b"},
+		{"user:{auth.claims.}", "a", "b"},
+		{`user:"{auth.subject}"`, "a,b", "a"},
+		{"u:{auth.subject}x,v:{auth.subject}", "1", "1.0"},
+	} {
+		f.Add(s.tmpl, s.a, s.b)
+	}
+	f.Fuzz(func(t *testing.T, tmpl, a, b string) {
+		e, err := parseEvent(tmpl)
+		if err != nil {
+			return
+		}
+		claims := func(v string) map[string]any {
+			m := map[string]any{}
+			for _, c := range e.Claims() {
+				m[c] = v
+			}
+			return m
+		}
+		pa, errA := e.Fill(a, claims(a))
+		pb, errB := e.Fill(b, claims(b))
+		if errA != nil {
+			return
+		}
+		if !Covers(pa, pa) {
+			t.Fatalf("%q filled with %q: %s does not cover itself", tmpl, a, pa)
+		}
+		if errB != nil || !e.UsesIdentity() || a == b {
+			return
+		}
+		if pa.String() != pb.String() && Covers(pa, pb) {
+			t.Fatalf("%q: filled for %q (%s) covers it filled for %q (%s)", tmpl, a, pa, b, pb)
+		}
+	})
+}

@@ -40,11 +40,21 @@ const placeholder = '\x01'
 // (checked with [pattern.Parse]), and every placeholder must stand
 // in a value.
 func parsePattern(src string) (*patternTemplate, error) {
+	return parseTemplate(src, "pattern", scanVar)
+}
+
+// varScanner reads the variable starting with '{' at src[i], ending
+// before limit, and returns its name and the offset after '}'.
+type varScanner func(src string, i, limit int, kind string) (string, int, error)
+
+// parseTemplate parses a pattern template of the given kind ("pattern",
+// "event"), its variables read by scan.
+func parseTemplate(src, kind string, scan varScanner) (*patternTemplate, error) {
 	fail := func(off int, format string, args ...any) error {
-		return &templateError{"pattern", src, off, fmt.Sprintf(format, args...)}
+		return &templateError{kind, src, off, fmt.Sprintf(format, args...)}
 	}
 	if strings.TrimSpace(src) == "" {
-		return nil, fail(0, "empty; a route's pattern names at least one key")
+		return nil, fail(0, "empty; a pattern names at least one key")
 	}
 	t := &patternTemplate{src: src}
 	var sub strings.Builder
@@ -53,7 +63,7 @@ func parsePattern(src string) (*patternTemplate, error) {
 		c := src[i]
 		switch {
 		case c == '{':
-			name, next, err := scanVar(src, i, len(src), "pattern")
+			name, next, err := scan(src, i, len(src), kind)
 			if err != nil {
 				return nil, err
 			}

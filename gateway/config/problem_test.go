@@ -562,7 +562,7 @@ routes:
 `,
 			want: []string{
 				"gateway.yaml:1:1: unknown key \"\"; known keys: access_log, auth, cors, defaults, mesh, rate_limits, routes, server, websocket",
-				"gateway.yaml:3:48: routes[0]: unknown key \"\"; known keys: auth, body, max_timeout, method, name, path, pattern, scopes, stream, timeout, vars",
+				"gateway.yaml:3:48: routes[0]: unknown key \"\"; known keys: auth, body, events, max_timeout, method, name, path, pattern, scopes, stream, timeout, vars",
 			},
 		},
 	} {

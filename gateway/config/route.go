@@ -2,6 +2,7 @@ package config
 
 import (
 	"regexp"
+	"slices"
 	"time"
 )
 
@@ -47,10 +48,18 @@ type Route struct {
 	// instead of a call: [StreamServer], [StreamClient] or [StreamBidi].
 	// Client and bidi streams are served over the WebSocket only.
 	Stream StreamKind `yaml:"stream"`
+	// Events are the event patterns a WebSocket client that passes the
+	// route's auth and scopes may subscribe to, each a pattern whose
+	// values may hold {auth.subject} and {auth.claims.NAME}, filled from
+	// the connection's verified identity ("role:match,event:found,
+	// user:{auth.subject}"). A client's subscription holds every pair of
+	// an entry as filled: it may be narrower, never wider.
+	Events []string `yaml:"events"`
 
 	node
-	path *pathTemplate
-	pat  *patternTemplate
+	path   *pathTemplate
+	pat    *patternTemplate
+	events []*EventTemplate
 	// patVars maps the pattern's variables to the path's.
 	patVars []int
 	// cons holds the constraint of each path variable (nil: any value).
@@ -125,3 +134,6 @@ const (
 func validStream(k StreamKind) bool {
 	return k == StreamServer || k == StreamClient || k == StreamBidi
 }
+
+// EventTemplates returns the route's events, parsed.
+func (r *Route) EventTemplates() []*EventTemplate { return slices.Clone(r.events) }

@@ -446,6 +446,14 @@ func (v *validator) websocket(ws *WebSocket) {
 	v.count(&ws.node, w, "max_inflight_per_conn", &ws.MaxInflightPerConn, 64)
 	v.count(&ws.node, w, "max_streams_per_conn", &ws.MaxStreamsPerConn, 16)
 	v.count(&ws.node, w, "send_queue", &ws.SendQueue, 256)
+	v.count(&ws.node, w, "max_subscriptions_per_conn", &ws.MaxSubscriptionsPerConn, 32)
+	v.count(&ws.node, w, "event_queue", &ws.EventQueue, 64)
+	switch {
+	case !ws.has("event_overflow"):
+		ws.EventOverflow = OverflowDropOldest
+	case ws.EventOverflow != OverflowDropOldest && ws.EventOverflow != OverflowClose:
+		v.add(ws.at("event_overflow"), w+".event_overflow", "want drop_oldest or close, got %s", strconv.Quote(string(ws.EventOverflow)))
+	}
 	v.positive(&ws.node, w, "ping_interval", &ws.PingInterval, 30*time.Second)
 	v.positive(&ws.node, w, "idle_timeout", &ws.IdleTimeout, 2*time.Minute)
 	if ws.IdleTimeout <= ws.PingInterval && ws.IdleTimeout > 0 {

@@ -112,6 +112,7 @@ func (v *validator) route(r *Route, where string) {
 	}
 	v.routeAuth(r, where)
 	v.routeStream(r, where)
+	v.routeEvents(r, where)
 	d := &v.c.Defaults
 	def := d.Timeout
 	if r.Stream != "" {
@@ -325,4 +326,53 @@ func (v *validator) bodyField(r *Route, where string) {
 	case slices.ContainsFunc(r.pat.pairs, func(p patternPair) bool { return p.key == r.Body }):
 		v.add(r.at("body"), w, "field %s is a key of the pattern", strconv.Quote(r.Body))
 	}
+}
+
+// routeEvents parses a route's events: each a pattern template of
+// identity values, none twice, served over the WebSocket only, and one
+// that reads the identity only on a route that verifies it.
+func (v *validator) routeEvents(r *Route, where string) {
+	if !r.has("events") {
+		return
+	}
+	w := join(where, "events")
+	if v.c.WebSocket == nil {
+		v.add(r.at("events"), w, "route %s: events are pushed over the WebSocket only: the file needs a websocket section", strconv.Quote(r.Name))
+	}
+	if len(r.Events) == 0 {
+		v.add(r.at("events"), w, "route %s: empty list; give the event patterns clients may subscribe to", strconv.Quote(r.Name))
+	}
+	seen := make(map[string]bool, len(r.Events))
+	for i, src := range r.Events {
+		wi := w + "[" + strconv.Itoa(i) + "]"
+		e, err := parseEvent(src)
+		if err != nil {
+			v.add(r.at("events"), wi, "route %s: %v", strconv.Quote(r.Name), err)
+			continue
+		}
+		canon := canonicalTemplate(e.t)
+		switch {
+		case seen[canon]:
+			v.add(r.at("events"), wi, "route %s: %s is listed twice", strconv.Quote(r.Name), strconv.Quote(src))
+			continue
+		case e.UsesIdentity() && r.Auth == AuthNone:
+			v.add(r.at("events"), wi, "route %s: %s fills values from the verified identity: the route needs auth required or optional, not none", strconv.Quote(r.Name), strconv.Quote(src))
+			continue
+		}
+		seen[canon] = true
+		r.events = append(r.events, e)
+	}
+}
+
+// canonicalTemplate writes t with its pairs sorted, for comparing
+// templates.
+func canonicalTemplate(t *patternTemplate) string {
+	var b strings.Builder
+	for _, pp := range t.pairs {
+		b.WriteString(pp.key + ":" + strings.Join(pp.lits, "\x00") + ";")
+		for _, x := range pp.vars {
+			b.WriteString(t.vars[x] + ";")
+		}
+	}
+	return b.String()
 }
