@@ -57,11 +57,13 @@
 // OnOrderPlaced subscribes a handler that decodes each event into an
 // *OrderPlaced. Generation fails, naming the message and the option, on an
 // event pattern that does not parse, is empty, holds a glob, a key ending in
-// '$', the key wizard.group or sys:wizard; on two events generated together
+// '$', the key wizard.group or sys:wizard; on a singular scalar field named
+// as a key of its pattern (a set field joins the event's pairs, and one that
+// contradicts the pattern fails the emit); on two events generated together
 // with the same pattern; and on an event whose pattern's pairs are all in
-// another event's pattern (a subscription receives every event whose
-// pattern holds all its pairs, so its On helper would receive the other
-// type too).
+// another event's pattern or its singular scalar fields (a subscription
+// receives every event whose pairs include all of its own, so its On helper
+// would receive the other type too).
 //
 // # Options
 //

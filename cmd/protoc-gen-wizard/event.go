@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/compiler/protogen"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/wizardmesh/wizard/runtime/pattern"
@@ -72,6 +73,11 @@ func newEvent(f *protogen.File, m *protogen.Message, ps *problems) *event {
 	case value(p, "sys") == "wizard":
 		ps.add(d, "pattern %q in option (wizard.v1.event) holds sys:wizard, which marks the node's own patterns; use another value", ev.written)
 	default:
+		for _, pr := range p.Pairs() {
+			if routingField(m, pr.Key) {
+				ps.add(d, "field %q has the name of a key of the pattern %q in option (wizard.v1.event); a set field joins the event's pairs, and the emit fails when it holds another value than %q: rename the field, or drop the key from the pattern", pr.Key, ev.written, pr.Value)
+			}
+		}
 		ev.full = p
 		ev.canonical = p.String()
 		return ev
@@ -79,20 +85,17 @@ func newEvent(f *protogen.File, m *protogen.Message, ps *problems) *event {
 	return nil
 }
 
+// routingField reports whether m has a field named key whose value joins
+// an emitted event's pairs: a singular scalar (the runtime adds those a
+// message sets to the pattern it is emitted on).
+func routingField(m *protogen.Message, key string) bool {
+	fd := m.Desc.Fields().ByName(protoreflect.Name(key))
+	return fd != nil && !fd.IsList() && !fd.IsMap() && routable(fd.Kind())
+}
+
 func has(p pattern.Pattern, key string) bool {
 	_, ok := p.Get(key)
 	return ok
-}
-
-// holds reports whether every pair of a is in b: whether a subscription to
-// a receives events emitted on b (neither holds globs).
-func holds(b, a pattern.Pattern) bool {
-	for _, pr := range a.Pairs() {
-		if v, ok := b.Get(pr.Key); !ok || v != pr.Value {
-			return false
-		}
-	}
-	return true
 }
 
 func value(p pattern.Pattern, key string) string {
@@ -101,29 +104,55 @@ func value(p pattern.Pattern, key string) string {
 }
 
 // checkEventOverlaps reports events generated together whose patterns
-// overlap: a subscription receives every event whose pattern holds all of
-// its pairs, so if B's pattern holds all of A's, OnA would receive B's
-// messages, of another type, and fail on each (and two events with the
-// same pattern reach each other's subscribers).
+// overlap. A subscription receives every event whose pairs include all of
+// its own, and an event's pairs are its pattern's plus the singular scalar
+// fields its message sets. So OnA receives B's messages, of another type,
+// and fails on each, when every pair of A's pattern is in B's pattern or
+// could come from a field of B; and two events with the same pattern reach
+// each other's subscribers.
 func checkEventOverlaps(evs []*event, ps *problems) {
 	for i, a := range evs {
 		var wider []string
 		for j, b := range evs {
+			if i == j {
+				continue
+			}
+			fields, ok := reaches(a, b)
 			switch {
-			case i == j || !holds(b.full, a.full):
+			case !ok:
 			case a.canonical == b.canonical:
 				if j < i {
 					ps.add(a.msg.Desc, "event pattern %q is also the pattern of event %s (%s); events generated together need distinct patterns", a.canonical, b.msg.Desc.FullName(), position(b.msg.Desc))
 				}
-			default:
+			case len(fields) == 0:
 				wider = append(wider, fmt.Sprintf("%s %q (%s)", b.msg.Desc.FullName(), b.canonical, position(b.msg.Desc)))
+			default:
+				wider = append(wider, fmt.Sprintf("%s %q (%s) with its field %s set to the pattern's value", b.msg.Desc.FullName(), b.canonical, position(b.msg.Desc), strings.Join(fields, ", ")))
 			}
 		}
 		if len(wider) > 0 {
-			ps.add(a.msg.Desc, "every pair of event pattern %q is in the pattern of event %s, so %s would receive those events too, of another type; add a pair to %s's pattern that they lack",
-				a.canonical, strings.Join(wider, ", "), eventNamesOf(a).on, a.msg.GoIdent.GoName)
+			ps.add(a.msg.Desc, "every pair of event pattern %q is in the pairs of event %s, so %s would receive those events too, of another type; add a pair to %s's pattern that they lack",
+				a.canonical, strings.Join(wider, "; "), eventNamesOf(a).on, a.msg.GoIdent.GoName)
 		}
 	}
+}
+
+// reaches reports whether a subscription to a's pattern can receive b's
+// events: whether every pair of a's pattern is in b's, or its key is not
+// in b's pattern and names a field of b that can supply it. fields lists
+// those fields. Neither pattern holds globs.
+func reaches(a, b *event) (fields []string, ok bool) {
+	for _, pr := range a.full.Pairs() {
+		v, in := b.full.Get(pr.Key)
+		switch {
+		case in && v == pr.Value:
+		case !in && routingField(b.msg, pr.Key):
+			fields = append(fields, strconv.Quote(pr.Key))
+		default:
+			return nil, false
+		}
+	}
+	return fields, true
 }
 
 // eventNames are the Go names generated for one event.

@@ -180,10 +180,14 @@ type EventOptions struct {
 	// "role:users,event:moderated": the generated Emit and Broadcast helpers
 	// emit the message on it, and the generated On helper subscribes to it.
 	// It must not be empty, hold a glob (* or ?), a key ending in '$', the
-	// key wizard.group or the pair sys:wizard; and, since a subscription
-	// receives every event whose pattern holds all its pairs, no other event
-	// generated with it may have a pattern that holds all of its pairs (the
-	// On helper would receive that event's messages too, of another type).
+	// key wizard.group or the pair sys:wizard, nor a key that names a
+	// singular scalar field of the message: the fields a message sets join
+	// its event's pairs, and one that contradicts the pattern fails the
+	// emit. Since a subscription receives every event whose pairs include
+	// all of its own, no other event generated with it may have a pattern
+	// that, with its message's singular scalar fields, holds all of its pairs
+	// (the On helper would receive that event's messages too, of another
+	// type).
 	Pattern       string `protobuf:"bytes,1,opt,name=pattern,proto3" json:"pattern,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
