@@ -18,8 +18,9 @@ import (
 // TestCompileAndRoundTrip proves that the stubs of every case that
 // generates compile with protoc-gen-go's code, that the wellknown case (a
 // contract from outside the examples: its own package, several services,
-// well-known types) round-trips calls through a runtime.Node, and that the
-// streaming case streams each kind, in-process and over TCP. It generates
+// well-known types) round-trips calls through a runtime.Node, that the
+// streaming case streams each kind, in-process and over TCP, and that the
+// events case's helpers emit, broadcast and subscribe over TCP. It generates
 // in-process into a temporary module that requires this one through a
 // replace directive, adds testdata/<case>/*_test.go, and runs go vet and go
 // test there.
@@ -73,8 +74,8 @@ func TestCompileAndRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	if !containsAll(generated, "basic/input_wizard.pb.go", "wellknown/input_wizard.pb.go", "streaming/input_wizard.pb.go") {
-		t.Fatalf("generated %v; want the basic, wellknown and streaming stubs", generated)
+	if !containsAll(generated, "basic/input_wizard.pb.go", "wellknown/input_wizard.pb.go", "streaming/input_wizard.pb.go", "events/input_wizard.pb.go") {
+		t.Fatalf("generated %v; want the basic, wellknown, streaming and events stubs", generated)
 	}
 
 	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
@@ -97,7 +98,7 @@ replace github.com/wizardmesh/wizard => %s
 	goCmd(t, mod, goTool, "mod", "tidy")
 	goCmd(t, mod, goTool, "vet", "./...")
 	out := goCmd(t, mod, goTool, "test", "-count=1", "-v", "./...")
-	for _, test := range []string{"TestRoundTrip", "TestStreams"} {
+	for _, test := range []string{"TestRoundTrip", "TestStreams", "TestEvents", "TestEventsInProcess", "TestEventsNil"} {
 		if !strings.Contains(out, "--- PASS: "+test) {
 			t.Errorf("%s did not run in the generated module:\n%s", test, out)
 		}

@@ -84,7 +84,7 @@ func (k kind) String() string {
 type problem struct {
 	file      string
 	line, col int    // 1-based; 0 without source info
-	what      string // "method pkg.Service.Method" or "service pkg.Service"
+	what      string // "method pkg.Service.Method", "service pkg.Service" or "message pkg.Event"
 	msg       string
 }
 
@@ -103,8 +103,11 @@ type problems []problem
 func (ps *problems) add(d protoreflect.Descriptor, format string, args ...any) {
 	p := place(d)
 	p.what = "service " + string(d.FullName())
-	if _, ok := d.(protoreflect.MethodDescriptor); ok {
+	switch d.(type) {
+	case protoreflect.MethodDescriptor:
 		p.what = "method " + string(d.FullName())
+	case protoreflect.MessageDescriptor:
+		p.what = "message " + string(d.FullName())
 	}
 	p.msg = fmt.Sprintf(format, args...)
 	*ps = append(*ps, p)

@@ -1,12 +1,15 @@
 // Command protoc-gen-wizard generates typed wizard stubs from .proto
 // contracts annotated with the options of proto/wizard/v1/options.proto.
 //
-// For each file with a service carrying (wizard.v1.service) it writes
-// <file>_wizard.pb.go beside protoc-gen-go's <file>.pb.go, in the same Go
-// package: a pattern constant per method, an XHandler interface, an
+// For each file with a service carrying (wizard.v1.service) or a message
+// carrying (wizard.v1.event) it writes <file>_wizard.pb.go beside
+// protoc-gen-go's <file>.pb.go, in the same Go package: for a service, a
+// pattern constant per method, an XHandler interface, an
 // UnimplementedXHandler, RegisterXHandler, an XClient interface and
-// NewXClient. The code is thin wiring over runtime.NewUnaryHandler,
-// runtime.NewStreamHandler and runtime.NewClient.
+// NewXClient; for an event message M, MEventPattern, EmitM, BroadcastM and
+// OnM. The code is thin wiring over runtime.NewUnaryHandler,
+// runtime.NewStreamHandler, runtime.NewClient and the node's Emit,
+// Broadcast and Subscribe.
 //
 // # Streams
 //
@@ -41,6 +44,26 @@
 // mixin or timeout (a stream's answers are its messages, it picks its
 // target at open before any message, and only its context's deadline
 // bounds it).
+//
+// # Events
+//
+// A message with (wizard.v1.event) = {pattern: "role:order,event:placed"}
+// is an event emitted on that pattern:
+//
+//	EmitOrderPlaced(ctx context.Context, n *runtime.Node, m *OrderPlaced, opts ...runtime.CallOption) (runtime.Delivery, error)
+//	BroadcastOrderPlaced(ctx context.Context, n *runtime.Node, m *OrderPlaced, opts ...runtime.CallOption) (runtime.Delivery, error)
+//	OnOrderPlaced(n *runtime.Node, group string, fn func(context.Context, *OrderPlaced) error, opts ...runtime.HandlerOption) error
+//
+// OnOrderPlaced subscribes a handler that decodes each event into an
+// *OrderPlaced. Generation fails, naming the message and the option, on an
+// event pattern that does not parse, is empty, holds a glob, a key ending in
+// '$', the key wizard.group or sys:wizard; on a singular scalar field named
+// as a key of its pattern (a set field joins the event's pairs, and one that
+// contradicts the pattern fails the emit); on two events generated together
+// with the same pattern; and on an event whose pattern's pairs are all in
+// another event's pattern or its singular scalar fields (a subscription
+// receives every event whose pairs include all of its own, so its On helper
+// would receive the other type too).
 //
 // # Options
 //

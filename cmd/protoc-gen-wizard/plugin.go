@@ -37,42 +37,49 @@ func (e *unknownParam) Error() string {
 }
 
 // generate writes <file>_wizard.pb.go for every file to generate that holds
-// a service with the (wizard.v1.service) option. It writes nothing when a
-// file has a problem, and returns all problems, in source order.
+// a service with the (wizard.v1.service) option or a message with the
+// (wizard.v1.event) option. It writes nothing when a file has a problem,
+// and returns all problems, in source order.
 func generate(gen *protogen.Plugin) error {
 	type output struct {
-		f  *protogen.File
-		cs []*contract
+		f   *protogen.File
+		cs  []*contract
+		evs []*event
 	}
 	var (
-		ps   problems
-		outs []output
-		all  []*contract
+		ps      problems
+		outs    []output
+		all     []*contract
+		allEvts []*event
 	)
 	for _, f := range gen.Files {
 		if !f.Generate {
 			continue
 		}
 		cs := contracts(f, &ps)
-		if len(cs) > 0 {
-			outs = append(outs, output{f, cs})
+		evs := events(f, &ps)
+		if len(cs) > 0 || len(evs) > 0 {
+			outs = append(outs, output{f, cs, evs})
 			all = append(all, cs...)
+			allEvts = append(allEvts, evs...)
 		}
 	}
 	checkCollisions(all, &ps)
-	checkNames(gen, all, &ps)
+	checkEventOverlaps(allEvts, &ps)
+	checkNames(gen, all, allEvts, &ps)
 	if err := ps.err(); err != nil {
 		return err
 	}
 	for _, o := range outs {
-		generateFile(gen, o.f, o.cs)
+		generateFile(gen, o.f, o.cs, o.evs)
 	}
 	return nil
 }
 
-// checkNames reports generated Go names that clash with each other or with
-// the names protoc-gen-go declares in the same Go package.
-func checkNames(gen *protogen.Plugin, cs []*contract, ps *problems) {
+// checkNames reports generated Go names (of services' stubs and events'
+// helpers) that clash with each other or with the names protoc-gen-go
+// declares in the same Go package.
+func checkNames(gen *protogen.Plugin, cs []*contract, evs []*event, ps *problems) {
 	declared := map[protogen.GoImportPath]map[string]string{} // package -> name -> what declares it
 	pkgNames := func(p protogen.GoImportPath) map[string]string {
 		if m, ok := declared[p]; ok {
@@ -110,6 +117,17 @@ func checkNames(gen *protogen.Plugin, cs []*contract, ps *problems) {
 				continue
 			}
 			m[name] = "the stubs of service " + string(c.svc.Desc.FullName())
+		}
+	}
+	for _, ev := range evs {
+		m := pkgNames(ev.file.GoImportPath)
+		n := eventNamesOf(ev)
+		for _, name := range []string{n.pattern, n.emit, n.broadcast, n.on} {
+			if other, ok := m[name]; ok {
+				ps.add(ev.msg.Desc, "generated Go name %s of option (wizard.v1.event) clashes with %s in Go package %s; rename one of them", name, other, ev.file.GoImportPath)
+				continue
+			}
+			m[name] = "the helpers of event " + string(ev.msg.Desc.FullName())
 		}
 	}
 }

@@ -173,6 +173,63 @@ func (x *MethodOptions) GetTimeout() *durationpb.Duration {
 	return nil
 }
 
+// EventOptions are the wizard options of an event message.
+type EventOptions struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// pattern is the event's pattern, for example
+	// "role:users,event:moderated": the generated Emit and Broadcast helpers
+	// emit the message on it, and the generated On helper subscribes to it.
+	// It must not be empty, hold a glob (* or ?), a key ending in '$', the
+	// key wizard.group or the pair sys:wizard, nor a key that names a
+	// singular scalar field of the message: the fields a message sets join
+	// its event's pairs, and one that contradicts the pattern fails the
+	// emit. Since a subscription receives every event whose pairs include
+	// all of its own, no other event generated with it may have a pattern
+	// that, with its message's singular scalar fields, holds all of its pairs
+	// (the On helper would receive that event's messages too, of another
+	// type).
+	Pattern       string `protobuf:"bytes,1,opt,name=pattern,proto3" json:"pattern,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventOptions) Reset() {
+	*x = EventOptions{}
+	mi := &file_wizard_v1_options_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventOptions) ProtoMessage() {}
+
+func (x *EventOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_wizard_v1_options_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventOptions.ProtoReflect.Descriptor instead.
+func (*EventOptions) Descriptor() ([]byte, []int) {
+	return file_wizard_v1_options_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *EventOptions) GetPattern() string {
+	if x != nil {
+		return x.Pattern
+	}
+	return ""
+}
+
 var file_wizard_v1_options_proto_extTypes = []protoimpl.ExtensionInfo{
 	{
 		ExtendedType:  (*descriptorpb.ServiceOptions)(nil),
@@ -188,6 +245,14 @@ var file_wizard_v1_options_proto_extTypes = []protoimpl.ExtensionInfo{
 		Field:         57311,
 		Name:          "wizard.v1.method",
 		Tag:           "bytes,57311,opt,name=method",
+		Filename:      "wizard/v1/options.proto",
+	},
+	{
+		ExtendedType:  (*descriptorpb.MessageOptions)(nil),
+		ExtensionType: (*EventOptions)(nil),
+		Field:         57312,
+		Name:          "wizard.v1.event",
+		Tag:           "bytes,57312,opt,name=event",
 		Filename:      "wizard/v1/options.proto",
 	},
 }
@@ -209,6 +274,14 @@ var (
 	E_Method = &file_wizard_v1_options_proto_extTypes[1]
 )
 
+// Extension fields to descriptorpb.MessageOptions.
+var (
+	// event makes a message an event, emitted on its pattern.
+	//
+	// optional wizard.v1.EventOptions event = 57312;
+	E_Event = &file_wizard_v1_options_proto_extTypes[2]
+)
+
 var File_wizard_v1_options_proto protoreflect.FileDescriptor
 
 const file_wizard_v1_options_proto_rawDesc = "" +
@@ -220,9 +293,12 @@ const file_wizard_v1_options_proto_rawDesc = "" +
 	"\apattern\x18\x01 \x01(\tR\apattern\x12\x14\n" +
 	"\x05mixin\x18\x02 \x03(\tR\x05mixin\x12\x19\n" +
 	"\bno_reply\x18\x03 \x01(\bR\anoReply\x123\n" +
-	"\atimeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\atimeout:V\n" +
+	"\atimeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\atimeout\"(\n" +
+	"\fEventOptions\x12\x18\n" +
+	"\apattern\x18\x01 \x01(\tR\apattern:V\n" +
 	"\aservice\x12\x1f.google.protobuf.ServiceOptions\x18\u07bf\x03 \x01(\v2\x19.wizard.v1.ServiceOptionsR\aservice:R\n" +
-	"\x06method\x12\x1e.google.protobuf.MethodOptions\x18߿\x03 \x01(\v2\x18.wizard.v1.MethodOptionsR\x06methodB8Z6github.com/wizardmesh/wizard/runtime/wizardpb;wizardpbb\x06proto3"
+	"\x06method\x12\x1e.google.protobuf.MethodOptions\x18߿\x03 \x01(\v2\x18.wizard.v1.MethodOptionsR\x06method:P\n" +
+	"\x05event\x12\x1f.google.protobuf.MessageOptions\x18\xe0\xbf\x03 \x01(\v2\x17.wizard.v1.EventOptionsR\x05eventB8Z6github.com/wizardmesh/wizard/runtime/wizardpb;wizardpbb\x06proto3"
 
 var (
 	file_wizard_v1_options_proto_rawDescOnce sync.Once
@@ -236,24 +312,28 @@ func file_wizard_v1_options_proto_rawDescGZIP() []byte {
 	return file_wizard_v1_options_proto_rawDescData
 }
 
-var file_wizard_v1_options_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_wizard_v1_options_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_wizard_v1_options_proto_goTypes = []any{
 	(*ServiceOptions)(nil),              // 0: wizard.v1.ServiceOptions
 	(*MethodOptions)(nil),               // 1: wizard.v1.MethodOptions
-	(*durationpb.Duration)(nil),         // 2: google.protobuf.Duration
-	(*descriptorpb.ServiceOptions)(nil), // 3: google.protobuf.ServiceOptions
-	(*descriptorpb.MethodOptions)(nil),  // 4: google.protobuf.MethodOptions
+	(*EventOptions)(nil),                // 2: wizard.v1.EventOptions
+	(*durationpb.Duration)(nil),         // 3: google.protobuf.Duration
+	(*descriptorpb.ServiceOptions)(nil), // 4: google.protobuf.ServiceOptions
+	(*descriptorpb.MethodOptions)(nil),  // 5: google.protobuf.MethodOptions
+	(*descriptorpb.MessageOptions)(nil), // 6: google.protobuf.MessageOptions
 }
 var file_wizard_v1_options_proto_depIdxs = []int32{
-	2, // 0: wizard.v1.MethodOptions.timeout:type_name -> google.protobuf.Duration
-	3, // 1: wizard.v1.service:extendee -> google.protobuf.ServiceOptions
-	4, // 2: wizard.v1.method:extendee -> google.protobuf.MethodOptions
-	0, // 3: wizard.v1.service:type_name -> wizard.v1.ServiceOptions
-	1, // 4: wizard.v1.method:type_name -> wizard.v1.MethodOptions
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	3, // [3:5] is the sub-list for extension type_name
-	1, // [1:3] is the sub-list for extension extendee
+	3, // 0: wizard.v1.MethodOptions.timeout:type_name -> google.protobuf.Duration
+	4, // 1: wizard.v1.service:extendee -> google.protobuf.ServiceOptions
+	5, // 2: wizard.v1.method:extendee -> google.protobuf.MethodOptions
+	6, // 3: wizard.v1.event:extendee -> google.protobuf.MessageOptions
+	0, // 4: wizard.v1.service:type_name -> wizard.v1.ServiceOptions
+	1, // 5: wizard.v1.method:type_name -> wizard.v1.MethodOptions
+	2, // 6: wizard.v1.event:type_name -> wizard.v1.EventOptions
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	4, // [4:7] is the sub-list for extension type_name
+	1, // [1:4] is the sub-list for extension extendee
 	0, // [0:1] is the sub-list for field type_name
 }
 
@@ -268,8 +348,8 @@ func file_wizard_v1_options_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wizard_v1_options_proto_rawDesc), len(file_wizard_v1_options_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
-			NumExtensions: 2,
+			NumMessages:   3,
+			NumExtensions: 3,
 			NumServices:   0,
 		},
 		GoTypes:           file_wizard_v1_options_proto_goTypes,

@@ -23,6 +23,72 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// UserModerated is an event: a moderation action changed a user's status.
+// Its option gives it the pattern it is emitted on; protoc-gen-wizard
+// generates EmitUserModerated, BroadcastUserModerated and OnUserModerated
+// for it.
+type UserModerated struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// action is the moderation action: "warn", "suspend", "ban", ...
+	Action string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	// status is the user's new status.
+	Status        string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UserModerated) Reset() {
+	*x = UserModerated{}
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserModerated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserModerated) ProtoMessage() {}
+
+func (x *UserModerated) ProtoReflect() protoreflect.Message {
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserModerated.ProtoReflect.Descriptor instead.
+func (*UserModerated) Descriptor() ([]byte, []int) {
+	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *UserModerated) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UserModerated) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *UserModerated) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
 // User is a user account.
 type User struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -39,7 +105,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[0]
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -51,7 +117,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[0]
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -64,7 +130,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{0}
+	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *User) GetId() string {
@@ -112,7 +178,7 @@ type GetUserRequest struct {
 
 func (x *GetUserRequest) Reset() {
 	*x = GetUserRequest{}
-	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[1]
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -124,7 +190,7 @@ func (x *GetUserRequest) String() string {
 func (*GetUserRequest) ProtoMessage() {}
 
 func (x *GetUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[1]
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -137,7 +203,7 @@ func (x *GetUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUserRequest.ProtoReflect.Descriptor instead.
 func (*GetUserRequest) Descriptor() ([]byte, []int) {
-	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{1}
+	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *GetUserRequest) GetId() string {
@@ -158,7 +224,7 @@ type GetUserResponse struct {
 
 func (x *GetUserResponse) Reset() {
 	*x = GetUserResponse{}
-	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[2]
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -170,7 +236,7 @@ func (x *GetUserResponse) String() string {
 func (*GetUserResponse) ProtoMessage() {}
 
 func (x *GetUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[2]
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -183,7 +249,7 @@ func (x *GetUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUserResponse.ProtoReflect.Descriptor instead.
 func (*GetUserResponse) Descriptor() ([]byte, []int) {
-	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{2}
+	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetUserResponse) GetUser() *User {
@@ -210,7 +276,7 @@ type PutUserRequest struct {
 
 func (x *PutUserRequest) Reset() {
 	*x = PutUserRequest{}
-	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[3]
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -222,7 +288,7 @@ func (x *PutUserRequest) String() string {
 func (*PutUserRequest) ProtoMessage() {}
 
 func (x *PutUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[3]
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -235,7 +301,7 @@ func (x *PutUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutUserRequest.ProtoReflect.Descriptor instead.
 func (*PutUserRequest) Descriptor() ([]byte, []int) {
-	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{3}
+	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PutUserRequest) GetUser() *User {
@@ -254,7 +320,7 @@ type PutUserResponse struct {
 
 func (x *PutUserResponse) Reset() {
 	*x = PutUserResponse{}
-	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[4]
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -266,7 +332,7 @@ func (x *PutUserResponse) String() string {
 func (*PutUserResponse) ProtoMessage() {}
 
 func (x *PutUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[4]
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -279,7 +345,7 @@ func (x *PutUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutUserResponse.ProtoReflect.Descriptor instead.
 func (*PutUserResponse) Descriptor() ([]byte, []int) {
-	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{4}
+	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{5}
 }
 
 // ModerateRequest is a moderation action on a user.
@@ -295,7 +361,7 @@ type ModerateRequest struct {
 
 func (x *ModerateRequest) Reset() {
 	*x = ModerateRequest{}
-	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[5]
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -307,7 +373,7 @@ func (x *ModerateRequest) String() string {
 func (*ModerateRequest) ProtoMessage() {}
 
 func (x *ModerateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[5]
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -320,7 +386,7 @@ func (x *ModerateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerateRequest.ProtoReflect.Descriptor instead.
 func (*ModerateRequest) Descriptor() ([]byte, []int) {
-	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{5}
+	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ModerateRequest) GetId() string {
@@ -355,7 +421,7 @@ type ModerateResponse struct {
 
 func (x *ModerateResponse) Reset() {
 	*x = ModerateResponse{}
-	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[6]
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -367,7 +433,7 @@ func (x *ModerateResponse) String() string {
 func (*ModerateResponse) ProtoMessage() {}
 
 func (x *ModerateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[6]
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -380,7 +446,7 @@ func (x *ModerateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerateResponse.ProtoReflect.Descriptor instead.
 func (*ModerateResponse) Descriptor() ([]byte, []int) {
-	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{6}
+	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ModerateResponse) GetId() string {
@@ -408,7 +474,7 @@ type RecordLoginRequest struct {
 
 func (x *RecordLoginRequest) Reset() {
 	*x = RecordLoginRequest{}
-	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[7]
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -420,7 +486,7 @@ func (x *RecordLoginRequest) String() string {
 func (*RecordLoginRequest) ProtoMessage() {}
 
 func (x *RecordLoginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[7]
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -433,7 +499,7 @@ func (x *RecordLoginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordLoginRequest.ProtoReflect.Descriptor instead.
 func (*RecordLoginRequest) Descriptor() ([]byte, []int) {
-	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{7}
+	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RecordLoginRequest) GetId() string {
@@ -459,7 +525,7 @@ type RecordLoginResponse struct {
 
 func (x *RecordLoginResponse) Reset() {
 	*x = RecordLoginResponse{}
-	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[8]
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -471,7 +537,7 @@ func (x *RecordLoginResponse) String() string {
 func (*RecordLoginResponse) ProtoMessage() {}
 
 func (x *RecordLoginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[8]
+	mi := &file_wizard_examples_users_v1_users_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -484,14 +550,19 @@ func (x *RecordLoginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordLoginResponse.ProtoReflect.Descriptor instead.
 func (*RecordLoginResponse) Descriptor() ([]byte, []int) {
-	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{8}
+	return file_wizard_examples_users_v1_users_proto_rawDescGZIP(), []int{9}
 }
 
 var File_wizard_examples_users_v1_users_proto protoreflect.FileDescriptor
 
 const file_wizard_examples_users_v1_users_proto_rawDesc = "" +
 	"\n" +
-	"$wizard/examples/users/v1/users.proto\x12\x18wizard.examples.users.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17wizard/v1/options.proto\"\x95\x01\n" +
+	"$wizard/examples/users/v1/users.proto\x12\x18wizard.examples.users.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17wizard/v1/options.proto\"q\n" +
+	"\rUserModerated\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status: \x82\xfe\x1b\x1c\n" +
+	"\x1arole:users,event:moderated\"\x95\x01\n" +
 	"\x04User\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
@@ -539,37 +610,38 @@ func file_wizard_examples_users_v1_users_proto_rawDescGZIP() []byte {
 	return file_wizard_examples_users_v1_users_proto_rawDescData
 }
 
-var file_wizard_examples_users_v1_users_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_wizard_examples_users_v1_users_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_wizard_examples_users_v1_users_proto_goTypes = []any{
-	(*User)(nil),                  // 0: wizard.examples.users.v1.User
-	(*GetUserRequest)(nil),        // 1: wizard.examples.users.v1.GetUserRequest
-	(*GetUserResponse)(nil),       // 2: wizard.examples.users.v1.GetUserResponse
-	(*PutUserRequest)(nil),        // 3: wizard.examples.users.v1.PutUserRequest
-	(*PutUserResponse)(nil),       // 4: wizard.examples.users.v1.PutUserResponse
-	(*ModerateRequest)(nil),       // 5: wizard.examples.users.v1.ModerateRequest
-	(*ModerateResponse)(nil),      // 6: wizard.examples.users.v1.ModerateResponse
-	(*RecordLoginRequest)(nil),    // 7: wizard.examples.users.v1.RecordLoginRequest
-	(*RecordLoginResponse)(nil),   // 8: wizard.examples.users.v1.RecordLoginResponse
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*UserModerated)(nil),         // 0: wizard.examples.users.v1.UserModerated
+	(*User)(nil),                  // 1: wizard.examples.users.v1.User
+	(*GetUserRequest)(nil),        // 2: wizard.examples.users.v1.GetUserRequest
+	(*GetUserResponse)(nil),       // 3: wizard.examples.users.v1.GetUserResponse
+	(*PutUserRequest)(nil),        // 4: wizard.examples.users.v1.PutUserRequest
+	(*PutUserResponse)(nil),       // 5: wizard.examples.users.v1.PutUserResponse
+	(*ModerateRequest)(nil),       // 6: wizard.examples.users.v1.ModerateRequest
+	(*ModerateResponse)(nil),      // 7: wizard.examples.users.v1.ModerateResponse
+	(*RecordLoginRequest)(nil),    // 8: wizard.examples.users.v1.RecordLoginRequest
+	(*RecordLoginResponse)(nil),   // 9: wizard.examples.users.v1.RecordLoginResponse
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
 }
 var file_wizard_examples_users_v1_users_proto_depIdxs = []int32{
-	9, // 0: wizard.examples.users.v1.User.last_login:type_name -> google.protobuf.Timestamp
-	0, // 1: wizard.examples.users.v1.GetUserResponse.user:type_name -> wizard.examples.users.v1.User
-	0, // 2: wizard.examples.users.v1.PutUserRequest.user:type_name -> wizard.examples.users.v1.User
-	9, // 3: wizard.examples.users.v1.RecordLoginRequest.at:type_name -> google.protobuf.Timestamp
-	1, // 4: wizard.examples.users.v1.UsersService.GetUser:input_type -> wizard.examples.users.v1.GetUserRequest
-	3, // 5: wizard.examples.users.v1.UsersService.PutUser:input_type -> wizard.examples.users.v1.PutUserRequest
-	5, // 6: wizard.examples.users.v1.UsersService.Moderate:input_type -> wizard.examples.users.v1.ModerateRequest
-	7, // 7: wizard.examples.users.v1.UsersService.RecordLogin:input_type -> wizard.examples.users.v1.RecordLoginRequest
-	2, // 8: wizard.examples.users.v1.UsersService.GetUser:output_type -> wizard.examples.users.v1.GetUserResponse
-	4, // 9: wizard.examples.users.v1.UsersService.PutUser:output_type -> wizard.examples.users.v1.PutUserResponse
-	6, // 10: wizard.examples.users.v1.UsersService.Moderate:output_type -> wizard.examples.users.v1.ModerateResponse
-	8, // 11: wizard.examples.users.v1.UsersService.RecordLogin:output_type -> wizard.examples.users.v1.RecordLoginResponse
-	8, // [8:12] is the sub-list for method output_type
-	4, // [4:8] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	10, // 0: wizard.examples.users.v1.User.last_login:type_name -> google.protobuf.Timestamp
+	1,  // 1: wizard.examples.users.v1.GetUserResponse.user:type_name -> wizard.examples.users.v1.User
+	1,  // 2: wizard.examples.users.v1.PutUserRequest.user:type_name -> wizard.examples.users.v1.User
+	10, // 3: wizard.examples.users.v1.RecordLoginRequest.at:type_name -> google.protobuf.Timestamp
+	2,  // 4: wizard.examples.users.v1.UsersService.GetUser:input_type -> wizard.examples.users.v1.GetUserRequest
+	4,  // 5: wizard.examples.users.v1.UsersService.PutUser:input_type -> wizard.examples.users.v1.PutUserRequest
+	6,  // 6: wizard.examples.users.v1.UsersService.Moderate:input_type -> wizard.examples.users.v1.ModerateRequest
+	8,  // 7: wizard.examples.users.v1.UsersService.RecordLogin:input_type -> wizard.examples.users.v1.RecordLoginRequest
+	3,  // 8: wizard.examples.users.v1.UsersService.GetUser:output_type -> wizard.examples.users.v1.GetUserResponse
+	5,  // 9: wizard.examples.users.v1.UsersService.PutUser:output_type -> wizard.examples.users.v1.PutUserResponse
+	7,  // 10: wizard.examples.users.v1.UsersService.Moderate:output_type -> wizard.examples.users.v1.ModerateResponse
+	9,  // 11: wizard.examples.users.v1.UsersService.RecordLogin:output_type -> wizard.examples.users.v1.RecordLoginResponse
+	8,  // [8:12] is the sub-list for method output_type
+	4,  // [4:8] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_wizard_examples_users_v1_users_proto_init() }
@@ -583,7 +655,7 @@ func file_wizard_examples_users_v1_users_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wizard_examples_users_v1_users_proto_rawDesc), len(file_wizard_examples_users_v1_users_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -7,6 +7,7 @@ package usersv1
 import (
 	context "context"
 	runtime "github.com/wizardmesh/wizard/runtime"
+	emptypb "google.golang.org/protobuf/types/known/emptypb"
 	time "time"
 )
 
@@ -194,4 +195,44 @@ func (c *usersServiceClient) Moderate(ctx context.Context, req *ModerateRequest,
 // RecordLogin calls wizard.examples.users.v1.UsersService.RecordLogin.
 func (c *usersServiceClient) RecordLogin(ctx context.Context, req *RecordLoginRequest, opts ...runtime.CallOption) (*RecordLoginResponse, error) {
 	return c.recordLogin.Call(ctx, req, opts...)
+}
+
+// UserModeratedEventPattern is the pattern of the event
+// wizard.examples.users.v1.UserModerated, in canonical form; written
+// "role:users,event:moderated".
+const UserModeratedEventPattern = "event:moderated,role:users"
+
+// EmitUserModerated emits m on UserModeratedEventPattern through n, to one
+// member of every group with a matching subscription ([runtime.Node.Emit]), and
+// reports who took it. A nil node is an error.
+func EmitUserModerated(ctx context.Context, n *runtime.Node, m *UserModerated, opts ...runtime.CallOption) (runtime.Delivery, error) {
+	if n == nil {
+		return runtime.Delivery{}, runtime.Errorf(runtime.CodeInvalidArgument, "wizard: EmitUserModerated: nil node")
+	}
+	return n.Emit(ctx, UserModeratedEventPattern, m, opts...)
+}
+
+// BroadcastUserModerated emits m on UserModeratedEventPattern through n, to
+// every node with a matching subscription ([runtime.Node.Broadcast]), and
+// reports who took it. A nil node is an error.
+func BroadcastUserModerated(ctx context.Context, n *runtime.Node, m *UserModerated, opts ...runtime.CallOption) (runtime.Delivery, error) {
+	if n == nil {
+		return runtime.Delivery{}, runtime.Errorf(runtime.CodeInvalidArgument, "wizard: BroadcastUserModerated: nil node")
+	}
+	return n.Broadcast(ctx, UserModeratedEventPattern, m, opts...)
+}
+
+// OnUserModerated subscribes fn to the events on UserModeratedEventPattern in
+// group ("" for the node's service), through [runtime.Node.Subscribe] with
+// opts. fn gets each event decoded into a *UserModerated, which it must not
+// modify (local subscribers may share it); its error is reported to the
+// emitter. A nil node or fn is an error.
+func OnUserModerated(n *runtime.Node, group string, fn func(context.Context, *UserModerated) error, opts ...runtime.HandlerOption) error {
+	if n == nil || fn == nil {
+		return runtime.Errorf(runtime.CodeInvalidArgument, "wizard: OnUserModerated: nil node or function")
+	}
+	h := runtime.NewUnaryHandler(func(ctx context.Context, m *UserModerated) (*emptypb.Empty, error) {
+		return nil, fn(ctx, m)
+	})
+	return n.Subscribe(UserModeratedEventPattern, group, h, opts...)
 }
