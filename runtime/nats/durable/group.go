@@ -30,8 +30,8 @@ type group struct {
 	slots chan struct{} // one per handler running: Concurrency
 
 	mu      sync.Mutex
-	running map[uint64]*run     // by stream sequence: the events being handled here
-	failed  map[uint64]failure  // events whose handlers failed here, still to succeed
+	running map[uint64]*run    // by stream sequence: the events being handled here
+	failed  map[uint64]failure // events whose handlers failed here, still to succeed
 	stats   counters
 }
 
