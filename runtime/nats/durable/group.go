@@ -226,18 +226,20 @@ func (g *group) handle(msg jetstream.Msg) {
 		_ = msg.Ack()
 		return
 	}
-	if n > 1 {
-		switch done, err := g.recorded(seq); {
-		case err != nil:
-			// Whether the group handled it is not known: later.
-			g.count(func(c *counters) { c.refused++ })
-			_ = msg.NakWithDelay(g.cfg.backoff[0])
-			return
-		case done:
-			g.count(func(c *counters) { c.skipped++ })
-			_ = msg.Ack()
-			return
-		}
+	// Every delivery looks for the event's record, the first too: a
+	// broker that restarts after a crash may have lost the consumer's
+	// latest acks and delivered counts (kept on disk after a delay), and
+	// deliver again, as a first delivery, events the group handled.
+	switch done, err := g.recorded(seq); {
+	case err != nil:
+		// Whether the group handled it is not known: later.
+		g.count(func(c *counters) { c.refused++ })
+		_ = msg.NakWithDelay(g.cfg.backoff[0])
+		return
+	case done:
+		g.count(func(c *counters) { c.skipped++ })
+		_ = msg.Ack()
+		return
 	}
 	r, first := g.begin(seq)
 	if !first {
