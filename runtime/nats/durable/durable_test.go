@@ -245,4 +245,3 @@ func TestConfigConflict(t *testing.T) {
 		}
 	}
 }
-

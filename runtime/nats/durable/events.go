@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	"github.com/wizardmesh/wizard/runtime"
 )
@@ -17,6 +18,7 @@ import (
 // and consumed by a node ([New]). Its methods are safe for concurrent use.
 type Events struct {
 	node    *runtime.Node
+	id      string // names this member in the claims of events it runs
 	js      jetstream.JetStream
 	space   string
 	stream  string // the stream's name
@@ -76,6 +78,7 @@ func New(ctx context.Context, node *runtime.Node, js jetstream.JetStream, space 
 	}
 	e := &Events{
 		node: node, js: js, space: space, cfg: c, log: c.log,
+		id:      node.ID() + "/" + nuid.Next(),
 		stream:  streamPrefix + space,
 		subject: subjectPrefix + space,
 		groups:  map[string]*group{},

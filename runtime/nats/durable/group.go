@@ -190,9 +190,11 @@ func (g *group) deliver(msg jetstream.Msg) {
 type outcome uint8
 
 const (
-	handled outcome = iota // the handlers ran without error (here or before)
-	refused                // the node did not run them: closing or overloaded
-	failed                 // a handler failed
+	handled   outcome = iota // the handlers ran without error (here or before)
+	refused                  // the node did not run them: closing or overloaded
+	failed                   // a handler failed
+	elsewhere                // another member holds the event's claim
+	unknown                  // the event's record could not be read
 )
 
 // handle handles one delivery of an event.
@@ -226,28 +228,34 @@ func (g *group) handle(msg jetstream.Msg) {
 		_ = msg.Ack()
 		return
 	}
-	// Every delivery looks for the event's record, the first too: a
-	// broker that restarts after a crash may have lost the consumer's
-	// latest acks and delivered counts (kept on disk after a delay), and
-	// deliver again, as a first delivery, events the group handled.
-	switch done, err := g.recorded(seq); {
-	case err != nil:
-		// Whether the group handled it is not known: later.
-		g.count(func(c *counters) { c.refused++ })
-		_ = msg.NakWithDelay(g.cfg.backoff[0])
-		return
-	case done:
-		g.count(func(c *counters) { c.skipped++ })
-		_ = msg.Ack()
-		return
-	}
 	r, first := g.begin(seq)
 	if !first {
 		// A copy of an event this node is handling: its outcome is the
 		// first delivery's.
 		<-r.done
 		g.count(func(c *counters) { c.skipped++ })
-		g.settle(msg, md, r.outcome, r.err, false)
+		g.settle(msg, md, r, 0, false)
+		return
+	}
+	defer g.end(seq, r)
+	// Every delivery claims the event, the first too: a broker that
+	// restarts after a crash may have lost the consumer's latest acks and
+	// delivered counts (kept on disk after a delay), and deliver again,
+	// as first deliveries, events the group handled or is handling.
+	st, rev, err := g.claim(seq)
+	switch {
+	case err != nil:
+		g.e.log.Debug("wizard: durable events: claiming an event", "space", e.space, "group", g.name, "seq", seq, "err", err)
+		r.outcome = unknown
+	case st == done:
+		r.outcome = handled
+		g.count(func(c *counters) { c.skipped++ })
+	case st == busy:
+		r.outcome = elsewhere
+		g.count(func(c *counters) { c.skipped++ })
+	}
+	if err != nil || st != claimed {
+		g.settle(msg, md, r, 0, false)
 		return
 	}
 	ev.Group, ev.Seq = g.name, seq
@@ -257,17 +265,17 @@ func (g *group) handle(msg jetstream.Msg) {
 		// retry on this node runs under a key of its own.
 		ev.Source += fmt.Sprintf(";retry=%d", f)
 	}
-	stop := g.heartbeat(msg)
+	stop := g.heartbeat(msg, seq, &rev)
 	err = eventhook.Run(context.Background(), e.node, subs, ev)
-	r.outcome, r.err = classify(err), err
-	g.settle(msg, md, r.outcome, err, true)
 	stop()
-	g.end(seq, r)
+	r.outcome, r.err = classify(err), err
+	g.settle(msg, md, r, rev, true)
 }
 
-// heartbeat tells JetStream the event of msg is in progress every third
-// of the ack wait, until the function it returns is called.
-func (g *group) heartbeat(msg jetstream.Msg) (stop func()) {
+// heartbeat tells JetStream the event of msg is in progress, and renews
+// the claim of seq at *rev, every third of the ack wait, until the
+// function it returns is called; *rev is the claim's revision then.
+func (g *group) heartbeat(msg jetstream.Msg, seq uint64, rev *uint64) (stop func()) {
 	done := make(chan struct{})
 	var beat sync.WaitGroup
 	beat.Go(func() {
@@ -277,6 +285,7 @@ func (g *group) heartbeat(msg jetstream.Msg) (stop func()) {
 			select {
 			case <-t.C:
 				_ = msg.InProgress()
+				*rev = g.renew(seq, *rev)
 			case <-done:
 				return
 			}
@@ -288,34 +297,49 @@ func (g *group) heartbeat(msg jetstream.Msg) (stop func()) {
 	}
 }
 
-// settle acks, naks or dead-letters a delivery by its outcome; write
-// says whether a handled event's record is to be written (not by a copy
-// of a delivery, whose first wrote it).
-func (g *group) settle(msg jetstream.Msg, md *jetstream.MsgMetadata, o outcome, err error, write bool) {
+// settle acks, naks or dead-letters a delivery by the outcome of r;
+// claimed says whether this delivery holds the event's claim at
+// revision rev (the record to write or release).
+func (g *group) settle(msg jetstream.Msg, md *jetstream.MsgMetadata, r *run, rev uint64, claimed bool) {
 	seq, n := md.Sequence.Stream, md.NumDelivered
-	switch o {
+	switch r.outcome {
 	case handled:
-		if write && !g.record(seq) {
+		if claimed && !g.markDone(seq) {
 			// Acked without its record, a redelivery of it (were the
 			// ack lost too) would run elsewhere: it is left to its
-			// redelivery, which this node's table answers.
+			// redelivery, which finds this member's claim.
 			return
 		}
-		if afterRecord != nil {
+		if claimed && afterRecord != nil {
 			afterRecord(g.e, seq)
 		}
 		if err := msg.Ack(); err != nil {
 			g.e.log.Debug("wizard: durable events: ack", "space", g.e.space, "group", g.name, "seq", seq, "err", err)
 		}
-		g.count(func(c *counters) { c.handled++ })
+		if claimed {
+			g.count(func(c *counters) { c.handled++ })
+		}
 		g.forget(seq)
 	case refused:
 		g.count(func(c *counters) { c.refused++ })
+		if claimed {
+			g.release(seq, rev)
+		}
 		_ = msg.Nak()
+	case unknown:
+		// Whether the group handled it is not known (the bucket did not
+		// answer): later.
+		g.count(func(c *counters) { c.refused++ })
+		_ = msg.NakWithDelay(g.cfg.backoff[0])
+	case elsewhere:
+		_ = msg.NakWithDelay(g.cfg.ackWait)
 	case failed:
-		g.count(func(c *counters) { c.failed++ })
+		if claimed {
+			g.count(func(c *counters) { c.failed++ })
+			g.release(seq, rev)
+		}
 		if n >= uint64(g.cfg.maxDeliveries) {
-			g.deadLetter(msg, md, err)
+			g.deadLetter(msg, md, r.err)
 			g.forget(seq)
 			return
 		}

@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/natstest"
@@ -86,6 +86,9 @@ func tryMember(t *testing.T, urls []string, space string, opts ...Option) (*memb
 		m.ev.Close()
 		m.nc.Close()
 		m.node.Close()
+		if t.Failed() {
+			t.Logf("the log of member %s:\n%s", m.ev.id, m.log)
+		}
 	})
 	return m, nil
 }
