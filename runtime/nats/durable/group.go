@@ -115,7 +115,7 @@ func (e *Events) Subscribe(ctx context.Context, pattern, group string, h runtime
 	}
 	subs := []eventhook.Sub{sub}
 	g.subs.Store(&subs)
-	cc, err := g.cons.Consume(g.deliver, jetstream.PullMaxMessages(c.concurrency),
+	cc, err := g.cons.Consume(g.deliver, jetstream.PullMaxMessages(c.concurrency), jetstream.PullExpiry(pullExpiry),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			e.log.Debug("wizard: durable events: consuming", "space", e.space, "group", group, "err", err)
 		}))
@@ -126,6 +126,12 @@ func (e *Events) Subscribe(ctx context.Context, pattern, group string, h runtime
 	e.groups[group] = g
 	return nil
 }
+
+// pullExpiry is how long a member's pull request lasts; the broker's
+// heartbeats come every half of it, and two missed ones have the member
+// pull again: how soon it finds a consumer whose leader moved to another
+// server of a cluster.
+const pullExpiry = 5 * time.Second
 
 // errClosed is the error of a Subscribe after Close.
 var errClosed = errors.New("the events are closed")

@@ -144,19 +144,23 @@ func TestClusterLosesServer(t *testing.T) {
 		servers = append(servers, p)
 		urls = append(urls, p.URL())
 	}
+	start := time.Now()
 	ta := newTally()
 	groups := []string{"billing", "shipping"}
 	var members []*member
 	for _, g := range groups {
 		for range 2 {
+			// The ack wait outlasts a leader's election: a claim is
+			// taken for stale after two of them without renewal.
 			m := newClusterMember(t, urls)
-			if err := m.ev.Subscribe(t.Context(), "role:order", g, counting(ta), AckWait(time.Second)); err != nil {
+			if err := m.ev.Subscribe(t.Context(), "role:order", g, counting(ta), AckWait(3*time.Second)); err != nil {
 				t.Fatal(err)
 			}
 			members = append(members, m)
 		}
 	}
 	em := newClusterMember(t, urls)
+	t.Logf("%v: the members subscribed", time.Since(start))
 	ids := emitN(t, em.ev, "a", 100)
 	testwait.Until(t, "some events handled", func() bool { return ta.handledIn("billing") >= 20 })
 	stop := make(chan struct{})
@@ -167,11 +171,12 @@ func TestClusterLosesServer(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	ids = append(ids, ok...)
-	t.Logf("with a server killed: %d emits succeeded, %d failed", len(ok), len(failed))
+	t.Logf("%v: with a server killed: %d emits succeeded, %d failed", time.Since(start), len(ok), len(failed))
 	if len(ok) == 0 {
 		t.Error("no emit succeeded once a server of three was killed")
 	}
 	testwait.Until(t, "every event emitted handled", func() bool { return ta.covered(groups, ids) })
+	t.Logf("%v: every event handled", time.Since(start))
 	drained(t, em.ev, groups...)
 	ta.checkOnce(t, groups, ids, failed)
 }
