@@ -3,12 +3,15 @@ package durable
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
@@ -243,5 +246,61 @@ func TestConfigConflict(t *testing.T) {
 		if _, err := New(t.Context(), m.node, m.js, bad); err == nil {
 			t.Errorf("New(%q) succeeded; want an error", bad)
 		}
+	}
+}
+
+// TestEmit: the metadata of the emitter's ctx (trace context) reaches the
+// handler; an event emitted again with the same MsgID is a duplicate the
+// stream drops; the subject names the space and the emitted pairs.
+func TestEmit(t *testing.T) {
+	b := startJetStream(t)
+	m := newMember(t, []string{b.URL()}, "orders")
+	got := make(chan string, 4)
+	err := m.ev.Subscribe(t.Context(), "role:order", "billing", func(ctx context.Context, req runtime.Request) (any, error) {
+		id, _ := req.String("id")
+		got <- id + " " + runtime.IncomingMetadata(ctx).Get("traceparent")
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := m.nc.SubscribeSync("wizard.event.orders.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	ctx := runtime.AppendMetadata(t.Context(), "traceparent", tp)
+	first, err := m.ev.Emit(ctx, "role:order,event:placed", map[string]any{"id": "1"}, MsgID("order-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := m.ev.Emit(ctx, "role:order,event:placed", map[string]any{"id": "1"}, MsgID("order-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Duplicate || !again.Duplicate || again.Seq != first.Seq {
+		t.Errorf("emitted twice with one MsgID: %+v then %+v; want the second a duplicate of the first", first, again)
+	}
+	if _, err := m.ev.Emit(ctx, "role:order,event:placed", map[string]any{"id": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	// Handled concurrently: in either order.
+	runs := []string{testwait.Recv(t, got), testwait.Recv(t, got)}
+	slices.Sort(runs)
+	if diff := cmp.Diff([]string{"1 " + tp, "2 " + tp}, runs); diff != "" {
+		t.Errorf("the handler's runs (-want +got):\n%s", diff)
+	}
+	msg, err := sub.NextMsg(testwait.Guard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "wizard.event.orders.event:placed.role:order"; msg.Subject != want {
+		t.Errorf("subject %q, want %q", msg.Subject, want)
+	}
+	drained(t, m.ev, "billing")
+	select {
+	case g := <-got:
+		t.Errorf("the duplicate ran: %q", g)
+	default:
 	}
 }
