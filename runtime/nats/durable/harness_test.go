@@ -23,7 +23,7 @@ import (
 
 // startJetStream starts an embedded broker with JetStream, its store in
 // a directory of the test's.
-func startJetStream(t *testing.T) *natstest.Broker {
+func startJetStream(t testing.TB) *natstest.Broker {
 	t.Helper()
 	dir := t.TempDir()
 	return natstest.Start(t, func(o *server.Options) {
@@ -44,7 +44,7 @@ type member struct {
 
 // newMember makes a member of the mesh on urls: a node listening on TCP
 // (so it keeps a de-duplication table) and the event space on it.
-func newMember(t *testing.T, urls []string, space string, opts ...Option) *member {
+func newMember(t testing.TB, urls []string, space string, opts ...Option) *member {
 	t.Helper()
 	m, err := tryMember(t, urls, space, opts...)
 	if err != nil {
@@ -54,7 +54,7 @@ func newMember(t *testing.T, urls []string, space string, opts ...Option) *membe
 }
 
 // tryMember is newMember, returning New's error (what it made closed).
-func tryMember(t *testing.T, urls []string, space string, opts ...Option) (*member, error) {
+func tryMember(t testing.TB, urls []string, space string, opts ...Option) (*member, error) {
 	t.Helper()
 	m := &member{log: &testlog.Buffer{}}
 	tr, err := tcp.New()
