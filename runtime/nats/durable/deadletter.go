@@ -28,8 +28,8 @@ const (
 // deadLetter publishes the event of msg to the group's dead-letter
 // subject, with the headers that say why, then terminates it for the
 // group. A dead letter the stream does not acknowledge leaves the event
-// to be delivered again.
-func (g *group) deadLetter(msg jetstream.Msg, md *jetstream.MsgMetadata, cause error) {
+// to be delivered again. It reports whether the dead letter was sent.
+func (g *group) deadLetter(msg jetstream.Msg, md *jetstream.MsgMetadata, cause error) bool {
 	e := g.e
 	seq := md.Sequence.Stream
 	dl := &natsgo.Msg{Subject: g.dead, Data: msg.Data(), Header: natsgo.Header{}}
@@ -52,9 +52,10 @@ func (g *group) deadLetter(msg jetstream.Msg, md *jetstream.MsgMetadata, cause e
 	if _, err := e.js.PublishMsg(ctx, dl, jetstream.WithMsgID(id)); err != nil {
 		e.log.Warn("wizard: durable events: the dead letter was not sent; the event stays", "space", e.space, "group", g.name, "seq", seq, "subject", g.dead, "err", err)
 		_ = msg.NakWithDelay(g.cfg.backoff[len(g.cfg.backoff)-1])
-		return
+		return false
 	}
 	e.log.Warn("wizard: durable events: an event was dead-lettered", "space", e.space, "group", g.name, "seq", seq, "deliveries", md.NumDelivered, "subject", g.dead, "err", cause)
 	g.count(func(c *counters) { c.deadLettered++ })
 	_ = msg.TermWithReason("wizard: dead-lettered to " + g.dead)
+	return true
 }

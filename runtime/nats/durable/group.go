@@ -201,6 +201,7 @@ const (
 	failed                   // a handler failed
 	elsewhere                // another member holds the event's claim
 	unknown                  // the event's record could not be read
+	gone                     // dead-lettered: terminated for the group
 )
 
 // handle handles one delivery of an event.
@@ -221,7 +222,7 @@ func (g *group) handle(msg jetstream.Msg) {
 	})
 	ev, err := eventOf(msg.Headers(), msg.Data())
 	if err != nil {
-		g.deadLetter(msg, md, err)
+		_ = g.deadLetter(msg, md, err)
 		return
 	}
 	var subs []eventhook.Sub
@@ -339,14 +340,18 @@ func (g *group) settle(msg jetstream.Msg, md *jetstream.MsgMetadata, r *run, rev
 		_ = msg.NakWithDelay(g.cfg.backoff[0])
 	case elsewhere:
 		_ = msg.NakWithDelay(g.cfg.ackWait)
+	case gone:
+		_ = msg.Term()
 	case failed:
 		if claimed {
 			g.count(func(c *counters) { c.failed++ })
 			g.release(seq, rev)
 		}
 		if n >= uint64(g.cfg.maxDeliveries) {
-			g.deadLetter(msg, md, r.err)
-			g.forget(seq)
+			if g.deadLetter(msg, md, r.err) {
+				g.forget(seq)
+				r.outcome = gone
+			}
 			return
 		}
 		_ = msg.NakWithDelay(g.cfg.backoff[min(int(n)-1, len(g.cfg.backoff)-1)])
