@@ -96,14 +96,18 @@ func (n *Node) runEngineEvent(ctx context.Context, subs []*handlerEntry, ev *eve
 	var reply *Message
 	if n.dedup != nil && ev.Source != "" {
 		k := callerKey{identity: sha256.Sum256([]byte("event\x00" + ev.Source + "\x00" + ev.Group)), verified: true}
-		reply = n.serveOnce(ctx, m, e, over, k, ev.Seq)
+		reply = n.serveOnce(ctx, m, e, over, k, ev.Seq, false)
 	} else {
 		reply = n.serveLocal(ctx, m, e, over)
 	}
 	if reply == nil || reply.Code == CodeOK {
 		return nil
 	}
-	return &Error{Code: reply.Code, Message: reply.Error}
+	failed := &Error{Code: reply.Code, Message: reply.Error}
+	if reply.Flags&FlagRefused != 0 {
+		failed.cause = eventhook.ErrRefused // not run: closing or over its in-flight limit
+	}
+	return failed
 }
 
 // encodeEvent encodes msg, emitted with pattern, as an engine carries it.

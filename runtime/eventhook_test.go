@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 
@@ -51,5 +52,43 @@ func TestEngineEventOnce(t *testing.T) {
 	ev.Seq = 43
 	if err := eventhook.Run(t.Context(), n, []eventhook.Sub{s}, ev); err != nil || runs.Load() != 2 {
 		t.Errorf("another event: %v, %d runs; want it run", err, runs.Load())
+	}
+}
+
+// TestEngineEventFailedRunsAgain: a failed event is not kept, so its copy
+// runs again; a refused one says so (ErrRefused).
+func TestEngineEventFailedRunsAgain(t *testing.T) {
+	n, err := New(WithTransport(newMemNet()), WithListen("engine-fail"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int64
+	s, err := eventhook.NewSub(n, "role:order", "billing", Handler(func(ctx context.Context, req Request) (any, error) {
+		if runs.Add(1) == 1 {
+			return nil, Errorf(CodeUnavailable, "the ledger is down")
+		}
+		return nil, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	canonical, codec, payload, meta, err := eventhook.Encode(t.Context(), n, "role:order", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &eventhook.Event{Pattern: canonical, Group: "billing", Codec: codec, Payload: payload, Meta: meta, Source: "test:fail", Seq: 1}
+	if err := eventhook.Run(t.Context(), n, []eventhook.Sub{s}, ev); CodeOf(err) != CodeUnavailable || errors.Is(err, eventhook.ErrRefused) {
+		t.Fatalf("first run: %v; want the handler's unavailable, not a refusal", err)
+	}
+	if err := eventhook.Run(t.Context(), n, []eventhook.Sub{s}, ev); err != nil || runs.Load() != 2 {
+		t.Fatalf("second run: %v after %d runs; want it run again and succeed", err, runs.Load())
+	}
+	if err := eventhook.Run(t.Context(), n, []eventhook.Sub{s}, ev); err != nil || runs.Load() != 2 {
+		t.Fatalf("third run: %v after %d runs; want the kept success, not a run", err, runs.Load())
+	}
+	n.Close()
+	ev.Seq = 2
+	if err := eventhook.Run(t.Context(), n, []eventhook.Sub{s}, ev); !errors.Is(err, eventhook.ErrRefused) || runs.Load() != 2 {
+		t.Errorf("on a closed node: %v; want ErrRefused, not run", err)
 	}
 }

@@ -84,7 +84,7 @@ func (n *Node) serveRemote(ctx context.Context, m *Message) *Message {
 		// never by metadata another caller could copy: a call without a
 		// token runs as a new call.
 		if k, ok := newCallerKey(m.Identity, metaValue(m.Meta, metaToken)); ok {
-			return n.serveOnce(ctx, m, e, over, k, binary.BigEndian.Uint64([]byte(id)))
+			return n.serveOnce(ctx, m, e, over, k, binary.BigEndian.Uint64([]byte(id)), true)
 		}
 	}
 	return n.serveLocal(ctx, m, e, over)
@@ -92,8 +92,10 @@ func (n *Node) serveRemote(ctx context.Context, m *Message) *Message {
 
 // serveOnce serves a call that may arrive again (refed after its
 // connection dropped): a copy joins the running call or gets the stored
-// answer, and the handler runs once.
-func (n *Node) serveOnce(ctx context.Context, m *Message, e *handlerEntry, over *cachedPattern, k callerKey, id uint64) *Message {
+// answer, and the handler runs once. keepFailed keeps a failed answer
+// too (a call's copies get it); without it, a copy that comes after a
+// failure runs again (an engine's event, redelivered to be retried).
+func (n *Node) serveOnce(ctx context.Context, m *Message, e *handlerEntry, over *cachedPattern, k callerKey, id uint64, keepFailed bool) *Message {
 	de, seen := n.dedup.begin(k, id, n.dedup.digest(m))
 	switch seen {
 	case dedupOther:
@@ -122,7 +124,7 @@ func (n *Node) serveOnce(ctx context.Context, m *Message, e *handlerEntry, over 
 	// handler's result): nothing of the call's memory (see Message.copied).
 	// It keeps a payload by reference only when the node encoded it for
 	// this answer alone (sharedPayload).
-	n.dedup.finish(de, reply, reply.Flags&FlagRefused == 0)
+	n.dedup.finish(de, reply, reply.Flags&FlagRefused == 0 && (keepFailed || reply.Code == CodeOK))
 	return reply
 }
 

@@ -6,7 +6,10 @@
 // initialised; they are nil before.
 package eventhook
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Event is an event an engine hands to a node.
 type Event struct {
@@ -31,6 +34,12 @@ type Event struct {
 	Source string
 	Seq    uint64
 }
+
+// ErrRefused is the cause (errors.Is) of Run's error when the node did not
+// run the event: it is shutting down or over its in-flight limit. Run
+// keeps only successful outcomes in the de-duplication table, so a copy
+// of a failed or refused event runs again.
+var ErrRefused = errors.New("wizard: the node refused the event without running it")
 
 // Sub is a node's subscription, made by NewSub: opaque to the engine.
 type Sub any

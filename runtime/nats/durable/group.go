@@ -367,17 +367,14 @@ func classify(err error) outcome {
 	if err == nil {
 		return handled
 	}
+	if errors.Is(err, eventhook.ErrRefused) {
+		return refused // the node is closing or over its in-flight limit
+	}
 	var re *runtime.Error
-	if errors.As(err, &re) {
-		switch {
-		case re.Code == runtime.CodeDataLoss && re.Message == runtime.ErrAnswerDropped.Message:
-			// It ran on this node; its outcome is no longer kept. A
-			// failure would have been redelivered before it was dropped.
-			return handled
-		case re.Code == runtime.CodeUnavailable && re.Message == runtime.ErrClosed.Error(),
-			re.Code == runtime.CodeResourceExhausted && strings.Contains(re.Message, "in-flight limit"):
-			return refused
-		}
+	if errors.As(err, &re) && re.Code == runtime.CodeDataLoss && re.Message == runtime.ErrAnswerDropped.Message {
+		// It ran on this node; its outcome is no longer kept (the
+		// table keeps only successes).
+		return handled
 	}
 	return failed
 }
