@@ -1,6 +1,7 @@
 package evbench
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/nats/durable"
 	"github.com/wizardmesh/wizard/runtime/tcp"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -81,9 +83,13 @@ var contenders = []contender{
 		subscribe: jsSubscribe, emitter: jsEmitter,
 	},
 	{
-		name: "wizard-durable", title: "wizard durable (runtime/nats/durable)", broker: true,
-		gap: "package runtime/nats/durable is not in this tree (it is being built on branch durable); this contender is wired " +
-			"but cannot run until it lands",
+		name: "wizard-durable", title: "wizard durable", broker: true,
+		note: "runtime/nats/durable on the same kind of broker: each member a node (runtime/tcp, WithListen, so that it has its " +
+			"de-duplication table) with durable.New(node, jetstream.New(nc), \"bench\") and Subscribe(" + wizardPattern + ", group, " +
+			"NewUnaryHandler): a durable consumer per group (explicit ack after the record that the group handled the event is " +
+			"written to the space's key-value bucket); the emitter a node with the same space, N loops of Events.Emit (a " +
+			"Nats-Msg-Id each, waiting for the stream's ack); file storage, the package's defaults otherwise",
+		subscribe: durableSubscribe, emitter: durableEmitter,
 	},
 }
 
@@ -284,4 +290,70 @@ func jsEmitter(ctx context.Context, s spec) (func(context.Context) error, func()
 		return err
 	}
 	return emit, nc.Close, nil
+}
+
+// durableSpace is the event space of the durable contender.
+const durableSpace = "bench"
+
+// durableOpen connects to the broker and opens the space on a node.
+func durableOpen(ctx context.Context, s spec, n *runtime.Node) (*durable.Events, func(), error) {
+	nc, err := natsgo.Connect(s.Broker, natsgo.Name(cmp.Or(s.Group, "emitter")))
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	ev, err := durable.New(ctx, n, js, durableSpace, durable.WithMaxBytes(2<<30), durable.WithMaxAge(10*time.Minute))
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return ev, func() { ev.Close(); nc.Close() }, nil
+}
+
+func durableSubscribe(ctx context.Context, s spec, rec *recorder) (string, func(), error) {
+	tr, err := tcp.New()
+	if err != nil {
+		return "", nil, err
+	}
+	n, err := runtime.New(runtime.WithTransport(tr), runtime.WithListen("127.0.0.1:0"),
+		runtime.WithID(fmt.Sprintf("%s-%d", s.Group, s.Member)), runtime.WithService(s.Group))
+	if err != nil {
+		return "", nil, err
+	}
+	ev, closeEv, err := durableOpen(ctx, s, n)
+	if err != nil {
+		n.Close()
+		return "", nil, err
+	}
+	h := runtime.NewUnaryHandler(func(_ context.Context, in *wrapperspb.UInt64Value) (*emptypb.Empty, error) {
+		rec.got(int64(in.GetValue()))
+		return nil, nil
+	})
+	if err := ev.Subscribe(ctx, wizardPattern, "", h); err != nil {
+		closeEv()
+		n.Close()
+		return "", nil, err
+	}
+	return "ready", func() { closeEv(); n.Close() }, nil
+}
+
+func durableEmitter(ctx context.Context, s spec) (func(context.Context) error, func(), error) {
+	n, err := runtime.New(runtime.WithService("emitter"))
+	if err != nil {
+		return nil, nil, err
+	}
+	ev, closeEv, err := durableOpen(ctx, s, n)
+	if err != nil {
+		n.Close()
+		return nil, nil, err
+	}
+	emit := func(ctx context.Context) error {
+		_, err := ev.Emit(ctx, wizardPattern, stamp())
+		return err
+	}
+	return emit, func() { closeEv(); n.Close() }, nil
 }
