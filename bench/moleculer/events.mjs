@@ -105,15 +105,19 @@ async function main () {
     let emitted = 0;
     let errors = 0;
     let firstErr = '';
+    let pending = 0;
     const loop = async () => {
       let k = 0;
       while (running) {
+        pending++;
         try {
           await broker.emit('bench.event', { t: nowUs() });
           emitted++;
         } catch (err) {
           errors++;
           if (!firstErr) firstErr = String(err && err.message ? err.message : err).replace(/\n/g, ' ');
+        } finally {
+          pending--;
         }
         // If emit settles without waiting on I/O, a loop of them would
         // never give the event loop a turn (stdin, sockets): yield now
@@ -130,7 +134,18 @@ async function main () {
       }
       if (q === 'stop') {
         running = false;
-        await Promise.all(loops);
+        // An emit that never settles would hold stop for ever: wait 20 s
+        // at most, and count those still pending as failed.
+        let timer;
+        const late = await Promise.race([
+          Promise.all(loops).then(() => false),
+          new Promise((resolve) => { timer = setTimeout(() => resolve(true), 20 * 1000); })
+        ]);
+        clearTimeout(timer);
+        if (late) {
+          errors += pending;
+          if (!firstErr) firstErr = `${pending} emits still pending 20 s after the loops were stopped`;
+        }
         const a = `${emitted} ${errors}${firstErr ? ' ' + firstErr : ''}`;
         emitted = errors = 0;
         firstErr = '';

@@ -27,6 +27,9 @@ type contender struct {
 	node bool
 	// broker: the contender needs a nats-server process.
 	broker bool
+	// lossy: the contender may drop events (no acknowledgement, no
+	// flow control); the others must deliver every event they took.
+	lossy bool
 	// gap, when set, is why the contender cannot run: it is reported as
 	// not measured (or, named with -contenders, fails the run).
 	gap string
@@ -69,7 +72,7 @@ var contenders = []contender{
 			"addresses, UDP discovery off, JSON serializer, no logger, metrics or tracing",
 	},
 	{
-		name: "nats-core", title: "NATS core", broker: true,
+		name: "nats-core", title: "NATS core", broker: true, lossy: true,
 		note: "nats.go alone through a nats-server process (127.0.0.1): each member a connection with QueueSubscribe(" + natsSubject +
 			", group), the emitter one connection, N loops of Publish(8-byte stamp). No acknowledgement and no flow control: a member " +
 			"that falls behind loses events (its pending limits or the broker's slow-consumer cut), counted as lost",

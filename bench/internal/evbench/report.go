@@ -26,7 +26,10 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		"latency is from the emitter's stamp to the member's handler starting (the same machine's wall clock), " +
 		"p50 and p99 over every member's events in the window, within 5%. CPU/event is each side's CPU time in the window " +
 		"divided by the events (the members summed; the broker's apart); allocs/event likewise, from the Go processes' " +
-		"runtime.MemStats.Mallocs. lost: events emitted that some group never handled, all runs together.\n\n")
+		"runtime.MemStats.Mallocs. lost: events emitted that some group had not handled once the emitters stopped and the " +
+		"members were let catch up (a lossy contender's count standing still for 500 ms; the others' up to 60 s), all runs together. " +
+		"Where the emitter outruns the members (fire and forget, or a stream taking events faster than its consumers), events queue " +
+		"and the latency is mostly the queue's: the events/s are still what the members handled.\n\n")
 	for _, m := range r.Measured {
 		fmt.Fprintf(&b, "- **%s** (`%s`): %s.\n", m.title, m.name, m.note)
 	}

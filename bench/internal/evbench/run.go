@@ -495,7 +495,7 @@ func (t *topology) measure(ctx context.Context, n int, warmup, d time.Duration) 
 	el := time.Since(t0)
 	u1, _ := t.usage(ctx)
 	stopped = true
-	a, err := t.emitter.Ask(ctx, qStop, askTimeout)
+	a, err := t.emitter.Ask(ctx, qStop, 3*askTimeout) // the loops finish their emits first
 	if err != nil {
 		return s, err
 	}
@@ -532,10 +532,11 @@ func (t *topology) measure(ctx context.Context, n int, warmup, d time.Duration) 
 	return s, nil
 }
 
-// drain waits until the members have handled want events in all, or
-// their count has stopped moving for 500 ms (events lost), at most 30 s.
+// drain waits until the members have handled want events in all, at
+// most 60 s; for a lossy contender, only until their count has stopped
+// moving for 500 ms (the rest lost).
 func (t *topology) drain(ctx context.Context, want int64) (int64, error) {
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	last, still := int64(-1), time.Now()
 	for {
 		got, err := t.totals(ctx)
@@ -545,7 +546,7 @@ func (t *topology) drain(ctx context.Context, want int64) (int64, error) {
 		if got != last {
 			last, still = got, time.Now()
 		}
-		if time.Since(still) > 500*time.Millisecond || time.Now().After(deadline) {
+		if (t.c.lossy && time.Since(still) > 500*time.Millisecond) || time.Now().After(deadline) {
 			return got, nil
 		}
 		if err := sleep(ctx, 20*time.Millisecond); err != nil {
