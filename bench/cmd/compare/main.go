@@ -12,6 +12,10 @@
 //
 //	go run ./cmd/compare -contenders wizard-tcp -concurrency 128 -hops=false -cluster=false -cpuprofile profiles
 //
+// The events mode (issue 31; see bench/README.md):
+//
+//	cd bench && go run ./cmd/compare -mode events
+//
 // The cluster scenario alone, wizard against gRPC-go:
 //
 //	go run ./cmd/compare -contenders wizard-tcp,grpc -concurrency '' -hops=false
@@ -29,11 +33,13 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/bench/internal/benchkit"
+	"github.com/wizardmesh/wizard/bench/internal/evbench"
 	"github.com/wizardmesh/wizard/bench/internal/harness"
 )
 
 func main() {
 	harness.ServeIfChild() // a server process: serves and exits
+	evbench.ServeIfChild() // a process of the events mode: plays its part and exits
 
 	var cfg harness.Config
 	flag.DurationVar(&cfg.Duration, "duration", time.Second, "measured time of each run (each cell and each scenario)")
@@ -78,6 +84,12 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if ran, err := runEvents(ctx, cfg, cfg.Contenders, *out); ran || err != nil {
+		if err != nil {
+			fail(err)
+		}
+		return
+	}
 	if ran, err := runStreams(ctx, cfg, *out); ran || err != nil {
 		if err != nil {
 			fail(err)

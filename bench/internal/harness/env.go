@@ -83,3 +83,7 @@ func udpBuffers() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Environment describes the machine and the code measured, for the bench
+// module's other packages.
+func Environment() Env { return environment() }

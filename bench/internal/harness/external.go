@@ -390,3 +390,12 @@ func runNodeLoad(ctx context.Context, sub string, env []string, l Load, args ...
 	}
 	return parseNodeSample("node "+strings.Join(args, " "), bytes.TrimSpace(out))
 }
+
+// PrepareNode is [prepareNode] for the bench module's other packages:
+// it finds node and installs the folder sub's locked packages when they
+// are missing, and returns why its scripts cannot run, or "".
+func PrepareNode(ctx context.Context, sub string) string { return prepareNode(ctx, sub) }
+
+// NodeDir returns the bench module's folder sub (its Node.js packages
+// and scripts).
+func NodeDir(sub string) (string, error) { return nodeDir(sub) }

@@ -103,3 +103,20 @@ func (c groupedChart) write(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// ChartSeries names a series of [WriteGroupedChart]: its key (which picks
+// its colour) and its title in the legend.
+type ChartSeries struct{ Name, Title string }
+
+// WriteGroupedChart draws a bar chart on a log scale, as the streams and
+// payload modes' charts: a group of bars per group, a bar per series;
+// value returns series s's value in group g, the bar's tooltip, and
+// whether there is one.
+func WriteGroupedChart(w io.Writer, title, sub, axis string, groups []string, series []ChartSeries,
+	label func(float64) string, value func(s, g int) (float64, string, bool)) error {
+	c := groupedChart{title: title, sub: sub, axis: axis, groups: groups, label: label, value: value}
+	for _, s := range series {
+		c.series = append(c.series, chartSeries{name: s.Name, title: s.Title})
+	}
+	return c.write(w)
+}
