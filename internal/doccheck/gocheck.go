@@ -52,6 +52,9 @@ var fragmentImports = withStd(map[string]string{
 	"gateway":     "github.com/wizardmesh/wizard/gateway",
 	"mathv1":      "github.com/wizardmesh/wizard/examples/gen/math/v1",
 	"mathsvc":     "github.com/wizardmesh/wizard/examples/services/mathsvc",
+	"durable":     "github.com/wizardmesh/wizard/runtime/nats/durable",
+	"natsgo":      "github.com/nats-io/nats.go",
+	"jetstream":   "github.com/nats-io/nats.go/jetstream",
 })
 
 // moduleImports are the packages a fragment of another module may use
