@@ -220,9 +220,13 @@ func (in *instrumentation) endClient(st *callState, spec runtime.Spec, proc stri
 // internal error the runtime answers it with, and goes on panicking to
 // the runtime's recovery. Around a stream's handler it measures the
 // stream instead (its open streams, duration and messages), and its span
-// says so and counts the messages.
+// says so and counts the messages. Around a subscription running on an
+// event it is the event's consumer (see consumer).
 func (in *instrumentation) handler(next runtime.Handler) runtime.Handler {
 	return func(ctx context.Context, req runtime.Request) (any, error) {
+		if req.Group() != "" {
+			return in.consumer(ctx, next, req) // a subscription, on an event
+		}
 		sc := serverCall{spec: req.Spec(), req: req}
 		_, _, sc.stream = req.StreamMessages()
 		if st := stateOf(ctx); st != nil && !sc.stream {

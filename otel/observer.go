@@ -23,20 +23,26 @@ type observer struct{ in *instrumentation }
 var _ runtime.Observer = observer{}
 
 func (o observer) Observe(n *runtime.Node) func() {
+	nodes.Store(n, o.in) // for Emit and Broadcast
+	unlist := func() { nodes.Delete(n) }
 	if o.in.m == nil {
-		return nil
+		return unlist
 	}
 	stopNode, err := o.in.m.observeNode(n)
 	if err != nil {
 		otel.Handle(err)
-		return nil
+		return unlist
 	}
 	stopActive, err := o.in.m.observeActive()
 	if err != nil {
 		otel.Handle(err)
-		return stopNode
+		return func() {
+			unlist()
+			stopNode()
+		}
 	}
 	return func() {
+		unlist()
 		stopNode()
 		stopActive()
 	}
@@ -45,10 +51,14 @@ func (o observer) Observe(n *runtime.Node) func() {
 // AttemptStart records a retry, names the call by the pattern that
 // matched and its target, and starts the attempt's span: for the first
 // attempt, only if it turns out to need one (see AttemptEnd). A stream's
-// attempt starts the stream's span and measurements (streamStart).
+// attempt starts the stream's span and measurements (streamStart); an
+// event's delivery, its PRODUCER span (eventAttemptStart).
 func (o observer) AttemptStart(ctx context.Context, a runtime.Attempt) context.Context {
 	if a.Stream {
 		return o.in.streamStart(ctx, a)
+	}
+	if a.Event {
+		return o.in.eventAttemptStart(ctx, a)
 	}
 	pattern := a.Pattern.String()
 	st := stateOf(ctx)
@@ -81,10 +91,15 @@ func (o observer) AttemptStart(ctx context.Context, a runtime.Attempt) context.C
 // AttemptEnd counts a refusal and ends the attempt's span. The first
 // attempt gets a span only now, from its start, when it did not simply
 // answer: it was refused, it failed in the transport, or it was refed.
-// A stream's attempt ends with the stream (streamEnd).
+// A stream's attempt ends with the stream (streamEnd); an event's
+// delivery is counted by group (eventAttemptEnd).
 func (o observer) AttemptEnd(ctx context.Context, a runtime.Attempt, r runtime.AttemptResult) {
 	if a.Stream {
 		o.in.streamEnd(ctx, a, r)
+		return
+	}
+	if a.Event {
+		o.in.eventAttemptEnd(ctx, a, r)
 		return
 	}
 	st := stateOf(ctx)
