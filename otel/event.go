@@ -119,9 +119,12 @@ func (m *eventMetrics) opts(k eventKey) metric.MeasurementOption {
 	return o
 }
 
-// eventAttempt is the ctx of a delivery attempt the observer started a
-// span for: it carries the span to AttemptEnd even when the sampler
-// made it a non-recording one.
+// eventAttempt is the ctx of a delivery attempt: it carries the
+// attempt's span (nil when tracing is off) to AttemptEnd and the
+// attempt's refeeds, and hides the state of any call whose handler
+// emitted the event, so that the delivery counts in none of that call's
+// measurements and, run beside the other groups' deliveries, touches
+// none of its state.
 type eventAttempt struct {
 	context.Context
 	span trace.Span
@@ -130,10 +133,18 @@ type eventAttempt struct {
 type eventAttemptKey struct{}
 
 func (ea *eventAttempt) Value(key any) any {
-	if key == (eventAttemptKey{}) {
+	switch key {
+	case eventAttemptKey{}:
 		return ea
+	case callStateKey{}:
+		return nil
 	}
 	return ea.Context.Value(key)
+}
+
+func eventAttemptOf(ctx context.Context) *eventAttempt {
+	ea, _ := ctx.Value(eventAttemptKey{}).(*eventAttempt)
+	return ea
 }
 
 // deliveryName is the span name of a delivery to group: the messaging
@@ -149,7 +160,7 @@ func deliveryName(a runtime.Attempt) string {
 // child of the emitter's span.
 func (in *instrumentation) eventAttemptStart(ctx context.Context, a runtime.Attempt) context.Context {
 	if in.tracer == nil {
-		return ctx
+		return &eventAttempt{Context: ctx}
 	}
 	ctx, span := in.tracer.Start(ctx, deliveryName(a), producerKind...)
 	if span.IsRecording() {
@@ -188,8 +199,8 @@ func (in *instrumentation) eventAttemptEnd(ctx context.Context, a runtime.Attemp
 			m.events.missed.Add(ctx, 1, m.events.opts(k))
 		}
 	}
-	ea, _ := ctx.Value(eventAttemptKey{}).(*eventAttempt)
-	if ea == nil {
+	ea := eventAttemptOf(ctx)
+	if ea == nil || ea.span == nil {
 		return
 	}
 	span := ea.span

@@ -318,3 +318,45 @@ func TestObserveDurable(t *testing.T) {
 		t.Error("ObserveDurable with a nil function: no error")
 	}
 }
+
+// TestEmitInHandler: a handler that emits, in a call made in process,
+// makes the emit a child of its server span, the deliveries (run side by
+// side) children of the emit, and leaves the call's own span and
+// measurements as they were: its target is none of the subscribers.
+func TestEmitInHandler(t *testing.T) {
+	tm := newTelemetry(t)
+	m := newMesh(t, tm, took, took)
+	if err := m.emitter.Add("role:order,cmd:place", func(ctx context.Context, _ runtime.Request) (any, error) {
+		_, err := wizotel.Emit(ctx, m.emitter, placed, nil)
+		return map[string]any{"placed": true}, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tm.spans.Reset()
+	if _, err := m.emitter.Act(callCtx(t), "role:order,cmd:place", nil); err != nil {
+		t.Fatal(err)
+	}
+	spans := tm.ended()
+	const place = "cmd:place,role:order"
+	call := one(t, spans, place, trace.SpanKindClient)
+	serve := one(t, spans, place, trace.SpanKindServer)
+	emit := one(t, spans, "emit "+placed, trace.SpanKindProducer)
+	if !childOf(serve, call) || !childOf(emit, serve) {
+		t.Errorf("call %v → serve (parent %v) → emit (parent %v): not a chain", call.SpanContext.SpanID(), serve.Parent.SpanID(), emit.Parent.SpanID())
+	}
+	for _, g := range []string{"billing", "shipping"} {
+		if !childOf(one(t, spans, "emit "+g, trace.SpanKindProducer), emit) || !childOf(one(t, spans, "process "+g, trace.SpanKindConsumer), emit) {
+			t.Errorf("%s's delivery or consumer is not a child of the emit", g)
+		}
+	}
+	if got := attr(call, "wizard.target"); got != "" {
+		t.Errorf("the call's span names target %q: an event's delivery counted as its attempt", got)
+	}
+	rm := tm.collect(t)
+	if n, _ := histCount(rm, "rpc.client.call.duration", attribute.String("rpc.method", place)); n != 1 {
+		t.Errorf("rpc.client.call.duration{%s} count = %d, want 1", place, n)
+	}
+	if _, ok := sum(rm, "wizard.client.retries"); ok {
+		t.Error("the deliveries counted as the call's retries")
+	}
+}

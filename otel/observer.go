@@ -143,6 +143,13 @@ func (o observer) AttemptEnd(ctx context.Context, a runtime.Attempt, r runtime.A
 func (o observer) Event(ctx context.Context, e runtime.Event) {
 	switch e.Kind {
 	case runtime.EventRefeed:
+		if ea := eventAttemptOf(ctx); ea != nil {
+			// An event's delivery sent again: its span says so.
+			if ea.span != nil {
+				ea.span.AddEvent("refeed", trace.WithAttributes(o.in.targetAttrs(e.Target)...))
+			}
+			return
+		}
 		st := stateOf(ctx)
 		if o.in.m != nil {
 			o.in.m.refeeds.Add(ctx, 1, o.in.m.by.of(procedureOf(st, ""), 0, false).add...)
