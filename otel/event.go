@@ -60,7 +60,14 @@ type eventMetrics struct {
 	duration                  metric.Float64Histogram
 
 	mu   sync.RWMutex
-	sets map[eventKey]metric.MeasurementOption
+	sets map[eventKey]*eventOpts
+}
+
+// eventOpts are the options of measurements with one set of attributes,
+// made once: recording with them allocates nothing.
+type eventOpts struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
 }
 
 // eventKey names a set of an event measurement's attributes.
@@ -86,9 +93,9 @@ func newEventMetrics(meter metric.Meter) (*eventMetrics, error) {
 	return m, errors.Join(errs[:]...)
 }
 
-// opts returns the measurement option of k's attributes, kept (at most
+// opts returns the measurement options of k's attributes, kept (at most
 // maxCachedSets) so that measurements make them once.
-func (m *eventMetrics) opts(k eventKey) metric.MeasurementOption {
+func (m *eventMetrics) opts(k eventKey) *eventOpts {
 	m.mu.RLock()
 	o, ok := m.sets[k]
 	m.mu.RUnlock()
@@ -107,12 +114,13 @@ func (m *eventMetrics) opts(k eventKey) metric.MeasurementOption {
 	if k.hasCode {
 		attrs = append(attrs, keyCode.String(k.code.String()))
 	}
-	o = metric.WithAttributeSet(attribute.NewSet(attrs...))
+	set := metric.WithAttributeSet(attribute.NewSet(attrs...))
+	o = &eventOpts{add: []metric.AddOption{set}, record: []metric.RecordOption{set}}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.sets) < maxCachedSets {
 		if m.sets == nil {
-			m.sets = make(map[eventKey]metric.MeasurementOption)
+			m.sets = make(map[eventKey]*eventOpts)
 		}
 		m.sets[k] = o
 	}
@@ -191,12 +199,12 @@ func (in *instrumentation) eventAttemptEnd(ctx context.Context, a runtime.Attemp
 		switch {
 		case passed:
 			k.code, k.hasCode = r.Code, true
-			m.events.passed.Add(ctx, 1, m.events.opts(k))
+			m.events.passed.Add(ctx, 1, m.events.opts(k).add...)
 		case r.Code == runtime.CodeOK && r.Err == nil:
-			m.events.delivered.Add(ctx, 1, m.events.opts(k))
+			m.events.delivered.Add(ctx, 1, m.events.opts(k).add...)
 		default:
 			k.code, k.hasCode = r.Code, true
-			m.events.missed.Add(ctx, 1, m.events.opts(k))
+			m.events.missed.Add(ctx, 1, m.events.opts(k).add...)
 		}
 	}
 	ea := eventAttemptOf(ctx)
@@ -258,7 +266,7 @@ func (in *instrumentation) consumer(ctx context.Context, next runtime.Handler, r
 func (in *instrumentation) endConsumer(ctx context.Context, span trace.Span, req runtime.Request, group, pat string, start time.Time, err error) {
 	code := runtime.CodeOf(err)
 	if m := in.m; m != nil {
-		m.events.duration.Record(ctx, time.Since(start).Seconds(), m.events.opts(eventKey{group: group, pattern: pat, code: code, hasCode: true}))
+		m.events.duration.Record(ctx, time.Since(start).Seconds(), m.events.opts(eventKey{group: group, pattern: pat, code: code, hasCode: true}).record...)
 	}
 	if span == nil {
 		return

@@ -360,3 +360,55 @@ func TestEmitInHandler(t *testing.T) {
 		t.Error("the deliveries counted as the call's retries")
 	}
 }
+
+// TestEventPassedOver: a member that refuses a delivery (over its
+// in-flight limit) is passed over: the attempt counts as passed by group
+// and code, its span is an error with a refused event, and with no other
+// member the group misses the event.
+func TestEventPassedOver(t *testing.T) {
+	tm := newTelemetry(t)
+	billing := server(t, tcpTransport(t), nil, tm.option(), runtime.WithMaxInFlight(1))
+	release, blocked := make(chan struct{}), make(chan struct{})
+	if err := billing.Add("role:block", func(context.Context, runtime.Request) (any, error) {
+		close(blocked)
+		<-release
+		return nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := billing.Subscribe(placedPattern, "billing", took); err != nil {
+		t.Fatal(err)
+	}
+	emitter := client(t, tcpTransport(t), []string{billing.Addr()}, tm.option())
+	if err := emitter.WaitForSubscribers(callCtx(t), placed, "billing"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, emitter, "role:block", 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := emitter.Act(callCtx(t), "role:block", nil)
+		done <- err
+	}()
+	<-blocked // billing's one slot is taken
+	tm.spans.Reset()
+	d, err := emitter.Emit(callCtx(t), placed, nil)
+	close(release)
+	if err == nil || !slices.Equal(d.Missed, []string{"billing"}) {
+		t.Fatalf("Emit = %+v, %v; want billing missed", d, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	send := one(t, tm.ended(), "emit billing", trace.SpanKindProducer)
+	if send.Status.Code != codes.Error || !hasEvent(send, "refused") {
+		t.Errorf("the refused delivery's span: status %v, events %v; want an error with a refused event", send.Status, send.Events)
+	}
+	rm := tm.collect(t)
+	by := attribute.String("messaging.consumer.group.name", "billing")
+	if n, _ := sum(rm, "wizard.client.event.attempts.passed", by, attribute.String("rpc.response.status_code", runtime.CodeOf(err).String())); n != 1 {
+		t.Errorf("wizard.client.event.attempts.passed{billing, %s} = %d, want 1", runtime.CodeOf(err), n)
+	}
+	if _, ok := sum(rm, "wizard.client.events.delivered", by); ok {
+		t.Error("wizard.client.events.delivered{billing} has a point")
+	}
+}
