@@ -114,7 +114,7 @@ func TestEventTrace(t *testing.T) {
 			{send, "messaging.operation.type", "send"},
 			{send, "messaging.operation.name", "emit"},
 			{send, "messaging.destination.name", g.group},
-			{send, "wizard.pattern", "event:placed,id:7,role:order"},
+			{send, "wizard.pattern", placedPattern}, // the pairs the subscriptions test
 			{send, "wizard.target", g.node.ID()},
 			{send, "rpc.response.status_code", "ok"},
 			{process, "messaging.system", "wizard"},
