@@ -123,6 +123,31 @@
 // wizard.server.stream.duration (in seconds, by rpc.method and
 // rpc.response.status_code).
 //
+// # Events
+//
+// Events ([runtime.Node.Emit], [runtime.Node.Broadcast]) follow the
+// OpenTelemetry messaging conventions with messaging.system=wizard. Each
+// delivery to a group's member is a PRODUCER span "emit <group>"
+// ("broadcast" for a broadcast's, one per node), messaging.operation.type
+// send, messaging.destination.name the group; each subscription that runs
+// on an event is a CONSUMER span "process <group>" on its node,
+// messaging.consumer.group.name the group, wizard.pattern the
+// subscription's pattern. [Emit] and [Broadcast] wrap the node's in a
+// PRODUCER span "emit <pattern>" whose trace context travels with every
+// delivery: each consumer span is its child, across the network, and
+// carries a link to it (links are set when a span starts, so the
+// consumers link to the emit). Without them a delivery carries no trace
+// context of its own and each consumer span starts a trace.
+//
+// The emitting side counts deliveries by group
+// (wizard.client.events.delivered, wizard.client.events.missed by code,
+// wizard.client.event.attempts.passed for a member refusing or not
+// reached); the subscriber times each subscription's run
+// (wizard.server.event.duration, by group, pattern and code). Events
+// count in none of the calls' instruments. [ObserveDurable] reports the
+// per-group figures of durable events (delivered, redelivered,
+// dead-lettered, pending) that an engine's callback returns.
+//
 // # Logs
 //
 // [NewLogHandler] wraps a slog.Handler so that records logged with a ctx
