@@ -143,6 +143,11 @@ type interceptedCall struct {
 
 // invokeCall is the innermost Invoker: route and dispatch.
 func (n *Node) invokeCall(ctx context.Context, c *Call) (Result, error) {
+	if c.cfg != nil && (c.cfg.eventRoute != nil || c.cfg.eventLocal != nil) {
+		cfg := *c.cfg
+		cfg.noReply = c.NoReply
+		return Result{}, n.deliverEvent(ctx, &cfg, c.Msg, c.over)
+	}
 	if c.cfg != nil && c.cfg.noReply == c.NoReply {
 		// The call's own copy (intercepted), which nothing writes: no other.
 		return n.callRoute(ctx, n.findRoute(c.Pattern), patrun.PairsOf(c.Pattern), c.Msg, c.over, c.cfg)

@@ -341,10 +341,14 @@ type delivery struct {
 	r     *route
 	keys  []string // the keys of the remote subscriptions it is for
 	err   error
+	kbuf  [6]string // keys' first room
 }
 
 // addKeys adds the keys of p's pairs to d's.
 func (d *delivery) addKeys(p pattern.Pattern) {
+	if d.keys == nil {
+		d.keys = d.kbuf[:0]
+	}
 	for _, pr := range patrun.PairsOf(p) {
 		if !slices.Contains(d.keys, pr.Key) {
 			d.keys = append(d.keys, pr.Key)
@@ -395,24 +399,52 @@ func (n *Node) emit(ctx context.Context, pat string, msg any, opts []CallOption,
 	} else {
 		ds = n.emitTargets(pairs)
 	}
-	canonical := string(patrun.AppendCanonical(nil, pairs))
 	if len(ds) == 0 {
+		canonical := string(patrun.AppendCanonical(nil, pairs))
 		return Delivery{}, &Error{Code: CodeNotFound, Message: "wizard: no subscription matches " + quoteClipped(canonical, maxEcho), cause: ErrNoHandler}
 	}
+	rctx := ctx // the remote deliveries'
+	if n.remote != nil && slices.ContainsFunc(ds, func(d *delivery) bool { return d.local == nil }) {
+		// One deadline for every remote delivery, made once: each
+		// delivery's call then finds it set (callContext).
+		var cancel context.CancelFunc
+		rctx, cancel = n.remote.callContext(ctx, &cfg)
+		defer cancel()
+	}
+	var whole pattern.Pattern // the event's pairs: local deliveries' pattern
+	if slices.ContainsFunc(ds, func(d *delivery) bool { return d.local != nil }) {
+		whole = patrun.New(clonePairs(pairs))
+	}
 	deliver := func(d *delivery) {
-		if d.local != nil {
-			d.err = n.deliverLocal(ctx, pairs, d, body, over, &cfg)
-			return
-		}
 		dc := cfg
 		dc.waitForReady = false // waited for above
-		dc.eventPat = eventPattern(pairs, d.keys)
-		if broadcast {
-			dc.broadcast = true
+		dctx := ctx
+		if d.local != nil {
+			dc.eventLocal, dc.eventP = d.local, whole
 		} else {
-			dc.event = d.name
+			dctx = rctx
+			dc.eventRoute = d.r
+			dc.eventPat = eventPattern(pairs, d.keys)
+			if broadcast {
+				dc.broadcast = true
+			} else {
+				dc.event = d.name
+			}
+			if n.obs.o != nil || n.invoker != nil {
+				dc.eventP, _ = patrun.Parse(dc.eventPat)
+			}
 		}
-		_, d.err = n.callRemote(ctx, &callArgs{d.r, pairs, body, over, &dc})
+		if n.invoker == nil {
+			d.err = n.deliverEvent(dctx, &dc, body, over)
+			return
+		}
+		// Through the call interceptors, once a delivery.
+		b := &interceptedCall{own: dc}
+		b.call = Call{Pattern: dc.eventP, Msg: body, NoReply: dc.noReply, Event: true, cfg: &b.own, over: over}
+		if !broadcast {
+			b.call.Group = d.name
+		}
+		_, d.err = n.invoker(dctx, &b.call)
 	}
 	// Remote deliveries go in parallel; local ones run in turn, in the
 	// order the subscriptions were made, while the remote ones travel.
@@ -436,12 +468,12 @@ func (n *Node) emit(ctx context.Context, pat string, msg any, opts []CallOption,
 		deliver(first)
 	}
 	wg.Wait()
-	return deliveryOf(canonical, ds, broadcast)
+	return deliveryOf(pairs, ds, broadcast)
 }
 
 // deliveryOf sums the deliveries of an event up.
-func deliveryOf(canonical string, ds []*delivery, broadcast bool) (Delivery, error) {
-	var out Delivery
+func deliveryOf(pairs []pattern.Pair, ds []*delivery, broadcast bool) (Delivery, error) {
+	out := Delivery{Took: make([]string, 0, len(ds))}
 	var first *Error
 	var why []string
 	var errs []error
@@ -461,6 +493,7 @@ func deliveryOf(canonical string, ds []*delivery, broadcast bool) (Delivery, err
 	if first == nil {
 		return out, nil
 	}
+	canonical := string(patrun.AppendCanonical(nil, pairs))
 	what := "groups"
 	if broadcast {
 		what = "nodes"
@@ -586,8 +619,13 @@ func (n *Node) peersRoute(pt pattern.Pattern, peers []*peer) *route {
 	return r
 }
 
-// deliverLocal runs this node's subscriptions d.local on an event.
-func (n *Node) deliverLocal(ctx context.Context, pairs []pattern.Pair, d *delivery, body any, over *cachedPattern, cfg *callConfig) error {
+// deliverEvent delivers an event as cfg says: to this node's
+// subscriptions cfg.eventLocal, or through cfg.eventRoute.
+func (n *Node) deliverEvent(ctx context.Context, cfg *callConfig, body any, over *cachedPattern) error {
+	if cfg.eventLocal == nil {
+		_, err := n.callRemote(ctx, &callArgs{cfg.eventRoute, patrun.PairsOf(cfg.eventP), body, over, cfg})
+		return err
+	}
 	if metadataUsed.Load() {
 		hctx, err := inProcessContext(ctx)
 		if err != nil {
@@ -595,8 +633,7 @@ func (n *Node) deliverLocal(ctx context.Context, pairs []pattern.Pair, d *delive
 		}
 		ctx = hctx
 	}
-	e := n.eventEntry(patrun.New(clonePairs(pairs)), d.local)
-	_, err := n.dispatch(ctx, e, body, over, cfg)
+	_, err := n.dispatch(ctx, n.eventEntry(cfg.eventP, cfg.eventLocal), body, over, cfg)
 	return err
 }
 
@@ -623,10 +660,9 @@ func (n *Node) servedEvent(m *Message) (*handlerEntry, bool, error) {
 	if !ok {
 		return nil, false, nil
 	}
-	// Parsed, not cached: an event's pairs hold its fields (an id, say),
-	// so most events' patterns are new, and would flush the cache of
-	// the patterns calls are made with.
-	_, t, err := n.parseWire(m.Pattern)
+	// Cached as a call's pattern is: it holds only the keys the
+	// node's subscriptions test (eventPattern), a few patterns.
+	t, err := n.wireTarget(m.Pattern)
 	if err != nil {
 		return nil, true, err
 	}

@@ -462,3 +462,55 @@ func TestEmitLongField(t *testing.T) {
 // groupKeyText is the key subscriptions carry in catalogs, which no error
 // a user reads should show.
 const groupKeyText = "wizard.group"
+
+// TestEmitIntercepted: each delivery goes through the call interceptors,
+// named by its group; metadata an interceptor adds reaches the
+// subscription, local or remote.
+func TestEmitIntercepted(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	ic := func(next runtime.Invoker) runtime.Invoker {
+		return func(ctx context.Context, c *runtime.Call) (runtime.Result, error) {
+			mu.Lock()
+			seen = append(seen, fmt.Sprintf("%v %s %s", c.Event, c.Group, c.Pattern))
+			mu.Unlock()
+			return next(runtime.AppendMetadata(ctx, "x-trace", "t-"+c.Group), c)
+		}
+	}
+	got := make(chan string, 2)
+	sub := func(ctx context.Context, req runtime.Request) (any, error) {
+		got <- req.Group() + "=" + runtime.IncomingMetadata(ctx).Get("x-trace")
+		return nil, nil
+	}
+	tr, err := tcp.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := newTestNode(t, runtime.WithTransport(tr), runtime.WithListen("127.0.0.1:0"))
+	if err := remote.Subscribe("role:order", "shipping", sub); err != nil {
+		t.Fatal(err)
+	}
+	tr2, err := tcp.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newTestNode(t, runtime.WithTransport(tr2), runtime.WithDiscovery(runtime.StaticPeers(remote.Addr())), runtime.WithCallInterceptors(ic))
+	if err := e.Subscribe("role:order", "billing", sub); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.WaitForSubscribers(t.Context(), "role:order", "billing", "shipping"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Emit(t.Context(), "role:order,event:placed", map[string]any{"id": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	heard := sorted([]string{<-got, <-got})
+	if !slices.Equal(heard, []string{"billing=t-billing", "shipping=t-shipping"}) {
+		t.Errorf("subscriptions heard %v; want each its group's metadata", heard)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(sorted(seen), []string{"true billing event:placed,id:1,role:order", "true shipping role:order"}) {
+		t.Errorf("interceptors saw %q", seen)
+	}
+}

@@ -29,6 +29,15 @@ type Call struct {
 	// Msg is what the handler will receive.
 	Msg     any
 	NoReply bool
+	// Event is set on the delivery of an event ([Node.Emit],
+	// [Node.Broadcast]), which goes through the call interceptors once
+	// for each group (or, for a broadcast, each node) it goes to: Pattern
+	// is then the event's pairs that the subscriptions it goes to test,
+	// and Group the group ("" for a broadcast). An interceptor may add
+	// metadata to the ctx it passes on, as for a call; the Result is
+	// empty.
+	Event bool
+	Group string
 
 	cfg  *callConfig    // the call's options (Default, Timeout), if made by a Node
 	over *cachedPattern // Act with a protobuf message: the pattern pairs Request.Get sees

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/wizardmesh/wizard/runtime/internal/patrun"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 )
 
@@ -187,10 +186,7 @@ func (n *Node) observeAttemptStart(ctx context.Context, c *remoteCall, t *Target
 func (c *remoteCall) observed(t *Target) Attempt {
 	a := Attempt{Pattern: c.r.pattern, Target: t, N: c.attempts}
 	if c.cfg.event != "" || c.cfg.broadcast {
-		a.Event, a.Group = true, c.cfg.event
-		if p, err := patrun.Parse(c.m.Pattern); err == nil {
-			a.Pattern = p
-		}
+		a.Event, a.Group, a.Pattern = true, c.cfg.event, c.cfg.eventP
 	}
 	return a
 }

@@ -69,7 +69,12 @@ type callConfig struct {
 	// a group's member, or to a node (Broadcast).
 	event     string
 	broadcast bool
-	eventPat  string // the event's pairs in canonical form: the delivery's Message.Pattern
+	eventPat  string          // the event's pairs its subscriptions test, canonical: the delivery's Message.Pattern
+	eventP    pattern.Pattern // eventPat parsed, for an Observer or the call interceptors (set only with one)
+	// eventRoute and eventLocal are where the delivery goes: the route
+	// to a group's members (or to a node), or this node's subscriptions.
+	eventRoute *route
+	eventLocal []*handlerEntry
 
 	waitForReady bool       // WaitForReady
 	ready        *readiness // a WaitForReady call's try: what it learnt (see callReady)
