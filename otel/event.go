@@ -17,21 +17,18 @@ import (
 // Events ([runtime.Node.Emit], [runtime.Node.Broadcast]) follow the
 // OpenTelemetry messaging conventions, with messaging.system=wizard:
 //
-//   - Each delivery of an event to a member of a group is an attempt of a
-//     remote call for the observer (runtime.Attempt.Event): a PRODUCER
-//     span "emit <group>" ("broadcast" for a broadcast), a child of the
-//     emitter's span, with messaging.operation.type=send and
-//     messaging.destination.name=<group>, and the emitting side's
-//     counters by group.
-//   - [Emit] and [Broadcast] wrap the node's: a PRODUCER span "emit
-//     <pattern>" covering every delivery, whose trace context travels
-//     in the deliveries' metadata. (The node fixes a delivery's metadata
-//     before its attempts, so an attempt's span cannot travel itself.)
+//   - Each delivery of an event to a group (to a node, for a broadcast),
+//     local or remote, goes through the node's call interceptors: the
+//     call interceptor makes it a PRODUCER span "emit <group>"
+//     ("broadcast"), a child of the emitter's span, whose trace context
+//     the delivery's metadata carries, and counts it by group and
+//     outcome. The observer's attempts of a remote delivery are events
+//     and attributes of that span, as a call's are of its client span.
 //   - Each subscription that runs on the event is a CONSUMER span
-//     "process <group>" on the serving node, a child of the trace context
-//     the delivery carried, with a link to it: links are set when a span
-//     starts, so the consumers link to the producer rather than the other
-//     way round; a trace viewer shows the emit and every consumer.
+//     "process <group>" on its node, a child of its group's delivery
+//     span, across the network or in process, with a link to it: links
+//     are set when a span starts, so the consumers link to the producer
+//     rather than the other way round.
 //
 // Events count in none of the calls' instruments.
 
@@ -44,8 +41,6 @@ const (
 
 	keyGroup     = semconv.MessagingConsumerGroupNameKey
 	keyBroadcast = attribute.Key("wizard.event.broadcast")
-	keyTook      = attribute.Key("wizard.event.took")
-	keyMissed    = attribute.Key("wizard.event.missed")
 )
 
 var (
@@ -127,107 +122,153 @@ func (m *eventMetrics) opts(k eventKey) *eventOpts {
 	return o
 }
 
-// eventAttempt is the ctx of a delivery attempt: it carries the
-// attempt's span (nil when tracing is off) to AttemptEnd and the
-// attempt's refeeds, and hides the state of any call whose handler
-// emitted the event, so that the delivery counts in none of that call's
-// measurements and, run beside the other groups' deliveries, touches
-// none of its state.
-type eventAttempt struct {
+// delivery is an event's delivery to a group (to a node, for a
+// broadcast) while the call interceptor runs it: its PRODUCER span (nil
+// when tracing is off), what the observer learns of its attempts, and the
+// room of the traceparent its metadata carries. It is the delivery's ctx
+// too, under callStateKey: so a delivery hides the state of any call
+// whose handler emitted the event (the deliveries run beside each other
+// and count in none of that call's measurements), and a call made under
+// it (by a local subscription) hides the delivery in turn.
+type delivery struct {
 	context.Context
 	span trace.Span
+	tp   traceparent
+
+	// Of the delivery's attempts, made one after the other on the
+	// delivery's goroutine (a local delivery has none):
+	target  *runtime.Target // of the last attempt
+	attempt int             // the last attempt's number
 }
 
-type eventAttemptKey struct{}
-
-func (ea *eventAttempt) Value(key any) any {
-	switch key {
-	case eventAttemptKey{}:
-		return ea
-	case callStateKey{}:
-		return nil
+// Value returns the delivery itself under callStateKey.
+func (d *delivery) Value(key any) any {
+	if key == (callStateKey{}) {
+		return d
 	}
-	return ea.Context.Value(key)
+	return d.Context.Value(key)
 }
 
-func eventAttemptOf(ctx context.Context) *eventAttempt {
-	ea, _ := ctx.Value(eventAttemptKey{}).(*eventAttempt)
-	return ea
+// deliveryOf returns the delivery ctx is of, or nil.
+func deliveryOf(ctx context.Context) *delivery {
+	d, _ := ctx.Value(callStateKey{}).(*delivery)
+	return d
 }
 
 // deliveryName is the span name of a delivery to group: the messaging
-// conventions' "{operation} {destination}".
-func deliveryName(a runtime.Attempt) string {
-	if a.Group == "" {
+// conventions' "{operation} {destination}"; "broadcast" for a
+// broadcast's ("" group).
+func deliveryName(group string) string {
+	if group == "" {
 		return "broadcast"
 	}
-	return "emit " + a.Group
+	return "emit " + group
 }
 
-// eventAttemptStart starts the PRODUCER span of a delivery attempt, a
-// child of the emitter's span.
-func (in *instrumentation) eventAttemptStart(ctx context.Context, a runtime.Attempt) context.Context {
-	if in.tracer == nil {
-		return &eventAttempt{Context: ctx}
+// deliver is the call interceptor's part for an event's delivery
+// (c.Event): a PRODUCER span "emit <group>", a child of the emitter's,
+// whose trace context the delivery's metadata carries to the group's
+// subscriptions, and the delivery counted by group and outcome. It is
+// no client call: none of the calls' instruments counts it.
+func (in *instrumentation) deliver(ctx context.Context, next runtime.Invoker, c *runtime.Call) (runtime.Result, error) {
+	d := &delivery{Context: ctx}
+	ctx = d
+	if in.tracer != nil {
+		ctx, d.span = in.tracer.Start(ctx, deliveryName(c.Group), producerKind...)
+		ctx = in.inject(ctx, &d.tp)
 	}
-	ctx, span := in.tracer.Start(ctx, deliveryName(a), producerKind...)
-	if span.IsRecording() {
-		op := "emit"
-		if a.Group == "" {
-			op = "broadcast"
+	returned := false
+	defer func() {
+		if !returned {
+			p := recover()
+			in.endDelivery(ctx, d, c, panicked(d.span, "delivery to "+deliveryName(c.Group), p))
+			repanic(p)
 		}
-		attrs := []attribute.KeyValue{messagingSystem, semconv.MessagingOperationTypeSend,
-			semconv.MessagingOperationNameKey.String(op), keyPattern.String(a.Pattern.String())}
-		if a.Group != "" {
-			attrs = append(attrs, semconv.MessagingDestinationNameKey.String(a.Group))
-		}
-		if a.N > 1 {
-			attrs = append(attrs, keyAttempt.Int(a.N)) // the members before it refused or were not reached
-		}
-		span.SetAttributes(append(attrs, in.targetAttrs(a.Target)...)...)
-	}
-	return &eventAttempt{Context: ctx, span: span}
+	}()
+	res, err := next(ctx, c)
+	returned = true
+	in.endDelivery(ctx, d, c, err)
+	return res, err
 }
 
-// eventAttemptEnd counts a delivery attempt by its outcome and ends its
-// span. An attempt refused or not sent is passed over (the node tries
-// another member); any other is the group's delivery, taken or missed.
-func (in *instrumentation) eventAttemptEnd(ctx context.Context, a runtime.Attempt, r runtime.AttemptResult) {
-	passed := r.Refused || errors.Is(r.Err, runtime.ErrNotSent)
+// endDelivery counts a delivery that ended with err, taken (nil) or
+// missed, and ends its span.
+func (in *instrumentation) endDelivery(ctx context.Context, d *delivery, c *runtime.Call, err error) {
+	code := runtime.CodeOf(err)
 	if m := in.m; m != nil {
-		k := eventKey{group: a.Group, broadcast: a.Group == ""}
-		switch {
-		case passed:
-			k.code, k.hasCode = r.Code, true
-			m.events.passed.Add(ctx, 1, m.events.opts(k).add...)
-		case r.Code == runtime.CodeOK && r.Err == nil:
+		k := eventKey{group: c.Group, broadcast: c.Group == ""}
+		if err == nil {
 			m.events.delivered.Add(ctx, 1, m.events.opts(k).add...)
-		default:
-			k.code, k.hasCode = r.Code, true
+		} else {
+			k.code, k.hasCode = code, true
 			m.events.missed.Add(ctx, 1, m.events.opts(k).add...)
 		}
 	}
-	ea := eventAttemptOf(ctx)
-	if ea == nil || ea.span == nil {
+	span := d.span
+	if span == nil {
 		return
 	}
-	span := ea.span
 	if span.IsRecording() {
-		code := keyCode.String(r.Code.String())
-		span.SetAttributes(code)
-		switch {
-		case r.Refused:
-			span.AddEvent("refused", trace.WithAttributes(code))
-			span.SetStatus(codes.Error, "refused: "+r.Code.String())
-		case r.Err != nil:
-			span.RecordError(r.Err)
-			span.SetStatus(codes.Error, r.Err.Error())
-		case r.Code != runtime.CodeOK:
-			span.SetAttributes(semconv.ErrorTypeKey.String(r.Code.String()))
-			span.SetStatus(codes.Error, r.Code.String())
+		buf := getAttrs()
+		defer putAttrs(buf)
+		op := semconv.MessagingOperationNameKey.String("emit")
+		if c.Group == "" {
+			op = semconv.MessagingOperationNameKey.String("broadcast")
 		}
+		attrs := append(buf[:0], messagingSystem, semconv.MessagingOperationTypeSend, op)
+		if c.Group != "" {
+			attrs = append(attrs, semconv.MessagingDestinationNameKey.String(c.Group))
+		}
+		attrs = append(attrs, keyPattern.String(c.Pattern.String()), keyCode.String(code.String()))
+		if d.attempt > 1 {
+			attrs = append(attrs, keyAttempt.Int(d.attempt)) // the members before it refused or were not reached
+		}
+		if err != nil {
+			attrs = append(attrs, semconv.ErrorTypeKey.String(code.String()))
+			span.SetStatus(codes.Error, err.Error())
+		}
+		if d.target != nil {
+			attrs = append(attrs, in.targetAttrs(d.target)...)
+		}
+		span.SetAttributes(attrs...) // once: each call takes the span's lock
 	}
 	span.End()
+}
+
+// deliveryAttemptStart notes an attempt of a remote delivery on its
+// delivery: its target, and a retry (after members that refused or were
+// not reached) as an event of the delivery's span.
+func (in *instrumentation) deliveryAttemptStart(ctx context.Context, a runtime.Attempt) context.Context {
+	d := deliveryOf(ctx)
+	if d == nil {
+		return ctx
+	}
+	d.target, d.attempt = a.Target, a.N
+	if a.N > 1 && d.span != nil && d.span.IsRecording() {
+		d.span.AddEvent("retry", trace.WithAttributes(append(in.targetAttrs(a.Target), keyAttempt.Int(a.N))...))
+	}
+	return ctx
+}
+
+// deliveryAttemptEnd counts an attempt a member refused or that was not
+// sent as passed over (the node tries another member), an event of the
+// delivery's span. The delivery's outcome is the interceptor's
+// (endDelivery), which sees it whatever the attempts were.
+func (in *instrumentation) deliveryAttemptEnd(ctx context.Context, a runtime.Attempt, r runtime.AttemptResult) {
+	if !r.Refused && !errors.Is(r.Err, runtime.ErrNotSent) {
+		return
+	}
+	if m := in.m; m != nil {
+		k := eventKey{group: a.Group, broadcast: a.Group == "", code: r.Code, hasCode: true}
+		m.events.passed.Add(ctx, 1, m.events.opts(k).add...)
+	}
+	if d := deliveryOf(ctx); d != nil && d.span != nil && d.span.IsRecording() {
+		name := "refused"
+		if !r.Refused {
+			name = "not_sent"
+		}
+		d.span.AddEvent(name, trace.WithAttributes(append(in.targetAttrs(a.Target), keyAttempt.Int(a.N), keyCode.String(r.Code.String()))...))
+	}
 }
 
 // consumer is the handler interceptor's part for a subscription that runs
@@ -288,64 +329,4 @@ func (in *instrumentation) endConsumer(ctx context.Context, span trace.Span, req
 		span.SetAttributes(attrs...)
 	}
 	span.End()
-}
-
-// nodes are the instrumentations of the nodes that run, for [Emit] and
-// [Broadcast].
-var nodes sync.Map // *runtime.Node → *instrumentation
-
-// Emit is n.Emit ([runtime.Node.Emit]) in a PRODUCER span "emit
-// <pattern>" (pattern as given, without the message's fields) whose trace
-// context travels in the event's metadata: the consumers' spans on every
-// group's member are its children, linked to it, and one trace shows the
-// event from its emit to each subscription that ran. The span records
-// the groups that took the event and those that missed it. Without an
-// instrumented node ([Instrument] with tracing) it is n.Emit alone.
-func Emit(ctx context.Context, n *runtime.Node, pattern string, msg any, opts ...runtime.CallOption) (runtime.Delivery, error) {
-	return emit(ctx, n, pattern, msg, opts, false)
-}
-
-// Broadcast is n.Broadcast ([runtime.Node.Broadcast]) in a PRODUCER span
-// "broadcast <pattern>", as [Emit] is n.Emit's: the consumers on every
-// node are its children, linked to it.
-func Broadcast(ctx context.Context, n *runtime.Node, pattern string, msg any, opts ...runtime.CallOption) (runtime.Delivery, error) {
-	return emit(ctx, n, pattern, msg, opts, true)
-}
-
-func emit(ctx context.Context, n *runtime.Node, pattern string, msg any, opts []runtime.CallOption, broadcast bool) (runtime.Delivery, error) {
-	do, op := n.Emit, "emit"
-	if broadcast {
-		do, op = n.Broadcast, "broadcast"
-	}
-	v, _ := nodes.Load(n)
-	in, _ := v.(*instrumentation)
-	if in == nil || in.tracer == nil {
-		return do(ctx, pattern, msg, opts...)
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, span := in.tracer.Start(ctx, op+" "+pattern, producerKind...)
-	var tp traceparent
-	ctx = in.inject(ctx, &tp)
-	d, err := do(ctx, pattern, msg, opts...)
-	if span.IsRecording() {
-		code := runtime.CodeOf(err)
-		attrs := []attribute.KeyValue{messagingSystem, semconv.MessagingOperationTypeCreate,
-			semconv.MessagingOperationNameKey.String(op), keyPattern.String(pattern),
-			keyCode.String(code.String())}
-		if d.Took != nil {
-			attrs = append(attrs, keyTook.StringSlice(d.Took))
-		}
-		if d.Missed != nil {
-			attrs = append(attrs, keyMissed.StringSlice(d.Missed))
-		}
-		if err != nil {
-			attrs = append(attrs, semconv.ErrorTypeKey.String(code.String()))
-			span.SetStatus(codes.Error, err.Error())
-		}
-		span.SetAttributes(attrs...)
-	}
-	span.End()
-	return d, err
 }

@@ -15,9 +15,9 @@ import (
 // BenchmarkEmit is an event emitted over TCP on loopback to two groups,
 // a node each, all nodes instrumented alike: off, metrics alone, and
 // tracing that always samples with metrics (spans to a batcher whose
-// exporter drops them), through the node's Emit and through wizotel.Emit
-// (whose span travels to the consumers). Run with -count to alternate
-// them: go test -run '^$' -bench Emit -count 5.
+// exporter drops them: a producer span per group, whose context travels
+// to the group's consumer span). Run with -count to alternate them:
+// go test -run '^$' -bench Emit -count 5.
 func BenchmarkEmit(b *testing.B) {
 	meter := func(b *testing.B) wizotel.Option {
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
@@ -29,21 +29,13 @@ func BenchmarkEmit(b *testing.B) {
 		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 		return wizotel.WithTracerProvider(tp)
 	}
-	node := func(n *runtime.Node, ctx context.Context, p string, msg any) (runtime.Delivery, error) {
-		return n.Emit(ctx, p, msg)
-	}
-	wrapped := func(n *runtime.Node, ctx context.Context, p string, msg any) (runtime.Delivery, error) {
-		return wizotel.Emit(ctx, n, p, msg)
-	}
 	for _, bc := range []struct {
 		name string
 		opt  func(b *testing.B) runtime.Option // nil: none
-		emit func(*runtime.Node, context.Context, string, any) (runtime.Delivery, error)
 	}{
-		{"off", nil, node},
-		{"metrics", func(b *testing.B) runtime.Option { return wizotel.Instrument(meter(b)) }, node},
-		{"always_sample+metrics", func(b *testing.B) runtime.Option { return wizotel.Instrument(sampled(b), meter(b)) }, node},
-		{"always_sample+metrics+wizotel.Emit", func(b *testing.B) runtime.Option { return wizotel.Instrument(sampled(b), meter(b)) }, wrapped},
+		{"off", nil},
+		{"metrics", func(b *testing.B) runtime.Option { return wizotel.Instrument(meter(b)) }},
+		{"always_sample+metrics", func(b *testing.B) runtime.Option { return wizotel.Instrument(sampled(b), meter(b)) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var opts []runtime.Option
@@ -55,7 +47,7 @@ func BenchmarkEmit(b *testing.B) {
 			msg := map[string]any{"id": 7}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := bc.emit(emitter, ctx, placed, msg); err != nil {
+				if _, err := emitter.Emit(ctx, placed, msg); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/wizardmesh/wizard/runtime"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -49,17 +50,20 @@ func newMesh(t *testing.T, tm *telemetry, billing, shipping runtime.Handler) *me
 
 func took(context.Context, runtime.Request) (any, error) { return nil, nil }
 
-// TestEventTrace: an event emitted with wizotel.Emit to two groups over
-// TCP is one trace: the emit's PRODUCER span, a PRODUCER span per group's
-// delivery (its child), and on each subscriber a CONSUMER span, the
-// child of the emit's span across the network and linked to it, with
-// the messaging conventions' attributes. The emitter counts a delivery
-// per group; each subscriber, its run by group.
+// TestEventTrace: an event emitted with the node's Emit to two groups
+// over TCP, in a span of the caller's, is one trace: a PRODUCER span per
+// group's delivery, the caller's span's child, and on each subscriber a
+// CONSUMER span, the child of its group's delivery across the network
+// and linked to it, with the messaging conventions' attributes. The
+// emitter counts a delivery per group; each subscriber, its run by
+// group; no call is counted or traced.
 func TestEventTrace(t *testing.T) {
 	tm := newTelemetry(t)
 	m := newMesh(t, tm, took, took)
 	tm.spans.Reset()
-	d, err := wizotel.Emit(callCtx(t), m.emitter, placed, map[string]any{"id": 7})
+	ctx, parent := tm.tp.Tracer("test").Start(callCtx(t), "request")
+	d, err := m.emitter.Emit(ctx, placed, map[string]any{"id": 7})
+	parent.End()
 	if err != nil {
 		t.Fatalf("Emit: %v", err)
 	}
@@ -71,46 +75,27 @@ func TestEventTrace(t *testing.T) {
 	if len(spans) != 5 {
 		t.Fatalf("%d spans, want 5: %v", len(spans), names(spans))
 	}
-	emit := one(t, spans, "emit "+placed, trace.SpanKindProducer)
-	if emit.Parent.IsValid() {
-		t.Errorf("the emit's span has a parent: %v", emit.Parent)
-	}
-	for _, w := range []struct{ key, want string }{
-		{"messaging.system", "wizard"},
-		{"messaging.operation.type", "create"},
-		{"messaging.operation.name", "emit"},
-		{"wizard.pattern", placed},
-		{"rpc.response.status_code", "ok"},
-	} {
-		if got := attr(emit, w.key); got != w.want {
-			t.Errorf("emit span: %s = %q, want %q", w.key, got, w.want)
-		}
-	}
-	if got := attr(emit, "wizard.event.took"); got != `["billing","shipping"]` && got != `["shipping","billing"]` {
-		t.Errorf("emit span: wizard.event.took = %q, want billing and shipping", got)
-	}
+	req := one(t, spans, "request", trace.SpanKindInternal)
 	for _, g := range []struct {
 		group string
 		node  *runtime.Node
 	}{{"billing", m.billing}, {"shipping", m.shipping}} {
 		send := one(t, spans, "emit "+g.group, trace.SpanKindProducer)
 		process := one(t, spans, "process "+g.group, trace.SpanKindConsumer)
-		if !childOf(send, emit) {
-			t.Errorf("the delivery to %s is a child of %v, want the emit's %v", g.group, send.Parent.SpanID(), emit.SpanContext.SpanID())
+		if !childOf(send, req) {
+			t.Errorf("the delivery to %s is a child of %v, want the caller's %v", g.group, send.Parent.SpanID(), req.SpanContext.SpanID())
 		}
-		if !childOf(process, emit) {
-			t.Errorf("%s's consumer span is a child of %v, want the emit's %v (across the network)", g.group, process.Parent.SpanID(), emit.SpanContext.SpanID())
+		if !childOf(process, send) || !process.Parent.IsRemote() {
+			t.Errorf("%s's consumer span is a child of %v (remote %v), want its delivery's %v across the network", g.group, process.Parent.SpanID(), process.Parent.IsRemote(), send.SpanContext.SpanID())
 		}
-		if !process.Parent.IsRemote() {
-			t.Errorf("%s's consumer span's parent is not remote", g.group)
-		}
-		if !linksTo(process, emit) {
-			t.Errorf("%s's consumer span has links %v, want one to the emit's span %v", g.group, process.Links, emit.SpanContext.SpanID())
+		if !linksTo(process, send) {
+			t.Errorf("%s's consumer span has links %v, want one to its delivery's span %v", g.group, process.Links, send.SpanContext.SpanID())
 		}
 		for _, w := range []struct {
 			s         tracetest.SpanStub
 			key, want string
 		}{
+			{send, "messaging.system", "wizard"},
 			{send, "messaging.operation.type", "send"},
 			{send, "messaging.operation.name", "emit"},
 			{send, "messaging.destination.name", g.group},
@@ -129,10 +114,13 @@ func TestEventTrace(t *testing.T) {
 				t.Errorf("span %s %q: %s = %q, want %q", w.s.SpanKind, w.s.Name, w.key, got, w.want)
 			}
 		}
+		if attr(send, "wizard.attempt") != "" || len(send.Events) != 0 {
+			t.Errorf("the delivery to %s: attempt %q, events %v; want its first attempt taken, without events", g.group, attr(send, "wizard.attempt"), send.Events)
+		}
 	}
 	for _, s := range spans {
-		if s.SpanContext.TraceID() != emit.SpanContext.TraceID() {
-			t.Errorf("span %s %q is in trace %v, not the emit's", s.SpanKind, s.Name, s.SpanContext.TraceID())
+		if s.SpanContext.TraceID() != req.SpanContext.TraceID() {
+			t.Errorf("span %s %q is in trace %v, not the caller's", s.SpanKind, s.Name, s.SpanContext.TraceID())
 		}
 		if s.Status.Code != codes.Unset {
 			t.Errorf("span %s %q: status %v, want unset", s.SpanKind, s.Name, s.Status)
@@ -149,11 +137,32 @@ func TestEventTrace(t *testing.T) {
 			t.Errorf("wizard.server.event.duration{%s} count = %d, want 1", g, n)
 		}
 	}
-	if _, ok := sum(rm, "wizard.client.events.missed"); ok {
-		t.Error("wizard.client.events.missed has a point; no group missed the event")
+	for _, name := range []string{"wizard.client.events.missed", "wizard.client.event.attempts.passed"} {
+		if _, ok := sum(rm, name); ok {
+			t.Errorf("%s has a point; every group took the event at once", name)
+		}
 	}
-	if _, ok := histCount(rm, "rpc.server.call.duration"); ok {
-		t.Error("the events counted in rpc.server.call.duration")
+	noCalls(t, spans, rm)
+}
+
+// noCalls fails t if spans or rm show a call: a client or server span,
+// or a point of the calls' instruments.
+func noCalls(t *testing.T, spans tracetest.SpanStubs, rm metricdata.ResourceMetrics) {
+	t.Helper()
+	for _, s := range spans {
+		if s.SpanKind == trace.SpanKindClient || s.SpanKind == trace.SpanKindServer {
+			t.Errorf("span %s %q: an event traced as a call", s.SpanKind, s.Name)
+		}
+	}
+	for _, name := range []string{"rpc.client.call.duration", "rpc.server.call.duration"} {
+		if _, ok := histCount(rm, name); ok {
+			t.Errorf("%s has a point: an event counted as a call", name)
+		}
+	}
+	for _, name := range []string{"wizard.client.calls.active", "wizard.server.calls.active", "wizard.client.retries", "wizard.client.attempts.refused"} {
+		if _, ok := sum(rm, name); ok {
+			t.Errorf("%s has a point: an event counted as a call", name)
+		}
 	}
 }
 
@@ -166,9 +175,9 @@ func linksTo(s, p tracetest.SpanStub) bool {
 
 // TestEventMissed: a group whose subscription fails misses the event: its
 // delivery's span and its consumer's are errors, and the emitter counts
-// the group's miss by code beside the other group's delivery. With
-// the node's own Emit (no wizotel.Emit), the deliveries are children of
-// the emitter's span and the consumers start traces of their own.
+// the group's miss by code beside the other group's delivery. Without a
+// span of the caller's, each delivery starts a trace, which its
+// consumer joins.
 func TestEventMissed(t *testing.T) {
 	tm := newTelemetry(t)
 	fail := func(context.Context, runtime.Request) (any, error) {
@@ -176,27 +185,27 @@ func TestEventMissed(t *testing.T) {
 	}
 	m := newMesh(t, tm, took, fail)
 	tm.spans.Reset()
-	ctx, parent := tm.tp.Tracer("test").Start(callCtx(t), "request")
-	d, err := m.emitter.Emit(ctx, placed, nil)
-	parent.End()
+	d, err := m.emitter.Emit(callCtx(t), placed, nil)
 	if runtime.CodeOf(err) != runtime.CodeFailedPrecondition || !slices.Equal(d.Missed, []string{"shipping"}) {
 		t.Fatalf("Emit = %+v, %v; want shipping missed with failed_precondition", d, err)
 	}
 	spans := tm.ended()
-	req := one(t, spans, "request", trace.SpanKindInternal)
 	send := one(t, spans, "emit shipping", trace.SpanKindProducer)
-	if !childOf(send, req) || !childOf(one(t, spans, "emit billing", trace.SpanKindProducer), req) {
-		t.Error("the deliveries are not children of the emitter's span")
+	if send.Parent.IsValid() {
+		t.Errorf("shipping's delivery has parent %v; the emit had no span", send.Parent.SpanID())
 	}
-	if send.Status.Code != codes.Error || attr(send, "rpc.response.status_code") != "failed_precondition" {
+	if send.Status.Code != codes.Error || attr(send, "rpc.response.status_code") != "failed_precondition" || attr(send, "error.type") != "failed_precondition" {
 		t.Errorf("shipping's delivery: status %v, code %q; want an error, failed_precondition", send.Status, attr(send, "rpc.response.status_code"))
 	}
 	process := one(t, spans, "process shipping", trace.SpanKindConsumer)
 	if process.Status.Code != codes.Error || attr(process, "error.type") != "failed_precondition" {
 		t.Errorf("shipping's consumer span: status %v, error.type %q; want an error, failed_precondition", process.Status, attr(process, "error.type"))
 	}
-	if process.Parent.IsValid() || len(process.Links) != 0 {
-		t.Errorf("shipping's consumer span has parent %v and links %v; the node's Emit sends no trace context", process.Parent, process.Links)
+	if !childOf(process, send) || !linksTo(process, send) {
+		t.Errorf("shipping's consumer span: parent %v, links %v; want its delivery's span %v", process.Parent.SpanID(), process.Links, send.SpanContext.SpanID())
+	}
+	if billing := one(t, spans, "emit billing", trace.SpanKindProducer); billing.SpanContext.TraceID() == send.SpanContext.TraceID() {
+		t.Error("the two deliveries share a trace without a span of the caller's")
 	}
 
 	rm := tm.collect(t)
@@ -207,77 +216,115 @@ func TestEventMissed(t *testing.T) {
 	if n, _ := sum(rm, "wizard.client.events.delivered", attribute.String("messaging.consumer.group.name", "billing")); n != 1 {
 		t.Errorf("wizard.client.events.delivered{billing} = %d, want 1", n)
 	}
+	if _, ok := sum(rm, "wizard.client.events.delivered", shipping); ok {
+		t.Error("wizard.client.events.delivered{shipping} has a point")
+	}
 	if n, _ := histCount(rm, "wizard.server.event.duration", shipping, attribute.String("rpc.response.status_code", "failed_precondition")); n != 1 {
 		t.Errorf("wizard.server.event.duration{shipping, failed_precondition} count = %d, want 1", n)
 	}
+	noCalls(t, spans, rm)
 }
 
-// TestBroadcastTrace: wizotel.Broadcast to two nodes over TCP is the
-// broadcast's PRODUCER span, a "broadcast" delivery per node, and a
-// consumer on each, its child and linked to it; the emitter counts two
-// deliveries of a broadcast.
+// TestBroadcastTrace: a broadcast to two nodes over TCP is a "broadcast"
+// PRODUCER span per node, the caller's span's child, and a consumer on
+// each node, the child of its node's delivery and linked to it; the
+// emitter counts two deliveries of a broadcast.
 func TestBroadcastTrace(t *testing.T) {
 	tm := newTelemetry(t)
 	m := newMesh(t, tm, took, took)
 	tm.spans.Reset()
-	d, err := wizotel.Broadcast(callCtx(t), m.emitter, placed, nil)
+	ctx, parent := tm.tp.Tracer("test").Start(callCtx(t), "request")
+	d, err := m.emitter.Broadcast(ctx, placed, nil)
+	parent.End()
 	if err != nil || len(d.Took) != 2 {
 		t.Fatalf("Broadcast = %+v, %v; want two nodes", d, err)
 	}
 	spans := tm.ended()
-	b := one(t, spans, "broadcast "+placed, trace.SpanKindProducer)
+	req := one(t, spans, "request", trace.SpanKindInternal)
 	sends := find(spans, "broadcast", trace.SpanKindProducer)
 	if len(sends) != 2 {
 		t.Fatalf("%d broadcast deliveries, want 2: %v", len(sends), names(spans))
 	}
-	targets := []string{attr(sends[0], "wizard.target"), attr(sends[1], "wizard.target")}
-	slices.Sort(targets)
-	want := []string{m.billing.ID(), m.shipping.ID()}
-	slices.Sort(want)
-	if !slices.Equal(targets, want) {
-		t.Errorf("the deliveries went to %v, want %v", targets, want)
-	}
 	for _, s := range sends {
-		if !childOf(s, b) || attr(s, "messaging.operation.name") != "broadcast" || attr(s, "messaging.destination.name") != "" {
-			t.Errorf("delivery %v: parent %v, operation %q, destination %q", attr(s, "wizard.target"), s.Parent.SpanID(), attr(s, "messaging.operation.name"), attr(s, "messaging.destination.name"))
+		if !childOf(s, req) || attr(s, "messaging.operation.name") != "broadcast" || attr(s, "messaging.destination.name") != "" {
+			t.Errorf("delivery to %v: parent %v, operation %q, destination %q; want the caller's span, broadcast, none", attr(s, "wizard.target"), s.Parent.SpanID(), attr(s, "messaging.operation.name"), attr(s, "messaging.destination.name"))
 		}
 	}
-	for _, g := range []string{"billing", "shipping"} {
-		process := one(t, spans, "process "+g, trace.SpanKindConsumer)
-		if !childOf(process, b) || !linksTo(process, b) {
-			t.Errorf("%s's consumer span: parent %v, links %v; want the broadcast's span %v", g, process.Parent.SpanID(), process.Links, b.SpanContext.SpanID())
+	for _, g := range []struct {
+		group string
+		node  *runtime.Node
+	}{{"billing", m.billing}, {"shipping", m.shipping}} {
+		i := slices.IndexFunc(sends, func(s tracetest.SpanStub) bool { return attr(s, "wizard.target") == g.node.ID() })
+		if i < 0 {
+			t.Errorf("no delivery went to %s's node %s", g.group, g.node.ID())
+			continue
+		}
+		process := one(t, spans, "process "+g.group, trace.SpanKindConsumer)
+		if !childOf(process, sends[i]) || !linksTo(process, sends[i]) {
+			t.Errorf("%s's consumer span: parent %v, links %v; want its node's delivery %v", g.group, process.Parent.SpanID(), process.Links, sends[i].SpanContext.SpanID())
 		}
 	}
 	rm := tm.collect(t)
 	if n, _ := sum(rm, "wizard.client.events.delivered", attribute.Bool("wizard.event.broadcast", true)); n != 2 {
 		t.Errorf("wizard.client.events.delivered{broadcast} = %d, want 2", n)
 	}
+	noCalls(t, spans, rm)
 }
 
-// TestLocalEvent: a subscription of the emitting node runs in process:
-// its consumer span is the child of the emit's span and linked to it,
-// and no delivery span (no attempt) stands between.
+// TestLocalEvent: a subscription of the emitting node runs in process,
+// through the call interceptors as a remote one does: its delivery is a
+// PRODUCER span, the caller's span's child, and its consumer span the
+// delivery's child, linked to it; both are counted by group. A failing
+// local subscription is its group's miss.
 func TestLocalEvent(t *testing.T) {
 	tm := newTelemetry(t)
 	n := newNode(t, tm.option())
 	if err := n.Subscribe(placedPattern, "audit", took); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := wizotel.Emit(callCtx(t), n, placed, nil); err != nil {
+	if err := n.Subscribe(placedPattern, "fraud", func(context.Context, runtime.Request) (any, error) {
+		return nil, runtime.Errorf(runtime.CodeInvalidArgument, "no total")
+	}); err != nil {
 		t.Fatal(err)
 	}
+	ctx, parent := tm.tp.Tracer("test").Start(callCtx(t), "request")
+	d, err := n.Emit(ctx, placed, map[string]any{"id": 7})
+	parent.End()
+	if runtime.CodeOf(err) != runtime.CodeInvalidArgument || !slices.Equal(d.Took, []string{"audit"}) {
+		t.Fatalf("Emit = %+v, %v; want audit took it, fraud missed it", d, err)
+	}
 	spans := tm.ended()
-	if len(spans) != 2 {
-		t.Fatalf("%d spans, want 2: %v", len(spans), names(spans))
+	if len(spans) != 5 {
+		t.Fatalf("%d spans, want 5: %v", len(spans), names(spans))
 	}
-	emit := one(t, spans, "emit "+placed, trace.SpanKindProducer)
-	process := one(t, spans, "process audit", trace.SpanKindConsumer)
-	if !childOf(process, emit) || !linksTo(process, emit) {
-		t.Errorf("the consumer span: parent %v, links %v; want the emit's span %v", process.Parent.SpanID(), process.Links, emit.SpanContext.SpanID())
+	req := one(t, spans, "request", trace.SpanKindInternal)
+	for _, g := range []string{"audit", "fraud"} {
+		send := one(t, spans, "emit "+g, trace.SpanKindProducer)
+		process := one(t, spans, "process "+g, trace.SpanKindConsumer)
+		if !childOf(send, req) {
+			t.Errorf("%s's delivery: parent %v, want the caller's span %v", g, send.Parent.SpanID(), req.SpanContext.SpanID())
+		}
+		if !childOf(process, send) || !linksTo(process, send) {
+			t.Errorf("%s's consumer span: parent %v, links %v; want its delivery's span %v", g, process.Parent.SpanID(), process.Links, send.SpanContext.SpanID())
+		}
+		if got := attr(send, "wizard.pattern"); got != "event:placed,id:7,role:order" {
+			t.Errorf("%s's delivery: wizard.pattern %q, want the event's pairs", g, got)
+		}
 	}
-	if n, _ := histCount(tm.collect(t), "wizard.server.event.duration", attribute.String("messaging.consumer.group.name", "audit")); n != 1 {
+	if fraud := one(t, spans, "emit fraud", trace.SpanKindProducer); fraud.Status.Code != codes.Error || attr(fraud, "rpc.response.status_code") != "invalid_argument" {
+		t.Errorf("fraud's delivery: status %v, code %q; want an error, invalid_argument", fraud.Status, attr(fraud, "rpc.response.status_code"))
+	}
+	rm := tm.collect(t)
+	if n, _ := sum(rm, "wizard.client.events.delivered", attribute.String("messaging.consumer.group.name", "audit")); n != 1 {
+		t.Errorf("wizard.client.events.delivered{audit} = %d, want 1", n)
+	}
+	if n, _ := sum(rm, "wizard.client.events.missed", attribute.String("messaging.consumer.group.name", "fraud"), attribute.String("rpc.response.status_code", "invalid_argument")); n != 1 {
+		t.Errorf("wizard.client.events.missed{fraud, invalid_argument} = %d, want 1", n)
+	}
+	if n, _ := histCount(rm, "wizard.server.event.duration", attribute.String("messaging.consumer.group.name", "audit")); n != 1 {
 		t.Errorf("wizard.server.event.duration{audit} count = %d, want 1", n)
 	}
+	noCalls(t, spans, rm)
 }
 
 // TestObserveDurable: the figures a durable engine reports per group are
@@ -320,14 +367,15 @@ func TestObserveDurable(t *testing.T) {
 }
 
 // TestEmitInHandler: a handler that emits, in a call made in process,
-// makes the emit a child of its server span, the deliveries (run side by
-// side) children of the emit, and leaves the call's own span and
-// measurements as they were: its target is none of the subscribers.
+// makes the deliveries (run side by side) children of its server span,
+// their consumers children of the deliveries, and leaves the call's own
+// span and measurements as they were: its target is none of the
+// subscribers, and the deliveries count in no call's instruments.
 func TestEmitInHandler(t *testing.T) {
 	tm := newTelemetry(t)
 	m := newMesh(t, tm, took, took)
 	if err := m.emitter.Add("role:order,cmd:place", func(ctx context.Context, _ runtime.Request) (any, error) {
-		_, err := wizotel.Emit(ctx, m.emitter, placed, nil)
+		_, err := m.emitter.Emit(ctx, placed, nil)
 		return map[string]any{"placed": true}, err
 	}); err != nil {
 		t.Fatal(err)
@@ -340,21 +388,23 @@ func TestEmitInHandler(t *testing.T) {
 	const place = "cmd:place,role:order"
 	call := one(t, spans, place, trace.SpanKindClient)
 	serve := one(t, spans, place, trace.SpanKindServer)
-	emit := one(t, spans, "emit "+placed, trace.SpanKindProducer)
-	if !childOf(serve, call) || !childOf(emit, serve) {
-		t.Errorf("call %v → serve (parent %v) → emit (parent %v): not a chain", call.SpanContext.SpanID(), serve.Parent.SpanID(), emit.Parent.SpanID())
+	if !childOf(serve, call) {
+		t.Errorf("call %v → serve (parent %v): not a chain", call.SpanContext.SpanID(), serve.Parent.SpanID())
 	}
 	for _, g := range []string{"billing", "shipping"} {
-		if !childOf(one(t, spans, "emit "+g, trace.SpanKindProducer), emit) || !childOf(one(t, spans, "process "+g, trace.SpanKindConsumer), emit) {
-			t.Errorf("%s's delivery or consumer is not a child of the emit", g)
+		send := one(t, spans, "emit "+g, trace.SpanKindProducer)
+		if !childOf(send, serve) || !childOf(one(t, spans, "process "+g, trace.SpanKindConsumer), send) {
+			t.Errorf("%s's delivery is not a child of the handler's span, or its consumer of it", g)
 		}
 	}
 	if got := attr(call, "wizard.target"); got != "" {
 		t.Errorf("the call's span names target %q: an event's delivery counted as its attempt", got)
 	}
 	rm := tm.collect(t)
-	if n, _ := histCount(rm, "rpc.client.call.duration", attribute.String("rpc.method", place)); n != 1 {
-		t.Errorf("rpc.client.call.duration{%s} count = %d, want 1", place, n)
+	for _, name := range []string{"rpc.client.call.duration", "rpc.server.call.duration"} {
+		if n, _ := histCount(rm, name); n != 1 {
+			t.Errorf("%s count = %d, want 1: the call alone", name, n)
+		}
 	}
 	if _, ok := sum(rm, "wizard.client.retries"); ok {
 		t.Error("the deliveries counted as the call's retries")
@@ -363,8 +413,9 @@ func TestEmitInHandler(t *testing.T) {
 
 // TestEventPassedOver: a member that refuses a delivery (over its
 // in-flight limit) is passed over: the attempt counts as passed by group
-// and code, its span is an error with a refused event, and with no other
-// member the group misses the event.
+// and code and is a refused event of the delivery's span, and with no
+// other member the group misses the event: the span is an error and the
+// miss is counted.
 func TestEventPassedOver(t *testing.T) {
 	tm := newTelemetry(t)
 	billing := server(t, tcpTransport(t), nil, tm.option(), runtime.WithMaxInFlight(1))
@@ -407,6 +458,9 @@ func TestEventPassedOver(t *testing.T) {
 	by := attribute.String("messaging.consumer.group.name", "billing")
 	if n, _ := sum(rm, "wizard.client.event.attempts.passed", by, attribute.String("rpc.response.status_code", runtime.CodeOf(err).String())); n != 1 {
 		t.Errorf("wizard.client.event.attempts.passed{billing, %s} = %d, want 1", runtime.CodeOf(err), n)
+	}
+	if n, _ := sum(rm, "wizard.client.events.missed", by, attribute.String("rpc.response.status_code", runtime.CodeOf(err).String())); n != 1 {
+		t.Errorf("wizard.client.events.missed{billing, %s} = %d, want 1", runtime.CodeOf(err), n)
 	}
 	if _, ok := sum(rm, "wizard.client.events.delivered", by); ok {
 		t.Error("wizard.client.events.delivered{billing} has a point")

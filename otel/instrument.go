@@ -140,9 +140,13 @@ func (st *callState) matched(p string) {
 // attempts are the observer's), trace context into the call's metadata,
 // the call's duration and the calls in flight. A call that panics (in
 // an interceptor after this one, say) ends them too, as internal, and
-// goes on panicking to its caller.
+// goes on panicking to its caller. An event's delivery is no call: it
+// is the event's producer (see deliver).
 func (in *instrumentation) call(next runtime.Invoker) runtime.Invoker {
 	return func(ctx context.Context, c *runtime.Call) (runtime.Result, error) {
+		if c.Event {
+			return in.deliver(ctx, next, c)
+		}
 		spec := c.Spec()
 		st := &callState{Context: ctx}
 		if spec.Method != nil {

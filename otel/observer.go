@@ -23,26 +23,20 @@ type observer struct{ in *instrumentation }
 var _ runtime.Observer = observer{}
 
 func (o observer) Observe(n *runtime.Node) func() {
-	nodes.Store(n, o.in) // for Emit and Broadcast
-	unlist := func() { nodes.Delete(n) }
 	if o.in.m == nil {
-		return unlist
+		return nil
 	}
 	stopNode, err := o.in.m.observeNode(n)
 	if err != nil {
 		otel.Handle(err)
-		return unlist
+		return nil
 	}
 	stopActive, err := o.in.m.observeActive()
 	if err != nil {
 		otel.Handle(err)
-		return func() {
-			unlist()
-			stopNode()
-		}
+		return stopNode
 	}
 	return func() {
-		unlist()
 		stopNode()
 		stopActive()
 	}
@@ -52,13 +46,14 @@ func (o observer) Observe(n *runtime.Node) func() {
 // matched and its target, and starts the attempt's span: for the first
 // attempt, only if it turns out to need one (see AttemptEnd). A stream's
 // attempt starts the stream's span and measurements (streamStart); an
-// event's delivery, its PRODUCER span (eventAttemptStart).
+// event delivery's attempt is noted on the delivery's span, which the
+// call interceptor made (deliveryAttemptStart).
 func (o observer) AttemptStart(ctx context.Context, a runtime.Attempt) context.Context {
 	if a.Stream {
 		return o.in.streamStart(ctx, a)
 	}
 	if a.Event {
-		return o.in.eventAttemptStart(ctx, a)
+		return o.in.deliveryAttemptStart(ctx, a)
 	}
 	pattern := a.Pattern.String()
 	st := stateOf(ctx)
@@ -91,15 +86,16 @@ func (o observer) AttemptStart(ctx context.Context, a runtime.Attempt) context.C
 // AttemptEnd counts a refusal and ends the attempt's span. The first
 // attempt gets a span only now, from its start, when it did not simply
 // answer: it was refused, it failed in the transport, or it was refed.
-// A stream's attempt ends with the stream (streamEnd); an event's
-// delivery is counted by group (eventAttemptEnd).
+// A stream's attempt ends with the stream (streamEnd); an event
+// delivery's attempt that was passed over is counted and noted on the
+// delivery's span (deliveryAttemptEnd).
 func (o observer) AttemptEnd(ctx context.Context, a runtime.Attempt, r runtime.AttemptResult) {
 	if a.Stream {
 		o.in.streamEnd(ctx, a, r)
 		return
 	}
 	if a.Event {
-		o.in.eventAttemptEnd(ctx, a, r)
+		o.in.deliveryAttemptEnd(ctx, a, r)
 		return
 	}
 	st := stateOf(ctx)
@@ -143,10 +139,10 @@ func (o observer) AttemptEnd(ctx context.Context, a runtime.Attempt, r runtime.A
 func (o observer) Event(ctx context.Context, e runtime.Event) {
 	switch e.Kind {
 	case runtime.EventRefeed:
-		if ea := eventAttemptOf(ctx); ea != nil {
+		if d := deliveryOf(ctx); d != nil {
 			// An event's delivery sent again: its span says so.
-			if ea.span != nil {
-				ea.span.AddEvent("refeed", trace.WithAttributes(o.in.targetAttrs(e.Target)...))
+			if d.span != nil {
+				d.span.AddEvent("refeed", trace.WithAttributes(o.in.targetAttrs(e.Target)...))
 			}
 			return
 		}
@@ -164,6 +160,15 @@ func (o observer) Event(ctx context.Context, e runtime.Event) {
 			}
 		}
 	case runtime.EventRefused:
+		if d := deliveryOf(ctx); d != nil {
+			// A local delivery this node refused (closing, over its
+			// in-flight limit): the group's miss, which the delivery's
+			// span and counters have; no call was served.
+			if d.span != nil && d.span.IsRecording() {
+				d.span.AddEvent("refused", trace.WithAttributes(keyCode.String(e.Code.String())))
+			}
+			return
+		}
 		if o.in.m != nil {
 			o.in.m.serverRefused.Add(ctx, 1, o.in.m.by.of(e.Spec.Procedure, e.Code, true).add...)
 		}
