@@ -123,6 +123,35 @@
 // wizard.server.stream.duration (in seconds, by rpc.method and
 // rpc.response.status_code).
 //
+// # Events
+//
+// Events ([runtime.Node.Emit], [runtime.Node.Broadcast]) follow the
+// OpenTelemetry messaging conventions with messaging.system=wizard. Each
+// delivery of an event to a group, local or remote, goes through the
+// node's call interceptors: Instrument's makes it a PRODUCER span
+// "emit <group>" ("broadcast", one per node, for a broadcast), a child of
+// the emitter's span, messaging.operation.type send,
+// messaging.destination.name the group, and its trace context travels in
+// the delivery's metadata. The delivery's attempts (a member that
+// refused or was not reached, a refeed) are events and attributes of that
+// span, as a call's attempts are of its client span. Each subscription
+// that runs on the event is a CONSUMER span "process <group>" on its
+// node, a child of its group's delivery span and linked to it,
+// messaging.consumer.group.name the group, wizard.pattern the
+// subscription's pattern. To see all the groups of one emit in one
+// trace, emit within a span (a handler that emits does: its server
+// span is the deliveries' parent).
+//
+// The emitting side counts deliveries by group and outcome
+// (wizard.client.events.delivered; wizard.client.events.missed by code)
+// and the attempts passed over for another member
+// (wizard.client.event.attempts.passed); the subscriber times each
+// subscription's run (wizard.server.event.duration, by group, pattern
+// and code). Events count in none of the calls' instruments.
+// [ObserveDurable] reports the per-group figures of durable events
+// (delivered, redelivered, dead-lettered, pending) that an engine's
+// callback returns.
+//
 // # Logs
 //
 // [NewLogHandler] wraps a slog.Handler so that records logged with a ctx

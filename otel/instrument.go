@@ -140,9 +140,13 @@ func (st *callState) matched(p string) {
 // attempts are the observer's), trace context into the call's metadata,
 // the call's duration and the calls in flight. A call that panics (in
 // an interceptor after this one, say) ends them too, as internal, and
-// goes on panicking to its caller.
+// goes on panicking to its caller. An event's delivery is no call: it
+// is the event's producer (see deliver).
 func (in *instrumentation) call(next runtime.Invoker) runtime.Invoker {
 	return func(ctx context.Context, c *runtime.Call) (runtime.Result, error) {
+		if c.Event {
+			return in.deliver(ctx, next, c)
+		}
 		spec := c.Spec()
 		st := &callState{Context: ctx}
 		if spec.Method != nil {
@@ -220,9 +224,13 @@ func (in *instrumentation) endClient(st *callState, spec runtime.Spec, proc stri
 // internal error the runtime answers it with, and goes on panicking to
 // the runtime's recovery. Around a stream's handler it measures the
 // stream instead (its open streams, duration and messages), and its span
-// says so and counts the messages.
+// says so and counts the messages. Around a subscription running on an
+// event it is the event's consumer (see consumer).
 func (in *instrumentation) handler(next runtime.Handler) runtime.Handler {
 	return func(ctx context.Context, req runtime.Request) (any, error) {
+		if req.Group() != "" {
+			return in.consumer(ctx, next, req) // a subscription, on an event
+		}
 		sc := serverCall{spec: req.Spec(), req: req}
 		_, _, sc.stream = req.StreamMessages()
 		if st := stateOf(ctx); st != nil && !sc.stream {

@@ -89,6 +89,8 @@ type metrics struct {
 
 	by attrCache // by procedure, and by procedure and code
 
+	events *eventMetrics
+
 	// The calls in flight are counted in by's entries and observed from
 	// them while a node uses the metrics (see observeActive).
 	activeMu    sync.Mutex
@@ -147,6 +149,10 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	var err error
+	if m.events, err = newEventMetrics(m.meter); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -45,10 +45,15 @@ func (o observer) Observe(n *runtime.Node) func() {
 // AttemptStart records a retry, names the call by the pattern that
 // matched and its target, and starts the attempt's span: for the first
 // attempt, only if it turns out to need one (see AttemptEnd). A stream's
-// attempt starts the stream's span and measurements (streamStart).
+// attempt starts the stream's span and measurements (streamStart); an
+// event delivery's attempt is noted on the delivery's span, which the
+// call interceptor made (deliveryAttemptStart).
 func (o observer) AttemptStart(ctx context.Context, a runtime.Attempt) context.Context {
 	if a.Stream {
 		return o.in.streamStart(ctx, a)
+	}
+	if a.Event {
+		return o.in.deliveryAttemptStart(ctx, a)
 	}
 	pattern := a.Pattern.String()
 	st := stateOf(ctx)
@@ -81,10 +86,16 @@ func (o observer) AttemptStart(ctx context.Context, a runtime.Attempt) context.C
 // AttemptEnd counts a refusal and ends the attempt's span. The first
 // attempt gets a span only now, from its start, when it did not simply
 // answer: it was refused, it failed in the transport, or it was refed.
-// A stream's attempt ends with the stream (streamEnd).
+// A stream's attempt ends with the stream (streamEnd); an event
+// delivery's attempt that was passed over is counted and noted on the
+// delivery's span (deliveryAttemptEnd).
 func (o observer) AttemptEnd(ctx context.Context, a runtime.Attempt, r runtime.AttemptResult) {
 	if a.Stream {
 		o.in.streamEnd(ctx, a, r)
+		return
+	}
+	if a.Event {
+		o.in.deliveryAttemptEnd(ctx, a, r)
 		return
 	}
 	st := stateOf(ctx)
@@ -128,6 +139,13 @@ func (o observer) AttemptEnd(ctx context.Context, a runtime.Attempt, r runtime.A
 func (o observer) Event(ctx context.Context, e runtime.Event) {
 	switch e.Kind {
 	case runtime.EventRefeed:
+		if d := deliveryOf(ctx); d != nil {
+			// An event's delivery sent again: its span says so.
+			if d.span != nil {
+				d.span.AddEvent("refeed", trace.WithAttributes(o.in.targetAttrs(e.Target)...))
+			}
+			return
+		}
 		st := stateOf(ctx)
 		if o.in.m != nil {
 			o.in.m.refeeds.Add(ctx, 1, o.in.m.by.of(procedureOf(st, ""), 0, false).add...)
@@ -142,6 +160,15 @@ func (o observer) Event(ctx context.Context, e runtime.Event) {
 			}
 		}
 	case runtime.EventRefused:
+		if d := deliveryOf(ctx); d != nil {
+			// A local delivery this node refused (closing, over its
+			// in-flight limit): the group's miss, which the delivery's
+			// span and counters have; no call was served.
+			if d.span != nil && d.span.IsRecording() {
+				d.span.AddEvent("refused", trace.WithAttributes(keyCode.String(e.Code.String())))
+			}
+			return
+		}
 		if o.in.m != nil {
 			o.in.m.serverRefused.Add(ctx, 1, o.in.m.by.of(e.Spec.Procedure, e.Code, true).add...)
 		}
