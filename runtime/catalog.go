@@ -310,18 +310,23 @@ func (n *Node) setTypedCatalog(p *peer, pats []pattern.Pattern, types catalogTyp
 	}
 }
 
+// joinRoute adds p to the peers of r, a route callers can see. Callers
+// hold routeMu.
+func (n *Node) joinRoute(r *route, p *peer) {
+	var peers []*peer
+	if cur := r.peers.Load(); cur != nil {
+		peers = slices.Clone(*cur)
+	}
+	peers = append(peers, p)
+	n.balancerOf(r).Add(&p.target, 1)
+	r.peers.Store(&peers)
+	r.retype()
+}
+
 // addPeerRoute adds p as a target of pattern pt. Callers hold routeMu.
 func (n *Node) addPeerRoute(pt pattern.Pattern, p *peer) {
 	if re := n.exactRoute(pt); re != nil {
-		r := re
-		var peers []*peer
-		if cur := r.peers.Load(); cur != nil {
-			peers = slices.Clone(*cur)
-		}
-		peers = append(peers, p)
-		n.balancerOf(r).Add(&p.target, 1)
-		r.peers.Store(&peers)
-		r.retype()
+		n.joinRoute(re, p)
 		return
 	}
 	r := &route{pattern: pt}

@@ -247,15 +247,7 @@ func (n *Node) addPeerSub(pt pattern.Pattern, p *peer) {
 		n.events.routes[k] = sr
 		defer n.publishSubs()
 	}
-	r := sr.r
-	var peers []*peer
-	if cur := r.peers.Load(); cur != nil {
-		peers = slices.Clone(*cur)
-	}
-	peers = append(peers, p)
-	n.balancerOf(r).Add(&p.target, 1)
-	r.peers.Store(&peers)
-	r.retype()
+	n.joinRoute(sr.r, p)
 }
 
 // removePeerSub removes p as a holder of the subscription whose catalog
