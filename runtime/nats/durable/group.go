@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,10 +25,13 @@ type group struct {
 	token string // name as a subject token and consumer name (tokenOf)
 	cfg   subConfig
 	dead  string // the dead-letter subject
-	subs  atomic.Pointer[[]eventhook.Sub]
-	cons  jetstream.Consumer
-	cc    jetstream.ConsumeContext
-	slots chan struct{} // one per handler running: Concurrency
+	// source is the events' Source: "jetstream:<stream>", a key of the
+	// node's de-duplication table with the group and sequence.
+	source string
+	subs   atomic.Pointer[[]eventhook.Sub]
+	cons   jetstream.Consumer
+	cc     jetstream.ConsumeContext
+	slots  chan struct{} // one per handler running: Concurrency
 
 	mu      sync.Mutex
 	running map[uint64]*run    // by stream sequence: the events being handled here
@@ -145,6 +149,7 @@ func (e *Events) startGroup(ctx context.Context, name string, c subConfig) (*gro
 		failed:  map[uint64]failure{},
 	}
 	g.dead = cmp.Or(c.deadLetter, deadPrefix+e.space+"."+g.token)
+	g.source = "jetstream:" + e.stream
 	cons, err := e.js.Consumer(ctx, e.stream, g.token)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		cc := jetstream.ConsumerConfig{
@@ -245,70 +250,100 @@ func (g *group) handle(msg jetstream.Msg) {
 		return
 	}
 	defer g.end(seq, r)
-	// Every delivery claims the event, the first too: a broker that
-	// restarts after a crash may have lost the consumer's latest acks and
-	// delivered counts (kept on disk after a delay), and deliver again,
-	// as first deliveries, events the group handled or is handling.
-	st, rev, err := g.claim(seq)
-	switch {
-	case err != nil:
-		g.e.log.Debug("wizard: durable events: claiming an event", "space", e.space, "group", g.name, "seq", seq, "err", err)
-		r.outcome = unknown
-	case st == done:
-		r.outcome = handled
-		g.count(func(c *counters) { c.skipped++ })
-	case st == busy:
-		r.outcome = elsewhere
-		g.count(func(c *counters) { c.skipped++ })
-	}
-	if err != nil || st != claimed {
-		g.settle(msg, md, r, 0, false)
-		return
+	var rev uint64
+	if !g.cfg.atLeastOnce {
+		// Every delivery claims the event, the first too: a broker that
+		// restarts after a crash may have lost the consumer's latest acks
+		// and delivered counts (kept on disk after a delay), and deliver
+		// again, as first deliveries, events the group handled or is
+		// handling.
+		var st claimState
+		st, rev, err = g.claim(seq)
+		switch {
+		case err != nil:
+			g.e.log.Debug("wizard: durable events: claiming an event", "space", e.space, "group", g.name, "seq", seq, "err", err)
+			r.outcome = unknown
+		case st == done:
+			r.outcome = handled
+			g.count(func(c *counters) { c.skipped++ })
+		case st == busy:
+			r.outcome = elsewhere
+			g.count(func(c *counters) { c.skipped++ })
+		}
+		if err != nil || st != claimed {
+			g.settle(msg, md, r, 0, false)
+			return
+		}
 	}
 	ev.Group, ev.Seq = g.name, seq
-	ev.Source = "jetstream:" + e.stream
+	ev.Source = g.source
 	if f := g.failures(seq); f > 0 {
 		// The table keeps the failed outcome under the first key: a
 		// retry on this node runs under a key of its own.
-		ev.Source += fmt.Sprintf(";retry=%d", f)
+		ev.Source += ";retry=" + strconv.Itoa(f)
 	}
-	stop := g.heartbeat(msg, seq, &rev)
+	b := g.heartbeat(msg, seq, rev)
 	err = eventhook.Run(context.Background(), e.node, subs, ev)
-	stop()
+	rev = b.stop()
 	r.outcome, r.err = classify(err), err
 	g.settle(msg, md, r, rev, true)
 }
 
-// heartbeat tells JetStream the event of msg is in progress, and renews
-// the claim of seq at *rev, every third of the ack wait, until the
-// function it returns is called; *rev is the claim's revision then.
-func (g *group) heartbeat(msg jetstream.Msg, seq uint64, rev *uint64) (stop func()) {
-	done := make(chan struct{})
-	var beat sync.WaitGroup
-	beat.Go(func() {
-		t := time.NewTicker(g.cfg.ackWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				_ = msg.InProgress()
-				*rev = g.renew(seq, *rev)
-			case <-done:
-				return
-			}
-		}
-	})
-	return func() {
-		close(done)
-		beat.Wait()
-	}
+// beat keeps a running event's delivery, and its claim, alive: every
+// third of the ack wait it tells JetStream the event is in progress and
+// renews the claim. It is a timer that fires only for the handlers that
+// outlive a third of the ack wait: most events cost its arming and
+// stopping, not a goroutine.
+type beat struct {
+	g     *group
+	msg   jetstream.Msg
+	seq   uint64
+	mu    sync.Mutex // held while a beat runs: stop waits for it
+	rev   uint64     // the claim's revision (0: no claim, AtLeastOnce)
+	t     *time.Timer
+	ended bool
 }
 
-// settle acks, naks or dead-letters a delivery by the outcome of r;
-// claimed says whether this delivery holds the event's claim at
-// revision rev (the record to write or release).
-func (g *group) settle(msg jetstream.Msg, md *jetstream.MsgMetadata, r *run, rev uint64, claimed bool) {
+// heartbeat starts the beats of the delivery msg of seq, whose claim is
+// at revision rev (0 when the group keeps no claims).
+func (g *group) heartbeat(msg jetstream.Msg, seq, rev uint64) *beat {
+	b := &beat{g: g, msg: msg, seq: seq, rev: rev}
+	b.mu.Lock()
+	b.t = time.AfterFunc(g.cfg.ackWait/3, b.fire)
+	b.mu.Unlock()
+	return b
+}
+
+func (b *beat) fire() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended {
+		return
+	}
+	_ = b.msg.InProgress()
+	if b.rev != 0 {
+		b.rev = b.g.renew(b.seq, b.rev)
+	}
+	b.t.Reset(b.g.cfg.ackWait / 3)
+}
+
+// stop ends the beats, waiting for one that runs, and returns the
+// claim's revision.
+func (b *beat) stop() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.ended = true
+	b.t.Stop()
+	return b.rev
+}
+
+// settle acks, naks or dead-letters a delivery by the outcome of r; ran
+// says whether this delivery ran the handlers, holding the event's claim
+// at revision rev unless the group keeps no records (the record to write
+// or the claim to release).
+func (g *group) settle(msg jetstream.Msg, md *jetstream.MsgMetadata, r *run, rev uint64, ran bool) {
 	seq, n := md.Sequence.Stream, md.NumDelivered
+	claimed := ran && !g.cfg.atLeastOnce
 	switch r.outcome {
 	case handled:
 		if claimed && !g.markDone(seq) {
@@ -323,7 +358,7 @@ func (g *group) settle(msg jetstream.Msg, md *jetstream.MsgMetadata, r *run, rev
 		if err := msg.Ack(); err != nil {
 			g.e.log.Debug("wizard: durable events: ack", "space", g.e.space, "group", g.name, "seq", seq, "err", err)
 		}
-		if claimed {
+		if ran {
 			g.count(func(c *counters) { c.handled++ })
 		}
 		g.forget(seq)
@@ -343,8 +378,10 @@ func (g *group) settle(msg jetstream.Msg, md *jetstream.MsgMetadata, r *run, rev
 	case gone:
 		_ = msg.Term()
 	case failed:
-		if claimed {
+		if ran {
 			g.count(func(c *counters) { c.failed++ })
+		}
+		if claimed {
 			g.release(seq, rev)
 		}
 		if n >= uint64(g.cfg.maxDeliveries) {
