@@ -56,7 +56,12 @@ func TestMemberKilled(t *testing.T) {
 	err := victim.ev.Subscribe(t.Context(), "role:order", "billing", func(ctx context.Context, req runtime.Request) (any, error) {
 		if victimRuns.Add(1) > 10 {
 			// Held until the member is killed: its work never finishes.
-			holding <- struct{}{}
+			// (Those that start after the kill, from the deliveries it
+			// had taken, fail at once.)
+			select {
+			case holding <- struct{}{}:
+			default:
+			}
 			<-release
 			return nil, errCrashed
 		}
@@ -321,7 +326,12 @@ func TestAtLeastOnce(t *testing.T) {
 	err := victim.ev.Subscribe(t.Context(), "role:order", "billing", func(ctx context.Context, req runtime.Request) (any, error) {
 		if victimRuns.Add(1) > 10 {
 			// Held until the member is killed: its work never finishes.
-			holding <- struct{}{}
+			// (Those that start after the kill, from the deliveries it
+			// had taken, fail at once.)
+			select {
+			case holding <- struct{}{}:
+			default:
+			}
 			<-release
 			return nil, errCrashed
 		}

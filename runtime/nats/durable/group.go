@@ -32,6 +32,9 @@ type group struct {
 	cons   jetstream.Consumer
 	cc     jetstream.ConsumeContext
 	slots  chan struct{} // one per handler running: Concurrency
+	// flight has one per delivery taken and not yet settled: the events
+	// in the chain claim, handlers, record, ack (pipelineDepth per slot).
+	flight chan struct{}
 
 	mu      sync.Mutex
 	running map[uint64]*run    // by stream sequence: the events being handled here
@@ -119,7 +122,7 @@ func (e *Events) Subscribe(ctx context.Context, pattern, group string, h runtime
 	}
 	subs := []eventhook.Sub{sub}
 	g.subs.Store(&subs)
-	cc, err := g.cons.Consume(g.deliver, jetstream.PullMaxMessages(c.concurrency), jetstream.PullExpiry(pullExpiry),
+	cc, err := g.cons.Consume(g.deliver, jetstream.PullMaxMessages(cap(g.flight)), jetstream.PullExpiry(pullExpiry),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			e.log.Debug("wizard: durable events: consuming", "space", e.space, "group", group, "err", err)
 		}))
@@ -145,6 +148,7 @@ func (e *Events) startGroup(ctx context.Context, name string, c subConfig) (*gro
 	g := &group{
 		e: e, name: name, token: tokenOf(name), cfg: c,
 		slots:   make(chan struct{}, c.concurrency),
+		flight:  make(chan struct{}, c.concurrency*pipelineDepth(c)),
 		running: map[uint64]*run{},
 		failed:  map[uint64]failure{},
 	}
@@ -176,15 +180,27 @@ func (e *Events) startGroup(ctx context.Context, name string, c subConfig) (*gro
 	return g, nil
 }
 
-// deliver takes a delivery from the consumer: it waits for a free slot,
-// then handles the event on a goroutine of its own.
+// pipelineDepth is the deliveries a member takes per handler slot: with
+// records, an event's claim and its "done" are round trips to the broker
+// before and after its handlers, and other events' handlers run
+// meanwhile; without, one (the ack is not waited for).
+func pipelineDepth(c subConfig) int {
+	if c.atLeastOnce {
+		return 1
+	}
+	return 4
+}
+
+// deliver takes a delivery from the consumer: it waits until fewer than
+// cap(g.flight) are in the chain, then handles the event on a goroutine
+// of its own (which waits for a handler slot once it holds the claim).
 func (g *group) deliver(msg jetstream.Msg) {
 	e := g.e
-	g.slots <- struct{}{}
+	g.flight <- struct{}{}
 	e.mu.Lock()
 	if e.closing {
 		e.mu.Unlock()
-		<-g.slots
+		<-g.flight
 		_ = msg.Nak() // for another member, at once
 		return
 	}
@@ -192,9 +208,16 @@ func (g *group) deliver(msg jetstream.Msg) {
 	e.mu.Unlock()
 	go func() {
 		defer e.running.Done()
-		defer func() { <-g.slots }()
+		defer func() { <-g.flight }()
 		g.handle(msg)
 	}()
+}
+
+// isClosing reports whether the Events is closing.
+func (e *Events) isClosing() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closing
 }
 
 // outcome is how a delivery ended on this node.
@@ -282,8 +305,16 @@ func (g *group) handle(msg jetstream.Msg) {
 		// retry on this node runs under a key of its own.
 		ev.Source += ";retry=" + strconv.Itoa(f)
 	}
+	// The beats start with the claim: the event may wait for a handler
+	// slot.
 	b := g.heartbeat(msg, seq, rev)
-	err = eventhook.Run(context.Background(), e.node, subs, ev)
+	g.slots <- struct{}{}
+	if e.isClosing() {
+		err = eventhook.ErrRefused // handed back for another member
+	} else {
+		err = eventhook.Run(context.Background(), e.node, subs, ev)
+	}
+	<-g.slots
 	rev = b.stop()
 	r.outcome, r.err = classify(err), err
 	g.settle(msg, md, r, rev, true)
