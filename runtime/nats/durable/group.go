@@ -35,6 +35,12 @@ type group struct {
 	// flight has one per delivery taken and not yet settled: the events
 	// in the chain claim, handlers, record, ack (pipelineDepth per slot).
 	flight chan struct{}
+	// work hands a delivery to an idle worker: a goroutine that handles
+	// deliveries until Close, at most cap(flight) of them (a goroutine
+	// per delivery grows its stack anew each time); quit ends them.
+	work    chan jetstream.Msg
+	workers atomic.Int32
+	quit    chan struct{}
 
 	mu      sync.Mutex
 	running map[uint64]*run    // by stream sequence: the events being handled here
@@ -149,6 +155,8 @@ func (e *Events) startGroup(ctx context.Context, name string, c subConfig) (*gro
 		e: e, name: name, token: tokenOf(name), cfg: c,
 		slots:   make(chan struct{}, c.concurrency),
 		flight:  make(chan struct{}, c.concurrency*pipelineDepth(c)),
+		work:    make(chan jetstream.Msg),
+		quit:    make(chan struct{}),
 		running: map[uint64]*run{},
 		failed:  map[uint64]failure{},
 	}
@@ -192,8 +200,8 @@ func pipelineDepth(c subConfig) int {
 }
 
 // deliver takes a delivery from the consumer: it waits until fewer than
-// cap(g.flight) are in the chain, then handles the event on a goroutine
-// of its own (which waits for a handler slot once it holds the claim).
+// cap(g.flight) are in the chain, then hands the event to a worker (which
+// waits for a handler slot once it holds the claim).
 func (g *group) deliver(msg jetstream.Msg) {
 	e := g.e
 	g.flight <- struct{}{}
@@ -206,11 +214,33 @@ func (g *group) deliver(msg jetstream.Msg) {
 	}
 	e.running.Add(1)
 	e.mu.Unlock()
-	go func() {
-		defer e.running.Done()
-		defer func() { <-g.flight }()
+	select {
+	case g.work <- msg:
+		return
+	default:
+	}
+	if int(g.workers.Add(1)) <= cap(g.flight) {
+		go g.worker(msg)
+		return
+	}
+	// As many workers as deliveries in flight: one is about to be idle.
+	g.workers.Add(-1)
+	g.work <- msg
+}
+
+// worker handles msg, then the deliveries handed to it, until Close.
+func (g *group) worker(msg jetstream.Msg) {
+	for {
 		g.handle(msg)
-	}()
+		<-g.flight
+		g.e.running.Done()
+		select {
+		case msg = <-g.work:
+		case <-g.quit:
+			g.workers.Add(-1)
+			return
+		}
+	}
 }
 
 // isClosing reports whether the Events is closing.
