@@ -81,7 +81,7 @@ type counters struct {
 //
 // An event is acked once its handlers returned without error, after the
 // record that the group handled it is written (see the package doc for
-// what this guarantees). A handler's error has it delivered again after
+// what this guarantees; [AtLeastOnce] writes no record). A handler's error has it delivered again after
 // the [Backoff] delay, up to [MaxDeliveries], then sent to the group's
 // dead-letter subject and dropped from the group. h's answer is dropped.
 //
@@ -154,7 +154,7 @@ func (e *Events) startGroup(ctx context.Context, name string, c subConfig) (*gro
 	g := &group{
 		e: e, name: name, token: tokenOf(name), cfg: c,
 		slots:   make(chan struct{}, c.concurrency),
-		flight:  make(chan struct{}, c.concurrency*pipelineDepth(c)),
+		flight:  make(chan struct{}, c.concurrency*pipelineDepth),
 		work:    make(chan jetstream.Msg),
 		quit:    make(chan struct{}),
 		running: map[uint64]*run{},
@@ -191,13 +191,10 @@ func (e *Events) startGroup(ctx context.Context, name string, c subConfig) (*gro
 // pipelineDepth is the deliveries a member takes per handler slot: with
 // records, an event's claim and its "done" are round trips to the broker
 // before and after its handlers, and other events' handlers run
-// meanwhile; without, one (the ack is not waited for).
-func pipelineDepth(c subConfig) int {
-	if c.atLeastOnce {
-		return 1
-	}
-	return 4
-}
+// meanwhile; in both modes, the consumer pulls that many at a time, and
+// pulls again when half are taken (a pull per few events costs the
+// broker more than the events).
+const pipelineDepth = 4
 
 // deliver takes a delivery from the consumer: it waits until fewer than
 // cap(g.flight) are in the chain, then hands the event to a worker (which

@@ -242,8 +242,10 @@ func AckWait(d time.Duration) SubscribeOption {
 	})
 }
 
-// Concurrency is the events of the group this member handles at once
-// ([DefaultConcurrency]). Subscribe fails when n < 1.
+// Concurrency is the handlers of the group this member runs at once
+// ([DefaultConcurrency]). The member takes up to 4n deliveries,
+// claiming and recording some while others run (the waiting ones are
+// kept alive as running ones are). Subscribe fails when n < 1.
 func Concurrency(n int) SubscribeOption {
 	return subOptionFunc(func(c *subConfig) error {
 		if n < 1 {
