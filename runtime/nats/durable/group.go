@@ -28,7 +28,7 @@ type group struct {
 	// source is the events' Source: "jetstream:<stream>", a key of the
 	// node's de-duplication table with the group and sequence.
 	source string
-	subs   atomic.Pointer[[]eventhook.Sub]
+	subs   atomic.Pointer[subSet]
 	cons   jetstream.Consumer
 	cc     jetstream.ConsumeContext
 	slots  chan struct{} // one per handler running: Concurrency
@@ -118,16 +118,14 @@ func (e *Events) Subscribe(ctx context.Context, pattern, group string, h runtime
 		return fail(errClosed)
 	}
 	if g := e.groups[group]; g != nil {
-		subs := append(append([]eventhook.Sub(nil), *g.subs.Load()...), sub)
-		g.subs.Store(&subs)
+		g.subs.Store(newSubSet(append(append([]eventhook.Sub(nil), g.subs.Load().subs...), sub)))
 		return nil
 	}
 	g, err := e.startGroup(ctx, group, c)
 	if err != nil {
 		return fail(err)
 	}
-	subs := []eventhook.Sub{sub}
-	g.subs.Store(&subs)
+	g.subs.Store(newSubSet([]eventhook.Sub{sub}))
 	cc, err := g.cons.Consume(g.deliver, jetstream.PullMaxMessages(cap(g.flight)), jetstream.PullExpiry(pullExpiry),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			e.log.Debug("wizard: durable events: consuming", "space", e.space, "group", group, "err", err)
@@ -138,6 +136,48 @@ func (e *Events) Subscribe(ctx context.Context, pattern, group string, h runtime
 	g.cc = cc
 	e.groups[group] = g
 	return nil
+}
+
+// subSet is a group's subscriptions on this node, and those that match
+// the patterns of the events seen: matching parses the event's pattern
+// once per subscription, which is most of what a delivery allocates here
+// when the group's events share a few patterns.
+type subSet struct {
+	subs []eventhook.Sub
+
+	mu      sync.Mutex
+	matched map[string][]eventhook.Sub // by canonical pattern; nil: none
+}
+
+// maxMatched bounds the patterns a subSet remembers: events whose
+// patterns carry their messages' fields (an id, say) are matched each
+// time once it is full.
+const maxMatched = 1024
+
+func newSubSet(subs []eventhook.Sub) *subSet {
+	return &subSet{subs: subs, matched: map[string][]eventhook.Sub{}}
+}
+
+// match returns the subscriptions whose patterns match the event pattern
+// (canonical), nil for none; callers do not modify the slice.
+func (s *subSet) match(pattern string) []eventhook.Sub {
+	s.mu.Lock()
+	m, ok := s.matched[pattern]
+	s.mu.Unlock()
+	if ok {
+		return m
+	}
+	for _, sub := range s.subs {
+		if eventhook.Matches(sub, pattern) {
+			m = append(m, sub)
+		}
+	}
+	s.mu.Lock()
+	if len(s.matched) < maxMatched {
+		s.matched[pattern] = m
+	}
+	s.mu.Unlock()
+	return m
 }
 
 // pullExpiry is how long a member's pull request lasts; the broker's
@@ -280,12 +320,7 @@ func (g *group) handle(msg jetstream.Msg) {
 		_ = g.deadLetter(msg, md, err)
 		return
 	}
-	var subs []eventhook.Sub
-	for _, s := range *g.subs.Load() {
-		if eventhook.Matches(s, ev.Pattern) {
-			subs = append(subs, s)
-		}
-	}
+	subs := g.subs.Load().match(ev.Pattern)
 	if subs == nil {
 		_ = msg.Ack()
 		return
