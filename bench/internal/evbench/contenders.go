@@ -92,7 +92,14 @@ var contenders = []contender{
 			"NewUnaryHandler): a durable consumer per group (explicit ack after the record that the group handled the event is " +
 			"written to the space's key-value bucket); the emitter a node with the same space, N loops of Events.Emit (a " +
 			"Nats-Msg-Id each, waiting for the stream's ack); file storage, the package's defaults otherwise",
-		subscribe: durableSubscribe, emitter: durableEmitter,
+		subscribe: durableSubscribe(), emitter: durableEmitter,
+	},
+	{
+		name: "wizard-durable-alo", title: "wizard durable, AtLeastOnce", broker: true,
+		note: "the same with Subscribe(..., durable.AtLeastOnce()): no record in the key-value bucket (no claim before the " +
+			"handler, no \"done\" before the ack); acked after the handler, the node's de-duplication table still running a " +
+			"redelivery to the same node once",
+		subscribe: durableSubscribe(durable.AtLeastOnce()), emitter: durableEmitter,
 	},
 }
 
@@ -317,7 +324,13 @@ func durableOpen(ctx context.Context, s spec, n *runtime.Node) (*durable.Events,
 	return ev, func() { ev.Close(); nc.Close() }, nil
 }
 
-func durableSubscribe(ctx context.Context, s spec, rec *recorder) (string, func(), error) {
+func durableSubscribe(opts ...durable.SubscribeOption) func(context.Context, spec, *recorder) (string, func(), error) {
+	return func(ctx context.Context, s spec, rec *recorder) (string, func(), error) {
+		return durableMember(ctx, s, rec, opts)
+	}
+}
+
+func durableMember(ctx context.Context, s spec, rec *recorder, opts []durable.SubscribeOption) (string, func(), error) {
 	tr, err := tcp.New()
 	if err != nil {
 		return "", nil, err
@@ -336,7 +349,7 @@ func durableSubscribe(ctx context.Context, s spec, rec *recorder) (string, func(
 		rec.got(int64(in.GetValue()))
 		return nil, nil
 	})
-	if err := ev.Subscribe(ctx, wizardPattern, "", h); err != nil {
+	if err := ev.Subscribe(ctx, wizardPattern, "", h, opts...); err != nil {
 		closeEv()
 		n.Close()
 		return "", nil, err

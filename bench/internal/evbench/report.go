@@ -136,7 +136,7 @@ func (r *Report) targets() []string {
 			if m := r.cell("moleculer", c.Groups, c.Members, c.Emitters); m != nil {
 				row(c.Title+" ≥ 2x Moleculer emit's events/s", &c, m, 2)
 			}
-		case "wizard-durable":
+		case "wizard-durable", "wizard-durable-alo":
 			if j := r.cell("jetstream", c.Groups, c.Members, c.Emitters); j != nil {
 				row(c.Title+" ≥ 0.8x nats.go JetStream's events/s", &c, j, 0.8)
 			}

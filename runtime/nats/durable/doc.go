@@ -63,6 +63,27 @@
 // handler runs may see its claim taken over too: choose an ack wait above
 // the broker's failover time.
 //
+// # At least once
+//
+// A group whose handlers are idempotent, or tolerate a rare repeat,
+// subscribes with [AtLeastOnce]: no claim, no "done" record, so two
+// writes to the broker (and two round trips) fewer per event. An event
+// is still acked only after its handlers returned without error, so none
+// is lost, and the node's de-duplication table still runs a copy
+// delivered to the node that runs or ran it once. What it gives up: an
+// event whose ack was lost runs again on the member it is delivered to
+// next (its member crashed, or was cut off, before the broker had the
+// ack; a broker killed outright forgets acks it had not yet written).
+//
+// # Flow
+//
+// A member runs at most [Concurrency] handlers of a group at once, and
+// takes up to four times as many deliveries: the claims and records of
+// some events are written while others' handlers run, and the consumer
+// pulls events in batches of that size. A delivery waiting for a handler slot is
+// kept alive like a running one (its claim renewed, the broker told it
+// is in progress).
+//
 // # Failures and dead letters
 //
 // A handler's error has the event delivered again after the [Backoff]

@@ -56,7 +56,12 @@ func TestMemberKilled(t *testing.T) {
 	err := victim.ev.Subscribe(t.Context(), "role:order", "billing", func(ctx context.Context, req runtime.Request) (any, error) {
 		if victimRuns.Add(1) > 10 {
 			// Held until the member is killed: its work never finishes.
-			holding <- struct{}{}
+			// (Those that start after the kill, from the deliveries it
+			// had taken, fail at once.)
+			select {
+			case holding <- struct{}{}:
+			default:
+			}
 			<-release
 			return nil, errCrashed
 		}
@@ -302,5 +307,71 @@ func TestEmit(t *testing.T) {
 	case g := <-got:
 		t.Errorf("the duplicate ran: %q", g)
 	default:
+	}
+}
+
+// TestAtLeastOnce: groups subscribed with AtLeastOnce handle every event
+// at least once, a member of one killed mid-stream while it holds events
+// (its handlers never finish) included, and write no record in the
+// space's bucket.
+func TestAtLeastOnce(t *testing.T) {
+	b := startJetStream(t)
+	urls := []string{b.URL()}
+	ta := newTally()
+	const concurrency = 4
+	victim := newMember(t, urls, "orders")
+	var victimRuns atomic.Int64
+	holding := make(chan struct{}, concurrency)
+	release := make(chan struct{})
+	err := victim.ev.Subscribe(t.Context(), "role:order", "billing", func(ctx context.Context, req runtime.Request) (any, error) {
+		if victimRuns.Add(1) > 10 {
+			// Held until the member is killed: its work never finishes.
+			// (Those that start after the kill, from the deliveries it
+			// had taken, fail at once.)
+			select {
+			case holding <- struct{}{}:
+			default:
+			}
+			<-release
+			return nil, errCrashed
+		}
+		return counting(ta)(ctx, req)
+	}, AtLeastOnce(), AckWait(time.Second), Concurrency(concurrency))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{"billing", "billing", "mail", "mail"} {
+		m := newMember(t, urls, "orders")
+		if err := m.ev.Subscribe(t.Context(), "role:order", g, counting(ta), AtLeastOnce(), AckWait(time.Second), Concurrency(concurrency)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	em := newMember(t, urls, "orders")
+	ids := emitN(t, em.ev, "a", 200)
+	for range concurrency {
+		testwait.Recv(t, holding)
+	}
+	victim.nc.Close()
+	close(release)
+	victim.ev.Close()
+	victim.node.Close()
+	groups := []string{"billing", "mail"}
+	testwait.Until(t, "every event handled in every group", func() bool { return ta.covered(groups, ids) })
+	drained(t, em.ev, groups...)
+	ta.mu.Lock()
+	for _, g := range groups {
+		for _, id := range ids {
+			if n := ta.runs[g][id]; n > 1 {
+				t.Logf("group %s ran event %s %d times (at least once allows it)", g, id, n)
+			}
+		}
+	}
+	ta.mu.Unlock()
+	keys, err := em.ev.records.ListKeys(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range keys.Keys() {
+		t.Errorf("record %s written by an AtLeastOnce group", k)
 	}
 }

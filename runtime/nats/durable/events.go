@@ -205,6 +205,9 @@ func (e *Events) Close() error {
 		g.cc.Stop()
 	}
 	e.running.Wait()
+	for _, g := range groups {
+		close(g.quit) // the workers, idle now
+	}
 	return nil
 }
 

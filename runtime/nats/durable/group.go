@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,10 +25,22 @@ type group struct {
 	token string // name as a subject token and consumer name (tokenOf)
 	cfg   subConfig
 	dead  string // the dead-letter subject
-	subs  atomic.Pointer[[]eventhook.Sub]
-	cons  jetstream.Consumer
-	cc    jetstream.ConsumeContext
-	slots chan struct{} // one per handler running: Concurrency
+	// source is the events' Source: "jetstream:<stream>", a key of the
+	// node's de-duplication table with the group and sequence.
+	source string
+	subs   atomic.Pointer[subSet]
+	cons   jetstream.Consumer
+	cc     jetstream.ConsumeContext
+	slots  chan struct{} // one per handler running: Concurrency
+	// flight has one per delivery taken and not yet settled: the events
+	// in the chain claim, handlers, record, ack (pipelineDepth per slot).
+	flight chan struct{}
+	// work hands a delivery to an idle worker: a goroutine that handles
+	// deliveries until Close, at most cap(flight) of them (a goroutine
+	// per delivery grows its stack anew each time); quit ends them.
+	work    chan jetstream.Msg
+	workers atomic.Int32
+	quit    chan struct{}
 
 	mu      sync.Mutex
 	running map[uint64]*run    // by stream sequence: the events being handled here
@@ -68,7 +81,7 @@ type counters struct {
 //
 // An event is acked once its handlers returned without error, after the
 // record that the group handled it is written (see the package doc for
-// what this guarantees). A handler's error has it delivered again after
+// what this guarantees; [AtLeastOnce] writes no record). A handler's error has it delivered again after
 // the [Backoff] delay, up to [MaxDeliveries], then sent to the group's
 // dead-letter subject and dropped from the group. h's answer is dropped.
 //
@@ -105,17 +118,15 @@ func (e *Events) Subscribe(ctx context.Context, pattern, group string, h runtime
 		return fail(errClosed)
 	}
 	if g := e.groups[group]; g != nil {
-		subs := append(append([]eventhook.Sub(nil), *g.subs.Load()...), sub)
-		g.subs.Store(&subs)
+		g.subs.Store(newSubSet(append(append([]eventhook.Sub(nil), g.subs.Load().subs...), sub)))
 		return nil
 	}
 	g, err := e.startGroup(ctx, group, c)
 	if err != nil {
 		return fail(err)
 	}
-	subs := []eventhook.Sub{sub}
-	g.subs.Store(&subs)
-	cc, err := g.cons.Consume(g.deliver, jetstream.PullMaxMessages(c.concurrency), jetstream.PullExpiry(pullExpiry),
+	g.subs.Store(newSubSet([]eventhook.Sub{sub}))
+	cc, err := g.cons.Consume(g.deliver, jetstream.PullMaxMessages(cap(g.flight)), jetstream.PullExpiry(pullExpiry),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			e.log.Debug("wizard: durable events: consuming", "space", e.space, "group", group, "err", err)
 		}))
@@ -125,6 +136,48 @@ func (e *Events) Subscribe(ctx context.Context, pattern, group string, h runtime
 	g.cc = cc
 	e.groups[group] = g
 	return nil
+}
+
+// subSet is a group's subscriptions on this node, and those that match
+// the patterns of the events seen: matching parses the event's pattern
+// once per subscription, which is most of what a delivery allocates here
+// when the group's events share a few patterns.
+type subSet struct {
+	subs []eventhook.Sub
+
+	mu      sync.Mutex
+	matched map[string][]eventhook.Sub // by canonical pattern; nil: none
+}
+
+// maxMatched bounds the patterns a subSet remembers: events whose
+// patterns carry their messages' fields (an id, say) are matched each
+// time once it is full.
+const maxMatched = 1024
+
+func newSubSet(subs []eventhook.Sub) *subSet {
+	return &subSet{subs: subs, matched: map[string][]eventhook.Sub{}}
+}
+
+// match returns the subscriptions whose patterns match the event pattern
+// (canonical), nil for none; callers do not modify the slice.
+func (s *subSet) match(pattern string) []eventhook.Sub {
+	s.mu.Lock()
+	m, ok := s.matched[pattern]
+	s.mu.Unlock()
+	if ok {
+		return m
+	}
+	for _, sub := range s.subs {
+		if eventhook.Matches(sub, pattern) {
+			m = append(m, sub)
+		}
+	}
+	s.mu.Lock()
+	if len(s.matched) < maxMatched {
+		s.matched[pattern] = m
+	}
+	s.mu.Unlock()
+	return m
 }
 
 // pullExpiry is how long a member's pull request lasts; the broker's
@@ -141,10 +194,14 @@ func (e *Events) startGroup(ctx context.Context, name string, c subConfig) (*gro
 	g := &group{
 		e: e, name: name, token: tokenOf(name), cfg: c,
 		slots:   make(chan struct{}, c.concurrency),
+		flight:  make(chan struct{}, c.concurrency*pipelineDepth),
+		work:    make(chan jetstream.Msg),
+		quit:    make(chan struct{}),
 		running: map[uint64]*run{},
 		failed:  map[uint64]failure{},
 	}
 	g.dead = cmp.Or(c.deadLetter, deadPrefix+e.space+"."+g.token)
+	g.source = "jetstream:" + e.stream
 	cons, err := e.js.Consumer(ctx, e.stream, g.token)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		cc := jetstream.ConsumerConfig{
@@ -171,25 +228,63 @@ func (e *Events) startGroup(ctx context.Context, name string, c subConfig) (*gro
 	return g, nil
 }
 
-// deliver takes a delivery from the consumer: it waits for a free slot,
-// then handles the event on a goroutine of its own.
+// pipelineDepth is the deliveries a member takes per handler slot: with
+// records, an event's claim and its "done" are round trips to the broker
+// before and after its handlers, and other events' handlers run
+// meanwhile; in both modes, the consumer pulls that many at a time, and
+// pulls again when half are taken (a pull per few events costs the
+// broker more than the events).
+const pipelineDepth = 4
+
+// deliver takes a delivery from the consumer: it waits until fewer than
+// cap(g.flight) are in the chain, then hands the event to a worker (which
+// waits for a handler slot once it holds the claim).
 func (g *group) deliver(msg jetstream.Msg) {
 	e := g.e
-	g.slots <- struct{}{}
+	g.flight <- struct{}{}
 	e.mu.Lock()
 	if e.closing {
 		e.mu.Unlock()
-		<-g.slots
+		<-g.flight
 		_ = msg.Nak() // for another member, at once
 		return
 	}
 	e.running.Add(1)
 	e.mu.Unlock()
-	go func() {
-		defer e.running.Done()
-		defer func() { <-g.slots }()
+	select {
+	case g.work <- msg:
+		return
+	default:
+	}
+	if int(g.workers.Add(1)) <= cap(g.flight) {
+		go g.worker(msg)
+		return
+	}
+	// As many workers as deliveries in flight: one is about to be idle.
+	g.workers.Add(-1)
+	g.work <- msg
+}
+
+// worker handles msg, then the deliveries handed to it, until Close.
+func (g *group) worker(msg jetstream.Msg) {
+	for {
 		g.handle(msg)
-	}()
+		<-g.flight
+		g.e.running.Done()
+		select {
+		case msg = <-g.work:
+		case <-g.quit:
+			g.workers.Add(-1)
+			return
+		}
+	}
+}
+
+// isClosing reports whether the Events is closing.
+func (e *Events) isClosing() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closing
 }
 
 // outcome is how a delivery ended on this node.
@@ -225,12 +320,7 @@ func (g *group) handle(msg jetstream.Msg) {
 		_ = g.deadLetter(msg, md, err)
 		return
 	}
-	var subs []eventhook.Sub
-	for _, s := range *g.subs.Load() {
-		if eventhook.Matches(s, ev.Pattern) {
-			subs = append(subs, s)
-		}
-	}
+	subs := g.subs.Load().match(ev.Pattern)
 	if subs == nil {
 		_ = msg.Ack()
 		return
@@ -245,70 +335,108 @@ func (g *group) handle(msg jetstream.Msg) {
 		return
 	}
 	defer g.end(seq, r)
-	// Every delivery claims the event, the first too: a broker that
-	// restarts after a crash may have lost the consumer's latest acks and
-	// delivered counts (kept on disk after a delay), and deliver again,
-	// as first deliveries, events the group handled or is handling.
-	st, rev, err := g.claim(seq)
-	switch {
-	case err != nil:
-		g.e.log.Debug("wizard: durable events: claiming an event", "space", e.space, "group", g.name, "seq", seq, "err", err)
-		r.outcome = unknown
-	case st == done:
-		r.outcome = handled
-		g.count(func(c *counters) { c.skipped++ })
-	case st == busy:
-		r.outcome = elsewhere
-		g.count(func(c *counters) { c.skipped++ })
-	}
-	if err != nil || st != claimed {
-		g.settle(msg, md, r, 0, false)
-		return
+	var rev uint64
+	if !g.cfg.atLeastOnce {
+		// Every delivery claims the event, the first too: a broker that
+		// restarts after a crash may have lost the consumer's latest acks
+		// and delivered counts (kept on disk after a delay), and deliver
+		// again, as first deliveries, events the group handled or is
+		// handling.
+		var st claimState
+		st, rev, err = g.claim(seq)
+		switch {
+		case err != nil:
+			g.e.log.Debug("wizard: durable events: claiming an event", "space", e.space, "group", g.name, "seq", seq, "err", err)
+			r.outcome = unknown
+		case st == done:
+			r.outcome = handled
+			g.count(func(c *counters) { c.skipped++ })
+		case st == busy:
+			r.outcome = elsewhere
+			g.count(func(c *counters) { c.skipped++ })
+		}
+		if err != nil || st != claimed {
+			g.settle(msg, md, r, 0, false)
+			return
+		}
 	}
 	ev.Group, ev.Seq = g.name, seq
-	ev.Source = "jetstream:" + e.stream
+	ev.Source = g.source
 	if f := g.failures(seq); f > 0 {
 		// The table keeps the failed outcome under the first key: a
 		// retry on this node runs under a key of its own.
-		ev.Source += fmt.Sprintf(";retry=%d", f)
+		ev.Source += ";retry=" + strconv.Itoa(f)
 	}
-	stop := g.heartbeat(msg, seq, &rev)
-	err = eventhook.Run(context.Background(), e.node, subs, ev)
-	stop()
+	// The beats start with the claim: the event may wait for a handler
+	// slot.
+	b := g.heartbeat(msg, seq, rev)
+	g.slots <- struct{}{}
+	if e.isClosing() {
+		err = eventhook.ErrRefused // handed back for another member
+	} else {
+		err = eventhook.Run(context.Background(), e.node, subs, ev)
+	}
+	<-g.slots
+	rev = b.stop()
 	r.outcome, r.err = classify(err), err
 	g.settle(msg, md, r, rev, true)
 }
 
-// heartbeat tells JetStream the event of msg is in progress, and renews
-// the claim of seq at *rev, every third of the ack wait, until the
-// function it returns is called; *rev is the claim's revision then.
-func (g *group) heartbeat(msg jetstream.Msg, seq uint64, rev *uint64) (stop func()) {
-	done := make(chan struct{})
-	var beat sync.WaitGroup
-	beat.Go(func() {
-		t := time.NewTicker(g.cfg.ackWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				_ = msg.InProgress()
-				*rev = g.renew(seq, *rev)
-			case <-done:
-				return
-			}
-		}
-	})
-	return func() {
-		close(done)
-		beat.Wait()
-	}
+// beat keeps a running event's delivery, and its claim, alive: every
+// third of the ack wait it tells JetStream the event is in progress and
+// renews the claim. It is a timer that fires only for the handlers that
+// outlive a third of the ack wait: most events cost its arming and
+// stopping, not a goroutine.
+type beat struct {
+	g     *group
+	msg   jetstream.Msg
+	seq   uint64
+	mu    sync.Mutex // held while a beat runs: stop waits for it
+	rev   uint64     // the claim's revision (0: no claim, AtLeastOnce)
+	t     *time.Timer
+	ended bool
 }
 
-// settle acks, naks or dead-letters a delivery by the outcome of r;
-// claimed says whether this delivery holds the event's claim at
-// revision rev (the record to write or release).
-func (g *group) settle(msg jetstream.Msg, md *jetstream.MsgMetadata, r *run, rev uint64, claimed bool) {
+// heartbeat starts the beats of the delivery msg of seq, whose claim is
+// at revision rev (0 when the group keeps no claims).
+func (g *group) heartbeat(msg jetstream.Msg, seq, rev uint64) *beat {
+	b := &beat{g: g, msg: msg, seq: seq, rev: rev}
+	b.mu.Lock()
+	b.t = time.AfterFunc(g.cfg.ackWait/3, b.fire)
+	b.mu.Unlock()
+	return b
+}
+
+func (b *beat) fire() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended {
+		return
+	}
+	_ = b.msg.InProgress()
+	if b.rev != 0 {
+		b.rev = b.g.renew(b.seq, b.rev)
+	}
+	b.t.Reset(b.g.cfg.ackWait / 3)
+}
+
+// stop ends the beats, waiting for one that runs, and returns the
+// claim's revision.
+func (b *beat) stop() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.ended = true
+	b.t.Stop()
+	return b.rev
+}
+
+// settle acks, naks or dead-letters a delivery by the outcome of r; ran
+// says whether this delivery ran the handlers, holding the event's claim
+// at revision rev unless the group keeps no records (the record to write
+// or the claim to release).
+func (g *group) settle(msg jetstream.Msg, md *jetstream.MsgMetadata, r *run, rev uint64, ran bool) {
 	seq, n := md.Sequence.Stream, md.NumDelivered
+	claimed := ran && !g.cfg.atLeastOnce
 	switch r.outcome {
 	case handled:
 		if claimed && !g.markDone(seq) {
@@ -323,7 +451,7 @@ func (g *group) settle(msg jetstream.Msg, md *jetstream.MsgMetadata, r *run, rev
 		if err := msg.Ack(); err != nil {
 			g.e.log.Debug("wizard: durable events: ack", "space", g.e.space, "group", g.name, "seq", seq, "err", err)
 		}
-		if claimed {
+		if ran {
 			g.count(func(c *counters) { c.handled++ })
 		}
 		g.forget(seq)
@@ -343,8 +471,10 @@ func (g *group) settle(msg jetstream.Msg, md *jetstream.MsgMetadata, r *run, rev
 	case gone:
 		_ = msg.Term()
 	case failed:
-		if claimed {
+		if ran {
 			g.count(func(c *counters) { c.failed++ })
+		}
+		if claimed {
 			g.release(seq, rev)
 		}
 		if n >= uint64(g.cfg.maxDeliveries) {

@@ -191,6 +191,7 @@ type subConfig struct {
 	deliver       jetstream.DeliverPolicy
 	startSeq      uint64
 	startTime     *time.Time
+	atLeastOnce   bool
 }
 
 // MaxDeliveries is the delivery of an event to the group on which a
@@ -241,8 +242,10 @@ func AckWait(d time.Duration) SubscribeOption {
 	})
 }
 
-// Concurrency is the events of the group this member handles at once
-// ([DefaultConcurrency]). Subscribe fails when n < 1.
+// Concurrency is the handlers of the group this member runs at once
+// ([DefaultConcurrency]). The member takes up to 4n deliveries,
+// claiming and recording some while others run (the waiting ones are
+// kept alive as running ones are). Subscribe fails when n < 1.
 func Concurrency(n int) SubscribeOption {
 	return subOptionFunc(func(c *subConfig) error {
 		if n < 1 {
@@ -263,6 +266,33 @@ func DeadLetter(subject string) SubscribeOption {
 			return fmt.Errorf("DeadLetter(%q): %v", subject, err)
 		}
 		c.deadLetter = subject
+		return nil
+	})
+}
+
+// AtLeastOnce runs the group's events at least once instead of once: for
+// handlers that are idempotent or tolerate a rare repeat. A member runs
+// an event and acks it after its handlers returned without error, as by
+// default, but writes no record in the space's bucket: no claim before
+// the handlers and no "done" before the ack, two writes (and two round
+// trips) to the broker fewer per event.
+//
+// What it keeps: no event is lost (one is acked only after its handlers
+// succeeded); failures, [Backoff], [MaxDeliveries] and dead letters are
+// the default's; a copy of an event delivered to the node that runs it,
+// or ran it within the de-duplication table's window, runs once there
+// (runtime.WithDedup; a node without WithListen has no table).
+//
+// What it gives up: an event whose ack is lost runs again when it is
+// delivered to another member (its member crashed or was cut off before
+// the ack reached the broker), or to any member after a broker killed
+// outright comes back (nats-server writes acks to disk after a delay),
+// or to the same node after the table's window. All the members of a
+// group should subscribe with the same mode: a default member does not
+// see the events an AtLeastOnce member ran, and runs their redeliveries.
+func AtLeastOnce() SubscribeOption {
+	return subOptionFunc(func(c *subConfig) error {
+		c.atLeastOnce = true
 		return nil
 	})
 }
