@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"sync"
 
 	"github.com/wizardmesh/wizard/runtime/internal/eventhook"
 	"github.com/wizardmesh/wizard/runtime/internal/patrun"
@@ -95,7 +96,7 @@ func (n *Node) runEngineEvent(ctx context.Context, subs []*handlerEntry, ev *eve
 	}
 	var reply *Message
 	if n.dedup != nil && ev.Source != "" {
-		k := callerKey{identity: sha256.Sum256([]byte("event\x00" + ev.Source + "\x00" + ev.Group)), verified: true}
+		k := engineKey(ev.Source, ev.Group)
 		reply = n.serveOnce(ctx, m, e, over, k, ev.Seq, false)
 	} else {
 		reply = n.serveLocal(ctx, m, e, over)
@@ -158,4 +159,19 @@ func (n *Node) encodeEvent(ctx context.Context, pattern string, msg any) (string
 		}
 	}
 	return string(patrun.AppendCanonical(nil, kept)), uint8(codec), payload, meta, nil
+}
+
+// engineKeys are the de-duplication callers of engines' events, by
+// source and group: hashed once each (an engine has a few).
+var engineKeys sync.Map // [2]string -> callerKey
+
+// engineKey is the de-duplication caller of the events of source for
+// group.
+func engineKey(source, group string) callerKey {
+	if k, ok := engineKeys.Load([2]string{source, group}); ok {
+		return k.(callerKey)
+	}
+	k := callerKey{identity: sha256.Sum256([]byte("event\x00" + source + "\x00" + group)), verified: true}
+	engineKeys.Store([2]string{source, group}, k)
+	return k
 }

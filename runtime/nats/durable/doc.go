@@ -4,7 +4,7 @@
 // subscriptions match it handles it, once, whenever a member of the group
 // is up.
 //
-//	nc, err := nats.Connect("nats://10.0.0.7:4222")
+//	nc, err := natsgo.Connect("nats://10.0.0.7:4222")
 //	js, err := jetstream.New(nc)
 //	events, err := durable.New(ctx, node, js, "orders", durable.WithReplicas(3))
 //	err = events.Subscribe(ctx, "role:order,event:placed", "billing", bill)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,8 +42,7 @@ type group struct {
 	quit    chan struct{}
 
 	mu      sync.Mutex
-	running map[uint64]*run    // by stream sequence: the events being handled here
-	failed  map[uint64]failure // events whose handlers failed here, still to succeed
+	running map[uint64]*run // by stream sequence: the events being handled here
 	stats   counters
 }
 
@@ -54,14 +52,6 @@ type run struct {
 	done    chan struct{}
 	outcome outcome
 	err     error
-}
-
-// failure is what this node knows of an event whose handlers failed on
-// it: how many times (the de-duplication table keeps the failed outcome,
-// so a retry here runs under another key) and when last.
-type failure struct {
-	n  int
-	at time.Time
 }
 
 // counters are a group's figures on this node.
@@ -198,7 +188,6 @@ func (e *Events) startGroup(ctx context.Context, name string, c subConfig) (*gro
 		work:    make(chan jetstream.Msg),
 		quit:    make(chan struct{}),
 		running: map[uint64]*run{},
-		failed:  map[uint64]failure{},
 	}
 	g.dead = cmp.Or(c.deadLetter, deadPrefix+e.space+"."+g.token)
 	g.source = "jetstream:" + e.stream
@@ -361,12 +350,7 @@ func (g *group) handle(msg jetstream.Msg) {
 		}
 	}
 	ev.Group, ev.Seq = g.name, seq
-	ev.Source = g.source
-	if f := g.failures(seq); f > 0 {
-		// The table keeps the failed outcome under the first key: a
-		// retry on this node runs under a key of its own.
-		ev.Source += ";retry=" + strconv.Itoa(f)
-	}
+	ev.Source = g.source // the table keeps successes only: a retry of a failure runs
 	// The beats start with the claim: the event may wait for a handler
 	// slot.
 	b := g.heartbeat(msg, seq, rev)
@@ -454,7 +438,6 @@ func (g *group) settle(msg jetstream.Msg, md *jetstream.MsgMetadata, r *run, rev
 		if ran {
 			g.count(func(c *counters) { c.handled++ })
 		}
-		g.forget(seq)
 	case refused:
 		g.count(func(c *counters) { c.refused++ })
 		if claimed {
@@ -479,7 +462,6 @@ func (g *group) settle(msg jetstream.Msg, md *jetstream.MsgMetadata, r *run, rev
 		}
 		if n >= uint64(g.cfg.maxDeliveries) {
 			if g.deadLetter(msg, md, r.err) {
-				g.forget(seq)
 				r.outcome = gone
 			}
 			return
@@ -522,50 +504,12 @@ func (g *group) begin(seq uint64) (*run, bool) {
 	return r, true
 }
 
-// end notes that the run r of seq ended, and its failure if it failed.
+// end notes that the run r of seq ended.
 func (g *group) end(seq uint64, r *run) {
 	g.mu.Lock()
 	delete(g.running, seq)
-	if r.outcome == failed {
-		f := g.failed[seq]
-		if f.n == 0 && len(g.failed) >= maxFailures {
-			g.sweepFailures()
-		}
-		g.failed[seq] = failure{n: f.n + 1, at: time.Now()}
-	}
 	g.mu.Unlock()
 	close(r.done)
-}
-
-// maxFailures bounds the failed events a group remembers before it drops
-// those the de-duplication table no longer keeps (failureKept).
-const (
-	maxFailures = 4096
-	failureKept = 2 * time.Minute
-)
-
-// sweepFailures drops the failures older than failureKept. Callers hold
-// g.mu.
-func (g *group) sweepFailures() {
-	for seq, f := range g.failed {
-		if time.Since(f.at) > failureKept {
-			delete(g.failed, seq)
-		}
-	}
-}
-
-// failures returns how many times seq's handlers failed on this node.
-func (g *group) failures(seq uint64) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.failed[seq].n
-}
-
-// forget drops what this node knows of seq's failures.
-func (g *group) forget(seq uint64) {
-	g.mu.Lock()
-	delete(g.failed, seq)
-	g.mu.Unlock()
 }
 
 func (g *group) count(f func(*counters)) {
