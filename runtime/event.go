@@ -554,6 +554,24 @@ func (n *Node) emitTargets(pairs []pattern.Pair) []*delivery {
 	return ds
 }
 
+// subscribedGroups returns the groups with a subscription that matches
+// pairs, this node's or a peer's: emitTargets' groups, without the routes
+// it makes to deliver.
+func (n *Node) subscribedGroups(pairs []pattern.Pair) []string {
+	var gs []string
+	for _, s := range n.localSubscriptions() {
+		if patrun.Matches(s.pattern, pairs) && !slices.Contains(gs, s.group) {
+			gs = append(gs, s.group)
+		}
+	}
+	for _, sr := range n.remoteSubscriptions() {
+		if patrun.Matches(sr.pattern, pairs) && sr.r.hasPeers() && !slices.Contains(gs, sr.group) {
+			gs = append(gs, sr.group)
+		}
+	}
+	return gs
+}
+
 // broadcastTargets returns a delivery for this node when it has a
 // subscription that matches pairs, and one for each peer that has.
 func (n *Node) broadcastTargets(pairs []pattern.Pair) []*delivery {
@@ -701,10 +719,8 @@ func (n *Node) waitForSubscribers(ctx context.Context, pairs []pattern.Pair, gro
 		n.routeMu.Lock()
 		ch := n.changed
 		n.routeMu.Unlock()
-		have := n.emitTargets(pairs)
-		missing := slices.DeleteFunc(slices.Clone(groups), func(g string) bool {
-			return slices.ContainsFunc(have, func(d *delivery) bool { return d.name == g })
-		})
+		have := n.subscribedGroups(pairs)
+		missing := slices.DeleteFunc(slices.Clone(groups), func(g string) bool { return slices.Contains(have, g) })
 		if len(have) > 0 && len(missing) == 0 {
 			return nil
 		}
