@@ -28,7 +28,11 @@ import (
 // other frames), or when the ping left (was flushed) and this side's
 // reader paused meanwhile because requests wait for its handlers (the
 // pong may be waiting behind requests not read yet). A ping that did not
-// leave in time fails the connection: the peer is not reading.
+// leave in time fails the connection, unless a frame came meanwhile: a
+// server whose reader paused because requests wait for its handlers,
+// which therefore reads no ping, sends a pong of id 0 every BusyKeepAlive
+// while it is paused so (see server.aliveLocked), as callers that send
+// faster than its handlers run (no-reply requests) keep it paused.
 type keeper struct {
 	// mu guards what follows; it is taken before c.mu, never while c.mu
 	// is held (see [conn.busyLocked]).

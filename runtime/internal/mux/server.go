@@ -44,14 +44,18 @@ type server struct {
 	streams  map[uint64]*ServerStream // open streams, their handlers running (serverstream.go)
 	nstreams int                      // of those, the ones not ending yet: at most MaxStreams
 	running  int                      // of those, with a handler running (at most MaxInFlight; see takeSlot)
-	pending  []*request               // the others, in the order they came
-	waiting  int                      // bytes the pending requests hold (see requestCost)
-	listed   bool                     // on Options.Bounds' list; guarded by the Bounds' mu
-	maxID    uint64                   // the highest request id taken
-	lastID   uint64                   // with draining: the highest id the goaway promised to serve
-	draining bool
-	closed   bool
-	idle     chan struct{} // closed when draining and nothing is in flight
+	// aliveAt is when the paused reader last told the client that this
+	// side is alive, aliveTimer when it is due again (see aliveLocked).
+	aliveAt    time.Time
+	aliveTimer *time.Timer
+	pending    []*request // the others, in the order they came
+	waiting    int        // bytes the pending requests hold (see requestCost)
+	listed     bool       // on Options.Bounds' list; guarded by the Bounds' mu
+	maxID      uint64     // the highest request id taken
+	lastID     uint64     // with draining: the highest id the goaway promised to serve
+	draining   bool
+	closed     bool
+	idle       chan struct{} // closed when draining and nothing is in flight
 
 	handlers sync.WaitGroup // every request taken, until it is answered or dropped
 
@@ -425,14 +429,47 @@ func (s *server) waitRoom() error {
 		}
 		c.paused = true
 		s.flushLocked() // the answers held for the reader's flush must leave
+		var alive <-chan time.Time
+		if held && c.opts.KeepAlive > 0 {
+			alive = s.aliveLocked()
+		}
 		c.mu.Unlock()
 		select {
 		case <-c.room:
+		case <-alive:
 		case <-c.done:
 			return c.reason()
 		}
 		c.mu.Lock()
 	}
+}
+
+// aliveLocked tells the client, at most once per BusyKeepAlive, that this
+// side is alive though its reader is paused because requests wait for
+// its handlers: the client's pings wait unread behind its requests
+// meanwhile, and a client whose callers send faster than the handlers
+// run (no-reply requests, which no answer paces) would take the silence
+// for a dead server. It sends a pong with id 0, which answers no ping but
+// is a frame from this side (see keeper). It returns a channel that
+// fires when the next one is due, for the paused reader to wait on too;
+// c.mu is held.
+func (s *server) aliveLocked() <-chan time.Time {
+	c := s.c
+	now := time.Now()
+	if next := s.aliveAt.Add(c.opts.BusyKeepAlive); now.Before(next) {
+		s.aliveTimer.Reset(next.Sub(now))
+		return s.aliveTimer.C
+	}
+	s.aliveAt = now
+	if len(c.q) < 2*c.opts.WriteQueue {
+		c.pushLocked(outFrame{buf: controlFrame(wire.TypePong, 0)})
+	}
+	if s.aliveTimer == nil {
+		s.aliveTimer = time.NewTimer(c.opts.BusyKeepAlive)
+	} else {
+		s.aliveTimer.Reset(c.opts.BusyKeepAlive)
+	}
+	return s.aliveTimer.C
 }
 
 // serve runs the handler for r on worker w, queues its answer and
