@@ -333,7 +333,8 @@ type delivery struct {
 	r     *route
 	keys  []string // the keys of the remote subscriptions it is for
 	err   error
-	kbuf  [6]string // keys' first room
+	kbuf  [6]string  // keys' first room
+	cfg   callConfig // its call's configuration (see emitCall.deliver)
 }
 
 // addKeys adds the keys of p's pairs to d's.
@@ -363,11 +364,53 @@ func eventPattern(pairs []pattern.Pair, keys []string) string {
 	return string(patrun.AppendCanonical(nil, kept))
 }
 
+// emitCall is the state of one Emit or Broadcast, pooled: its
+// configuration, the event's pairs and the first deliveries' room, so
+// that an event to a few groups allocates none of it. Nothing keeps a
+// reference into it once emit has returned: the deliveries' results are
+// copied out (deliveryOf), and what a delivery hands on (its pattern, the
+// local deliveries' pairs) is made of its own.
+type emitCall struct {
+	n         *Node
+	cfg       callConfig
+	ctx, rctx context.Context // the caller's; the remote deliveries'
+	whole     pattern.Pattern // the event's pairs: local deliveries' pattern
+	pairs     []pattern.Pair
+	body      any
+	over      *cachedPattern
+	broadcast bool
+
+	pbuf [16]pattern.Pair
+	ds   []*delivery
+	dbuf [4]*delivery
+	dmem [4]delivery
+}
+
+var emitCalls = sync.Pool{New: func() any { return new(emitCall) }}
+
+// newDelivery returns a delivery named name, from e's room while it lasts.
+func (e *emitCall) newDelivery(name string) *delivery {
+	var d *delivery
+	if i := len(e.ds); i < len(e.dmem) {
+		d = &e.dmem[i]
+		*d = delivery{name: name}
+	} else {
+		d = &delivery{name: name}
+	}
+	e.ds = append(e.ds, d)
+	return d
+}
+
+// release returns e to the pool, holding nothing of the event.
+func (e *emitCall) release() {
+	*e = emitCall{}
+	emitCalls.Put(e)
+}
+
 func (n *Node) emit(ctx context.Context, pat string, msg any, opts []CallOption, broadcast bool) (Delivery, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	cfg := *configOf(opts)
 	t, err := n.parsed.get(pat)
 	if err != nil {
 		return Delivery{}, err
@@ -375,68 +418,40 @@ func (n *Node) emit(ctx context.Context, pat string, msg any, opts []CallOption,
 	if n.closed.Load() {
 		return Delivery{}, errClosed()
 	}
-	var buf [16]patrun.Pair
-	pairs, body, over, err := actMessage(buf[:0], t, msg)
+	e := emitCalls.Get().(*emitCall)
+	defer e.release()
+	e.n, e.cfg, e.ctx, e.broadcast = n, *configOf(opts), ctx, broadcast
+	e.pairs, e.body, e.over, err = actMessage(e.pbuf[:0], t, msg)
 	if err != nil {
 		return Delivery{}, err
 	}
-	if cfg.waitForReady {
+	pairs := e.pairs
+	if e.cfg.waitForReady {
 		if err := n.waitForSubscribers(ctx, pairs); err != nil {
 			return Delivery{}, err
 		}
 	}
-	var ds []*delivery
+	e.ds = e.dbuf[:0]
 	if broadcast {
-		ds = n.broadcastTargets(pairs)
+		n.broadcastTargets(e, pairs)
 	} else {
-		ds = n.emitTargets(pairs)
+		n.emitTargets(e, pairs)
 	}
+	ds := e.ds
 	if len(ds) == 0 {
 		canonical := string(patrun.AppendCanonical(nil, pairs))
 		return Delivery{}, &Error{Code: CodeNotFound, Message: "wizard: no subscription matches " + quoteClipped(canonical, maxEcho), cause: ErrNoHandler}
 	}
-	rctx := ctx // the remote deliveries'
+	e.rctx = ctx
 	if n.remote != nil && slices.ContainsFunc(ds, func(d *delivery) bool { return d.local == nil }) {
 		// One deadline for every remote delivery, made once: each
 		// delivery's call then finds it set (callContext).
 		var cancel context.CancelFunc
-		rctx, cancel = n.remote.callContext(ctx, &cfg)
+		e.rctx, cancel = n.remote.callContext(ctx, &e.cfg)
 		defer cancel()
 	}
-	var whole pattern.Pattern // the event's pairs: local deliveries' pattern
 	if slices.ContainsFunc(ds, func(d *delivery) bool { return d.local != nil }) {
-		whole = patrun.New(clonePairs(pairs))
-	}
-	deliver := func(d *delivery) {
-		dc := cfg
-		dc.waitForReady = false // waited for above
-		dctx := ctx
-		if d.local != nil {
-			dc.eventLocal, dc.eventP = d.local, whole
-		} else {
-			dctx = rctx
-			dc.eventRoute = d.r
-			dc.eventPat = eventPattern(pairs, d.keys)
-			if broadcast {
-				dc.broadcast = true
-			} else {
-				dc.event = d.name
-			}
-			if n.obs.o != nil || n.invoker != nil {
-				dc.eventP, _ = patrun.Parse(dc.eventPat)
-			}
-		}
-		if n.invoker == nil {
-			d.err = n.deliverEvent(dctx, &dc, body, over)
-			return
-		}
-		// Through the call interceptors, once a delivery.
-		b := &interceptedCall{own: dc}
-		b.call = Call{Pattern: dc.eventP, Msg: body, NoReply: dc.noReply, Event: true, cfg: &b.own, over: over}
-		if !broadcast {
-			b.call.Group = d.name
-		}
-		_, d.err = n.invoker(dctx, &b.call)
+		e.whole = patrun.New(clonePairs(pairs))
 	}
 	// Remote deliveries go in parallel; local ones run in turn, in the
 	// order the subscriptions were made, while the remote ones travel.
@@ -448,19 +463,55 @@ func (n *Node) emit(ctx context.Context, pat string, msg any, opts []CallOption,
 		case first == nil:
 			first = d
 		default:
-			wg.Go(func() { deliver(d) })
+			wg.Go(func() { e.deliver(d) })
 		}
 	}
 	for _, d := range ds {
 		if d.local != nil {
-			deliver(d)
+			e.deliver(d)
 		}
 	}
 	if first != nil {
-		deliver(first)
+		e.deliver(first)
 	}
 	wg.Wait()
 	return deliveryOf(pairs, ds, broadcast)
+}
+
+// deliver delivers e's event to d, setting d.err.
+func (e *emitCall) deliver(d *delivery) {
+	n := e.n
+	dc := &d.cfg
+	*dc = e.cfg
+	dc.waitForReady = false // waited for in emit
+	dctx := e.ctx
+	if d.local != nil {
+		dc.eventLocal, dc.eventP = d.local, e.whole
+	} else {
+		dctx = e.rctx
+		dc.eventRoute = d.r
+		dc.eventPat = eventPattern(e.pairs, d.keys)
+		if e.broadcast {
+			dc.broadcast = true
+		} else {
+			dc.event = d.name
+		}
+		if n.obs.o != nil || n.invoker != nil {
+			dc.eventP, _ = patrun.Parse(dc.eventPat)
+		}
+	}
+	if n.invoker == nil {
+		d.err = n.deliverEvent(dctx, dc, e.body, e.over)
+		return
+	}
+	// Through the call interceptors, once a delivery: the Call and its
+	// configuration are the interceptors', not the pool's.
+	b := &interceptedCall{own: *dc}
+	b.call = Call{Pattern: b.own.eventP, Msg: e.body, NoReply: b.own.noReply, Event: true, cfg: &b.own, over: e.over}
+	if !e.broadcast {
+		b.call.Group = d.name
+	}
+	_, d.err = n.invoker(dctx, &b.call)
 }
 
 // deliveryOf sums the deliveries of an event up.
@@ -497,21 +548,18 @@ func deliveryOf(pairs []pattern.Pair, ds []*delivery, broadcast bool) (Delivery,
 	}
 }
 
-// emitTargets returns a delivery for each group with a subscription that
+// emitTargets adds to e a delivery for each group with a subscription that
 // matches pairs: local when this node has one, else the route of the
 // peers that do (a route of their union when several of the group's
 // subscriptions match).
-func (n *Node) emitTargets(pairs []pattern.Pair) []*delivery {
-	var ds []*delivery
+func (n *Node) emitTargets(e *emitCall, pairs []pattern.Pair) {
 	byGroup := func(g string) *delivery {
-		for _, d := range ds {
+		for _, d := range e.ds {
 			if d.name == g {
 				return d
 			}
 		}
-		d := &delivery{name: g}
-		ds = append(ds, d)
-		return d
+		return e.newDelivery(g)
 	}
 	for _, s := range n.localSubscriptions() {
 		if patrun.Matches(s.pattern, pairs) {
@@ -551,7 +599,6 @@ func (n *Node) emitTargets(pairs []pattern.Pair) []*delivery {
 	for d, peers := range union {
 		d.r = n.peersRoute(d.r.pattern, peers)
 	}
-	return ds
 }
 
 // subscribedGroups returns the groups with a subscription that matches
@@ -572,10 +619,9 @@ func (n *Node) subscribedGroups(pairs []pattern.Pair) []string {
 	return gs
 }
 
-// broadcastTargets returns a delivery for this node when it has a
+// broadcastTargets adds to e a delivery for this node when it has a
 // subscription that matches pairs, and one for each peer that has.
-func (n *Node) broadcastTargets(pairs []pattern.Pair) []*delivery {
-	var ds []*delivery
+func (n *Node) broadcastTargets(e *emitCall, pairs []pattern.Pair) {
 	var local []*handlerEntry
 	for _, s := range n.localSubscriptions() {
 		if patrun.Matches(s.pattern, pairs) {
@@ -583,7 +629,7 @@ func (n *Node) broadcastTargets(pairs []pattern.Pair) []*delivery {
 		}
 	}
 	if local != nil {
-		ds = append(ds, &delivery{name: n.id, local: local})
+		e.newDelivery(n.id).local = local
 	}
 	var byPeer map[*peer]*delivery
 	for _, sr := range n.remoteSubscriptions() {
@@ -600,14 +646,13 @@ func (n *Node) broadcastTargets(pairs []pattern.Pair) []*delivery {
 				if byPeer == nil {
 					byPeer = map[*peer]*delivery{}
 				}
-				d = &delivery{name: n.peerName(p), r: n.peersRoute(sr.r.pattern, []*peer{p})}
+				d = e.newDelivery(n.peerName(p))
+				d.r = n.peersRoute(sr.r.pattern, []*peer{p})
 				byPeer[p] = d
-				ds = append(ds, d)
 			}
 			d.addKeys(sr.pattern)
 		}
 	}
-	return ds
 }
 
 // peerName is p's node id, or its address before its catalog came.

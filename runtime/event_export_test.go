@@ -17,7 +17,9 @@ func WaitForEventMembers(ctx context.Context, n *Node, pattern string, k int) er
 		n.routeMu.Lock()
 		ch := n.changed
 		n.routeMu.Unlock()
-		if len(n.broadcastTargets(patrun.PairsOf(t.pattern))) >= k {
+		var e emitCall
+		n.broadcastTargets(&e, patrun.PairsOf(t.pattern))
+		if len(e.ds) >= k {
 			return nil
 		}
 		select {
