@@ -27,6 +27,19 @@ routes:
 // websocket section's event settings and their defaults; and every
 // problem naming the route and the field.
 func TestEventsConfig(t *testing.T) {
+	t.Run("claim names", func(t *testing.T) {
+		// Every class's first and last character, and a name of the
+		// longest length, are claim names.
+		long := strings.Repeat("c", maxVarName)
+		c, err := Parse("gateway.yaml", []byte(eventsFile("websocket: {}",
+			`    events: ["role:a,x:{auth.claims.aA0_-zZ9},y:{auth.claims.`+long+`}"]`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"aA0_-zZ9", long}, c.Routes[0].EventTemplates()[0].Claims()); diff != "" {
+			t.Errorf("claims (-want +got):\n%s", diff)
+		}
+	})
 	t.Run("ok", func(t *testing.T) {
 		c, err := Parse("gateway.yaml", []byte(eventsFile("websocket: {path: /ws}",
 			`    events: ["role:match,event:found,user:{auth.subject}", "role:team,team:{auth.claims.team},user:{auth.subject}", "role:news"]`)))
@@ -59,6 +72,10 @@ func TestEventsConfig(t *testing.T) {
 			[]string{`routes[0].events[0]: route "matches": bad event template "role:match,user:{user}" at offset 16: {user} is not an identity value: an event template takes {auth.subject} or {auth.claims.NAME}`}},
 		{"bad claim", "websocket: {}", `    events: ["role:match,user:{auth.claims.a b}"]`,
 			[]string{`routes[0].events[0]: route "matches": bad event template "role:match,user:{auth.claims.a b}" at offset 30: bad claim name "a b": letters, digits, '_' or '-'`}},
+		{"empty braces", "websocket: {}", `    events: ["role:match,user:{}"]`,
+			[]string{`routes[0].events[0]: route "matches": bad event template "role:match,user:{}" at offset 16: {} is not an identity value: an event template takes {auth.subject} or {auth.claims.NAME}`}},
+		{"long claim", "websocket: {}", `    events: ["role:match,user:{auth.claims.` + strings.Repeat("c", maxVarName+1) + `}"]`,
+			[]string{`routes[0].events[0]: route "matches": bad event template "role:match,user:{auth.claims.` + strings.Repeat("c", maxVarName+1) + `}" at offset 16: {auth.claims.` + strings.Repeat("c", maxVarName+1) + `}: a claim's name is 1 to 64 bytes`}},
 		{"key variable", "websocket: {}", `    events: ["role:match,{auth.subject}:x"]`,
 			[]string{`routes[0].events[0]: route "matches": bad event template "role:match,{auth.subject}:x" at offset 11: a variable in key "{auth.subject}"; variables fill values only`}},
 		{"empty entry", "websocket: {}", `    events: [""]`,
