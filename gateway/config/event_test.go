@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -193,9 +194,48 @@ func TestGlobMatch(t *testing.T) {
 		{"*", "", true}, {"*", "abc", true}, {"a*", "abc", true}, {"a*c", "abbbc", true},
 		{"a*c", "abcd", false}, {"?", "é", true}, {"??", "é", false}, {"*b*", "aaa", false},
 		{"a*b*c", "axxbyyc", true}, {"abc", "abc", true}, {"abc", "abd", false},
+		{"a?c", "xbc", false}, {"a?c", "abc", true}, {"?*", "", false}, {"*?", "a", true},
 	} {
 		if got := globMatch(tc.glob, tc.s); got != tc.want {
 			t.Errorf("globMatch(%q, %q) = %v, want %v", tc.glob, tc.s, got, tc.want)
+		}
+	}
+}
+
+// TestClaimString checks how a claim's value fills a template: numbers
+// below 1e15 in magnitude as integers when whole, others in their
+// shortest form.
+func TestClaimString(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want string
+		ok   bool
+	}{
+		{"u1", "u1", true}, {true, "true", true}, {false, "false", true},
+		{42.0, "42", true}, {-42.0, "-42", true}, {1.5, "1.5", true},
+		{999999999999999.0, "999999999999999", true}, {-999999999999999.0, "-999999999999999", true},
+		{1e15, "1e+15", true}, {-1e15, "-1e+15", true},
+		{json.Number("7"), "7", true}, {7, "7", true}, {int64(-7), "-7", true},
+		{nil, "", false}, {[]any{"a"}, "", false}, {map[string]any{}, "", false},
+	} {
+		if got, ok := ClaimString(tc.v); got != tc.want || ok != tc.ok {
+			t.Errorf("ClaimString(%#v) = %q, %v; want %q, %v", tc.v, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestUsesIdentity: a template uses the identity when it holds a
+// subject or claim variable, only then.
+func TestUsesIdentity(t *testing.T) {
+	for src, want := range map[string]bool{
+		"role:news": false, "role:match,user:{auth.subject}": true, "role:team,team:{auth.claims.team}": true,
+	} {
+		e, err := parseEvent(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.UsesIdentity(); got != want {
+			t.Errorf("%s: UsesIdentity() = %v, want %v", src, got, want)
 		}
 	}
 }
