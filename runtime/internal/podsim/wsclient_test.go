@@ -37,7 +37,7 @@ type wsReport struct {
 	// status, by status and code; Lost: in flight when their connection
 	// ended otherwise, neither answered nor refused.
 	OK, Retried, AtClose, Lost int
-	Failed            map[string]int
+	Failed                     map[string]int
 	// Unresolved: keys answered 503 whose retry was still unanswered
 	// when the load stopped.
 	Unresolved int
