@@ -80,13 +80,24 @@ func TestScale(t *testing.T) {
 
 // TestNodeLost kills two of 5 server pods at once under the caller's
 // steady load, as losing their node does (SIGKILL: no preStop, no
-// drain), then starts their two replacements. Idempotent calls must not
-// fail (they are retried on another pod); non-idempotent calls in flight
-// on the killed pods may fail, and are counted by code: none may run
-// twice, and no call answered ok may be one no pod ran.
+// drain), then starts their two replacements; first with the kernel of
+// the pods' hosts still there to reset their connections ("killed"),
+// then with their hosts cut off the network before the kill, so that
+// their packets go unanswered as a lost node's do ("unreachable").
+// Idempotent calls must not fail (they are sent again to another pod);
+// non-idempotent calls in flight on the killed pods may fail, and are
+// counted by code: none may run twice, and no call answered ok may be
+// one no pod ran.
 func TestNodeLost(t *testing.T) {
 	f := gate(t)
 	faultnet.Require(t)
+	t.Run("killed", func(t *testing.T) { nodeLostScenario(t, f, false) })
+	t.Run("unreachable", func(t *testing.T) { nodeLostScenario(t, f, true) })
+}
+
+// nodeLostScenario is TestNodeLost's scenario; unreachable cuts the
+// killed pods' hosts off the network first.
+func nodeLostScenario(t *testing.T, f form, unreachable bool) {
 	const replicas, lost = 5, 2
 	s := newSim(t, 2+replicas+lost)
 	var live []*pod
@@ -100,7 +111,7 @@ func TestNodeLost(t *testing.T) {
 	phase(f.warm)
 
 	killed := []*pod{live[1], live[3]}
-	at := s.killPods(killed)
+	at := s.killPods(killed, unreachable)
 	phase(f.warm)
 	// The ReplicaSet replaces them.
 	var repl []*pod
@@ -114,7 +125,7 @@ func TestNodeLost(t *testing.T) {
 	r := s.stopCaller()
 	execs := s.executions()
 
-	t.Logf("form %s: %d replicas, %d killed at once (SIGKILL), replaced after %s", f.name, replicas, lost, f.warm)
+	t.Logf("form %s: %d replicas, %d killed at once (SIGKILL; their hosts cut off first: %v), replaced after %s", f.name, replicas, lost, unreachable, f.warm)
 	for _, p := range killed {
 		last := "never"
 		if lat, ok := r.LastOK[p.name]; ok {

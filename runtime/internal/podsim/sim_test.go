@@ -371,10 +371,17 @@ func (s *sim) deletePods(ps []*pod, preStop time.Duration) []deletion {
 }
 
 // killPods kills ps at once, as losing their node does: SIGKILL, no
-// preStop, no drain; the pods are gone when their processes are.
-func (s *sim) killPods(ps []*pod) time.Time {
+// preStop, no drain; the pods are gone when their processes are. With
+// unreachable their hosts are cut off the network first: no packet of
+// theirs, nor the kernel's resets of their connections, gets out.
+func (s *sim) killPods(ps []*pod, unreachable bool) time.Time {
 	s.t.Helper()
 	at := time.Now()
+	if unreachable {
+		for _, p := range ps {
+			s.hub.Isolate(p.host)
+		}
+	}
 	for _, p := range ps {
 		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	}
