@@ -19,6 +19,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/wizardmesh/wizard/internal/testkit/need"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/faultnet"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
 )
@@ -163,12 +164,13 @@ func TestGatewayRoll(t *testing.T) {
 	}
 }
 
-// buildGateway builds cmd/wizard-gateway into a temporary directory.
+// buildGateway builds cmd/wizard-gateway into a temporary directory
+// (skipped without the go command: a failure under WIZARD_REQUIRE=1).
 func buildGateway(t *testing.T) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Skipf("no go command to build cmd/wizard-gateway: %v", err)
+		need.Skipf(t, "no go command to build cmd/wizard-gateway: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "wizard-gateway")
 	begin := time.Now()
