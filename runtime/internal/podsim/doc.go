@@ -127,4 +127,31 @@
 // reconnected; every old gateway exited within its grace period. The
 // reconnects, the close codes and the longest time from a close to the
 // next connection are logged.
+//
+// # Figures
+//
+// At 6257aff, on a 2-core machine shared with other work (load average
+// 10 to 35), every target held; docs/kubernetes.md has the tables. The
+// short form took 1 min 36 s in all (the gateway's build included), the
+// long one 4 min 5 s. Calls ok, idempotent / not:
+//
+//	roll, 5 replicas, short / long          7,003 / 7,019    24,659 / 24,654
+//	roll, 1 replica, no preStop, 50 ms      3,031 / 3,034 (long)
+//	scale 3 → 10 → 3, short / long          2,131 / 2,162     6,065 / 6,046
+//	2 pods killed, short / long             2,135 / 2,131     4,719 / 4,727
+//	  failed: 4 / 2 non-idempotent, unavailable, none run by a pod
+//	2 pods killed, hosts cut off            1,421 / 1,334     4,067 / 3,916
+//	  failed: 4 / 4 non-idempotent, unavailable, none run by a pod
+//	gateway roll, short / long: 4,222 / 15,387 answered 200; 23 / 137
+//	  unanswered at a 1001 close and sent again, 0 answered 503, 0 lost;
+//	  247 / 518 reconnects, the longest 0.10 / 0.29 s from close to
+//	  connected
+//
+// No key ran twice in any run. With the hosts cut off, the failed calls
+// ended 2.27–2.56 s after the kill (the connection's keep-alive). In a
+// scale-up the last new pod answered a call 0.46–2.45 s after it in ten
+// runs; before a fix of runtime/swim (a node's first join stopped at the
+// first seed that answered, which could be a new pod alone so far) it
+// was 16.02, 16.45, 0.79 and 12.57 s in four runs alternated with four
+// of the fix (1.69, 1.50, 1.21, 1.08 s).
 package podsim
