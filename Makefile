@@ -30,11 +30,11 @@ faults: ## the fault suite, long form (root, /dev/net/tun, ip; about 7 minutes):
 faults-short: ## the fault suite, short form (about 3 minutes); writes FAULT_REPORT (default faults-short.md)
 	WIZARD_FAULT=1 WIZARD_FAULT_REPORT=$(abspath $(or $(FAULT_REPORT),faults-short.md)) $(GO) test -count=1 -timeout 15m -run '^TestFaults$$' -v ./runtime/internal/faults/
 
-podsim: ## the simulated Kubernetes rolling update, long form (root, /dev/net/tun, ip; the manifests' preStop, two rolls; about a minute): pods as processes in network namespaces, cluster DNS (runtime/internal/podsim)
-	WIZARD_PODSIM=long $(GO) test -count=1 -timeout 15m -run '^TestRollingUpdate$$' -v ./runtime/internal/podsim/
+podsim: ## the simulated Kubernetes rolling update, scale 3 → 10 → 3, two pods killed, the gateway rolled under 200 WebSocket clients; long form (root, /dev/net/tun, ip; the manifests' preStop, two rolls; a few minutes): pods as processes in network namespaces, cluster DNS (runtime/internal/podsim)
+	WIZARD_PODSIM=long $(GO) test -count=1 -timeout 15m -run '^(TestRollingUpdate|TestScale|TestNodeLost|TestGatewayRoll)$$' -v ./runtime/internal/podsim/
 
-podsim-short: ## the simulated Kubernetes rolling update, short form (under a minute)
-	WIZARD_PODSIM=1 $(GO) test -count=1 -timeout 10m -run '^TestRollingUpdate$$' -v ./runtime/internal/podsim/
+podsim-short: ## the same scenarios, short form (each under a minute, about two minutes in all)
+	WIZARD_PODSIM=1 $(GO) test -count=1 -timeout 10m -run '^(TestRollingUpdate|TestScale|TestNodeLost|TestGatewayRoll)$$' -v ./runtime/internal/podsim/
 
 compare: ## the side-by-side comparison vs gRPC-go, HTTP/1.1 and a raw TCP floor (bench/, a few minutes)
 	$(MAKE) -C bench compare

@@ -60,7 +60,10 @@
 // for a named port), or a function ([WithSeedFunc]). Seeds resolve again
 // on every attempt, and joining retries in the background with jittered
 // exponential backoff until one answers, another member joins this node,
-// or the node closes. A node without seeds, or whose seeds name only
+// or the node closes; once one answers, the node also joins up to three
+// of the seeds that did not become members with it (the seed may be a
+// node as new as this one, alone so far, as a headless service lists the
+// pods of a scale-up before they have joined). A node without seeds, or whose seeds name only
 // itself, is the first of its cluster and waits for others to join it.
 // Once in a cluster, a node resolves its seeds again every re-join
 // interval and joins those that are not live members (a seed cut off by

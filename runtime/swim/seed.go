@@ -109,6 +109,12 @@ func (d *Discovery) join(ctx context.Context) (ok bool, err error) {
 		n, err := d.ml.Join([]string{a})
 		if n > 0 {
 			d.log.Debug("wizard: swim: joined a seed", "seed", a, "members", d.ml.NumMembers())
+			// The seed may be a node as new as this one, alone so far
+			// (a headless Service lists the pods of a scale-up as they
+			// start): join the seeds it did not make members, as a
+			// re-join would, rather than stay a cluster apart until
+			// then.
+			d.rejoin(ctx, addrs, nil)
 			return true, nil
 		}
 		errs = append(errs, err)

@@ -221,3 +221,20 @@ func TestSeedFunc(t *testing.T) {
 	t.Cleanup(func() { closeAll(all) })
 	waitRoutable(t, all, early.pattern(), seed.pattern())
 }
+
+// TestJoinPastAFreshSeed starts a node whose first seed is a node as new
+// as itself, alone so far (as a headless Service lists the pods of a
+// scale-up before they have joined anything), and whose second seed is a
+// member of the cluster. Re-joins are off: the node must reach the
+// cluster through its first join, not be left in a cluster of two with
+// the fresh seed until a re-join.
+func TestJoinPastAFreshSeed(t *testing.T) {
+	leak.Check(t)
+	off := swim.WithReconnect(-1, 0)
+	cluster := startCluster(t, "main", 2, off)
+	fresh := startMember(t, "fresh", off) // no seeds: the first of its own cluster
+	joiner := startMember(t, "joiner", off, swim.WithSeeds(fresh.d.GossipAddr(), cluster[0].d.GossipAddr()))
+	all := append(cluster, fresh, joiner)
+	t.Cleanup(func() { closeAll(all) })
+	waitRoutable(t, cluster, joiner.pattern(), fresh.pattern())
+}

@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -28,6 +30,11 @@ const (
 	healthPort  = 8081
 	// ttl is the records' TTL, CoreDNS's default for a cluster.
 	ttl = 5
+	// gatewayPort is the gateway pods' HTTP port (gateway-config.yaml's
+	// server.listen), servicePort the Service wizard-gateway's port,
+	// which the cluster process serves on its own address.
+	gatewayPort = 8080
+	servicePort = 80
 )
 
 // publishNotReadyAddresses is the headless Service's setting in
@@ -50,11 +57,16 @@ type clusterSpec struct {
 }
 
 // clusterOp is a line the test writes to the cluster's standard input:
-// "add" a pod (it has its address: listed, probed), "del" a pod (gone).
+// "add" a pod (it has its address: listed, probed), "term" a pod (it is
+// being deleted: the gateway Service's proxy sends it no new
+// connection), "del" a pod (gone).
 type clusterOp struct {
 	Op, Name, IP string
 	// Period: the pod's readiness probe period, probePeriod when 0.
 	Period time.Duration
+	// Gateway: a gateway pod, an endpoint of the Service wizard-gateway
+	// (the proxy), probed on its HTTP port instead of healthPort.
+	Gateway bool
 }
 
 // probeEvent is a line the cluster prints: a pod's readiness changed, or
@@ -74,9 +86,11 @@ type cluster struct {
 }
 
 type simPod struct {
-	ip    string
-	ready bool
-	stop  context.CancelFunc
+	ip          string
+	ready       bool
+	gateway     bool
+	terminating bool
+	stop        context.CancelFunc
 }
 
 // runCluster serves DNS on spec.IP:53 (UDP and TCP) and probes the pods
@@ -95,6 +109,11 @@ func runCluster(spec clusterSpec) error {
 	h := dns.HandlerFunc(c.serveDNS)
 	go (&dns.Server{PacketConn: pc, Handler: h}).ActivateAndServe()
 	go (&dns.Server{Listener: ln, Handler: h}).ActivateAndServe()
+	svc, err := net.Listen("tcp", net.JoinHostPort(spec.IP, fmt.Sprint(servicePort)))
+	if err != nil {
+		return err
+	}
+	go c.proxy(svc)
 	c.print(probeEvent{At: time.Now().UnixNano()})
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
@@ -120,8 +139,16 @@ func (c *cluster) apply(op clusterOp) {
 	switch op.Op {
 	case "add":
 		ctx, stop := context.WithCancel(context.Background())
-		c.pods[op.Name] = &simPod{ip: op.IP, stop: stop}
-		go c.probe(ctx, op.Name, op.IP, cmp.Or(op.Period, probePeriod))
+		c.pods[op.Name] = &simPod{ip: op.IP, gateway: op.Gateway, stop: stop}
+		port := healthPort
+		if op.Gateway {
+			port = gatewayPort
+		}
+		go c.probe(ctx, op.Name, op.IP, port, cmp.Or(op.Period, probePeriod))
+	case "term":
+		if p := c.pods[op.Name]; p != nil {
+			p.terminating = true
+		}
 	case "del":
 		if p := c.pods[op.Name]; p != nil {
 			p.stop()
@@ -132,9 +159,9 @@ func (c *cluster) apply(op clusterOp) {
 
 // probe probes a pod's /readyz every period, from when it is added, as
 // a kubelet does, and prints each change of its readiness.
-func (c *cluster) probe(ctx context.Context, name, ip string, period time.Duration) {
+func (c *cluster) probe(ctx context.Context, name, ip string, port int, period time.Duration) {
 	client := &http.Client{Timeout: probeTimeout}
-	url := fmt.Sprintf("http://%s/readyz", net.JoinHostPort(ip, fmt.Sprint(healthPort)))
+	url := fmt.Sprintf("http://%s/readyz", net.JoinHostPort(ip, fmt.Sprint(port)))
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
@@ -226,4 +253,51 @@ func (c *cluster) serveDNS(w dns.ResponseWriter, req *dns.Msg) {
 		m.Rcode = dns.RcodeNameError
 	}
 	w.WriteMsg(m)
+}
+
+// proxy is the Service wizard-gateway (a ClusterIP Service, as
+// deploy/kubernetes/base/gateway.yaml has it), as kube-proxy makes it:
+// each new connection goes to one of the gateway pods that are ready and
+// not terminating, picked at random, and stays there until one side
+// closes it; a connection made while no pod is ready is refused (closed
+// at once). It runs until ln is closed.
+func (c *cluster) proxy(ln net.Listener) {
+	for {
+		in, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer in.Close()
+			ip := c.endpoint()
+			if ip == "" {
+				return
+			}
+			out, err := net.DialTimeout("tcp", net.JoinHostPort(ip, fmt.Sprint(gatewayPort)), 5*time.Second)
+			if err != nil {
+				return
+			}
+			defer out.Close()
+			done := make(chan struct{}, 2)
+			go func() { io.Copy(out, in); done <- struct{}{} }()
+			go func() { io.Copy(in, out); done <- struct{}{} }()
+			<-done // either side gone: close both
+		}()
+	}
+}
+
+// endpoint picks a ready gateway pod that is not terminating, or "".
+func (c *cluster) endpoint() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ips []string
+	for _, p := range c.pods {
+		if p.gateway && p.ready && !p.terminating {
+			ips = append(ips, p.ip)
+		}
+	}
+	if len(ips) == 0 {
+		return ""
+	}
+	return ips[rand.IntN(len(ips))]
 }

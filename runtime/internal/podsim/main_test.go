@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -15,8 +16,8 @@ import (
 const simEnv = "WIZARD_PODSIM"
 
 // roleEnv holds a process's role when the test binary runs as a pod or
-// as the cluster: "pod", or the JSON of a callerSpec or clusterSpec
-// after "caller " or "cluster ".
+// as the cluster: "pod", or the JSON of a callerSpec, clusterSpec or
+// wsSpec after "caller ", "cluster " or "wsclients ".
 const roleEnv = "WIZARD_PODSIM_ROLE"
 
 // TestMain makes the test binary a pod, the caller or the cluster when
@@ -34,6 +35,11 @@ func TestMain(m *testing.M) {
 		var spec callerSpec
 		if err = json.Unmarshal([]byte(role[7:]), &spec); err == nil {
 			err = runCaller(spec)
+		}
+	case strings.HasPrefix(role, "wsclients "):
+		var spec wsSpec
+		if err = json.Unmarshal([]byte(role[10:]), &spec); err == nil {
+			err = runWSClients(spec)
 		}
 	case len(role) > 8 && role[:8] == "cluster ":
 		var spec clusterSpec

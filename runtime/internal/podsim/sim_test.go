@@ -4,6 +4,7 @@ package podsim_test
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,16 +27,18 @@ import (
 // probes), host 1 the caller pod, the other hosts server pods, each
 // started at most once, so that every pod has an address of its own.
 type sim struct {
-	t     *testing.T
-	hub   *faultnet.Hub
-	dir   string
-	flags []string // the mesh flags every pod shares: key, TLS
+	t       *testing.T
+	hub     *faultnet.Hub
+	dir     string
+	flags   []string // the mesh flags every pod shares: key, TLS
+	secrets meshsecrets.Files
 	// probe is the server pods' readiness probe period.
 	probe time.Duration
 
 	cluster *exec.Cmd
 	ops     io.WriteCloser
-	next    int // the next unused host
+	opsMu   sync.Mutex // ops is written from the deletions' goroutines too
+	next    int        // the next unused host
 
 	mu     sync.Mutex
 	pods   map[string]*pod
@@ -53,6 +56,12 @@ type pod struct {
 	upCh    chan struct{}
 	ready   chan struct{} // closed by its first passed readiness probe
 	readyAt time.Time
+	// served is closed when the caller reports the pod's first answered
+	// call, at servedAt.
+	served   chan struct{}
+	servedAt time.Time
+	// grace is its terminationGracePeriodSeconds, gracePeriod when 0.
+	grace   time.Duration
 	exited  chan struct{}
 	exitErr error
 }
@@ -70,7 +79,8 @@ const (
 func newSim(t *testing.T, hosts int) *sim {
 	t.Helper()
 	s := &sim{t: t, hub: faultnet.New(t, hosts), dir: t.TempDir(), next: 2, pods: map[string]*pod{}, probe: probePeriod}
-	s.flags = meshsecrets.Write(t, s.dir).Flags()
+	s.secrets = meshsecrets.Write(t, s.dir)
+	s.flags = s.secrets.Flags()
 	removeStaleConf()
 	clusterIP := s.hub.Host(0).Addr.String()
 	// Every namespace resolves through the cluster process, with a pod's
@@ -148,12 +158,15 @@ func (s *sim) log(name string) string {
 	return string(b)
 }
 
-// tell writes an operation to the cluster process.
+// tell writes an operation to the cluster process. It may be called
+// from any goroutine: a failure is an error of the test, not fatal.
 func (s *sim) tell(op clusterOp) {
 	s.t.Helper()
 	b, _ := json.Marshal(op)
+	s.opsMu.Lock()
+	defer s.opsMu.Unlock()
 	if _, err := s.ops.Write(append(b, '\n')); err != nil {
-		s.t.Fatalf("the cluster process: %v; its log:\n%s", err, s.log("cluster"))
+		s.t.Errorf("the cluster process: %v; its log:\n%s", err, s.log("cluster"))
 	}
 }
 
@@ -175,7 +188,7 @@ func (s *sim) startPod(name string) *pod {
 	s.t.Helper()
 	h := s.host()
 	ip := h.Addr.String()
-	p := &pod{name: name, host: h, cmd: s.command(name, "pod", append(podArgs(ip), s.flags...)...), upCh: make(chan struct{}), ready: make(chan struct{}), exited: make(chan struct{})}
+	p := &pod{name: name, host: h, cmd: s.command(name, "pod", append(podArgs(ip), s.flags...)...), upCh: make(chan struct{}), ready: make(chan struct{}), served: make(chan struct{}), exited: make(chan struct{})}
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
 		s.t.Fatal(err)
@@ -242,6 +255,22 @@ func (s *sim) waitReady(p *pod) time.Duration {
 	return p.readyAt.Sub(p.started)
 }
 
+// waitServed waits until the caller had a call answered by p and
+// returns when that was.
+func (s *sim) waitServed(p *pod) time.Time {
+	s.t.Helper()
+	select {
+	case <-p.served:
+	case <-p.exited:
+		s.t.Fatalf("pod %s exited before it answered a call (%v); its log:\n%s", p.name, p.exitErr, s.log(p.name))
+	case <-time.After(readyBound):
+		s.t.Fatalf("pod %s answered no call %s after it was ready; its log:\n%s", p.name, readyBound, s.log(p.name))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return p.servedAt
+}
+
 // startCaller starts the caller pod on host 1, listed by the Service as
 // a member of the mesh, and waits until it routes to servers pods and
 // runs its load.
@@ -267,8 +296,17 @@ func (s *sim) startCaller(servers int) {
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if strings.TrimSpace(sc.Text()) == "ready" {
+			line := strings.TrimSpace(sc.Text())
+			if line == "ready" {
 				close(loaded)
+			}
+			if name, ok := strings.CutPrefix(line, "served "); ok {
+				s.mu.Lock()
+				if p := s.pods[name]; p != nil && p.servedAt.IsZero() {
+					p.servedAt = time.Now()
+					close(p.served)
+				}
+				s.mu.Unlock()
 			}
 		}
 	}()
@@ -296,25 +334,62 @@ type deletion struct {
 }
 
 // deletePod deletes p as the kubelet does: the preStop sleep, SIGTERM,
-// then SIGKILL if the grace period runs out; the Service lists it until
-// it is gone.
+// then SIGKILL if the grace period runs out; the headless Service lists
+// it until it is gone, the gateway Service's proxy sends it no new
+// connection from the start. It may be called from any goroutine.
 func (s *sim) deletePod(p *pod, preStop time.Duration) deletion {
 	s.t.Helper()
 	begin := time.Now()
+	s.tell(clusterOp{Op: "term", Name: p.name})
 	phase(preStop)
 	d := deletion{sigterm: time.Now()}
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
-	case <-time.After(gracePeriod - time.Since(begin)):
+	case <-time.After(cmp.Or(p.grace, gracePeriod) - time.Since(begin)):
 		d.killed = true
 		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		testwait.Recv(s.t, p.exited)
+		<-p.exited // SIGKILL ends it
 	}
 	d.drained = time.Since(d.sigterm)
 	d.exitErr = p.exitErr
 	s.tell(clusterOp{Op: "del", Name: p.name})
 	return d
+}
+
+// deletePods deletes ps at once, as a ReplicaSet scaled down does, and
+// returns their deletions in the same order.
+func (s *sim) deletePods(ps []*pod, preStop time.Duration) []deletion {
+	s.t.Helper()
+	ds := make([]deletion, len(ps))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Go(func() { ds[i] = s.deletePod(p, preStop) })
+	}
+	wg.Wait()
+	return ds
+}
+
+// killPods kills ps at once, as losing their node does: SIGKILL, no
+// preStop, no drain; the pods are gone when their processes are. With
+// unreachable their hosts are cut off the network first: no packet of
+// theirs, nor the kernel's resets of their connections, gets out.
+func (s *sim) killPods(ps []*pod, unreachable bool) time.Time {
+	s.t.Helper()
+	at := time.Now()
+	if unreachable {
+		for _, p := range ps {
+			s.hub.Isolate(p.host)
+		}
+	}
+	for _, p := range ps {
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	for _, p := range ps {
+		<-p.exited
+		s.tell(clusterOp{Op: "del", Name: p.name})
+	}
+	return at
 }
 
 // stopCaller ends the caller's load (SIGTERM) and reads its report.
