@@ -212,8 +212,8 @@ func writeQueue[F any](nc net.Conn, q chan F, bytes func(*F) []byte, done <-chan
 // floorCall is one call waiting for its answer.
 type floorCall struct{ r chan float64 }
 
-// floorClient is the floor's client: the fastest simple way to multiplex
-// calls over one connection. A caller appends its frame to the next write
+// floorClient is the floor's client: the least work a simple client can
+// do to multiplex calls over one connection. A caller appends its frame to the next write
 // under a lock; if no write is in progress it becomes the writer and
 // writes everything appended so far in one write, then what others
 // appended meanwhile, until nothing is left; otherwise it just waits for
