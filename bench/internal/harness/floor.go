@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"runtime"
 	"sync"
 )
 
@@ -31,7 +32,8 @@ var floorContender = Contender{
 	Name:  floorName,
 	Title: "raw TCP floor",
 	Note: "written in the harness: length + request id + two float64s; on the client, callers write their own frames under a write lock " +
-		"(a caller that finds a write in progress appends its frame for the writer to send next, so concurrent frames go out in one write) " +
+		"(a caller that finds no write in progress yields once, then writes what every caller appended meanwhile in one write; one that finds a write " +
+		"in progress appends its frame for the writer to send next) " +
 		"and one reader goroutine hands each answer to its caller; " +
 		"the server answers inline in its reader (in the two-hop and cluster scenarios, where handlers wait, it runs each call in its own goroutine " +
 		"and answers through one coalescing writer); no codec, routing, deadlines or cancellation",
@@ -213,16 +215,25 @@ func writeQueue[F any](nc net.Conn, q chan F, bytes func(*F) []byte, done <-chan
 type floorCall struct{ r chan float64 }
 
 // floorClient is the floor's client: the least work a simple client can
-// do to multiplex calls over one connection. A caller appends its frame to the next write
-// under a lock; if no write is in progress it becomes the writer and
-// writes everything appended so far in one write, then what others
-// appended meanwhile, until nothing is left; otherwise it just waits for
-// its answer. One reader goroutine reads the answers and hands each to
-// its caller's channel.
+// do to multiplex calls over one connection. A caller appends its frame
+// to the next write under a lock; if no write is in progress it becomes
+// the writer: it yields once (runtime.Gosched), then writes everything
+// appended so far in one write, then what others appended meanwhile,
+// until nothing is left; otherwise it just waits for its answer. One
+// reader goroutine reads the answers and hands each to its caller's
+// channel.
+//
+// The yield is what makes the writes combine on few cores: the callers
+// the reader wakes from one batch of answers are queued on the reader's
+// core and run one after another, so without it each would find no write
+// in progress and make a write system call of its own. Yielding lets them
+// append their frames first; a lone caller's yield finds nothing else to
+// run and costs little.
 //
 // Nothing simpler does less. A lock held across each caller's own write
 // costs one write system call per call where this one combines the frames
-// of every caller that arrives during a write into the next; a writer
+// of every caller that arrives before the writer's yield ends or during a
+// write; a writer
 // goroutine fed through a channel (floorWriterClient) adds a goroutine
 // hand-off and a wake-up per batch to the same writes. On the answer side
 // a reader goroutine and one channel send per answer are the least that
@@ -267,6 +278,9 @@ func (c *floorClient) Call(ctx context.Context, a, b float64) (float64, error) {
 	c.out = appendRequest(c.out, id, a, b)
 	if !c.writing {
 		c.writing = true
+		c.mu.Unlock()
+		runtime.Gosched() // let the callers already woken append their frames to this write
+		c.mu.Lock()
 		for len(c.out) > 0 {
 			buf := c.out
 			c.out = c.spare[:0]
