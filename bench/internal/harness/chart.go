@@ -47,6 +47,9 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	seen := map[string]bool{}
 	lo, hi := math.Inf(1), 0.0
 	for _, c := range r.Cells {
+		if c.Extra {
+			continue // the labelled extra rows are in the table only
+		}
 		if len(levels) == 0 || levels[len(levels)-1] != c.Callers {
 			levels = append(levels, c.Callers)
 		}

@@ -75,7 +75,7 @@ func runCluster(ctx context.Context, cfg Config, cs []Contender, rep *Report, ch
 		}
 		*children = append(*children, a)
 		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		k.client, err = dialChecked(dctx, c, a.addr, DialOptions{Pooled: true})
+		k.client, err = dialChecked(dctx, c, a.addr, DialOptions{})
 		cancel()
 		if err != nil {
 			return err

@@ -63,6 +63,7 @@ type Config struct {
 type Cell struct {
 	Contender string // Title
 	Name      string
+	Extra     bool // the contender is a labelled extra row
 	Callers   int
 	PerSec    float64
 	P50, P99  time.Duration
@@ -236,7 +237,7 @@ func runHops(ctx context.Context, cfg Config, cs []Contender, rep *Report, child
 		}
 		*children = append(*children, a)
 		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		cl, err := dialChecked(dctx, c, a.addr, DialOptions{Pooled: true})
+		cl, err := dialChecked(dctx, c, a.addr, DialOptions{})
 		cancel()
 		if err != nil {
 			return err
@@ -301,7 +302,7 @@ func (sleepClient) Close() error { return nil }
 
 // cellOf takes the median of each measure over runs.
 func cellOf(c Contender, callers int, runs []Sample) Cell {
-	cell := Cell{Contender: c.Title, Name: c.Name, Callers: callers, Runs: runs}
+	cell := Cell{Contender: c.Title, Name: c.Name, Extra: c.Extra, Callers: callers, Runs: runs}
 	var rates []float64
 	var p50s, p99s []time.Duration
 	for _, s := range runs {

@@ -32,13 +32,11 @@ type ServeOptions struct {
 	Blocking bool
 }
 
-// DialOptions tune a client for a measurement.
-type DialOptions struct {
-	// Pooled lets a contender that cannot multiplex calls over one
-	// connection (HTTP/1.1) open a pool of connections. The main comparison
-	// leaves it false: one connection for everyone.
-	Pooled bool
-}
+// DialOptions tune a client for a measurement. None is left: every
+// contender dials the setup its users are told to run (HTTP/1.1 a
+// keep-alive pool, drpc its drpcpool) in every scenario, and the
+// handicapped setups are contenders of their own, labelled extra rows.
+type DialOptions struct{}
 
 // Driver drives runs against one server itself and reports what it
 // measured, for a caller outside the Go load generator; it is used by one
@@ -57,6 +55,12 @@ type Contender struct {
 	Title string
 	// Note is printed under the tables.
 	Note string
+	// Extra marks a labelled extra row: a handicapped setup of a peer (one
+	// connection where its users pool, a default its docs advise against)
+	// or the floor's former client, kept to show what the handicap costs.
+	// It is no peer's headline: the "fastest contender" comparison and
+	// the chart leave it out.
+	Extra bool
 	// Serve starts a server on listen that answers with h.
 	Serve func(listen string, h Handler, o ServeOptions) (Server, error)
 	// Dial connects a client to the server at addr.
@@ -95,13 +99,17 @@ var Contenders = []Contender{
 		"a self-signed certificate through quic.WithInsecureSelfSigned on loopback; the default 4 long-lived streams per connection), typed client, proto codec", newQUIC),
 	grpcContender,
 	httpContender,
+	httpOneConnContender,
 	floorContender,
+	floorWriterContender,
 	microwizardGoContender,
 	microwizardNodeContender,
 	microwizardBridgeContender,
 	moleculerContender,
 	drpcContender,
+	drpcOneConnContender,
 	connectContender,
+	connectGzipContender,
 	natsMicroContender,
 	wizardNATSContender,
 }

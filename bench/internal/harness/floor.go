@@ -8,17 +8,20 @@ import (
 	"io"
 	"math"
 	"net"
+	"runtime"
 	"sync"
-	"sync/atomic"
 )
 
 // The floor is the least a multiplexed call over one TCP connection can
 // cost, written here so that nothing else hides in it: frames are a 4-byte
 // length, an 8-byte request id and the payload (two float64s in, one out);
-// the client runs one writer goroutine that coalesces queued frames into
-// one write, one reader goroutine and a mutex-guarded pending map; the
-// server answers inline in its reader goroutine and flushes when its input
-// is drained. No codec, no routing, no deadlines, no cancellation.
+// the client's callers write their own frames, combining them when they
+// meet (see [floorClient]), one reader goroutine hands each answer to its
+// caller through a pending map; the server answers inline in its reader
+// goroutine and flushes when its input is drained. No codec, no routing,
+// no deadlines, no cancellation. floorwriter.go keeps the client it
+// replaced, whose callers hand their frames to a writer goroutine, as an
+// extra row that shows what that hand-off costs.
 const (
 	floorHeader   = 4 + 8
 	floorRequest  = floorHeader + 16
@@ -28,7 +31,10 @@ const (
 var floorContender = Contender{
 	Name:  floorName,
 	Title: "raw TCP floor",
-	Note: "written in the harness: length + request id + two float64s, one coalescing writer and one reader goroutine on the client, " +
+	Note: "written in the harness: length + request id + two float64s; on the client, callers write their own frames under a write lock " +
+		"(a caller that finds no write in progress yields once, then writes what every caller appended meanwhile in one write; one that finds a write " +
+		"in progress appends its frame for the writer to send next) " +
+		"and one reader goroutine hands each answer to its caller; " +
 		"the server answers inline in its reader (in the two-hop and cluster scenarios, where handlers wait, it runs each call in its own goroutine " +
 		"and answers through one coalescing writer); no codec, routing, deadlines or cancellation",
 	Hops:  true,
@@ -205,48 +211,93 @@ func writeQueue[F any](nc net.Conn, q chan F, bytes func(*F) []byte, done <-chan
 	}
 }
 
+// floorCall is one call waiting for its answer.
 type floorCall struct{ r chan float64 }
 
+// floorClient is the floor's client: the least work a simple client can
+// do to multiplex calls over one connection. A caller appends its frame
+// to the next write under a lock; if no write is in progress it becomes
+// the writer: it yields once (runtime.Gosched), then writes everything
+// appended so far in one write, then what others appended meanwhile,
+// until nothing is left; otherwise it just waits for its answer. One
+// reader goroutine reads the answers and hands each to its caller's
+// channel.
+//
+// The yield is what makes the writes combine on few cores: the callers
+// the reader wakes from one batch of answers are queued on the reader's
+// core and run one after another, so without it each would find no write
+// in progress and make a write system call of its own. Yielding lets them
+// append their frames first; a lone caller's yield finds nothing else to
+// run and costs little.
+//
+// Nothing simpler does less. A lock held across each caller's own write
+// costs one write system call per call where this one combines the frames
+// of every caller that arrives before the writer's yield ends or during a
+// write; a writer
+// goroutine fed through a channel (floorWriterClient) adds a goroutine
+// hand-off and a wake-up per batch to the same writes. On the answer side
+// a reader goroutine and one channel send per answer are the least that
+// lets many callers wait on one connection: answers come in any order, so
+// something must read them and wake the caller each belongs to. (Callers
+// that take turns reading the connection themselves could skip that
+// wake-up for a lone caller, at the price of a hand-over protocol between
+// readers; that is no longer simple.)
 type floorClient struct {
-	nc    net.Conn
-	queue chan [floorRequest]byte
-	next  atomic.Uint64
-	mu    sync.Mutex
-	wait  map[uint64]*floorCall
-	pool  sync.Pool
-	done  chan struct{}
-	once  sync.Once
+	nc   net.Conn
+	pool sync.Pool // of *floorCall
+
+	mu      sync.Mutex
+	next    uint64                // the last request id
+	wait    map[uint64]*floorCall // calls awaiting their answer, by id
+	out     []byte                // frames for the next write
+	spare   []byte                // the last write's buffer, reused for the one after
+	writing bool                  // a caller is writing: appended frames are its to send
+
+	done chan struct{}
+	once sync.Once
 }
 
 func newFloorClient(nc net.Conn) *floorClient {
 	c := &floorClient{
-		nc:    nc,
-		queue: make(chan [floorRequest]byte, 4096),
-		wait:  make(map[uint64]*floorCall, 1024),
-		done:  make(chan struct{}),
+		nc:   nc,
+		wait: make(map[uint64]*floorCall, 1024),
+		out:  make([]byte, 0, 64<<10),
+		done: make(chan struct{}),
 	}
 	c.pool.New = func() any { return &floorCall{r: make(chan float64, 1)} }
-	go writeQueue(nc, c.queue, func(f *[floorRequest]byte) []byte { return f[:] }, c.done, func() { c.Close() })
 	go c.read()
 	return c
 }
 
 func (c *floorClient) Call(ctx context.Context, a, b float64) (float64, error) {
 	fc := c.pool.Get().(*floorCall)
-	id := c.next.Add(1)
-	var f [floorRequest]byte
-	binary.BigEndian.PutUint32(f[:4], floorRequest-4)
-	binary.BigEndian.PutUint64(f[4:], id)
-	binary.BigEndian.PutUint64(f[12:], math.Float64bits(a))
-	binary.BigEndian.PutUint64(f[20:], math.Float64bits(b))
 	c.mu.Lock()
+	c.next++
+	id := c.next
 	c.wait[id] = fc
-	c.mu.Unlock()
-	select {
-	case c.queue <- f:
-	case <-c.done:
-		return 0, errClosed
+	c.out = appendRequest(c.out, id, a, b)
+	if !c.writing {
+		c.writing = true
+		c.mu.Unlock()
+		runtime.Gosched() // let the callers already woken append their frames to this write
+		c.mu.Lock()
+		for len(c.out) > 0 {
+			buf := c.out
+			c.out = c.spare[:0]
+			c.mu.Unlock()
+			_, err := c.nc.Write(buf)
+			c.mu.Lock()
+			c.spare = buf
+			if err != nil {
+				c.writing = false
+				c.mu.Unlock()
+				c.Close()
+				return 0, errClosed
+			}
+		}
+		c.writing = false
 	}
+	c.mu.Unlock()
 	select {
 	case r := <-fc.r:
 		c.pool.Put(fc)
@@ -257,6 +308,14 @@ func (c *floorClient) Call(ctx context.Context, a, b float64) (float64, error) {
 	case <-c.done:
 		return 0, errClosed
 	}
+}
+
+// appendRequest appends the request frame of call id to b.
+func appendRequest(b []byte, id uint64, a, x float64) []byte {
+	b = binary.BigEndian.AppendUint32(b, floorRequest-4)
+	b = binary.BigEndian.AppendUint64(b, id)
+	b = binary.BigEndian.AppendUint64(b, math.Float64bits(a))
+	return binary.BigEndian.AppendUint64(b, math.Float64bits(x))
 }
 
 func (c *floorClient) forget(id uint64) {

@@ -22,50 +22,79 @@ type httpReply struct {
 	R float64 `json:"r"`
 }
 
+// httpPoolSize is the keep-alive pool's idle limit: at least the most
+// callers the comparison runs, so that no connection a caller releases is
+// closed for want of room (net/http's default keeps 2 idle per host and
+// would churn connections above 2 callers).
+const httpPoolSize = 1024
+
+// httpContender is HTTP/1.1 as its users run it: net/http's client with a
+// keep-alive pool of the default transport's shape (no limit on
+// connections per host), its idle limit raised to the callers.
 var httpContender = Contender{
 	Name:  "http",
 	Title: "HTTP/1.1 JSON",
-	Note: "net/http server and client, POST /add with a JSON body; HTTP/1.1 cannot multiplex, so \"one connection\" is " +
-		"http.Transport{MaxConnsPerHost: 1} and callers queue for it (the two-hop and cluster scenarios use a pool of keep-alive connections instead)",
-	Hops: true,
-	Serve: func(listen string, h Handler, _ ServeOptions) (Server, error) {
-		l, err := net.Listen("tcp", listen)
-		if err != nil {
-			return nil, err
+	Note: "net/http server and client, POST /add with a JSON body over a keep-alive pool, the shape of net/http's DefaultTransport " +
+		"(no MaxConnsPerHost limit, so each concurrent caller gets a connection of its own) with MaxIdleConns and MaxIdleConnsPerHost " +
+		"raised to 1,024 so that no connection is closed between calls; HTTP/1.1 cannot multiplex, so this is how its users run " +
+		"concurrent calls (https://pkg.go.dev/net/http#Transport)",
+	Hops:  true,
+	Serve: serveHTTP,
+	Dial: func(ctx context.Context, addr string, _ DialOptions) (Client, error) {
+		t := &http.Transport{
+			MaxIdleConns:        httpPoolSize,
+			MaxIdleConnsPerHost: httpPoolSize,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
 		}
-		mux := http.NewServeMux()
-		mux.HandleFunc("POST /add", func(w http.ResponseWriter, r *http.Request) {
-			var in httpBody
-			if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			out, err := h(r.Context(), in.A, in.B)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			json.NewEncoder(w).Encode(httpReply{out})
-		})
-		s := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go s.Serve(l)
-		return &httpServer{s: s, addr: l.Addr().String()}, nil
+		return &httpClient{c: &http.Client{Transport: t}, url: "http://" + addr + "/add"}, nil
 	},
-	Dial: func(ctx context.Context, addr string, o DialOptions) (Client, error) {
+}
+
+// httpOneConnContender is the extra row: the same server and client on
+// one connection (MaxConnsPerHost: 1), so callers queue for it. It shows
+// what HTTP/1.1's lack of multiplexing costs when a client does not pool.
+var httpOneConnContender = Contender{
+	Name:  "http-1conn",
+	Title: "HTTP/1.1 JSON, one connection (extra)",
+	Extra: true,
+	Note: "extra row: the same server and client limited to one connection (http.Transport{MaxConnsPerHost: 1}); HTTP/1.1 cannot " +
+		"multiplex, so callers queue for it: what not pooling costs",
+	Serve: serveHTTP,
+	Dial: func(ctx context.Context, addr string, _ DialOptions) (Client, error) {
 		t := &http.Transport{
 			MaxConnsPerHost:     1,
 			MaxIdleConnsPerHost: 1,
 			DisableCompression:  true,
-			ForceAttemptHTTP2:   false,
-		}
-		if o.Pooled {
-			t.MaxConnsPerHost = 0
-			t.MaxIdleConns = 1024
-			t.MaxIdleConnsPerHost = 1024
 		}
 		return &httpClient{c: &http.Client{Transport: t}, url: "http://" + addr + "/add"}, nil
 	},
+}
+
+// serveHTTP serves POST /add with net/http.
+func serveHTTP(listen string, h Handler, _ ServeOptions) (Server, error) {
+	l, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /add", func(w http.ResponseWriter, r *http.Request) {
+		var in httpBody
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		out, err := h(r.Context(), in.A, in.B)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(httpReply{out})
+	})
+	s := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go s.Serve(l)
+	return &httpServer{s: s, addr: l.Addr().String()}, nil
 }
 
 type httpServer struct {

@@ -20,15 +20,27 @@ type inProcRow struct {
 // inProcRows lists the in-process rows, in table order.
 func inProcRows() []inProcRow {
 	return []inProcRow{
-		{name: "wizard-acte", title: "wizard ActE", note: "node.ActE(ctx, pattern, *AddRequest) to a typed handler (runtime.NewUnaryHandler) on the same node, in the Go load generator",
-			drive: driveWizardInProc(false)},
-		{name: "wizard-act", title: "wizard Act", note: "node.Act(ctx, pattern, map{a, b}) to a handler reading req.Float64 on the same node, in the Go load generator",
-			drive: driveWizardInProc(true)},
-		{name: "microwizard-acte", title: "MicroWizard actE", sub: mwDir, note: "mc.actE('" + mwPattern + "', {a, b}) to mc.add's handler, one Node.js process (bench.mjs inproc actE)",
+		{name: wizardCallName, title: "wizard typed call (new request, the handler's answer by reference)",
+			note: "a typed client's Call (runtime.NewClient[AddRequest, AddResponse] on the node, what generated code wraps) with a new " +
+				"*AddRequest{a, b} per call, to a typed handler (runtime.NewUnaryHandler) returning a new *AddResponse, which Call hands back " +
+				"as the handler returned it, no copy: the same work as MicroWizard's actE row (a new request object, the handler's new answer " +
+				"object by reference), in the Go load generator",
+			drive: driveWizardInProc(inProcTyped)},
+		{name: "wizard-acte", title: "wizard ActE + Result.Decode (new request, the answer copied)",
+			note: "node.ActE(ctx, pattern, *AddRequest) with a new request per call to the same handler, then Result.Decode into a new " +
+				"AddResponse: one message more than the typed call builds, and a copy of the answer MicroWizard's actE does not make",
+			drive: driveWizardInProc(inProcDecode)},
+		{name: "wizard-act", title: "wizard Act (a map in, the answer decoded through JSON)",
+			note: "node.Act(ctx, pattern, map{a, b}) to a handler reading req.Float64 and answering map{r}, decoded with Result.Decode into a " +
+				"struct, in the Go load generator",
+			drive: driveWizardInProc(inProcMap)},
+		{name: "microwizard-acte", title: "MicroWizard actE (new request object, the handler's answer by reference)", sub: mwDir,
+			note: "mc.actE('" + mwPattern + "', {a, b}) to mc.add's handler, which returns a new {r}; actE resolves to that object by " +
+				"reference; one Node.js process (bench.mjs inproc actE)",
 			drive: func(ctx context.Context, l Load) (Sample, error) {
 				return runNodeLoad(ctx, mwDir, nil, l, append([]string{"bench.mjs", "inproc", "actE"}, nodeLoadArgs(l)...)...)
 			}},
-		{name: "microwizard-act", title: "MicroWizard act", sub: mwDir, note: "mc.act('" + mwPattern + "', {a, b}), the same process kind (bench.mjs inproc act)",
+		{name: "microwizard-act", title: "MicroWizard act (callback)", sub: mwDir, note: "mc.act('" + mwPattern + "', {a, b}), the same process kind (bench.mjs inproc act)",
 			drive: func(ctx context.Context, l Load) (Sample, error) {
 				return runNodeLoad(ctx, mwDir, nil, l, append([]string{"bench.mjs", "inproc", "act"}, nodeLoadArgs(l)...)...)
 			}},
@@ -75,9 +87,22 @@ func runInProcess(ctx context.Context, cfg Config, rep *Report, logf func(string
 	return nil
 }
 
-// driveWizardInProc measures a node calling its own handler: by ActE with
-// the protobuf message, or by Act with a map.
-func driveWizardInProc(act bool) func(ctx context.Context, l Load) (Sample, error) {
+// wizardCallName is the in-process row like for like with MicroWizard's
+// actE; the section's ratios are to it.
+const wizardCallName = "wizard-call"
+
+// inProcKind says how a wizard in-process row calls.
+type inProcKind int
+
+const (
+	inProcTyped  inProcKind = iota // a typed client's Call
+	inProcDecode                   // node.ActE, then Result.Decode
+	inProcMap                      // node.Act with a map
+)
+
+// driveWizardInProc measures a node calling its own handler: through a
+// typed client, by ActE with the protobuf message, or by Act with a map.
+func driveWizardInProc(kind inProcKind) func(ctx context.Context, l Load) (Sample, error) {
 	return func(ctx context.Context, l Load) (Sample, error) {
 		node, err := runtime.New()
 		if err != nil {
@@ -85,7 +110,7 @@ func driveWizardInProc(act bool) func(ctx context.Context, l Load) (Sample, erro
 		}
 		defer node.Close()
 		var c Client
-		if act {
+		if kind == inProcMap {
 			h := func(_ context.Context, req runtime.Request) (any, error) {
 				a, _ := req.Float64("a")
 				b, _ := req.Float64("b")
@@ -103,10 +128,31 @@ func driveWizardInProc(act bool) func(ctx context.Context, l Load) (Sample, erro
 				return Sample{}, err
 			}
 			c = inProcActE{node}
+			if kind == inProcTyped {
+				cl, err := runtime.NewClient[mathv1.AddRequest, mathv1.AddResponse](node, wizardPattern)
+				if err != nil {
+					return Sample{}, err
+				}
+				c = inProcCall{cl}
+			}
 		}
 		return drive(ctx, c, l)
 	}
 }
+
+type inProcCall struct {
+	c *runtime.Client[mathv1.AddRequest, mathv1.AddResponse]
+}
+
+func (c inProcCall) Call(ctx context.Context, a, b float64) (float64, error) {
+	res, err := c.c.Call(ctx, &mathv1.AddRequest{A: a, B: b})
+	if err != nil {
+		return 0, err
+	}
+	return res.GetSum(), nil
+}
+
+func (inProcCall) Close() error { return nil }
 
 type inProcActE struct{ node *runtime.Node }
 
@@ -149,10 +195,13 @@ func (r *Report) writeInProcess(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "## In-process calls: no network\n\n")
 	fmt.Fprintf(b, "A call to a handler in the caller's own process, the same {a, b} -> {r}: wizard's in the Go load generator, "+
-		"MicroWizard's and Moleculer's each in a Node.js process of their own (which times its calls as the harness does).\n\n")
-	fmt.Fprintf(b, "| callers | call | req/s | p50 | p99 | req/s vs wizard ActE |\n|---:|---|---:|---:|---:|---:|\n")
+		"MicroWizard's and Moleculer's each in a Node.js process of their own (which times its calls as the harness does). "+
+		"Each row's title says the work it does: the wizard typed call and MicroWizard's actE do the same (a new request, the handler's "+
+		"new answer handed back by reference); ActE + Result.Decode also copies the answer into a new message. Ratios are to the "+
+		"wizard typed call.\n\n")
+	fmt.Fprintf(b, "| callers | call | req/s | p50 | p99 | req/s vs wizard typed call |\n|---:|---|---:|---:|---:|---:|\n")
 	for _, c := range r.InProcess {
-		base, ok := r.inProcCell("wizard-acte", c.Callers)
+		base, ok := r.inProcCell(wizardCallName, c.Callers)
 		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s |\n", c.Callers, c.Contender, rate(c.PerSec), dur(c.P50), dur(c.P99), ratioIf(ok, c.PerSec, base.PerSec))
 	}
 	b.WriteString("\n")

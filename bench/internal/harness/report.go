@@ -25,12 +25,15 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "  \nStarted %s, took %v; load average %s at the start, %s at the end.\n\n",
 		r.StartedAt.UTC().Format(time.RFC3339), r.Elapsed.Round(time.Second), cmp.Or(e.LoadStart, "?"), cmp.Or(r.LoadEnd, "?"))
-	fmt.Fprintf(&b, "Each server runs in its own OS process on 127.0.0.1; the client process drives it over one connection. "+
+	fmt.Fprintf(&b, "Each server runs in its own OS process on 127.0.0.1; the client process drives it over one connection, "+
+		"except HTTP/1.1 and drpc, which cannot carry concurrent calls on one and run over their keep-alive pools as their users do. "+
+		"Every peer's row is its recommended setup; rows marked (extra) are handicapped setups kept to show what the handicap costs "+
+		"(see the notes). "+
 		"Each cell is the median of %s (req/s, p50 and p99 each taken separately); a run counts the calls that complete "+
 		"in a %v window after %v of warm-up. Latency is per call, as the caller sees it.\n\n", runs(cfg.Runs), cfg.Duration, cfg.Warmup)
 
 	if len(r.Cells) > 0 {
-		fmt.Fprintf(&b, "## Unary {a, b} -> {r}, one connection\n\n")
+		fmt.Fprintf(&b, "## Unary {a, b} -> {r}\n\n")
 		fmt.Fprintf(&b, "| callers | contender | req/s | p50 | p99 | req/s vs gRPC-go | p50 vs gRPC-go | req/s vs floor | wizard TCP's req/s vs this |\n")
 		fmt.Fprintf(&b, "|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, c := range r.Cells {

@@ -100,7 +100,7 @@ func serve(s ServerSpec, in io.Reader, out io.Writer) error {
 		}
 	case RoleForward:
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		upstream, err = dialClusterChecked(ctx, c, s.Upstreams, DialOptions{Pooled: true})
+		upstream, err = dialClusterChecked(ctx, c, s.Upstreams, DialOptions{})
 		cancel()
 		if err != nil {
 			return fmt.Errorf("dial upstream: %w", err)

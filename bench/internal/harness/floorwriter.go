@@ -1,0 +1,124 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"io"
+	"math"
+	"net"
+	"sync"
+	"sync/atomic"
+)
+
+// floorWriterContender is the floor's first client, kept as an extra row:
+// the same wire and server as the floor, but callers hand their frames to
+// one writer goroutine through a channel, which coalesces what is queued
+// into one write. Beside the floor it shows what that hand-off costs; it
+// is no floor, and no ratio is taken against it.
+var floorWriterContender = Contender{
+	Name:  "floor-writer",
+	Title: "raw TCP floor, writer goroutine (extra)",
+	Extra: true,
+	Note: "extra row, the floor's former client: the same wire and server as the raw TCP floor, but callers hand their frames to one " +
+		"coalescing writer goroutine through a channel; beside the floor it shows what that hand-off costs",
+	Serve: serveFloor,
+	Dial: func(ctx context.Context, addr string, _ DialOptions) (Client, error) {
+		var d net.Dialer
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return newFloorWriterClient(nc), nil
+	},
+}
+
+// floorWriterClient is the floor's former client: one writer goroutine
+// fed through a channel, one reader goroutine, a pending map.
+type floorWriterClient struct {
+	nc    net.Conn
+	queue chan [floorRequest]byte
+	next  atomic.Uint64
+	mu    sync.Mutex
+	wait  map[uint64]*floorCall
+	pool  sync.Pool
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newFloorWriterClient(nc net.Conn) *floorWriterClient {
+	c := &floorWriterClient{
+		nc:    nc,
+		queue: make(chan [floorRequest]byte, 4096),
+		wait:  make(map[uint64]*floorCall, 1024),
+		done:  make(chan struct{}),
+	}
+	c.pool.New = func() any { return &floorCall{r: make(chan float64, 1)} }
+	go writeQueue(nc, c.queue, func(f *[floorRequest]byte) []byte { return f[:] }, c.done, func() { c.Close() })
+	go c.read()
+	return c
+}
+
+func (c *floorWriterClient) Call(ctx context.Context, a, b float64) (float64, error) {
+	fc := c.pool.Get().(*floorCall)
+	id := c.next.Add(1)
+	var f [floorRequest]byte
+	binary.BigEndian.PutUint32(f[:4], floorRequest-4)
+	binary.BigEndian.PutUint64(f[4:], id)
+	binary.BigEndian.PutUint64(f[12:], math.Float64bits(a))
+	binary.BigEndian.PutUint64(f[20:], math.Float64bits(b))
+	c.mu.Lock()
+	c.wait[id] = fc
+	c.mu.Unlock()
+	select {
+	case c.queue <- f:
+	case <-c.done:
+		return 0, errClosed
+	}
+	select {
+	case r := <-fc.r:
+		c.pool.Put(fc)
+		return r, nil
+	case <-ctx.Done():
+		c.forget(id)
+		return 0, ctx.Err()
+	case <-c.done:
+		return 0, errClosed
+	}
+}
+
+func (c *floorWriterClient) forget(id uint64) {
+	c.mu.Lock()
+	delete(c.wait, id)
+	c.mu.Unlock()
+}
+
+func (c *floorWriterClient) read() {
+	defer c.Close()
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	var in [floorResponse]byte
+	for {
+		if _, err := io.ReadFull(br, in[:]); err != nil {
+			return
+		}
+		if binary.BigEndian.Uint32(in[:4]) != floorResponse-4 {
+			return
+		}
+		id := binary.BigEndian.Uint64(in[4:])
+		c.mu.Lock()
+		fc := c.wait[id]
+		delete(c.wait, id)
+		c.mu.Unlock()
+		if fc != nil {
+			fc.r <- math.Float64frombits(binary.BigEndian.Uint64(in[12:]))
+		}
+	}
+}
+
+func (c *floorWriterClient) Close() error {
+	c.once.Do(func() {
+		close(c.done)
+		c.nc.Close()
+	})
+	return nil
+}
