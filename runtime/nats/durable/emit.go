@@ -173,8 +173,8 @@ func eventOf(h natsgo.Header, data []byte) (*eventhook.Event, error) {
 		if !ok {
 			return nil, fmt.Errorf("header %s: %q is not key=value", headerMeta, v)
 		}
-		if k, err = url.QueryUnescape(k); err == nil {
-			val, err = url.QueryUnescape(val)
+		if k, err = unescape(k); err == nil {
+			val, err = unescape(val)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("header %s: %v", headerMeta, err)
@@ -182,6 +182,15 @@ func eventOf(h natsgo.Header, data []byte) (*eventhook.Event, error) {
 		ev.Meta = append(ev.Meta, [2]string{k, val})
 	}
 	return ev, nil
+}
+
+// unescape is url.QueryUnescape, without its copy of a string that has
+// nothing escaped.
+func unescape(s string) (string, error) {
+	if !strings.ContainsAny(s, "%+") {
+		return s, nil
+	}
+	return url.QueryUnescape(s)
 }
 
 // checkSubject reports what is wrong with a subject to publish to.
