@@ -40,11 +40,11 @@ type group struct {
 	work    chan jetstream.Msg
 	workers atomic.Int32
 	quit    chan struct{}
-	// acks takes the deliveries handled, for the acker to ack: acks sent
-	// back to back share the connection's writes (one write, and one
-	// read of the broker's, per ack is most of what a delivery costs on
-	// both sides when the handlers are short).
-	acks chan jetstream.Msg
+	// The acks of the deliveries handled (ack): those queued for the
+	// caller acking, and a spare queue.
+	ackMu              sync.Mutex
+	acking             bool
+	ackQueue, ackSpare []jetstream.Msg
 
 	mu      sync.Mutex
 	running map[uint64]*run // by stream sequence: the events being handled here
@@ -162,7 +162,6 @@ func (e *Events) startGroup(ctx context.Context, name string, c subConfig) (*gro
 		flight:  make(chan struct{}, c.concurrency*pipelineDepth),
 		work:    make(chan jetstream.Msg),
 		quit:    make(chan struct{}),
-		acks:    make(chan jetstream.Msg, c.concurrency*pipelineDepth),
 		running: map[uint64]*run{},
 	}
 	g.dead = cmp.Or(c.deadLetter, deadPrefix+e.space+"."+g.token)
@@ -190,7 +189,6 @@ func (e *Events) startGroup(ctx context.Context, name string, c subConfig) (*gro
 		return nil, fmt.Errorf("the group's consumer %s on stream %s: %w", g.token, e.stream, err)
 	}
 	g.cons = cons
-	go g.acker()
 	go g.beats()
 	return g, nil
 }
@@ -269,13 +267,17 @@ const (
 // handle handles one delivery of an event.
 func (g *group) handle(msg jetstream.Msg) {
 	e := g.e
-	md, err := msg.Metadata()
-	if err != nil {
-		e.log.Warn("wizard: durable events: a delivery without metadata", "space", e.space, "group", g.name, "err", err)
-		_ = msg.Nak()
-		return
+	md, ok := deliveryOf(msg.Reply())
+	if !ok {
+		m, err := msg.Metadata()
+		if err != nil {
+			e.log.Warn("wizard: durable events: a delivery without metadata", "space", e.space, "group", g.name, "err", err)
+			_ = msg.Nak()
+			return
+		}
+		md = delivery{seq: m.Sequence.Stream, n: m.NumDelivered}
 	}
-	seq, n := md.Sequence.Stream, md.NumDelivered
+	seq, n := md.seq, md.n
 	g.count(func(c *counters) {
 		c.delivered++
 		if n > 1 {
@@ -398,8 +400,8 @@ func (g *group) beat(r *run) {
 // says whether this delivery ran the handlers, holding the event's claim
 // at revision rev unless the group keeps no records (the record to write
 // or the claim to release).
-func (g *group) settle(msg jetstream.Msg, md *jetstream.MsgMetadata, r *run, rev uint64, ran bool) {
-	seq, n := md.Sequence.Stream, md.NumDelivered
+func (g *group) settle(msg jetstream.Msg, md delivery, r *run, rev uint64, ran bool) {
+	seq, n := md.seq, md.n
 	claimed := ran && !g.cfg.atLeastOnce
 	switch r.outcome {
 	case handled:
@@ -415,8 +417,7 @@ func (g *group) settle(msg jetstream.Msg, md *jetstream.MsgMetadata, r *run, rev
 		if ran {
 			g.count(func(c *counters) { c.handled++ })
 		}
-		g.e.running.Add(1) // the acker's: Close waits for the ack
-		g.acks <- msg
+		g.ack(msg)
 	case refused:
 		g.count(func(c *counters) { c.refused++ })
 		if claimed {
@@ -496,27 +497,83 @@ func (g *group) end(seq uint64, r *run) {
 	g.mu.Unlock()
 }
 
-// acker acks the deliveries handled, those queued back to back, until
-// Close.
-func (g *group) acker() {
-	for {
-		select {
-		case msg := <-g.acks:
-			g.ack(msg)
-			for n := len(g.acks); n > 0; n-- {
-				g.ack(<-g.acks)
-			}
-		case <-g.quit:
-			return
-		}
+// ack acks the delivery msg, handled, or leaves it to the ack running:
+// acks sent back to back share the connection's writes (a write, and
+// the broker's read, per ack is much of what a short handler's delivery
+// costs on both sides). The caller that acks drains what others leave
+// meanwhile, and its delivery is counted running until it is done, so
+// that Close waits for every ack.
+func (g *group) ack(msg jetstream.Msg) {
+	g.ackMu.Lock()
+	g.ackQueue = append(g.ackQueue, msg)
+	if g.acking {
+		g.ackMu.Unlock()
+		return
 	}
+	g.acking = true
+	for len(g.ackQueue) > 0 {
+		q := g.ackQueue
+		g.ackQueue = g.ackSpare[:0]
+		g.ackMu.Unlock()
+		for _, m := range q {
+			if err := m.Ack(); err != nil {
+				g.e.log.Debug("wizard: durable events: ack", "space", g.e.space, "group", g.name, "err", err)
+			}
+		}
+		clear(q)
+		g.ackMu.Lock()
+		g.ackSpare = q
+	}
+	g.acking = false
+	g.ackMu.Unlock()
 }
 
-func (g *group) ack(msg jetstream.Msg) {
-	if err := msg.Ack(); err != nil {
-		g.e.log.Debug("wizard: durable events: ack", "space", g.e.space, "group", g.name, "err", err)
+// delivery is what a delivery's reply subject says of it: the event's
+// stream sequence and the deliveries of it to the group, this one
+// included.
+type delivery struct{ seq, n uint64 }
+
+// deliveryOf reads a delivery from its reply subject as
+// jetstream.Msg.Metadata does (without the fields handle does not use,
+// and their allocations): "$JS.ACK.<stream>.<consumer>.<delivered>.<stream
+// seq>.<consumer seq>.<time>.<pending>", or with "<domain>.<account>."
+// after "$JS.ACK." and a token at the end (11 tokens or more). ok is false
+// for another form.
+func deliveryOf(reply string) (d delivery, ok bool) {
+	rest, ok := strings.CutPrefix(reply, "$JS.ACK.")
+	if !ok {
+		return d, false
 	}
-	g.e.running.Done()
+	skip := 2 // to the delivered count: stream, consumer
+	switch tokens := strings.Count(rest, ".") + 3; {
+	case tokens == 9:
+	case tokens >= 11:
+		skip = 4
+	default:
+		return d, false
+	}
+	for range skip {
+		_, rest, _ = strings.Cut(rest, ".")
+	}
+	n, rest, _ := strings.Cut(rest, ".")
+	seq, _, _ := strings.Cut(rest, ".")
+	d = delivery{seq: parseNum(seq), n: parseNum(n)}
+	return d, d.seq > 0 && d.n > 0
+}
+
+// parseNum is the decimal s, or 0.
+func parseNum(s string) uint64 {
+	if len(s) == 0 || len(s) > 19 {
+		return 0
+	}
+	var n uint64
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0
+		}
+		n = n*10 + uint64(s[i]-'0')
+	}
+	return n
 }
 
 func (g *group) count(f func(*counters)) {
