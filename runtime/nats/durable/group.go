@@ -142,6 +142,7 @@ func (e *Events) Subscribe(ctx context.Context, pattern, group string, h runtime
 	}
 	g.cc = cc
 	e.groups[group] = g
+	go g.beats() // until Close
 	return nil
 }
 
@@ -189,7 +190,6 @@ func (e *Events) startGroup(ctx context.Context, name string, c subConfig) (*gro
 		return nil, fmt.Errorf("the group's consumer %s on stream %s: %w", g.token, e.stream, err)
 	}
 	g.cons = cons
-	go g.beats()
 	return g, nil
 }
 
