@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -511,6 +512,11 @@ func (g *group) ack(msg jetstream.Msg) {
 		return
 	}
 	g.acking = true
+	// Let the workers about to ack queue theirs first: the acks are then
+	// published back to back, before the connection's flusher writes.
+	g.ackMu.Unlock()
+	goruntime.Gosched()
+	g.ackMu.Lock()
 	for len(g.ackQueue) > 0 {
 		q := g.ackQueue
 		g.ackQueue = g.ackSpare[:0]
