@@ -22,6 +22,20 @@ func init() {
 		p, err := patrun.Parse(pattern)
 		return err == nil && patrun.Matches(s.(*handlerEntry).pattern, patrun.PairsOf(p))
 	}
+	eventhook.Match = func(subs []eventhook.Sub, pattern string) ([]eventhook.Sub, any) {
+		p, err := patrun.Parse(pattern)
+		if err != nil {
+			return nil, nil
+		}
+		pairs := patrun.PairsOf(p)
+		var matched []eventhook.Sub
+		for _, s := range subs {
+			if patrun.Matches(s.(*handlerEntry).pattern, pairs) {
+				matched = append(matched, s)
+			}
+		}
+		return matched, p
+	}
 	eventhook.Run = func(ctx context.Context, node any, subs []eventhook.Sub, ev *eventhook.Event) error {
 		es := make([]*handlerEntry, len(subs))
 		for i, s := range subs {
@@ -79,12 +93,14 @@ func (n *Node) runEngineEvent(ctx context.Context, subs []*handlerEntry, ev *eve
 	}
 	// Parsed, not cached (see servedEvent), and without the limits on
 	// patterns from other nodes: Encode made it, within its bounds.
-	p, err := patrun.Parse(ev.Pattern)
-	if err != nil {
-		return err
+	var err error
+	p, ok := ev.Parsed.(patrun.Pattern)
+	if !ok {
+		if p, err = patrun.Parse(ev.Pattern); err != nil {
+			return err
+		}
 	}
-	t := newCachedPattern(p)
-	e := n.eventEntry(t.pattern, subs)
+	e := n.eventEntry(p, subs)
 	var over *cachedPattern
 	if o := metaValue(m.Meta, metaOver); o != "" {
 		if over, err = n.wireTarget(o); err != nil {

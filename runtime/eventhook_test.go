@@ -40,7 +40,18 @@ func TestEngineEventOnce(t *testing.T) {
 	if !eventhook.Matches(s, canonical) || eventhook.Matches(s, "role:user") {
 		t.Error("Matches disagrees with the subscription's pattern")
 	}
-	ev := &eventhook.Event{Pattern: canonical, Group: "billing", Codec: codec, Payload: payload, Meta: meta, Source: "test:orders", Seq: 42}
+	matched, parsed := eventhook.Match([]eventhook.Sub{s}, canonical)
+	if len(matched) != 1 || matched[0] != s || parsed == nil {
+		t.Errorf("Match(%q) = %v, %v; want the subscription and the pattern parsed", canonical, matched, parsed)
+	}
+	if matched, _ := eventhook.Match([]eventhook.Sub{s}, "role:user"); matched != nil {
+		t.Errorf("Match(role:user) = %v; want none", matched)
+	}
+	if matched, parsed := eventhook.Match([]eventhook.Sub{s}, "role:"); matched != nil || parsed != nil {
+		t.Errorf("Match of a pattern that does not parse = %v, %v; want nil, nil", matched, parsed)
+	}
+	// The event as Match parsed it runs as one Run parses.
+	ev := &eventhook.Event{Pattern: canonical, Group: "billing", Codec: codec, Payload: payload, Meta: meta, Source: "test:orders", Seq: 42, Parsed: parsed}
 	for range 2 {
 		if err := eventhook.Run(t.Context(), n, []eventhook.Sub{s}, ev); err != nil {
 			t.Fatalf("Run: %v", err)

@@ -33,6 +33,9 @@ type Event struct {
 	// arrives after it finished gets its outcome without running.
 	Source string
 	Seq    uint64
+	// Parsed is Pattern as Match parsed it, or nil: Run parses Pattern
+	// then. It spares a delivery a second parse.
+	Parsed any
 }
 
 // ErrRefused is the cause (errors.Is) of Run's error when the node did not
@@ -52,6 +55,10 @@ var (
 	NewSub func(node any, pattern, group string, h any) (Sub, error)
 	// Matches reports whether s's pattern matches the event pattern.
 	Matches func(s Sub, pattern string) bool
+	// Match returns those of subs whose patterns match the event pattern
+	// (nil for none), parsing it once, and the pattern parsed, for
+	// Event.Parsed (nil when it does not parse: then none match).
+	Match func(subs []Sub, pattern string) (matched []Sub, parsed any)
 	// Run runs subs (the engine's subscriptions of ev.Group that match
 	// ev) on ev on the node, once per ev's key (see Event.Source), and
 	// returns the first handler error. A node that is shutting down

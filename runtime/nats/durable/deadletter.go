@@ -29,9 +29,9 @@ const (
 // subject, with the headers that say why, then terminates it for the
 // group. A dead letter the stream does not acknowledge leaves the event
 // to be delivered again. It reports whether the dead letter was sent.
-func (g *group) deadLetter(msg jetstream.Msg, md *jetstream.MsgMetadata, cause error) bool {
+func (g *group) deadLetter(msg jetstream.Msg, md delivery, cause error) bool {
 	e := g.e
-	seq := md.Sequence.Stream
+	seq := md.seq
 	dl := &natsgo.Msg{Subject: g.dead, Data: msg.Data(), Header: natsgo.Header{}}
 	for k, v := range msg.Headers() {
 		if k != natsgo.MsgIdHdr {
@@ -39,22 +39,22 @@ func (g *group) deadLetter(msg jetstream.Msg, md *jetstream.MsgMetadata, cause e
 		}
 	}
 	dl.Header[HeaderDeadGroup] = []string{g.name}
-	dl.Header[HeaderDeadStream] = []string{md.Stream}
+	dl.Header[HeaderDeadStream] = []string{e.stream}
 	dl.Header[HeaderDeadSeq] = []string{strconv.FormatUint(seq, 10)}
 	dl.Header[HeaderDeadSubject] = []string{msg.Subject()}
-	dl.Header[HeaderDeadDeliveries] = []string{strconv.FormatUint(md.NumDelivered, 10)}
+	dl.Header[HeaderDeadDeliveries] = []string{strconv.FormatUint(md.n, 10)}
 	dl.Header[HeaderDeadError] = []string{cause.Error()}
 	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
 	defer cancel()
 	// The id makes a second dead letter of the event, sent when the
 	// first's Term was lost, a duplicate the stream drops.
-	id := "wizard-dead:" + md.Stream + ":" + g.token + ":" + strconv.FormatUint(seq, 10)
+	id := "wizard-dead:" + e.stream + ":" + g.token + ":" + strconv.FormatUint(seq, 10)
 	if _, err := e.js.PublishMsg(ctx, dl, jetstream.WithMsgID(id)); err != nil {
 		e.log.Warn("wizard: durable events: the dead letter was not sent; the event stays", "space", e.space, "group", g.name, "seq", seq, "subject", g.dead, "err", err)
 		_ = msg.NakWithDelay(g.cfg.backoff[len(g.cfg.backoff)-1])
 		return false
 	}
-	e.log.Warn("wizard: durable events: an event was dead-lettered", "space", e.space, "group", g.name, "seq", seq, "deliveries", md.NumDelivered, "subject", g.dead, "err", cause)
+	e.log.Warn("wizard: durable events: an event was dead-lettered", "space", e.space, "group", g.name, "seq", seq, "deliveries", md.n, "subject", g.dead, "err", cause)
 	g.count(func(c *counters) { c.deadLettered++ })
 	_ = msg.TermWithReason("wizard: dead-lettered to " + g.dead)
 	return true

@@ -80,9 +80,10 @@
 // A member runs at most [Concurrency] handlers of a group at once, and
 // takes up to four times as many deliveries: the claims and records of
 // some events are written while others' handlers run, and the consumer
-// pulls events in batches of that size. A delivery waiting for a handler slot is
-// kept alive like a running one (its claim renewed, the broker told it
-// is in progress).
+// pulls events in batches of that size. A delivery waiting for a handler
+// slot is kept alive like a running one (its claim renewed, the broker
+// told it is in progress, every third of the ack wait). The acks of
+// deliveries whose handlers end together go to the broker together.
 //
 // # Failures and dead letters
 //

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -74,7 +75,7 @@ func (e *Events) Emit(ctx context.Context, pat string, msg any, opts ...EmitOpti
 	fail := func(err error) (Receipt, error) {
 		return Receipt{}, fmt.Errorf("wizard: event space %q: Emit(%q): %w", e.space, pat, err)
 	}
-	p, err := pattern.Parse(pat)
+	subject, err := e.subjects.of(e.subject, pat)
 	if err != nil {
 		return fail(err)
 	}
@@ -85,15 +86,24 @@ func (e *Events) Emit(ctx context.Context, pat string, msg any, opts ...EmitOpti
 	if c.msgID == "" {
 		c.msgID = nuid.Next()
 	}
-	m := &natsgo.Msg{Subject: e.subjectOf(p), Data: payload, Header: natsgo.Header{}}
-	m.Header[headerPattern] = []string{canonical}
-	m.Header[headerCodec] = []string{strconv.Itoa(int(codec))}
-	for _, kv := range meta {
-		m.Header[headerMeta] = append(m.Header[headerMeta], url.QueryEscape(kv[0])+"="+url.QueryEscape(kv[1]))
+	// The headers are set here rather than by PublishMsg's options
+	// (jetstream.WithMsgID, WithExpectStream), which cost a closure each.
+	h := make(natsgo.Header, 5)
+	h[headerPattern] = []string{canonical}
+	h[headerCodec] = []string{codecString(codec)}
+	h[jetstream.MsgIDHeader] = []string{c.msgID}
+	h[jetstream.ExpectedStreamHeader] = []string{e.stream}
+	if len(meta) > 0 {
+		vs := make([]string, len(meta))
+		for i, kv := range meta {
+			vs[i] = escape(kv[0]) + "=" + escape(kv[1])
+		}
+		h[headerMeta] = vs
 	}
+	m := &natsgo.Msg{Subject: subject, Data: payload, Header: h}
 	wait := emitRetryWait
 	for attempt := 1; ; attempt++ {
-		ack, err := e.js.PublishMsg(ctx, m, jetstream.WithMsgID(c.msgID), jetstream.WithExpectStream(e.stream))
+		ack, err := e.js.PublishMsg(ctx, m)
 		if err == nil {
 			return Receipt{Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate, MsgID: c.msgID}, nil
 		}
@@ -127,10 +137,66 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// subjectOf is the subject of an event emitted with the pattern p.
-func (e *Events) subjectOf(p pattern.Pattern) string {
+// codecs are the Wizard-Codec headers of the codecs, made once.
+var codecs = func() (s [256]string) {
+	for i := range s {
+		s[i] = strconv.Itoa(i)
+	}
+	return s
+}()
+
+func codecString(c uint8) string { return codecs[c] }
+
+// escape is url.QueryEscape, without its copy of a string that needs no
+// escaping.
+func escape(s string) string {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~') {
+			return url.QueryEscape(s)
+		}
+	}
+	return s
+}
+
+// subjectCache remembers the subjects of the patterns emitted, which are
+// few, so that an Emit neither parses its pattern nor builds its subject
+// again; it forgets them all when it holds maxSubjects.
+type subjectCache struct {
+	mu sync.RWMutex
+	m  map[string]string
+}
+
+const maxSubjects = 1024
+
+// of returns the subject of an event emitted with pattern pat, under the
+// prefix of the events' subjects.
+func (c *subjectCache) of(prefix, pat string) (string, error) {
+	c.mu.RLock()
+	s, ok := c.m[pat]
+	c.mu.RUnlock()
+	if ok {
+		return s, nil
+	}
+	p, err := pattern.Parse(pat)
+	if err != nil {
+		return "", err
+	}
+	s = subjectOf(prefix, p)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxSubjects {
+		c.m = map[string]string{}
+	}
+	c.m[pat] = s
+	c.mu.Unlock()
+	return s, nil
+}
+
+// subjectOf is the subject of an event emitted with the pattern p, under
+// prefix.
+func subjectOf(prefix string, p pattern.Pattern) string {
 	var b strings.Builder
-	b.WriteString(e.subject)
+	b.WriteString(prefix)
 	pairs := p.Pairs()
 	if len(pairs) == 0 {
 		b.WriteString("._")
@@ -173,8 +239,8 @@ func eventOf(h natsgo.Header, data []byte) (*eventhook.Event, error) {
 		if !ok {
 			return nil, fmt.Errorf("header %s: %q is not key=value", headerMeta, v)
 		}
-		if k, err = url.QueryUnescape(k); err == nil {
-			val, err = url.QueryUnescape(val)
+		if k, err = unescape(k); err == nil {
+			val, err = unescape(val)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("header %s: %v", headerMeta, err)
@@ -182,6 +248,15 @@ func eventOf(h natsgo.Header, data []byte) (*eventhook.Event, error) {
 		ev.Meta = append(ev.Meta, [2]string{k, val})
 	}
 	return ev, nil
+}
+
+// unescape is url.QueryUnescape, without its copy of a string that has
+// nothing escaped.
+func unescape(s string) (string, error) {
+	if !strings.ContainsAny(s, "%+") {
+		return s, nil
+	}
+	return url.QueryUnescape(s)
 }
 
 // checkSubject reports what is wrong with a subject to publish to.

@@ -26,6 +26,8 @@ type Events struct {
 	cfg     config
 	log     *slog.Logger
 	records jetstream.KeyValue
+	// subjects are those of the patterns emitted (Emit).
+	subjects subjectCache
 
 	mu      sync.Mutex
 	groups  map[string]*group

@@ -38,3 +38,28 @@ func FuzzEventOf(f *testing.F) {
 		_, _ = eventOf(h, nil)
 	})
 }
+
+// TestDeliveryOf reads the stream sequence and delivery count from the
+// reply subjects of both forms, and refuses others.
+func TestDeliveryOf(t *testing.T) {
+	for _, c := range []struct {
+		reply string
+		want  delivery
+		ok    bool
+	}{
+		{"$JS.ACK.wizard_events_orders.billing.3.1207.900.1764720000000000000.12", delivery{seq: 1207, n: 3}, true},
+		{"$JS.ACK._.ABCHASH.wizard_events_orders.billing.1.42.40.1764720000000000000.0.XyZ", delivery{seq: 42, n: 1}, true},
+		{"$JS.ACK.hub.ABCHASH.wizard_events_orders.billing.2.42.40.1764720000000000000.0", delivery{seq: 42, n: 2}, true},
+		{"$JS.ACK.s.c.1.2.3", delivery{}, false},
+		{"$JS.ACK.a.b.s.c.1.2.3.4", delivery{}, false}, // 10 tokens
+		{"$JS.NAK.s.c.1.2.3.4.5", delivery{}, false},
+		{"$JS.ACK.s.c.x.2.3.4.5", delivery{}, false},
+		{"$JS.ACK.s.c.1.99999999999999999999.3.4.5", delivery{}, false},
+		{"", delivery{}, false},
+	} {
+		got, ok := deliveryOf(c.reply)
+		if ok != c.ok || ok && got != c.want {
+			t.Errorf("deliveryOf(%q) = %+v, %v; want %+v, %v", c.reply, got, ok, c.want, c.ok)
+		}
+	}
+}
