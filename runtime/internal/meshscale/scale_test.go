@@ -398,6 +398,8 @@ func table(s settings, rows []figures) string {
 	for _, r := range settled {
 		worst = max(worst, r.catalogPer100)
 	}
-	fmt.Fprintf(&b, "Largest catalog heap per member per 100 remote patterns: %.1f KiB (target ≤ 64 KiB).\n", worst/1024)
+	if len(settled) > 0 {
+		fmt.Fprintf(&b, "Largest catalog heap per member per 100 remote patterns: %.1f KiB (target ≤ 64 KiB).\n", worst/1024)
+	}
 	return b.String()
 }
