@@ -40,5 +40,7 @@
 // Times are each host's wall clock when the condition held on all its
 // members (polled every 10 ms for joins and crashes, 50 ms otherwise),
 // the latest of the hosts. WIZARD_SCALE_REPORT names a file for the
-// Markdown table.
+// Markdown table. WIZARD_SCALE_LOG=1 (or debug) sends the nodes' warnings
+// (or everything) to stderr; WIZARD_SCALE_DEBUG=1 prints each pair of
+// members as the condition waited on holds for it.
 package meshscale
