@@ -1,7 +1,7 @@
 # wizard — common tasks. `make help` lists them.
 GO ?= go
 
-.PHONY: help demo test race fuzz bench bench-short long faults faults-short podsim podsim-short compare deploy lint ci docs
+.PHONY: help demo test race fuzz bench bench-short long faults faults-short podsim podsim-short scale compare deploy lint ci docs
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
@@ -35,6 +35,9 @@ podsim: ## the simulated Kubernetes rolling update, scale 3 → 10 → 3, two po
 
 podsim-short: ## the same scenarios, short form (each under a minute, about two minutes in all)
 	WIZARD_PODSIM=1 $(GO) test -count=1 -timeout 10m -run '^(TestRollingUpdate|TestScale|TestNodeLost|TestGatewayRoll)$$' -v ./runtime/internal/podsim/
+
+scale: ## how gossip and catalogs cost as the mesh grows: meshes of 50, 100, 200, 500 wizard nodes (WIZARD_SCALE_SIZES) in 4 processes on loopback, 100 patterns each (runtime/internal/meshscale; tens of minutes); writes SCALE_REPORT (default scale.md)
+	WIZARD_SCALE=1 WIZARD_SCALE_REPORT=$(abspath $(or $(SCALE_REPORT),scale.md)) $(GO) test -count=1 -timeout 3h -run '^TestScale$$' -v ./runtime/internal/meshscale/
 
 compare: ## the side-by-side comparison vs gRPC-go, HTTP/1.1 and a raw TCP floor (bench/, a few minutes)
 	$(MAKE) -C bench compare

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -321,3 +322,66 @@ func pullOnce(b *testing.B, n *Node, have string, cached []pattern.Pattern) int 
 
 // testLimits are the default limits on what other nodes send.
 var testLimits = newLimits(&nodeConfig{})
+
+// TestFailedPullOfGossipedDigestRetried: when the pull that a gossiped
+// digest change triggers fails (it timed out: a loaded host), the node
+// pulls again at the next refresh until one succeeds, and routes the new
+// patterns, though discovery announces the change only once. (A mesh of
+// 50 nodes on a loaded machine kept a few members' new patterns unrouted
+// on some nodes until the next change.)
+func TestFailedPullOfGossipedDigestRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net := newMemNet()
+		c, d := memNode(t, net, "c")
+		before := []pattern.Pattern{pattern.MustParse("role:a")}
+		after := []pattern.Pattern{pattern.MustParse("role:a"), pattern.MustParse("role:b")}
+		catalogOf := func(pats []pattern.Pattern) []byte {
+			cat := catalog{ID: "x", Digest: digestOf(pats)}
+			for _, p := range pats {
+				cat.Patterns = append(cat.Patterns, p.String())
+			}
+			b, err := json.Marshal(cat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+		var mu sync.Mutex
+		serving, stall := catalogOf(before), 0 // stall: pulls to leave unanswered
+		net.serve("x", serverFunc(func(ctx context.Context, m *Message) *Message {
+			mu.Lock()
+			b, hang := serving, stall > 0
+			if hang {
+				stall--
+			}
+			mu.Unlock()
+			if m.Pattern == introspect.CatalogPattern && hang {
+				<-ctx.Done() // past the pull's timeout
+				return errorReply(ctx.Err())
+			}
+			return &Message{Codec: CodecJSON, Payload: b}
+		}))
+		d.host.PeerUp(discovery.Peer{ID: "x", Addr: "x", Digest: digestOf(before)})
+		time.Sleep(catalogJitter)
+		synctest.Wait()
+		if _, ok, _ := c.Route("role:a"); !ok {
+			t.Fatal("role:a not routed")
+		}
+
+		mu.Lock()
+		serving, stall = catalogOf(after), 1
+		mu.Unlock()
+		d.host.PeerUp(discovery.Peer{ID: "x", Addr: "x", Digest: digestOf(after)}) // announced once
+		time.Sleep(c.remote.defaultTimeout - time.Millisecond)
+		synctest.Wait()
+		if _, ok, _ := c.Route("role:b"); ok {
+			t.Fatal("role:b routed while its pull hangs")
+		}
+		wait := catalogJitter + c.remote.refresh + catalogJitter
+		time.Sleep(wait)
+		synctest.Wait()
+		if _, ok, _ := c.Route("role:b"); !ok {
+			t.Fatalf("role:b not routed %v after the pull timed out (refresh every %v)", wait, c.remote.refresh)
+		}
+	})
+}

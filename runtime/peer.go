@@ -227,9 +227,14 @@ func (n *Node) connect(p *peer) (Conn, error) {
 }
 
 // watchPeer refreshes p's catalog until its connection drops or p stops.
+// A peer discovery announces digests for is pulled when its digest
+// changes, and again at every refresh tick after a pull that failed (it
+// timed out on a loaded host, say) until one succeeds: discovery announces
+// the change only once.
 func (n *Node) watchPeer(p *peer, conn Conn) {
 	tick := time.NewTicker(n.remote.refresh)
 	defer tick.Stop()
+	failed := false // the last pull failed
 	for {
 		select {
 		case <-conn.Done():
@@ -247,17 +252,18 @@ func (n *Node) watchPeer(p *peer, conn Conn) {
 			n.remote.mu.Lock()
 			gossiped := p.digest != ""
 			n.remote.mu.Unlock()
-			if gossiped {
+			if gossiped && !failed {
 				continue // discovery tells when its patterns change
 			}
 		case <-p.refetch:
 		}
 		err := n.loadCatalog(p, p.conn.Load())
+		failed = err != nil
 		switch {
 		case errors.Is(err, errMisidentified):
 			return // runPeer drops the connection and its routes
 		case err != nil:
-			n.log.Warn("wizard: catalog refresh failed", "addr", p.addr, "err", err)
+			n.log.Warn("wizard: catalog refresh failed; pulled again at the next refresh", "addr", p.addr, "err", err, "retry", n.remote.refresh)
 		}
 	}
 }
