@@ -28,7 +28,9 @@ type JWTOptions struct {
 	// a time, at most one per JWKSMinRefresh). Keys of kty RSA, EC and OKP
 	// (Ed25519) with use "sig" or no use are taken; others are skipped.
 	JWKSURL string
-	// JWKSRefresh is the interval of the background refresh (default 5m).
+	// JWKSRefresh is the interval of the background refresh (default 5m):
+	// a key dropped from the JWKS verifies tokens, cached or not, until
+	// the next refresh, at most this long.
 	JWKSRefresh time.Duration
 	// JWKSMinRefresh is the least time between two fetches that unknown
 	// kids trigger (default 5s); a failed refresh is retried after it,
