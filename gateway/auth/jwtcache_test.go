@@ -230,6 +230,7 @@ func TestJWTCacheBounds(t *testing.T) {
 		{"entries", auth.JWTOptions{CacheEntries: 5}, 5},
 		{"bytes", auth.JWTOptions{CacheBytes: 3*size + size/2}, 3},
 		{"bytes, exactly", auth.JWTOptions{CacheBytes: 4 * size}, 4},
+		{"one entry, exactly", auth.JWTOptions{CacheBytes: size}, 1},
 		{"an entry larger than the bound", auth.JWTOptions{CacheBytes: size - 1}, 0},
 		{"no cache", auth.JWTOptions{NoCache: true}, 0},
 	} {
