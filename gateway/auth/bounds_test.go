@@ -1,0 +1,66 @@
+package auth_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/wizardmesh/wizard/gateway/auth"
+)
+
+// TestMaxTokenSizeBoundary: a token of exactly MaxTokenSize bytes is
+// verified, one byte more is refused as malformed, for both verifiers.
+func TestMaxTokenSizeBoundary(t *testing.T) {
+	tok := sign(t, jwt.SigningMethodHS256, hmacSecret(), "", claims(nil))
+	for _, tt := range []struct {
+		max    int
+		reason auth.Reason // zero: verifies
+	}{{len(tok), 0}, {len(tok) - 1, auth.ReasonMalformed}} {
+		j := newJWT(t, auth.JWTOptions{Keys: []auth.Key{{Secret: hmacSecret()}}, MaxTokenSize: tt.max})
+		if _, err := j.Verify(t.Context(), tok); reasonOf(err) != tt.reason {
+			t.Errorf("JWT, MaxTokenSize %d, token of %d bytes: %v, want reason %q", tt.max, len(tok), err, tt.reason)
+		}
+	}
+	svc := newAuthService(t, answerFor(time.Now().Add(time.Hour).Unix()))
+	for _, tt := range []struct {
+		max    int
+		reason auth.Reason
+	}{{4, 0}, {3, auth.ReasonMalformed}} {
+		d := newDelegate(t, auth.DelegateOptions{Caller: svc.node, MaxTokenSize: tt.max})
+		if _, err := d.Verify(t.Context(), "good"); reasonOf(err) != tt.reason {
+			t.Errorf("delegate, MaxTokenSize %d, token of 4 bytes: %v, want reason %q", tt.max, err, tt.reason)
+		}
+	}
+}
+
+// TestDelegateExpiresAtRange: expires_at as unix seconds must be above 0
+// and at most 2^40; a fraction of a second is kept.
+func TestDelegateExpiresAtRange(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		exp  any
+		want time.Time // zero: refused (503, the answer cannot be read)
+	}{
+		{"zero", 0, time.Time{}},
+		{"negative", -1, time.Time{}},
+		{"2^40", float64(1 << 40), time.Unix(1<<40, 0)},
+		{"past 2^40", float64(1<<40) + 1, time.Time{}},
+		{"a fraction", 4102444800.5, time.Unix(4102444800, 5e8)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			svc := newAuthService(t, answers(map[string]any{"subject": "u", "expires_at": tt.exp}))
+			d := newDelegate(t, auth.DelegateOptions{Caller: svc.node})
+			id, err := d.Verify(t.Context(), "tok")
+			if tt.want.IsZero() {
+				if reasonOf(err) != auth.ReasonUnavailable {
+					t.Fatalf("expires_at %v: %v, want reason %q", tt.exp, err, auth.ReasonUnavailable)
+				}
+				return
+			}
+			if err != nil || !id.ExpiresAt.Equal(tt.want) {
+				t.Fatalf("expires_at %v: %v, %v; want expiry %v", tt.exp, id, err, tt.want)
+			}
+		})
+	}
+}
