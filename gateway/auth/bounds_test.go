@@ -1,6 +1,9 @@
 package auth_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"testing"
 	"time"
 
@@ -62,5 +65,24 @@ func TestDelegateExpiresAtRange(t *testing.T) {
 				t.Fatalf("expires_at %v: %v, %v; want expiry %v", tt.exp, id, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestSeveralKeysOfAKid: with several keys that a token's kid (or its
+// lack of one) selects, a token of any of them verifies, and one of
+// another key does not.
+func TestSeveralKeysOfAKid(t *testing.T) {
+	a, b := ecKey(), ecOther()
+	c := must(ecdsa.GenerateKey(elliptic.P256(), rand.Reader))
+	for _, kid := range []string{"", "k"} {
+		j := newJWT(t, auth.JWTOptions{Keys: []auth.Key{{ID: kid, PEM: pemOf(t, &a.PublicKey)}, {ID: kid, PEM: pemOf(t, &b.PublicKey)}}})
+		for i, k := range []any{a, b} {
+			if _, err := j.Verify(t.Context(), sign(t, jwt.SigningMethodES256, k, kid, claims(nil))); err != nil {
+				t.Errorf("kid %q, token of key %d: %v", kid, i+1, err)
+			}
+		}
+		if _, err := j.Verify(t.Context(), sign(t, jwt.SigningMethodES256, c, kid, claims(nil))); err == nil {
+			t.Errorf("kid %q: a token of another key verified", kid)
+		}
 	}
 }
