@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +85,21 @@ func TestSeveralKeysOfAKid(t *testing.T) {
 		if _, err := j.Verify(t.Context(), sign(t, jwt.SigningMethodES256, c, kid, claims(nil))); err == nil {
 			t.Errorf("kid %q: a token of another key verified", kid)
 		}
+	}
+}
+
+// TestErrorEdges: a reason past the known ones has a message of its own,
+// a scope error without scopes names none, and '~' (the last character
+// RFC 6750 allows in a quoted value) stays in the challenge.
+func TestErrorEdges(t *testing.T) {
+	if s := (auth.ReasonUnavailable + 1).String(); s == "" {
+		t.Error("a reason past the known ones has an empty message")
+	}
+	if h := (&auth.Error{Reason: auth.ReasonScope}).WWWAuthenticate(); strings.Contains(h, "scope=") {
+		t.Errorf("scope error without scopes: %q names a scope", h)
+	}
+	h := (&auth.Error{Reason: auth.ReasonRejected, Message: "a~b\x7f\"c"}).WWWAuthenticate()
+	if !strings.Contains(h, `error_description="a~bc"`) {
+		t.Errorf("challenge %q, want the description a~bc", h)
 	}
 }
