@@ -52,3 +52,17 @@ func WithVerifier(v auth.Verifier) Option {
 		return nil
 	})
 }
+
+// AuthStats returns the counters of the verifier's cache of verified
+// tokens: hits and misses since the verifier was built (a reload builds
+// the configuration's anew) and its size now. They are zero without a
+// verifier, with a JWT verifier made with NoCache, or with one of
+// [WithVerifier] that has no CacheStats method.
+func (g *Gateway) AuthStats() auth.CacheStats {
+	if a, ok := g.now().auth.(authVerifier); ok {
+		if s, ok := a.v.(interface{ CacheStats() auth.CacheStats }); ok {
+			return s.CacheStats()
+		}
+	}
+	return auth.CacheStats{}
+}

@@ -4,13 +4,20 @@ import (
 	"container/list"
 	"crypto/sha256"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// answerCache holds the delegate's answers until they expire, bounded in
-// entries and bytes; at a bound the least recently used answers go first.
+// answerCache holds verified identities, keyed by their token's SHA-256,
+// until they expire, bounded in entries and bytes; at a bound the least
+// recently used go first. The delegate caches its pattern's answers in
+// one, the JWT verifier its verified tokens. Only successes enter it: a
+// refused token costs its caller a verification, never a cached entry of
+// the good ones.
 type answerCache struct {
 	maxEntries, maxBytes int
+
+	hits, misses atomic.Uint64
 
 	mu    sync.Mutex
 	m     map[[sha256.Size]byte]*list.Element
@@ -18,11 +25,14 @@ type answerCache struct {
 	bytes int
 }
 
+// cached is one entry: id is served while from <= now < until and the
+// current key set is keys (nil for the delegate, which has none).
 type cached struct {
-	key   [sha256.Size]byte
-	id    *Identity
-	until time.Time
-	size  int
+	key         [sha256.Size]byte
+	id          *Identity
+	from, until time.Time
+	keys        *keyset
+	size        int
 }
 
 // entryOverhead approximates the memory of an entry beside its answer.
@@ -32,36 +42,42 @@ func newAnswerCache(entries, bytes int) *answerCache {
 	return &answerCache{maxEntries: entries, maxBytes: bytes, m: map[[sha256.Size]byte]*list.Element{}}
 }
 
-// get returns the identity cached under key, if it has not expired at now.
-func (c *answerCache) get(key [sha256.Size]byte, now time.Time) (*Identity, bool) {
+// get returns the identity cached under key if, at now, it is still valid
+// (from <= now < until) and was verified with keys, the current key set.
+// An entry that fails these checks is dropped: the caller verifies the
+// token again. Every call counts as a hit or a miss.
+func (c *answerCache) get(key [sha256.Size]byte, now time.Time, keys *keyset) (*Identity, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[key]
 	if !ok {
+		c.misses.Add(1)
 		return nil, false
 	}
 	ce := e.Value.(*cached)
-	if !now.Before(ce.until) {
+	if !now.Before(ce.until) || now.Before(ce.from) || ce.keys != keys {
 		c.remove(e)
+		c.misses.Add(1)
 		return nil, false
 	}
 	c.lru.MoveToFront(e)
+	c.hits.Add(1)
 	return ce.id, true
 }
 
-// put caches id under key until until; size is the answer's size.
-func (c *answerCache) put(key [sha256.Size]byte, id *Identity, until time.Time, size int) {
-	size += entryOverhead
-	if size > c.maxBytes {
+// put caches the entry ce, whose size is that of its answer.
+func (c *answerCache) put(ce cached) {
+	ce.size += entryOverhead
+	if ce.size > c.maxBytes {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.m[key]; ok {
+	if e, ok := c.m[ce.key]; ok {
 		c.remove(e)
 	}
-	c.m[key] = c.lru.PushFront(&cached{key: key, id: id, until: until, size: size})
-	c.bytes += size
+	c.m[ce.key] = c.lru.PushFront(&ce)
+	c.bytes += ce.size
 	for c.lru.Len() > c.maxEntries || c.bytes > c.maxBytes {
 		c.remove(c.lru.Back())
 	}
@@ -78,4 +94,26 @@ func (c *answerCache) len() (int, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lru.Len(), c.bytes
+}
+
+// CacheStats are a verifier's cache counters since it was made.
+type CacheStats struct {
+	// Hits counts the verifications answered from the cache.
+	Hits uint64
+	// Misses counts the verifications the cache could not answer (the
+	// token was not there, had expired, or its key set had changed): each
+	// verified the token in full.
+	Misses uint64
+	// Entries and Bytes are the cache's size now (Bytes as estimated for
+	// its bound).
+	Entries, Bytes int
+}
+
+// stats returns c's counters; a nil c (no cache) has none.
+func (c *answerCache) stats() CacheStats {
+	if c == nil {
+		return CacheStats{}
+	}
+	n, b := c.len()
+	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Entries: n, Bytes: b}
 }

@@ -19,13 +19,13 @@ func TestAnswerCacheBounds(t *testing.T) {
 	t.Run("entries", func(t *testing.T) {
 		c := newAnswerCache(3, 1<<20)
 		for i := range 5 {
-			c.put(key(i), id, now.Add(time.Hour), 10)
+			c.put(cached{key: key(i), id: id, until: now.Add(time.Hour), size: 10})
 		}
 		if n, _ := c.len(); n != 3 {
 			t.Fatalf("%d entries, want 3", n)
 		}
 		for i, want := range []bool{false, false, true, true, true} {
-			if _, ok := c.get(key(i), now); ok != want {
+			if _, ok := c.get(key(i), now, nil); ok != want {
 				t.Errorf("entry %d cached %v, want %v", i, ok, want)
 			}
 		}
@@ -33,30 +33,30 @@ func TestAnswerCacheBounds(t *testing.T) {
 	t.Run("bytes, least recently used first", func(t *testing.T) {
 		c := newAnswerCache(100, 3*(entryOverhead+100))
 		for i := range 3 {
-			c.put(key(i), id, now.Add(time.Hour), 100)
+			c.put(cached{key: key(i), id: id, until: now.Add(time.Hour), size: 100})
 		}
-		c.get(key(0), now) // 0 is now more recent than 1
-		c.put(key(3), id, now.Add(time.Hour), 100)
+		c.get(key(0), now, nil) // 0 is now more recent than 1
+		c.put(cached{key: key(3), id: id, until: now.Add(time.Hour), size: 100})
 		for i, want := range []bool{true, false, true, true} {
-			if _, ok := c.get(key(i), now); ok != want {
+			if _, ok := c.get(key(i), now, nil); ok != want {
 				t.Errorf("entry %d cached %v, want %v", i, ok, want)
 			}
 		}
 		if n, b := c.len(); n != 3 || b != 3*(entryOverhead+100) {
 			t.Errorf("%d entries of %d bytes, want 3 of %d", n, b, 3*(entryOverhead+100))
 		}
-		c.put(key(9), id, now.Add(time.Hour), 3*(entryOverhead+100)) // larger than the cache
-		if _, ok := c.get(key(9), now); ok {
+		c.put(cached{key: key(9), id: id, until: now.Add(time.Hour), size: 3 * (entryOverhead + 100)}) // larger than the cache
+		if _, ok := c.get(key(9), now, nil); ok {
 			t.Error("an answer larger than the cache was cached")
 		}
 	})
 	t.Run("expiry", func(t *testing.T) {
 		c := newAnswerCache(10, 1<<20)
-		c.put(key(0), id, now.Add(time.Second), 10)
-		if _, ok := c.get(key(0), now.Add(time.Second-1)); !ok {
+		c.put(cached{key: key(0), id: id, until: now.Add(time.Second), size: 10})
+		if _, ok := c.get(key(0), now.Add(time.Second-1), nil); !ok {
 			t.Error("missing before expiry")
 		}
-		if _, ok := c.get(key(0), now.Add(time.Second)); ok {
+		if _, ok := c.get(key(0), now.Add(time.Second), nil); ok {
 			t.Error("served at expiry")
 		}
 		if n, b := c.len(); n != 0 || b != 0 {
@@ -65,8 +65,8 @@ func TestAnswerCacheBounds(t *testing.T) {
 	})
 	t.Run("replace", func(t *testing.T) {
 		c := newAnswerCache(10, 1<<20)
-		c.put(key(0), id, now.Add(time.Second), 10)
-		c.put(key(0), id, now.Add(time.Hour), 20)
+		c.put(cached{key: key(0), id: id, until: now.Add(time.Second), size: 10})
+		c.put(cached{key: key(0), id: id, until: now.Add(time.Hour), size: 20})
 		if n, b := c.len(); n != 1 || b != entryOverhead+20 {
 			t.Errorf("%d entries of %d bytes, want 1 of %d", n, b, entryOverhead+20)
 		}

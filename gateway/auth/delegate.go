@@ -152,7 +152,7 @@ func (d *Delegate) Verify(ctx context.Context, token string) (*Identity, error) 
 		return nil, newError(ReasonMalformed, "token too large", nil)
 	}
 	key := tokenKey(token)
-	if id, ok := d.cache.get(key, time.Now()); ok {
+	if id, ok := d.cache.get(key, time.Now(), nil); ok {
 		return id, nil
 	}
 	d.mu.Lock()
@@ -194,7 +194,7 @@ func (d *Delegate) call(ctx context.Context, key [sha256.Size]byte, token string
 		if d.maxTTL > 0 {
 			until = minTime(until, time.Now().Add(d.maxTTL))
 		}
-		d.cache.put(key, id, until, size)
+		d.cache.put(cached{key: key, id: id, until: until, size: size})
 	}
 	d.mu.Lock()
 	delete(d.flights, key)
@@ -332,6 +332,9 @@ func stringsOf(v any) []string {
 	}
 	return nil
 }
+
+// CacheStats returns the counters of d's answer cache.
+func (d *Delegate) CacheStats() CacheStats { return d.cache.stats() }
 
 // Close ends the calls in progress (their callers get 503) and waits for
 // them; later verifications fail with 503. It is idempotent.

@@ -36,6 +36,32 @@
 // A token must have a sub claim unless [JWTOptions.AllowNoSubject] says
 // otherwise: an identity without a subject cannot be told from another.
 //
+// # Cached tokens
+//
+// A verified token is cached, keyed by its SHA-256 (never the token
+// itself), until its exp plus the leeway, bounded in entries and bytes
+// ([JWTOptions.CacheEntries], [JWTOptions.CacheBytes]; the least recently
+// used go first). A hit repeats the checks that time or a JWKS refresh can
+// change: exp, nbf and iat against the clock, and that the key set which
+// verified the token is still the current one. A refresh that changes the
+// keys makes a new key set, on which every cached token is verified again
+// in full; one that brings the same keys keeps the cache. The issuer,
+// audience and allow-list are fixed for a JWT's life (a reload builds a
+// new verifier, with an empty cache).
+//
+// So a revoked key's tokens are refused from the JWKS refresh that no
+// longer brings the key: at most [JWTOptions.JWKSRefresh] (plus the
+// fetch's own time) after the key leaves the JWKS, sooner when a token of
+// an unknown kid asks for a refresh. That is the bound without the cache
+// too, as a token is verified with the keys of the last fetch; a refresh
+// that fails keeps the keys there are, and so their tokens, until one
+// succeeds.
+//
+// Only tokens that verify are cached: a refused token costs one
+// verification and takes no entry, so a flood of distinct invalid tokens
+// cannot evict the valid ones. [JWT.CacheStats] counts hits and misses;
+// [JWTOptions.NoCache] verifies every call in full.
+//
 // # Delegation
 //
 // [Delegate] calls its pattern with {"token": "..."} and caches the answer

@@ -10,7 +10,8 @@ import (
 // Identity is who a verified token says the caller is. Every field comes
 // from verified claims (or the auth pattern's answer), never from the
 // request. An Identity a [Verifier] returns may be shared between callers
-// (the delegate's cache hands out the same one): treat it as read-only.
+// (the caches of both verifiers hand out the same one): treat it as
+// read-only.
 type Identity struct {
 	Subject   string         // sub; may be empty if the issuer sets none
 	Issuer    string         // iss

@@ -56,6 +56,23 @@ func TestParseJWKS(t *testing.T) {
 		{"off the curve", doc(offCurve, rsaJWK), []string{"r"}, 1, ""},
 		{"small rsa", doc(with(rsaJWK, "n", enc(big.NewInt(0).Lsh(big.NewInt(1), 1023).Bytes())), ecJWK), []string{"e"}, 1, ""},
 		{"even exponent", doc(with(rsaJWK, "e", enc([]byte{2})), ecJWK), []string{"e"}, 1, ""},
+		{"exponent 3", doc(with(rsaJWK, "e", enc([]byte{3}))), []string{"r"}, 0, ""},
+		{"exponent in 4 bytes", doc(with(rsaJWK, "e", enc([]byte{0, 1, 0, 1}))), []string{"r"}, 0, ""},
+		{"exponent in 5 bytes", doc(with(rsaJWK, "e", enc([]byte{0, 0, 1, 0, 1})), ecJWK), []string{"e"}, 1, ""},
+		{"large even exponent", doc(with(rsaJWK, "e", enc([]byte{1, 0, 2})), ecJWK), []string{"e"}, 1, ""},
+		{"as many keys as allowed", doc(func() []map[string]any {
+			var ks []map[string]any
+			for i := range maxJWKSKeys {
+				ks = append(ks, with(ecJWK, "kid", fmt.Sprint(i)))
+			}
+			return ks
+		}()...), func() []string {
+			var kids []string
+			for i := range maxJWKSKeys {
+				kids = append(kids, fmt.Sprint(i))
+			}
+			return kids
+		}(), 0, ""},
 		{"nothing usable", doc(with(rsaJWK, "use", "enc")), nil, 0, "key set has no usable signature key (1 skipped)"},
 		{"not json", []byte("<html>"), nil, 0, "key set is not a JWKS"},
 		{"too many", doc(func() []map[string]any {

@@ -1,7 +1,9 @@
 package auth
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,7 +28,9 @@ type JWTOptions struct {
 	// a time, at most one per JWKSMinRefresh). Keys of kty RSA, EC and OKP
 	// (Ed25519) with use "sig" or no use are taken; others are skipped.
 	JWKSURL string
-	// JWKSRefresh is the interval of the background refresh (default 5m).
+	// JWKSRefresh is the interval of the background refresh (default 5m):
+	// a key dropped from the JWKS verifies tokens, cached or not, until
+	// the next refresh, at most this long.
 	JWKSRefresh time.Duration
 	// JWKSMinRefresh is the least time between two fetches that unknown
 	// kids trigger (default 5s); a failed refresh is retried after it,
@@ -56,6 +60,14 @@ type JWTOptions struct {
 	AllowNoSubject bool
 	// MaxTokenSize bounds the token, in bytes (default 16 KiB).
 	MaxTokenSize int
+	// CacheEntries bounds the verified tokens cached (default 10,000).
+	CacheEntries int
+	// CacheBytes bounds the size of the verified tokens cached, estimated
+	// as twice the token's length plus 256 bytes an entry (default 16 MiB).
+	CacheBytes int
+	// NoCache verifies every token in full on every call, signature
+	// included, instead of caching verified tokens.
+	NoCache bool
 	// Logger receives a Warn for a failed JWKS refresh (default
 	// slog.Default()).
 	Logger *slog.Logger
@@ -64,12 +76,17 @@ type JWTOptions struct {
 // JWT verifies JSON Web Tokens with golang-jwt: the signature with a key
 // of the token's algorithm (from the allow-list) and kid, a required exp,
 // nbf and iat if present, and the issuer and audience when configured.
+// A verified token is cached by its SHA-256 until its exp; a cached token
+// is served only while exp, nbf and iat still hold and the key set that
+// verified it is still the current one (see the package documentation).
 type JWT struct {
 	parser  *jwt.Parser
 	allowed []string
 	static  []verifyKey
 	keys    atomic.Pointer[keyset]
-	jwks    *jwks // nil without a JWKSURL
+	jwks    *jwks        // nil without a JWKSURL
+	cache   *answerCache // nil with NoCache
+	now     func() time.Time
 	max     int
 	opts    JWTOptions
 }
@@ -85,9 +102,9 @@ func NewJWT(o JWTOptions) (*JWT, error) {
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("wizard: gateway: auth: %w", err)
 	}
-	j := &JWT{opts: o, max: o.MaxTokenSize}
-	if j.max == 0 {
-		j.max = defaultMaxTokenSize
+	j := &JWT{opts: o, max: cmp.Or(o.MaxTokenSize, defaultMaxTokenSize), now: time.Now}
+	if !o.NoCache {
+		j.cache = newAnswerCache(cmp.Or(o.CacheEntries, defaultCacheEntries), cmp.Or(o.CacheBytes, defaultCacheBytes))
 	}
 	for i, k := range o.Keys {
 		vk, err := k.load()
@@ -107,6 +124,7 @@ func NewJWT(o JWTOptions) (*JWT, error) {
 		jwt.WithLeeway(o.Leeway),
 		jwt.WithIssuedAt(),
 		jwt.WithStrictDecoding(), // one encoding per signature: no malleable trailing bits
+		jwt.WithTimeFunc(j.clock),
 	}
 	if o.Issuer != "" {
 		popts = append(popts, jwt.WithIssuer(o.Issuer))
@@ -146,6 +164,10 @@ func (o *JWTOptions) validate() error {
 		return fmt.Errorf("Leeway %v is negative", o.Leeway)
 	case o.MaxTokenSize < 0:
 		return fmt.Errorf("MaxTokenSize %d is negative", o.MaxTokenSize)
+	case o.CacheEntries < 0:
+		return fmt.Errorf("CacheEntries %d is negative", o.CacheEntries)
+	case o.CacheBytes < 0:
+		return fmt.Errorf("CacheBytes %d is negative", o.CacheBytes)
 	}
 	for i, a := range o.Audience {
 		if a == "" {
@@ -198,11 +220,24 @@ func allowList(algs []string, keys []verifyKey, jwks bool) ([]string, error) {
 	return slices.Clone(algs), nil
 }
 
-// setJWKS installs the keys of a fetched JWKS beside the static ones.
+// setJWKS installs the keys of a fetched JWKS beside the static ones. A
+// fetch that brings the keys there are keeps the current key set, and so
+// the cached tokens; any other change makes a new one, on which every
+// cached token is verified again.
 func (j *JWT) setJWKS(keys []verifyKey) {
 	all := append(slices.Clip(j.static), keys...)
+	if cur := j.keys.Load(); cur != nil && sameKeys(cur.keys, all) {
+		return
+	}
 	j.keys.Store(newKeyset(all, j.allowed))
 }
+
+// clock is the time tokens are checked at.
+func (j *JWT) clock() time.Time { return j.now() }
+
+// CacheStats returns the counters of j's cache of verified tokens (zero
+// with NoCache).
+func (j *JWT) CacheStats() CacheStats { return j.cache.stats() }
 
 // Algorithms returns the allow-list in use.
 func (j *JWT) Algorithms() []string { return slices.Clone(j.allowed) }
@@ -231,19 +266,33 @@ func (j *JWT) Verify(ctx context.Context, token string) (*Identity, error) {
 	if len(token) > j.max {
 		return nil, newError(ReasonMalformed, "token too large", nil)
 	}
-	id, err := j.parse(token)
-	if err == nil || j.jwks == nil || !errors.Is(err, errNeedKeys) {
-		return id, err
+	ks := j.keys.Load()
+	var key [sha256.Size]byte
+	if j.cache != nil {
+		key = tokenKey(token)
+		if id, ok := j.cache.get(key, j.now(), ks); ok {
+			return id, nil
+		}
 	}
-	kid := kidOf(token)
-	if err := j.jwks.await(ctx, kid); err != nil {
+	id, from, err := j.parse(ks, token)
+	if err != nil && j.jwks != nil && errors.Is(err, errNeedKeys) {
+		kid := kidOf(token)
+		if err := j.jwks.await(ctx, kid); err != nil {
+			return nil, err
+		}
+		ks = j.keys.Load()
+		id, from, err = j.parse(ks, token)
+		if errors.Is(err, errNeedKeys) {
+			j.jwks.missed(kid)
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
-	id, err = j.parse(token)
-	if errors.Is(err, errNeedKeys) {
-		j.jwks.missed(kid)
+	if j.cache != nil {
+		j.cache.put(cached{key: key, id: id, from: from, until: id.ExpiresAt.Add(j.opts.Leeway), keys: ks, size: 2 * len(token)})
 	}
-	return id, err
+	return id, nil
 }
 
 // kidOf is the kid of a token's header, unverified ("" for none): what
@@ -257,18 +306,42 @@ func kidOf(token string) string {
 	return kid
 }
 
-// parse verifies token against the current keys.
-func (j *JWT) parse(token string) (*Identity, error) {
+// parse verifies token against the keys of ks: its identity, and the
+// time from which it is valid (its nbf or iat, the later, less the
+// leeway).
+func (j *JWT) parse(ks *keyset, token string) (*Identity, time.Time, error) {
 	claims := jwt.MapClaims{}
-	t, err := j.parser.ParseWithClaims(token, claims, j.keyfunc)
+	t, err := j.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) { return keyOf(ks, t) })
 	if err != nil {
-		return nil, j.classify(t, claims, err)
+		return nil, time.Time{}, j.classify(t, claims, err)
 	}
-	return identityOf(claims, j.opts.AllowNoSubject)
+	id, err := identityOf(claims, j.opts.AllowNoSubject)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return id, validFrom(claims, j.opts.Leeway), nil
 }
 
-// keyfunc returns the keys for t's algorithm and kid.
-func (j *JWT) keyfunc(t *jwt.Token) (any, error) {
+// validFrom is the time from which verified claims c hold: the later of
+// nbf and iat less the leeway, as golang-jwt checks them (zero for
+// neither).
+func validFrom(c jwt.MapClaims, leeway time.Duration) time.Time {
+	var from time.Time
+	nbf, _ := c.GetNotBefore()
+	iat, _ := c.GetIssuedAt()
+	for _, d := range [...]*jwt.NumericDate{nbf, iat} {
+		if d != nil && d.After(from) {
+			from = d.Time
+		}
+	}
+	if from.IsZero() {
+		return from
+	}
+	return from.Add(-leeway)
+}
+
+// keyOf returns the keys of ks for t's algorithm and kid.
+func keyOf(ks *keyset, t *jwt.Token) (any, error) {
 	if _, ok := t.Header["crit"]; ok {
 		// RFC 7515 §4.1.11: extensions the verifier does not understand
 		// make the token invalid, and the gateway understands none.
@@ -278,7 +351,7 @@ func (j *JWT) keyfunc(t *jwt.Token) (any, error) {
 	if !ok && t.Header["kid"] != nil {
 		return nil, newError(ReasonMalformed, "token kid is not a string", nil)
 	}
-	k, res := j.keys.Load().lookup(t.Method.Alg(), kid)
+	k, res := ks.lookup(t.Method.Alg(), kid)
 	switch res {
 	case unknownKid:
 		return nil, newError(ReasonUnknownKey, "", errNeedKeys)

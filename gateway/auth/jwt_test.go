@@ -298,6 +298,8 @@ func TestNewJWTErrors(t *testing.T) {
 		{"two sources", auth.JWTOptions{Keys: []auth.Key{{Secret: hmacSecret(), PEMFile: "x.pem"}}}, "key 1: exactly one of PEM, PEMFile, Secret, SecretFile and File must be set (2 are)"},
 		{"missing file", auth.JWTOptions{Keys: []auth.Key{{PEMFile: filepath.Join(t.TempDir(), "none.pem")}}}, "none.pem: no such file"},
 		{"negative leeway", auth.JWTOptions{Keys: []auth.Key{{Secret: hmacSecret()}}, Leeway: -time.Second}, "Leeway -1s is negative"},
+		{"negative cache entries", auth.JWTOptions{Keys: []auth.Key{{Secret: hmacSecret()}}, CacheEntries: -1}, "CacheEntries -1 is negative"},
+		{"negative cache bytes", auth.JWTOptions{Keys: []auth.Key{{Secret: hmacSecret()}}, CacheBytes: -1}, "CacheBytes -1 is negative"},
 		{"empty audience", auth.JWTOptions{Keys: []auth.Key{{Secret: hmacSecret()}}, Audience: []string{""}}, "Audience 1 is empty"},
 		{"http JWKS elsewhere", auth.JWTOptions{JWKSURL: "http://id.example.com/jwks.json"}, "http is allowed for loopback hosts only"},
 		{"JWKS scheme", auth.JWTOptions{JWKSURL: "ftp://127.0.0.1/jwks.json"}, `scheme "ftp" is not https`},

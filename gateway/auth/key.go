@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -232,6 +233,7 @@ func publicKey(pub any) (verifyKey, error) {
 // when several share a kid) per kid, "" holding the keys without a kid,
 // which verify a token of any kid.
 type keyset struct {
+	keys  []verifyKey // as given, for [sameKeys]
 	byAlg map[string]map[string]any
 	noKid map[string]any // per algorithm: every key, for a token without kid when no key lacks one
 	kids  map[string]bool
@@ -240,7 +242,7 @@ type keyset struct {
 
 // newKeyset indexes keys for the algorithms of allowed.
 func newKeyset(keys []verifyKey, allowed []string) *keyset {
-	ks := &keyset{byAlg: map[string]map[string]any{}, noKid: map[string]any{}, kids: map[string]bool{}, n: len(keys)}
+	ks := &keyset{keys: keys, byAlg: map[string]map[string]any{}, noKid: map[string]any{}, kids: map[string]bool{}, n: len(keys)}
 	for _, alg := range allowed {
 		byKid := map[string][]jwt.VerificationKey{}
 		var all []jwt.VerificationKey
@@ -264,6 +266,24 @@ func newKeyset(keys []verifyKey, allowed []string) *keyset {
 		ks.kids[keys[i].kid] = true
 	}
 	return ks
+}
+
+// sameKeys reports whether a and b hold the same keys in the same order:
+// kid, kind, pinned algorithm and key material.
+func sameKeys(a, b []verifyKey) bool {
+	return slices.EqualFunc(a, b, func(x, y verifyKey) bool {
+		if x.kid != y.kid || x.kind != y.kind || x.alg != y.alg {
+			return false
+		}
+		switch k := x.key.(type) {
+		case []byte: // an HMAC secret
+			s, ok := y.key.([]byte)
+			return ok && bytes.Equal(k, s)
+		case interface{ Equal(crypto.PublicKey) bool }:
+			return k.Equal(y.key)
+		}
+		return false
+	})
 }
 
 func oneOrSet(keys []jwt.VerificationKey) any {
