@@ -1,6 +1,7 @@
 package durable
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,7 +14,8 @@ import (
 // subject, then a token per pair, with what a token cannot hold (and
 // '%') escaped, so that two patterns never share a subject.
 func TestSubjectOf(t *testing.T) {
-	e := &Events{subject: "wizard.events.orders"}
+	const prefix = "wizard.events.orders"
+	var cache subjectCache
 	for _, tc := range []struct{ pattern, want string }{
 		{"role:order,event:placed", "wizard.events.orders.event:placed.role:order"},
 		{"a:1.5,b:*,c:>", "wizard.events.orders.a:1%2E5.b:%2A.c:%3E"},
@@ -24,15 +26,33 @@ func TestSubjectOf(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := e.subjectOf(p); got != tc.want {
+		if got := subjectOf(prefix, p); got != tc.want {
 			t.Errorf("subjectOf(%s) = %q; want %q", tc.pattern, got, tc.want)
 		}
-		if err := checkSubject(e.subjectOf(p)); err != nil {
+		if err := checkSubject(subjectOf(prefix, p)); err != nil {
 			t.Errorf("subjectOf(%s): %v", tc.pattern, err)
 		}
+		// The cache answers the same, the first time and the next.
+		for range 2 {
+			if got, err := cache.of(prefix, tc.pattern); got != tc.want || err != nil {
+				t.Errorf("cache.of(%s) = %q, %v; want %q", tc.pattern, got, err, tc.want)
+			}
+		}
 	}
-	if got := e.subjectOf(pattern.Pattern{}); got != "wizard.events.orders._" {
+	if got := subjectOf(prefix, pattern.Pattern{}); got != "wizard.events.orders._" {
 		t.Errorf("subjectOf(no pairs) = %q", got)
+	}
+	if _, err := cache.of(prefix, "role"); err == nil {
+		t.Error(`cache.of("role"): no error for a pattern without a value`)
+	}
+	// The cache keeps at most maxSubjects patterns, and starts again.
+	for i := range maxSubjects + 1 {
+		if _, err := cache.of(prefix, "n:"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(cache.m); n > maxSubjects {
+			t.Fatalf("%d subjects cached; at most %d", n, maxSubjects)
+		}
 	}
 }
 
