@@ -131,8 +131,12 @@
 //
 // The Origin of an upgrade must be in websocket.origins (403 otherwise);
 // without the list, only same-origin upgrades are accepted. Close codes:
-// 1000 normal, 1001 shutdown, 1008 policy (repeated invalid frames), 1009
-// frame over websocket.max_message, 1011 internal, 4001 token expired,
+// 1000 normal, 1001 going away (idle, or a shutdown whose grace ran out:
+// requests in flight were cut short and may have run), 1008 policy
+// (repeated invalid frames), 1009 frame over websocket.max_message, 1012
+// service restart (the gateway drained: every request frame it took was
+// answered, so one left without a reply never ran and may be sent again
+// on a new connection), 1011 internal, 4001 token expired,
 // 4008 slow consumer (the send queue, websocket.send_queue, is full),
 // 4029 rate limited (ten request frames in a row answered 429 by the
 // per-IP or per-subject rate limit; any other reply starts the count
@@ -264,7 +268,7 @@
 // # Lifecycle
 //
 // [Gateway.Shutdown] stops accepting connections, lets the requests in
-// flight finish, closes each WebSocket with 1001 once its requests are
+// flight finish, closes each WebSocket with 1012 once its requests are
 // answered (new request frames meanwhile get 503), and waits for all that
 // up to its grace period; then it closes what is left. The node is the
 // caller's to close after.

@@ -301,7 +301,7 @@ func TestShutdownDrainsWebSocket(t *testing.T) {
 	if f := mustReadFrame(t, c); *f.ID != "held" || f.Status != 200 {
 		t.Errorf("the request in flight: %+v, want its 200", f)
 	}
-	wantClose(t, c, closeGoingAway)
+	wantClose(t, c, closeRestart)
 	if err := recv(t, shut); err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}

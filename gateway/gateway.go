@@ -156,7 +156,7 @@ func (g *Gateway) Serve(ln net.Listener) error {
 
 // Shutdown stops the gateway gracefully: it stops accepting connections,
 // lets requests in flight finish, tells each WebSocket client (close
-// 1001, going away) once its requests have been answered, and waits for
+// 1012, service restart) once its requests have been answered, and waits for
 // all that up to the grace period ([WithShutdownGrace]) or ctx's end,
 // whichever comes first; then it closes what is left. The node is the
 // caller's to close.
@@ -201,7 +201,8 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 }
 
 // Close stops the gateway at once: listeners and connections closed,
-// WebSocket clients told 1001. It is idempotent.
+// WebSocket clients told 1001 (going away: requests in flight may have
+// run). It is idempotent.
 func (g *Gateway) Close() error {
 	g.mu.Lock()
 	g.closing.Store(true)
@@ -239,7 +240,7 @@ func (g *Gateway) closeConns() {
 	}
 	g.mu.Unlock()
 	for _, c := range conns {
-		c.closeNow(closeGoingAway, "the gateway is shutting down")
+		c.closeNow(closeGoingAway, "the gateway's shutdown grace ran out")
 	}
 }
 

@@ -19,8 +19,9 @@ import (
 
 // WebSocket close codes (DESIGN §8).
 const (
-	closeNormal       = websocket.StatusNormalClosure // 1000
-	closeGoingAway    = websocket.StatusGoingAway     // 1001: shutdown
+	closeNormal       = websocket.StatusNormalClosure  // 1000
+	closeGoingAway    = websocket.StatusGoingAway      // 1001: idle, or shut down with requests cut short
+	closeRestart      = websocket.StatusServiceRestart // 1012: drained: every request taken was answered
 	closePolicy       = websocket.StatusPolicyViolation
 	closeTooBig       = websocket.StatusMessageTooBig // 1009 (the library closes with it)
 	closeInternal     = websocket.StatusInternalError
@@ -119,7 +120,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 		ctx:  ctx, cancel: cancel, inflight: make(map[string]inflight),
 	}
 	if !g.addConn(wc) {
-		c.Close(closeGoingAway, "the gateway is shutting down")
+		c.Close(closeRestart, "the gateway is shutting down")
 		cancel()
 		return http.StatusSwitchingProtocols
 	}
@@ -507,7 +508,7 @@ func (wc *wsConn) done(id string) {
 	last := wc.draining && len(wc.inflight) == 0
 	wc.mu.Unlock()
 	if last {
-		wc.closeAfterQueued(closeGoingAway, "the gateway is shutting down")
+		wc.closeAfterQueued(closeRestart, "the gateway is shutting down")
 	}
 }
 
@@ -697,13 +698,15 @@ func (wc *wsConn) closeWith(code websocket.StatusCode, reason string) {
 func (wc *wsConn) closeNow(code websocket.StatusCode, reason string) { wc.closeWith(code, reason) }
 
 // drain lets the requests in flight finish, refuses new ones (503), then
-// closes the connection (1001) after their replies.
+// closes the connection after their replies with 1012: a client may send
+// again, on a new connection, any request that got no reply, as none of
+// them ran.
 func (wc *wsConn) drain() {
 	wc.mu.Lock()
 	wc.draining = true
 	idle := len(wc.inflight) == 0
 	wc.mu.Unlock()
 	if idle {
-		wc.closeAfterQueued(closeGoingAway, "the gateway is shutting down")
+		wc.closeAfterQueued(closeRestart, "the gateway is shutting down")
 	}
 }

@@ -135,7 +135,7 @@ Signals: SIGHUP reloads the file as one: routes, CORS, rate limits, auth,
 body bounds (a bad file changes nothing, and the log says why; the listener's
 settings, the mesh and the log's format and output keep their old values and
 the log says "needs a restart: <setting>"); SIGINT and SIGTERM shut down gracefully
-(stop accepting, finish the requests in flight, close WebSockets with 1001,
+(stop accepting, finish the requests in flight, close WebSockets with 1012,
 up to server.shutdown_grace).
 
 Example:

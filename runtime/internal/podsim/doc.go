@@ -113,15 +113,15 @@
 // pod becomes ready, then an old one leaves the Service's endpoints, gets
 // its preStop sleep and SIGTERM, answers its requests in flight,
 // refuses new request frames (503 unavailable), closes each WebSocket
-// with 1001 and exits, within its 25 s grace period. A client sends a
+// with 1012 and exits, within its 25 s grace period. A client sends a
 // request answered 503 again, and one left unanswered when its
-// connection was closed with 1001 (a draining gateway answers every
+// connection was closed with 1012 (a draining gateway answers every
 // request it runs before its close frame; a frame that crossed it was
 // not run), on its next connection, with the same key; it reconnects
 // at once when its connection closes.
 //
 // Targets: every client connected; every call answered 200, or 503 or
-// unanswered at a 1001 close and then answered 200 when sent again; no
+// unanswered at a 1012 close and then answered 200 when sent again; no
 // call lost (unanswered at any other end of its connection); every key
 // answered 200 run once by a server pod, no key run twice; some clients
 // reconnected; every old gateway exited within its grace period. The
@@ -143,7 +143,7 @@
 //	2 pods killed, hosts cut off            1,421 / 1,334     4,067 / 3,916
 //	  failed: 4 / 4 non-idempotent, unavailable, none run by a pod
 //	gateway roll, short / long: 4,222 / 15,387 answered 200; 23 / 137
-//	  unanswered at a 1001 close and sent again, 0 answered 503, 0 lost;
+//	  unanswered at a 1012 close and sent again, 0 answered 503, 0 lost;
 //	  247 / 518 reconnects, the longest 0.10 / 0.29 s from close to
 //	  connected
 //

@@ -47,15 +47,15 @@ const (
 // Service's endpoints at once, then gets its preStop sleep and SIGTERM:
 // it answers what is in flight, refuses new request frames (503
 // unavailable, which the clients send again) and closes each WebSocket
-// with 1001; the clients reconnect through the Service. A request frame
+// with 1012; the clients reconnect through the Service. A request frame
 // that crosses the close frame is neither answered nor run (the gateway
 // reads no request after its close): a client sends a request left
-// unanswered at a 1001 close again, on its next connection, and the
+// unanswered at a 1012 close again, on its next connection, and the
 // servers' execution counts show whether that was safe.
 //
 // Targets: every client connected; no request answered other than 200
 // or 503 unavailable; no request lost in flight (unanswered at a close
-// other than 1001); every key sent again answered 200; every key answered 200 run once by a
+// other than 1012); every key sent again answered 200; every key answered 200 run once by a
 // server pod, no key run twice; some clients reconnected; every old
 // gateway exited within its grace period.
 func TestGatewayRoll(t *testing.T) {
@@ -113,7 +113,7 @@ func TestGatewayRoll(t *testing.T) {
 	for _, c := range slices.Sorted(maps.Keys(r.Closes)) {
 		closes = append(closes, fmt.Sprintf("%s: %d", c, r.Closes[c]))
 	}
-	t.Logf("WebSocket calls: %d answered 200, %d answered 503 and sent again, %d unanswered at their connection's 1001 close and sent again, %d failed %s, %d lost in flight, %d unresolved at the end", r.OK, r.Retried, r.AtClose, sum(r.Failed), codes(r.Failed), r.Lost, r.Unresolved)
+	t.Logf("WebSocket calls: %d answered 200, %d answered 503 and sent again, %d unanswered at their connection's 1012 close and sent again, %d failed %s, %d lost in flight, %d unresolved at the end", r.OK, r.Retried, r.AtClose, sum(r.Failed), codes(r.Failed), r.Lost, r.Unresolved)
 	t.Logf("connections: %d made, %d reconnects (longest %s from close to connected), %d failed dials; closes by code: %s", r.Dials, r.Reconnects, seconds(r.MaxReconnect), r.DialErrors, strings.Join(closes, ", "))
 	for _, fl := range r.Failures {
 		t.Logf("failed call %q: began +%s, ended +%s: %s: %s", fl.Key,

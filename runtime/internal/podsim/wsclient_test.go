@@ -31,7 +31,7 @@ type wsReport struct {
 	Start int64 // unix nanoseconds of the load's start
 	// OK: requests answered 200; Retried: answered 503 (the gateway
 	// drains), then sent again with the same key; AtClose: unanswered
-	// when the gateway closed their connection with 1001 (it drains: a
+	// when the gateway closed their connection with 1012 (it drained: a
 	// request it has not answered it has not run), sent again with the
 	// same key on the next connection; Failed: answered any other
 	// status, by status and code; Lost: in flight when their connection
@@ -200,7 +200,7 @@ func (l *wsLoad) client(ctx context.Context, i int, connected func()) {
 			case err := <-readErr:
 				l.closedBy(err)
 				closed = time.Now()
-				if websocket.CloseStatus(err) == websocket.StatusGoingAway {
+				if websocket.CloseStatus(err) == websocket.StatusServiceRestart {
 					// A draining gateway answers every request it runs
 					// before its close frame: this one crossed it, unrun.
 					l.count(func(r *wsReport) { r.AtClose++ })
