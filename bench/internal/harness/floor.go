@@ -243,28 +243,18 @@ type floorCall struct{ r chan float64 }
 // wake-up for a lone caller, at the price of a hand-over protocol between
 // readers; that is no longer simple.)
 type floorClient struct {
-	nc   net.Conn
-	pool sync.Pool // of *floorCall
+	floorConn
 
-	mu      sync.Mutex
-	next    uint64                // the last request id
-	wait    map[uint64]*floorCall // calls awaiting their answer, by id
-	out     []byte                // frames for the next write
-	spare   []byte                // the last write's buffer, reused for the one after
-	writing bool                  // a caller is writing: appended frames are its to send
-
-	done chan struct{}
-	once sync.Once
+	// Guarded by mu, with floorConn's wait.
+	next    uint64 // the last request id
+	out     []byte // frames for the next write
+	spare   []byte // the last write's buffer, reused for the one after
+	writing bool   // a caller is writing: appended frames are its to send
 }
 
 func newFloorClient(nc net.Conn) *floorClient {
-	c := &floorClient{
-		nc:   nc,
-		wait: make(map[uint64]*floorCall, 1024),
-		out:  make([]byte, 0, 64<<10),
-		done: make(chan struct{}),
-	}
-	c.pool.New = func() any { return &floorCall{r: make(chan float64, 1)} }
+	c := &floorClient{out: make([]byte, 0, 64<<10)}
+	c.floorConn.init(nc)
 	go c.read()
 	return c
 }
@@ -318,13 +308,34 @@ func appendRequest(b []byte, id uint64, a, x float64) []byte {
 	return binary.BigEndian.AppendUint64(b, math.Float64bits(x))
 }
 
-func (c *floorClient) forget(id uint64) {
+// floorConn is what both floor clients share: the connection, the calls
+// awaiting their answers, and the reader that hands each answer to its
+// caller.
+type floorConn struct {
+	nc   net.Conn
+	pool sync.Pool // of *floorCall
+
+	mu   sync.Mutex
+	wait map[uint64]*floorCall // calls awaiting their answer, by id
+
+	done chan struct{}
+	once sync.Once
+}
+
+func (c *floorConn) init(nc net.Conn) {
+	c.nc, c.wait, c.done = nc, make(map[uint64]*floorCall, 1024), make(chan struct{})
+	c.pool.New = func() any { return &floorCall{r: make(chan float64, 1)} }
+}
+
+func (c *floorConn) forget(id uint64) {
 	c.mu.Lock()
 	delete(c.wait, id)
 	c.mu.Unlock()
 }
 
-func (c *floorClient) read() {
+// read hands each answer to the call awaiting it, until the connection
+// ends or a frame is not an answer.
+func (c *floorConn) read() {
 	defer c.Close()
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	var in [floorResponse]byte
@@ -346,7 +357,7 @@ func (c *floorClient) read() {
 	}
 }
 
-func (c *floorClient) Close() error {
+func (c *floorConn) Close() error {
 	c.once.Do(func() {
 		close(c.done)
 		c.nc.Close()

@@ -1,13 +1,10 @@
 package harness
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
-	"io"
 	"math"
 	"net"
-	"sync"
 	"sync/atomic"
 )
 
@@ -36,24 +33,14 @@ var floorWriterContender = Contender{
 // floorWriterClient is the floor's former client: one writer goroutine
 // fed through a channel, one reader goroutine, a pending map.
 type floorWriterClient struct {
-	nc    net.Conn
+	floorConn
 	queue chan [floorRequest]byte
 	next  atomic.Uint64
-	mu    sync.Mutex
-	wait  map[uint64]*floorCall
-	pool  sync.Pool
-	done  chan struct{}
-	once  sync.Once
 }
 
 func newFloorWriterClient(nc net.Conn) *floorWriterClient {
-	c := &floorWriterClient{
-		nc:    nc,
-		queue: make(chan [floorRequest]byte, 4096),
-		wait:  make(map[uint64]*floorCall, 1024),
-		done:  make(chan struct{}),
-	}
-	c.pool.New = func() any { return &floorCall{r: make(chan float64, 1)} }
+	c := &floorWriterClient{queue: make(chan [floorRequest]byte, 4096)}
+	c.floorConn.init(nc)
 	go writeQueue(nc, c.queue, func(f *[floorRequest]byte) []byte { return f[:] }, c.done, func() { c.Close() })
 	go c.read()
 	return c
@@ -85,40 +72,4 @@ func (c *floorWriterClient) Call(ctx context.Context, a, b float64) (float64, er
 	case <-c.done:
 		return 0, errClosed
 	}
-}
-
-func (c *floorWriterClient) forget(id uint64) {
-	c.mu.Lock()
-	delete(c.wait, id)
-	c.mu.Unlock()
-}
-
-func (c *floorWriterClient) read() {
-	defer c.Close()
-	br := bufio.NewReaderSize(c.nc, 64<<10)
-	var in [floorResponse]byte
-	for {
-		if _, err := io.ReadFull(br, in[:]); err != nil {
-			return
-		}
-		if binary.BigEndian.Uint32(in[:4]) != floorResponse-4 {
-			return
-		}
-		id := binary.BigEndian.Uint64(in[4:])
-		c.mu.Lock()
-		fc := c.wait[id]
-		delete(c.wait, id)
-		c.mu.Unlock()
-		if fc != nil {
-			fc.r <- math.Float64frombits(binary.BigEndian.Uint64(in[12:]))
-		}
-	}
-}
-
-func (c *floorWriterClient) Close() error {
-	c.once.Do(func() {
-		close(c.done)
-		c.nc.Close()
-	})
-	return nil
 }
