@@ -18,10 +18,6 @@ func init() {
 	eventhook.NewSub = func(node any, pattern, group string, h any) (eventhook.Sub, error) {
 		return node.(*Node).newEngineSub(pattern, group, h.(Handler))
 	}
-	eventhook.Matches = func(s eventhook.Sub, pattern string) bool {
-		p, err := patrun.Parse(pattern)
-		return err == nil && patrun.Matches(s.(*handlerEntry).pattern, patrun.PairsOf(p))
-	}
 	eventhook.Match = func(subs []eventhook.Sub, pattern string) ([]eventhook.Sub, any) {
 		p, err := patrun.Parse(pattern)
 		if err != nil {

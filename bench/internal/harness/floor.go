@@ -288,16 +288,7 @@ func (c *floorClient) Call(ctx context.Context, a, b float64) (float64, error) {
 		c.writing = false
 	}
 	c.mu.Unlock()
-	select {
-	case r := <-fc.r:
-		c.pool.Put(fc)
-		return r, nil
-	case <-ctx.Done():
-		c.forget(id)
-		return 0, ctx.Err()
-	case <-c.done:
-		return 0, errClosed
-	}
+	return c.await(ctx, id, fc)
 }
 
 // appendRequest appends the request frame of call id to b.
@@ -327,10 +318,20 @@ func (c *floorConn) init(nc net.Conn) {
 	c.pool.New = func() any { return &floorCall{r: make(chan float64, 1)} }
 }
 
-func (c *floorConn) forget(id uint64) {
-	c.mu.Lock()
-	delete(c.wait, id)
-	c.mu.Unlock()
+// await waits for the answer to call id, whose floorCall is fc.
+func (c *floorConn) await(ctx context.Context, id uint64, fc *floorCall) (float64, error) {
+	select {
+	case r := <-fc.r:
+		c.pool.Put(fc)
+		return r, nil
+	case <-ctx.Done():
+		c.mu.Lock()
+		delete(c.wait, id)
+		c.mu.Unlock()
+		return 0, ctx.Err()
+	case <-c.done:
+		return 0, errClosed
+	}
 }
 
 // read hands each answer to the call awaiting it, until the connection

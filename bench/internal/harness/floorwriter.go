@@ -2,8 +2,6 @@ package harness
 
 import (
 	"context"
-	"encoding/binary"
-	"math"
 	"net"
 	"sync/atomic"
 )
@@ -50,10 +48,7 @@ func (c *floorWriterClient) Call(ctx context.Context, a, b float64) (float64, er
 	fc := c.pool.Get().(*floorCall)
 	id := c.next.Add(1)
 	var f [floorRequest]byte
-	binary.BigEndian.PutUint32(f[:4], floorRequest-4)
-	binary.BigEndian.PutUint64(f[4:], id)
-	binary.BigEndian.PutUint64(f[12:], math.Float64bits(a))
-	binary.BigEndian.PutUint64(f[20:], math.Float64bits(b))
+	appendRequest(f[:0], id, a, b)
 	c.mu.Lock()
 	c.wait[id] = fc
 	c.mu.Unlock()
@@ -62,14 +57,5 @@ func (c *floorWriterClient) Call(ctx context.Context, a, b float64) (float64, er
 	case <-c.done:
 		return 0, errClosed
 	}
-	select {
-	case r := <-fc.r:
-		c.pool.Put(fc)
-		return r, nil
-	case <-ctx.Done():
-		c.forget(id)
-		return 0, ctx.Err()
-	case <-c.done:
-		return 0, errClosed
-	}
+	return c.await(ctx, id, fc)
 }

@@ -53,8 +53,6 @@ var (
 	// runtime.Handler), wrapped by the node's handler interceptors. It
 	// is not listed in the node's catalog: the engine delivers to it.
 	NewSub func(node any, pattern, group string, h any) (Sub, error)
-	// Matches reports whether s's pattern matches the event pattern.
-	Matches func(s Sub, pattern string) bool
 	// Match returns those of subs whose patterns match the event pattern
 	// (nil for none), parsing it once, and the pattern parsed, for
 	// Event.Parsed (nil when it does not parse: then none match).

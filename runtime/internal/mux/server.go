@@ -44,18 +44,19 @@ type server struct {
 	streams  map[uint64]*ServerStream // open streams, their handlers running (serverstream.go)
 	nstreams int                      // of those, the ones not ending yet: at most MaxStreams
 	running  int                      // of those, with a handler running (at most MaxInFlight; see takeSlot)
+	pending  []*request               // the others, in the order they came
+	waiting  int                      // bytes the pending requests hold (see requestCost)
+	listed   bool                     // on Options.Bounds' list; guarded by the Bounds' mu
+	maxID    uint64                   // the highest request id taken
+	lastID   uint64                   // with draining: the highest id the goaway promised to serve
+	draining bool
+	closed   bool
+	idle     chan struct{} // closed when draining and nothing is in flight
+
 	// aliveAt is when the paused reader last told the client that this
 	// side is alive, aliveTimer when it is due again (see aliveLocked).
 	aliveAt    time.Time
 	aliveTimer *time.Timer
-	pending    []*request // the others, in the order they came
-	waiting    int        // bytes the pending requests hold (see requestCost)
-	listed     bool       // on Options.Bounds' list; guarded by the Bounds' mu
-	maxID      uint64     // the highest request id taken
-	lastID     uint64     // with draining: the highest id the goaway promised to serve
-	draining   bool
-	closed     bool
-	idle       chan struct{} // closed when draining and nothing is in flight
 
 	handlers sync.WaitGroup // every request taken, until it is answered or dropped
 

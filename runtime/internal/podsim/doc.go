@@ -150,8 +150,5 @@
 // No key ran twice in any run. With the hosts cut off, the failed calls
 // ended 2.27–2.56 s after the kill (the connection's keep-alive). In a
 // scale-up the last new pod answered a call 0.46–2.45 s after it in ten
-// runs; before a fix of runtime/swim (a node's first join stopped at the
-// first seed that answered, which could be a new pod alone so far) it
-// was 16.02, 16.45, 0.79 and 12.57 s in four runs alternated with four
-// of the fix (1.69, 1.50, 1.21, 1.08 s).
+// runs.
 package podsim
