@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -28,5 +29,42 @@ func TestAuthStats(t *testing.T) {
 	}
 	if s := tg.AuthStats(); s.Hits != 1 || s.Misses != 2 || s.Entries != 1 {
 		t.Errorf("%+v, want 1 hit, 2 misses, 1 entry", s)
+	}
+}
+
+// TestAuthCacheSettings: auth.jwt.cache's bounds reach the verifier: one
+// entry holds one token however many verify, and off caches none.
+func TestAuthCacheSettings(t *testing.T) {
+	const jwtLine = `  jwt: {keys: ["$DIR/hs.key"], algorithms: [HS256], issuer: test-issuer}`
+	if !strings.Contains(usersYAML, jwtLine) {
+		t.Fatal("usersYAML's jwt line changed; update this test")
+	}
+	exp := time.Now().Add(time.Hour).Unix()
+	tokens := []string{
+		signHS(t, jwt.MapClaims{"sub": "u1", "iss": "test-issuer", "exp": exp, "scope": "admin"}),
+		signHS(t, jwt.MapClaims{"sub": "u2", "iss": "test-issuer", "exp": exp, "scope": "admin"}),
+	}
+	for _, c := range []struct {
+		cache string
+		want  auth.CacheStats
+	}{
+		// u1, u2 (evicts u1), u1 again: a miss (evicts u2), u1: a hit.
+		{"cache: {entries: 1}", auth.CacheStats{Hits: 1, Misses: 3, Entries: 1}},
+		{"cache: {off: true}", auth.CacheStats{}},
+	} {
+		t.Run(c.cache, func(t *testing.T) {
+			yaml := strings.Replace(usersYAML, jwtLine, jwtLine[:len(jwtLine)-1]+", "+c.cache+"}", 1)
+			tg := configGateway(t, yaml)
+			for _, tok := range []string{tokens[0], tokens[1], tokens[0], tokens[0]} {
+				if got := doHTTP(t, tg, statusCase{method: "GET", path: "/private/echo", token: tok}); got.status != 200 {
+					t.Fatalf("status %d, want 200", got.status)
+				}
+			}
+			s := tg.AuthStats()
+			s.Bytes = 0
+			if s != c.want {
+				t.Errorf("%+v, want %+v", s, c.want)
+			}
+		})
 	}
 }

@@ -101,17 +101,25 @@ func rateOf(l *config.Limit) rateSpec {
 func verifierOf(node *runtime.Node, a config.Auth) (auth.Verifier, io.Closer, error) {
 	switch {
 	case a.JWT != nil:
-		j, err := auth.NewJWT(auth.JWTOptions{
+		o := auth.JWTOptions{
 			Keys: keysOf(a.JWT.Keys), JWKSURL: a.JWT.JWKSURL, JWKSRefresh: a.JWT.Refresh,
 			Algorithms: a.JWT.Algorithms, Issuer: a.JWT.Issuer, Audience: a.JWT.Audience, Leeway: a.JWT.Leeway,
 			AllowNoSubject: a.JWT.AllowNoSubject,
-		})
+		}
+		if c := a.JWT.Cache; c != nil {
+			o.CacheEntries, o.CacheBytes, o.NoCache = c.Entries, int(c.Bytes), c.Off
+		}
+		j, err := auth.NewJWT(o)
 		if err != nil {
 			return nil, nil, err
 		}
 		return j, j, nil
 	case a.Delegate != nil:
-		d, err := auth.NewDelegate(auth.DelegateOptions{Caller: node, Pattern: a.Delegate.Pattern, Timeout: a.Delegate.Timeout})
+		o := auth.DelegateOptions{Caller: node, Pattern: a.Delegate.Pattern, Timeout: a.Delegate.Timeout}
+		if c := a.Delegate.Cache; c != nil {
+			o.CacheEntries, o.CacheBytes, o.MaxCacheTTL = c.Entries, int(c.Bytes), c.MaxTTL
+		}
+		d, err := auth.NewDelegate(o)
 		if err != nil {
 			return nil, nil, err
 		}

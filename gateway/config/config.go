@@ -210,6 +210,30 @@ type JWT struct {
 	// AllowNoSubject accepts tokens without a sub claim; false by
 	// default: such a token is refused (401).
 	AllowNoSubject bool `yaml:"allow_no_subject"`
+	// Cache bounds the cache of verified tokens (auth.jwt.cache); nil
+	// means the defaults.
+	Cache *TokenCache `yaml:"cache"`
+
+	node
+}
+
+// TokenCache bounds a verifier's cache of verified tokens, kept by the
+// token's SHA-256 until its expiry. A hit repeats the checks that do not
+// need the signature (expiry, not-before, the key still in the key set),
+// so a key removed from a JWKS stops its cached tokens at the next
+// refresh, as it stops uncached ones.
+type TokenCache struct {
+	// Entries bounds the tokens cached; 10000 by default.
+	Entries int `yaml:"entries"`
+	// Bytes bounds their estimated size; 16MiB by default.
+	Bytes Size `yaml:"bytes"`
+	// Off verifies every token in full on every request (auth.jwt only:
+	// a delegate's answers are always cached; bound them with max_ttl).
+	Off bool `yaml:"off"`
+	// MaxTTL bounds how long a delegate's answer is cached, so that a
+	// token the auth service revokes stops working before it expires
+	// (auth.delegate only); by default until the answer's expires_at.
+	MaxTTL time.Duration `yaml:"max_ttl"`
 
 	node
 }
@@ -222,6 +246,9 @@ type Delegate struct {
 	// Timeout bounds the call (a timeout fails closed: 503); 500ms by
 	// default.
 	Timeout time.Duration `yaml:"timeout"`
+	// Cache bounds the cache of the pattern's answers
+	// (auth.delegate.cache); nil means the defaults.
+	Cache *TokenCache `yaml:"cache"`
 
 	node
 }

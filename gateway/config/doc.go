@@ -98,7 +98,9 @@
 // shutdown_grace 10s, trusted_proxies none (X-Forwarded-For ignored);
 // mesh.transport tcp on ":0", gossip on "0.0.0.0:7946"; defaults.timeout 2s, max_timeout 10s, auth required
 // when the file has an auth section and none when it has not; delegate
-// timeout 500ms; JWKS refresh 5m; CORS methods those of the routes,
+// timeout 500ms; JWKS refresh 5m; token cache (auth.jwt.cache,
+// auth.delegate.cache) 10000 entries, 16MiB, a delegate's answers until
+// their expires_at; CORS methods those of the routes,
 // headers Authorization, Content-Type, X-Request-Id,
 // X-Request-Timeout-Ms, max_age 10m; the WebSocket endpoint off unless
 // the file has a websocket section, then at /ws with origins from cors,

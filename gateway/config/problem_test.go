@@ -350,6 +350,39 @@ routes:
 			},
 		},
 		{
+			name: "token caches",
+			src: `auth:
+  jwt:
+    keys: [k.pem]
+    algorithms: [ES256]
+    cache: {entries: 0, bytes: 0B, max_ttl: 1m, off: true}
+routes:
+  - {method: GET, path: "/a", pattern: "role:a"}
+`,
+			want: []string{
+				"gateway.yaml:5:22: auth.jwt.cache.entries: 0: must be positive (to verify every token in full, set off: true)",
+				"gateway.yaml:5:32: auth.jwt.cache.bytes: must be positive (to verify every token in full, set off: true)",
+				"gateway.yaml:5:45: auth.jwt.cache.max_ttl: max_ttl applies to auth.delegate.cache only: a JWT is cached until its exp, and its key's removal from the JWKS ends it at the next refresh",
+				"gateway.yaml:5:54: auth.jwt.cache.off: off with entries or bytes: give one",
+			},
+		},
+		{
+			name: "delegate cache",
+			src: `auth:
+  delegate:
+    pattern: "role:auth,cmd:verify"
+    cache: {entries: 5, bytes: 2048GiB, max_ttl: 0s, off: true, size: 1}
+routes:
+  - {method: GET, path: "/a", pattern: "role:a"}
+`,
+			want: []string{
+				"gateway.yaml:4:32: auth.delegate.cache.bytes: 2048GiB is more than 1TiB",
+				"gateway.yaml:4:50: auth.delegate.cache.max_ttl: must be positive",
+				"gateway.yaml:4:59: auth.delegate.cache.off: off applies to auth.jwt.cache only: a delegate's answers are always cached; bound how long with max_ttl",
+				"gateway.yaml:4:65: auth.delegate.cache: unknown key \"size\"; known keys: bytes, entries, max_ttl, off",
+			},
+		},
+		{
 			name: "jwt empty",
 			src: `auth:
   jwt: {}

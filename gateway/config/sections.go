@@ -291,6 +291,35 @@ func (v *validator) auth(a *Auth) {
 			v.add(dl.at("pattern"), "auth.delegate.pattern", "want a pattern of fixed values, got %s", strconv.Quote(dl.Pattern))
 		}
 		v.positive(&dl.node, "auth.delegate", "timeout", &dl.Timeout, 500*time.Millisecond)
+		if c := dl.Cache; c != nil && !c.broken {
+			v.tokenCache(c, "auth.delegate.cache", false)
+		}
+	}
+}
+
+// tokenCache checks a verifier's cache bounds; jwt says whose (off is
+// the JWT verifier's, max_ttl the delegate's).
+func (v *validator) tokenCache(c *TokenCache, where string, jwt bool) {
+	if c.has("entries") && c.Entries <= 0 {
+		v.add(c.at("entries"), where+".entries", "%d: must be positive (to verify every token in full, set off: true)", c.Entries)
+	}
+	if c.has("bytes") && c.Bytes <= 0 {
+		v.add(c.at("bytes"), where+".bytes", "must be positive (to verify every token in full, set off: true)")
+	}
+	if c.Bytes > 1<<40 {
+		v.add(c.at("bytes"), where+".bytes", "%v is more than 1TiB", c.Bytes)
+	}
+	if jwt && c.has("max_ttl") {
+		v.add(c.at("max_ttl"), where+".max_ttl", "max_ttl applies to auth.delegate.cache only: a JWT is cached until its exp, and its key's removal from the JWKS ends it at the next refresh")
+	}
+	if !jwt && c.Off {
+		v.add(c.at("off"), where+".off", "off applies to auth.jwt.cache only: a delegate's answers are always cached; bound how long with max_ttl")
+	}
+	if !jwt && c.has("max_ttl") && c.MaxTTL <= 0 {
+		v.add(c.at("max_ttl"), where+".max_ttl", "must be positive")
+	}
+	if jwt && c.Off && (c.has("entries") || c.has("bytes")) {
+		v.add(c.at("off"), where+".off", "off with entries or bytes: give one")
 	}
 }
 
@@ -345,6 +374,9 @@ func (v *validator) jwt(j *JWT) {
 		j.Refresh = 5 * time.Minute
 	} else if j.Refresh < time.Second {
 		v.add(j.at("refresh"), w+".refresh", "%v is below the 1s minimum", j.Refresh)
+	}
+	if c := j.Cache; c != nil && !c.broken {
+		v.tokenCache(c, w+".cache", true)
 	}
 }
 
