@@ -19,7 +19,7 @@ import (
 // writes its section into results.md in place of the mode's last one.
 var (
 	payloadSizes    = flag.String("payload", "", "payload mode: comma-separated payload sizes to echo (16, 1K, 64KiB, 1M); runs instead of the comparison")
-	payloadCallers  = flag.Int("payload-callers", 16, "payload mode: concurrent callers over the one connection")
+	payloadCallers  = flag.Int("payload-callers", 16, "payload mode: concurrent callers (over one connection; pooled HTTP/1.1 gives each its own)")
 	conns           = flag.Int("conns", 0, "connections mode: this many client connections to one server; runs instead of the comparison")
 	connsContenders = flag.String("conns-contenders", "wizard-tcp,grpc,floor", "connections mode: comma-separated contenders (gRPC-go and the floor for reference)")
 	connsSettle     = flag.Duration("conns-settle", time.Second, "connections mode: idle time before the server's idle RSS is read")

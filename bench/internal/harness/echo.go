@@ -11,10 +11,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	goruntime "runtime"
 	"runtime/pprof"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
@@ -50,11 +50,13 @@ type echoer struct {
 
 // echoers are the echo services, by contender name.
 var echoers = map[string]echoer{
-	"wizard-tcp":  wizardEchoer(newTCP),
-	"wizard-quic": wizardEchoer(newQUIC),
-	gRPCName:      grpcEchoer,
-	"http":        httpEchoer,
-	floorName:     floorEchoer,
+	"wizard-tcp":   wizardEchoer(newTCP),
+	"wizard-quic":  wizardEchoer(newQUIC),
+	gRPCName:       grpcEchoer,
+	"http":         httpEchoer,
+	"http-1conn":   http1ConnEchoer,
+	floorName:      floorEchoer,
+	"floor-writer": floorWriterEchoer,
 }
 
 // echoerOf returns the echo service of contender name.
@@ -218,31 +220,48 @@ func (c grpcEchoClient) Echo(ctx context.Context, p []byte) ([]byte, error) {
 func (c grpcEchoClient) Close() error { return c.cc.Close() }
 
 var httpEchoer = echoer{
-	note: "POST /echo, application/octet-stream body echoed with its Content-Length; one connection (MaxConnsPerHost 1), callers queue for it",
-	serve: func(listen string) (Server, error) {
-		l, err := net.Listen("tcp", listen)
-		if err != nil {
-			return nil, err
+	note:  "POST /echo, application/octet-stream body echoed with its Content-Length; the keep-alive pool of the add call (a connection per concurrent caller)",
+	serve: serveHTTPEcho,
+	dial: func(_ context.Context, addr string) (EchoClient, error) {
+		t := &http.Transport{
+			MaxIdleConns:        httpPoolSize,
+			MaxIdleConnsPerHost: httpPoolSize,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
 		}
-		mux := http.NewServeMux()
-		mux.HandleFunc("POST /echo", func(w http.ResponseWriter, r *http.Request) {
-			body, err := readBody(r.Body, r.ContentLength)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			w.Header().Set("Content-Type", "application/octet-stream")
-			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-			w.Write(body)
-		})
-		s := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go s.Serve(l)
-		return &httpServer{s: s, addr: l.Addr().String()}, nil
+		return &httpEchoClient{c: &http.Client{Transport: t}, url: "http://" + addr + "/echo"}, nil
 	},
+}
+
+var http1ConnEchoer = echoer{
+	note:  "extra row: the same server; one connection (MaxConnsPerHost 1), callers queue for it",
+	serve: serveHTTPEcho,
 	dial: func(_ context.Context, addr string) (EchoClient, error) {
 		t := &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1, DisableCompression: true}
 		return &httpEchoClient{c: &http.Client{Transport: t}, url: "http://" + addr + "/echo"}, nil
 	},
+}
+
+// serveHTTPEcho serves POST /echo, answering the body with its length.
+func serveHTTPEcho(listen string) (Server, error) {
+	l, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /echo", func(w http.ResponseWriter, r *http.Request) {
+		body, err := readBody(r.Body, r.ContentLength)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.Write(body)
+	})
+	s := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go s.Serve(l)
+	return &httpServer{s: s, addr: l.Addr().String()}, nil
 }
 
 // readBody reads a body of n bytes (n < 0: unknown) into one slice.
@@ -294,24 +313,42 @@ const (
 	floorEchoMax    = 64 << 20
 )
 
-var floorEchoer = echoer{
-	note: "written in the harness: length + request id + payload both ways, the server echoing inline in its reader through 64 KiB bufio buffers " +
-		"(a payload larger than the buffer goes straight to the socket); the client's one writer goroutine writes header and payload with one writev",
-	serve: func(listen string) (Server, error) {
-		l, err := net.Listen("tcp", listen)
-		if err != nil {
-			return nil, err
-		}
-		return serveConns(l, serveFloorEcho), nil
-	},
-	dial: func(ctx context.Context, addr string) (EchoClient, error) {
+// floorEchoServe is the floor's echo server, shared by both floor echo
+// contenders.
+func floorEchoServe(listen string) (Server, error) {
+	l, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, err
+	}
+	return serveConns(l, serveFloorEcho), nil
+}
+
+// floorEchoDial dials the floor's echo server with the client newClient
+// makes.
+func floorEchoDial[C EchoClient](newClient func(net.Conn) C) func(context.Context, string) (EchoClient, error) {
+	return func(ctx context.Context, addr string) (EchoClient, error) {
 		var d net.Dialer
 		nc, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return nil, err
 		}
-		return newFloorEchoClient(nc), nil
-	},
+		return newClient(nc), nil
+	}
+}
+
+var floorEchoer = echoer{
+	note: "written in the harness: length + request id + payload both ways, the server echoing inline in its reader through 64 KiB bufio buffers " +
+		"(a payload larger than the buffer goes straight to the socket); on the client, callers write their own frames as the floor's add does " +
+		"(one writev per batch, payloads up to 16 KiB copied after their header, larger ones written from the caller's slice)",
+	serve: floorEchoServe,
+	dial:  floorEchoDial(newFloorEchoClient),
+}
+
+var floorWriterEchoer = echoer{
+	note: "extra row: the floor's echo server; the client hands each frame to one writer goroutine through a channel, which writes small frames " +
+		"coalesced in a 64 KiB buffer and a large one as header and payload in one writev",
+	serve: floorEchoServe,
+	dial:  floorEchoDial(newFloorWriterEchoClient),
 }
 
 // readEchoHeader reads a frame's header and returns its id and payload
@@ -425,39 +462,28 @@ func (s *connServer) Close() error {
 	return err
 }
 
-type floorEchoFrame struct {
-	id uint64
-	p  []byte
+// echoConn is what both floor echo clients share: the connection, the
+// calls awaiting their answers, and the reader that hands each answer to
+// its caller.
+type echoConn struct {
+	nc   net.Conn
+	next uint64 // the last request id; guarded by mu
+
+	mu   sync.Mutex
+	wait map[uint64]chan []byte
+
+	done chan struct{}
+	once sync.Once
 }
 
-type floorEchoClient struct {
-	nc    net.Conn
-	queue chan floorEchoFrame
-	next  atomic.Uint64
-	mu    sync.Mutex
-	wait  map[uint64]chan []byte
-	done  chan struct{}
-	once  sync.Once
+func (c *echoConn) init(nc net.Conn) {
+	c.nc, c.wait, c.done = nc, map[uint64]chan []byte{}, make(chan struct{})
 }
 
-func newFloorEchoClient(nc net.Conn) *floorEchoClient {
-	c := &floorEchoClient{nc: nc, queue: make(chan floorEchoFrame, 4096), wait: map[uint64]chan []byte{}, done: make(chan struct{})}
-	go c.write()
-	go c.read()
-	return c
-}
-
-func (c *floorEchoClient) Echo(ctx context.Context, p []byte) ([]byte, error) {
-	id := c.next.Add(1)
-	r := make(chan []byte, 1)
-	c.mu.Lock()
-	c.wait[id] = r
-	c.mu.Unlock()
-	select {
-	case c.queue <- floorEchoFrame{id, p}:
-	case <-c.done:
-		return nil, errClosed
-	}
+// await waits for the answer to call id on r. A call that gives up closes
+// the connection: its payload may still be in a write, and the caller may
+// reuse it once Echo returns.
+func (c *echoConn) await(ctx context.Context, id uint64, r chan []byte) ([]byte, error) {
 	select {
 	case b := <-r:
 		return b, nil
@@ -465,8 +491,6 @@ func (c *floorEchoClient) Echo(ctx context.Context, p []byte) ([]byte, error) {
 		c.mu.Lock()
 		delete(c.wait, id)
 		c.mu.Unlock()
-		// The writer may still hold p: wait for the connection to
-		// end rather than hand p back while it is being written.
 		c.Close()
 		return nil, ctx.Err()
 	case <-c.done:
@@ -474,9 +498,171 @@ func (c *floorEchoClient) Echo(ctx context.Context, p []byte) ([]byte, error) {
 	}
 }
 
-// write writes queued frames: small ones coalesced in a buffer, large ones
-// as header and payload in one writev, flushing when the queue is empty.
-func (c *floorEchoClient) write() {
+func (c *echoConn) read() {
+	defer c.Close()
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	var h [floorEchoHeader]byte
+	for {
+		id, n, err := readEchoHeader(br, &h)
+		if err != nil {
+			return
+		}
+		b := make([]byte, n)
+		if _, err := io.ReadFull(br, b); err != nil {
+			return
+		}
+		c.mu.Lock()
+		r := c.wait[id]
+		delete(c.wait, id)
+		c.mu.Unlock()
+		if r != nil {
+			r <- b
+		}
+	}
+}
+
+func (c *echoConn) Close() error {
+	c.once.Do(func() {
+		close(c.done)
+		c.nc.Close()
+	})
+	return nil
+}
+
+// floorEchoCopyMax is the largest payload the floor's echo client copies
+// into its write buffer; a larger one goes to the socket from the
+// caller's own slice, in the same writev.
+const floorEchoCopyMax = 16 << 10
+
+// floorEchoClient is the floor's echo client, the floor's add client
+// ([floorClient]) with payloads: a caller appends its frame to the next
+// write under a lock and, if no write is in progress, becomes the writer
+// (one yield, then everything appended so far in one writev, then what
+// others appended meanwhile). A small payload is copied after its header;
+// a large one is not copied: the writev takes it from the caller's slice,
+// which stays untouched until its answer arrives (the server cannot
+// answer before it has read it).
+type floorEchoClient struct {
+	echoConn
+
+	// Guarded by mu.
+	out, spare floorEchoBatch
+	writing    bool
+}
+
+// floorEchoBatch is the frames of one write: headers and small payloads
+// copied into small, in order with the large payloads in bufs.
+type floorEchoBatch struct {
+	small []byte
+	mark  int // the start of small's bytes not yet in bufs
+	bufs  net.Buffers
+}
+
+func (b *floorEchoBatch) add(id uint64, p []byte) {
+	var h [floorEchoHeader]byte
+	putEchoHeader(&h, id, len(p))
+	b.small = append(b.small, h[:]...)
+	if len(p) <= floorEchoCopyMax {
+		b.small = append(b.small, p...)
+		return
+	}
+	// Earlier slices of small stay valid if the append below moves it:
+	// they keep the old array, whose bytes are already final.
+	b.bufs = append(b.bufs, b.small[b.mark:], p)
+	b.mark = len(b.small)
+}
+
+func (b *floorEchoBatch) empty() bool { return len(b.small) == 0 }
+
+// writeTo writes the batch in one writev and empties it.
+func (b *floorEchoBatch) writeTo(nc net.Conn) error {
+	if b.mark < len(b.small) {
+		b.bufs = append(b.bufs, b.small[b.mark:])
+	}
+	w := b.bufs // WriteTo consumes its receiver
+	_, err := w.WriteTo(nc)
+	clear(b.bufs)
+	b.small, b.mark, b.bufs = b.small[:0], 0, b.bufs[:0]
+	return err
+}
+
+func newFloorEchoClient(nc net.Conn) *floorEchoClient {
+	c := &floorEchoClient{}
+	c.out.small = make([]byte, 0, 64<<10)
+	c.echoConn.init(nc)
+	go c.read()
+	return c
+}
+
+func (c *floorEchoClient) Echo(ctx context.Context, p []byte) ([]byte, error) {
+	r := make(chan []byte, 1)
+	c.mu.Lock()
+	c.next++
+	id := c.next
+	c.wait[id] = r
+	c.out.add(id, p)
+	if !c.writing {
+		c.writing = true
+		c.mu.Unlock()
+		goruntime.Gosched() // let the callers already woken append their frames to this write
+		c.mu.Lock()
+		for !c.out.empty() {
+			c.out, c.spare = c.spare, c.out
+			c.mu.Unlock()
+			err := c.spare.writeTo(c.nc)
+			c.mu.Lock()
+			if err != nil {
+				c.writing = false
+				c.mu.Unlock()
+				c.Close()
+				return nil, errClosed
+			}
+		}
+		c.writing = false
+	}
+	c.mu.Unlock()
+	return c.await(ctx, id, r)
+}
+
+// floorWriterEchoClient is the floor-writer contender's echo client (the
+// floor's former one): callers hand their frames to one writer goroutine
+// through a channel; it writes small frames coalesced in a buffer and
+// large ones as header and payload in one writev, flushing when the queue
+// is empty.
+type floorWriterEchoClient struct {
+	echoConn
+	queue chan floorEchoFrame
+}
+
+type floorEchoFrame struct {
+	id uint64
+	p  []byte
+}
+
+func newFloorWriterEchoClient(nc net.Conn) *floorWriterEchoClient {
+	c := &floorWriterEchoClient{queue: make(chan floorEchoFrame, 4096)}
+	c.echoConn.init(nc)
+	go c.write()
+	go c.read()
+	return c
+}
+
+func (c *floorWriterEchoClient) Echo(ctx context.Context, p []byte) ([]byte, error) {
+	r := make(chan []byte, 1)
+	c.mu.Lock()
+	c.next++
+	id := c.next
+	c.wait[id] = r
+	c.mu.Unlock()
+	select {
+	case c.queue <- floorEchoFrame{id, p}:
+	case <-c.done:
+		return nil, errClosed
+	}
+	return c.await(ctx, id, r)
+}
+
+func (c *floorWriterEchoClient) write() {
 	defer c.Close()
 	bw := bufio.NewWriterSize(c.nc, 64<<10)
 	var h [floorEchoHeader]byte
@@ -508,37 +694,6 @@ func (c *floorEchoClient) write() {
 			return
 		}
 	}
-}
-
-func (c *floorEchoClient) read() {
-	defer c.Close()
-	br := bufio.NewReaderSize(c.nc, 64<<10)
-	var h [floorEchoHeader]byte
-	for {
-		id, n, err := readEchoHeader(br, &h)
-		if err != nil {
-			return
-		}
-		b := make([]byte, n)
-		if _, err := io.ReadFull(br, b); err != nil {
-			return
-		}
-		c.mu.Lock()
-		r := c.wait[id]
-		delete(c.wait, id)
-		c.mu.Unlock()
-		if r != nil {
-			r <- b
-		}
-	}
-}
-
-func (c *floorEchoClient) Close() error {
-	c.once.Do(func() {
-		close(c.done)
-		c.nc.Close()
-	})
-	return nil
 }
 
 // echoCaller adapts an EchoClient to the Client that [drive] drives:
