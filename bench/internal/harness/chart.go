@@ -19,6 +19,7 @@ var chartColors = map[string]string{
 	gRPCName:      "#38a169",
 	"http":        "#dd6b20",
 	floorName:     "#a0aec0",
+	quicFloorName: "#cbd5e0",
 
 	"microwizard":        "#805ad5",
 	"microwizard-node":   "#b794f4",

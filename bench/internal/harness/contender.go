@@ -102,6 +102,7 @@ var Contenders = []Contender{
 	httpOneConnContender,
 	floorContender,
 	floorWriterContender,
+	quicFloorContender,
 	microwizardGoContender,
 	microwizardNodeContender,
 	microwizardBridgeContender,

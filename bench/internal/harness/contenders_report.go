@@ -41,7 +41,7 @@ func (r *Report) writeContenders(b *strings.Builder) {
 			w, _ := r.cell(wizardTCPName, n)
 			var best Cell
 			for _, c := range r.Cells {
-				if c.Callers == n && c.Name != floorName && !c.Extra && !strings.HasPrefix(c.Name, "wizard-") && c.PerSec > best.PerSec {
+				if c.Callers == n && !strings.HasPrefix(c.Name, floorName) && !c.Extra && !strings.HasPrefix(c.Name, "wizard-") && c.PerSec > best.PerSec {
 					best = c
 				}
 			}
