@@ -38,7 +38,7 @@ func TestTargets(t *testing.T) {
 		},
 	}
 	want := map[string]target{
-		"1 caller: wizard TCP vs MicroWizard → MicroWizard, req/s ≥ 1.5x in every paired run":  {measured: "3.00x (3 runs: 1.60x–3.10x)", met: "yes"},
+		"1 caller: wizard TCP vs MicroWizard → MicroWizard, req/s ≥ 1.5x in every paired run": {measured: "3.00x (3 runs: 1.60x–3.10x)", met: "yes"},
 		"16 callers: wizard TCP vs MicroWizard → MicroWizard, req/s ≥ 2x in every paired run": {measured: "2.03x (3 runs: 2.00x–2.07x)", met: "yes"},
 		"1 caller: wizard TCP p50 ≤ 1.15x the floor's":                                        {measured: "1.11x (40.0 µs / 36.0 µs)", met: "yes"},
 		"128 callers: wizard TCP req/s ≥ 0.65x the floor's":                                   {measured: "0.65x", met: "yes"},
