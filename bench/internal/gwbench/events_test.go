@@ -1,0 +1,97 @@
+package gwbench
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestEventsSmoke runs both event push passes with a few clients at a low
+// rate against the real wizard-gateway binary and an emitter process:
+// every event must reach every client it is for, once, with a plausible
+// latency, and the report must hold the section.
+func TestEventsSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds wizard-gateway and starts the echo, emitter and gateway processes; not in -short")
+	}
+	const clients = 8
+	cfg := Config{
+		Events:  EventsConfig{Clients: clients, Passes: []string{"broadcast", "per-user"}, Rate: 50, UserRate: 100, Duration: 500 * time.Millisecond},
+		Command: "go test",
+	}
+	if testing.Verbose() {
+		cfg.Log = os.Stderr
+	}
+	rep, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Events) != 2 {
+		t.Fatalf("%d event push passes, want 2", len(rep.Events))
+	}
+	for _, r := range rep.Events {
+		name := r.Pass.Name
+		// 50/s or 100/s for 500 ms: 25 or 50 events, whatever the load
+		// (the schedule's indices, emitted late if need be).
+		want := int64(25)
+		if r.Pass.PerUser {
+			want = 50
+		}
+		if r.Emit.Emitted != want || r.Emit.Errors != 0 {
+			t.Errorf("%s: %d events emitted, %d errors (first: %s); want %d, 0", name, r.Emit.Emitted, r.Emit.Errors, r.Emit.FirstErr, want)
+		}
+		exp := want * clients
+		if r.Pass.PerUser {
+			exp = want
+		}
+		if r.Expected != exp || r.Received != exp || r.Lost != 0 || r.Duplicates != 0 {
+			t.Errorf("%s: %d frames expected (want %d), %d received, %d lost, %d duplicates", name, r.Expected, exp, r.Received, r.Lost, r.Duplicates)
+		}
+		// Plausible: after the emit, and not beyond the guard of a loaded
+		// machine.
+		l := r.Latency
+		if l.Calls != int(r.Received) || l.Min <= 0 || l.P50 < l.Min || l.P99 < l.P50 || l.Max > 20*time.Second {
+			t.Errorf("%s: emit to receipt over %d frames: min %v p50 %v p99 %v max %v", name, l.Calls, l.Min, l.P50, l.P99, l.Max)
+		}
+		if r.EmittedPerSec() <= 0 || r.DeliveredPerSec() <= 0 || r.Res.StartRSS <= 0 || r.Res.MaxRSS < r.Res.StartRSS {
+			t.Errorf("%s: %.0f emitted/s, %.0f delivered/s, resources %+v", name, r.EmittedPerSec(), r.DeliveredPerSec(), r.Res)
+		}
+	}
+	var md bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"## Event push to 8 WebSocket clients", "| **emit → receipt p99** |", EventPasses[1].Title()} {
+		if !strings.Contains(md.String(), s) {
+			t.Errorf("the report has no %q", s)
+		}
+	}
+}
+
+func TestEventFields(t *testing.T) {
+	for _, c := range []struct {
+		in     string
+		seq, t int64
+		ok     bool
+	}{
+		{`{"type":"event","sub":"e","pattern":"event:tick,role:gwbench","data":{"event":"tick","role":"gwbench","seq":12,"t":1700000000000000001}}`, 12, 1700000000000000001, true},
+		{`{"type":"event","sub":"e","pattern":"p","data":{"t":5,"seq":0}}`, 0, 5, true},
+		{`{"type":"event","sub":"e","pattern":"p","data":{"seq":1}}`, 0, 0, false},
+		{`{"type":"res","id":"e","status":200}`, 0, 0, false},
+		{`{"type":"event","sub":"e","pattern":"p","data":{"seq":-1,"t":5}}`, 0, 0, false},
+	} {
+		seq, tt, ok := eventFields([]byte(c.in))
+		if ok != c.ok || ok && (seq != c.seq || tt != c.t) {
+			t.Errorf("eventFields(%s) = %d, %d, %v; want %d, %d, %v", c.in, seq, tt, ok, c.seq, c.t, c.ok)
+		}
+	}
+	var b bitset
+	for _, i := range []int64{0, 63, 64, 200, 63} {
+		b.set(i)
+	}
+	if n := b.count(); n != 4 {
+		t.Errorf("bitset count %d, want 4", n)
+	}
+}
