@@ -39,8 +39,8 @@ func main() {
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "profile the ramp's gateway (package gateway in a process of this binary, not the wizard-gateway binary) into this directory: cpu.pprof per pass, heap.pprof, goroutines.txt and memstats.txt halfway through the last stage")
 	flag.StringVar(&cfg.HTTPClient, "http-client", gwbench.ClientRaw, "the load generator's HTTP client for every contender: raw (one connection written and read on the caller's goroutine) or net/http")
 	events := flag.String("events", "broadcast,per-user", "comma-separated passes of the event push to -clients WebSocket subscribers (empty: skip it): broadcast, per-user")
-	flag.Float64Var(&cfg.Events.Rate, "event-rate", 100, "the broadcast pass's events/s, each to every client (0: as fast as acknowledged emits go)")
-	flag.Float64Var(&cfg.Events.UserRate, "user-event-rate", 2000, "the per-user pass's events/s over all users, each to one client (0: as fast as acknowledged emits go)")
+	eventRates := flag.String("event-rates", "10,50,0", "comma-separated events/s the emitter offers in the broadcast pass, a run each; every event goes to every client (0: as fast as acknowledged emits go)")
+	userRates := flag.String("user-event-rates", "1000", "comma-separated events/s over all users the emitter offers in the per-user pass, a run each; each event goes to one client (0: as fast as acknowledged emits go)")
 	flag.DurationVar(&cfg.Events.Duration, "event-duration", 10*time.Second, "how long the emitter emits in each event push pass")
 	gwEnv := flag.String("gateway-env", "", "space-separated NAME=VALUE pairs added to wizard-gateway's environment (e.g. GOMEMLIMIT=48MiB)")
 	out := flag.String("out", "results", "directory for gateway.md, gateway.svg (the comparison) and gateway-ramp.svg (the ramp)")
@@ -49,6 +49,12 @@ func main() {
 
 	var err error
 	if cfg.Levels, err = benchkit.Ints("levels", *levels); err != nil {
+		fail(err)
+	}
+	if cfg.Events.Rates, err = gwbench.Rates("event-rates", *eventRates); err != nil {
+		fail(err)
+	}
+	if cfg.Events.UserRates, err = gwbench.Rates("user-event-rates", *userRates); err != nil {
 		fail(err)
 	}
 	if *scenarios != "" {

@@ -28,11 +28,11 @@ type EventsConfig struct {
 	Clients  int
 	Passes   []string
 	Duration time.Duration
-	// Rate is the broadcast pass's events/s (every client hears each);
-	// UserRate the per-user pass's events/s over all users (each client
-	// hears its own). 0: as fast as acknowledged emits go, Inflight at a
-	// time.
-	Rate, UserRate float64
+	// Rates are the broadcast pass's offered events/s (every client hears
+	// each), one run each; UserRates the per-user pass's, over all users
+	// (each client hears its own). 0: as fast as acknowledged emits go,
+	// Inflight at a time.
+	Rates, UserRates []int
 	// Inflight bounds the emitter's emits in flight (0: 8).
 	Inflight int
 }
@@ -178,11 +178,17 @@ func (e *env) eventPasses(ctx context.Context, cfg Config, rep *Report, logf fun
 		if !slices.Contains(ec.Passes, p.Name) {
 			continue
 		}
-		r, err := e.eventsPass(ctx, ec, p, logf)
-		if err != nil {
-			return fmt.Errorf("event push, %s: %w", p.Name, err)
+		rates := ec.Rates
+		if p.PerUser {
+			rates = ec.UserRates
 		}
-		rep.Events = append(rep.Events, r)
+		for _, rate := range rates {
+			r, err := e.eventsPass(ctx, ec, p, float64(rate), logf)
+			if err != nil {
+				return fmt.Errorf("event push, %s at %d events/s: %w", p.Name, rate, err)
+			}
+			rep.Events = append(rep.Events, r)
+		}
 	}
 	return nil
 }
@@ -190,11 +196,8 @@ func (e *env) eventPasses(ctx context.Context, cfg Config, rep *Report, logf fun
 // eventsPass starts an emitter and a gateway for p, connects and
 // subscribes the clients, has the emitter emit, waits for the frames and
 // stops both.
-func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, p EventPass, logf func(string, ...any)) (EventsResult, error) {
-	res := EventsResult{Pass: p, Clients: cfg.Clients, Rate: cfg.Rate}
-	if p.PerUser {
-		res.Rate = cfg.UserRate
-	}
+func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, p EventPass, rate float64, logf func(string, ...any)) (EventsResult, error) {
+	res := EventsResult{Pass: p, Clients: cfg.Clients, Rate: rate}
 	var sign *signer
 	if p.PerUser {
 		var err error
@@ -202,7 +205,7 @@ func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, p EventPass, log
 			return res, err
 		}
 	}
-	g, meshAddr, err := e.startEventsGateway(ctx, sign, "events-"+p.Name)
+	g, meshAddr, err := e.startEventsGateway(ctx, sign, "events-"+p.Name+"-"+strconv.FormatFloat(rate, 'f', -1, 64))
 	if err != nil {
 		return res, err
 	}
@@ -212,7 +215,8 @@ func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, p EventPass, log
 		return res, err
 	}
 	defer e.stop(em)
-	logf("event push, %-10s wizard-gateway pid %d on %s, emitter pid %d", p.Name, g.main.pid(), g.base, em.pid())
+	name := p.Name + "@" + strconv.FormatFloat(rate, 'f', -1, 64)
+	logf("event push, %-10s wizard-gateway pid %d on %s, emitter pid %d", name, g.main.pid(), g.base, em.pid())
 
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -228,7 +232,7 @@ func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, p EventPass, log
 		return res, err
 	}
 	res.Connect = summarise(connects, 0, "", 0)
-	logf("event push, %-10s %d clients subscribed (connect+sub p50 %v, p99 %v)", p.Name, cfg.Clients, dur(res.Connect.P50), dur(res.Connect.P99))
+	logf("event push, %-10s %d clients subscribed (connect+sub p50 %v, p99 %v)", name, cfg.Clients, dur(res.Connect.P50), dur(res.Connect.P99))
 
 	mon, err := startMonitor([]int{g.main.pid()}, 250*time.Millisecond)
 	if err != nil {
@@ -282,11 +286,11 @@ func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, p EventPass, log
 		}
 		res.Expected += want[i]
 	}
-	// The drain: until every expected frame came or none came for 2 s (a
+	// The drain: until every expected frame came or none came for 5 s (a
 	// frame dropped from a full queue never comes).
 	last, lastAt := received.Load(), time.Now()
 	tick := time.NewTicker(20 * time.Millisecond)
-	for n := last; n < res.Expected && time.Since(lastAt) < 2*time.Second && ctx.Err() == nil; n = received.Load() {
+	for n := last; n < res.Expected && time.Since(lastAt) < 5*time.Second && ctx.Err() == nil; n = received.Load() {
 		if n != last {
 			last, lastAt = n, time.Now()
 		}
@@ -330,9 +334,26 @@ func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, p EventPass, log
 		res.DeliveredFor = lastRecv.Sub(res.Emit.Start)
 	}
 	logf("event push, %-10s %d events emitted (%.0f/s, %d errors), %d of %d frames received (%.0f/s), %d lost, p50 %v p99 %v max %v, gateway CPU avg %.0f%% RSS %.1f -> %.1f MiB",
-		p.Name, res.Emit.Emitted, res.EmittedPerSec(), res.Emit.Errors, res.Received, res.Expected, res.DeliveredPerSec(), res.Lost,
+		name, res.Emit.Emitted, res.EmittedPerSec(), res.Emit.Errors, res.Received, res.Expected, res.DeliveredPerSec(), res.Lost,
 		dur(res.Latency.P50), dur(res.Latency.P99), dur(res.Latency.Max), res.Res.AvgCPU, mib(res.Res.StartRSS), mib(res.Res.MaxRSS))
 	return res, ctx.Err()
+}
+
+// Rates parses the comma-separated offered rates of flag name: events/s,
+// 0 for as fast as acknowledged emits go.
+func Rates(name, s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("-%s: %q is not a rate (events/s, 0 for as fast as acknowledged emits go)", name, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func cmpOr(v, d int) int {

@@ -23,12 +23,12 @@ func (r *Report) writeEvents(b *strings.Builder) {
 		"a client takes its wall clock as soon as its read of the frame returns (the same machine's clock: no skew, but a clock step " +
 		"during the run would show). The latency is therefore emit to receipt by the client's goroutine, the load generator's " +
 		"scheduling included, as a browser's would be. A frame is lost when a client never received its seq (the clients wait until " +
-		"every expected frame came, or none came for 2 s); under `drop_oldest` a full queue drops its oldest event, which shows as a " +
+		"every expected frame came, or none came for 5 s); under `drop_oldest` a full queue drops its oldest event, which shows as a " +
 		"gap below a later seq. Emits are acknowledged: an emit without error reached the gateway's node, so a frame lost after it was " +
 		"dropped in the gateway (its `Gateway.EventStats().Dropped`, which the binary does not publish) or on the way to the client.\n\n")
 	b.WriteString("| metric |")
 	for _, x := range r.Events {
-		fmt.Fprintf(b, " %s |", x.Pass.Title())
+		fmt.Fprintf(b, " %s |", x.Title())
 	}
 	b.WriteString("\n|---|" + strings.Repeat("---:|", len(r.Events)) + "\n")
 	row := func(name string, f func(EventsResult) string) {
@@ -40,12 +40,6 @@ func (r *Report) writeEvents(b *strings.Builder) {
 	}
 	f1 := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 	row("clients (subscriptions)", func(x EventsResult) string { return strconv.Itoa(x.Clients) })
-	row("offered events/s", func(x EventsResult) string {
-		if x.Rate <= 0 {
-			return "as fast as acknowledged"
-		}
-		return rate(x.Rate)
-	})
 	row("events emitted", func(x EventsResult) string { return rate(float64(x.Emit.Emitted)) })
 	row("**events emitted/s**", func(x EventsResult) string { return rate(x.EmittedPerSec()) })
 	row("emit errors", func(x EventsResult) string { return strconv.FormatInt(x.Emit.Errors, 10) })
@@ -76,7 +70,15 @@ func (r *Report) writeEvents(b *strings.Builder) {
 		"load generator (the clients' reads) and the emitter share the machine's cores with it.\n\n")
 	for _, x := range r.Events {
 		if x.Emit.Errors > 0 {
-			fmt.Fprintf(b, "- **%s: %d emit errors** (first: %s).\n", x.Pass.Title(), x.Emit.Errors, x.Emit.FirstErr)
+			fmt.Fprintf(b, "- **%s: %d emit errors** (first: %s).\n", x.Title(), x.Emit.Errors, x.Emit.FirstErr)
 		}
 	}
+}
+
+// Title labels a run of the event push: its pass and offered rate.
+func (x EventsResult) Title() string {
+	if x.Rate <= 0 {
+		return x.Pass.Title() + ", as fast as acknowledged emits go"
+	}
+	return x.Pass.Title() + ", " + rate(x.Rate) + " events/s offered"
 }
