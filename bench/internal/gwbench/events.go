@@ -33,7 +33,7 @@ type EventsConfig struct {
 	// (each client hears its own). 0: as fast as acknowledged emits go,
 	// Inflight at a time.
 	Rates, UserRates []int
-	// Inflight bounds the emitter's emits in flight (0: 8).
+	// Inflight bounds the emitter's emits in flight (0: 32).
 	Inflight int
 }
 
@@ -136,8 +136,9 @@ func eventsGatewayConfig(port, meshPort int, echoAddr string, s *signer) string 
 }
 
 // startEventsGateway starts wizard-gateway with eventsGatewayConfig (see
-// startWizardGateway, which it follows) and waits until /readyz answers;
-// it returns the gateway and its node's mesh address.
+// startWizardGateway, which it follows: with a profile directory, package
+// gateway in a process of this binary, profiled) and waits until /readyz
+// answers; it returns the gateway and its node's mesh address.
 func (e *env) startEventsGateway(ctx context.Context, s *signer, label string) (*gateway, string, error) {
 	port, err1 := freePort()
 	meshPort, err2 := freePort()
@@ -149,9 +150,19 @@ func (e *env) startEventsGateway(ctx context.Context, s *signer, label string) (
 	if err := os.WriteFile(file, []byte(eventsGatewayConfig(port, meshPort, e.echo.addr, s)), 0o644); err != nil {
 		return nil, "", err
 	}
-	cmd := exec.Command(e.gwBin, "-c", file, "-l", "warn")
-	cmd.Env = append(os.Environ(), e.gwEnv...)
-	p, err := e.start(ctx, name, cmd, false)
+	var p *proc
+	var err error
+	if e.profDir != "" {
+		dir := filepath.Join(e.profDir, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, "", err
+		}
+		p, err = e.child(ctx, childSpec{Role: roleProfGateway, Config: file, Dir: dir})
+	} else {
+		cmd := exec.Command(e.gwBin, "-c", file, "-l", "warn")
+		cmd.Env = append(os.Environ(), e.gwEnv...)
+		p, err = e.start(ctx, name, cmd, false)
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -249,7 +260,7 @@ func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, p EventPass, rat
 	for _, s := range subs {
 		rg.Go(func() { s.receive(cctx, &received) })
 	}
-	q := emitRun{Pattern: eventBroadcast, Rate: res.Rate, Inflight: cmpOr(cfg.Inflight, 8), Duration: cfg.Duration}
+	q := emitRun{Pattern: eventBroadcast, Rate: res.Rate, Inflight: cmpOr(cfg.Inflight, 32), Duration: cfg.Duration}
 	if p.PerUser {
 		q.Pattern, q.Users = eventPerUser, cfg.Clients
 	}

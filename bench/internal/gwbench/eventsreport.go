@@ -17,7 +17,7 @@ func (r *Report) writeEvents(b *strings.Builder) {
 		"**broadcast**: every client subscribes to the route `ticks`, whose entry `%s` has no template: one mesh subscription, "+
 		"each event fanned out to every client. **per user**: every client authenticates with its own HS256 JWT (subject user-<i>) and "+
 		"subscribes to the route `mine`, `%s,user:{auth.subject}`: one mesh subscription per client, each event emitted to one user.\n\n",
-		eventQueue, cfg.Duration, cmpOr(cfg.Inflight, 8), cfg.Clients, eventBroadcast, eventPerUser)
+		eventQueue, cfg.Duration, cmpOr(cfg.Inflight, 32), cfg.Clients, eventBroadcast, eventPerUser)
 	b.WriteString("A **frame** (a \"message\") is one `event` frame received by one client: a broadcast event is as many frames as clients. " +
 		"Each event's message is `{\"seq\":S,\"t\":T}`, T the emitter's wall clock in Unix nanoseconds read just before its `Emit`; " +
 		"a client takes its wall clock as soon as its read of the frame returns (the same machine's clock: no skew, but a clock step " +
