@@ -317,32 +317,8 @@ func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, p EventPass, rat
 	or, _ := other.finish()
 	res.LoadCPU, res.EmitterCPU = sr.AvgCPU, or.AvgCPU
 
-	var lat []time.Duration
-	var lastRecv time.Time
-	for i, s := range subs {
-		got := s.seen.count()
-		res.Received += got + s.dups
-		res.Duplicates += s.dups
-		lost := want[i] - got
-		if lost > 0 {
-			res.Lost += lost
-			res.LossyClients++
-			res.MaxLost = max(res.MaxLost, lost)
-			if s.maxSeq >= 0 {
-				res.Gaps += s.maxSeq + 1 - got
-			}
-		}
-		if s.bad != "" {
-			return res, fmt.Errorf("client %d: %s", i, s.bad)
-		}
-		lat = append(lat, s.lat...)
-		if s.lastAt.After(lastRecv) {
-			lastRecv = s.lastAt
-		}
-	}
-	res.Latency = summarise(lat, 0, "", 0)
-	if !lastRecv.IsZero() {
-		res.DeliveredFor = lastRecv.Sub(res.Emit.Start)
+	if err := res.tally(want, subs); err != nil {
+		return res, err
 	}
 	logf("event push, %-10s %d events emitted (%.0f/s, %d errors), %d of %d frames received (%.0f/s), %d lost, p50 %v p99 %v max %v, gateway CPU avg %.0f%% RSS %.1f -> %.1f MiB",
 		name, res.Emit.Emitted, res.EmittedPerSec(), res.Emit.Errors, res.Received, res.Expected, res.DeliveredPerSec(), res.Lost,
@@ -367,6 +343,41 @@ func Rates(name, s string) ([]int, error) {
 	return out, nil
 }
 
+// tally counts what the subscribers received against want (the frames
+// each should have had: seqs 0 to want-1) into r: frames received, lost,
+// duplicated, the latencies. A frame that was no event of its client's
+// subscription, or a seq never emitted to it, is an error.
+func (r *EventsResult) tally(want []int64, subs []*subscriber) error {
+	var lat []time.Duration
+	var lastRecv time.Time
+	for i, s := range subs {
+		if s.bad != "" {
+			return fmt.Errorf("client %d: %s", i, s.bad)
+		}
+		if s.maxSeq >= want[i] {
+			return fmt.Errorf("client %d received seq %d, but %d events were emitted to it", i, s.maxSeq, want[i])
+		}
+		got := s.seen.count()
+		r.Received += got + s.dups
+		r.Duplicates += s.dups
+		if lost := want[i] - got; lost > 0 {
+			r.Lost += lost
+			r.LossyClients++
+			r.MaxLost = max(r.MaxLost, lost)
+			r.Gaps += s.maxSeq + 1 - got // 0 when none came: maxSeq is -1
+		}
+		lat = append(lat, s.lat...)
+		if s.lastAt.After(lastRecv) {
+			lastRecv = s.lastAt
+		}
+	}
+	r.Latency = summarise(lat, 0, "", 0)
+	if !lastRecv.IsZero() {
+		r.DeliveredFor = lastRecv.Sub(r.Emit.Start)
+	}
+	return nil
+}
+
 func cmpOr(v, d int) int {
 	if v > 0 {
 		return v
@@ -378,6 +389,7 @@ func cmpOr(v, d int) int {
 // subscription, and what it received.
 type subscriber struct {
 	c      *websocket.Conn
+	prefix []byte // its event frames' start, up to the data: the subscription's id and pattern
 	seen   bitset
 	dups   int64
 	maxSeq int64 // -1: nothing yet
@@ -437,16 +449,24 @@ func subscribe(ctx context.Context, url string, i int, s *signer) (*subscriber, 
 		w.c.CloseNow()
 		return nil, err
 	}
-	r, err := w.read(sctx)
+	_, data, err := w.c.Read(sctx)
 	if err != nil {
 		w.c.CloseNow()
 		return nil, err
 	}
-	if r.Type != "sub" || !r.OK {
-		w.c.CloseNow()
-		return nil, fmt.Errorf("sub frame answered type %q ok %v: %s", r.Type, r.OK, r.Error)
+	var r struct {
+		Type    string          `json:"type"`
+		OK      bool            `json:"ok"`
+		Pattern string          `json:"pattern"`
+		Error   json.RawMessage `json:"error"`
 	}
-	return &subscriber{c: w.c, maxSeq: -1, lat: make([]time.Duration, 0, 1024)}, nil
+	if err := json.Unmarshal(data, &r); err != nil || r.Type != "sub" || !r.OK || r.Pattern == "" {
+		w.c.CloseNow()
+		return nil, fmt.Errorf("sub frame answered %.300s", data)
+	}
+	pat, _ := json.Marshal(r.Pattern)
+	prefix := append(append([]byte(`{"type":"event","sub":"e","pattern":`), pat...), `,"data":`...)
+	return &subscriber{c: w.c, prefix: prefix, maxSeq: -1, lat: make([]time.Duration, 0, 1024)}, nil
 }
 
 // receive reads event frames until ctx ends, noting each one's seq and
@@ -460,9 +480,9 @@ func (s *subscriber) receive(ctx context.Context, received *atomic.Int64) {
 			return
 		}
 		seq, t, ok := eventFields(data)
-		if !ok {
+		if !ok || !bytes.HasPrefix(data, s.prefix) {
 			if s.bad == "" {
-				s.bad = fmt.Sprintf("not an event frame with seq and t: %.200s", data)
+				s.bad = fmt.Sprintf("not an event frame of its subscription (%s…) with seq and t: %.200s", s.prefix, data)
 			}
 			continue
 		}

@@ -95,3 +95,43 @@ func TestEventFields(t *testing.T) {
 		t.Errorf("bitset count %d, want 4", n)
 	}
 }
+
+// TestTally checks the loss accounting: a gap below a later seq, a lost
+// tail, a client that heard nothing, a duplicate, and the refusals of a
+// seq never emitted and of a frame of another subscription.
+func TestTally(t *testing.T) {
+	sub := func(seqs ...int64) *subscriber {
+		s := &subscriber{maxSeq: -1}
+		for _, q := range seqs {
+			if s.seen.set(q) {
+				s.dups++
+			}
+			s.maxSeq = max(s.maxSeq, q)
+			s.lat = append(s.lat, time.Duration(q+1)*time.Millisecond)
+		}
+		return s
+	}
+	want := []int64{4, 4, 4, 4}
+	subs := []*subscriber{sub(0, 1, 2, 3), sub(0, 2, 3), sub(0, 1), sub()} // the fourth heard nothing
+	var r EventsResult
+	if err := r.tally(want, subs); err != nil {
+		t.Fatal(err)
+	}
+	// Lost: 1 (a gap) + 2 (a tail) + 4 (nothing) = 7, of them 1 a gap.
+	if r.Received != 9 || r.Lost != 7 || r.Gaps != 1 || r.LossyClients != 3 || r.MaxLost != 4 || r.Duplicates != 0 || r.Latency.Calls != 9 {
+		t.Errorf("tally: %+v", r)
+	}
+	r = EventsResult{}
+	if err := r.tally([]int64{4}, []*subscriber{sub(0, 1, 1, 2, 3)}); err != nil || r.Received != 5 || r.Duplicates != 1 || r.Lost != 0 {
+		t.Errorf("a duplicate: %v, %+v", err, r)
+	}
+	r = EventsResult{}
+	if err := r.tally([]int64{4}, []*subscriber{sub(4)}); err == nil {
+		t.Error("a seq never emitted to the client was taken")
+	}
+	bad := sub(0)
+	bad.bad = "not an event frame of its subscription"
+	if err := r.tally([]int64{4}, []*subscriber{bad}); err == nil {
+		t.Error("a frame of another subscription was taken")
+	}
+}
