@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/wizardmesh/wizard/bench/internal/benchkit"
 )
 
 // EventsConfig is the event push scenario: Clients WebSocket clients of
@@ -90,6 +92,10 @@ type EventsResult struct {
 	DeliveredFor time.Duration
 	Connect      Stats     // a client's dial, auth frame and sub frame
 	Res          Resources // the gateway's, from the subscriptions open to the drain's end
+	// GatewayCPU is the gateway's CPU time (user and system) over the
+	// same time: divided by the frames, what a frame cost it, which
+	// waiting for a core on a busy machine does not lengthen.
+	GatewayCPU time.Duration
 	// LoadCPU and EmitterCPU are the load generator's (this process's)
 	// and the emitter's average CPU, % of one core, over the same time.
 	LoadCPU, EmitterCPU float64
@@ -245,6 +251,10 @@ func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, p EventPass, rat
 	res.Connect = summarise(connects, 0, "", 0)
 	logf("event push, %-10s %d clients subscribed (connect+sub p50 %v, p99 %v)", name, cfg.Clients, dur(res.Connect.P50), dur(res.Connect.P99))
 
+	cpu0, err := benchkit.CPU(g.main.pid())
+	if err != nil {
+		return res, err
+	}
 	mon, err := startMonitor([]int{g.main.pid()}, 250*time.Millisecond)
 	if err != nil {
 		return res, err
@@ -310,6 +320,12 @@ func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, p EventPass, rat
 	tick.Stop()
 	cancel()
 	rg.Wait()
+	cpu1, err := benchkit.CPU(g.main.pid())
+	if err != nil {
+		mon.finish()
+		return res, err
+	}
+	res.GatewayCPU = cpu1 - cpu0
 	if res.Res, err = mon.finish(); err != nil {
 		return res, err
 	}
@@ -320,9 +336,9 @@ func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, p EventPass, rat
 	if err := res.tally(want, subs); err != nil {
 		return res, err
 	}
-	logf("event push, %-10s %d events emitted (%.0f/s, %d errors), %d of %d frames received (%.0f/s), %d lost, p50 %v p99 %v max %v, gateway CPU avg %.0f%% RSS %.1f -> %.1f MiB",
+	logf("event push, %-10s %d events emitted (%.0f/s, %d errors), %d of %d frames received (%.0f/s), %d lost, p50 %v p99 %v max %v, gateway CPU avg %.0f%% (%v a frame) RSS %.1f -> %.1f MiB",
 		name, res.Emit.Emitted, res.EmittedPerSec(), res.Emit.Errors, res.Received, res.Expected, res.DeliveredPerSec(), res.Lost,
-		dur(res.Latency.P50), dur(res.Latency.P99), dur(res.Latency.Max), res.Res.AvgCPU, mib(res.Res.StartRSS), mib(res.Res.MaxRSS))
+		dur(res.Latency.P50), dur(res.Latency.P99), dur(res.Latency.Max), res.Res.AvgCPU, dur(res.GatewayCPU/time.Duration(max(res.Received, 1))), mib(res.Res.StartRSS), mib(res.Res.MaxRSS))
 	return res, ctx.Err()
 }
 

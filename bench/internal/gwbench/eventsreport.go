@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // writeEvents writes the event push section: one column per pass.
@@ -60,6 +61,12 @@ func (r *Report) writeEvents(b *strings.Builder) {
 	row("**emit → receipt p99**", func(x EventsResult) string { return dur(x.Latency.P99) })
 	row("emit → receipt max", func(x EventsResult) string { return dur(x.Latency.Max) })
 	row("gateway CPU avg / max, % of one core", func(x EventsResult) string { return f1(x.Res.AvgCPU) + " / " + f1(x.Res.MaxCPU) })
+	row("gateway CPU time per frame delivered", func(x EventsResult) string {
+		if x.Received == 0 {
+			return "—"
+		}
+		return dur(x.GatewayCPU / time.Duration(x.Received))
+	})
 	row("gateway RSS subscribed / peak (VmHWM), MiB", func(x EventsResult) string {
 		return f1(mib(x.Res.StartRSS)) + " / " + f1(mib(x.Res.MaxRSS))
 	})
