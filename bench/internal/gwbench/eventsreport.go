@@ -23,7 +23,9 @@ func (r *Report) writeEvents(b *strings.Builder) {
 		"Each event's message is `{\"seq\":S,\"t\":T}`, T the emitter's wall clock in Unix nanoseconds read just before its `Emit`; " +
 		"a client takes its wall clock as soon as its read of the frame returns (the same machine's clock: no skew, but a clock step " +
 		"during the run would show). The latency is therefore emit to receipt by the client's goroutine, the load generator's " +
-		"scheduling included, as a browser's would be. A frame is lost when a client never received its seq (the clients wait until " +
+		"scheduling included, as a browser's would be. An emitter that falls behind its schedule (acknowledged emits in flight all " +
+		"waiting) stamps the time it emits, not the time the event was due: its lag is the row \"behind its schedule\", not in the " +
+		"latencies, and the events emitted/s below the offered rate say the gateway could not take more. A frame is lost when a client never received its seq (the clients wait until " +
 		"every expected frame came, or none came for 5 s); under `drop_oldest` a full queue drops its oldest event, which shows as a " +
 		"gap below a later seq. Emits are acknowledged: an emit without error reached the gateway's node, so a frame lost after it was " +
 		"dropped in the gateway (its `Gateway.EventStats().Dropped`, which the binary does not publish) or on the way to the client.\n\n")
