@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -61,7 +62,10 @@ func serveEmitter(s childSpec, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	node, err := wizard.New(wizard.WithTransport(t), wizard.WithDiscovery(wizard.StaticPeers(s.Upstream)), wizard.WithLogger(slog.New(slog.DiscardHandler)))
+	// Its warnings (a lost connection to the gateway's node, say) on
+	// stderr, which the benchmark passes on: they explain emit errors.
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("process", roleEmitter)
+	node, err := wizard.New(wizard.WithTransport(t), wizard.WithDiscovery(wizard.StaticPeers(s.Upstream)), wizard.WithLogger(log))
 	if err != nil {
 		return err
 	}
