@@ -274,25 +274,24 @@ func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, p EventPass, rat
 	if p.PerUser {
 		q.Pattern, q.Users = eventPerUser, cfg.Clients
 	}
-	qb, _ := json.Marshal(q)
-	line, err := em.Ask(ctx, string(qb), cfg.Duration+3*time.Minute)
-	if err != nil {
+	fail := func(err error) (EventsResult, error) {
+		cancel()
+		rg.Wait()
 		mon.finish()
 		self.finish()
 		other.finish()
 		return res, err
 	}
+	qb, _ := json.Marshal(q)
+	line, err := em.Ask(ctx, string(qb), cfg.Duration+3*time.Minute)
+	if err != nil {
+		return fail(err)
+	}
 	if err := json.Unmarshal([]byte(line), &res.Emit); err != nil {
-		mon.finish()
-		self.finish()
-		other.finish()
-		return res, fmt.Errorf("the emitter answered %q: %w", line, err)
+		return fail(fmt.Errorf("the emitter answered %q: %w", line, err))
 	}
 	if res.Emit.Err != "" {
-		mon.finish()
-		self.finish()
-		other.finish()
-		return res, fmt.Errorf("the emitter: %s", res.Emit.Err)
+		return fail(fmt.Errorf("the emitter: %s", res.Emit.Err))
 	}
 	// Expected frames: every emitted event, to each client subscribed.
 	want := make([]int64, cfg.Clients)
@@ -322,8 +321,7 @@ func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, p EventPass, rat
 	rg.Wait()
 	cpu1, err := benchkit.CPU(g.main.pid())
 	if err != nil {
-		mon.finish()
-		return res, err
+		return fail(err)
 	}
 	res.GatewayCPU = cpu1 - cpu0
 	if res.Res, err = mon.finish(); err != nil {
