@@ -1,11 +1,14 @@
 // Command gateway measures wizard-gateway: pathfinder's scenario (1,000
 // WebSocket or HTTP keep-alive clients ramped in 5 stages, with and
 // without a JWT, the gateway's memory and CPU from /proc) and a side by
-// side comparison with moleculer-web and grpc-gateway over HTTP. It
-// writes gateway.md and gateway.svg.
+// side comparison with moleculer-web and grpc-gateway over HTTP, and
+// event push (a mesh node's events to -clients WebSocket subscribers,
+// broadcast and per user, emit to receipt). It writes gateway.md and
+// gateway.svg.
 //
 //	cd bench && go run ./cmd/gateway
 //	cd bench && go run ./cmd/gateway -clients 100 -stage 1s -levels 1,16 -duration 500ms -runs 1
+//	cd bench && go run ./cmd/gateway -clients 0 -levels "" -event-clients 1000   # event push alone
 package main
 
 import (
@@ -38,6 +41,12 @@ func main() {
 	flag.DurationVar(&cfg.Duration, "duration", 5*time.Second, "measured time of each run of the comparison")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "profile the ramp's gateway (package gateway in a process of this binary, not the wizard-gateway binary) into this directory: cpu.pprof per pass, heap.pprof, goroutines.txt and memstats.txt halfway through the last stage")
 	flag.StringVar(&cfg.HTTPClient, "http-client", gwbench.ClientRaw, "the load generator's HTTP client for every contender: raw (one connection written and read on the caller's goroutine) or net/http")
+	eventClients := flag.Int("event-clients", 0, "WebSocket subscribers of the event push (0: -clients)")
+	events := flag.String("events", "broadcast,per-user", "comma-separated passes of the event push to -clients WebSocket subscribers (empty: skip it): broadcast, per-user")
+	eventRates := flag.String("event-rates", "10,50,0", "comma-separated events/s the emitter offers in the broadcast pass, a run each; every event goes to every client (0: as fast as acknowledged emits go)")
+	userRates := flag.String("user-event-rates", "1000,0", "comma-separated events/s over all users the emitter offers in the per-user pass, a run each; each event goes to one client (0: as fast as acknowledged emits go)")
+	flag.IntVar(&cfg.Events.Inflight, "event-inflight", 32, "the emitter's acknowledged emits in flight at most")
+	flag.DurationVar(&cfg.Events.Duration, "event-duration", 10*time.Second, "how long the emitter emits in each event push pass")
 	gwEnv := flag.String("gateway-env", "", "space-separated NAME=VALUE pairs added to wizard-gateway's environment (e.g. GOMEMLIMIT=48MiB)")
 	out := flag.String("out", "results", "directory for gateway.md, gateway.svg (the comparison) and gateway-ramp.svg (the ramp)")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
@@ -47,11 +56,24 @@ func main() {
 	if cfg.Levels, err = benchkit.Ints("levels", *levels); err != nil {
 		fail(err)
 	}
+	if cfg.Events.Rates, err = gwbench.Rates("event-rates", *eventRates); err != nil {
+		fail(err)
+	}
+	if cfg.Events.UserRates, err = gwbench.Rates("user-event-rates", *userRates); err != nil {
+		fail(err)
+	}
 	if *scenarios != "" {
 		cfg.Scenarios = strings.Split(*scenarios, ",")
 	}
 	if *contenders != "" {
 		cfg.Contenders = strings.Split(*contenders, ",")
+	}
+	if *events != "" {
+		cfg.Events.Passes = strings.Split(*events, ",")
+	}
+	cfg.Events.Clients = cfg.Ramp.Clients
+	if *eventClients > 0 {
+		cfg.Events.Clients = *eventClients
 	}
 	cfg.GatewayEnv = strings.Fields(*gwEnv)
 	if !*quiet {

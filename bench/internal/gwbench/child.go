@@ -70,6 +70,8 @@ func serveChild(s childSpec, in io.Reader, out io.Writer) error {
 	switch s.Role {
 	case roleProfGateway:
 		return serveProfGateway(s, in, out)
+	case roleEmitter:
+		return serveEmitter(s, in, out)
 	case roleEcho:
 		t, err := tcp.New()
 		if err != nil {

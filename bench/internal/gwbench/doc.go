@@ -22,6 +22,14 @@
 // connections, one request in flight per connection, plus a direct
 // wizard TCP call as the baseline of the gateway's overhead).
 //
+// A third, event push ([EventsConfig]): WebSocket clients of
+// wizard-gateway each hold one subscription (a pattern all share, or
+// their own user's, filled from their JWT), and an emitter node in the
+// mesh (this binary re-executed) emits acknowledged events at an offered
+// rate, each carrying its wall-clock emit time and a sequence number;
+// the clients' receipts give emit-to-receipt latency, frames delivered
+// per second and frames lost (sequence gaps).
+//
 // Every echo carries the JSON {"name":"ada","n":N} and answers it back;
 // every answer is checked.
 package gwbench

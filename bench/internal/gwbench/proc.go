@@ -118,7 +118,11 @@ func (m *monitor) sample() {
 		}
 		return
 	}
-	if dt := now.Sub(m.lastAt); dt > 0 {
+	// The busiest interval, of those at least half the sampling interval
+	// long: the CPU times tick every 10 ms, so a sample taken just after
+	// the ticker's (finish's last one) would turn one tick into thousands
+	// of percent.
+	if dt := now.Sub(m.lastAt); dt >= m.interval/2 {
 		m.maxCPU = max(m.maxCPU, 100*float64(u.CPU-m.last.CPU)/float64(dt))
 	}
 	m.maxRSS = max(m.maxRSS, u.RSS, u.HWM)

@@ -16,6 +16,7 @@ type Report struct {
 	FDLimit   uint64 // the open-files limit of the load generator and its children
 	Ramps     []RampResult
 	Cells     []Cell // by level, then contender order
+	Events    []EventsResult
 	Gaps      []Gap
 	StartedAt time.Time
 	Elapsed   time.Duration
@@ -71,6 +72,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	if len(r.Cells) > 0 || len(r.Gaps) > 0 {
 		r.writeCompare(&b)
+	}
+	if len(r.Events) > 0 {
+		r.writeEvents(&b)
 	}
 	if t := r.targets(); len(t) > 0 {
 		b.WriteString("## Targets of issue 14, against this run\n\n| target | measured | met |\n|---|---|---|\n")

@@ -47,6 +47,8 @@ type Config struct {
 	// HTTPClient is the load generator's HTTP client for every contender:
 	// ClientRaw (empty: the default) or ClientNetHTTP.
 	HTTPClient string
+	// Events is the event push scenario (no Passes: none).
+	Events EventsConfig
 }
 
 // Contenders lists the comparison's contenders in table order.
@@ -110,6 +112,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			rep.Ramps = append(rep.Ramps, r)
 		}
+	}
+	if err := e.eventPasses(ctx, cfg, rep, logf); err != nil {
+		return nil, err
 	}
 	if len(cfg.Levels) > 0 {
 		if err := e.compare(ctx, cfg, rep, logf); err != nil {
