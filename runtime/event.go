@@ -154,7 +154,7 @@ func (n *Node) Subscribe(pattern, group string, h Handler, opts ...HandlerOption
 	default:
 		subs = append(subs, e)
 	}
-	n.events.local.Store(&subs)
+	n.setLocalSubs(subs)
 	n.routingChanged()
 	n.localChanged()
 	return nil
@@ -179,7 +179,7 @@ func (n *Node) Unsubscribe(pattern, group string) (bool, error) {
 		return false, nil
 	}
 	subs := slices.Delete(slices.Clone(*cur), i, i+1)
-	n.events.local.Store(&subs)
+	n.setLocalSubs(subs)
 	n.routingChanged()
 	n.localChanged()
 	return true, nil
@@ -214,6 +214,17 @@ type eventSet struct {
 	// them for emitters, replaced on every change.
 	routes map[string]*subRoute
 	list   atomic.Pointer[[]*subRoute]
+	// localIndex and listIndex index local and list for events, built
+	// with them.
+	localIndex atomic.Pointer[subIndex[*handlerEntry]]
+	listIndex  atomic.Pointer[subIndex[*subRoute]]
+}
+
+// setLocalSubs publishes subs as this node's subscriptions, with their
+// index. Callers hold routeMu.
+func (n *Node) setLocalSubs(subs []*handlerEntry) {
+	n.events.local.Store(&subs)
+	n.events.localIndex.Store(newSubIndex(subs, func(s *handlerEntry) pattern.Pattern { return s.pattern }))
 }
 
 // subRoute is a subscription some peers hold: its pattern and group,
@@ -288,6 +299,7 @@ func (n *Node) publishSubs() {
 	}
 	slices.SortFunc(list, func(a, b *subRoute) int { return strings.Compare(a.r.pattern.String(), b.r.pattern.String()) })
 	n.events.list.Store(&list)
+	n.events.listIndex.Store(newSubIndex(list, func(sr *subRoute) pattern.Pattern { return sr.pattern }))
 }
 
 // remoteSubscriptions returns the peers' subscriptions.
@@ -561,15 +573,18 @@ func (n *Node) emitTargets(e *emitCall, pairs []pattern.Pair) {
 		}
 		return e.newDelivery(g)
 	}
-	for _, s := range n.localSubscriptions() {
-		if patrun.Matches(s.pattern, pairs) {
-			d := byGroup(s.group)
-			d.local = append(d.local, s)
-		}
+	var buf [16]int
+	lx := n.events.localIndex.Load()
+	for _, i := range lx.match(pairs, buf[:0]) {
+		s := lx.subs[i]
+		d := byGroup(s.group)
+		d.local = append(d.local, s)
 	}
 	var union map[*delivery][]*peer
-	for _, sr := range n.remoteSubscriptions() {
-		if !patrun.Matches(sr.pattern, pairs) || !sr.r.hasPeers() {
+	rx := n.events.listIndex.Load()
+	for _, i := range rx.match(pairs, buf[:0]) {
+		sr := rx.subs[i]
+		if !sr.r.hasPeers() {
 			continue
 		}
 		d := byGroup(sr.group)
@@ -606,13 +621,16 @@ func (n *Node) emitTargets(e *emitCall, pairs []pattern.Pair) {
 // it makes to deliver.
 func (n *Node) subscribedGroups(pairs []pattern.Pair) []string {
 	var gs []string
-	for _, s := range n.localSubscriptions() {
-		if patrun.Matches(s.pattern, pairs) && !slices.Contains(gs, s.group) {
+	var buf [16]int
+	lx := n.events.localIndex.Load()
+	for _, i := range lx.match(pairs, buf[:0]) {
+		if s := lx.subs[i]; !slices.Contains(gs, s.group) {
 			gs = append(gs, s.group)
 		}
 	}
-	for _, sr := range n.remoteSubscriptions() {
-		if patrun.Matches(sr.pattern, pairs) && sr.r.hasPeers() && !slices.Contains(gs, sr.group) {
+	rx := n.events.listIndex.Load()
+	for _, i := range rx.match(pairs, buf[:0]) {
+		if sr := rx.subs[i]; sr.r.hasPeers() && !slices.Contains(gs, sr.group) {
 			gs = append(gs, sr.group)
 		}
 	}
@@ -623,19 +641,18 @@ func (n *Node) subscribedGroups(pairs []pattern.Pair) []string {
 // subscription that matches pairs, and one for each peer that has.
 func (n *Node) broadcastTargets(e *emitCall, pairs []pattern.Pair) {
 	var local []*handlerEntry
-	for _, s := range n.localSubscriptions() {
-		if patrun.Matches(s.pattern, pairs) {
-			local = append(local, s)
-		}
+	var buf [16]int
+	lx := n.events.localIndex.Load()
+	for _, i := range lx.match(pairs, buf[:0]) {
+		local = append(local, lx.subs[i])
 	}
 	if local != nil {
 		e.newDelivery(n.id).local = local
 	}
 	var byPeer map[*peer]*delivery
-	for _, sr := range n.remoteSubscriptions() {
-		if !patrun.Matches(sr.pattern, pairs) {
-			continue
-		}
+	rx := n.events.listIndex.Load()
+	for _, i := range rx.match(pairs, buf[:0]) {
+		sr := rx.subs[i]
 		ps := sr.r.peers.Load()
 		if ps == nil {
 			continue
@@ -721,10 +738,11 @@ func (n *Node) servedEvent(m *Message) (*handlerEntry, bool, error) {
 	if err != nil {
 		return nil, true, err
 	}
-	pairs := patrun.PairsOf(t.pattern)
 	var subs []*handlerEntry
-	for _, s := range n.localSubscriptions() {
-		if (broadcast || s.group == group) && patrun.Matches(s.pattern, pairs) {
+	var buf [16]int
+	lx := n.events.localIndex.Load()
+	for _, i := range lx.match(patrun.PairsOf(t.pattern), buf[:0]) {
+		if s := lx.subs[i]; broadcast || s.group == group {
 			subs = append(subs, s)
 		}
 	}
