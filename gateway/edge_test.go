@@ -409,3 +409,22 @@ func TestChunkedBody(t *testing.T) {
 		})
 	}
 }
+
+// TestContentTypes: JSON bodies are taken with application/json in any
+// case and with parameters, and +json types; others are a 415.
+func TestContentTypes(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"application/json":                true,
+		"Application/JSON":                true,
+		"application/json; charset=utf-8": true,
+		"application/problem+json":        true,
+		"application/jsonx":               false,
+		"application/json/x":              false,
+		"text/plain":                      false,
+		"":                                false,
+	} {
+		if got := checkContentType(ct) == nil; got != want {
+			t.Errorf("%q taken: %v, want %v", ct, got, want)
+		}
+	}
+}

@@ -104,8 +104,11 @@ func (w warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rid := requestID(r.Header.Get("X-Request-Id"))
-	w.Header()["X-Request-Id"] = []string{rid} // canonical already: no Set
-	a := access{rid: rid}
+	// One allocation for the values of X-Request-Id and of an answer's
+	// Content-Length (net/http copies the header when it is written).
+	vals := &[2]string{rid}
+	w.Header()["X-Request-Id"] = vals[0:1:1] // canonical already: no Set
+	a := access{rid: rid, hdr: vals}
 	l := g.now()
 	isWS := l.set.ws.path != "" && r.URL.Path == l.set.ws.path
 	if !isWS {

@@ -17,8 +17,10 @@ type patternTemplate struct {
 	pairs []patternPair // sorted by key, as the canonical form has them
 	vars  []string      // the names used, in the order of the template
 	fixed string        // the canonical form when no value holds a variable
-	// fixedPat is fixed parsed, for the messages of its calls.
-	fixedPat pattern.Pattern
+	// fixedPat is fixed parsed, for the messages of its calls, and
+	// fixedPairs its pairs (Pairs copies them on every call).
+	fixedPat   pattern.Pattern
+	fixedPairs []pattern.Pair
 }
 
 // patternPair is one key of a pattern template and its value: literal
@@ -108,7 +110,7 @@ func parseTemplate(src, kind string, scan varScanner) (*patternTemplate, error) 
 		t.pairs = append(t.pairs, splitValue(pr.Key, pr.Value))
 	}
 	if len(t.vars) == 0 {
-		t.fixed, t.fixedPat = p.String(), p
+		t.fixed, t.fixedPat, t.fixedPairs = p.String(), p, p.Pairs()
 	}
 	return t, nil
 }
