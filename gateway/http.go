@@ -80,14 +80,14 @@ func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, l *live, 
 		return reply{}, e
 	}
 	a.route = m.policy.name
-	id, e := l.authenticate(r.Context(), m.policy, r.Header.Get("Authorization"))
+	id, e := l.authenticate(r.Context(), m.policy, header(r.Header, "Authorization"))
 	if e != nil {
 		return reply{}, e
 	}
 	if id != nil {
 		a.subject = id.Subject
 	}
-	hint, e := timeoutHint(r.Header.Get(TimeoutHeader))
+	hint, e := timeoutHint(header(r.Header, TimeoutHeader))
 	if e != nil {
 		return reply{}, e
 	}
@@ -104,6 +104,17 @@ func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, l *live, 
 		return g.serveHTTPStream(w, r, c)
 	}
 	return g.call(r.Context(), c)
+}
+
+// header returns the first value of the request header key, which must
+// be in canonical form (a constant: TestHeaderKeysCanonical checks
+// them): net/http stores a request's keys canonical, and Header.Get
+// would canonicalize key again on every request.
+func header(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // jsonContentType is the Content-Type value of the gateway's answers,
@@ -290,7 +301,7 @@ func readBody(w http.ResponseWriter, r *http.Request, set *settings) ([]byte, *a
 		return nil, nil
 	}
 	if r.ContentLength > 0 { // else chunked: an empty one needs no type
-		if e := checkContentType(r.Header.Get("Content-Type")); e != nil {
+		if e := checkContentType(header(r.Header, "Content-Type")); e != nil {
 			return nil, e
 		}
 	}
@@ -322,7 +333,7 @@ func readBody(w http.ResponseWriter, r *http.Request, set *settings) ([]byte, *a
 		return nil, nil
 	}
 	if r.ContentLength < 0 {
-		if e := checkContentType(r.Header.Get("Content-Type")); e != nil {
+		if e := checkContentType(header(r.Header, "Content-Type")); e != nil {
 			return nil, e
 		}
 	}
