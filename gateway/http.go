@@ -54,6 +54,7 @@ func (g *Gateway) serveRoute(w http.ResponseWriter, r *http.Request, l *live, a 
 	// Canonical keys set directly: Set would canonicalize them again, and
 	// the type's slice is shared (net/http only reads it).
 	h["Content-Type"] = jsonContentType
+	h["Date"] = dateHeader(time.Now()) // net/http's, as it would write it
 	if a.hdr != nil {
 		a.hdr[1] = strconv.Itoa(len(out.body))
 		h["Content-Length"] = a.hdr[1:2:2]

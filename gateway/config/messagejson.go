@@ -89,6 +89,12 @@ func (m *Match) AppendMessageJSON(dst []byte, query url.Values, body []byte) ([]
 		field(k)
 		out = appendJSONString(out, v)
 	}
+	if r.pat.fixed != "" && len(r.pat.fixedJSON) > 0 {
+		if n > 0 {
+			out = append(out, ',')
+		}
+		return append(append(out, r.pat.fixedJSON...), '}'), true
+	}
 	for _, pr := range pairs {
 		field(pr.Key)
 		out = appendJSONString(out, pr.Value)

@@ -18,9 +18,12 @@ type patternTemplate struct {
 	vars  []string      // the names used, in the order of the template
 	fixed string        // the canonical form when no value holds a variable
 	// fixedPat is fixed parsed, for the messages of its calls, and
-	// fixedPairs its pairs (Pairs copies them on every call).
+	// fixedPairs its pairs (Pairs copies them on every call);
+	// fixedJSON is the pairs as the members of a JSON object, written
+	// once for every message.
 	fixedPat   pattern.Pattern
 	fixedPairs []pattern.Pair
+	fixedJSON  []byte
 }
 
 // patternPair is one key of a pattern template and its value: literal
@@ -111,6 +114,13 @@ func parseTemplate(src, kind string, scan varScanner) (*patternTemplate, error) 
 	}
 	if len(t.vars) == 0 {
 		t.fixed, t.fixedPat, t.fixedPairs = p.String(), p, p.Pairs()
+		for i, pr := range t.fixedPairs {
+			if i > 0 {
+				t.fixedJSON = append(t.fixedJSON, ',')
+			}
+			t.fixedJSON = append(appendJSONString(t.fixedJSON, pr.Key), ':')
+			t.fixedJSON = appendJSONString(t.fixedJSON, pr.Value)
+		}
 	}
 	return t, nil
 }
