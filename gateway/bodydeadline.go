@@ -19,9 +19,20 @@ func (g *Gateway) boundBody(w http.ResponseWriter, r *http.Request, d time.Durat
 	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return
 	}
+	dl := time.Now().Add(d)
+	// net/http's own writer, asked directly: a ResponseController (which
+	// also unwraps a wrapped writer) would be allocated per request.
+	if rd, ok := w.(readDeadliner); ok {
+		_ = rd.SetReadDeadline(dl)
+		return
+	}
 	// A server that is not net/http's may not support it: nothing to do.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d))
+	_ = http.NewResponseController(w).SetReadDeadline(dl)
 }
+
+// readDeadliner is the method of net/http's ResponseWriter that
+// http.ResponseController calls to set the connection's read deadline.
+type readDeadliner interface{ SetReadDeadline(time.Time) error }
 
 // bodyTimedOut reports whether err is the body's read deadline passing.
 func bodyTimedOut(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }

@@ -107,3 +107,47 @@ func TestBodyBoundEndsWithTheBody(t *testing.T) {
 		}
 	}
 }
+
+// deadlineWriter records the read deadline set through it.
+type deadlineWriter struct {
+	http.ResponseWriter
+	set time.Time
+}
+
+func (w *deadlineWriter) SetReadDeadline(t time.Time) error { w.set = t; return nil }
+
+// wrappedWriter is a middleware's writer: it hides the methods of the
+// writer it wraps but unwraps to it.
+type wrappedWriter struct{ http.ResponseWriter }
+
+func (w wrappedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestBoundBodyWriters: the body's bound is set through net/http's own
+// writer and through a middleware's writer that unwraps to it; a writer
+// that can do neither is left alone; a request without a body sets none.
+func TestBoundBodyWriters(t *testing.T) {
+	g := &Gateway{}
+	const d = time.Minute
+	withBody := func() *http.Request {
+		r, _ := http.NewRequest("POST", "/echo", strings.NewReader("{}"))
+		return r
+	}
+	before := time.Now()
+	direct := &deadlineWriter{}
+	g.boundBody(direct, withBody(), d)
+	if direct.set.Before(before.Add(d)) {
+		t.Errorf("direct: deadline %v, want at least %v", direct.set, before.Add(d))
+	}
+	inner := &deadlineWriter{}
+	g.boundBody(wrappedWriter{inner}, withBody(), d)
+	if inner.set.Before(before.Add(d)) {
+		t.Errorf("wrapped: deadline %v, want at least %v", inner.set, before.Add(d))
+	}
+	g.boundBody(wrappedWriter{}, withBody(), d) // nothing to set it on: no panic
+	none := &deadlineWriter{}
+	r, _ := http.NewRequest("GET", "/echo", nil)
+	g.boundBody(none, r, d)
+	if !none.set.IsZero() {
+		t.Errorf("no body: deadline %v set", none.set)
+	}
+}

@@ -41,6 +41,10 @@ func originAllowed(list []string, origin string) bool {
 	return false
 }
 
+// enabled reports whether the policy allows any origin: without one the
+// gateway sets no CORS header.
+func (c *corsPolicy) enabled() bool { return len(c.origins) > 0 }
+
 // preflight reports whether r is a CORS preflight request.
 func preflight(r *http.Request) bool {
 	return r.Method == http.MethodOptions && r.Header.Get("Origin") != "" && r.Header.Get("Access-Control-Request-Method") != ""
@@ -51,7 +55,7 @@ func preflight(r *http.Request) bool {
 // none. With a policy every answer says Vary: Origin, those without the
 // headers too: a cache must not give one origin's answer to another.
 func (c *corsPolicy) apply(h http.Header, origin string) {
-	if len(c.origins) == 0 {
+	if !c.enabled() {
 		return
 	}
 	h.Add("Vary", "Origin")

@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -407,5 +409,68 @@ func TestChunkedBody(t *testing.T) {
 				t.Errorf("%d, want %d", res.StatusCode, tc.status)
 			}
 		})
+	}
+}
+
+// TestContentTypes: JSON bodies are taken with application/json in any
+// case and with parameters, and +json types; others are a 415.
+func TestContentTypes(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"application/json":                true,
+		"Application/JSON":                true,
+		"application/json; charset=utf-8": true,
+		"application/problem+json":        true,
+		"application/jsonx":               false,
+		"application/json/x":              false,
+		"text/plain":                      false,
+		"":                                false,
+	} {
+		if got := checkContentType(ct) == nil; got != want {
+			t.Errorf("%q taken: %v, want %v", ct, got, want)
+		}
+	}
+}
+
+// TestHeaderKeysCanonical: the request headers the gateway reads by
+// their key in the map (header, not Header.Get) are named in canonical
+// form, as net/http stores them.
+func TestHeaderKeysCanonical(t *testing.T) {
+	for _, k := range []string{"X-Request-Id", "Origin", "Authorization", TimeoutHeader, "Content-Type"} {
+		if c := http.CanonicalHeaderKey(k); c != k {
+			t.Errorf("%q is not canonical (%q)", k, c)
+		}
+	}
+}
+
+// TestLowerCaseHeaders: headers a client writes in lower case are read
+// (net/http stores them canonical): the request id is kept, the type
+// taken, a bad timeout hint refused.
+func TestLowerCaseHeaders(t *testing.T) {
+	tg := newTestGateway(t, settings{})
+	send := func(extra string) string {
+		c, err := net.Dial("tcp", strings.TrimPrefix(tg.base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		body := `{"n":1}`
+		req := "POST /echo HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nx-request-id: my-id-1\r\n" + extra +
+			"content-length: " + strconv.Itoa(len(body)) + "\r\nconnection: close\r\n\r\n" + body
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(guard))
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		return fmt.Sprintf("%d %s", res.StatusCode, res.Header.Get("X-Request-Id"))
+	}
+	if got := send(""); got != "200 my-id-1" {
+		t.Errorf("lower-case headers: %s, want 200 my-id-1", got)
+	}
+	if got := send("x-request-timeout-ms: soon\r\n"); got != "400 my-id-1" {
+		t.Errorf("a lower-case bad timeout hint: %s, want 400 my-id-1", got)
 	}
 }

@@ -103,9 +103,12 @@ func (w warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
 // CORS preflight, or a route.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rid := requestID(r.Header.Get("X-Request-Id"))
-	w.Header()["X-Request-Id"] = []string{rid} // canonical already: no Set
-	a := access{rid: rid}
+	rid := requestID(header(r.Header, "X-Request-Id"))
+	// One allocation for the values of X-Request-Id and of an answer's
+	// Content-Length (net/http copies the header when it is written).
+	vals := &[2]string{rid}
+	w.Header()["X-Request-Id"] = vals[0:1:1] // canonical already: no Set
+	a := access{rid: rid, hdr: vals}
 	l := g.now()
 	isWS := l.set.ws.path != "" && r.URL.Path == l.set.ws.path
 	if !isWS {
@@ -121,7 +124,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case preflight(r):
 		a.status = l.set.cors.answerPreflight(w, r)
 	default:
-		l.set.cors.apply(w.Header(), r.Header.Get("Origin"))
+		if l.set.cors.enabled() {
+			l.set.cors.apply(w.Header(), header(r.Header, "Origin"))
+		}
 		g.serveRoute(w, r, l, &a)
 	}
 	g.logAccess(r, l, &a, time.Since(start))

@@ -28,6 +28,9 @@ type access struct {
 	status  int
 	route   string
 	subject string
+	// hdr holds X-Request-Id's value and room for Content-Length's
+	// (nil: none, as for a WebSocket request frame).
+	hdr *[2]string
 }
 
 // serveRoute serves a request for a route: match, rate limit, auth, body,
@@ -51,7 +54,13 @@ func (g *Gateway) serveRoute(w http.ResponseWriter, r *http.Request, l *live, a 
 	// Canonical keys set directly: Set would canonicalize them again, and
 	// the type's slice is shared (net/http only reads it).
 	h["Content-Type"] = jsonContentType
-	h["Content-Length"] = []string{strconv.Itoa(len(out.body))}
+	h["Date"] = dateHeader(time.Now()) // net/http's, as it would write it
+	if a.hdr != nil {
+		a.hdr[1] = strconv.Itoa(len(out.body))
+		h["Content-Length"] = a.hdr[1:2:2]
+	} else {
+		h["Content-Length"] = []string{strconv.Itoa(len(out.body))}
+	}
 	w.WriteHeader(a.status)
 	w.Write(out.body)
 }
@@ -62,22 +71,24 @@ func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, l *live, 
 		e.retryAfter = retryAfter
 		return reply{}, e
 	}
-	if e := g.limit(l.ipLim, l.clientIP(r)); e != nil {
-		return reply{}, e
+	if l.ipLim != nil { // without a limit, no client address to work out
+		if e := g.limit(l.ipLim, l.clientIP(r)); e != nil {
+			return reply{}, e
+		}
 	}
 	m, e := l.t.lookup(r.Method, r.URL.EscapedPath())
 	if e != nil {
 		return reply{}, e
 	}
 	a.route = m.policy.name
-	id, e := l.authenticate(r.Context(), m.policy, r.Header.Get("Authorization"))
+	id, e := l.authenticate(r.Context(), m.policy, header(r.Header, "Authorization"))
 	if e != nil {
 		return reply{}, e
 	}
 	if id != nil {
 		a.subject = id.Subject
 	}
-	hint, e := timeoutHint(r.Header.Get(TimeoutHeader))
+	hint, e := timeoutHint(header(r.Header, TimeoutHeader))
 	if e != nil {
 		return reply{}, e
 	}
@@ -94,6 +105,17 @@ func (g *Gateway) routeRequest(w http.ResponseWriter, r *http.Request, l *live, 
 		return g.serveHTTPStream(w, r, c)
 	}
 	return g.call(r.Context(), c)
+}
+
+// header returns the first value of the request header key, which must
+// be in canonical form (a constant: TestHeaderKeysCanonical checks
+// them): net/http stores a request's keys canonical, and Header.Get
+// would canonicalize key again on every request.
+func header(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // jsonContentType is the Content-Type value of the gateway's answers,
@@ -146,7 +168,7 @@ func (g *Gateway) act(ctx context.Context, c call) (json.RawMessage, *apiError) 
 	// body must never steer the call to a narrower pattern
 	// (role:users,cmd:delete,admin:true); the handler still sees the
 	// pattern's pairs in its message, as Act would give them.
-	res, err := g.node.ActE(callCtx, c.m.pattern, msg, runtime.Default(noServiceValue))
+	res, err := g.node.ActE(callCtx, c.m.pattern, msg, noServiceDefault)
 	if err != nil {
 		e := callError(ctx, callCtx, err, c.method, c.path)
 		if e.status >= 500 && e.status != http.StatusServiceUnavailable && e.status != http.StatusGatewayTimeout {
@@ -196,12 +218,13 @@ func (g *Gateway) answerJSON(res runtime.Result, rid, pat string) (b json.RawMes
 // the client's own text of the body, the rest as maps (and the errors of
 // what the client may not send).
 func (c *call) message() (any, *apiError) {
-	if c.m.messageJSON != nil {
-		if b, ok := c.m.messageJSON(c.query, c.body); ok {
-			return json.RawMessage(b), nil
-		}
+	// Room for the body and the pattern's pairs at once: the message is
+	// written without growing its buffer.
+	dst := make([]byte, 0, len(c.body)+2*len(c.m.pattern)+16)
+	if b, ok := c.m.msg.appendMessageJSON(dst, c.query, c.body); ok {
+		return json.RawMessage(b), nil
 	}
-	msg, e := c.m.message(c.query, c.body)
+	msg, e := c.m.msg.message(c.query, c.body)
 	if e != nil {
 		return nil, e
 	}
@@ -279,7 +302,7 @@ func readBody(w http.ResponseWriter, r *http.Request, set *settings) ([]byte, *a
 		return nil, nil
 	}
 	if r.ContentLength > 0 { // else chunked: an empty one needs no type
-		if e := checkContentType(r.Header.Get("Content-Type")); e != nil {
+		if e := checkContentType(header(r.Header, "Content-Type")); e != nil {
 			return nil, e
 		}
 	}
@@ -311,7 +334,7 @@ func readBody(w http.ResponseWriter, r *http.Request, set *settings) ([]byte, *a
 		return nil, nil
 	}
 	if r.ContentLength < 0 {
-		if e := checkContentType(r.Header.Get("Content-Type")); e != nil {
+		if e := checkContentType(header(r.Header, "Content-Type")); e != nil {
 			return nil, e
 		}
 	}
@@ -325,6 +348,11 @@ func tooLarge(limit int64) *apiError {
 // checkContentType accepts application/json (any parameters) and
 // +json types.
 func checkContentType(ct string) *apiError {
+	// The common case without the parser (which allocates its map of
+	// parameters): media types are case-insensitive.
+	if strings.EqualFold(ct, "application/json") {
+		return nil
+	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
 		return nil

@@ -173,20 +173,23 @@ func (ct *configTable) lookup(method, path string) (match, *apiError) {
 	if err != nil {
 		return match{}, requestError(err)
 	}
-	return match{
-		policy:  ct.policies[m.Route],
-		pattern: m.Pattern,
-		message: func(q url.Values, body []byte) (any, *apiError) {
-			msg, err := m.Message(q, body)
-			if err != nil {
-				return nil, requestError(err)
-			}
-			return msg, nil
-		},
-		messageJSON: func(q url.Values, body []byte) ([]byte, bool) {
-			return m.AppendMessageJSON(nil, q, body)
-		},
-	}, nil
+	return match{policy: ct.policies[m.Route], pattern: m.Pattern, msg: configMessage{m}}, nil
+}
+
+// configMessage builds the message of a config.Match (one pointer: held
+// in an interface, it is not allocated again).
+type configMessage struct{ m *config.Match }
+
+func (c configMessage) message(q url.Values, body []byte) (any, *apiError) {
+	msg, err := c.m.Message(q, body)
+	if err != nil {
+		return nil, requestError(err)
+	}
+	return msg, nil
+}
+
+func (c configMessage) appendMessageJSON(dst []byte, q url.Values, body []byte) ([]byte, bool) {
+	return c.m.AppendMessageJSON(dst, q, body)
 }
 
 // requestError is the status table's row of a config.RequestError.

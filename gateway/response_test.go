@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/wizardmesh/wizard/runtime"
@@ -109,4 +110,34 @@ func boolString(b bool) string {
 		return "true"
 	}
 	return "false"
+}
+
+// TestDateHeader: the Date of an answer is net/http's format of the
+// second it is written in, made once a second.
+func TestDateHeader(t *testing.T) {
+	now := time.Date(2026, 12, 3, 8, 1, 2, 300, time.FixedZone("x", 3600))
+	a := dateHeader(now)
+	if want := now.UTC().Format(http.TimeFormat); len(a) != 1 || a[0] != want {
+		t.Fatalf("Date %q, want %q", a, want)
+	}
+	if b := dateHeader(now.Add(500 * time.Millisecond)); &b[0] != &a[0] {
+		t.Error("the same second's Date formatted again")
+	}
+	if c := dateHeader(now.Add(time.Second)); c[0] != now.Add(time.Second).UTC().Format(http.TimeFormat) {
+		t.Errorf("the next second's Date: %q", c)
+	}
+	// Served: one Date, of the time of the answer.
+	tg := newTestGateway(t, settings{})
+	before := time.Now().Truncate(time.Second)
+	res, err := http.Post(tg.base+"/echo", "application/json", strings.NewReader(`{"n":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	after := time.Now()
+	d, err := http.ParseTime(res.Header.Get("Date"))
+	if len(res.Header["Date"]) != 1 || err != nil || d.Before(before) || d.After(after) {
+		t.Errorf("served Date %q (%v), want one between %v and %v", res.Header["Date"], err, before, after)
+	}
 }

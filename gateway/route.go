@@ -35,13 +35,29 @@ type policy struct {
 type match struct {
 	policy  *policy
 	pattern string // the pattern with the path's variables filled in
+	// msg builds the call's message. An interface of a pointer-shaped
+	// value, not closures: a request allocates nothing for it.
+	msg messageBuilder
+}
+
+// messageBuilder builds a matched request's message.
+type messageBuilder interface {
 	// message builds the call's message from the query and the JSON body
 	// (nil without one); its errors are the client's (400).
-	message func(query url.Values, body []byte) (any, *apiError)
-	// messageJSON, when not nil, writes the common request's message as
-	// JSON, the pattern's pairs included, or reports false: message
-	// then builds it or says what is wrong.
-	messageJSON func(query url.Values, body []byte) ([]byte, bool)
+	message(query url.Values, body []byte) (any, *apiError)
+	// appendMessageJSON appends the common request's message as JSON to
+	// dst, the pattern's pairs included, or reports false: message then
+	// builds it or says what is wrong.
+	appendMessageJSON(dst []byte, query url.Values, body []byte) ([]byte, bool)
+}
+
+// messageFunc is a messageBuilder of message alone (it writes no JSON).
+type messageFunc func(query url.Values, body []byte) (any, *apiError)
+
+func (f messageFunc) message(q url.Values, body []byte) (any, *apiError) { return f(q, body) }
+
+func (messageFunc) appendMessageJSON(dst []byte, _ url.Values, _ []byte) ([]byte, bool) {
+	return dst, false
 }
 
 // table is a route table: lookup takes the request's escaped path (the

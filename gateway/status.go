@@ -94,6 +94,10 @@ func (a *answer) UnmarshalJSON(b []byte) error {
 // hands it over as it is).
 var noServiceValue = &answer{}
 
+// noServiceDefault is the call option of noServiceValue, made once: a
+// call option in an interface is allocated where it is made.
+var noServiceDefault = runtime.Default(noServiceValue)
+
 // unserved is the 503 of a route whose pattern no node serves.
 func unserved(method, path string) *apiError {
 	e := newAPIError(http.StatusServiceUnavailable, runtime.CodeUnavailable, "no service is available for "+method+" "+path)

@@ -33,7 +33,7 @@ func (tt testTable) lookup(method, path string) (match, *apiError) {
 			continue
 		}
 		if slices.Contains(r.methods, method) {
-			return match{policy: &r.policy, pattern: r.pattern, message: r.message}, nil
+			return match{policy: &r.policy, pattern: r.pattern, msg: messageFunc(r.message)}, nil
 		}
 		allow = append(allow, r.methods...)
 	}

@@ -23,12 +23,13 @@ import (
 // same fields and values, numbers in the body's own text.
 func (m *Match) AppendMessageJSON(dst []byte, query url.Values, body []byte) ([]byte, bool) {
 	r := m.Route
-	p := r.pat.fixedPat
+	p, pairs := r.pat.fixedPat, r.pat.fixedPairs
 	if r.pat.fixed == "" {
 		var err error
 		if p, err = pattern.Parse(m.Pattern); err != nil {
 			return dst, false
 		}
+		pairs = p.Pairs()
 	}
 	out := append(dst, '{')
 	n := 0 // fields written
@@ -40,7 +41,10 @@ func (m *Match) AppendMessageJSON(dst []byte, query url.Values, body []byte) ([]
 		out = appendJSONString(out, k)
 		out = append(out, ':')
 	}
-	var keys []string // the body's, for the query's duplicates
+	// The body's keys, for the query's duplicates: slices of the body, in
+	// room on the stack for the common few.
+	var room [16][]byte
+	keys := room[:0]
 	if b := jsonscan.Trim(body); len(b) > 0 {
 		if !json.Valid(b) {
 			return dst, false
@@ -53,7 +57,7 @@ func (m *Match) AppendMessageJSON(dst []byte, query url.Values, body []byte) ([]
 				return dst, false
 			}
 			var ok bool
-			if out, keys, ok = appendMembers(out, b, m); !ok {
+			if out, keys, ok = appendMembers(out, b, m, keys); !ok {
 				return dst, false
 			}
 			n += len(keys)
@@ -85,7 +89,13 @@ func (m *Match) AppendMessageJSON(dst []byte, query url.Values, body []byte) ([]
 		field(k)
 		out = appendJSONString(out, v)
 	}
-	for _, pr := range p.Pairs() {
+	if r.pat.fixed != "" && len(r.pat.fixedJSON) > 0 {
+		if n > 0 {
+			out = append(out, ',')
+		}
+		return append(append(out, r.pat.fixedJSON...), '}'), true
+	}
+	for _, pr := range pairs {
 		field(pr.Key)
 		out = appendJSONString(out, pr.Value)
 	}
@@ -93,14 +103,15 @@ func (m *Match) AppendMessageJSON(dst []byte, query url.Values, body []byte) ([]
 }
 
 // appendMembers appends the members of the JSON object obj (valid JSON)
-// to out, each key checked against what m refuses, and returns the keys;
-// false for a key that needs unescaping, appears twice or is refused.
-func appendMembers(out, obj []byte, m *Match) ([]byte, []string, bool) {
-	var keys []string
+// to out, each key checked against what m refuses, and returns the keys
+// (slices of obj) appended to keys; false for a key that needs
+// unescaping, appears twice or is refused.
+func appendMembers(out, obj []byte, m *Match, keys [][]byte) ([]byte, [][]byte, bool) {
 	i := jsonscan.Space(obj, 1)
 	if obj[i] == '}' {
-		return out, nil, true
+		return out, keys, true
 	}
+	first := len(keys)
 	for {
 		ks := i
 		i = jsonscan.String(obj, i)
@@ -113,15 +124,15 @@ func appendMembers(out, obj []byte, m *Match) ([]byte, []string, bool) {
 		if !utf8.Valid(raw) {
 			return out, nil, false // encoding/json would replace the bytes
 		}
-		k := string(raw)
-		if m.refuse(k) != "" || contains(keys, k) {
+		// string(raw) in the call, not kept: no copy for a short key.
+		if m.refuse(string(raw)) != "" || containsBytes(keys[first:], raw) {
 			return out, nil, false
 		}
-		keys = append(keys, k)
+		keys = append(keys, raw)
 		i = jsonscan.Space(obj, i)
 		vs := jsonscan.Space(obj, i+1) // past ':'
 		i = jsonscan.Value(obj, vs)
-		if len(keys) > 1 {
+		if len(keys) > first+1 {
 			out = append(out, ',')
 		}
 		out = append(append(append(out, obj[ks:ks+len(raw)+2]...), ':'), obj[vs:i]...)
@@ -133,9 +144,18 @@ func appendMembers(out, obj []byte, m *Match) ([]byte, []string, bool) {
 	}
 }
 
-func contains(keys []string, k string) bool {
+func contains(keys [][]byte, k string) bool {
 	for _, s := range keys {
-		if s == k {
+		if string(s) == k {
+			return true
+		}
+	}
+	return false
+}
+
+func containsBytes(keys [][]byte, k []byte) bool {
+	for _, s := range keys {
+		if string(s) == string(k) {
 			return true
 		}
 	}

@@ -3,7 +3,10 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/url"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -84,6 +87,11 @@ func TestAppendMessageJSON(t *testing.T) {
 		{"query and body", "POST", "/api/users/create/7", url.Values{"a": {"1"}}, `{"a": 2}`, false},
 		{"array body", "POST", "/api/users/create/7", nil, `[1]`, false},
 		{"invalid body", "POST", "/api/users/create/7", nil, `{"a":`, false},
+		// More keys than the room kept on the stack for them.
+		{"many keys", "POST", "/api/users/create/7", url.Values{"q": {"1"}}, manyKeys(20, ""), true},
+		{"many keys, the last twice", "POST", "/api/users/create/7", nil, manyKeys(20, "k19"), false},
+		{"many keys, the last in the query too", "POST", "/api/users/create/7", url.Values{"k19": {"1"}}, manyKeys(20, ""), false},
+		{"a long key", "POST", "/api/users/create/7", nil, `{"` + strings.Repeat("k", 100) + `": 1}`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := table.Match(tc.method, tc.path)
@@ -109,6 +117,20 @@ func TestAppendMessageJSON(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyKeys is an object of n keys k0…k(n-1), then extra as a key again
+// when not "".
+func manyKeys(n int, extra string) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range n {
+		fmt.Fprintf(&b, "%q: %d,", "k"+strconv.Itoa(i), i)
+	}
+	if extra != "" {
+		fmt.Fprintf(&b, "%q: 0,", extra)
+	}
+	return strings.TrimSuffix(b.String(), ",") + "}"
 }
 
 // FuzzAppendMessageJSON: whatever the body and query, a message

@@ -17,8 +17,13 @@ type patternTemplate struct {
 	pairs []patternPair // sorted by key, as the canonical form has them
 	vars  []string      // the names used, in the order of the template
 	fixed string        // the canonical form when no value holds a variable
-	// fixedPat is fixed parsed, for the messages of its calls.
-	fixedPat pattern.Pattern
+	// fixedPat is fixed parsed, for the messages of its calls, and
+	// fixedPairs its pairs (Pairs copies them on every call);
+	// fixedJSON is the pairs as the members of a JSON object, written
+	// once for every message.
+	fixedPat   pattern.Pattern
+	fixedPairs []pattern.Pair
+	fixedJSON  []byte
 }
 
 // patternPair is one key of a pattern template and its value: literal
@@ -108,7 +113,14 @@ func parseTemplate(src, kind string, scan varScanner) (*patternTemplate, error) 
 		t.pairs = append(t.pairs, splitValue(pr.Key, pr.Value))
 	}
 	if len(t.vars) == 0 {
-		t.fixed, t.fixedPat = p.String(), p
+		t.fixed, t.fixedPat, t.fixedPairs = p.String(), p, p.Pairs()
+		for i, pr := range t.fixedPairs {
+			if i > 0 {
+				t.fixedJSON = append(t.fixedJSON, ',')
+			}
+			t.fixedJSON = append(appendJSONString(t.fixedJSON, pr.Key), ':')
+			t.fixedJSON = appendJSONString(t.fixedJSON, pr.Value)
+		}
 	}
 	return t, nil
 }

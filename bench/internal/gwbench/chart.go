@@ -13,10 +13,11 @@ import (
 
 // chartColors gives each contender its colour.
 var chartColors = map[string]string{
-	WizardGateway: "#2b6cb0",
-	MoleculerWeb:  "#dd6b20",
-	GRPCGateway:   "#38a169",
-	WizardDirect:  "#a0aec0",
+	WizardGateway:  "#2b6cb0",
+	MoleculerWeb:   "#dd6b20",
+	GRPCGateway:    "#38a169",
+	WizardDirect:   "#a0aec0",
+	WizardBaseline: "#805ad5",
 }
 
 // WriteSVG draws the side by side comparison as grouped bars: one group

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -40,7 +41,7 @@ type childSpec struct {
 	Listen   string `json:"listen"`
 	Upstream string `json:"upstream,omitempty"`
 	Config   string `json:"config,omitempty"` // roleProfGateway's YAML file
-	Dir      string `json:"dir,omitempty"`    // roleProfGateway's profile directory
+	Dir      string `json:"dir,omitempty"`    // roleProfGateway's and roleGRPCGateway's profile directory (cpu.pprof)
 }
 
 // ServeIfChild serves and exits when the process was started as one of
@@ -98,6 +99,17 @@ func serveChild(s childSpec, in io.Reader, out io.Writer) error {
 		addr = l.Addr().String()
 		closer = srv.Stop
 	case roleGRPCGateway:
+		if s.Dir != "" {
+			// Profiled beside wizard-gateway: the CPU profile over the
+			// process's life, written when stdin ends (the parent's
+			// SIGINT that follows is ignored so that it can be).
+			signal.Ignore(os.Interrupt)
+			stop, err := startCPUProfile(s.Dir)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
 		h, conn, err := newGRPCGateway(s.Upstream)
 		if err != nil {
 			return err

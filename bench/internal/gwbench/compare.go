@@ -21,19 +21,37 @@ type Cell struct {
 	// (zero for WizardDirect).
 	RSS int64
 	CPU float64
+	// CPUs is the gateway's CPU (% of one core) in each run, beside Runs.
+	CPUs []float64
+}
+
+// cpuPerCall is the gateway's CPU time per answered call in run i:
+// its CPU over the run (warm-up included) divided by the run's req/s
+// (0 when unknown).
+func (c Cell) cpuPerCall(i int) time.Duration {
+	if i >= len(c.CPUs) || i >= len(c.Runs) || c.Runs[i].PerSec <= 0 || c.CPUs[i] <= 0 {
+		return 0
+	}
+	return time.Duration(c.CPUs[i] / 100 / c.Runs[i].PerSec * float64(time.Second))
 }
 
 // compare runs the side by side comparison: every contender at every
 // level, the runs interleaved so that drift in the machine's load falls on
 // all of them alike.
 func (e *env) compare(ctx context.Context, cfg Config, rep *Report, logf func(string, ...any)) error {
+	all := Contenders
+	if e.baseBin != "" {
+		all = slices.Insert(slices.Clone(Contenders), 1, WizardBaseline)
+	}
 	names := cfg.Contenders
 	if len(names) == 0 {
-		names = Contenders
+		names = all
+	} else if e.baseBin != "" && !slices.Contains(names, WizardBaseline) {
+		names = append(slices.Clone(names), WizardBaseline)
 	}
 	for _, n := range names {
-		if !slices.Contains(Contenders, n) {
-			return fmt.Errorf("gwbench: unknown contender %q (have %v)", n, Contenders)
+		if !slices.Contains(all, n) {
+			return fmt.Errorf("gwbench: unknown contender %q (have %v)", n, all)
 		}
 	}
 	var gws []*gateway
@@ -47,7 +65,7 @@ func (e *env) compare(ctx context.Context, cfg Config, rep *Report, logf func(st
 		g    *gateway // nil for WizardDirect
 	}
 	var entries []entry
-	for _, name := range Contenders {
+	for _, name := range all {
 		if !slices.Contains(names, name) {
 			continue
 		}
@@ -56,6 +74,8 @@ func (e *env) compare(ctx context.Context, cfg Config, rep *Report, logf func(st
 		switch name {
 		case WizardGateway:
 			g, err = e.startWizardGateway(ctx, nil, "compare")
+		case WizardBaseline:
+			g, err = e.startWizardGatewayBin(ctx, e.baseBin, nil, "baseline")
 		case MoleculerWeb:
 			if why := e.prepareMoleculer(ctx); why != "" {
 				rep.Gaps = append(rep.Gaps, Gap{MoleculerWeb, why})
@@ -139,7 +159,15 @@ func (e *env) compare(ctx context.Context, cfg Config, rep *Report, logf func(st
 			pools = append(pools, p)
 		}
 		for r := range cfg.Runs {
-			for _, p := range pools {
+			// The order alternates: forward in even runs, reversed in odd
+			// ones, so that no contender always runs first (or right after
+			// the same other) and a drift of the machine's load falls on
+			// both sides of each run's paired ratios alike.
+			order := slices.Clone(pools)
+			if r%2 == 1 {
+				slices.Reverse(order)
+			}
+			for _, p := range order {
 				var mon *monitor
 				if p.pid != 0 {
 					var err error
@@ -149,22 +177,24 @@ func (e *env) compare(ctx context.Context, cfg Config, rep *Report, logf func(st
 					}
 				}
 				s, err := drive(ctx, p.callers, cfg.Warmup, cfg.Duration)
+				cpu := ""
 				if mon != nil {
 					res, _ := mon.finish()
 					p.rss, p.cpu = append(p.rss, res.EndRSS), append(p.cpu, res.AvgCPU)
+					cpu = fmt.Sprintf("  gateway CPU %.0f%%", res.AvgCPU)
 				}
 				if err != nil {
 					closeAll()
 					return fmt.Errorf("%s, %d connections: %w", p.name, n, err)
 				}
-				logf("%-14s %5d conns  run %d/%d  %8.0f req/s  p50 %9v  p99 %9v  errors %d", p.name, n, r+1, cfg.Runs, s.PerSec, s.P50, s.P99, s.Errors)
+				logf("%-14s %5d conns  run %d/%d  %8.0f req/s  p50 %9v  p99 %9v  errors %d%s", p.name, n, r+1, cfg.Runs, s.PerSec, s.P50, s.P99, s.Errors, cpu)
 				p.runs = append(p.runs, s)
 			}
 		}
 		closeAll()
 		for _, p := range pools {
 			c := cellOf(p.name, n, p.runs)
-			c.RSS, c.CPU = benchkit.Median(p.rss), benchkit.Median(p.cpu)
+			c.RSS, c.CPU, c.CPUs = benchkit.Median(p.rss), benchkit.Median(p.cpu), p.cpu
 			rep.Cells = append(rep.Cells, c)
 		}
 	}

@@ -23,14 +23,19 @@ const (
 	// WizardDirect is no gateway: a wizard node calling the echo node over
 	// TCP, the baseline of the gateway's overhead.
 	WizardDirect = "wizard-direct"
+	// WizardBaseline is another wizard-gateway binary (Config.BaselineGateway,
+	// e.g. one built from main), set up as wizard-gateway is: a change's
+	// before and after, paired in the same invocation.
+	WizardBaseline = "wizard-gateway-baseline"
 )
 
 // titles label the contenders in tables and charts.
 var titles = map[string]string{
-	WizardGateway: "wizard-gateway",
-	MoleculerWeb:  "moleculer-web",
-	GRPCGateway:   "grpc-gateway",
-	WizardDirect:  "wizard TCP, direct (no gateway)",
+	WizardGateway:  "wizard-gateway",
+	MoleculerWeb:   "moleculer-web",
+	GRPCGateway:    "grpc-gateway",
+	WizardDirect:   "wizard TCP, direct (no gateway)",
+	WizardBaseline: "wizard-gateway (baseline binary)",
 }
 
 // Gap is a contender that could not run, and why.
@@ -42,6 +47,7 @@ type env struct {
 	dir      string
 	benchDir string // the bench module's root
 	gwBin    string
+	baseBin  string // WizardBaseline's binary, "" when not compared
 	stderr   io.Writer
 	logf     func(string, ...any)
 	echo     *proc    // the wizard echo node
@@ -172,6 +178,12 @@ func gatewayConfig(port int, echoAddr string, s *signer) string {
 // waits until /readyz answers 200.
 // label names its config file and profile directory.
 func (e *env) startWizardGateway(ctx context.Context, s *signer, label string) (*gateway, error) {
+	return e.startWizardGatewayBin(ctx, e.gwBin, s, label)
+}
+
+// startWizardGatewayBin is startWizardGateway with the binary bin (not
+// profiled: the profile mode profiles package gateway of this tree).
+func (e *env) startWizardGatewayBin(ctx context.Context, bin string, s *signer, label string) (*gateway, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -182,21 +194,25 @@ func (e *env) startWizardGateway(ctx context.Context, s *signer, label string) (
 		return nil, err
 	}
 	var p *proc
-	if e.profDir != "" {
+	if e.profDir != "" && bin == e.gwBin {
 		dir := filepath.Join(e.profDir, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
 		p, err = e.child(ctx, childSpec{Role: roleProfGateway, Config: file, Dir: dir})
 	} else {
-		cmd := exec.Command(e.gwBin, "-c", file, "-l", "warn")
+		cmd := exec.Command(bin, "-c", file, "-l", "warn")
 		cmd.Env = append(os.Environ(), e.gwEnv...)
 		p, err = e.start(ctx, name, cmd, false)
 	}
 	if err != nil {
 		return nil, err
 	}
-	g := &gateway{name: WizardGateway, client: e.httpClient, main: p, procs: []*proc{p}, base: "http://127.0.0.1:" + strconv.Itoa(port)}
+	gwName := WizardGateway
+	if bin != e.gwBin {
+		gwName = WizardBaseline
+	}
+	g := &gateway{name: gwName, client: e.httpClient, main: p, procs: []*proc{p}, base: "http://127.0.0.1:" + strconv.Itoa(port)}
 	if err := waitReady(ctx, g.base+"/readyz", p); err != nil {
 		e.stop(p)
 		return nil, fmt.Errorf("wizard-gateway: %w", err)
@@ -298,7 +314,15 @@ func (e *env) startGRPCGateway(ctx context.Context) (*gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	gw, err := e.child(ctx, childSpec{Role: roleGRPCGateway, Listen: "127.0.0.1:0", Upstream: echo.addr})
+	spec := childSpec{Role: roleGRPCGateway, Listen: "127.0.0.1:0", Upstream: echo.addr}
+	if e.profDir != "" {
+		spec.Dir = filepath.Join(e.profDir, "grpc-gateway")
+		if err := os.MkdirAll(spec.Dir, 0o755); err != nil {
+			e.stop(echo)
+			return nil, err
+		}
+	}
+	gw, err := e.child(ctx, spec)
 	if err != nil {
 		e.stop(echo)
 		return nil, err

@@ -33,9 +33,9 @@ func TestRunSmoke(t *testing.T) {
 	}
 	levels := []int{1, 4}
 	cfg := Config{
-		Ramp:     RampConfig{Clients: 10, Stages: 5, Stage: 200 * time.Millisecond},
+		Ramp:     RampConfig{Clients: 10, Stages: 5, Stage: 200 * time.Millisecond, Rounds: 2},
 		Levels:   levels,
-		Runs:     1,
+		Runs:     2,
 		Warmup:   100 * time.Millisecond,
 		Duration: 200 * time.Millisecond,
 		Command:  "go test",
@@ -47,8 +47,21 @@ func TestRunSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Ramps) != len(Scenarios) {
-		t.Fatalf("%d ramp passes, want %d", len(rep.Ramps), len(Scenarios))
+	if len(rep.Ramps) != 2*len(Scenarios) {
+		t.Fatalf("%d ramp passes, want %d", len(rep.Ramps), 2*len(Scenarios))
+	}
+	// The tables' order: round 1's passes in Scenarios' order, then
+	// round 2's; round 2 ran them in reverse.
+	n := len(Scenarios)
+	for i, r := range rep.Ramps {
+		round, sc := i/n+1, Scenarios[i%n]
+		seq := i%n + 1
+		if round == 2 {
+			seq = n + (n - i%n)
+		}
+		if r.Round != round || r.Scenario != sc || r.Seq != seq {
+			t.Errorf("pass %d: %s, round %d, ran %d; want %s, round %d, ran %d", i, r.Scenario.Title(), r.Round, r.Seq, sc.Title(), round, seq)
+		}
 	}
 	for _, r := range rep.Ramps {
 		o := r.Overall
@@ -98,14 +111,15 @@ func TestRunSmoke(t *testing.T) {
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"| Requests / sec | 162.723 | 53.357 |", "| 99th percentile | 12968 ms | 38587 ms |", "## Targets of issue 14"} {
+	for _, s := range []string{"| Requests / sec | 162.723 | 53.357 |", "| 99th percentile | 12968 ms | 38587 ms |", "## Targets of issue 14",
+		"| 2 | HTTP keep-alive, JWT ES256 over HTTP keep-alive, no token |", "| 4 | grpc-gateway | ", "CPU per call, per run"} {
 		if !strings.Contains(md.String(), s) {
 			t.Errorf("the report has no %q", s)
 		}
 	}
 	for _, r := range rep.Ramps {
-		if !strings.Contains(md.String(), "wizard, "+r.Scenario.Title()+" |") {
-			t.Errorf("the report has no column for %s", r.Scenario.Title())
+		if !strings.Contains(md.String(), "wizard, "+r.Label()+" |") {
+			t.Errorf("the report has no column for %s", r.Label())
 		}
 	}
 	for _, g := range rep.Gaps {
@@ -174,7 +188,8 @@ func TestProfileSmoke(t *testing.T) {
 		t.Skip("starts the echo and gateway processes; not in -short")
 	}
 	dir := t.TempDir()
-	cfg := Config{Ramp: RampConfig{Clients: 5, Stages: 5, Stage: 200 * time.Millisecond}, Scenarios: []string{"ws-hs256"}, ProfileDir: dir}
+	cfg := Config{Ramp: RampConfig{Clients: 5, Stages: 5, Stage: 200 * time.Millisecond}, Scenarios: []string{"ws-hs256"}, ProfileDir: dir,
+		Levels: []int{2}, Contenders: []string{WizardGateway, GRPCGateway}, Runs: 1, Warmup: 50 * time.Millisecond, Duration: 100 * time.Millisecond}
 	rep, err := Run(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -186,6 +201,13 @@ func TestProfileSmoke(t *testing.T) {
 		st, err := os.Stat(filepath.Join(dir, "wizard-gateway-ws-hs256", f))
 		if err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v, %v", f, st, err)
+		}
+	}
+	// The comparison's gateways, side by side.
+	for _, d := range []string{"wizard-gateway-compare", "grpc-gateway"} {
+		st, err := os.Stat(filepath.Join(dir, d, "cpu.pprof"))
+		if err != nil || st.Size() == 0 {
+			t.Errorf("%s/cpu.pprof: %v, %v", d, st, err)
 		}
 	}
 }

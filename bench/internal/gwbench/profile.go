@@ -41,15 +41,11 @@ func serveProfGateway(s childSpec, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(s.Dir, "cpu.pprof"))
+	stop, err := startCPUProfile(s.Dir)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return err
-	}
-	defer pprof.StopCPUProfile()
+	defer stop()
 	t, err := tcp.New()
 	if err != nil {
 		return err
@@ -90,6 +86,20 @@ func serveProfGateway(s childSpec, in io.Reader, out io.Writer) error {
 		}
 	}
 	return sc.Err()
+}
+
+// startCPUProfile profiles this process's CPU into dir/cpu.pprof until
+// stop.
+func startCPUProfile(dir string) (stop func(), err error) {
+	f, err := os.Create(filepath.Join(dir, "cpu.pprof"))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func writeHeap(dir string) error {

@@ -17,6 +17,11 @@ type RampConfig struct {
 	Clients int
 	Stages  int
 	Stage   time.Duration
+	// Rounds runs the passes this many times (0: once), the order of the
+	// passes reversed in every other round so that a drift of the
+	// machine's load does not always favour the same pass: the ratios
+	// of one round's passes are paired.
+	Rounds int
 }
 
 // Scenario is one pass of the ramp.
@@ -62,10 +67,22 @@ type RampResult struct {
 	Stages   []StageStats
 	Res      Resources // the gateway process's
 	Connect  Stats     // the clients' connection (and auth frame) times
+	// Round is the pass's round (from 1) when RampConfig.Rounds > 1, else
+	// 0; Seq its place in the run order (from 1).
+	Round, Seq int
 	// LoadCPU and EchoCPU are the average CPU (% of one core) of the load
 	// generator (this process) and of the echo node over the pass: what
 	// the gateway shared the machine with.
 	LoadCPU, EchoCPU float64
+}
+
+// Label names the pass in tables: its scenario's title, and its round
+// when there are several.
+func (r RampResult) Label() string {
+	if r.Round == 0 {
+		return r.Scenario.Title()
+	}
+	return r.Scenario.Title() + ", round " + strconv.Itoa(r.Round)
 }
 
 // lastStage returns the stage with every client open.

@@ -36,7 +36,7 @@ func (r *Report) WriteRampSVG(w io.Writer) error {
 	for i, x := range r.Ramps {
 		col := rampColors[i%len(rampColors)]
 		lx, ly := left+(i%3)*290, 58+(i/3)*20
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="14" height="14" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n", lx, ly, col, lx+20, ly+12, html.EscapeString(x.Scenario.Title()))
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="14" height="14" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n", lx, ly, col, lx+20, ly+12, html.EscapeString(x.Label()))
 		for _, s := range x.Stages {
 			if s.P99 > 0 {
 				lo, hi = math.Min(lo, float64(s.P99)), math.Max(hi, float64(s.P99))
@@ -65,7 +65,7 @@ func (r *Report) WriteRampSVG(w io.Writer) error {
 			px, py := x(s.Clients), y(float64(s.P99))
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px, py))
 			fmt.Fprintf(&b, `<circle class="point" cx="%.1f" cy="%.1f" r="4" fill="%s"><title>%s, %d clients: p99 %s, p50 %s, %s req/s</title></circle>`+"\n",
-				px, py, col, html.EscapeString(r.Scenario.Title()), s.Clients, dur(s.P99), dur(s.P50), rate(s.PerSec))
+				px, py, col, html.EscapeString(r.Label()), s.Clients, dur(s.P99), dur(s.P50), rate(s.PerSec))
 		}
 		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(pts, " "), col)
 	}

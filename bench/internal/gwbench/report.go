@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wizardmesh/wizard/bench/internal/benchkit"
 )
 
 // Report is what [Run] measured.
@@ -96,11 +98,11 @@ func (r *Report) writeRamp(b *strings.Builder) {
 		"on a wizard node over TCP (a third process), every answer checked. WebSocket: one connection per client, an `auth` frame "+
 		"first when there is a token, then `req` frames. HTTP: one keep-alive connection per client, the token in every request's "+
 		"Authorization header. A fresh gateway process per pass; its RSS (VmRSS, VmHWM of /proc/PID/status) and CPU "+
-		"(utime + stime of /proc/PID/stat, %% of one core, sampled every 250 ms). Totals are over the whole pass, as pathfinder's are.\n\n",
-		cfg.Clients, cfg.Stages, cfg.Stage, cfg.Clients/cfg.Stages)
+		"(utime + stime of /proc/PID/stat, %% of one core, sampled every 250 ms). Totals are over the whole pass, as pathfinder's are.%s\n\n",
+		cfg.Clients, cfg.Stages, cfg.Stage, cfg.Clients/cfg.Stages, roundsNote(cfg.Rounds))
 	b.WriteString("| metric | pathfinder, no token | pathfinder, JWT |")
 	for _, x := range r.Ramps {
-		fmt.Fprintf(b, " wizard, %s |", x.Scenario.Title())
+		fmt.Fprintf(b, " wizard, %s |", x.Label())
 	}
 	b.WriteString("\n|---|---:|---:|" + strings.Repeat("---:|", len(r.Ramps)) + "\n")
 	row := func(name string, pf func(pathfinderColumn) string, ours func(RampResult) string) {
@@ -141,14 +143,14 @@ func (r *Report) writeRamp(b *strings.Builder) {
 	b.WriteString("| pass | clients | req/s | p50 | p75 | p95 | p99 | RSS at the end |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, x := range r.Ramps {
 		for _, s := range x.Stages {
-			fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s | %s MiB |\n", x.Scenario.Title(), s.Clients, rate(s.PerSec),
+			fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s | %s MiB |\n", x.Label(), s.Clients, rate(s.PerSec),
 				dur(s.P50), dur(s.P75), dur(s.P95), dur(s.P99), strconv.FormatFloat(mib(s.RSS), 'f', 1, 64))
 		}
 	}
 	b.WriteString("\n")
 	for _, x := range r.Ramps {
 		if x.Overall.Errors > 0 {
-			fmt.Fprintf(b, "- **%s: %d errors** (first: %s).\n", x.Scenario.Title(), x.Overall.Errors, x.Overall.FirstErr)
+			fmt.Fprintf(b, "- **%s: %d errors** (first: %s).\n", x.Label(), x.Overall.Errors, x.Overall.FirstErr)
 		}
 	}
 	b.WriteString("With no pause between a client's requests, Little's law ties latency to throughput: the mean latency at full load is " +
@@ -157,20 +159,74 @@ func (r *Report) writeRamp(b *strings.Builder) {
 	for _, x := range r.Ramps {
 		l := x.lastStage()
 		if l.PerSec > 0 {
-			little = append(little, fmt.Sprintf("%s: %d / %s req/s = %s, measured mean %s", x.Scenario.Title(), l.Clients, rate(l.PerSec),
+			little = append(little, fmt.Sprintf("%s: %d / %s req/s = %s, measured mean %s", x.Label(), l.Clients, rate(l.PerSec),
 				dur(time.Duration(float64(l.Clients)/l.PerSec*float64(time.Second))), dur(l.Mean)))
 		}
 	}
 	b.WriteString(strings.Join(little, "; ") + "), so a p99 of 50 ms at 1,000 clients needs some 20,000 req/s or more through " +
 		"a machine whose 2 cores also run the load generator, the echo node and other work.\n\n")
+	r.writeRampRatios(b)
 	b.WriteString("Connection set-up (dial, upgrade and auth frame), per pass: ")
 	var parts []string
 	for _, x := range r.Ramps {
 		if x.Scenario.WebSocket {
-			parts = append(parts, fmt.Sprintf("%s p50 %s, p99 %s", x.Scenario.Title(), dur(x.Connect.P50), dur(x.Connect.P99)))
+			parts = append(parts, fmt.Sprintf("%s p50 %s, p99 %s", x.Label(), dur(x.Connect.P50), dur(x.Connect.P99)))
 		}
 	}
 	b.WriteString(cmp.Or(strings.Join(parts, "; "), "—") + ".\n\n")
+}
+
+// writeRampRatios writes, round by round, each JWT pass's req/s over the
+// no-token pass of the same transport in the same round, with the order
+// the round ran its passes in.
+func (r *Report) writeRampRatios(b *strings.Builder) {
+	var rows []string
+	for _, x := range r.Ramps {
+		if x.Scenario.Alg == "" {
+			continue
+		}
+		for _, base := range r.Ramps {
+			if base.Round != x.Round || base.Scenario.Alg != "" || base.Scenario.WebSocket != x.Scenario.WebSocket || base.Overall.PerSec <= 0 {
+				continue
+			}
+			round := "—"
+			if x.Round > 0 {
+				round = strconv.Itoa(x.Round)
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %s over %s | %sx | %s after %s |\n", round, x.Scenario.Title(), base.Scenario.Title(),
+				strconv.FormatFloat(x.Overall.PerSec/base.Overall.PerSec, 'f', 2, 64), ordinal(x.Seq), ordinal(base.Seq)))
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("A token's cost, paired by round: each JWT pass's req/s over the whole pass against the no-token pass of the same transport " +
+		"in the same round (every other round runs its passes in reverse order, so that drift in the machine's load does not favour one side " +
+		"each time), and the places the two passes ran in.\n\n| round | passes | req/s ratio | ran |\n|---:|---|---:|---|\n")
+	b.WriteString(strings.Join(rows, ""))
+	b.WriteString("\n")
+}
+
+func roundsNote(rounds int) string {
+	if rounds <= 1 {
+		return " One round: the passes ran once, in the order of the table."
+	}
+	return fmt.Sprintf(" %d rounds of every pass, the order reversed in every other round (round 1 in the order of the table, round 2 the other way, …).", rounds)
+}
+
+// ordinal writes n as "1st", "2nd", "3rd", "4th", …
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return strconv.Itoa(n) + suffix
 }
 
 func (r *Report) writeCompare(b *strings.Builder) {
@@ -178,7 +234,7 @@ func (r *Report) writeCompare(b *strings.Builder) {
 	fmt.Fprintf(b, "## Side by side over HTTP: wizard-gateway, moleculer-web, grpc-gateway\n\n")
 	fmt.Fprintf(b, "The same echo through each gateway, each in its own process in front of an echo service in another process; N "+
 		"connections, each a keep-alive HTTP/1.1 connection with one request in flight; each cell the median of %s of %v after %v of warm-up "+
-		"(req/s and each percentile taken separately), the contenders' runs interleaved. The last columns are the gateway process's VmRSS at the end of a run and its CPU over the run (%% of one core; Node.js runs JavaScript on one core), medians. `wizard TCP, direct` is no gateway: a wizard node "+
+		"(req/s and each percentile taken separately), the contenders' runs interleaved, their order alternating (run 1 in table order, run 2 reversed, run 3 in table order, …). The last columns are the gateway process's VmRSS at the end of a run and its CPU over the run (%% of one core; Node.js runs JavaScript on one core), medians. `wizard TCP, direct` is no gateway: a wizard node "+
 		"calling the same echo node over TCP, the baseline of the gateway's overhead.\n\n", runs(cfg.Runs), cfg.Duration, cfg.Warmup)
 	if len(r.Cells) > 0 {
 		b.WriteString("![req/s through each gateway](gateway.svg)\n\n")
@@ -204,6 +260,7 @@ func (r *Report) writeCompare(b *strings.Builder) {
 			fmt.Fprintf(b, "- **%s, %d connections: %d errors** (first: %s).\n", titles[c.Contender], c.Conns, c.Errors, c.FirstErr)
 		}
 	}
+	r.writePairedRatios(b)
 	if cfg.Runs > 1 {
 		b.WriteString("<details><summary>Every run (req/s, p50, p99)</summary>\n\n| connections | contender | runs |\n|---:|---|---|\n")
 		for _, c := range r.Cells {
@@ -215,6 +272,103 @@ func (r *Report) writeCompare(b *strings.Builder) {
 		}
 		b.WriteString("\n</details>\n\n")
 	}
+}
+
+// pairedRatios returns wizard-gateway's req/s over other's, run by run
+// (the runs of a level are paired: each run of every contender at a level
+// falls in the same round of the interleaved order).
+func (r *Report) pairedRatios(other string, conns int) []float64 {
+	w, ok1 := r.cell(WizardGateway, conns)
+	o, ok2 := r.cell(other, conns)
+	if !ok1 || !ok2 || len(w.Runs) != len(o.Runs) {
+		return nil
+	}
+	var xs []float64
+	for i := range w.Runs {
+		if o.Runs[i].PerSec > 0 {
+			xs = append(xs, w.Runs[i].PerSec/o.Runs[i].PerSec)
+		}
+	}
+	return xs
+}
+
+func ratios(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatFloat(x, 'f', 2, 64) + "x"
+	}
+	return strings.Join(parts, " · ")
+}
+
+// writePairedRatios writes wizard-gateway's req/s over each other
+// contender's run by run: the ratio of two runs in the same round, which
+// drift in the machine's load skews less than the ratio of two medians.
+func (r *Report) writePairedRatios(b *strings.Builder) {
+	var rows []string
+	for _, c := range r.Cells {
+		if c.Contender == WizardGateway {
+			continue
+		}
+		xs := r.pairedRatios(c.Contender, c.Conns)
+		if len(xs) == 0 {
+			continue
+		}
+		rows = append(rows, fmt.Sprintf("| %d | %s | %s | %s |\n", c.Conns, titles[c.Contender], ratios(xs), strconv.FormatFloat(benchkit.Median(xs), 'f', 2, 64)+"x"))
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("Paired ratios: wizard-gateway's req/s over each contender's in the same run (round), run by run, and their median.\n\n" +
+		"| connections | over | per run | median |\n|---:|---|---|---:|\n")
+	b.WriteString(strings.Join(rows, ""))
+	b.WriteString("\n")
+	r.writeCPUPerCall(b)
+}
+
+// writeCPUPerCall writes each gateway's CPU time per answered call, run
+// by run, and each run's ratio to wizard-gateway's: on a machine shared
+// with other work the req/s of a run follows what the others leave, the
+// CPU a call costs much less so.
+func (r *Report) writeCPUPerCall(b *strings.Builder) {
+	var rows []string
+	for _, c := range r.Cells {
+		if len(c.CPUs) == 0 {
+			continue
+		}
+		w, _ := r.cell(WizardGateway, c.Conns)
+		var per, ratio []string
+		var xs []float64
+		var ds []time.Duration
+		for i := range c.Runs {
+			d := c.cpuPerCall(i)
+			if d == 0 {
+				continue
+			}
+			ds = append(ds, d)
+			per = append(per, dur(d))
+			if wd := w.cpuPerCall(i); wd > 0 && c.Contender != WizardGateway {
+				xs = append(xs, float64(d)/float64(wd))
+			}
+		}
+		if len(ds) == 0 {
+			continue
+		}
+		ratio = append(ratio, "—")
+		if len(xs) > 0 {
+			ratio = []string{ratios(xs), strconv.FormatFloat(benchkit.Median(xs), 'f', 2, 64) + "x"}
+		} else {
+			ratio = append(ratio, "—")
+		}
+		rows = append(rows, fmt.Sprintf("| %d | %s | %s | %s | %s | %s |\n", c.Conns, titles[c.Contender], strings.Join(per, " · "), dur(benchkit.Median(ds)), ratio[0], ratio[1]))
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("The gateway process's CPU per answered call, run by run (its CPU over the run, warm-up included, divided by the run's req/s), " +
+		"and each run's ratio to wizard-gateway's in the same run: the cost of a call, which other work on the machine skews far less than req/s.\n\n" +
+		"| connections | gateway | CPU per call, per run | median | over wizard-gateway's, per run | median |\n|---:|---|---|---:|---|---:|\n")
+	b.WriteString(strings.Join(rows, ""))
+	b.WriteString("\n")
 }
 
 func (r *Report) writeNotes(b *strings.Builder) {
@@ -231,6 +385,10 @@ func (r *Report) writeNotes(b *strings.Builder) {
 		"by HandlePath the way a generated RegisterXHandler does it (AnnotateContext, the marshaler's decoder, Invoke over one " +
 		"grpc.ClientConn, ForwardResponseMessage), its default JSONPb (protojson) marshaler, in front of a grpc-go echo server in another " +
 		"process; the messages are google.protobuf.Struct, the dynamic JSON object the others carry.\n")
+	if r.Config.BaselineGateway != "" {
+		b.WriteString("- **wizard-gateway (baseline binary)**: another cmd/wizard-gateway binary (`-baseline-gateway`, e.g. built from main), " +
+			"set up as wizard-gateway is, run for run beside it: the change's before and after.\n")
+	}
 	b.WriteString("- RSS and CPU are the gateway process's alone (not the echo service's, nor moleculer's second process).\n")
 	if r.Config.HTTPClient == ClientNetHTTP {
 		b.WriteString("- The load generator's HTTP client: net/http's Client (`-http-client net/http`), one Transport and connection per client, for every contender.\n")
@@ -275,7 +433,7 @@ func (r *Report) targets() []target {
 		var errs, p99s, rss []string
 		errOK, p99OK, rssOK := true, true, true
 		for _, x := range ws {
-			t := x.Scenario.Title()
+			t := x.Label()
 			errs = append(errs, fmt.Sprintf("%s: %d", t, x.Overall.Errors))
 			errOK = errOK && x.Overall.Errors == 0
 			l := x.lastStage()
@@ -296,6 +454,9 @@ func (r *Report) targets() []target {
 			if o, ok := r.cell(other, 128); ok && o.PerSec > 0 {
 				x := w.PerSec / o.PerSec
 				t.measured = fmt.Sprintf("%.2fx (%s against %s req/s)", x, rate(w.PerSec), rate(o.PerSec))
+				if xs := r.pairedRatios(other, 128); len(xs) > 1 {
+					t.measured += "; per run " + ratios(xs)
+				}
 				t.met = yes(x >= 2)
 			}
 			ts = append(ts, t)

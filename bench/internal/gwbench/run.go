@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -49,9 +50,15 @@ type Config struct {
 	HTTPClient string
 	// Events is the event push scenario (no Passes: none).
 	Events EventsConfig
+	// BaselineGateway, when set, is a second wizard-gateway binary (one
+	// built from main, say) that joins the comparison as WizardBaseline:
+	// a change's before and after, run for run beside each other.
+	BaselineGateway string
 }
 
-// Contenders lists the comparison's contenders in table order.
+// Contenders lists the comparison's contenders in table order
+// (WizardBaseline joins them, after WizardGateway, when
+// Config.BaselineGateway is set).
 var Contenders = []string{WizardGateway, MoleculerWeb, GRPCGateway, WizardDirect}
 
 // Run builds wizard-gateway, starts the echo node, runs the ramp's passes
@@ -90,7 +97,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("gwbench: HTTP client %q: want %s or %s", cfg.HTTPClient, ClientRaw, ClientNetHTTP)
 	}
 	rep.Config.HTTPClient = cfg.HTTPClient
-	e := &env{dir: dir, benchDir: bd, stderr: cfg.Stderr, logf: logf, profDir: cfg.ProfileDir, gwEnv: cfg.GatewayEnv, httpClient: cfg.HTTPClient}
+	if cfg.BaselineGateway != "" {
+		if cfg.BaselineGateway, err = filepath.Abs(cfg.BaselineGateway); err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(cfg.BaselineGateway); err != nil {
+			return nil, fmt.Errorf("gwbench: baseline gateway: %w", err)
+		}
+	}
+	e := &env{dir: dir, benchDir: bd, baseBin: cfg.BaselineGateway, stderr: cfg.Stderr, logf: logf, profDir: cfg.ProfileDir, gwEnv: cfg.GatewayEnv, httpClient: cfg.HTTPClient}
 	defer e.stopAll()
 	logf("building cmd/wizard-gateway")
 	if err := e.buildGateway(ctx); err != nil {
@@ -102,16 +117,46 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	logf("echo node pid %d on %s", e.echo.pid(), e.echo.addr)
 
 	if cfg.Ramp.Clients > 0 {
+		var scs []Scenario
 		for _, sc := range Scenarios {
-			if len(cfg.Scenarios) > 0 && !slices.Contains(cfg.Scenarios, sc.Name) {
-				continue
+			if len(cfg.Scenarios) == 0 || slices.Contains(cfg.Scenarios, sc.Name) {
+				scs = append(scs, sc)
 			}
-			r, err := e.rampPass(ctx, cfg.Ramp, sc, logf)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", sc.Title(), err)
-			}
-			rep.Ramps = append(rep.Ramps, r)
 		}
+		rounds := max(cfg.Ramp.Rounds, 1)
+		for round := range rounds {
+			// Every other round runs the passes in reverse: no-token
+			// first, then HS256, then ES256 in one round, the other way in
+			// the next, so that drift does not bias a round's ratios the
+			// same way every time.
+			order := slices.Clone(scs)
+			if round%2 == 1 {
+				slices.Reverse(order)
+			}
+			for _, sc := range order {
+				label := sc.Name // names its config and profile directory
+				if round > 0 {
+					label += "-round" + strconv.Itoa(round+1)
+				}
+				r, err := e.rampPass(ctx, cfg.Ramp, sc, label, logf)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", sc.Title(), err)
+				}
+				if rounds > 1 {
+					r.Round = round + 1
+				}
+				r.Seq = len(rep.Ramps) + 1
+				rep.Ramps = append(rep.Ramps, r)
+			}
+		}
+		// The tables show each round's passes in Scenarios' order; Seq
+		// keeps the order they ran in.
+		slices.SortStableFunc(rep.Ramps, func(a, b RampResult) int {
+			if a.Round != b.Round {
+				return a.Round - b.Round
+			}
+			return slices.Index(Scenarios, a.Scenario) - slices.Index(Scenarios, b.Scenario)
+		})
 	}
 	if err := e.eventPasses(ctx, cfg, rep, logf); err != nil {
 		return nil, err
@@ -127,7 +172,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 }
 
 // rampPass starts a gateway for sc, runs the ramp, stops the gateway.
-func (e *env) rampPass(ctx context.Context, cfg RampConfig, sc Scenario, logf func(string, ...any)) (RampResult, error) {
+func (e *env) rampPass(ctx context.Context, cfg RampConfig, sc Scenario, label string, logf func(string, ...any)) (RampResult, error) {
 	var sign *signer
 	if sc.Alg != "" {
 		var err error
@@ -135,7 +180,7 @@ func (e *env) rampPass(ctx context.Context, cfg RampConfig, sc Scenario, logf fu
 			return RampResult{}, err
 		}
 	}
-	g, err := e.startWizardGateway(ctx, sign, sc.Name)
+	g, err := e.startWizardGateway(ctx, sign, label)
 	if err != nil {
 		return RampResult{}, err
 	}
