@@ -172,13 +172,13 @@ func (r *Router[V]) pathOf(p Pattern) []pathStep[V] {
 			var next *rnode[V]
 			if IsGlob(pr.Value) {
 				kind = choiceGlob
-				for _, g := range n.globs {
+				for _, g := range n.globs() {
 					if g.glob == pr.Value {
 						next = g.node
 					}
 				}
 			} else {
-				next = n.vals[pr.Value]
+				next = n.val(pr.Value)
 			}
 			out = append(out, pathStep[V]{n, walkChoice{kind, pr.Value}, n.key})
 			n = next
@@ -203,10 +203,10 @@ func (r *Router[V]) tracedWalk(pairs []Pair) (*rentry[V], map[*rnode[V]]walkChoi
 		if n.key != "" {
 			c := walkChoice{kind: choiceSkip}
 			if val, ok := LookupPair(pairs, n.key); ok {
-				if next = n.vals[val]; next != nil {
+				if next = n.val(val); next != nil {
 					c = walkChoice{choiceValue, val}
 				} else {
-					for _, g := range n.globs {
+					for _, g := range n.globs() {
 						if GlobMatch(g.glob, val) {
 							next, c = g.node, walkChoice{choiceGlob, g.glob}
 							break

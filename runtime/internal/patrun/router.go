@@ -16,12 +16,13 @@ import (
 //
 // The zero Router is not ready for use; call [NewRouter].
 type Router[V any] struct {
-	mu    sync.RWMutex
-	root  rnode[V]
-	all   map[string]*rentry[V] // every pattern, by canonical string
-	exact map[string]*rentry[V] // glob-free patterns: the one-lookup fast path
-	keys  map[string]int        // how many patterns use each key
-	seq   uint64
+	mu   sync.RWMutex
+	root rnode[V]
+	// all holds every pattern by canonical string; its glob-free ones are
+	// the one-lookup fast path of findPattern and find.
+	all  map[string]*rentry[V]
+	keys map[string]int // how many patterns use each key
+	seq  uint64
 }
 
 type rentry[V any] struct {
@@ -31,15 +32,30 @@ type rentry[V any] struct {
 }
 
 // rnode is one position in the decision tree. Its entry is the value of the
-// pattern that ends here. key, vals and globs form the first level of the
-// key chain at this position (the smallest key still to test); skip leads to
-// the rest of the chain, for messages that do not match at this level.
+// pattern that ends here. key, its children by exact value and its globs
+// form the first level of the key chain at this position (the smallest key
+// still to test); skip leads to the rest of the chain, for messages that do
+// not match at this level.
+//
+// A level of one exact value and no glob, which most levels are (every
+// pair of a pattern that no other pattern shares past its path), holds
+// its child inline (one, only): a map would cost four times the node.
+// From a second value on, or with a glob, the children are in more.
 type rnode[V any] struct {
 	entry *rentry[V]
 	key   string
+	one   string    // the value of only
+	only  *rnode[V] // the child of the level's one exact value, or nil
+	more  *rmore[V] // the level's exact values (when more than one) and globs
+	skip  *rnode[V]
+}
+
+// rmore is a level of more than one exact value, or with globs. Its
+// values hold every exact child then (the node's only is nil); it is
+// dropped when the level is back to one exact value and no glob.
+type rmore[V any] struct {
 	vals  map[string]*rnode[V]
 	globs []rglob[V] // in the order added
-	skip  *rnode[V]
 }
 
 type rglob[V any] struct {
@@ -51,9 +67,8 @@ type rglob[V any] struct {
 // NewRouter returns an empty router.
 func NewRouter[V any]() *Router[V] {
 	return &Router[V]{
-		all:   make(map[string]*rentry[V]),
-		exact: make(map[string]*rentry[V]),
-		keys:  make(map[string]int),
+		all:  make(map[string]*rentry[V]),
+		keys: make(map[string]int),
 	}
 }
 
@@ -84,8 +99,8 @@ func (r *Router[V]) Add(p Pattern, v V) error {
 			i++
 		case pr.Key < n.key:
 			// The new key sorts first: push this level down the skip chain.
-			n.skip = &rnode[V]{key: n.key, vals: n.vals, globs: n.globs, skip: n.skip}
-			n.key, n.vals, n.globs = pr.Key, nil, nil
+			n.skip = &rnode[V]{key: n.key, one: n.one, only: n.only, more: n.more, skip: n.skip}
+			n.key, n.one, n.only, n.more = pr.Key, "", nil, nil
 			n = n.child(pr.Value, e.seq)
 			i++
 		default:
@@ -100,9 +115,6 @@ func (r *Router[V]) Add(p Pattern, v V) error {
 	for _, pr := range pairs {
 		r.keys[pr.Key]++
 	}
-	if !p.HasGlob() {
-		r.exact[key] = e
-	}
 	return nil
 }
 
@@ -110,25 +122,83 @@ func (r *Router[V]) Add(p Pattern, v V) error {
 // entry with add order seq.
 func (n *rnode[V]) child(v string, seq uint64) *rnode[V] {
 	if IsGlob(v) {
-		for _, g := range n.globs {
+		for _, g := range n.globs() {
 			if g.glob == v {
 				return g.node
 			}
 		}
 		c := &rnode[V]{}
-		n.globs = append(n.globs, rglob[V]{v, c, seq})
+		m := n.wide()
+		m.globs = append(m.globs, rglob[V]{v, c, seq})
 		return c
 	}
-	if n.vals == nil {
-		n.vals = make(map[string]*rnode[V])
+	if c := n.val(v); c != nil {
+		return c
 	}
-	c := n.vals[v]
-	if c == nil {
-		c = &rnode[V]{}
-		n.vals[v] = c
+	c := &rnode[V]{}
+	switch {
+	case n.only == nil && n.more == nil:
+		n.one, n.only = v, c
+	default:
+		m := n.wide()
+		if m.vals == nil {
+			m.vals = make(map[string]*rnode[V])
+		}
+		m.vals[v] = c
 	}
 	return c
 }
+
+// val returns the child of n's level under the exact value v, or nil.
+func (n *rnode[V]) val(v string) *rnode[V] {
+	if n.only != nil {
+		if n.one == v {
+			return n.only
+		}
+		return nil
+	}
+	if n.more != nil {
+		return n.more.vals[v]
+	}
+	return nil
+}
+
+// globs returns the globs of n's level, in the order added.
+func (n *rnode[V]) globs() []rglob[V] {
+	if n.more == nil {
+		return nil
+	}
+	return n.more.globs
+}
+
+// wide returns n's more, made on first use, with the inline child moved
+// into its values.
+func (n *rnode[V]) wide() *rmore[V] {
+	if n.more == nil {
+		n.more = &rmore[V]{}
+	}
+	if n.only != nil {
+		n.more.vals = map[string]*rnode[V]{n.one: n.only}
+		n.one, n.only = "", nil
+	}
+	return n.more
+}
+
+// narrow puts n's level back inline when it has one exact value and no
+// glob left, and drops more when it holds nothing.
+func (n *rnode[V]) narrow() {
+	m := n.more
+	if m == nil || len(m.globs) > 0 || len(m.vals) > 1 {
+		return
+	}
+	for v, c := range m.vals {
+		n.one, n.only = v, c
+	}
+	n.more = nil
+}
+
+// levelEmpty reports whether n's level has no child left.
+func (n *rnode[V]) levelEmpty() bool { return n.only == nil && n.more == nil }
 
 // Remove removes p and reports whether it was present. Other patterns,
 // wider or narrower, are untouched: the router answers afterwards exactly as
@@ -148,7 +218,6 @@ func (r *Router[V]) Remove(p Pattern) bool {
 		}
 	}
 	delete(r.all, key)
-	delete(r.exact, key)
 	return true
 }
 
@@ -164,32 +233,38 @@ func (n *rnode[V]) remove(pairs []Pair, seq uint64) {
 	switch {
 	case n.key == pr.Key:
 		if IsGlob(pr.Value) {
-			i := slices.IndexFunc(n.globs, func(g rglob[V]) bool { return g.glob == pr.Value })
-			c := n.globs[i].node
+			globs := n.more.globs
+			i := slices.IndexFunc(globs, func(g rglob[V]) bool { return g.glob == pr.Value })
+			c := globs[i].node
 			c.remove(pairs[1:], seq)
 			if c.empty() {
-				n.globs = slices.Delete(n.globs, i, i+1)
-			} else if n.globs[i].seq == seq {
+				n.more.globs = slices.Delete(globs, i, i+1)
+			} else if globs[i].seq == seq {
 				// A fresh build orders globs by the first-added pattern
 				// under each: move this one back if that pattern is gone.
-				n.globs[i].seq = c.minSeq()
-				for ; i+1 < len(n.globs) && n.globs[i+1].seq < n.globs[i].seq; i++ {
-					n.globs[i], n.globs[i+1] = n.globs[i+1], n.globs[i]
+				globs[i].seq = c.minSeq()
+				for ; i+1 < len(globs) && globs[i+1].seq < globs[i].seq; i++ {
+					globs[i], globs[i+1] = globs[i+1], globs[i]
 				}
 			}
 		} else {
-			c := n.vals[pr.Value]
+			c := n.val(pr.Value)
 			c.remove(pairs[1:], seq)
 			if c.empty() {
-				delete(n.vals, pr.Value)
+				if n.only == c {
+					n.one, n.only = "", nil
+				} else {
+					delete(n.more.vals, pr.Value)
+				}
 			}
 		}
-		if len(n.vals) == 0 && len(n.globs) == 0 {
+		n.narrow()
+		if n.levelEmpty() {
 			// The level is gone: the rest of the chain moves up.
 			if s := n.skip; s != nil {
-				n.key, n.vals, n.globs, n.skip = s.key, s.vals, s.globs, s.skip
+				n.key, n.one, n.only, n.more, n.skip = s.key, s.one, s.only, s.more, s.skip
 			} else {
-				n.key, n.vals, n.globs = "", nil, nil
+				n.key = ""
 			}
 		}
 	case n.key != "" && pr.Key > n.key:
@@ -206,11 +281,16 @@ func (n *rnode[V]) minSeq() uint64 {
 	if n.entry != nil {
 		m = n.entry.seq
 	}
-	for _, c := range n.vals {
-		m = min(m, c.minSeq())
+	if n.only != nil {
+		m = min(m, n.only.minSeq())
 	}
-	for _, g := range n.globs {
-		m = min(m, g.seq)
+	if n.more != nil {
+		for _, c := range n.more.vals {
+			m = min(m, c.minSeq())
+		}
+		for _, g := range n.more.globs {
+			m = min(m, g.seq)
+		}
 	}
 	if n.skip != nil {
 		m = min(m, n.skip.minSeq())
@@ -286,7 +366,7 @@ func (r *Router[V]) exactEntry(p Pattern) *rentry[V] {
 func (r *Router[V]) findPattern(p Pattern) *rentry[V] {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if e := r.exact[p.String()]; e != nil {
+	if e := r.all[p.String()]; e != nil && !e.pattern.HasGlob() {
 		return e
 	}
 	return r.walk(p.pairs(), false)
@@ -302,7 +382,7 @@ func (r *Router[V]) find(pairs []Pair, exact bool) *rentry[V] {
 		// hash lookup settles it. Message keys are not checked like pattern
 		// keys ({"a:1,b": 2} prints as a:1,b:2), so compare the pairs too.
 		var buf [256]byte
-		if e := r.exact[string(AppendCanonical(buf[:0], pairs))]; e != nil && slices.Equal(e.pattern.pairs(), pairs) {
+		if e := r.all[string(AppendCanonical(buf[:0], pairs))]; e != nil && !e.pattern.HasGlob() && slices.Equal(e.pattern.pairs(), pairs) {
 			return e
 		}
 	}
@@ -329,9 +409,9 @@ func (r *Router[V]) walk(pairs []Pair, exact bool) *rentry[V] {
 		var next *rnode[V]
 		if n.key != "" {
 			if val, ok := LookupPair(pairs, n.key); ok {
-				next = n.vals[val]
+				next = n.val(val)
 				if next == nil {
-					for _, g := range n.globs {
+					for _, g := range n.globs() {
 						if GlobMatch(g.glob, val) {
 							next = g.node
 							break
