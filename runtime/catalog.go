@@ -251,11 +251,12 @@ func (r *remote) cacheCatalog(d string, pats []pattern.Pattern, types catalogTyp
 	r.catalogBytes += size
 }
 
-// uncacheUnused drops the catalog of digest d from the cache when no peer
-// has it loaded or announced: one that a peer replaced (the catalogs a
-// member announced on its way to its full set, each held until the cache
-// bound otherwise). A peer that left keeps its last catalog cached, for
-// when it comes back. Callers hold r.mu.
+// uncacheUnused drops the catalog of digest d, which a peer replaced or
+// stopped announcing, from the cache when no peer has it loaded or
+// announced: the catalogs a member announced on its way to its full set
+// were each held until the cache bound otherwise. A peer that leaves does
+// not call it: its last catalog stays cached, for when it comes back.
+// Callers hold r.mu.
 func (r *remote) uncacheUnused(d string) {
 	pats, ok := r.catalogs[d]
 	if !ok {
