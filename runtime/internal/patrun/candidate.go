@@ -167,7 +167,7 @@ func (r *Router[V]) pathOf(p Pattern) []pathStep[V] {
 	pairs := p.pairs()
 	for i := 0; i < len(pairs) && n != nil; {
 		pr := pairs[i]
-		if n.key == pr.Key {
+		if n.key() == pr.Key {
 			kind := choiceValue
 			var next *rnode[V]
 			if IsGlob(pr.Value) {
@@ -180,13 +180,13 @@ func (r *Router[V]) pathOf(p Pattern) []pathStep[V] {
 			} else {
 				next = n.val(pr.Value)
 			}
-			out = append(out, pathStep[V]{n, walkChoice{kind, pr.Value}, n.key})
+			out = append(out, pathStep[V]{n, walkChoice{kind, pr.Value}, n.key()})
 			n = next
 			i++
 			continue
 		}
-		out = append(out, pathStep[V]{n, walkChoice{choiceSkip, ""}, n.key})
-		n = n.skip
+		out = append(out, pathStep[V]{n, walkChoice{choiceSkip, ""}, n.key()})
+		n = n.skip()
 	}
 	return out
 }
@@ -200,9 +200,9 @@ func (r *Router[V]) tracedWalk(pairs []Pair) (*rentry[V], map[*rnode[V]]walkChoi
 	data := r.root.entry
 	for n != nil {
 		var next *rnode[V]
-		if n.key != "" {
+		if n.at != nil {
 			c := walkChoice{kind: choiceSkip}
-			if val, ok := LookupPair(pairs, n.key); ok {
+			if val, ok := LookupPair(pairs, n.at.Key); ok {
 				if next = n.val(val); next != nil {
 					c = walkChoice{choiceValue, val}
 				} else {
@@ -216,15 +216,15 @@ func (r *Router[V]) tracedWalk(pairs []Pair) (*rentry[V], map[*rnode[V]]walkChoi
 			}
 			trace[n] = c
 			if next != nil {
-				if n.skip != nil {
-					stars = append(stars, n.skip)
+				if s := n.skip(); s != nil {
+					stars = append(stars, s)
 				}
 				if next.entry != nil {
 					data = next.entry
 				}
 				n = next
 			} else {
-				n = n.skip
+				n = n.skip()
 			}
 		} else {
 			n = nil

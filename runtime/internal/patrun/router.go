@@ -32,30 +32,30 @@ type rentry[V any] struct {
 }
 
 // rnode is one position in the decision tree. Its entry is the value of the
-// pattern that ends here. key, its children by exact value and its globs
-// form the first level of the key chain at this position (the smallest key
-// still to test); skip leads to the rest of the chain, for messages that do
-// not match at this level.
+// pattern that ends here. The level at this position (the first of the key
+// chain, its key the smallest still to test) has a key, children by exact
+// value and globs; the skip chain leads to the rest of the key chain, for
+// messages that do not match at this level.
 //
-// A level of one exact value and no glob, which most levels are (every
-// pair of a pattern that no other pattern shares past its path), holds
-// its child inline (one, only): a map would cost four times the node.
-// From a second value on, or with a glob, the children are in more.
+// A node is four words: most nodes end a pattern, or lead to one child
+// under one value (every pair of a pattern that no other pattern shares
+// past its path). A level of one exact value holds its child inline (only,
+// its key and value at), and its pair is one of a pattern added through
+// it; more holds what a level has beyond that: other values (a map would
+// cost four times the node), globs, the skip chain.
 type rnode[V any] struct {
 	entry *rentry[V]
-	key   string
-	one   string    // the value of only
+	at    *Pair     // the level's key; while only is set, only's value too; nil for no level
 	only  *rnode[V] // the child of the level's one exact value, or nil
-	more  *rmore[V] // the level's exact values (when more than one) and globs
-	skip  *rnode[V]
+	more  *rmore[V] // nil while the level has no more than only
 }
 
-// rmore is a level of more than one exact value, or with globs. Its
-// values hold every exact child then (the node's only is nil); it is
-// dropped when the level is back to one exact value and no glob.
+// rmore is what a level holds beyond one exact value: its exact values
+// when more than one (only is nil then), its globs and the skip chain.
 type rmore[V any] struct {
 	vals  map[string]*rnode[V]
 	globs []rglob[V] // in the order added
+	skip  *rnode[V]
 }
 
 type rglob[V any] struct {
@@ -88,26 +88,28 @@ func (r *Router[V]) Add(p Pattern, v V) error {
 	n := &r.root
 	pairs := p.pairs()
 	for i := 0; i < len(pairs); {
-		pr := pairs[i]
-		switch {
-		case n.key == pr.Key:
-			n = n.child(pr.Value, e.seq)
+		pr := &pairs[i] // p is immutable: a level may keep its pair
+		switch k := n.key(); {
+		case k == pr.Key:
+			n = n.child(pr, e.seq)
 			i++
-		case n.key == "":
-			n.key = pr.Key
-			n = n.child(pr.Value, e.seq)
+		case k == "":
+			n.at = pr
+			n = n.child(pr, e.seq)
 			i++
-		case pr.Key < n.key:
+		case pr.Key < k:
 			// The new key sorts first: push this level down the skip chain.
-			n.skip = &rnode[V]{key: n.key, one: n.one, only: n.only, more: n.more, skip: n.skip}
-			n.key, n.one, n.only, n.more = pr.Key, "", nil, nil
-			n = n.child(pr.Value, e.seq)
+			down := &rnode[V]{at: n.at, only: n.only, more: n.more}
+			n.at, n.only, n.more = pr, nil, &rmore[V]{skip: down}
+			n = n.child(pr, e.seq)
 			i++
 		default:
-			if n.skip == nil {
-				n.skip = &rnode[V]{}
+			s := n.skip()
+			if s == nil {
+				s = &rnode[V]{}
+				n.extra().skip = s
 			}
-			n = n.skip
+			n = s
 		}
 	}
 	n.entry = e
@@ -118,9 +120,10 @@ func (r *Router[V]) Add(p Pattern, v V) error {
 	return nil
 }
 
-// child returns the node under value v of n's level, creating it for the
-// entry with add order seq.
-func (n *rnode[V]) child(v string, seq uint64) *rnode[V] {
+// child returns the node under pr's value of n's level (whose key is
+// pr's), creating it for the entry with add order seq.
+func (n *rnode[V]) child(pr *Pair, seq uint64) *rnode[V] {
+	v := pr.Value
 	if IsGlob(v) {
 		for _, g := range n.globs() {
 			if g.glob == v {
@@ -128,7 +131,7 @@ func (n *rnode[V]) child(v string, seq uint64) *rnode[V] {
 			}
 		}
 		c := &rnode[V]{}
-		m := n.wide()
+		m := n.extra()
 		m.globs = append(m.globs, rglob[V]{v, c, seq})
 		return c
 	}
@@ -136,23 +139,31 @@ func (n *rnode[V]) child(v string, seq uint64) *rnode[V] {
 		return c
 	}
 	c := &rnode[V]{}
-	switch {
-	case n.only == nil && n.more == nil:
-		n.one, n.only = v, c
-	default:
-		m := n.wide()
-		if m.vals == nil {
-			m.vals = make(map[string]*rnode[V])
-		}
-		m.vals[v] = c
+	if n.only == nil && (n.more == nil || len(n.more.vals) == 0) {
+		n.at, n.only = pr, c
+		return c
 	}
+	m := n.extra()
+	if n.only != nil {
+		m.vals = map[string]*rnode[V]{n.at.Value: n.only}
+		n.only = nil
+	}
+	m.vals[v] = c
 	return c
+}
+
+// key returns the key of n's level, "" when it has none.
+func (n *rnode[V]) key() string {
+	if n.at == nil {
+		return ""
+	}
+	return n.at.Key
 }
 
 // val returns the child of n's level under the exact value v, or nil.
 func (n *rnode[V]) val(v string) *rnode[V] {
 	if n.only != nil {
-		if n.one == v {
+		if n.at.Value == v {
 			return n.only
 		}
 		return nil
@@ -171,34 +182,44 @@ func (n *rnode[V]) globs() []rglob[V] {
 	return n.more.globs
 }
 
-// wide returns n's more, made on first use, with the inline child moved
-// into its values.
-func (n *rnode[V]) wide() *rmore[V] {
+// skip returns the rest of n's key chain, or nil.
+func (n *rnode[V]) skip() *rnode[V] {
+	if n.more == nil {
+		return nil
+	}
+	return n.more.skip
+}
+
+// extra returns n's more, made on first use.
+func (n *rnode[V]) extra() *rmore[V] {
 	if n.more == nil {
 		n.more = &rmore[V]{}
-	}
-	if n.only != nil {
-		n.more.vals = map[string]*rnode[V]{n.one: n.only}
-		n.one, n.only = "", nil
 	}
 	return n.more
 }
 
-// narrow puts n's level back inline when it has one exact value and no
-// glob left, and drops more when it holds nothing.
+// narrow puts n's level's exact child back inline when it has one left,
+// and drops more when it holds nothing.
 func (n *rnode[V]) narrow() {
 	m := n.more
-	if m == nil || len(m.globs) > 0 || len(m.vals) > 1 {
+	if m == nil {
 		return
 	}
-	for v, c := range m.vals {
-		n.one, n.only = v, c
+	if len(m.vals) <= 1 {
+		for v, c := range m.vals {
+			n.at, n.only = &Pair{n.at.Key, v}, c
+		}
+		m.vals = nil
 	}
-	n.more = nil
+	if len(m.globs) == 0 && m.skip == nil && m.vals == nil {
+		n.more = nil
+	}
 }
 
 // levelEmpty reports whether n's level has no child left.
-func (n *rnode[V]) levelEmpty() bool { return n.only == nil && n.more == nil }
+func (n *rnode[V]) levelEmpty() bool {
+	return n.only == nil && (n.more == nil || len(n.more.vals) == 0 && len(n.more.globs) == 0)
+}
 
 // Remove removes p and reports whether it was present. Other patterns,
 // wider or narrower, are untouched: the router answers afterwards exactly as
@@ -211,7 +232,8 @@ func (r *Router[V]) Remove(p Pattern) bool {
 	if !ok {
 		return false
 	}
-	r.root.remove(p.pairs(), e.seq)
+	// The added pattern's own pairs: levels may hold pointers into them.
+	r.root.remove(e.pattern.pairs(), e.seq)
 	for _, pr := range p.pairs() {
 		if r.keys[pr.Key]--; r.keys[pr.Key] == 0 {
 			delete(r.keys, pr.Key)
@@ -223,15 +245,15 @@ func (r *Router[V]) Remove(p Pattern) bool {
 
 // remove clears the entry at the end of pairs' path and prunes the nodes and
 // levels left empty, so the tree keeps the shape a fresh build would have.
-// seq is the add order of the entry removed.
+// pairs are those of the pattern as added; seq is its add order.
 func (n *rnode[V]) remove(pairs []Pair, seq uint64) {
 	if len(pairs) == 0 {
 		n.entry = nil
 		return
 	}
 	pr := pairs[0]
-	switch {
-	case n.key == pr.Key:
+	switch k := n.key(); {
+	case k == pr.Key:
 		if IsGlob(pr.Value) {
 			globs := n.more.globs
 			i := slices.IndexFunc(globs, func(g rglob[V]) bool { return g.glob == pr.Value })
@@ -252,7 +274,7 @@ func (n *rnode[V]) remove(pairs []Pair, seq uint64) {
 			c.remove(pairs[1:], seq)
 			if c.empty() {
 				if n.only == c {
-					n.one, n.only = "", nil
+					n.only = nil
 				} else {
 					delete(n.more.vals, pr.Value)
 				}
@@ -261,16 +283,23 @@ func (n *rnode[V]) remove(pairs []Pair, seq uint64) {
 		n.narrow()
 		if n.levelEmpty() {
 			// The level is gone: the rest of the chain moves up.
-			if s := n.skip; s != nil {
-				n.key, n.one, n.only, n.more, n.skip = s.key, s.one, s.only, s.more, s.skip
+			if s := n.skip(); s != nil {
+				n.at, n.only, n.more = s.at, s.only, s.more
 			} else {
-				n.key = ""
+				n.at, n.more = nil, nil
 			}
+		} else if n.at == &pairs[0] {
+			// The level keeps the pair of the pattern removed: a copy,
+			// so that the pattern goes.
+			cp := pairs[0]
+			n.at = &cp
 		}
-	case n.key != "" && pr.Key > n.key:
-		n.skip.remove(pairs, seq)
-		if n.skip.key == "" {
-			n.skip = nil
+	case k != "" && pr.Key > k:
+		s := n.skip()
+		s.remove(pairs, seq)
+		if s.at == nil {
+			n.more.skip = nil
+			n.narrow()
 		}
 	}
 }
@@ -284,21 +313,21 @@ func (n *rnode[V]) minSeq() uint64 {
 	if n.only != nil {
 		m = min(m, n.only.minSeq())
 	}
-	if n.more != nil {
-		for _, c := range n.more.vals {
+	if x := n.more; x != nil {
+		for _, c := range x.vals {
 			m = min(m, c.minSeq())
 		}
-		for _, g := range n.more.globs {
+		for _, g := range x.globs {
 			m = min(m, g.seq)
 		}
-	}
-	if n.skip != nil {
-		m = min(m, n.skip.minSeq())
+		if x.skip != nil {
+			m = min(m, x.skip.minSeq())
+		}
 	}
 	return m
 }
 
-func (n *rnode[V]) empty() bool { return n.entry == nil && n.key == "" }
+func (n *rnode[V]) empty() bool { return n.entry == nil && n.at == nil }
 
 // Find returns the value of the pattern that best matches msg, the pattern
 // itself, and whether one matched. Only msg's root-level scalar values route
@@ -407,8 +436,8 @@ func (r *Router[V]) walk(pairs []Pair, exact bool) *rentry[V] {
 	found := 0
 	for n != nil {
 		var next *rnode[V]
-		if n.key != "" {
-			if val, ok := LookupPair(pairs, n.key); ok {
+		if n.at != nil {
+			if val, ok := LookupPair(pairs, n.at.Key); ok {
 				next = n.val(val)
 				if next == nil {
 					for _, g := range n.globs() {
@@ -419,9 +448,10 @@ func (r *Router[V]) walk(pairs []Pair, exact bool) *rentry[V] {
 					}
 				}
 			}
+			skip := n.skip()
 			if next != nil {
-				if n.skip != nil {
-					stars = append(stars, star[V]{n.skip, found})
+				if skip != nil {
+					stars = append(stars, star[V]{skip, found})
 				}
 				found++
 				if next.entry != nil {
@@ -431,7 +461,7 @@ func (r *Router[V]) walk(pairs []Pair, exact bool) *rentry[V] {
 				}
 				n = next
 			} else {
-				n = n.skip
+				n = skip
 			}
 		} else {
 			n = nil
