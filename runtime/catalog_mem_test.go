@@ -76,8 +76,11 @@ func (s *scalePeer) ServeMessage(_ context.Context, m *Message) *Message {
 // 100, and the node pulls both. The live heap after a GC, before and
 // after, counts what the node keeps for the 99 new patterns of each peer
 // (routing, the catalogs cached by digest, the peers' pattern lists);
-// heap counts do not depend on timing. Skipped with the race detector,
-// whose shadow memory and instrumentation change what is allocated.
+// heap counts do not depend on timing, but goroutines that earlier tests
+// left may allocate meanwhile: up to three rounds, the bound must hold in
+// one (what the node keeps, over it, misses it in every round). Skipped
+// with the race detector, whose shadow memory and instrumentation change
+// what is allocated.
 func TestCatalogMemory(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes the heap")
@@ -86,6 +89,19 @@ func TestCatalogMemory(t *testing.T) {
 		defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
 		runtime.MemProfileRate = 1 // every allocation
 	}
+	const bound = 64 << 10 // bytes per 100 remote patterns
+	var per100 float64
+	for round := 0; round < 3 && (round == 0 || per100 > bound); round++ {
+		per100 = catalogHeapPerPattern(t) * 100
+	}
+	if per100 > bound {
+		t.Errorf("%.1f KiB per 100 remote patterns; want at most %d", per100/1024, bound>>10)
+	}
+}
+
+// catalogHeapPerPattern is one round of TestCatalogMemory: the live heap the
+// node keeps per remote pattern.
+func catalogHeapPerPattern(t *testing.T) float64 {
 	const peers, patterns, half = 50, 100, 50
 	var perPattern float64
 	synctest.Test(t, func(t *testing.T) {
@@ -129,9 +145,7 @@ func TestCatalogMemory(t *testing.T) {
 		perPattern = (float64(h1) - float64(h0)) / float64(remote)
 		t.Logf("live heap %d → %d bytes for %d remote patterns: %.0f bytes per remote pattern, %.1f KiB per 100", h0, h1, remote, perPattern, perPattern*100/1024)
 	})
-	if perPattern*100 > 64<<10 {
-		t.Errorf("%.1f KiB per 100 remote patterns; want at most 64", perPattern*100/1024)
-	}
+	return perPattern
 }
 
 // liveHeap is the bytes of live heap objects after a full collection.
