@@ -96,9 +96,8 @@ func WithBreakers(newBreaker func(*Target) Breaker) Option {
 // constant). If skip rejects both, every target is walked from a random
 // start.
 type latencyBalancer struct {
-	mu    sync.Mutex
-	list  []weighted                 // guarded by mu
-	table atomic.Pointer[[]weighted] // an immutable copy of list
+	mu    sync.Mutex                 // serialises changes
+	table atomic.Pointer[[]weighted] // the targets, never changed once stored
 }
 
 type weighted struct {
@@ -112,12 +111,12 @@ func (b *latencyBalancer) Add(t *Target, w int) bool {
 	defer b.mu.Unlock()
 	i := b.index(t)
 	if i >= 0 {
-		l := slices.Clone(b.list)
+		l := slices.Clone(b.list())
 		l[i].w = int64(w)
 		b.publish(l)
 		return false
 	}
-	b.publish(append(slices.Clone(b.list), weighted{t, int64(w)}))
+	b.publish(append(slices.Clone(b.list()), weighted{t, int64(w)}))
 	return true
 }
 
@@ -128,18 +127,26 @@ func (b *latencyBalancer) Remove(t *Target) bool {
 	if i < 0 {
 		return false
 	}
-	b.publish(slices.Delete(slices.Clone(b.list), i, i+1))
+	b.publish(slices.Delete(slices.Clone(b.list()), i, i+1))
 	return true
 }
 
 // index is t's place in list, or -1. The caller holds mu.
 func (b *latencyBalancer) index(t *Target) int {
-	return slices.IndexFunc(b.list, func(e weighted) bool { return e.t == t })
+	return slices.IndexFunc(b.list(), func(e weighted) bool { return e.t == t })
+}
+
+// list returns the targets (nil for none). A route's balancer lives as
+// long as the route, one per pattern peers serve: it holds its list once.
+func (b *latencyBalancer) list() []weighted {
+	if l := b.table.Load(); l != nil {
+		return *l
+	}
+	return nil
 }
 
 // publish makes l the list. The caller holds mu; l is not changed after.
 func (b *latencyBalancer) publish(l []weighted) {
-	b.list = l
 	b.table.Store(&l)
 }
 

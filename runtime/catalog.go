@@ -101,6 +101,7 @@ func (n *Node) loadCatalog(p *peer, box *connBox) error {
 	if !ok {
 		have = ""
 	}
+	cachedTypes := r.catalogTypes[have]
 	r.mu.Unlock()
 	if announced != "" && have != announced {
 		// A gossiped change reaches every node at about the same time, and
@@ -113,12 +114,13 @@ func (n *Node) loadCatalog(p *peer, box *connBox) error {
 			return p.ctx.Err()
 		}
 	}
-	return n.fetchCatalog(p, box, have, cached)
+	return n.fetchCatalog(p, box, have, cached, cachedTypes)
 }
 
 // fetchCatalog pulls p's catalog over box, naming the digest have whose
-// patterns, cached, are cached ("" for none), and routes its patterns.
-func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []pattern.Pattern) error {
+// patterns and types, cached, are cached ("" for none), and routes its
+// patterns.
+func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []pattern.Pattern, cachedTypes catalogTypes) error {
 	ctx, cancel := context.WithTimeout(p.ctx, n.remote.defaultTimeout)
 	defer cancel()
 	req := &Message{Pattern: introspect.CatalogPattern, Meta: []MetaPair{{metaCaller, n.id}}}
@@ -136,7 +138,7 @@ func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []pattern
 	if reply.Code != CodeOK {
 		return &Error{Code: reply.Code, Message: reply.Error}
 	}
-	c, pats, err := readCatalog(reply.Payload, have, cached, &n.limits)
+	c, pats, err := readCatalog(reply.Payload, have, cached, &n.limits, n.routedPattern)
 	if err != nil {
 		n.log.Warn("wizard: catalog rejected", "addr", p.addr, "err", err)
 		return fmt.Errorf("wizard: bad catalog from %s: %w", p.addr, err)
@@ -157,18 +159,26 @@ func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []pattern
 	}
 	if c.Instance != "" {
 		p.instance = c.Instance
-		box.inst.Store(&c.Instance)
+		inst := c.Instance // not &c.Instance: that would keep c, its pattern strings and all
+		box.inst.Store(&inst)
 	}
 	// What was loaded, which may differ from what was announced (the peer
 	// changed since, or restarted and has not added its handlers yet): a
 	// later announcement of another digest fetches again.
 	types := c.types
+	before := p.loaded
 	if have != "" && c.Digest == have && len(c.Patterns) == 0 {
 		p.loaded = have // confirmed: pats are the cached ones
-		types = r.catalogTypes[have]
+		types = cachedTypes
+		if _, ok := r.catalogs[have]; !ok {
+			r.cacheCatalog(have, pats, types) // dropped since the pull began
+		}
 	} else {
 		p.loaded = catalogDigest(pats, types)
 		r.cacheCatalog(p.loaded, pats, types)
+	}
+	if before != p.loaded {
+		r.uncacheUnused(before)
 	}
 	loaded := p.loaded
 	r.mu.Unlock()
@@ -187,8 +197,9 @@ func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []pattern
 // readCatalog reads a peer's answer to a catalog pull that named the
 // digest have, whose patterns are cached ("" and nil for none): a
 // confirmation of have stands for cached (the catalog returned has
-// Digest have and no Patterns); any other answer is a full catalog.
-func readCatalog(b []byte, have string, cached []pattern.Pattern, lim *limits) (catalog, []pattern.Pattern, error) {
+// Digest have and no Patterns); any other answer is a full catalog,
+// decoded as [decodeCatalogShared] does with known.
+func readCatalog(b []byte, have string, cached []pattern.Pattern, lim *limits, known func(string) (pattern.Pattern, bool)) (catalog, []pattern.Pattern, error) {
 	if len(b) <= maxConfirmationSize && bytes.Contains(b, []byte(`"have"`)) {
 		var conf struct {
 			catalogConfirmation
@@ -205,7 +216,15 @@ func readCatalog(b []byte, have string, cached []pattern.Pattern, lim *limits) (
 			return catalog{ID: conf.ID, Digest: have, Instance: conf.Instance}, cached, nil
 		}
 	}
-	return decodeCatalog(b, lim)
+	return decodeCatalogShared(b, lim, known)
+}
+
+// routedPattern returns the pattern the node routes whose canonical form
+// is s, if there is one: a peer's catalog shares it rather than keep a
+// copy. The patterns of one peer's successive catalogs, and those that
+// replicas serve, are then held once.
+func (n *Node) routedPattern(s string) (pattern.Pattern, bool) {
+	return patrun.Added(n.router, s)
 }
 
 // cacheCatalog keeps pats by their digest d, within maxCachedCatalogs and
@@ -230,6 +249,27 @@ func (r *remote) cacheCatalog(d string, pats []pattern.Pattern, types catalogTyp
 		r.catalogTypes[d] = types
 	}
 	r.catalogBytes += size
+}
+
+// uncacheUnused drops the catalog of digest d, which a peer replaced or
+// stopped announcing, from the cache when no peer has it loaded or
+// announced: the catalogs a member announced on its way to its full set
+// were each held until the cache bound otherwise. A peer that leaves does
+// not call it: its last catalog stays cached, for when it comes back.
+// Callers hold r.mu.
+func (r *remote) uncacheUnused(d string) {
+	pats, ok := r.catalogs[d]
+	if !ok {
+		return
+	}
+	for _, q := range r.peers {
+		if q.loaded == d || q.digest == d {
+			return
+		}
+	}
+	r.catalogBytes -= catalogSize(d, pats, r.catalogTypes[d])
+	delete(r.catalogs, d)
+	delete(r.catalogTypes, d)
 }
 
 // catalogSize estimates the bytes a cached catalog holds.
@@ -541,6 +581,14 @@ const maxCatalogPatterns = 1 << 17
 // within lim. Any malformed part rejects the whole catalog: a node routes
 // all of a peer's patterns or none of them.
 func decodeCatalog(b []byte, lim *limits) (catalog, []pattern.Pattern, error) {
+	return decodeCatalogShared(b, lim, nil)
+}
+
+// decodeCatalogShared is decodeCatalog taking, for a pattern string that
+// known has parsed already (in canonical form, as catalogs send them),
+// known's pattern instead of a new one. A pattern known has is taken
+// only within lim, as a parsed one would be.
+func decodeCatalogShared(b []byte, lim *limits, known func(string) (pattern.Pattern, bool)) (catalog, []pattern.Pattern, error) {
 	var c catalog
 	if err := json.Unmarshal(b, &c); err != nil {
 		return catalog{}, nil, err
@@ -551,9 +599,16 @@ func decodeCatalog(b []byte, lim *limits) (catalog, []pattern.Pattern, error) {
 	pats := make([]pattern.Pattern, 0, len(c.Patterns))
 	seen := make(map[string]bool, len(c.Patterns))
 	for _, s := range c.Patterns {
-		p, err := lim.parse(s)
-		if err != nil {
-			return catalog{}, nil, err
+		p, ok := pattern.Pattern{}, false
+		if known != nil && len(s) <= lim.patternBytes {
+			p, ok = known(s)
+			ok = ok && p.Len() <= lim.patternKeys
+		}
+		if !ok {
+			var err error
+			if p, err = lim.parse(s); err != nil {
+				return catalog{}, nil, err
+			}
 		}
 		if k := p.String(); !seen[k] {
 			seen[k] = true

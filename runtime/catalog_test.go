@@ -250,7 +250,7 @@ func TestConfirmationOfAnotherDigestRejected(t *testing.T) {
 		"full":           {`{"id":"x","patterns":["role:b"]}`, true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c, pats, err := readCatalog([]byte(tt.reply), have, cached, &testLimits)
+			c, pats, err := readCatalog([]byte(tt.reply), have, cached, &testLimits, nil)
 			if tt.ok != (err == nil) {
 				t.Fatalf("readCatalog: %v, want ok %v", err, tt.ok)
 			}
@@ -262,7 +262,7 @@ func TestConfirmationOfAnotherDigestRejected(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := readCatalog([]byte(`{"have":"`+have+`","id":"x"}`), "", nil, &testLimits); err == nil || !errors.Is(err, errUnaskedConfirmation) {
+	if _, _, err := readCatalog([]byte(`{"have":"`+have+`","id":"x"}`), "", nil, &testLimits, nil); err == nil || !errors.Is(err, errUnaskedConfirmation) {
 		t.Errorf("a confirmation nobody asked for: %v", err)
 	}
 }
@@ -285,7 +285,7 @@ func BenchmarkCatalogPull(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		_, cached, err := readCatalog(n.serveRemote(context.Background(), &Message{Pattern: introspect.CatalogPattern}).Payload, "", nil, &testLimits)
+		_, cached, err := readCatalog(n.serveRemote(context.Background(), &Message{Pattern: introspect.CatalogPattern}).Payload, "", nil, &testLimits, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -313,7 +313,7 @@ func pullOnce(b *testing.B, n *Node, have string, cached []pattern.Pattern) int 
 		req.Codec, req.Payload = CodecJSON, []byte(`{"have":"`+have+`"}`)
 	}
 	reply := n.serveRemote(context.Background(), req)
-	_, pats, err := readCatalog(reply.Payload, have, cached, &testLimits)
+	_, pats, err := readCatalog(reply.Payload, have, cached, &testLimits, nil)
 	if err != nil || len(pats) != len(cached) {
 		b.Fatalf("%d patterns, %v", len(pats), err)
 	}

@@ -53,7 +53,7 @@ func TestCatalogTypes(t *testing.T) {
 	if err := n.Add("role:plain", h); err != nil {
 		t.Fatal(err)
 	}
-	c, pats, err := readCatalog(n.serveRemote(context.Background(), &Message{Pattern: introspect.CatalogPattern}).Payload, "", nil, &testLimits)
+	c, pats, err := readCatalog(n.serveRemote(context.Background(), &Message{Pattern: introspect.CatalogPattern}).Payload, "", nil, &testLimits, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,11 @@ func (h nodeHost) PeerUp(p discovery.Peer) {
 		if p.Digest != old.digest {
 			signal(old.revive)
 		}
+		announced := old.digest
 		old.id, old.instance, old.digest = cmp.Or(p.ID, old.id), cmp.Or(p.Instance, old.instance), p.Digest
+		if announced != p.Digest {
+			r.uncacheUnused(announced)
+		}
 		if c := (claim{p.ID, p.Instance}); old.announce(c) {
 			r.recheck(old, c)
 		}

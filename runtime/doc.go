@@ -217,7 +217,10 @@
 // patterns are cached twice, for the node's own calls and for calls from
 // other nodes (only patterns that lead to a handler), each cache at most
 // 4096 entries and 8 MiB; peers' catalogs are cached by digest, at most
-// 4096 and 16 MiB. Past a bound a cache starts over.
+// 4096 and 16 MiB; a catalog a peer replaces, or stops announcing,
+// leaves that cache unless another peer has it loaded or announced (a
+// peer that leaves does not take its catalog out). Past a bound a cache
+// starts over.
 //
 // # Logging
 //

@@ -42,5 +42,9 @@
 // the latest of the hosts. WIZARD_SCALE_REPORT names a file for the
 // Markdown table. WIZARD_SCALE_LOG=1 (or debug) sends the nodes' warnings
 // (or everything) to stderr; WIZARD_SCALE_DEBUG=1 prints each pair of
-// members as the condition waited on holds for it.
+// members as the condition waited on holds for it. WIZARD_SCALE_HEAPPROFILE
+// names a directory where each host writes its heap profile at each heap
+// count (heap-n<host members>-host<first member>-<0 before the new patterns, 1
+// after>.pprof; compare them with go tool pprof -base), allocations
+// sampled every 4 KiB.
 package meshscale

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -190,6 +192,19 @@ func (o *out) send(v any) {
 	o.w.Flush()
 }
 
+// writeHeapProfile writes the heap profile (as of the last GC) to name.
+func writeHeapProfile(name string) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // hostMsg is a host's answer to a command.
 type hostMsg struct {
 	Seed    string   `json:",omitempty"` // the first member's gossip address (host 0)
@@ -211,6 +226,11 @@ type hostMsg struct {
 // parent's commands, one a line on stdin, until stdin closes.
 func runHost(spec hostSpec) error {
 	o := &out{w: bufio.NewWriter(os.Stdout)}
+	profiles := os.Getenv("WIZARD_SCALE_HEAPPROFILE")
+	if profiles != "" {
+		goruntime.MemProfileRate = 4096 // finer than the default 512 KiB, for a heap of a few MB per member
+	}
+	heaps := 0
 	files := raiseFiles(1 << 20)
 	g, err := countGossip()
 	if err != nil {
@@ -322,6 +342,13 @@ func runHost(spec hostSpec) error {
 			goruntime.GC()
 			var st goruntime.MemStats
 			goruntime.ReadMemStats(&st)
+			if profiles != "" {
+				name := filepath.Join(profiles, fmt.Sprintf("heap-n%d-host%d-%d.pprof", spec.Size, spec.First, heaps))
+				if err := writeHeapProfile(name); err != nil {
+					return err
+				}
+			}
+			heaps++
 			o.send(hostMsg{Done: f[0], Heap: st.HeapAlloc})
 		case "rest": // f[1]: the window
 			w, err := time.ParseDuration(f[1])

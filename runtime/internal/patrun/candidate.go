@@ -167,26 +167,26 @@ func (r *Router[V]) pathOf(p Pattern) []pathStep[V] {
 	pairs := p.pairs()
 	for i := 0; i < len(pairs) && n != nil; {
 		pr := pairs[i]
-		if n.key == pr.Key {
+		if n.key() == pr.Key {
 			kind := choiceValue
 			var next *rnode[V]
 			if IsGlob(pr.Value) {
 				kind = choiceGlob
-				for _, g := range n.globs {
+				for _, g := range n.globs() {
 					if g.glob == pr.Value {
 						next = g.node
 					}
 				}
 			} else {
-				next = n.vals[pr.Value]
+				next = n.val(pr.Value)
 			}
-			out = append(out, pathStep[V]{n, walkChoice{kind, pr.Value}, n.key})
+			out = append(out, pathStep[V]{n, walkChoice{kind, pr.Value}, n.key()})
 			n = next
 			i++
 			continue
 		}
-		out = append(out, pathStep[V]{n, walkChoice{choiceSkip, ""}, n.key})
-		n = n.skip
+		out = append(out, pathStep[V]{n, walkChoice{choiceSkip, ""}, n.key()})
+		n = n.skip()
 	}
 	return out
 }
@@ -200,13 +200,13 @@ func (r *Router[V]) tracedWalk(pairs []Pair) (*rentry[V], map[*rnode[V]]walkChoi
 	data := r.root.entry
 	for n != nil {
 		var next *rnode[V]
-		if n.key != "" {
+		if n.at != nil {
 			c := walkChoice{kind: choiceSkip}
-			if val, ok := LookupPair(pairs, n.key); ok {
-				if next = n.vals[val]; next != nil {
+			if val, ok := LookupPair(pairs, n.at.Key); ok {
+				if next = n.val(val); next != nil {
 					c = walkChoice{choiceValue, val}
 				} else {
-					for _, g := range n.globs {
+					for _, g := range n.globs() {
 						if GlobMatch(g.glob, val) {
 							next, c = g.node, walkChoice{choiceGlob, g.glob}
 							break
@@ -216,15 +216,15 @@ func (r *Router[V]) tracedWalk(pairs []Pair) (*rentry[V], map[*rnode[V]]walkChoi
 			}
 			trace[n] = c
 			if next != nil {
-				if n.skip != nil {
-					stars = append(stars, n.skip)
+				if s := n.skip(); s != nil {
+					stars = append(stars, s)
 				}
 				if next.entry != nil {
 					data = next.entry
 				}
 				n = next
 			} else {
-				n = n.skip
+				n = n.skip()
 			}
 		} else {
 			n = nil

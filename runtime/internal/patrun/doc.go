@@ -17,6 +17,17 @@ func PairsOf(p Pattern) []Pair { return p.pairs() }
 // Size estimates the bytes p holds, for caches that bound theirs.
 func Size(p Pattern) int { return p.size() }
 
+// Added returns the pattern in r whose canonical form is s, and whether
+// there is one: a caller that would parse s can share it instead.
+func Added[V any](r *Router[V], s string) (Pattern, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if e := r.all[s]; e != nil {
+		return e.pattern, true
+	}
+	return Pattern{}, false
+}
+
 // Exact returns the value added for exactly p, and whether there is one.
 // Matches reports whether every pair of p is in pairs (sorted), with
 // its value or a value p's glob matches: whether p would take a message

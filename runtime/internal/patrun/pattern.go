@@ -105,6 +105,10 @@ func ParseMax(s string, maxKeys int) (Pattern, error) {
 	return newPatternFrom(pairs, s), nil
 }
 
+// maxPresizedPairs bounds the pairs scanPattern makes room for before
+// reading them: past it the array grows as pairs are read.
+const maxPresizedPairs = 64
+
 // keyAt is a key of a pattern string and its offset there.
 type keyAt struct {
 	key string
@@ -116,6 +120,13 @@ type keyAt struct {
 // keys holds the keys of the pairs read before it.
 func scanPattern(s string, keys []keyAt, maxKeys int) ([]Pair, []keyAt, *ParseError) {
 	var pairs []Pair
+	if s != "" {
+		// As many pairs as commas and one (more only where a quoted value
+		// holds a comma or a key is dropped): the pattern keeps this
+		// array, so growing it by doubling would leave it up to twice
+		// too large.
+		pairs = make([]Pair, 0, min(strings.Count(s, ",")+1, maxPresizedPairs))
+	}
 	i := 0
 	for {
 		i = skipSpace(s, i)

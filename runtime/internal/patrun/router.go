@@ -16,12 +16,13 @@ import (
 //
 // The zero Router is not ready for use; call [NewRouter].
 type Router[V any] struct {
-	mu    sync.RWMutex
-	root  rnode[V]
-	all   map[string]*rentry[V] // every pattern, by canonical string
-	exact map[string]*rentry[V] // glob-free patterns: the one-lookup fast path
-	keys  map[string]int        // how many patterns use each key
-	seq   uint64
+	mu   sync.RWMutex
+	root rnode[V]
+	// all holds every pattern by canonical string; its glob-free ones are
+	// the one-lookup fast path of findPattern and find.
+	all  map[string]*rentry[V]
+	keys map[string]int // how many patterns use each key
+	seq  uint64
 }
 
 type rentry[V any] struct {
@@ -31,12 +32,27 @@ type rentry[V any] struct {
 }
 
 // rnode is one position in the decision tree. Its entry is the value of the
-// pattern that ends here. key, vals and globs form the first level of the
-// key chain at this position (the smallest key still to test); skip leads to
-// the rest of the chain, for messages that do not match at this level.
+// pattern that ends here. The level at this position (the first of the key
+// chain, its key the smallest still to test) has a key, children by exact
+// value and globs; the skip chain leads to the rest of the key chain, for
+// messages that do not match at this level.
+//
+// A node is four words: most nodes end a pattern, or lead to one child
+// under one value (every pair of a pattern that no other pattern shares
+// past its path). A level of one exact value holds its child inline (only,
+// its key and value at), and its pair is one of a pattern added through
+// it; more holds what a level has beyond that: other values (a map would
+// cost four times the node), globs, the skip chain.
 type rnode[V any] struct {
 	entry *rentry[V]
-	key   string
+	at    *Pair     // the level's key; while only is set, only's value too; nil for no level
+	only  *rnode[V] // the child of the level's one exact value, or nil
+	more  *rmore[V] // nil while the level has no more than only
+}
+
+// rmore is what a level holds beyond one exact value: its exact values
+// when more than one (only is nil then), its globs and the skip chain.
+type rmore[V any] struct {
 	vals  map[string]*rnode[V]
 	globs []rglob[V] // in the order added
 	skip  *rnode[V]
@@ -51,9 +67,8 @@ type rglob[V any] struct {
 // NewRouter returns an empty router.
 func NewRouter[V any]() *Router[V] {
 	return &Router[V]{
-		all:   make(map[string]*rentry[V]),
-		exact: make(map[string]*rentry[V]),
-		keys:  make(map[string]int),
+		all:  make(map[string]*rentry[V]),
+		keys: make(map[string]int),
 	}
 }
 
@@ -73,26 +88,28 @@ func (r *Router[V]) Add(p Pattern, v V) error {
 	n := &r.root
 	pairs := p.pairs()
 	for i := 0; i < len(pairs); {
-		pr := pairs[i]
-		switch {
-		case n.key == pr.Key:
-			n = n.child(pr.Value, e.seq)
+		pr := &pairs[i] // p is immutable: a level may keep its pair
+		switch k := n.key(); {
+		case k == pr.Key:
+			n = n.child(pr, e.seq)
 			i++
-		case n.key == "":
-			n.key = pr.Key
-			n = n.child(pr.Value, e.seq)
+		case k == "":
+			n.at = pr
+			n = n.child(pr, e.seq)
 			i++
-		case pr.Key < n.key:
+		case pr.Key < k:
 			// The new key sorts first: push this level down the skip chain.
-			n.skip = &rnode[V]{key: n.key, vals: n.vals, globs: n.globs, skip: n.skip}
-			n.key, n.vals, n.globs = pr.Key, nil, nil
-			n = n.child(pr.Value, e.seq)
+			down := &rnode[V]{at: n.at, only: n.only, more: n.more}
+			n.at, n.only, n.more = pr, nil, &rmore[V]{skip: down}
+			n = n.child(pr, e.seq)
 			i++
 		default:
-			if n.skip == nil {
-				n.skip = &rnode[V]{}
+			s := n.skip()
+			if s == nil {
+				s = &rnode[V]{}
+				n.extra().skip = s
 			}
-			n = n.skip
+			n = s
 		}
 	}
 	n.entry = e
@@ -100,34 +117,108 @@ func (r *Router[V]) Add(p Pattern, v V) error {
 	for _, pr := range pairs {
 		r.keys[pr.Key]++
 	}
-	if !p.HasGlob() {
-		r.exact[key] = e
-	}
 	return nil
 }
 
-// child returns the node under value v of n's level, creating it for the
-// entry with add order seq.
-func (n *rnode[V]) child(v string, seq uint64) *rnode[V] {
+// child returns the node under pr's value of n's level (whose key is
+// pr's), creating it for the entry with add order seq.
+func (n *rnode[V]) child(pr *Pair, seq uint64) *rnode[V] {
+	v := pr.Value
 	if IsGlob(v) {
-		for _, g := range n.globs {
+		for _, g := range n.globs() {
 			if g.glob == v {
 				return g.node
 			}
 		}
 		c := &rnode[V]{}
-		n.globs = append(n.globs, rglob[V]{v, c, seq})
+		m := n.extra()
+		m.globs = append(m.globs, rglob[V]{v, c, seq})
 		return c
 	}
-	if n.vals == nil {
-		n.vals = make(map[string]*rnode[V])
+	if c := n.val(v); c != nil {
+		return c
 	}
-	c := n.vals[v]
-	if c == nil {
-		c = &rnode[V]{}
-		n.vals[v] = c
+	c := &rnode[V]{}
+	if n.only == nil && (n.more == nil || len(n.more.vals) == 0) {
+		n.at, n.only = pr, c
+		return c
 	}
+	m := n.extra()
+	if n.only != nil {
+		m.vals = map[string]*rnode[V]{n.at.Value: n.only}
+		n.only = nil
+	}
+	m.vals[v] = c
 	return c
+}
+
+// key returns the key of n's level, "" when it has none.
+func (n *rnode[V]) key() string {
+	if n.at == nil {
+		return ""
+	}
+	return n.at.Key
+}
+
+// val returns the child of n's level under the exact value v, or nil.
+func (n *rnode[V]) val(v string) *rnode[V] {
+	if n.only != nil {
+		if n.at.Value == v {
+			return n.only
+		}
+		return nil
+	}
+	if n.more != nil {
+		return n.more.vals[v]
+	}
+	return nil
+}
+
+// globs returns the globs of n's level, in the order added.
+func (n *rnode[V]) globs() []rglob[V] {
+	if n.more == nil {
+		return nil
+	}
+	return n.more.globs
+}
+
+// skip returns the rest of n's key chain, or nil.
+func (n *rnode[V]) skip() *rnode[V] {
+	if n.more == nil {
+		return nil
+	}
+	return n.more.skip
+}
+
+// extra returns n's more, made on first use.
+func (n *rnode[V]) extra() *rmore[V] {
+	if n.more == nil {
+		n.more = &rmore[V]{}
+	}
+	return n.more
+}
+
+// narrow puts n's level's exact child back inline when it has one left,
+// and drops more when it holds nothing.
+func (n *rnode[V]) narrow() {
+	m := n.more
+	if m == nil {
+		return
+	}
+	if len(m.vals) <= 1 {
+		for v, c := range m.vals {
+			n.at, n.only = &Pair{n.at.Key, v}, c
+		}
+		m.vals = nil
+	}
+	if len(m.globs) == 0 && m.skip == nil && m.vals == nil {
+		n.more = nil
+	}
+}
+
+// levelEmpty reports whether n's level has no child left.
+func (n *rnode[V]) levelEmpty() bool {
+	return n.only == nil && (n.more == nil || len(n.more.vals) == 0 && len(n.more.globs) == 0)
 }
 
 // Remove removes p and reports whether it was present. Other patterns,
@@ -141,61 +232,74 @@ func (r *Router[V]) Remove(p Pattern) bool {
 	if !ok {
 		return false
 	}
-	r.root.remove(p.pairs(), e.seq)
+	// The added pattern's own pairs: levels may hold pointers into them.
+	r.root.remove(e.pattern.pairs(), e.seq)
 	for _, pr := range p.pairs() {
 		if r.keys[pr.Key]--; r.keys[pr.Key] == 0 {
 			delete(r.keys, pr.Key)
 		}
 	}
 	delete(r.all, key)
-	delete(r.exact, key)
 	return true
 }
 
 // remove clears the entry at the end of pairs' path and prunes the nodes and
 // levels left empty, so the tree keeps the shape a fresh build would have.
-// seq is the add order of the entry removed.
+// pairs are those of the pattern as added; seq is its add order.
 func (n *rnode[V]) remove(pairs []Pair, seq uint64) {
 	if len(pairs) == 0 {
 		n.entry = nil
 		return
 	}
 	pr := pairs[0]
-	switch {
-	case n.key == pr.Key:
+	switch k := n.key(); {
+	case k == pr.Key:
 		if IsGlob(pr.Value) {
-			i := slices.IndexFunc(n.globs, func(g rglob[V]) bool { return g.glob == pr.Value })
-			c := n.globs[i].node
+			globs := n.more.globs
+			i := slices.IndexFunc(globs, func(g rglob[V]) bool { return g.glob == pr.Value })
+			c := globs[i].node
 			c.remove(pairs[1:], seq)
 			if c.empty() {
-				n.globs = slices.Delete(n.globs, i, i+1)
-			} else if n.globs[i].seq == seq {
+				n.more.globs = slices.Delete(globs, i, i+1)
+			} else if globs[i].seq == seq {
 				// A fresh build orders globs by the first-added pattern
 				// under each: move this one back if that pattern is gone.
-				n.globs[i].seq = c.minSeq()
-				for ; i+1 < len(n.globs) && n.globs[i+1].seq < n.globs[i].seq; i++ {
-					n.globs[i], n.globs[i+1] = n.globs[i+1], n.globs[i]
+				globs[i].seq = c.minSeq()
+				for ; i+1 < len(globs) && globs[i+1].seq < globs[i].seq; i++ {
+					globs[i], globs[i+1] = globs[i+1], globs[i]
 				}
 			}
 		} else {
-			c := n.vals[pr.Value]
+			c := n.val(pr.Value)
 			c.remove(pairs[1:], seq)
 			if c.empty() {
-				delete(n.vals, pr.Value)
+				if n.only == c {
+					n.only = nil
+				} else {
+					delete(n.more.vals, pr.Value)
+				}
 			}
 		}
-		if len(n.vals) == 0 && len(n.globs) == 0 {
+		n.narrow()
+		if n.levelEmpty() {
 			// The level is gone: the rest of the chain moves up.
-			if s := n.skip; s != nil {
-				n.key, n.vals, n.globs, n.skip = s.key, s.vals, s.globs, s.skip
+			if s := n.skip(); s != nil {
+				n.at, n.only, n.more = s.at, s.only, s.more
 			} else {
-				n.key, n.vals, n.globs = "", nil, nil
+				n.at, n.more = nil, nil
 			}
+		} else if n.at == &pairs[0] {
+			// The level keeps the pair of the pattern removed: a copy,
+			// so that the pattern goes.
+			cp := pairs[0]
+			n.at = &cp
 		}
-	case n.key != "" && pr.Key > n.key:
-		n.skip.remove(pairs, seq)
-		if n.skip.key == "" {
-			n.skip = nil
+	case k != "" && pr.Key > k:
+		s := n.skip()
+		s.remove(pairs, seq)
+		if s.at == nil {
+			n.more.skip = nil
+			n.narrow()
 		}
 	}
 }
@@ -206,19 +310,24 @@ func (n *rnode[V]) minSeq() uint64 {
 	if n.entry != nil {
 		m = n.entry.seq
 	}
-	for _, c := range n.vals {
-		m = min(m, c.minSeq())
+	if n.only != nil {
+		m = min(m, n.only.minSeq())
 	}
-	for _, g := range n.globs {
-		m = min(m, g.seq)
-	}
-	if n.skip != nil {
-		m = min(m, n.skip.minSeq())
+	if x := n.more; x != nil {
+		for _, c := range x.vals {
+			m = min(m, c.minSeq())
+		}
+		for _, g := range x.globs {
+			m = min(m, g.seq)
+		}
+		if x.skip != nil {
+			m = min(m, x.skip.minSeq())
+		}
 	}
 	return m
 }
 
-func (n *rnode[V]) empty() bool { return n.entry == nil && n.key == "" }
+func (n *rnode[V]) empty() bool { return n.entry == nil && n.at == nil }
 
 // Find returns the value of the pattern that best matches msg, the pattern
 // itself, and whether one matched. Only msg's root-level scalar values route
@@ -286,7 +395,7 @@ func (r *Router[V]) exactEntry(p Pattern) *rentry[V] {
 func (r *Router[V]) findPattern(p Pattern) *rentry[V] {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if e := r.exact[p.String()]; e != nil {
+	if e := r.all[p.String()]; e != nil && !e.pattern.HasGlob() {
 		return e
 	}
 	return r.walk(p.pairs(), false)
@@ -302,7 +411,7 @@ func (r *Router[V]) find(pairs []Pair, exact bool) *rentry[V] {
 		// hash lookup settles it. Message keys are not checked like pattern
 		// keys ({"a:1,b": 2} prints as a:1,b:2), so compare the pairs too.
 		var buf [256]byte
-		if e := r.exact[string(AppendCanonical(buf[:0], pairs))]; e != nil && slices.Equal(e.pattern.pairs(), pairs) {
+		if e := r.all[string(AppendCanonical(buf[:0], pairs))]; e != nil && !e.pattern.HasGlob() && slices.Equal(e.pattern.pairs(), pairs) {
 			return e
 		}
 	}
@@ -327,11 +436,11 @@ func (r *Router[V]) walk(pairs []Pair, exact bool) *rentry[V] {
 	found := 0
 	for n != nil {
 		var next *rnode[V]
-		if n.key != "" {
-			if val, ok := LookupPair(pairs, n.key); ok {
-				next = n.vals[val]
+		if n.at != nil {
+			if val, ok := LookupPair(pairs, n.at.Key); ok {
+				next = n.val(val)
 				if next == nil {
-					for _, g := range n.globs {
+					for _, g := range n.globs() {
 						if GlobMatch(g.glob, val) {
 							next = g.node
 							break
@@ -339,9 +448,10 @@ func (r *Router[V]) walk(pairs []Pair, exact bool) *rentry[V] {
 					}
 				}
 			}
+			skip := n.skip()
 			if next != nil {
-				if n.skip != nil {
-					stars = append(stars, star[V]{n.skip, found})
+				if skip != nil {
+					stars = append(stars, star[V]{skip, found})
 				}
 				found++
 				if next.entry != nil {
@@ -351,7 +461,7 @@ func (r *Router[V]) walk(pairs []Pair, exact bool) *rentry[V] {
 				}
 				n = next
 			} else {
-				n = n.skip
+				n = skip
 			}
 		} else {
 			n = nil

@@ -395,10 +395,24 @@ func TestRouter_MatchesReference(t *testing.T) {
 			switch {
 			case len(added) > 0 && rng.IntN(3) == 0:
 				p := added[rng.IntN(len(added))]
+				if rng.IntN(2) == 0 {
+					p = MustParse(p.String()) // equal, not the pattern added
+				}
 				log = append(log, fmt.Sprintf("remove %q", p))
 				want := ref.remove(p)
+				var gone Pattern // the pattern as added
+				if e := r.all[p.String()]; e != nil {
+					gone = e.pattern
+				}
 				if got := r.Remove(p); got != want {
 					t.Fatalf("set %d: %v: Remove = %v, want %v", set, log, got, want)
+				}
+				if held := heldPairs(&r.root); gone.p != nil {
+					for i := range gone.pairs() {
+						if held[&gone.pairs()[i]] {
+							t.Fatalf("set %d: %v: the tree still holds pair %d of the pattern removed", set, log, i)
+						}
+					}
 				}
 			default:
 				p := g.pattern()
@@ -461,4 +475,30 @@ func patternStrings(ps []Pattern) []string {
 		out = append(out, p.String())
 	}
 	return out
+}
+
+// heldPairs returns the pairs n's tree holds for its levels.
+func heldPairs[V any](n *rnode[V]) map[*Pair]bool {
+	held := map[*Pair]bool{}
+	var walk func(n *rnode[V])
+	walk = func(n *rnode[V]) {
+		if n == nil {
+			return
+		}
+		if n.at != nil {
+			held[n.at] = true
+		}
+		walk(n.only)
+		if m := n.more; m != nil {
+			for _, c := range m.vals {
+				walk(c)
+			}
+			for _, g := range m.globs {
+				walk(g.node)
+			}
+			walk(m.skip)
+		}
+	}
+	walk(n)
+	return held
 }
