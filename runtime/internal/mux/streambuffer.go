@@ -26,6 +26,10 @@ type reader struct {
 	w   int
 	err error // the stream's error, once it failed; sticky
 
+	// reads counts the reads of the stream: frames read while it stays
+	// the same came in one read (see server.arrival).
+	reads uint64
+
 	// A raw stream's read: its callback, where it reads (nil: the
 	// buffer), and what read(2) returned.
 	onReadable func(fd uintptr) bool
@@ -114,6 +118,7 @@ func (b *reader) fill() {
 		b.w = copy(*b.buf, (*b.buf)[b.r:b.w])
 		b.r = 0
 	}
+	b.reads++
 	var n int
 	var err error
 	if b.raw != nil {
@@ -160,6 +165,7 @@ func (b *reader) fillRaw() (int, error) {
 
 // read reads the stream once, straight into p.
 func (b *reader) read(p []byte) (int, error) {
+	b.reads++
 	if b.raw == nil {
 		n, err := b.rd.Read(p)
 		if n == 0 && err == nil {
