@@ -537,18 +537,22 @@ func (r *request) serve(w *worker) *request {
 	}
 	s.releaseShareAt(answered)
 	direct := false
+	var before []outFrame // frames queued before buf, written with it (see direct.go)
 	switch {
 	case buf == nil:
 	case reading && s.holdLocked(buf):
 		// More requests are buffered: the answer waits in the queue
 		// for the reader's flush (see inline.go).
-	case reading && s.directLocked():
-		direct = true
 	default:
-		c.pushLocked(outFrame{buf: buf}) // dropped if the connection has ended
 		if reading {
-			s.holding = false
-			s.flushLocked()
+			direct, before = s.directLocked()
+		}
+		if !direct {
+			c.pushLocked(outFrame{buf: buf}) // dropped if the connection has ended
+			if reading {
+				s.holding = false
+				s.flushLocked()
+			}
 		}
 	}
 	delete(s.inflight, id)
@@ -572,7 +576,7 @@ func (r *request) serve(w *worker) *request {
 	s.idleCheckLocked()
 	c.mu.Unlock()
 	if direct {
-		c.writeDirect(buf)
+		c.writeDirect(buf, before)
 	}
 	s.release(r)
 	s.handlers.Done()
