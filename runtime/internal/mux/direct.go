@@ -4,9 +4,9 @@ import "fmt"
 
 // Writing past the writer. An answer to a lone request served inline
 // (see inline.go) would wake the writer goroutine only for it to write one
-// frame: when the writer is idle (its queue empty, all it took flushed)
-// and the reader has nothing more to read, the reader writes the answer
-// to the stream itself, as one write. So does it with the last answer of
+// frame: when the writer is idle (waiting for frames, all it took
+// flushed) and the reader has nothing more to read, the reader writes the
+// answer to the stream itself, as one write. So does it with the last answer of
 // requests read together, which it served inline: the answers held for
 // the batch (see holdLocked), and any frame queued behind them, leave
 // with it in one write, rather than through a wake of the writer (a
