@@ -10,7 +10,11 @@ import "fmt"
 // requests read together, which it served inline: the answers held for
 // the batch (see holdLocked), and any frame queued behind them, leave
 // with it in one write, rather than through a wake of the writer (a
-// goroutine hand-off per batch, at 16 callers one in a dozen calls).
+// goroutine hand-off per batch, at 16 callers one in a dozen calls), as
+// long as the read that brought the batch left room in the reader's
+// buffer: the stream had no more, and the reader would wait on it next.
+// After a read that filled the buffer, more is likely there, and the
+// writer writes the batch while the reader reads on.
 // Frames pushed meanwhile wait in the queue without waking the writer,
 // and writeDirect wakes it once it is done, so that frames keep their
 // order and only one goroutine writes at a time. While more requests are
@@ -31,6 +35,12 @@ func (s *server) directLocked() (bool, []outFrame) {
 	}
 	var batch []outFrame
 	if len(c.q) > 0 {
+		if !c.br.drained {
+			// The last read filled the buffer: more is likely waiting
+			// in the stream, and the writer writes the batch while
+			// the reader reads on.
+			return false, nil
+		}
 		size := 0
 		for _, f := range c.q {
 			size += len(*f.buf)

@@ -29,6 +29,10 @@ type reader struct {
 	// reads counts the reads of the stream: frames read while it stays
 	// the same came in one read (see server.arrival).
 	reads uint64
+	// drained is set when the last read into the buffer left room in
+	// it: the stream had nothing more at that moment (see
+	// server.directLocked).
+	drained bool
 
 	// A raw stream's read: its callback, where it reads (nil: the
 	// buffer), and what read(2) returned.
@@ -133,6 +137,7 @@ func (b *reader) fill() {
 		}
 	}
 	b.w += n
+	b.drained = b.buf != nil && b.w < len(*b.buf)
 	if err != nil {
 		b.fail(err)
 	}
