@@ -151,7 +151,9 @@ func (r *remote) callContext(ctx context.Context, cfg *callConfig) (context.Cont
 	if cfg.timeout > 0 {
 		timeout = cfg.timeout
 	}
-	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > timeout && cfg.timeout > 0 {
+	// A deadline of ctx stands unless the call's own Timeout is sooner:
+	// the clock is read only then.
+	if dl, ok := ctx.Deadline(); !ok || cfg.timeout > 0 && time.Until(dl) > timeout {
 		return context.WithTimeout(ctx, timeout)
 	}
 	return ctx, func() {}

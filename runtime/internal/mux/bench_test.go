@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/wizardmesh/wizard/runtime/internal/wire"
 )
@@ -170,9 +171,21 @@ func rawEchoServer(conn net.Conn) {
 }
 
 // BenchmarkServer is the server side alone, driven by a client that does
-// not allocate: serially, and pipelined with 128 requests in flight.
+// not allocate: serially, and pipelined with 128 requests in flight; then
+// the same as the runtime's calls over a TCP listener come (suffix
+// _deadline_share): each request with a deadline, the connection with its
+// caller's share of the node's in-flight budget.
 func BenchmarkServer(b *testing.B) {
-	s := listen(b, benchHandler, Options{})
+	b.Run("plain", func(b *testing.B) { benchServer(b, Options{}, 0) })
+	b.Run("deadline_share", func(b *testing.B) {
+		benchServer(b, Options{Share: NewBudget(1024).Share()}, time.Hour)
+	})
+}
+
+// benchServer is BenchmarkServer over a server with opts, its requests
+// carrying deadline (0: none).
+func benchServer(b *testing.B, opts Options, deadline time.Duration) {
+	s := listen(b, benchHandler, opts)
 	conn, err := net.Dial("tcp", s.addr)
 	if err != nil {
 		b.Fatal(err)
@@ -188,6 +201,7 @@ func BenchmarkServer(b *testing.B) {
 	}
 	req := benchRequest()
 	req.Type = wire.TypeRequest
+	req.Deadline = deadline
 	var id uint64
 	var out, in []byte
 	var f wire.Frame

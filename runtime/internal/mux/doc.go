@@ -16,12 +16,12 @@
 //     with nothing more to read behind it, and requests read together
 //     while their handlers are fast (20µs on average; slower ones go to
 //     workers, side by side). The answers of requests read together
-//     leave together once nothing more is buffered to read; a lone
-//     answer the reader writes itself when the writer is idle. A
-//     handler that runs on past a short bound (at most 200µs) keeps the
-//     call, and another goroutine reads on, so a slow handler holds up
-//     the connection's other calls, and the answers read before it, for
-//     that bound at most;
+//     leave together once nothing more is buffered to read, and like
+//     a lone answer the reader writes them itself when the writer is
+//     idle (direct.go). A handler that runs on past a short bound (at
+//     most 200µs) keeps the call, and another goroutine reads on, so a
+//     slow handler holds up the connection's other calls, and the
+//     answers read before it, for that bound at most;
 //   - one writer goroutine, which takes the whole write queue at once,
 //     writes it into a buffered writer and flushes only when the queue is
 //     empty, so that frames queued together leave in one write;

@@ -44,7 +44,9 @@ import (
 // the writer costs two goroutine wakes a call, more than a fast handler
 // takes. Their answers wait in the write queue without waking the writer
 // (holdLocked) and leave together once the reader has nothing more to
-// read, or its role is handed over, or it waits for room. Once handlers
+// read (written by the reader itself with the batch's last answer when
+// the writer is idle: see direct.go), or its role is handed over, or it
+// waits for room. Once handlers
 // served inline are seen to take longer (batchInlineMax on average, one
 // handler in timeEvery timed), requests with more buffered behind them
 // go to workers, which serve them side by side, as many as there are

@@ -23,6 +23,7 @@ type request struct {
 	frame        wire.Frame
 	s            *server
 	deadline     time.Time // zero: none (yet, with serveTimeout)
+	at           time.Time // when it was read (see server.arrival)
 	serveTimeout bool      // no deadline came: the server's ServeTimeout applies
 	inline       bool      // served by the reader (see inline.go); guarded by s.c.mu
 	timed        bool      // served inline, its handler's time counted (see server.observe)

@@ -86,6 +86,11 @@ type server struct {
 	// for its flush.
 	holding bool
 	more    bool // a whole frame is buffered behind the one being served (see moreBuffered)
+
+	// The reader role's own: the clock reading of the requests that came
+	// in one read of the stream (see arrival).
+	at      time.Time
+	atReads uint64 // the reader's reads when at was read
 }
 
 // Serve runs the server side of a connection over rw: it reads the
@@ -295,8 +300,9 @@ func (s *server) dispatch(r *request) (bool, error) {
 	f := &r.frame
 	switch f.Type {
 	case wire.TypeRequest:
+		r.at = s.arrival()
 		if f.Deadline > 0 {
-			r.deadline = time.Now().Add(f.Deadline)
+			r.deadline = r.at.Add(f.Deadline)
 		} else {
 			// The server's deadline, fixed when the handler first looks
 			// (see request.deadlineLocked): a request costs no clock
@@ -368,6 +374,20 @@ func (s *server) dispatch(r *request) (bool, error) {
 		return false, protocolError("client sent a %v frame", f.Type)
 	}
 	return false, nil
+}
+
+// arrival returns when the request being dispatched came: the clock's
+// reading at the first request dispatched from the read of the stream
+// that brought it. Requests read together share one reading (a clock
+// read costs about a tenth of the mux's part of a call), and a request's
+// deadline runs from the time it was read, not from the time the
+// requests before it in the same read were served. Only the goroutine
+// holding the reader role calls it.
+func (s *server) arrival() time.Time {
+	if n := s.c.br.reads; n != s.atReads || s.at.IsZero() {
+		s.at, s.atReads = time.Now(), n
+	}
+	return s.at
 }
 
 // errOverShare is the message of a request refused because its caller
@@ -485,10 +505,6 @@ func (r *request) serve(w *worker) *request {
 	}
 	resp := s.call(r)
 	r.cancel(context.Canceled) // the handler has returned
-	// The caller's share counts the request as answered before the answer
-	// can reach it: a caller that sends its next call on receipt must find
-	// its part of the budget free again.
-	s.releaseShare()
 	id := r.frame.ID
 
 	var buf *[]byte
@@ -510,19 +526,33 @@ func (r *request) serve(w *worker) *request {
 	if reading && r.timed {
 		s.observe(time.Since(start))
 	}
+	// The caller's share counts the request as answered before the answer
+	// can reach it: a caller that sends its next call on receipt must find
+	// its part of the budget free again. A request the reader served
+	// inline ran for at most the hand-over bound: its read's clock reading
+	// stands for the time it was answered (see Share.release).
+	var answered time.Time
+	if reading {
+		answered = r.at
+	}
+	s.releaseShareAt(answered)
 	direct := false
+	var before []outFrame // frames queued before buf, written with it (see direct.go)
 	switch {
 	case buf == nil:
 	case reading && s.holdLocked(buf):
 		// More requests are buffered: the answer waits in the queue
 		// for the reader's flush (see inline.go).
-	case reading && s.directLocked():
-		direct = true
 	default:
-		c.pushLocked(outFrame{buf: buf}) // dropped if the connection has ended
 		if reading {
-			s.holding = false
-			s.flushLocked()
+			direct, before = s.directLocked()
+		}
+		if !direct {
+			c.pushLocked(outFrame{buf: buf}) // dropped if the connection has ended
+			if reading {
+				s.holding = false
+				s.flushLocked()
+			}
 		}
 	}
 	delete(s.inflight, id)
@@ -546,7 +576,7 @@ func (r *request) serve(w *worker) *request {
 	s.idleCheckLocked()
 	c.mu.Unlock()
 	if direct {
-		c.writeDirect(buf)
+		c.writeDirect(buf, before)
 	}
 	s.release(r)
 	s.handlers.Done()
@@ -602,9 +632,13 @@ func (s *server) done() {
 }
 
 // releaseShare gives the request's part of the caller's share back.
-func (s *server) releaseShare() {
+func (s *server) releaseShare() { s.releaseShareAt(time.Time{}) }
+
+// releaseShareAt is releaseShare for a request answered at now (zero: the
+// share reads the clock if it needs the time).
+func (s *server) releaseShareAt(now time.Time) {
 	if sh := s.c.opts.Share; sh != nil {
-		sh.release()
+		sh.releaseAt(now)
 	}
 }
 

@@ -83,11 +83,21 @@ func (s *Share) take() bool {
 }
 
 // release counts a request as answered.
-func (s *Share) release() {
+func (s *Share) release() { s.releaseAt(time.Time{}) }
+
+// releaseAt counts a request answered at now as answered; a zero now
+// reads the clock, when the caller becomes idle. A server gives the time
+// its reader read a request it served inline (see server.arrival): at
+// most the hand-over bound and the requests read with it earlier than
+// the answer, so that the caller's linger may end as much sooner.
+func (s *Share) releaseAt(now time.Time) {
 	if s.inflight.Add(-1) != 0 {
 		return
 	}
-	s.idleAt.Store(time.Now().UnixNano())
+	if now.IsZero() {
+		now = time.Now()
+	}
+	s.idleAt.Store(now.UnixNano())
 	if !s.armed.Swap(true) {
 		s.timer.Reset(ShareLinger)
 	}

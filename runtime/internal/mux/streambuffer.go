@@ -26,6 +26,14 @@ type reader struct {
 	w   int
 	err error // the stream's error, once it failed; sticky
 
+	// reads counts the reads of the stream: frames read while it stays
+	// the same came in one read (see server.arrival).
+	reads uint64
+	// drained is set when the last read into the buffer left room in
+	// it: the stream had nothing more at that moment (see
+	// server.directLocked).
+	drained bool
+
 	// A raw stream's read: its callback, where it reads (nil: the
 	// buffer), and what read(2) returned.
 	onReadable func(fd uintptr) bool
@@ -114,6 +122,7 @@ func (b *reader) fill() {
 		b.w = copy(*b.buf, (*b.buf)[b.r:b.w])
 		b.r = 0
 	}
+	b.reads++
 	var n int
 	var err error
 	if b.raw != nil {
@@ -128,6 +137,7 @@ func (b *reader) fill() {
 		}
 	}
 	b.w += n
+	b.drained = b.buf != nil && b.w < len(*b.buf)
 	if err != nil {
 		b.fail(err)
 	}
@@ -160,6 +170,7 @@ func (b *reader) fillRaw() (int, error) {
 
 // read reads the stream once, straight into p.
 func (b *reader) read(p []byte) (int, error) {
+	b.reads++
 	if b.raw == nil {
 		n, err := b.rd.Read(p)
 		if n == 0 && err == nil {
