@@ -19,6 +19,7 @@ import (
 // (context.WithTimeout and the like) need no goroutine of their own.
 type callCtx struct {
 	base context.Context // the listener's: ends on Close
+	vals context.Context // base without its cancellation, for Value
 	end  time.Time
 
 	mu       sync.Mutex
@@ -36,8 +37,10 @@ var _ context.Context = (*callCtx)(nil)
 // Deadline returns the call's deadline.
 func (c *callCtx) Deadline() (time.Time, bool) { return c.end, true }
 
-// Value returns base's value for key.
-func (c *callCtx) Value(key any) any { return c.base.Value(key) }
+// Value returns base's value for key. It reads them through vals,
+// context.WithoutCancel(base): base's own cancellation is not c's, and
+// context.Cause, which looks for it by Value, then takes c's Err.
+func (c *callCtx) Value(key any) any { return c.vals.Value(key) }
 
 // Done returns a channel closed when the context ends.
 func (c *callCtx) Done() <-chan struct{} {

@@ -30,7 +30,7 @@ func TestCallCtx(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				base, closeBase := context.WithCancel(context.Background())
 				defer closeBase()
-				c := &callCtx{base: base, end: time.Now().Add(time.Second)}
+				c := &callCtx{base: base, vals: context.WithoutCancel(base), end: time.Now().Add(time.Second)}
 				if dl, ok := c.Deadline(); !ok || !dl.Equal(c.end) {
 					t.Fatalf("Deadline() = %v, %v", dl, ok)
 				}
@@ -53,6 +53,12 @@ func TestCallCtx(t *testing.T) {
 				synctest.Wait()
 				if err := c.Err(); !errors.Is(err, tc.want) {
 					t.Fatalf("Err() = %v, want %v", err, tc.want)
+				}
+				if err := context.Cause(c); !errors.Is(err, tc.want) {
+					t.Errorf("context.Cause = %v, want %v (not the listener's)", err, tc.want)
+				}
+				if err := context.Cause(derived); !errors.Is(err, tc.want) {
+					t.Errorf("context.Cause of a derived context = %v, want %v", err, tc.want)
 				}
 				select {
 				case <-c.Done():
@@ -79,7 +85,7 @@ func TestCallCtx_Release(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base, closeBase := context.WithCancel(context.Background())
 		defer closeBase()
-		c := &callCtx{base: base, end: time.Now().Add(time.Hour)}
+		c := &callCtx{base: base, vals: context.WithoutCancel(base), end: time.Now().Add(time.Hour)}
 		fired := make(chan struct{}, 1)
 		stop := context.AfterFunc(c, func() { fired <- struct{}{} })
 		if !stop() {

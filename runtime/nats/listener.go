@@ -28,6 +28,7 @@ type Listener struct {
 	log     *slog.Logger     // rate-limited: anyone who may publish on the subject can cause its records
 	logh    *ratelog.Handler // nil when the transport logs nowhere
 	ctx     context.Context  // ends on Close: every handler's ctx ends
+	vals    context.Context  // ctx without its cancellation: the handlers' values (see callCtx)
 	cancel  context.CancelFunc
 
 	budget *mux.Budget // the node's in-flight limit, shared among callers; nil: none
@@ -92,6 +93,7 @@ const maxIdleShares = 1024
 func newListener(t *Transport, b *broker, subject string, s runtime.Server) (*Listener, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Listener{t: t, b: b, subject: subject, s: s, ctx: ctx, cancel: cancel, running: map[callKey]*serving{}, out: map[string]*batcher{}, shares: map[string]*mux.Share{}, streams: map[string]*serverStream{}, callers: map[string]*streamCaller{}, log: t.log, budget: bridge.Budget(s)}
+	l.vals = context.WithoutCancel(ctx)
 	l.ss, _ = s.(streamconn.Server)
 	if t.log.Handler() != slog.DiscardHandler {
 		l.logh = ratelog.NewHandler(t.log.Handler())
@@ -239,7 +241,7 @@ func (l *Listener) request(reply string, id uint64, f *wire.Frame) {
 	if d <= 0 {
 		d = l.t.serveTimeout
 	}
-	j := &job{ctx: callCtx{base: l.ctx, end: time.Now().Add(d)}, s: serving{keep: f.Flags&wire.FlagKeep != 0, share: share}, reply: reply, id: id, noReply: noReply}
+	j := &job{ctx: callCtx{base: l.ctx, vals: l.vals, end: time.Now().Add(d)}, s: serving{keep: f.Flags&wire.FlagKeep != 0, share: share}, reply: reply, id: id, noReply: noReply}
 	j.s.ctx = &j.ctx
 	if noReply {
 		j.reply = "" // a no-reply call cannot be cancelled; it is not in running
