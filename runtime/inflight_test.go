@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/internal/testkit/testwait"
@@ -73,5 +74,33 @@ func TestMaxInFlight(t *testing.T) {
 		if res, err := n.Act(t.Context(), "mif:1", nil); err != nil || res.Value() != "ok" {
 			t.Errorf("call %d after release = %v, %v", i, res.Value(), err)
 		}
+	}
+}
+
+// TestInFlight_Panic: a handler that panics, with or without a Timeout,
+// ends its call's in-flight count: the node's limit is not used up by
+// panics, and Shutdown, with no grace to wait, finds nothing in flight.
+func TestInFlight_Panic(t *testing.T) {
+	// Not newTestNode: its Close would wait for ever for a call counted
+	// and never ended.
+	n, err := runtime.New(runtime.WithMaxInFlight(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, n, "mif:panic", func(context.Context, runtime.Request) (any, error) { panic("boom") })
+	mustAdd(t, n, "mif:ok", func(context.Context, runtime.Request) (any, error) { return "ok", nil })
+	for i := range 3 {
+		_, err = n.ActE(t.Context(), "mif:panic", nil)
+		wantCode(t, err, runtime.CodeInternal)
+		_, err = n.ActE(t.Context(), "mif:panic", nil, runtime.Timeout(time.Minute))
+		wantCode(t, err, runtime.CodeInternal)
+		if _, err := n.ActE(t.Context(), "mif:ok", nil); err != nil {
+			t.Fatalf("call %d after panics: %v", i, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no grace: what is still in flight makes Shutdown fail
+	if err := n.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown after panicking calls: %v", err)
 	}
 }

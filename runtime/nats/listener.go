@@ -28,6 +28,7 @@ type Listener struct {
 	log     *slog.Logger     // rate-limited: anyone who may publish on the subject can cause its records
 	logh    *ratelog.Handler // nil when the transport logs nowhere
 	ctx     context.Context  // ends on Close: every handler's ctx ends
+	vals    context.Context  // ctx without its cancellation: the handlers' values (see callCtx)
 	cancel  context.CancelFunc
 
 	budget *mux.Budget // the node's in-flight limit, shared among callers; nil: none
@@ -54,14 +55,11 @@ type callKey struct {
 	id    uint64
 }
 
-// serving is a call being served. Its worker makes its ctx: until then
-// cancel is nil, and a cancel is recorded in cancelled. Both are under
-// the listener's mu.
+// serving is a call being served.
 type serving struct {
-	cancel    context.CancelFunc
-	cancelled bool
-	keep      bool       // runtime.FlagKeep: runs on if the broker connection is lost
-	share     *mux.Share // the caller's, taken; nil without a budget
+	ctx   *callCtx   // its handler's, in its job
+	keep  bool       // runtime.FlagKeep: runs on if the broker connection is lost
+	share *mux.Share // the caller's, taken; nil without a budget
 }
 
 // worker is a goroutine that serves calls one after another, so that a
@@ -74,7 +72,7 @@ type worker struct {
 // job is one call for a worker, with its state and message in the same
 // allocation.
 type job struct {
-	end     time.Time // the handler's deadline
+	ctx     callCtx // the handler's; its deadline is the call's
 	s       serving
 	reply   string   // "" for a no-reply call
 	id      uint64   // the call's id in a batch, 0 if it came alone
@@ -95,6 +93,7 @@ const maxIdleShares = 1024
 func newListener(t *Transport, b *broker, subject string, s runtime.Server) (*Listener, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Listener{t: t, b: b, subject: subject, s: s, ctx: ctx, cancel: cancel, running: map[callKey]*serving{}, out: map[string]*batcher{}, shares: map[string]*mux.Share{}, streams: map[string]*serverStream{}, callers: map[string]*streamCaller{}, log: t.log, budget: bridge.Budget(s)}
+	l.vals = context.WithoutCancel(ctx)
 	l.ss, _ = s.(streamconn.Server)
 	if t.log.Handler() != slog.DiscardHandler {
 		l.logh = ratelog.NewHandler(t.log.Handler())
@@ -242,9 +241,8 @@ func (l *Listener) request(reply string, id uint64, f *wire.Frame) {
 	if d <= 0 {
 		d = l.t.serveTimeout
 	}
-	// The ctx is made by the worker: this goroutine takes every message
-	// on the subject, one after another, and does as little as it can.
-	j := &job{end: time.Now().Add(d), s: serving{keep: f.Flags&wire.FlagKeep != 0, share: share}, reply: reply, id: id, noReply: noReply}
+	j := &job{ctx: callCtx{base: l.ctx, vals: l.vals, end: time.Now().Add(d)}, s: serving{keep: f.Flags&wire.FlagKeep != 0, share: share}, reply: reply, id: id, noReply: noReply}
+	j.s.ctx = &j.ctx
 	if noReply {
 		j.reply = "" // a no-reply call cannot be cancelled; it is not in running
 	} else {
@@ -316,30 +314,15 @@ func callerOf(reply string) string {
 	return reply
 }
 
-// stop cancels the call's ctx, or has its worker make it cancelled; the
-// listener's mu is held.
-func (s *serving) stop() {
-	if s.cancel != nil {
-		s.cancel()
-		return
-	}
-	s.cancelled = true
-}
+// stop cancels the call's ctx (the listener's mu is held).
+func (s *serving) stop() { s.ctx.cancel(context.Canceled) }
 
 // serve runs one call and publishes its reply.
 func (l *Listener) serve(j *job) {
 	s, reply, m, noReply := &j.s, j.reply, &j.m, j.noReply
 	defer l.wg.Done()
-	ctx, cancel := context.WithDeadline(l.ctx, j.end)
-	defer cancel()
-	l.mu.Lock()
-	s.cancel = cancel
-	cancelled := s.cancelled
-	l.mu.Unlock()
-	if cancelled {
-		cancel()
-	}
-	r := l.s.ServeMessage(ctx, m)
+	r := l.s.ServeMessage(&j.ctx, m)
+	j.ctx.cancel(context.Canceled) // the handler has returned: its ctx ends
 	if s.share != nil {
 		s.share.Release()
 	}
