@@ -298,8 +298,9 @@ func (c *Conn) reply(a *answer) (*runtime.Message, error) {
 	return m, nil
 }
 
-// ping asks the node for a pong within ctx. A goaway answer, or no one
-// listening, fails it.
+// ping asks the node for a pong within ctx. No one listening, or no
+// answer in time, fails it; a goaway answer is an answer (the node
+// drains: no new call is sent, those in flight wait for theirs).
 func (c *Conn) ping(ctx context.Context) error {
 	p := &pending{ch: make(chan answer, 1), conn: c}
 	id, reply := c.b.register(p)
@@ -324,8 +325,10 @@ func (c *Conn) ping(ctx context.Context) error {
 	case a.err != nil:
 		return a.err
 	case a.f.Type == wire.TypeGoAway:
+		// The node is alive and draining: the calls it took still get
+		// their answers, and goAway ends the connection after the last.
 		c.goAway()
-		return errors.New("server is going away")
+		return nil
 	case a.f.Type != wire.TypePong:
 		return fmt.Errorf("a %v frame in reply to a ping", a.f.Type)
 	}
