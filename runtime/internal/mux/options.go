@@ -89,8 +89,15 @@ type Options struct {
 
 	// BusyKeepAliveTimeout is how long the peer has to answer such a
 	// ping, or send anything else. 0 means [DefaultBusyKeepAliveTimeout];
-	// it is at most KeepAliveTimeout.
+	// it is at most KeepAliveTimeout. A peer whose host acknowledged the
+	// ping at the TCP level (its kernel took it: see keeper) has
+	// KeepAliveTimeout instead.
 	BusyKeepAliveTimeout time.Duration
+
+	// hostAcked, when set (by tests), stands in for the kernel's word on
+	// whether the peer's host acknowledged anything within d (see
+	// hostAcked).
+	hostAcked func(d time.Duration) bool
 
 	// Logger receives a record for every connection that closes, with
 	// the reason; nil discards them.
