@@ -141,7 +141,7 @@ func (n *Node) runPeer(p *peer) {
 		case <-p.revive: // what discovery reported until now, this attempt sees
 		default:
 		}
-		conn, err := n.connect(p)
+		conn, pullErr, err := n.connect(p)
 		if e := (*misidentified)(nil); errors.As(err, &e) {
 			if !n.parkMisidentified(p, e) {
 				return
@@ -191,7 +191,10 @@ func (n *Node) runPeer(p *peer) {
 		p.dialErr.Store(nil)
 		p.load.reset()
 		n.log.Debug("wizard: peer connected", "addr", p.addr)
-		n.watchPeer(p, conn)
+		if pullErr != nil {
+			n.log.Warn("wizard: catalog pull failed; pulled again at the next refresh", "addr", p.addr, "err", pullErr, "retry", n.remote.refresh)
+		}
+		n.watchPeer(p, conn, pullErr != nil)
 		p.conn.Store(nil)
 		n.setCatalog(p, nil)
 		conn.Close()
@@ -199,42 +202,63 @@ func (n *Node) runPeer(p *peer) {
 }
 
 // connect dials p, within the node's bound on dials under way and its
-// default timeout, and loads p's catalog on the new connection.
-func (n *Node) connect(p *peer) (Conn, error) {
+// default timeout, and loads p's catalog on the new connection. A pull
+// that timed out, or that p refused as overloaded, on a connection still
+// open is pullErr, and conn is kept: p is slow or busy, not gone
+// (keep-alive closes the connection to a host gone silent), and a new
+// dial would cost p more than the pull again at the next refresh; p is
+// not routed meanwhile. Any other failure closes the connection: err.
+func (n *Node) connect(p *peer) (conn Conn, pullErr, err error) {
 	r := n.remote
 	select {
 	case r.dials <- struct{}{}:
 	case <-p.ctx.Done():
-		return nil, p.ctx.Err()
+		return nil, nil, p.ctx.Err()
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, r.defaultTimeout)
-	conn, err := r.transport.Dial(ctx, p.addr)
+	conn, err = r.transport.Dial(ctx, p.addr)
 	cancel()
 	<-r.dials
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Connected before routed: a caller that sees p's patterns finds its
 	// connection.
 	box := &connBox{c: conn}
 	p.conn.Store(box)
 	if err := n.loadCatalog(p, box); err != nil {
+		if p.ctx.Err() == nil && pullAgain(err, conn) {
+			return conn, err, nil
+		}
 		p.conn.Store(nil)
 		conn.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return conn, nil
+	return conn, nil, nil
+}
+
+// pullAgain says whether a catalog pull that failed with err is pulled
+// again on conn: it timed out, or the peer refused it as overloaded
+// (unavailable, resource exhausted), and conn is still open.
+func pullAgain(err error, conn Conn) bool {
+	select {
+	case <-conn.Done():
+		return false
+	default:
+	}
+	var e *Error
+	return errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &e) && (e.Code == CodeDeadlineExceeded || e.Code == CodeUnavailable || e.Code == CodeResourceExhausted)
 }
 
 // watchPeer refreshes p's catalog until its connection drops or p stops.
 // A peer discovery announces digests for is pulled when its digest
 // changes, and again at every refresh tick after a pull that failed (it
 // timed out on a loaded host, say) until one succeeds: discovery announces
-// the change only once.
-func (n *Node) watchPeer(p *peer, conn Conn) {
+// the change only once. failed says that the pull on connecting failed.
+func (n *Node) watchPeer(p *peer, conn Conn, failed bool) {
 	tick := time.NewTicker(n.remote.refresh)
 	defer tick.Stop()
-	failed := false // the last pull failed
 	for {
 		select {
 		case <-conn.Done():

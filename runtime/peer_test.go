@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime/discovery"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 )
 
 // TestUnansweredAddressNotStormed: an address discovery announces that
@@ -225,5 +226,66 @@ func TestWithMaxDialsValidated(t *testing.T) {
 	_, err := New(WithTransport(newMemNet()), WithMaxDials(-1))
 	if err == nil || !strings.Contains(err.Error(), "WithMaxDials(-1)") {
 		t.Errorf("New(WithMaxDials(-1)) = %v, want an error naming the option", err)
+	}
+}
+
+// TestSlowFirstPullKeepsConnection: a peer that does not answer the
+// catalog pull on a new connection within the timeout (a loaded host),
+// or refuses it as overloaded, is pulled again on the same connection at
+// the next refresh: one dial, and its patterns routed once a pull is
+// answered. A catalog it answers with another error closes the
+// connection, as before.
+func TestSlowFirstPullKeepsConnection(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		fail      func(ctx context.Context) *Message // the first pull's answer
+		wantDials int
+	}{
+		{"timed out", func(ctx context.Context) *Message {
+			<-ctx.Done() // past the pull's timeout
+			return errorReply(ctx.Err())
+		}, 1},
+		{"overloaded", func(context.Context) *Message {
+			return &Message{Code: CodeUnavailable, Error: "busy"}
+		}, 1},
+		{"refused", func(context.Context) *Message {
+			return &Message{Code: CodePermissionDenied, Error: "no"}
+		}, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				net := newMemNet()
+				c, d := memNode(t, net, "c")
+				var mu sync.Mutex
+				pulls := 0
+				cat := []byte(`{"id":"x","patterns":["role:a"]}`)
+				net.serve("x", serverFunc(func(ctx context.Context, m *Message) *Message {
+					if m.Pattern != introspect.CatalogPattern {
+						return &Message{}
+					}
+					mu.Lock()
+					pulls++
+					first := pulls == 1
+					mu.Unlock()
+					if first {
+						return tt.fail(ctx)
+					}
+					return &Message{Codec: CodecJSON, Payload: cat}
+				}))
+				d.host.PeerUp(discovery.Peer{ID: "x", Addr: "x"})
+				synctest.Wait()
+				if _, ok, _ := c.Route("role:a"); ok {
+					t.Fatal("role:a routed before a pull was answered")
+				}
+				time.Sleep(c.remote.defaultTimeout + c.remote.refresh + maxDialBackoff)
+				synctest.Wait()
+				if _, ok, _ := c.Route("role:a"); !ok {
+					t.Error("role:a not routed after the pull again")
+				}
+				if got := net.count(net.dials, "x"); got != tt.wantDials {
+					t.Errorf("%d dials, want %d", got, tt.wantDials)
+				}
+			})
+		})
 	}
 }

@@ -34,16 +34,19 @@ import (
 // while it is paused so (see server.aliveLocked), as callers that send
 // faster than its handlers run (no-reply requests) keep it paused.
 //
-// A busy ping that left, and that the peer's host acknowledged at the TCP
-// level (its kernel sent an ACK since the ping was pushed: see
-// hostAcked), gets KeepAliveTimeout from the ping rather than
-// BusyKeepAliveTimeout: the host is up and reachable, and its process is
-// behind (a starved CPU, a CPU quota, a long GC), which closing the
-// connection would only make worse: its calls fail, are sent again on a
-// new connection the slow process must accept, and its peers drop what
-// they learnt over the old one. A partitioned or frozen host acknowledges
-// nothing and is still found within BusyKeepAlive+BusyKeepAliveTimeout;
-// a process that has exited closes its sockets, found at once.
+// A busy ping unanswered after BusyKeepAliveTimeout gets KeepAliveTimeout
+// from the ping, once, when the peer's host has acknowledged at the TCP
+// level everything this side sent, or something since the ping was pushed
+// (see hostAcked): the host is up and reachable, and the peer's process,
+// or this one, is behind (a starved CPU, a CPU quota, a long GC; a ping
+// not written yet because this side's writer did not run, or waits for
+// the peer's window). Closing the connection would only add work: its
+// calls fail and are sent again on a new connection the slow process must
+// accept, and its peers drop what they learnt over the old one. A
+// partitioned or frozen host acknowledges nothing (the ping, or the
+// request that made this side busy, stays unacknowledged) and is still
+// found within BusyKeepAlive+BusyKeepAliveTimeout; a process that has
+// exited closes its sockets, found at once.
 type keeper struct {
 	// mu guards what follows; it is taken before c.mu, never while c.mu
 	// is held (see [conn.busyLocked]).
@@ -123,7 +126,7 @@ func (c *conn) tick() {
 			k.arm(k.timeout - since)
 			break
 		}
-		if k.timeout < c.opts.KeepAliveTimeout && since < c.opts.KeepAliveTimeout && c.pingSent.Load() == k.id && c.hostAcked(since) {
+		if k.timeout < c.opts.KeepAliveTimeout && since < c.opts.KeepAliveTimeout && c.hostAcked(since) {
 			k.timeout = c.opts.KeepAliveTimeout // once: the host is up, its process slow
 			k.arm(k.timeout - since)
 			break
