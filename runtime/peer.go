@@ -117,6 +117,15 @@ const (
 	defaultMaxDials      = 16 // dials under way at once; WithMaxDials
 )
 
+// minDialTimeout bounds a dial (connection and handshakes) from below: as
+// long as a listener gives a caller for its handshake (the transports'
+// default, mux.DefaultHandshakeTimeout), so that a dial to a loaded peer
+// is not given up while the peer is still working on it. A dial given up
+// sooner throws that work away and adds another: when every member dials
+// every other at once (a mesh forming, a mass restart), that is how a
+// slow mesh stops forming at all. (gRPC's least connect timeout is 20 s.)
+const minDialTimeout = 10 * time.Second
+
 // runPeer keeps a connection to p and p's patterns in routing: dial with
 // backoff, fetch the catalog, refresh it, and start over when the
 // connection drops.
@@ -202,7 +211,7 @@ func (n *Node) runPeer(p *peer) {
 }
 
 // connect dials p, within the node's bound on dials under way and its
-// default timeout, and loads p's catalog on the new connection. A pull
+// default timeout (at least minDialTimeout), and loads p's catalog on the new connection. A pull
 // that timed out, or that p refused as overloaded, on a connection still
 // open is pullErr, and conn is kept: p is slow or busy, not gone
 // (keep-alive closes the connection to a host gone silent), and a new
@@ -215,7 +224,7 @@ func (n *Node) connect(p *peer) (conn Conn, pullErr, err error) {
 	case <-p.ctx.Done():
 		return nil, nil, p.ctx.Err()
 	}
-	ctx, cancel := context.WithTimeout(p.ctx, r.defaultTimeout)
+	ctx, cancel := context.WithTimeout(p.ctx, max(r.defaultTimeout, minDialTimeout))
 	conn, err = r.transport.Dial(ctx, p.addr)
 	cancel()
 	<-r.dials

@@ -150,7 +150,8 @@ type holdNet struct {
 	inFlight int
 	most     int
 	dials    int
-	noLimit  int // dials whose context had no deadline
+	noLimit  int             // dials whose context had no deadline
+	limits   []time.Duration // the others' time left as they started
 }
 
 func (h *holdNet) Name() string { return "hold" }
@@ -162,8 +163,10 @@ func (h *holdNet) Dial(ctx context.Context, addr string) (Conn, error) {
 	h.inFlight++
 	h.dials++
 	h.most = max(h.most, h.inFlight)
-	if _, ok := ctx.Deadline(); !ok {
+	if dl, ok := ctx.Deadline(); !ok {
 		h.noLimit++
+	} else {
+		h.limits = append(h.limits, time.Until(dl))
 	}
 	h.mu.Unlock()
 	<-ctx.Done()
@@ -284,6 +287,39 @@ func TestSlowFirstPullKeepsConnection(t *testing.T) {
 				}
 				if got := net.count(net.dials, "x"); got != tt.wantDials {
 					t.Errorf("%d dials, want %d", got, tt.wantDials)
+				}
+			})
+		})
+	}
+}
+
+// TestDialTimeout: a dial is given minDialTimeout (the listeners'
+// handshake timeout), or the default timeout when that is longer, not
+// given up sooner on a peer still working on it.
+func TestDialTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts []Option
+		want time.Duration
+	}{
+		{"default", nil, minDialTimeout},
+		{"WithDefaultTimeout(time.Minute)", []Option{WithDefaultTimeout(time.Minute)}, time.Minute},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr := &holdNet{}
+				d := &hostDiscovery{}
+				n, err := New(append([]Option{WithTransport(tr), WithDiscovery(d)}, tt.opts...)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer n.Close()
+				d.host.PeerUp(discovery.Peer{ID: "a", Addr: "10.0.0.1:1"})
+				synctest.Wait()
+				tr.mu.Lock()
+				defer tr.mu.Unlock()
+				if len(tr.limits) != 1 || tr.limits[0] != tt.want {
+					t.Errorf("dials given %v, want one given %v", tr.limits, tt.want)
 				}
 			})
 		})
