@@ -108,9 +108,9 @@ func WithDiscovery(d discovery.Discovery) Option {
 
 // WithDefaultTimeout bounds remote calls whose context has no deadline
 // (default 5s). The remaining budget travels with each call. It also
-// bounds each pull of a peer's catalog, and each dial to a peer when it is
-// longer than 10s (the listeners' handshake timeout, which a dial gets at
-// least: a dial given up sooner throws away a loaded peer's work on it).
+// bounds each dial to a peer and each pull of a peer's catalog when it is
+// longer than 10s (the listeners' handshake timeout, which they get at
+// least: one given up sooner throws away a loaded peer's work on it).
 func WithDefaultTimeout(d time.Duration) Option {
 	return nodeOption(func(c *nodeConfig) { c.defaultTimeout = d })
 }

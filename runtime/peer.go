@@ -126,6 +126,11 @@ const (
 // slow mesh stops forming at all. (gRPC's least connect timeout is 20 s.)
 const minDialTimeout = 10 * time.Second
 
+// pullTimeout bounds a catalog pull: the default timeout, at least
+// minDialTimeout, as a dial's (the pull is how a peer is connected, and a
+// pull given up on a loaded peer is work thrown away, and pulled again).
+func (r *remote) pullTimeout() time.Duration { return max(r.defaultTimeout, minDialTimeout) }
+
 // runPeer keeps a connection to p and p's patterns in routing: dial with
 // backoff, fetch the catalog, refresh it, and start over when the
 // connection drops.
@@ -224,7 +229,7 @@ func (n *Node) connect(p *peer) (conn Conn, pullErr, err error) {
 	case <-p.ctx.Done():
 		return nil, nil, p.ctx.Err()
 	}
-	ctx, cancel := context.WithTimeout(p.ctx, max(r.defaultTimeout, minDialTimeout))
+	ctx, cancel := context.WithTimeout(p.ctx, max(r.defaultTimeout, minDialTimeout)) // as pullTimeout
 	conn, err = r.transport.Dial(ctx, p.addr)
 	cancel()
 	<-r.dials

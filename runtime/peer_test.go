@@ -280,7 +280,7 @@ func TestSlowFirstPullKeepsConnection(t *testing.T) {
 				if _, ok, _ := c.Route("role:a"); ok {
 					t.Fatal("role:a routed before a pull was answered")
 				}
-				time.Sleep(c.remote.defaultTimeout + c.remote.refresh + maxDialBackoff)
+				time.Sleep(c.remote.pullTimeout() + c.remote.refresh + maxDialBackoff)
 				synctest.Wait()
 				if _, ok, _ := c.Route("role:a"); !ok {
 					t.Error("role:a not routed after the pull again")
@@ -324,4 +324,42 @@ func TestDialTimeout(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestSlowPullAnswered: a catalog pull answered after the default timeout
+// (5s) but within minDialTimeout (a loaded peer) is taken: the peer is
+// routed on the first pull, not pulled again.
+func TestSlowPullAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net := newMemNet()
+		c, d := memNode(t, net, "c")
+		const late = 7 * time.Second
+		if late <= c.remote.defaultTimeout || late >= minDialTimeout {
+			t.Fatalf("the answer's delay %v is not between the default timeout %v and %v", late, c.remote.defaultTimeout, minDialTimeout)
+		}
+		var mu sync.Mutex
+		pulls := 0
+		net.serve("x", serverFunc(func(ctx context.Context, m *Message) *Message {
+			mu.Lock()
+			pulls++
+			mu.Unlock()
+			select {
+			case <-time.After(late): // the loaded peer's answer, late
+			case <-ctx.Done(): // the caller gave up
+				return errorReply(ctx.Err())
+			}
+			return &Message{Codec: CodecJSON, Payload: []byte(`{"id":"x","patterns":["role:a"]}`)}
+		}))
+		d.host.PeerUp(discovery.Peer{ID: "x", Addr: "x"})
+		time.Sleep(late + time.Second)
+		synctest.Wait()
+		if _, ok, _ := c.Route("role:a"); !ok {
+			t.Error("role:a not routed after its pull was answered")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if pulls != 1 {
+			t.Errorf("%d pulls, want 1", pulls)
+		}
+	})
 }

@@ -43,4 +43,6 @@
 // Markdown table. WIZARD_SCALE_LOG=1 (or debug) sends the nodes' warnings
 // (or everything) to stderr; WIZARD_SCALE_DEBUG=1 prints each pair of
 // members as the condition waited on holds for it.
+// WIZARD_SCALE_CPUPROFILE names a directory for each host process's CPU
+// profile over its first minute (the mesh forming), host-<first>.pprof.
 package meshscale

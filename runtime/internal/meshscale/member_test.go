@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -106,6 +108,29 @@ func raiseFiles(want uint64) uint64 {
 	}
 	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l)
 	return l.Cur
+}
+
+// profileCPU writes the host process's CPU profile for its first minute
+// (the mesh forming) to dir/host-<first>.pprof, when
+// WIZARD_SCALE_CPUPROFILE names dir; stop ends it earlier.
+func profileCPU(dir string, first int) (stop func(), err error) {
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("host-%03d.pprof", first)))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		})
+	}
+	time.AfterFunc(time.Minute, stop)
+	return stop, nil
 }
 
 // cpuTime is the process's user + system CPU time.
@@ -212,6 +237,13 @@ type hostMsg struct {
 func runHost(spec hostSpec) error {
 	o := &out{w: bufio.NewWriter(os.Stdout)}
 	files := raiseFiles(1 << 20)
+	if dir := os.Getenv("WIZARD_SCALE_CPUPROFILE"); dir != "" {
+		stop, err := profileCPU(dir, spec.First)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	g, err := countGossip()
 	if err != nil {
 		return err
