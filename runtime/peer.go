@@ -117,6 +117,11 @@ const (
 	defaultMaxDials      = 16 // dials under way at once; WithMaxDials
 )
 
+// quietRefreshes is how many catalog refreshes apart a node looks at a
+// peer whose digests discovery announces, its last pull answered (see
+// watchPeer).
+const quietRefreshes = 15
+
 // minDialTimeout bounds a dial (connection and handshakes) from below: as
 // long as a listener gives a caller for its handshake (the transports'
 // default, mux.DefaultHandshakeTimeout), so that a dial to a loaded peer
@@ -270,9 +275,28 @@ func pullAgain(err error, conn Conn) bool {
 // changes, and again at every refresh tick after a pull that failed (it
 // timed out on a loaded host, say) until one succeeds: discovery announces
 // the change only once. failed says that the pull on connecting failed.
+//
+// While discovery announces p's digests and the last pull succeeded, the
+// timer looks only every quietRefreshes refreshes (discovery signals
+// every change, a digest dropped included): a node holds a watch per
+// peer, N−1 of them, which would otherwise each wake every refresh.
 func (n *Node) watchPeer(p *peer, conn Conn, failed bool) {
 	tick := time.NewTicker(n.remote.refresh)
 	defer tick.Stop()
+	quiet := false // the ticker runs at quietRefreshes × refresh
+	pace := func() {
+		n.remote.mu.Lock()
+		q := p.digest != "" && !failed
+		n.remote.mu.Unlock()
+		switch {
+		case q && !quiet:
+			tick.Reset(quietRefreshes * n.remote.refresh)
+		case !q && quiet:
+			tick.Reset(n.remote.refresh)
+		}
+		quiet = q
+	}
+	pace()
 	for {
 		select {
 		case <-conn.Done():
@@ -291,12 +315,14 @@ func (n *Node) watchPeer(p *peer, conn Conn, failed bool) {
 			gossiped := p.digest != ""
 			n.remote.mu.Unlock()
 			if gossiped && !failed {
+				pace()
 				continue // discovery tells when its patterns change
 			}
 		case <-p.refetch:
 		}
 		err := n.loadCatalog(p, p.conn.Load())
 		failed = err != nil
+		pace()
 		switch {
 		case errors.Is(err, errMisidentified):
 			return // runPeer drops the connection and its routes
