@@ -15,7 +15,8 @@ const (
 
 	// DefaultBusyKeepAlive and DefaultBusyKeepAliveTimeout are keep-alive's
 	// check interval and ping timeout while calls wait on the peer: a
-	// silent peer is found within 1.25 s of its last frame, well within
+	// silent peer is found within 1.5 s of its last frame (a ping two
+	// looks after it at most, then its timeout), well within
 	// a call's default timeout (5 s), so calls that may be sent again
 	// still can be.
 	DefaultBusyKeepAlive        = 250 * time.Millisecond
