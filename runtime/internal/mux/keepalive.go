@@ -45,8 +45,8 @@ import (
 // accept, and its peers drop what they learnt over the old one. A
 // partitioned or frozen host acknowledges nothing (the ping, or the
 // request that made this side busy, stays unacknowledged) and is still
-// found within BusyKeepAlive+BusyKeepAliveTimeout; a process that has
-// exited closes its sockets, found at once.
+// found within 2×BusyKeepAlive+BusyKeepAliveTimeout of its last frame; a
+// process that has exited closes its sockets, found at once.
 type keeper struct {
 	// mu guards what follows; it is taken before c.mu, never while c.mu
 	// is held (see [conn.busyLocked]).
@@ -154,7 +154,7 @@ func (c *conn) tick() {
 }
 
 // hostAcked reports whether the peer's host acknowledged, at the TCP
-// level, anything this side sent within the last d.
+// level, everything this side sent, or anything within the last d.
 func (c *conn) hostAcked(d time.Duration) bool {
 	if c.opts.hostAcked != nil {
 		return c.opts.hostAcked(d)
