@@ -121,7 +121,7 @@ func (n *Node) loadCatalog(p *peer, box *connBox) error {
 // patterns and types, cached, are cached ("" for none), and routes its
 // patterns.
 func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []pattern.Pattern, cachedTypes catalogTypes) error {
-	ctx, cancel := context.WithTimeout(p.ctx, n.remote.defaultTimeout)
+	ctx, cancel := context.WithTimeout(p.ctx, n.remote.pullTimeout())
 	defer cancel()
 	req := &Message{Pattern: introspect.CatalogPattern, Meta: []MetaPair{{metaCaller, n.id}}}
 	if have != "" {

@@ -64,7 +64,7 @@ func TestGossipedDigestNeedsItsOwnPull(t *testing.T) {
 			d.host.PeerUp(discovery.Peer{ID: addr, Instance: "x", Addr: addr, Digest: s.digest()})
 		}
 		// Past the pulls' timeout.
-		time.Sleep(c.remote.defaultTimeout + time.Second)
+		time.Sleep(c.remote.pullTimeout() + time.Second)
 		synctest.Wait()
 		for _, pi := range c.Patterns() {
 			switch pi.Pattern.String() {
@@ -372,7 +372,7 @@ func TestFailedPullOfGossipedDigestRetried(t *testing.T) {
 		serving, stall = catalogOf(after), 1
 		mu.Unlock()
 		d.host.PeerUp(discovery.Peer{ID: "x", Addr: "x", Digest: digestOf(after)}) // announced once
-		time.Sleep(c.remote.defaultTimeout - time.Millisecond)
+		time.Sleep(c.remote.pullTimeout() - time.Millisecond)
 		synctest.Wait()
 		if _, ok, _ := c.Route("role:b"); ok {
 			t.Fatal("role:b routed while its pull hangs")

@@ -108,7 +108,9 @@ func WithDiscovery(d discovery.Discovery) Option {
 
 // WithDefaultTimeout bounds remote calls whose context has no deadline
 // (default 5s). The remaining budget travels with each call. It also
-// bounds each dial to a peer and each pull of a peer's catalog.
+// bounds each dial to a peer and each pull of a peer's catalog when it is
+// longer than 10s (the listeners' handshake timeout, which they get at
+// least: one given up sooner throws away a loaded peer's work on it).
 func WithDefaultTimeout(d time.Duration) Option {
 	return nodeOption(func(c *nodeConfig) { c.defaultTimeout = d })
 }
@@ -123,9 +125,9 @@ func WithCatalogRefresh(d time.Duration) Option {
 
 // WithMaxDials limits the dials to peers (connect and handshake) the node
 // runs at once; further dials wait for one to end. Zero means the default,
-// 16. Each dial ends within the node's default timeout
-// ([WithDefaultTimeout]), so that addresses that drop packets cannot hold
-// the node's dialling up for long.
+// 16. Each dial ends within 10s, or the node's default timeout
+// ([WithDefaultTimeout]) when longer, so that addresses that drop packets
+// cannot hold the node's dialling up for long.
 func WithMaxDials(n int) Option { return nodeOption(func(c *nodeConfig) { c.maxDials = n }) }
 
 // WithDedup sizes the table of recent calls by which a node answers a call

@@ -117,6 +117,25 @@ const (
 	defaultMaxDials      = 16 // dials under way at once; WithMaxDials
 )
 
+// quietRefreshes is how many catalog refreshes apart a node looks at a
+// peer whose digests discovery announces, its last pull answered (see
+// watchPeer).
+const quietRefreshes = 15
+
+// minDialTimeout bounds a dial (connection and handshakes) from below: as
+// long as a listener gives a caller for its handshake (the transports'
+// default, mux.DefaultHandshakeTimeout), so that a dial to a loaded peer
+// is not given up while the peer is still working on it. A dial given up
+// sooner throws that work away and adds another: when every member dials
+// every other at once (a mesh forming, a mass restart), that is how a
+// slow mesh stops forming at all. (gRPC's least connect timeout is 20 s.)
+const minDialTimeout = 10 * time.Second
+
+// pullTimeout bounds a catalog pull: the default timeout, at least
+// minDialTimeout, as a dial's (the pull is how a peer is connected, and a
+// pull given up on a loaded peer is work thrown away, and pulled again).
+func (r *remote) pullTimeout() time.Duration { return max(r.defaultTimeout, minDialTimeout) }
+
 // runPeer keeps a connection to p and p's patterns in routing: dial with
 // backoff, fetch the catalog, refresh it, and start over when the
 // connection drops.
@@ -141,7 +160,7 @@ func (n *Node) runPeer(p *peer) {
 		case <-p.revive: // what discovery reported until now, this attempt sees
 		default:
 		}
-		conn, err := n.connect(p)
+		conn, pullErr, err := n.connect(p)
 		if e := (*misidentified)(nil); errors.As(err, &e) {
 			if !n.parkMisidentified(p, e) {
 				return
@@ -191,7 +210,10 @@ func (n *Node) runPeer(p *peer) {
 		p.dialErr.Store(nil)
 		p.load.reset()
 		n.log.Debug("wizard: peer connected", "addr", p.addr)
-		n.watchPeer(p, conn)
+		if pullErr != nil {
+			n.log.Warn("wizard: catalog pull failed; pulled again at the next refresh", "addr", p.addr, "err", pullErr, "retry", n.remote.refresh)
+		}
+		n.watchPeer(p, conn, pullErr != nil)
 		p.conn.Store(nil)
 		n.setCatalog(p, nil)
 		conn.Close()
@@ -199,42 +221,82 @@ func (n *Node) runPeer(p *peer) {
 }
 
 // connect dials p, within the node's bound on dials under way and its
-// default timeout, and loads p's catalog on the new connection.
-func (n *Node) connect(p *peer) (Conn, error) {
+// default timeout (at least minDialTimeout), and loads p's catalog on the new connection. A pull
+// that timed out, or that p refused as overloaded, on a connection still
+// open is pullErr, and conn is kept: p is slow or busy, not gone
+// (keep-alive closes the connection to a host gone silent), and a new
+// dial would cost p more than the pull again at the next refresh; p is
+// not routed meanwhile. Any other failure closes the connection: err.
+func (n *Node) connect(p *peer) (conn Conn, pullErr, err error) {
 	r := n.remote
 	select {
 	case r.dials <- struct{}{}:
 	case <-p.ctx.Done():
-		return nil, p.ctx.Err()
+		return nil, nil, p.ctx.Err()
 	}
-	ctx, cancel := context.WithTimeout(p.ctx, r.defaultTimeout)
-	conn, err := r.transport.Dial(ctx, p.addr)
+	ctx, cancel := context.WithTimeout(p.ctx, max(r.defaultTimeout, minDialTimeout)) // as pullTimeout
+	conn, err = r.transport.Dial(ctx, p.addr)
 	cancel()
 	<-r.dials
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Connected before routed: a caller that sees p's patterns finds its
 	// connection.
 	box := &connBox{c: conn}
 	p.conn.Store(box)
 	if err := n.loadCatalog(p, box); err != nil {
+		if p.ctx.Err() == nil && pullAgain(err, conn) {
+			return conn, err, nil
+		}
 		p.conn.Store(nil)
 		conn.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return conn, nil
+	return conn, nil, nil
+}
+
+// pullAgain says whether a catalog pull that failed with err is pulled
+// again on conn: it timed out, or the peer refused it as overloaded
+// (unavailable, resource exhausted), and conn is still open.
+func pullAgain(err error, conn Conn) bool {
+	select {
+	case <-conn.Done():
+		return false
+	default:
+	}
+	var e *Error
+	return errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &e) && (e.Code == CodeDeadlineExceeded || e.Code == CodeUnavailable || e.Code == CodeResourceExhausted)
 }
 
 // watchPeer refreshes p's catalog until its connection drops or p stops.
 // A peer discovery announces digests for is pulled when its digest
 // changes, and again at every refresh tick after a pull that failed (it
 // timed out on a loaded host, say) until one succeeds: discovery announces
-// the change only once.
-func (n *Node) watchPeer(p *peer, conn Conn) {
+// the change only once. failed says that the pull on connecting failed.
+//
+// While discovery announces p's digests and the last pull succeeded, the
+// timer looks only every quietRefreshes refreshes (discovery signals
+// every change, a digest dropped included): a node holds a watch per
+// peer, N−1 of them, which would otherwise each wake every refresh.
+func (n *Node) watchPeer(p *peer, conn Conn, failed bool) {
 	tick := time.NewTicker(n.remote.refresh)
 	defer tick.Stop()
-	failed := false // the last pull failed
+	quiet := false // the ticker runs at quietRefreshes × refresh
+	pace := func() {
+		n.remote.mu.Lock()
+		q := p.digest != "" && !failed
+		n.remote.mu.Unlock()
+		switch {
+		case q && !quiet:
+			tick.Reset(quietRefreshes * n.remote.refresh)
+		case !q && quiet:
+			tick.Reset(n.remote.refresh)
+		}
+		quiet = q
+	}
+	pace()
 	for {
 		select {
 		case <-conn.Done():
@@ -253,12 +315,14 @@ func (n *Node) watchPeer(p *peer, conn Conn) {
 			gossiped := p.digest != ""
 			n.remote.mu.Unlock()
 			if gossiped && !failed {
+				pace()
 				continue // discovery tells when its patterns change
 			}
 		case <-p.refetch:
 		}
 		err := n.loadCatalog(p, p.conn.Load())
 		failed = err != nil
+		pace()
 		switch {
 		case errors.Is(err, errMisidentified):
 			return // runPeer drops the connection and its routes

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/runtime/discovery"
+	"github.com/wizardmesh/wizard/runtime/introspect"
 )
 
 // TestUnansweredAddressNotStormed: an address discovery announces that
@@ -149,7 +150,8 @@ type holdNet struct {
 	inFlight int
 	most     int
 	dials    int
-	noLimit  int // dials whose context had no deadline
+	noLimit  int             // dials whose context had no deadline
+	limits   []time.Duration // the others' time left as they started
 }
 
 func (h *holdNet) Name() string { return "hold" }
@@ -161,8 +163,10 @@ func (h *holdNet) Dial(ctx context.Context, addr string) (Conn, error) {
 	h.inFlight++
 	h.dials++
 	h.most = max(h.most, h.inFlight)
-	if _, ok := ctx.Deadline(); !ok {
+	if dl, ok := ctx.Deadline(); !ok {
 		h.noLimit++
+	} else {
+		h.limits = append(h.limits, time.Until(dl))
 	}
 	h.mu.Unlock()
 	<-ctx.Done()
@@ -226,4 +230,136 @@ func TestWithMaxDialsValidated(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "WithMaxDials(-1)") {
 		t.Errorf("New(WithMaxDials(-1)) = %v, want an error naming the option", err)
 	}
+}
+
+// TestSlowFirstPullKeepsConnection: a peer that does not answer the
+// catalog pull on a new connection within the timeout (a loaded host),
+// or refuses it as overloaded, is pulled again on the same connection at
+// the next refresh: one dial, and its patterns routed once a pull is
+// answered. A catalog it answers with another error closes the
+// connection, as before.
+func TestSlowFirstPullKeepsConnection(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		fail      func(ctx context.Context) *Message // the first pull's answer
+		wantDials int
+	}{
+		{"timed out", func(ctx context.Context) *Message {
+			<-ctx.Done() // past the pull's timeout
+			return errorReply(ctx.Err())
+		}, 1},
+		{"overloaded", func(context.Context) *Message {
+			return &Message{Code: CodeUnavailable, Error: "busy"}
+		}, 1},
+		{"refused", func(context.Context) *Message {
+			return &Message{Code: CodePermissionDenied, Error: "no"}
+		}, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				net := newMemNet()
+				c, d := memNode(t, net, "c")
+				var mu sync.Mutex
+				pulls := 0
+				cat := []byte(`{"id":"x","patterns":["role:a"]}`)
+				net.serve("x", serverFunc(func(ctx context.Context, m *Message) *Message {
+					if m.Pattern != introspect.CatalogPattern {
+						return &Message{}
+					}
+					mu.Lock()
+					pulls++
+					first := pulls == 1
+					mu.Unlock()
+					if first {
+						return tt.fail(ctx)
+					}
+					return &Message{Codec: CodecJSON, Payload: cat}
+				}))
+				d.host.PeerUp(discovery.Peer{ID: "x", Addr: "x"})
+				synctest.Wait()
+				if _, ok, _ := c.Route("role:a"); ok {
+					t.Fatal("role:a routed before a pull was answered")
+				}
+				time.Sleep(c.remote.pullTimeout() + c.remote.refresh + maxDialBackoff)
+				synctest.Wait()
+				if _, ok, _ := c.Route("role:a"); !ok {
+					t.Error("role:a not routed after the pull again")
+				}
+				if got := net.count(net.dials, "x"); got != tt.wantDials {
+					t.Errorf("%d dials, want %d", got, tt.wantDials)
+				}
+			})
+		})
+	}
+}
+
+// TestDialTimeout: a dial is given minDialTimeout (the listeners'
+// handshake timeout), or the default timeout when that is longer, not
+// given up sooner on a peer still working on it.
+func TestDialTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts []Option
+		want time.Duration
+	}{
+		{"default", nil, minDialTimeout},
+		{"WithDefaultTimeout(time.Minute)", []Option{WithDefaultTimeout(time.Minute)}, time.Minute},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr := &holdNet{}
+				d := &hostDiscovery{}
+				n, err := New(append([]Option{WithTransport(tr), WithDiscovery(d)}, tt.opts...)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer n.Close()
+				d.host.PeerUp(discovery.Peer{ID: "a", Addr: "10.0.0.1:1"})
+				synctest.Wait()
+				tr.mu.Lock()
+				defer tr.mu.Unlock()
+				if len(tr.limits) != 1 || tr.limits[0] != tt.want {
+					t.Errorf("dials given %v, want one given %v", tr.limits, tt.want)
+				}
+			})
+		})
+	}
+}
+
+// TestSlowPullAnswered: a catalog pull answered after the default timeout
+// (5s) but within minDialTimeout (a loaded peer) is taken: the peer is
+// routed on the first pull, not pulled again.
+func TestSlowPullAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net := newMemNet()
+		c, d := memNode(t, net, "c")
+		const late = 7 * time.Second
+		if late <= c.remote.defaultTimeout || late >= minDialTimeout {
+			t.Fatalf("the answer's delay %v is not between the default timeout %v and %v", late, c.remote.defaultTimeout, minDialTimeout)
+		}
+		var mu sync.Mutex
+		pulls := 0
+		net.serve("x", serverFunc(func(ctx context.Context, m *Message) *Message {
+			mu.Lock()
+			pulls++
+			mu.Unlock()
+			select {
+			case <-time.After(late): // the loaded peer's answer, late
+			case <-ctx.Done(): // the caller gave up
+				return errorReply(ctx.Err())
+			}
+			return &Message{Codec: CodecJSON, Payload: []byte(`{"id":"x","patterns":["role:a"]}`)}
+		}))
+		d.host.PeerUp(discovery.Peer{ID: "x", Addr: "x"})
+		time.Sleep(late + time.Second)
+		synctest.Wait()
+		if _, ok, _ := c.Route("role:a"); !ok {
+			t.Error("role:a not routed after its pull was answered")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if pulls != 1 {
+			t.Errorf("%d pulls, want 1", pulls)
+		}
+	})
 }

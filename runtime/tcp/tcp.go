@@ -182,8 +182,14 @@ func WithMaxFrameSize(n int) Option { return shared(listen.MaxFrameSize(n)) }
 // While calls wait for answers on a connection, the caller's side looks
 // closer: it pings after 250ms without a frame from the peer and gives it
 // 1s to answer (at most interval and timeout), so that a peer gone silent
-// (a partition, a host that froze) is found 1.25s at most after its last
-// frame and the calls that may be sent again go to another peer.
+// (a partition, a host that froze) is found 1.25 to 1.5s after its last
+// frame (it looks every 250ms, and a frame read since its last look puts
+// the ping off one look) and the calls that may be sent again go to
+// another peer. A peer
+// whose host acknowledged the ping at the TCP level (on Linux, read from
+// the socket's TCP_INFO) is up and reachable, its process slow (a starved
+// CPU, a CPU quota, a long GC): it has the timeout to answer instead, so
+// that a loaded peer's connections are not closed under it.
 func WithKeepAlive(interval, timeout time.Duration) Option {
 	return shared(listen.KeepAlive(interval, timeout))
 }

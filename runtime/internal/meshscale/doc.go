@@ -46,5 +46,7 @@
 // names a directory where each host writes its heap profile at each heap
 // count (heap-n<host members>-host<first member>-<0 before the new patterns, 1
 // after>.pprof; compare them with go tool pprof -base), allocations
-// sampled every 4 KiB.
+// sampled every 4 KiB. WIZARD_SCALE_CPUPROFILE names a directory for each
+// host process's CPU profile over its first minute (the mesh forming),
+// host-<first>.pprof.
 package meshscale

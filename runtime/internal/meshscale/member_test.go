@@ -110,6 +110,29 @@ func raiseFiles(want uint64) uint64 {
 	return l.Cur
 }
 
+// profileCPU writes the host process's CPU profile for its first minute
+// (the mesh forming) to dir/host-<first>.pprof, when
+// WIZARD_SCALE_CPUPROFILE names dir; stop ends it earlier.
+func profileCPU(dir string, first int) (stop func(), err error) {
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("host-%03d.pprof", first)))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		})
+	}
+	time.AfterFunc(time.Minute, stop)
+	return stop, nil
+}
+
 // cpuTime is the process's user + system CPU time.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -232,6 +255,13 @@ func runHost(spec hostSpec) error {
 	}
 	heaps := 0
 	files := raiseFiles(1 << 20)
+	if dir := os.Getenv("WIZARD_SCALE_CPUPROFILE"); dir != "" {
+		stop, err := profileCPU(dir, spec.First)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	g, err := countGossip()
 	if err != nil {
 		return err

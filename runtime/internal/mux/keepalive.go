@@ -33,6 +33,20 @@ import (
 // which therefore reads no ping, sends a pong of id 0 every BusyKeepAlive
 // while it is paused so (see server.aliveLocked), as callers that send
 // faster than its handlers run (no-reply requests) keep it paused.
+//
+// A busy ping unanswered after BusyKeepAliveTimeout gets KeepAliveTimeout
+// from the ping, once, when the peer's host has acknowledged at the TCP
+// level everything this side sent, or something since the ping was pushed
+// (see hostAcked): the host is up and reachable, and the peer's process,
+// or this one, is behind (a starved CPU, a CPU quota, a long GC; a ping
+// not written yet because this side's writer did not run, or waits for
+// the peer's window). Closing the connection would only add work: its
+// calls fail and are sent again on a new connection the slow process must
+// accept, and its peers drop what they learnt over the old one. A
+// partitioned or frozen host acknowledges nothing (the ping, or the
+// request that made this side busy, stays unacknowledged) and is still
+// found within 2×BusyKeepAlive+BusyKeepAliveTimeout of its last frame; a
+// process that has exited closes its sockets, found at once.
 type keeper struct {
 	// mu guards what follows; it is taken before c.mu, never while c.mu
 	// is held (see [conn.busyLocked]).
@@ -107,7 +121,13 @@ func (c *conn) tick() {
 			k.arm(k.timeout)
 			break
 		}
-		if since := time.Since(k.last); since < k.timeout {
+		since := time.Since(k.last)
+		if since < k.timeout {
+			k.arm(k.timeout - since)
+			break
+		}
+		if k.timeout < c.opts.KeepAliveTimeout && since < c.opts.KeepAliveTimeout && c.hostAcked(since) {
+			k.timeout = c.opts.KeepAliveTimeout // once: the host is up, its process slow
 			k.arm(k.timeout - since)
 			break
 		}
@@ -131,6 +151,15 @@ func (c *conn) tick() {
 		k.arm(c.opts.KeepAlive - time.Since(k.last))
 	}
 	k.mu.Unlock()
+}
+
+// hostAcked reports whether the peer's host acknowledged, at the TCP
+// level, everything this side sent, or anything within the last d.
+func (c *conn) hostAcked(d time.Duration) bool {
+	if c.opts.hostAcked != nil {
+		return c.opts.hostAcked(d)
+	}
+	return hostAcked(c.rw, d)
 }
 
 // busyLocked tells keep-alive that a call started waiting while armed;

@@ -78,3 +78,48 @@ func countingSilentServer() (net.Conn, <-chan int) {
 	}()
 	return cconn, pings
 }
+
+// TestKeepAliveHostAcked: a busy ping the peer's host acknowledged at the
+// TCP level (its process is behind, its kernel took the ping) gets the
+// idle timeout, KeepAliveTimeout, from the ping; a ping nothing
+// acknowledged fails the connection after BusyKeepAliveTimeout, as
+// before.
+func TestKeepAliveHostAcked(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		acked bool
+		want  time.Duration // from the call to its failure
+	}{
+		{"acknowledged", true, DefaultBusyKeepAlive + DefaultKeepAliveTimeout},
+		{"silent host", false, DefaultBusyKeepAlive + DefaultBusyKeepAliveTimeout},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cconn, _ := countingSilentServer()
+				var asked []time.Duration
+				opts := Options{hostAcked: func(d time.Duration) bool {
+					asked = append(asked, d)
+					return tt.acked
+				}}
+				cl, err := NewClient(cconn, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cl.Close()
+				start := time.Now()
+				_, err = cl.Call(t.Context(), &wire.Frame{})
+				if !errors.Is(err, ErrKeepAliveTimeout) {
+					t.Errorf("Call = %v, want ErrKeepAliveTimeout", err)
+				}
+				if d := time.Since(start); d != tt.want {
+					t.Errorf("connection failed %v after the call, want %v", d, tt.want)
+				}
+				// Asked once, as the busy timeout ran out; the longer
+				// timeout is not extended again.
+				if len(asked) != 1 || asked[0] != DefaultBusyKeepAliveTimeout {
+					t.Errorf("host asked for %v, want once for %v", asked, DefaultBusyKeepAliveTimeout)
+				}
+			})
+		})
+	}
+}

@@ -15,7 +15,8 @@ const (
 
 	// DefaultBusyKeepAlive and DefaultBusyKeepAliveTimeout are keep-alive's
 	// check interval and ping timeout while calls wait on the peer: a
-	// silent peer is found within 1.25 s of its last frame, well within
+	// silent peer is found within 1.5 s of its last frame (a ping two
+	// looks after it at most, then its timeout), well within
 	// a call's default timeout (5 s), so calls that may be sent again
 	// still can be.
 	DefaultBusyKeepAlive        = 250 * time.Millisecond
@@ -89,8 +90,15 @@ type Options struct {
 
 	// BusyKeepAliveTimeout is how long the peer has to answer such a
 	// ping, or send anything else. 0 means [DefaultBusyKeepAliveTimeout];
-	// it is at most KeepAliveTimeout.
+	// it is at most KeepAliveTimeout. A peer whose host acknowledged the
+	// ping at the TCP level (its kernel took it: see keeper) has
+	// KeepAliveTimeout instead.
 	BusyKeepAliveTimeout time.Duration
+
+	// hostAcked, when set (by tests), stands in for the kernel's word on
+	// whether the peer's host acknowledged anything within d (see
+	// hostAcked).
+	hostAcked func(d time.Duration) bool
 
 	// Logger receives a record for every connection that closes, with
 	// the reason; nil discards them.

@@ -1,0 +1,58 @@
+package tcp_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/wizardmesh/wizard/runtime"
+	"github.com/wizardmesh/wizard/runtime/internal/wire"
+	"github.com/wizardmesh/wizard/runtime/tcp"
+)
+
+// TestKeepAliveSlowProcess: a peer whose process stops reading after the
+// handshake (starved, paused) while its host's kernel still acknowledges
+// what it is sent keeps the connection for the keep-alive timeout from
+// the busy ping, not the busy timeout (1s): the connection is not closed
+// under a call that merely waits on a slow process. (Before, it closed
+// about 1.1s after the call: "peer did not answer a ping in time".)
+func TestKeepAliveSlowProcess(t *testing.T) {
+	const interval, timeout = 100 * time.Millisecond, 3 * time.Second
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	held := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		// The server's handshake, then nothing more read or written.
+		c.Write([]byte(wire.Magic + "\x01\x00\x00\x00"))
+		held <- c
+	}()
+	tr, err := tcp.New(tcp.WithKeepAlive(interval, timeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := tr.Dial(t.Context(), ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	defer (<-held).Close()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard
+	defer cancel()
+	start := time.Now()
+	_, err = conn.Call(ctx, &runtime.Message{Pattern: "role:slow"})
+	d := time.Since(start)
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("Call = %v after %v, want the keep-alive's failure", err, d)
+	}
+	if d < timeout {
+		t.Errorf("Call failed after %v (%v), want at least the keep-alive timeout %v: the peer's kernel took the ping", d, err, timeout)
+	}
+}
