@@ -223,13 +223,7 @@ var httpEchoer = echoer{
 	note:  "POST /echo, application/octet-stream body echoed with its Content-Length; the keep-alive pool of the add call (a connection per concurrent caller)",
 	serve: serveHTTPEcho,
 	dial: func(_ context.Context, addr string) (EchoClient, error) {
-		t := &http.Transport{
-			MaxIdleConns:        httpPoolSize,
-			MaxIdleConnsPerHost: httpPoolSize,
-			IdleConnTimeout:     90 * time.Second,
-			DisableCompression:  true,
-		}
-		return &httpEchoClient{c: &http.Client{Transport: t}, url: "http://" + addr + "/echo"}, nil
+		return &httpEchoClient{c: &http.Client{Transport: pooledTransport()}, url: "http://" + addr + "/echo"}, nil
 	},
 }
 

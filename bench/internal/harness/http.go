@@ -41,14 +41,20 @@ var httpContender = Contender{
 	Hops:  true,
 	Serve: serveHTTP,
 	Dial: func(ctx context.Context, addr string, _ DialOptions) (Client, error) {
-		t := &http.Transport{
-			MaxIdleConns:        httpPoolSize,
-			MaxIdleConnsPerHost: httpPoolSize,
-			IdleConnTimeout:     90 * time.Second,
-			DisableCompression:  true,
-		}
-		return &httpClient{c: &http.Client{Transport: t}, url: "http://" + addr + "/add"}, nil
+		return &httpClient{c: &http.Client{Transport: pooledTransport()}, url: "http://" + addr + "/add"}, nil
 	},
+}
+
+// pooledTransport is the headline HTTP/1.1 client's keep-alive pool, the
+// shape of net/http's DefaultTransport with room for every caller's
+// connection to stay idle between calls.
+func pooledTransport() *http.Transport {
+	return &http.Transport{
+		MaxIdleConns:        httpPoolSize,
+		MaxIdleConnsPerHost: httpPoolSize,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
 }
 
 // httpOneConnContender is the extra row: the same server and client on
