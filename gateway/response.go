@@ -156,7 +156,7 @@ var dates atomic.Pointer[dateValue]
 
 // dateHeader returns the Date header's value for now, formatted once a
 // second instead of once an answer (net/http formats it for every answer
-// that has none: some 2% of the gateway's instructions per request).
+// that has none).
 func dateHeader(now time.Time) []string {
 	sec := now.Unix()
 	if d := dates.Load(); d != nil && d.sec == sec {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/wizardmesh/wizard/runtime/internal/testkit/cputime"
+
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	mathv1 "github.com/wizardmesh/wizard/examples/gen/math/v1"
@@ -192,9 +194,9 @@ func BenchmarkTypedCall_ProtoParallel(b *testing.B) {
 // getrusage tells: on a shared machine it moves less than the wall time
 // does.
 func reportCPU(b *testing.B) func() {
-	start := cpuTime()
+	start := cputime.Process()
 	return func() {
-		if end := cpuTime(); b.N > 0 && end > 0 {
+		if end := cputime.Process(); b.N > 0 && end > 0 {
 			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
 		}
 	}
