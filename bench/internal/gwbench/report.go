@@ -336,7 +336,7 @@ func (r *Report) writeCPUPerCall(b *strings.Builder) {
 			continue
 		}
 		w, _ := r.cell(WizardGateway, c.Conns)
-		var per, ratio []string
+		var per []string
 		var xs []float64
 		var ds []time.Duration
 		for i := range c.Runs {
@@ -353,13 +353,11 @@ func (r *Report) writeCPUPerCall(b *strings.Builder) {
 		if len(ds) == 0 {
 			continue
 		}
-		ratio = append(ratio, "—")
+		over, overMedian := "—", "—"
 		if len(xs) > 0 {
-			ratio = []string{ratios(xs), strconv.FormatFloat(benchkit.Median(xs), 'f', 2, 64) + "x"}
-		} else {
-			ratio = append(ratio, "—")
+			over, overMedian = ratios(xs), strconv.FormatFloat(benchkit.Median(xs), 'f', 2, 64)+"x"
 		}
-		rows = append(rows, fmt.Sprintf("| %d | %s | %s | %s | %s | %s |\n", c.Conns, titles[c.Contender], strings.Join(per, " · "), dur(benchkit.Median(ds)), ratio[0], ratio[1]))
+		rows = append(rows, fmt.Sprintf("| %d | %s | %s | %s | %s | %s |\n", c.Conns, titles[c.Contender], strings.Join(per, " · "), dur(benchkit.Median(ds)), over, overMedian))
 	}
 	if len(rows) == 0 {
 		return
