@@ -140,10 +140,7 @@ func (n *Node) Subscribe(pattern, group string, h Handler, opts ...HandlerOption
 	e := &handlerEntry{pattern: p, h: h, group: group, wire: wirePat, spec: c.spec, types: c.spec.types()}
 	n.routeMu.Lock()
 	defer n.routeMu.Unlock()
-	var subs []*handlerEntry
-	if cur := n.events.local.Load(); cur != nil {
-		subs = slices.Clone(*cur)
-	}
+	subs := slices.Clone(n.localSubscriptions())
 	i := slices.IndexFunc(subs, func(s *handlerEntry) bool { return s.group == group && s.pattern.Equal(p) })
 	switch {
 	case i >= 0 && !c.override:
@@ -170,15 +167,12 @@ func (n *Node) Unsubscribe(pattern, group string) (bool, error) {
 	group = cmp.Or(group, n.service)
 	n.routeMu.Lock()
 	defer n.routeMu.Unlock()
-	cur := n.events.local.Load()
-	if cur == nil {
-		return false, nil
-	}
-	i := slices.IndexFunc(*cur, func(s *handlerEntry) bool { return s.group == group && s.pattern.Equal(p) })
+	cur := n.localSubscriptions()
+	i := slices.IndexFunc(cur, func(s *handlerEntry) bool { return s.group == group && s.pattern.Equal(p) })
 	if i < 0 {
 		return false, nil
 	}
-	subs := slices.Delete(slices.Clone(*cur), i, i+1)
+	subs := slices.Delete(slices.Clone(cur), i, i+1)
 	n.setLocalSubs(subs)
 	n.routingChanged()
 	n.localChanged()
@@ -206,25 +200,20 @@ func splitSubscription(p pattern.Pattern) (pattern.Pattern, string, bool) {
 
 // eventSet is a node's subscriptions and its peers'.
 type eventSet struct {
-	// local is this node's subscriptions, in the order they were made;
-	// copy on write under the node's routeMu.
-	local atomic.Pointer[[]*handlerEntry]
+	// local is this node's subscriptions, in the order they were made,
+	// indexed for events; replaced under the node's routeMu.
+	local atomic.Pointer[subIndex[*handlerEntry]]
 	// routes are the peers' subscriptions, one route by catalog pattern
 	// (a pattern and a group), guarded by routeMu; list is a snapshot of
-	// them for emitters, replaced on every change.
+	// them for emitters, indexed, replaced on every change.
 	routes map[string]*subRoute
-	list   atomic.Pointer[[]*subRoute]
-	// localIndex and listIndex index local and list for events, built
-	// with them.
-	localIndex atomic.Pointer[subIndex[*handlerEntry]]
-	listIndex  atomic.Pointer[subIndex[*subRoute]]
+	list   atomic.Pointer[subIndex[*subRoute]]
 }
 
 // setLocalSubs publishes subs as this node's subscriptions, with their
 // index. Callers hold routeMu.
 func (n *Node) setLocalSubs(subs []*handlerEntry) {
-	n.events.local.Store(&subs)
-	n.events.localIndex.Store(newSubIndex(subs, func(s *handlerEntry) pattern.Pattern { return s.pattern }))
+	n.events.local.Store(newSubIndex(subs, func(s *handlerEntry) pattern.Pattern { return s.pattern }))
 }
 
 // subRoute is a subscription some peers hold: its pattern and group,
@@ -238,10 +227,7 @@ type subRoute struct {
 
 // localSubscriptions returns this node's subscriptions.
 func (n *Node) localSubscriptions() []*handlerEntry {
-	if s := n.events.local.Load(); s != nil {
-		return *s
-	}
-	return nil
+	return n.events.local.Load().all()
 }
 
 // addPeerSub adds p as a holder of the subscription whose catalog pattern
@@ -298,16 +284,12 @@ func (n *Node) publishSubs() {
 		list = append(list, sr)
 	}
 	slices.SortFunc(list, func(a, b *subRoute) int { return strings.Compare(a.r.pattern.String(), b.r.pattern.String()) })
-	n.events.list.Store(&list)
-	n.events.listIndex.Store(newSubIndex(list, func(sr *subRoute) pattern.Pattern { return sr.pattern }))
+	n.events.list.Store(newSubIndex(list, func(sr *subRoute) pattern.Pattern { return sr.pattern }))
 }
 
 // remoteSubscriptions returns the peers' subscriptions.
 func (n *Node) remoteSubscriptions() []*subRoute {
-	if s := n.events.list.Load(); s != nil {
-		return *s
-	}
-	return nil
+	return n.events.list.Load().all()
 }
 
 // Emit hands an event to one member of every group that has a
@@ -574,14 +556,14 @@ func (n *Node) emitTargets(e *emitCall, pairs []pattern.Pair) {
 		return e.newDelivery(g)
 	}
 	var buf [16]int
-	lx := n.events.localIndex.Load()
+	lx := n.events.local.Load()
 	for _, i := range lx.match(pairs, buf[:0]) {
 		s := lx.subs[i]
 		d := byGroup(s.group)
 		d.local = append(d.local, s)
 	}
 	var union map[*delivery][]*peer
-	rx := n.events.listIndex.Load()
+	rx := n.events.list.Load()
 	for _, i := range rx.match(pairs, buf[:0]) {
 		sr := rx.subs[i]
 		if !sr.r.hasPeers() {
@@ -622,13 +604,13 @@ func (n *Node) emitTargets(e *emitCall, pairs []pattern.Pair) {
 func (n *Node) subscribedGroups(pairs []pattern.Pair) []string {
 	var gs []string
 	var buf [16]int
-	lx := n.events.localIndex.Load()
+	lx := n.events.local.Load()
 	for _, i := range lx.match(pairs, buf[:0]) {
 		if s := lx.subs[i]; !slices.Contains(gs, s.group) {
 			gs = append(gs, s.group)
 		}
 	}
-	rx := n.events.listIndex.Load()
+	rx := n.events.list.Load()
 	for _, i := range rx.match(pairs, buf[:0]) {
 		if sr := rx.subs[i]; sr.r.hasPeers() && !slices.Contains(gs, sr.group) {
 			gs = append(gs, sr.group)
@@ -642,7 +624,7 @@ func (n *Node) subscribedGroups(pairs []pattern.Pair) []string {
 func (n *Node) broadcastTargets(e *emitCall, pairs []pattern.Pair) {
 	var local []*handlerEntry
 	var buf [16]int
-	lx := n.events.localIndex.Load()
+	lx := n.events.local.Load()
 	for _, i := range lx.match(pairs, buf[:0]) {
 		local = append(local, lx.subs[i])
 	}
@@ -650,7 +632,7 @@ func (n *Node) broadcastTargets(e *emitCall, pairs []pattern.Pair) {
 		e.newDelivery(n.id).local = local
 	}
 	var byPeer map[*peer]*delivery
-	rx := n.events.listIndex.Load()
+	rx := n.events.list.Load()
 	for _, i := range rx.match(pairs, buf[:0]) {
 		sr := rx.subs[i]
 		ps := sr.r.peers.Load()
@@ -740,7 +722,7 @@ func (n *Node) servedEvent(m *Message) (*handlerEntry, bool, error) {
 	}
 	var subs []*handlerEntry
 	var buf [16]int
-	lx := n.events.localIndex.Load()
+	lx := n.events.local.Load()
 	for _, i := range lx.match(patrun.PairsOf(t.pattern), buf[:0]) {
 		if s := lx.subs[i]; broadcast || s.group == group {
 			subs = append(subs, s)

@@ -59,6 +59,15 @@ func newSubIndex[S any](subs []S, patternOf func(S) pattern.Pattern) *subIndex[S
 	return x
 }
 
+// all returns the subscriptions indexed, in their order (none for a nil
+// index).
+func (x *subIndex[S]) all() []S {
+	if x == nil {
+		return nil
+	}
+	return x.subs
+}
+
 // match appends to buf the positions of the subscriptions pairs (sorted
 // by key, as every event's are) matches, in the order the subscriptions
 // were given.
