@@ -289,7 +289,11 @@ func (s *server) failStreams(err error) {
 	}
 	c.mu.Unlock()
 	for _, ss := range streams {
-		ss.cancel() // first, as in cancelStream
+		// The stream ctx's AfterFunc would fail the stream with the ctx's
+		// error (context.Canceled) on a goroutine of its own, racing the
+		// connection's err: stop it first, so Send and Recv report err.
+		ss.stop()
+		ss.cancel() // before fail, as in cancelStream
 		ss.st.fail(err)
 	}
 }
