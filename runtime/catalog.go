@@ -121,6 +121,15 @@ func (n *Node) loadCatalog(p *peer, box *connBox) error {
 // patterns and types, cached, are cached ("" for none), and routes its
 // patterns.
 func (n *Node) fetchCatalog(p *peer, box *connBox, have string, cached []pattern.Pattern, cachedTypes catalogTypes) error {
+	pulls := n.remote.pulls
+	select {
+	case pulls <- struct{}{}:
+	case <-p.ctx.Done():
+		return p.ctx.Err()
+	case <-box.c.Done():
+		return ErrNotSent // the connection is gone; runPeer starts over
+	}
+	defer func() { <-pulls }()
 	ctx, cancel := context.WithTimeout(p.ctx, n.remote.pullTimeout())
 	defer cancel()
 	req := &Message{Pattern: introspect.CatalogPattern, Meta: []MetaPair{{metaCaller, n.id}}}
@@ -431,14 +440,23 @@ func (n *Node) removePeerRoute(pt pattern.Pattern, p *peer) {
 // catalogReply answers the catalog pull m: a confirmation when m names
 // this node's digest (see [catalogPull]), else the full catalog.
 func (n *Node) catalogReply(m *Message) *Message {
-	if have := pulledDigest(m.Payload); have != "" && have == n.digest() {
+	digest, full, err := n.selfCatalog()
+	if err != nil {
+		return errorReply(err)
+	}
+	if have := pulledDigest(m.Payload); have != "" && have == digest {
 		b, err := json.Marshal(catalogConfirmation{Have: have, ID: n.id, Instance: n.instance})
 		if err != nil {
 			return errorReply(err)
 		}
 		return &Message{Codec: CodecJSON, Payload: b}
 	}
-	pats, types := n.localCatalog()
+	return &Message{Codec: CodecJSON, Payload: full}
+}
+
+// encodeCatalog is the full catalog of pats and types as a pull's answer
+// carries it, with its digest.
+func (n *Node) encodeCatalog(pats []pattern.Pattern, types catalogTypes) (digest string, full []byte, err error) {
 	c := catalog{ID: n.id, Digest: catalogDigest(pats, types), Instance: n.instance, Patterns: make([]string, len(pats))}
 	for i, p := range pats {
 		c.Patterns[i] = p.String()
@@ -449,11 +467,8 @@ func (n *Node) catalogReply(m *Message) *Message {
 			c.Types[k] = [2]string{t.in, t.out}
 		}
 	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return errorReply(err)
-	}
-	return &Message{Codec: CodecJSON, Payload: b}
+	full, err = json.Marshal(c)
+	return c.Digest, full, err
 }
 
 // pulledDigest is the digest a catalog pull's payload b names, or "".
@@ -508,14 +523,18 @@ func (n *Node) localCatalog() ([]pattern.Pattern, catalogTypes) {
 	return out, types
 }
 
-// selfDigest caches the digest of the node's own pattern set.
+// selfDigest caches the digest of the node's own pattern set and the
+// full catalog a pull is answered with: when a mesh-wide change (a
+// deploy) has every other member pull it at once, the node lists, sorts,
+// hashes and encodes its catalog once, not once per member.
 type selfDigest struct {
 	gen atomic.Uint64 // bumped on every local change
 
-	mu  sync.Mutex
-	at  uint64 // the gen val belongs to
-	ok  bool
-	val string
+	mu   sync.Mutex
+	at   uint64 // the gen val and full belong to
+	ok   bool
+	val  string
+	full []byte // read only once set: answers share it
 }
 
 // digest returns the digest of this node's pattern set.
@@ -523,14 +542,31 @@ func (n *Node) digest() string {
 	if n.remote == nil {
 		return catalogDigest(n.localCatalog())
 	}
+	d, _, err := n.selfCatalog()
+	if err != nil { // json.Marshal of strings does not fail
+		return catalogDigest(n.localCatalog())
+	}
+	return d
+}
+
+// selfCatalog returns the digest of this node's pattern set and its full
+// catalog, encoded, as of the node's last local change.
+func (n *Node) selfCatalog() (digest string, full []byte, err error) {
+	if n.remote == nil {
+		return n.encodeCatalog(n.localCatalog())
+	}
 	s := &n.remote.self
 	g := s.gen.Load()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.ok || s.at != g {
-		s.val, s.at, s.ok = catalogDigest(n.localCatalog()), g, true
+		d, b, err := n.encodeCatalog(n.localCatalog())
+		if err != nil {
+			return "", nil, err
+		}
+		s.val, s.full, s.at, s.ok = d, b, g, true
 	}
-	return s.val
+	return s.val, s.full, nil
 }
 
 // localChanged tells discovery that this node's pattern set changed.

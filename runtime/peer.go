@@ -131,6 +131,18 @@ const quietRefreshes = 15
 // slow mesh stops forming at all. (gRPC's least connect timeout is 20 s.)
 const minDialTimeout = 10 * time.Second
 
+// maxPulls bounds the catalog pulls a node runs at once; further pulls
+// wait for a slot, in the order they came, and their timeout starts when
+// they get one. A mesh-wide change (a deploy, every member announcing a
+// new catalog) has each of N members pull N−1 catalogs at the same time:
+// unbounded, the N² pulls share the cores at once, every one of them
+// late, and a pull past its deadline is pulled again, its connection
+// pinged, closed and dialled again — work added to a machine already
+// behind, until the mesh stops settling (150 members on 2 cores did).
+// Queued, each member has maxPulls in flight and every pull finishes in
+// its slot's time; a peer serves about maxPulls pulls at once on average.
+const maxPulls = 8
+
 // pullTimeout bounds a catalog pull: the default timeout, at least
 // minDialTimeout, as a dial's (the pull is how a peer is connected, and a
 // pull given up on a loaded peer is work thrown away, and pulled again).

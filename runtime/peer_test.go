@@ -363,3 +363,68 @@ func TestSlowPullAnswered(t *testing.T) {
 		}
 	})
 }
+
+// TestPullsQueued: a node pulls at most maxPulls catalogs at once, the
+// rest wait for a slot, and a pull's timeout starts with its slot: when
+// every peer's catalog is new at once (a mesh-wide deploy) and each
+// answers slowly, no pull is given up and pulled again, and every peer
+// is routed once the queue has run.
+func TestPullsQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net := newMemNet()
+		c, d := memNode(t, net, "c")
+		const slow = 6 * time.Second // each pull's answer; 3 rounds of them exceed the pull timeout
+		peers := 3 * maxPulls
+		if 3*slow <= c.remote.pullTimeout() {
+			t.Fatalf("%d rounds of %v fit the pull timeout %v: the test shows nothing", 3, slow, c.remote.pullTimeout())
+		}
+		var mu sync.Mutex
+		pulled, gaveUp, running, most := map[string]int{}, 0, 0, 0
+		for i := range peers {
+			id := fmt.Sprintf("x%d", i)
+			net.serve(id, serverFunc(func(ctx context.Context, m *Message) *Message {
+				mu.Lock()
+				pulled[id]++
+				running++
+				most = max(most, running)
+				mu.Unlock()
+				defer func() {
+					mu.Lock()
+					running--
+					mu.Unlock()
+				}()
+				select {
+				case <-time.After(slow):
+				case <-ctx.Done():
+					mu.Lock()
+					gaveUp++
+					mu.Unlock()
+					return errorReply(ctx.Err())
+				}
+				return &Message{Codec: CodecJSON, Payload: fmt.Appendf(nil, `{"id":%q,"patterns":["role:%s"]}`, id, id)}
+			}))
+		}
+		for i := range peers {
+			id := fmt.Sprintf("x%d", i)
+			d.host.PeerUp(discovery.Peer{ID: id, Addr: id})
+		}
+		time.Sleep(3*slow + time.Second)
+		synctest.Wait()
+		for i := range peers {
+			if _, ok, _ := c.Route(fmt.Sprintf("role:x%d", i)); !ok {
+				t.Errorf("role:x%d not routed after the queue ran", i)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if most > maxPulls {
+			t.Errorf("%d pulls ran at once, want at most %d", most, maxPulls)
+		}
+		if gaveUp > 0 {
+			t.Errorf("%d pulls given up by the caller, want none", gaveUp)
+		}
+		if len(pulled) != peers {
+			t.Errorf("%d of %d peers' catalogs pulled", len(pulled), peers)
+		}
+	})
+}

@@ -23,6 +23,7 @@ type remote struct {
 	newBreaker     func(*Target) Breaker
 	budget         *retryBudget
 	dials          chan struct{} // a slot per dial under way; WithMaxDials
+	pulls          chan struct{} // a slot per catalog pull under way; maxPulls
 	// requireID routes only peers whose certificate names their id
 	// (WithRequirePeerIdentity).
 	requireID bool
@@ -59,6 +60,7 @@ func newRemote(c *nodeConfig) *remote {
 		newBreaker:     c.newBreaker,
 		budget:         newRetryBudget(),
 		dials:          make(chan struct{}, cmp.Or(c.maxDials, defaultMaxDials)),
+		pulls:          make(chan struct{}, maxPulls),
 		requireID:      c.requirePeerIdentity,
 		catalogs:       map[string][]pattern.Pattern{},
 		catalogTypes:   map[string]catalogTypes{},
