@@ -338,6 +338,8 @@ func (n *Node) watchPeer(p *peer, conn Conn, failed bool) {
 		switch {
 		case errors.Is(err, errMisidentified):
 			return // runPeer drops the connection and its routes
+		case p.ctx.Err() != nil:
+			return // p stopped (it left, or the node is closing): no warning
 		case err != nil:
 			n.log.Warn("wizard: catalog refresh failed; pulled again at the next refresh", "addr", p.addr, "err", err, "retry", n.remote.refresh)
 		}
