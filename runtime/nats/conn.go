@@ -298,6 +298,9 @@ func (c *Conn) reply(a *answer) (*runtime.Message, error) {
 	return m, nil
 }
 
+// errNoPong is a ping's error when no answer came in time.
+var errNoPong = errors.New("the node did not answer a ping in time")
+
 // ping asks the node for a pong within ctx. No one listening, or no
 // answer in time, fails it; a goaway answer is an answer (the node
 // drains: no new call is sent, those in flight wait for theirs).
@@ -317,7 +320,7 @@ func (c *Conn) ping(ctx context.Context) error {
 		if c.b.unregister(id) {
 			// A node the broker does not let publish to the caller's
 			// inbox is silent too, and only its own log can say why.
-			return fmt.Errorf("the node did not answer a ping in time (stuck, or not allowed to publish to %s>)", c.b.inbox)
+			return fmt.Errorf("%w (stuck, or not allowed to publish to %s>)", errNoPong, c.b.inbox)
 		}
 		a = <-p.ch
 	}
@@ -384,9 +387,17 @@ func (c *Conn) keepAlive() {
 			due = true
 		}
 		if due {
+			asked := time.Now().UnixNano()
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			err := c.ping(ctx)
 			cancel()
+			if errors.Is(err, errNoPong) && c.quiet.Load() >= asked {
+				// Heard from while its pong was late: the node is
+				// behind (its answers, stream messages and pong reach
+				// this caller in order, on one inbox), not gone. The
+				// next tick pings it again.
+				err = nil
+			}
 			if err != nil {
 				c.fail(err)
 				return

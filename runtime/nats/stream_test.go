@@ -1027,11 +1027,14 @@ func benchmarkStream(b *testing.B, url string, size, window int) {
 
 // TestStreamPermissionRecipe: a caller with docs/nats.md's grants for a
 // node that only calls (no publish to _INBOX.>) keeps an idle stream to
-// a node with the server's grants past many keep-alive bounds (both
-// sides ping, and answer, within their grants), then uses it; the
-// broker refuses nothing.
+// a node with the server's grants past many keep-alive intervals and a
+// whole timeout (both sides ping, and answer, within their grants), then
+// uses it; the broker refuses nothing. A pong the grants denied would
+// end the stream within interval + timeout; the timeout is long enough
+// that a pong merely late on a loaded machine does not (40 ms did, under
+// -race).
 func TestStreamPermissionRecipe(t *testing.T) {
-	const interval, timeout = 20 * time.Millisecond, 40 * time.Millisecond
+	const interval, timeout = 20 * time.Millisecond, time.Second
 	p := natstest.StartProcess(t, authConf(serverGrant("pay", paySubject), callerGrant("web")))
 	ka := nats.WithStreamKeepAlive(interval, timeout)
 	l, err := newTransport(t, p.URL(), nats.WithUserInfo("pay", "pw"), ka).Listen(paySubject, streamServer(func(ctx context.Context, s streamconn.Stream) error {
@@ -1046,7 +1049,7 @@ func TestStreamPermissionRecipe(t *testing.T) {
 	}
 	t.Cleanup(func() { l.Close() })
 	cs := open(t, t.Context(), dialStreams(t, p.URL(), paySubject, nats.WithUserInfo("web", "pw"), ka), "idle:x")
-	idle := time.NewTimer(20 * (interval + timeout)) // the length of the test, not a synchronisation
+	idle := time.NewTimer(40*interval + timeout) // the length of the test, not a synchronisation
 	<-idle.C
 	if err := cs.Send(t.Context(), wire.CodecNone, []byte("late")); err != nil {
 		t.Fatal(err)
