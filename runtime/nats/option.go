@@ -187,9 +187,11 @@ func WithMaxFrameSize(n int) Option {
 // else at least 10ms each; a negative interval turns pings off. While
 // calls wait for answers the caller looks closer: it pings after 250ms
 // without a message from the node and gives it 1s (at most interval and
-// timeout). A node whose subscription is gone (its process died and the
-// broker dropped it) is found at the first ping: the broker answers that
-// no one listens.
+// timeout). A node the caller hears from while its pong is late (an
+// answer or a stream message) is behind, not gone: its pong comes after
+// them, and it is pinged again. A node whose subscription is gone (its
+// process died and the broker dropped it) is found at the first ping:
+// the broker answers that no one listens.
 func WithKeepAlive(interval, timeout time.Duration) Option {
 	return optionFunc(func(t *Transport) error {
 		if err := bridge.CheckKeepAlive(interval, timeout); err != nil {
