@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"strconv"
@@ -153,8 +154,7 @@ func TestWebSocketBatchSlowClose(t *testing.T) {
 }
 
 // TestWebSocketBatchStreamsWritten: a stream's frame in a batch is
-// told written once the batch is, and the relay's one-frame-per-stream
-// bound holds: each stream gets its token, in queue order.
+// told written once the batch is: each stream gets its token.
 func TestWebSocketBatchStreamsWritten(t *testing.T) {
 	tg := newTestGateway(t, settings{ws: wsSettings{sendQueue: 100}})
 	c, wc, cc := batchConn(t, tg, nil)
@@ -178,5 +178,46 @@ func TestWebSocketBatchStreamsWritten(t *testing.T) {
 	readNumbered(t, c, 0, streams)
 	if n := cc.writes.Load(); n != 1 {
 		t.Errorf("%d socket writes for %d streams' frames, want 1", n, streams)
+	}
+}
+
+// TestStreamAheadOrder: streams whose frames are queued ahead of the
+// socket (a send queue of 8, two streams a connection: two frames each
+// at most) keep each stream's order, end after their messages, and
+// never fill the send queue themselves (no slow consumer close), the
+// client reading as it pleases.
+func TestStreamAheadOrder(t *testing.T) {
+	tg, _ := newStreamGateway(t, settings{ws: wsSettings{sendQueue: 8, maxStreams: 2}})
+	if n := tg.now().set.ws.aheadFrames(); n != 2 {
+		t.Fatalf("aheadFrames %d, want 2", n)
+	}
+	c := dialWS(t, tg.ws, nil)
+	const n = 2000
+	for _, id := range []string{"a", "b"} {
+		sendFrame(t, c, map[string]any{"type": "req", "id": id, "method": "GET", "path": "/s/count?n=" + strconv.Itoa(n)})
+	}
+	next := map[string]int{}
+	ended := 0
+	for ended < 2 {
+		f := readStreamFrame(t, c)
+		id := *f.ID
+		switch f.Type {
+		case frameMsg:
+			var m struct{ I int }
+			if err := json.Unmarshal(f.Body, &m); err != nil || m.I != next[id] {
+				t.Fatalf("stream %s: message %s, want i %d", id, f.Body, next[id])
+			}
+			next[id]++
+		case frameEnd:
+			if f.Status != 200 || next[id] != n {
+				t.Fatalf("stream %s ended %d after %d messages, want 200 after %d", id, f.Status, next[id], n)
+			}
+			ended++
+		default:
+			t.Fatalf("frame %s", f.Type)
+		}
+	}
+	if l := tg.logs.find("slow consumer"); len(l) > 0 {
+		t.Errorf("streams alone made a slow consumer: %v", l)
 	}
 }

@@ -78,7 +78,7 @@ type outMsg struct {
 	close  websocket.StatusCode
 	reason string
 	// written, when set, is told when b has been written: a stream
-	// waits for it before it receives its next message.
+	// counts with it its frames queued ahead of the socket.
 	written chan<- struct{}
 }
 
@@ -457,7 +457,7 @@ func (wc *wsConn) routed(id string, rt wsRoute, cancel context.CancelFunc) (*wsS
 		e.retryAfter = 1
 		return nil, e
 	}
-	st := newWSStream(kind, cancel)
+	st := newWSStream(kind, cancel, wc.ws.aheadFrames())
 	if wc.streams == nil {
 		wc.streams = make(map[string]*wsStream)
 	}
@@ -639,7 +639,7 @@ func (wc *wsConn) writeQueued() {
 			return false
 		}
 		for _, w := range written {
-			w <- struct{}{} // room for one: a stream has one frame queued at most
+			w <- struct{}{} // room: a stream has no more frames queued than written holds
 		}
 		written = written[:0]
 		return true
@@ -698,7 +698,7 @@ func (wc *wsConn) writeQueued() {
 			continue
 		}
 		if m.written != nil {
-			m.written <- struct{}{} // room for one: a stream has one frame queued at most
+			m.written <- struct{}{} // room: a stream has no more frames queued than written holds
 		}
 	}
 }
