@@ -77,8 +77,9 @@ func readNumbered(t *testing.T, c *websocket.Conn, first, n int) {
 }
 
 // TestWebSocketBatch: frames that wait together in a connection's queue
-// go out in its order with one socket write per batch (a batch's bytes at
-// most wsBatchBytes, give or take a frame), and a frame alone with one.
+// go out in its order with one socket write per batch (wsBatchFrames
+// frames, or wsBatchBytes give or take a frame), and a frame alone with
+// one.
 func TestWebSocketBatch(t *testing.T) {
 	tg := newTestGateway(t, settings{ws: wsSettings{sendQueue: 1000}})
 	c, wc, cc := batchConn(t, tg, nil)
@@ -87,8 +88,9 @@ func TestWebSocketBatch(t *testing.T) {
 		minWrt, maxWrts int64
 	}{
 		{1, 10, 1, 1},
-		{100, 10, 1, 1},      // some 4 KiB: one batch
-		{100, 1000, 3, 4},    // some 100 KiB: batches of wsBatchBytes
+		{16, 10, 1, 1},       // one batch
+		{100, 10, 7, 7},      // batches of wsBatchFrames
+		{100, 3000, 10, 13},  // some 300 KiB: batches of wsBatchBytes
 		{3, 100 << 10, 3, 4}, // frames larger than a batch: one write each held, two the last, alone (the header from the 1 KiB buffer, then the payload)
 	} {
 		name := fmt.Sprintf("%d frames of %d bytes", tc.frames, tc.pad)
@@ -158,7 +160,7 @@ func TestWebSocketBatchSlowClose(t *testing.T) {
 func TestWebSocketBatchStreamsWritten(t *testing.T) {
 	tg := newTestGateway(t, settings{ws: wsSettings{sendQueue: 100}})
 	c, wc, cc := batchConn(t, tg, nil)
-	const streams = 8
+	const streams = wsBatchFrames
 	tokens := make([]chan struct{}, streams)
 	for i := range streams {
 		tokens[i] = make(chan struct{}, 1)

@@ -79,9 +79,14 @@ type batchWriter struct {
 // idle connection holds none.
 var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, wsBatchBytes+wsBufferSize); return &b }}
 
-// wsBatchBytes is the most bytes a batch holds before they are written:
-// beyond it a few more frames save no system call worth the buffer.
-const wsBatchBytes = 32 << 10
+// wsBatchBytes and wsBatchFrames bound a batch: once it holds either,
+// it is written. Beyond 16 frames a batch saves little more (1/16 of a
+// system call a frame), and the bound keeps its first frame from waiting
+// on a writer that keeps finding more behind it.
+const (
+	wsBatchBytes  = 32 << 10
+	wsBatchFrames = 16
+)
 
 func (w *batchWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()

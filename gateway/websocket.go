@@ -613,7 +613,8 @@ func (wc *wsConn) startWriter() {
 //
 // When more frames wait behind the one taken, their bytes are held (see
 // [batchWriter]) and written together, with one system call and one
-// deadline, once the queue has no more or a batch's bytes are held; a
+// deadline, once the queue has no more or a batch is held (wsBatchFrames
+// frames or wsBatchBytes); a
 // frame alone is written at once. The frames go out in the queue's order
 // either way, and a stream is told its frame was written once the batch
 // it is in has been.
@@ -624,12 +625,13 @@ func (wc *wsConn) writeQueued() {
 	}
 	var (
 		holding bool
+		frames  int               // held
 		written []chan<- struct{} // the held frames' streams
 	)
 	// release writes the held frames: false when the connection failed
 	// (then closed).
 	release := func() bool {
-		holding = false
+		holding, frames = false, 0
 		wc.nc.SetWriteDeadline(time.Now().Add(timeout))
 		err := wc.bw.release()
 		wc.nc.SetWriteDeadline(time.Time{})
@@ -692,7 +694,7 @@ func (wc *wsConn) writeQueued() {
 			if m.written != nil {
 				written = append(written, m.written)
 			}
-			if (!more || wc.bw.held() >= wsBatchBytes) && !release() {
+			if frames++; (!more || frames >= wsBatchFrames || wc.bw.held() >= wsBatchBytes) && !release() {
 				return
 			}
 			continue
