@@ -205,10 +205,12 @@
 // failed_precondition).
 //
 // Flow control runs end to end: per stream the gateway receives the
-// service's next message only once the previous one is written to the
-// client's socket, so a slow client slows the service (whose Send
+// service's next message only while the ones it queued for the client's
+// socket and not yet written are few (16 KiB of frames, and at most
+// websocket.send_queue / (2 x max_streams_per_conn) frames; one over
+// SSE and NDJSON), so a slow client slows the service (whose Send
 // blocks once the mesh's own per-stream window is full) and the gateway
-// holds one message per stream, websocket.max_streams_per_conn streams
+// holds a few messages per stream, websocket.max_streams_per_conn streams
 // per connection (16 by default; a req frame opening one more is
 // answered with an end frame, 429). An open stream also counts as a
 // request in flight (websocket.max_inflight_per_conn). The other way, a stream holds at

@@ -82,16 +82,23 @@ func (q *sendQueue) pushEvent(m outMsg, dropOldest bool) (ok, write, dropped boo
 // pop takes the oldest frame for the writer, a reply before an event,
 // or reports false when none waits: the writer's turn is over.
 func (q *sendQueue) pop() (outMsg, bool) {
+	m, _, ok := q.next()
+	return m, ok
+}
+
+// next is pop that also reports whether more frames wait after m: the
+// writer holds m's bytes to write them with the next ones.
+func (q *sendQueue) next() (m outMsg, more, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if m, ok := take(&q.items, &q.head); ok {
-		return m, true
+	if m, ok = take(&q.items, &q.head); !ok {
+		m, ok = take(&q.events, &q.evHead)
 	}
-	if m, ok := take(&q.events, &q.evHead); ok {
-		return m, true
+	if !ok {
+		q.writing = false
+		return outMsg{}, false, false
 	}
-	q.writing = false
-	return outMsg{}, false
+	return m, len(q.items) > q.head || len(q.events) > q.evHead, true
 }
 
 // take takes the frame at *head of *items, giving a burst's room back

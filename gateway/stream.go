@@ -16,8 +16,8 @@ import (
 
 // The streams of streaming routes (stream: server, client or bidi): the
 // request opens a mesh stream of the route's pattern, and the gateway
-// relays its messages between the client and the service, one message
-// at a time each way (see the package doc's # Streams).
+// relays its messages between the client and the service, a few
+// messages at a time each way (see the package doc's # Streams).
 
 // streamKind is a route's kind of stream.
 type streamKind uint8

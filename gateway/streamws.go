@@ -16,6 +16,20 @@ import (
 // service as a slow client slows the service.
 const wsStreamInbound = 4
 
+// wsStreamAheadBytes bounds the bytes of a stream's msg frames queued
+// and not yet written (at least one frame, whatever its size): while its
+// frames are under it, the relay receives the service's next message
+// instead of waiting for the last one's write, so that a writer that
+// finds several frames waiting writes them with one system call.
+const wsStreamAheadBytes = 16 << 10
+
+// aheadFrames is the most msg frames a stream may have queued and not
+// yet written: the connection's streams together fill at most half its
+// send queue, so that they alone never make it a slow consumer (4008).
+func (ws wsSettings) aheadFrames() int {
+	return max(1, ws.sendQueue/(2*max(ws.maxStreams, 1)))
+}
+
 // wsStream is a stream open on a WebSocket connection: a goroutine
 // relays the service's messages to the client (see [wsConn.stream]),
 // and for client and bidi streams another relays the client's msg
@@ -24,15 +38,15 @@ type wsStream struct {
 	kind    streamKind
 	in      chan json.RawMessage // the client's messages; closed by its end frame (the reader's alone)
 	ended   chan struct{}        // closed when the service's side is done: the reader stops waiting on in
-	written chan struct{}        // told when the stream's frame is written
+	written chan struct{}        // told when one of the stream's frames is written, in queue order; room for all it may have queued
 	cancel  context.CancelFunc   // the request's
 
 	halfClosed bool      // the client's end frame came (the reader's alone)
 	failure    *apiError // a frame of the client's that ends the stream (400), under the connection's mu
 }
 
-func newWSStream(kind streamKind, cancel context.CancelFunc) *wsStream {
-	st := &wsStream{kind: kind, ended: make(chan struct{}), written: make(chan struct{}, 1), cancel: cancel}
+func newWSStream(kind streamKind, cancel context.CancelFunc, ahead int) *wsStream {
+	st := &wsStream{kind: kind, ended: make(chan struct{}), written: make(chan struct{}, max(ahead, 1)), cancel: cancel}
 	if kind != streamServer {
 		st.in = make(chan json.RawMessage, wsStreamInbound)
 	}
@@ -40,9 +54,9 @@ func newWSStream(kind streamKind, cancel context.CancelFunc) *wsStream {
 }
 
 // stream serves a req frame of a streaming route: it opens the mesh
-// stream, relays its messages to the client as msg frames, each written
-// before the next is received (one message held at a time), and ends
-// with the end frame; the client's messages go the other way on a
+// stream, relays its messages to the client as msg frames (a few queued
+// ahead of the socket at most, see [wsStreamAheadBytes]), and ends with
+// the end frame, queued after them; the client's messages go the other way on a
 // goroutine of their own. A cancel frame, the connection's close and
 // the service's end all end it.
 //
@@ -107,15 +121,51 @@ func (wc *wsConn) relay(ctx context.Context, f inFrame, rt wsRoute, caller *auth
 		defer func() { <-pumped }() // after cancel, below
 	}
 	defer cancel()
+	closed := func() (*apiError, runtime.Metadata) {
+		// The connection is closing: nobody reads the end.
+		return newAPIError(StatusClientClosed, runtime.CodeCanceled, "the client closed the connection"), runtime.Metadata{}
+	}
+	// The sizes of the stream's frames queued and not yet written,
+	// oldest first (the writer tells written in that order).
+	var (
+		ahead      []int
+		head       int
+		aheadBytes int
+		maxAhead   = cap(st.written)
+	)
 	for {
 		body, err := g.recvJSON(s, &c)
 		if err != nil {
 			return g.endOf(ctx, sctx, err, &c), s.Trailer()
 		}
-		if !wc.sendWait(appendMsg(nil, f.ID, body), st.written) {
-			// The connection is closing: nobody reads the end.
-			return newAPIError(StatusClientClosed, runtime.CodeCanceled, "the client closed the connection"), runtime.Metadata{}
+		b := appendMsg(nil, f.ID, body)
+		// Count the frames written meanwhile; wait while this one would
+		// pass the bounds.
+		for head < len(ahead) {
+			if len(ahead)-head < maxAhead && aheadBytes+len(b) <= wsStreamAheadBytes {
+				select {
+				case <-st.written:
+				default:
+					goto send
+				}
+			} else {
+				select {
+				case <-st.written:
+				case <-wc.ctx.Done():
+					return closed()
+				}
+			}
+			aheadBytes -= ahead[head]
+			if head++; head == len(ahead) {
+				ahead, head = ahead[:0], 0
+			}
 		}
+	send:
+		if !wc.sendAhead(b, st.written) {
+			return closed()
+		}
+		ahead = append(ahead, len(b))
+		aheadBytes += len(b)
 	}
 }
 
@@ -140,9 +190,12 @@ func pump(ctx context.Context, s meshStream, in <-chan json.RawMessage) *apiErro
 	}
 }
 
-// sendWait queues a stream's frame and waits until it is written, or
-// the connection closes (false).
-func (wc *wsConn) sendWait(b []byte, written chan struct{}) bool {
+// sendAhead queues a stream's frame, to be told on written once it is
+// written; when no writer is at work it starts one on a goroutine of its
+// own, so that the relay receives the next message meanwhile. It
+// reports false when the connection is closing (a full send queue closes
+// it: a slow consumer).
+func (wc *wsConn) sendAhead(b []byte, written chan struct{}) bool {
 	if wc.closed.Load() {
 		return false
 	}
@@ -153,14 +206,9 @@ func (wc *wsConn) sendWait(b []byte, written chan struct{}) bool {
 		return false
 	}
 	if write {
-		wc.writeQueued()
+		wc.startWriter()
 	}
-	select {
-	case <-written:
-		return true
-	case <-wc.ctx.Done():
-		return false
-	}
+	return true
 }
 
 // streamMsg hands a msg frame's body to its stream, waiting while the

@@ -44,7 +44,8 @@ type wsConn struct {
 	g    *Gateway
 	ws   wsSettings // as the connection was opened with
 	c    *websocket.Conn
-	nc   net.Conn // the hijacked connection, for write deadlines; nil: none
+	nc   net.Conn     // the hijacked connection, for write deadlines; nil: none
+	bw   *batchWriter // under the library's write buffer; nil without nc
 	ip   string
 	send *sendQueue
 
@@ -77,7 +78,7 @@ type outMsg struct {
 	close  websocket.StatusCode
 	reason string
 	// written, when set, is told when b has been written: a stream
-	// waits for it before it receives its next message.
+	// counts with it its frames queued ahead of the socket.
 	written chan<- struct{}
 }
 
@@ -115,7 +116,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, rid str
 	c.SetReadLimit(l.set.ws.maxMessage)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	wc := &wsConn{
-		g: g, ws: l.set.ws, c: c, nc: hw.conn, ip: l.clientIP(r),
+		g: g, ws: l.set.ws, c: c, nc: hw.conn, bw: hw.batch, ip: l.clientIP(r),
 		send: newSendQueue(l.set.ws.sendQueue, l.set.ws.eventQueue),
 		ctx:  ctx, cancel: cancel, inflight: make(map[string]inflight),
 	}
@@ -456,7 +457,7 @@ func (wc *wsConn) routed(id string, rt wsRoute, cancel context.CancelFunc) (*wsS
 		e.retryAfter = 1
 		return nil, e
 	}
-	st := newWSStream(kind, cancel)
+	st := newWSStream(kind, cancel, wc.ws.aheadFrames())
 	if wc.streams == nil {
 		wc.streams = make(map[string]*wsStream)
 	}
@@ -609,40 +610,97 @@ func (wc *wsConn) startWriter() {
 // server's write timeout (wsWriteTimeout without one), a deadline of the
 // connection cleared after it, so that the library's own writes (a pong,
 // the close handshake) never meet a deadline that has passed.
+//
+// When more frames wait behind the one taken, their bytes are held (see
+// [batchWriter]) and written together, with one system call and one
+// deadline, once the queue has no more or a batch is held (wsBatchFrames
+// frames or wsBatchBytes); a
+// frame alone is written at once. The frames go out in the queue's order
+// either way, and a stream is told its frame was written once the batch
+// it is in has been.
 func (wc *wsConn) writeQueued() {
 	timeout := wc.g.set.writeTimeout
 	if timeout <= 0 {
 		timeout = wsWriteTimeout
 	}
+	var (
+		holding bool
+		frames  int               // held
+		written []chan<- struct{} // the held frames' streams
+	)
+	// release writes the held frames: false when the connection failed
+	// (then closed).
+	release := func() bool {
+		holding, frames = false, 0
+		wc.nc.SetWriteDeadline(time.Now().Add(timeout))
+		err := wc.bw.release()
+		wc.nc.SetWriteDeadline(time.Time{})
+		if err != nil {
+			written = written[:0]
+			wc.closeWith(closeInternal, "write failed")
+			return false
+		}
+		for _, w := range written {
+			w <- struct{}{} // room: a stream has no more frames queued than written holds
+		}
+		written = written[:0]
+		return true
+	}
 	for {
-		m, ok := wc.send.pop()
+		m, more, ok := wc.send.next()
 		if !ok {
-			return
+			return // nothing is held: the last frame taken had no more behind it
 		}
 		if wc.closed.Load() {
+			if holding {
+				release() // the frames before the close (and the close frame, if held) go out
+			}
 			return // the turn stays taken: nothing more is sent
 		}
 		if m.close != 0 {
+			if holding && !release() {
+				return
+			}
 			wc.closeWith(m.close, m.reason)
 			return
 		}
+		if more && !holding && wc.bw != nil {
+			wc.bw.hold()
+			holding = true
+		}
 
 		var err error
-		if wc.nc != nil {
+		switch {
+		case holding:
+			// Into the held bytes: no system call, no deadline.
+			err = wc.c.Write(context.Background(), websocket.MessageText, m.b)
+		case wc.nc != nil:
 			wc.nc.SetWriteDeadline(time.Now().Add(timeout))
 			err = wc.c.Write(context.Background(), websocket.MessageText, m.b)
 			wc.nc.SetWriteDeadline(time.Time{})
-		} else {
+		default:
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			err = wc.c.Write(ctx, websocket.MessageText, m.b)
 			cancel()
 		}
 		if err != nil {
+			if holding {
+				wc.bw.release() // the close frame, if the library held one, goes out
+			}
 			wc.closeWith(closeInternal, "write failed")
 			return
 		}
+		if holding {
+			if m.written != nil {
+				written = append(written, m.written)
+			}
+			if frames++; (!more || frames >= wsBatchFrames || wc.bw.held() >= wsBatchBytes) && !release() {
+				return
+			}
+			continue
+		}
 		if m.written != nil {
-			m.written <- struct{}{} // room for one: a stream has one frame queued at most
+			m.written <- struct{}{} // room: a stream has no more frames queued than written holds
 		}
 	}
 }

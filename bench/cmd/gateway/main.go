@@ -3,12 +3,14 @@
 // without a JWT, the gateway's memory and CPU from /proc) and a side by
 // side comparison with moleculer-web and grpc-gateway over HTTP, and
 // event push (a mesh node's events to -clients WebSocket subscribers,
-// broadcast and per user, emit to receipt). It writes gateway.md and
-// gateway.svg.
+// broadcast and per user, emit to receipt) and server streams (a mesh
+// node's stream to each of -clients WebSocket clients, send to receipt).
+// It writes gateway.md and gateway.svg.
 //
 //	cd bench && go run ./cmd/gateway
 //	cd bench && go run ./cmd/gateway -clients 100 -stage 1s -levels 1,16 -duration 500ms -runs 1
-//	cd bench && go run ./cmd/gateway -clients 0 -levels "" -event-clients 1000   # event push alone
+//	cd bench && go run ./cmd/gateway -clients 0 -levels "" -event-clients 1000 -stream-rates ""   # event push alone
+//	cd bench && go run ./cmd/gateway -clients 0 -levels "" -events "" -stream-clients 1000        # server streams alone
 package main
 
 import (
@@ -48,6 +50,9 @@ func main() {
 	userRates := flag.String("user-event-rates", "1000,0", "comma-separated events/s over all users the emitter offers in the per-user pass, a run each; each event goes to one client (0: as fast as acknowledged emits go)")
 	flag.IntVar(&cfg.Events.Inflight, "event-inflight", 32, "the emitter's acknowledged emits in flight at most")
 	flag.DurationVar(&cfg.Events.Duration, "event-duration", 10*time.Second, "how long the emitter emits in each event push pass")
+	streamClients := flag.Int("stream-clients", 0, "WebSocket clients of the server streams, one stream each (0: -clients)")
+	streamRates := flag.String("stream-rates", "10,50,0", "comma-separated messages/s per stream the streamer offers, a run each (empty: skip the server streams; 0: as fast as the stream's flow control allows)")
+	flag.DurationVar(&cfg.Streams.Duration, "stream-duration", 10*time.Second, "how long the streamer sends in each run of the server streams")
 	flag.StringVar(&cfg.BaselineGateway, "baseline-gateway", "", "a second wizard-gateway binary (e.g. built from main) that joins the comparison beside this tree's, run for run: a change's before and after")
 	gwEnv := flag.String("gateway-env", "", "space-separated NAME=VALUE pairs added to wizard-gateway's environment (e.g. GOMEMLIMIT=48MiB)")
 	out := flag.String("out", "results", "directory for gateway.md, gateway.svg (the comparison) and gateway-ramp.svg (the ramp)")
@@ -64,6 +69,9 @@ func main() {
 	if cfg.Events.UserRates, err = gwbench.Rates("user-event-rates", *userRates); err != nil {
 		fail(err)
 	}
+	if cfg.Streams.Rates, err = gwbench.Rates("stream-rates", *streamRates); err != nil {
+		fail(err)
+	}
 	if *scenarios != "" {
 		cfg.Scenarios = strings.Split(*scenarios, ",")
 	}
@@ -76,6 +84,13 @@ func main() {
 	cfg.Events.Clients = cfg.Ramp.Clients
 	if *eventClients > 0 {
 		cfg.Events.Clients = *eventClients
+	}
+	cfg.Streams.Clients = cfg.Ramp.Clients
+	if *streamClients > 0 {
+		cfg.Streams.Clients = *streamClients
+	}
+	if len(cfg.Streams.Rates) == 0 {
+		cfg.Streams.Clients = 0
 	}
 	cfg.GatewayEnv = strings.Fields(*gwEnv)
 	if !*quiet {

@@ -73,6 +73,8 @@ func serveChild(s childSpec, in io.Reader, out io.Writer) error {
 		return serveProfGateway(s, in, out)
 	case roleEmitter:
 		return serveEmitter(s, in, out)
+	case roleStreamer:
+		return serveStreamer(s, in, out)
 	case roleEcho:
 		t, err := tcp.New()
 		if err != nil {

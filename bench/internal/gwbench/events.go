@@ -72,6 +72,7 @@ const (
 // frames as there are clients, a per-user event one.
 type EventsResult struct {
 	Pass    EventPass
+	Gateway string // WizardGateway, or WizardBaseline: the run of Config.BaselineGateway's binary paired with it
 	Clients int
 	Rate    float64 // offered events/s, 0 for as fast as acknowledged emits go
 	Emit    emitResult
@@ -118,15 +119,24 @@ func (r EventsResult) DeliveredPerSec() float64 {
 	return 0
 }
 
-// eventsGatewayConfig is wizard-gateway's YAML for the event push: the
-// echo route (so that /readyz answers once the mesh is joined), a
-// broadcast route anyone may subscribe to, a per-user route whose entry
-// is filled from the verified subject; its node listens on meshPort, where
-// the emitter joins it.
-func eventsGatewayConfig(port, meshPort int, echoAddr string, s *signer) string {
+// eventsGatewayConfig is wizard-gateway's YAML for the event push and the
+// server streams: the echo route (so that /readyz answers once the mesh is
+// joined), a broadcast route anyone may subscribe to, a per-user route
+// whose entry is filled from the verified subject, the streamer's server
+// stream route (client i opens /stream/i); its node listens on meshPort,
+// where the emitter joins it, and has peers (the echo node, and the
+// streamer).
+func eventsGatewayConfig(port, meshPort int, peers []string, s *signer) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "server: {listen: \"127.0.0.1:%d\"}\n", port)
-	fmt.Fprintf(&b, "mesh: {transport: tcp, listen: \"127.0.0.1:%d\", peers: [%q]}\n", meshPort, echoAddr)
+	fmt.Fprintf(&b, "mesh: {transport: tcp, listen: \"127.0.0.1:%d\", peers: [", meshPort)
+	for i, p := range peers {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", p)
+	}
+	b.WriteString("]}\n")
 	if s != nil {
 		fmt.Fprintf(&b, "auth:\n  jwt: {keys: [%q], issuer: %q, audience: %q, algorithms: [%s]}\n", s.keyFile, jwtIssuer, jwtAudience, s.alg)
 	}
@@ -135,17 +145,19 @@ func eventsGatewayConfig(port, meshPort int, echoAddr string, s *signer) string 
 	b.WriteString("access_log: {enabled: false}\n")
 	b.WriteString("routes:\n  - {name: echo, method: POST, path: /echo, pattern: \"" + echoPattern + "\"}\n")
 	b.WriteString("  - {name: ticks, method: GET, path: /ticks, pattern: \"role:gwbench,cmd:ticks\", events: [\"" + eventBroadcast + "\"]}\n")
+	b.WriteString("  - {name: stream, method: GET, path: \"/stream/{c}\", pattern: \"" + streamPattern + "\", vars: {c: {regex: \"[0-9]+\"}}, stream: server}\n")
 	if s != nil {
 		b.WriteString("  - {name: mine, method: GET, path: /mine, pattern: \"role:gwbench,cmd:mine\", auth: required, events: [\"" + eventPerUser + ",user:{auth.subject}\"]}\n")
 	}
 	return b.String()
 }
 
-// startEventsGateway starts wizard-gateway with eventsGatewayConfig (see
-// startWizardGateway, which it follows: with a profile directory, package
-// gateway in a process of this binary, profiled) and waits until /readyz
-// answers; it returns the gateway and its node's mesh address.
-func (e *env) startEventsGateway(ctx context.Context, s *signer, label string) (*gateway, string, error) {
+// startEventsGateway starts wizard-gateway's binary bin with
+// eventsGatewayConfig (see startWizardGatewayBin, which it follows: with a
+// profile directory, this tree's package gateway in a process of this
+// binary, profiled) and waits until /readyz answers; it returns the
+// gateway and its node's mesh address.
+func (e *env) startEventsGateway(ctx context.Context, bin string, s *signer, label string, peers ...string) (*gateway, string, error) {
 	port, err1 := freePort()
 	meshPort, err2 := freePort()
 	if err := errors.Join(err1, err2); err != nil {
@@ -153,26 +165,30 @@ func (e *env) startEventsGateway(ctx context.Context, s *signer, label string) (
 	}
 	name := "wizard-gateway-" + label
 	file := filepath.Join(e.dir, name+".yaml")
-	if err := os.WriteFile(file, []byte(eventsGatewayConfig(port, meshPort, e.echo.addr, s)), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(eventsGatewayConfig(port, meshPort, append([]string{e.echo.addr}, peers...), s)), 0o644); err != nil {
 		return nil, "", err
 	}
 	var p *proc
 	var err error
-	if e.profDir != "" {
+	if e.profDir != "" && bin == e.gwBin {
 		dir := filepath.Join(e.profDir, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, "", err
 		}
 		p, err = e.child(ctx, childSpec{Role: roleProfGateway, Config: file, Dir: dir})
 	} else {
-		cmd := exec.Command(e.gwBin, "-c", file, "-l", "warn")
+		cmd := exec.Command(bin, "-c", file, "-l", "warn")
 		cmd.Env = append(os.Environ(), e.gwEnv...)
 		p, err = e.start(ctx, name, cmd, false)
 	}
 	if err != nil {
 		return nil, "", err
 	}
-	g := &gateway{name: WizardGateway, client: e.httpClient, main: p, procs: []*proc{p}, base: "http://127.0.0.1:" + strconv.Itoa(port)}
+	gwName := WizardGateway
+	if bin != e.gwBin {
+		gwName = WizardBaseline
+	}
+	g := &gateway{name: gwName, client: e.httpClient, main: p, procs: []*proc{p}, base: "http://127.0.0.1:" + strconv.Itoa(port)}
 	if err := waitReady(ctx, g.base+"/readyz", p); err != nil {
 		e.stop(p)
 		return nil, "", fmt.Errorf("wizard-gateway: %w", err)
@@ -199,12 +215,14 @@ func (e *env) eventPasses(ctx context.Context, cfg Config, rep *Report, logf fun
 		if p.PerUser {
 			rates = ec.UserRates
 		}
-		for _, rate := range rates {
-			r, err := e.eventsPass(ctx, ec, p, float64(rate), logf)
-			if err != nil {
-				return fmt.Errorf("event push, %s at %d events/s: %w", p.Name, rate, err)
+		for k, rate := range rates {
+			for _, bin := range e.passBins(k) {
+				r, err := e.eventsPass(ctx, ec, bin, p, float64(rate), logf)
+				if err != nil {
+					return fmt.Errorf("event push, %s at %d events/s: %w", p.Name, rate, err)
+				}
+				rep.Events = append(rep.Events, r)
 			}
-			rep.Events = append(rep.Events, r)
 		}
 	}
 	return nil
@@ -213,8 +231,12 @@ func (e *env) eventPasses(ctx context.Context, cfg Config, rep *Report, logf fun
 // eventsPass starts an emitter and a gateway for p, connects and
 // subscribes the clients, has the emitter emit, waits for the frames and
 // stops both.
-func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, p EventPass, rate float64, logf func(string, ...any)) (EventsResult, error) {
-	res := EventsResult{Pass: p, Clients: cfg.Clients, Rate: rate}
+func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, bin string, p EventPass, rate float64, logf func(string, ...any)) (EventsResult, error) {
+	res := EventsResult{Pass: p, Clients: cfg.Clients, Rate: rate, Gateway: WizardGateway}
+	label := "events-" + p.Name + "-" + strconv.FormatFloat(rate, 'f', -1, 64)
+	if bin != e.gwBin {
+		res.Gateway, label = WizardBaseline, label+"-baseline"
+	}
 	var sign *signer
 	if p.PerUser {
 		var err error
@@ -222,7 +244,7 @@ func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, p EventPass, rat
 			return res, err
 		}
 	}
-	g, meshAddr, err := e.startEventsGateway(ctx, sign, "events-"+p.Name+"-"+strconv.FormatFloat(rate, 'f', -1, 64))
+	g, meshAddr, err := e.startEventsGateway(ctx, bin, sign, label)
 	if err != nil {
 		return res, err
 	}
@@ -233,6 +255,9 @@ func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, p EventPass, rat
 	}
 	defer e.stop(em)
 	name := p.Name + "@" + strconv.FormatFloat(rate, 'f', -1, 64)
+	if res.Gateway == WizardBaseline {
+		name += " (baseline)"
+	}
 	logf("event push, %-10s wizard-gateway pid %d on %s, emitter pid %d", name, g.main.pid(), g.base, em.pid())
 
 	cctx, cancel := context.WithCancel(ctx)

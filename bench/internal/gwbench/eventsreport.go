@@ -86,8 +86,12 @@ func (r *Report) writeEvents(b *strings.Builder) {
 
 // Title labels a run of the event push: its pass and offered rate.
 func (x EventsResult) Title() string {
+	t := x.Pass.Title() + ", " + rate(x.Rate) + " events/s offered"
 	if x.Rate <= 0 {
-		return x.Pass.Title() + ", as fast as acknowledged emits go"
+		t = x.Pass.Title() + ", as fast as acknowledged emits go"
 	}
-	return x.Pass.Title() + ", " + rate(x.Rate) + " events/s offered"
+	if x.Gateway == WizardBaseline {
+		t += ", **baseline binary**"
+	}
+	return t
 }

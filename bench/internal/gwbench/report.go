@@ -19,6 +19,7 @@ type Report struct {
 	Ramps     []RampResult
 	Cells     []Cell // by level, then contender order
 	Events    []EventsResult
+	Streams   []StreamsResult
 	Gaps      []Gap
 	StartedAt time.Time
 	Elapsed   time.Duration
@@ -78,6 +79,10 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if len(r.Events) > 0 {
 		r.writeEvents(&b)
 	}
+	if len(r.Streams) > 0 {
+		r.writeStreams(&b)
+	}
+	r.writePaired(&b)
 	if t := r.targets(); len(t) > 0 {
 		b.WriteString("## Targets of issue 14, against this run\n\n| target | measured | met |\n|---|---|---|\n")
 		for _, t := range t {

@@ -50,9 +50,13 @@ type Config struct {
 	HTTPClient string
 	// Events is the event push scenario (no Passes: none).
 	Events EventsConfig
+	// Streams is the server stream scenario (no Rates: none).
+	Streams StreamsConfig
 	// BaselineGateway, when set, is a second wizard-gateway binary (one
 	// built from main, say) that joins the comparison as WizardBaseline:
-	// a change's before and after, run for run beside each other.
+	// a change's before and after, run for run beside each other. The
+	// event push and stream runs then run twice, with either binary, in
+	// alternating order.
 	BaselineGateway string
 }
 
@@ -159,6 +163,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		})
 	}
 	if err := e.eventPasses(ctx, cfg, rep, logf); err != nil {
+		return nil, err
+	}
+	if err := e.streamRuns(ctx, cfg, rep, logf); err != nil {
 		return nil, err
 	}
 	if len(cfg.Levels) > 0 {
