@@ -388,6 +388,16 @@ func (l *live) verify(ctx context.Context, token string) (*auth.Identity, *apiEr
 	return l.auth.verify(ctx, token)
 }
 
+// verifyOnce is verify for a WebSocket connection's token, which the
+// connection verifies once and keeps the identity of: a caching verifier
+// keeps its cache for the tokens that come again, HTTP requests'.
+func (l *live) verifyOnce(ctx context.Context, token string) (*auth.Identity, *apiError) {
+	if l.auth == nil {
+		return nil, authError(auth.ErrRejected)
+	}
+	return l.auth.verifyOnce(ctx, token)
+}
+
 // authorize checks an identity (nil: none) against a route's auth and
 // scopes.
 func authorize(p *policy, id *auth.Identity) *apiError {
