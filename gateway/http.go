@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/gateway/auth"
+	"github.com/wizardmesh/wizard/gateway/internal/jsonscan"
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 )
@@ -189,7 +190,7 @@ func (g *Gateway) answerJSON(res runtime.Result, rid, pat string) (b json.RawMes
 	// A remote JSON answer passes on as its text, checked but not
 	// decoded (the common case: a handler on another node).
 	if b, ok := res.JSON(); ok {
-		if !json.Valid(b) {
+		if !jsonscan.Valid(b) {
 			g.log.Error("gateway: a handler's answer is not valid JSON", "request_id", rid, "pattern", pat)
 			return nil, false, newAPIError(http.StatusInternalServerError, runtime.CodeInternal, "internal error")
 		}
