@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/wizardmesh/wizard/gateway/auth"
@@ -66,5 +68,35 @@ func TestAuthCacheSettings(t *testing.T) {
 				t.Errorf("%+v, want %+v", s, c.want)
 			}
 		})
+	}
+}
+
+// TestAuthStatsWebSocketNotCached: a WebSocket connection's token, given
+// with the upgrade or by an auth frame, is verified without entering the
+// JWT cache (the connection keeps its identity itself); an HTTP request's
+// token enters it, and a connection's token already cached is a hit.
+func TestAuthStatsWebSocketNotCached(t *testing.T) {
+	tg := configGateway(t, usersYAML)
+	exp := time.Now().Add(time.Hour).Unix()
+	upgrade := signHS(t, jwt.MapClaims{"sub": "u1", "iss": "test-issuer", "exp": exp})
+	frame := signHS(t, jwt.MapClaims{"sub": "u1", "iss": "test-issuer", "exp": exp, "scope": "read"})
+	c := dialWS(t, tg.ws, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + upgrade}}})
+	sendFrame(t, c, map[string]any{"type": "auth", "id": "a", "token": frame})
+	if f := mustReadFrame(t, c); f.Type != frameAuth || !*f.OK {
+		t.Fatalf("auth answered %+v", f)
+	}
+	if s := tg.AuthStats(); s.Hits != 0 || s.Misses != 2 || s.Entries != 0 {
+		t.Fatalf("after a connection's two tokens: %+v, want 2 misses, no entry", s)
+	}
+	admin := signHS(t, jwt.MapClaims{"sub": "u1", "iss": "test-issuer", "exp": exp, "scope": "admin"})
+	if got := doHTTP(t, tg, statusCase{method: "GET", path: "/private/echo", token: admin}); got.status != 200 {
+		t.Fatalf("status %d, want 200", got.status)
+	}
+	sendFrame(t, c, map[string]any{"type": "auth", "id": "b", "token": admin})
+	if f := mustReadFrame(t, c); f.Type != frameAuth || !*f.OK {
+		t.Fatalf("auth answered %+v", f)
+	}
+	if s := tg.AuthStats(); s.Hits != 1 || s.Misses != 3 || s.Entries != 1 {
+		t.Errorf("after an HTTP request's token, then the same by an auth frame: %+v, want 1 hit, 3 misses, 1 entry", s)
 	}
 }

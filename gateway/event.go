@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/gateway/config"
+	"github.com/wizardmesh/wizard/gateway/internal/jsonscan"
 	"github.com/wizardmesh/wizard/runtime"
 )
 
@@ -230,7 +231,7 @@ func eventData(req runtime.Request) (json.RawMessage, error) {
 	if out == nil || len(out.json) == 0 {
 		return json.RawMessage("null"), nil
 	}
-	if !json.Valid(out.json) {
+	if !jsonscan.Valid(out.json) {
 		return nil, errInvalidJSON
 	}
 	return out.json, nil

@@ -17,7 +17,7 @@ import (
 // what it accepts decodes as there, FuzzScanFrame checks.
 func scanFrame(data []byte) (inFrame, bool) {
 	var f inFrame
-	if !json.Valid(data) {
+	if !jsonscan.Valid(data) {
 		return f, false
 	}
 	i := jsonscan.Space(data, 0)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wizardmesh/wizard/gateway/auth"
+	"github.com/wizardmesh/wizard/gateway/internal/jsonscan"
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/pattern"
 )
@@ -189,7 +190,7 @@ func (g *Gateway) answerJSON(res runtime.Result, rid, pat string) (b json.RawMes
 	// A remote JSON answer passes on as its text, checked but not
 	// decoded (the common case: a handler on another node).
 	if b, ok := res.JSON(); ok {
-		if !json.Valid(b) {
+		if !jsonscan.Valid(b) {
 			g.log.Error("gateway: a handler's answer is not valid JSON", "request_id", rid, "pattern", pat)
 			return nil, false, newAPIError(http.StatusInternalServerError, runtime.CodeInternal, "internal error")
 		}
@@ -386,6 +387,16 @@ func (l *live) verify(ctx context.Context, token string) (*auth.Identity, *apiEr
 		return nil, authError(auth.ErrRejected)
 	}
 	return l.auth.verify(ctx, token)
+}
+
+// verifyOnce is verify for a WebSocket connection's token, which the
+// connection verifies once and keeps the identity of: a caching verifier
+// keeps its cache for the tokens that come again, HTTP requests'.
+func (l *live) verifyOnce(ctx context.Context, token string) (*auth.Identity, *apiError) {
+	if l.auth == nil {
+		return nil, authError(auth.ErrRejected)
+	}
+	return l.auth.verifyOnce(ctx, token)
 }
 
 // authorize checks an identity (nil: none) against a route's auth and

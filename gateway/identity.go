@@ -11,4 +11,7 @@ import (
 // closed).
 type verifier interface {
 	verify(ctx context.Context, token string) (*auth.Identity, *apiError)
+	// verifyOnce verifies a token whose identity the caller keeps (a
+	// WebSocket connection's): a caching verifier does not cache it.
+	verifyOnce(ctx context.Context, token string) (*auth.Identity, *apiError)
 }

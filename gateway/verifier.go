@@ -12,6 +12,24 @@ type authVerifier struct{ v auth.Verifier }
 
 func (a authVerifier) verify(ctx context.Context, token string) (*auth.Identity, *apiError) {
 	id, err := a.v.Verify(ctx, token)
+	return a.result(id, err)
+}
+
+// onceVerifier is a verifier that can verify a token without caching it
+// ([auth.JWT.VerifyOnce]).
+type onceVerifier interface {
+	VerifyOnce(ctx context.Context, token string) (*auth.Identity, error)
+}
+
+func (a authVerifier) verifyOnce(ctx context.Context, token string) (*auth.Identity, *apiError) {
+	if o, ok := a.v.(onceVerifier); ok {
+		id, err := o.VerifyOnce(ctx, token)
+		return a.result(id, err)
+	}
+	return a.verify(ctx, token)
+}
+
+func (a authVerifier) result(id *auth.Identity, err error) (*auth.Identity, *apiError) {
 	if err != nil {
 		return nil, authError(err)
 	}

@@ -173,7 +173,7 @@ func (l *live) upgradeIdentity(r *http.Request) (*auth.Identity, *apiError) {
 	if token == "" {
 		return nil, nil
 	}
-	return l.verify(r.Context(), token)
+	return l.verifyOnce(r.Context(), token)
 }
 
 func (g *Gateway) addConn(wc *wsConn) bool {
@@ -311,7 +311,7 @@ func (wc *wsConn) auth(f inFrame) {
 }
 
 func (wc *wsConn) authNow(f inFrame) {
-	id, e := wc.g.now().verify(wc.ctx, f.Token)
+	id, e := wc.g.now().verifyOnce(wc.ctx, f.Token)
 	ok := e == nil
 	out := outFrame{Type: frameAuth, ID: f.ID, OK: &ok}
 	if e != nil {

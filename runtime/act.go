@@ -49,19 +49,21 @@ var (
 	noReplyOnly    = callConfig{noReply: true}
 )
 
-// configOf applies opts; without options, or with Idempotent or NoReply
-// alone, it allocates nothing.
+// configOf applies opts; without options, or with Idempotent, NoReply or
+// Default alone, it allocates nothing.
 func configOf(opts []CallOption) *callConfig {
 	if len(opts) == 0 {
 		return &noOptions
 	}
 	if len(opts) == 1 {
 		// A lone option that sets a flag has a shared configuration.
-		switch opts[0].(type) {
+		switch o := opts[0].(type) {
 		case idempotentOption:
 			return &idempotentOnly
 		case noReplyOption:
 			return &noReplyOnly
+		case defaultOption:
+			return o.alone
 		}
 	}
 	cfg := new(callConfig)

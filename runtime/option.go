@@ -262,13 +262,17 @@ func (noReplyOption) applyCall(c *callConfig) { c.noReply = true }
 // returned.
 func NoReply() CallOption { return noReplyOption{} }
 
-type defaultOption struct{ v any }
+// defaultOption holds the configuration of a call with this option
+// alone, made with the option: configOf returns it, so that an option
+// made once (as a gateway makes its own) costs its calls nothing. It is
+// shared, so never written.
+type defaultOption struct{ alone *callConfig }
 
-func (o defaultOption) applyCall(c *callConfig) { c.hasDefault, c.def = true, o.v }
+func (o defaultOption) applyCall(c *callConfig) { c.hasDefault, c.def = true, o.alone.def }
 
 // Default sets the result of a call that no pattern matches, instead of a
 // [CodeNotFound] error.
-func Default(v any) CallOption { return defaultOption{v} }
+func Default(v any) CallOption { return defaultOption{&callConfig{hasDefault: true, def: v}} }
 
 type mixinOption []string
 

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -27,6 +28,7 @@ import (
 func main() {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+	keepGCFloor(os.Getenv, gcFloor, debug.SetGCPercent)
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr, sigs, nil))
 }
 

@@ -59,7 +59,10 @@
 //
 // Only tokens that verify are cached: a refused token costs one
 // verification and takes no entry, so a flood of distinct invalid tokens
-// cannot evict the valid ones. [JWT.CacheStats] counts hits and misses;
+// cannot evict the valid ones. [JWT.VerifyOnce] is for a caller that
+// keeps the identity itself, as the gateway's WebSocket connections do:
+// it reads the cache but adds nothing to it, so that the cache holds the
+// tokens that come again. [JWT.CacheStats] counts hits and misses;
 // [JWTOptions.NoCache] verifies every call in full.
 //
 // # Delegation

@@ -260,6 +260,23 @@ var errNeedKeys = errors.New("no key has the token's kid")
 // wrong issuer or audience, or no exp; 503 when a JWKS refresh that the
 // token's unknown kid waits for does not end before ctx.
 func (j *JWT) Verify(ctx context.Context, token string) (*Identity, error) {
+	return j.verify(ctx, token, true)
+}
+
+// VerifyOnce is [JWT.Verify] for a token whose identity the caller keeps
+// for as long as it needs it, as a WebSocket connection keeps its own: a
+// token in the cache is served from it, but a token verified in full is
+// not added to it. Such a token is seldom verified again, and a cached
+// identity holds the token's claims map (some 800 bytes with the entry):
+// filled by 1,000 connections' tokens, the cache would hold most of a
+// megabyte that no request reads.
+func (j *JWT) VerifyOnce(ctx context.Context, token string) (*Identity, error) {
+	return j.verify(ctx, token, false)
+}
+
+// verify verifies token, through the cache, adding a token verified in
+// full to it when fill says so.
+func (j *JWT) verify(ctx context.Context, token string, fill bool) (*Identity, error) {
 	if token == "" {
 		return nil, ErrMissingToken
 	}
@@ -289,7 +306,7 @@ func (j *JWT) Verify(ctx context.Context, token string) (*Identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	if j.cache != nil {
+	if fill && j.cache != nil {
 		j.cache.put(cached{key: key, id: id, from: from, until: id.ExpiresAt.Add(j.opts.Leeway), keys: ks, size: 2 * len(token)})
 	}
 	return id, nil

@@ -316,3 +316,35 @@ func TestDelegateCacheStats(t *testing.T) {
 		t.Errorf("%+v, want 1 hit, 2 misses, 1 entry", s)
 	}
 }
+
+// TestJWTVerifyOnce: VerifyOnce serves a cached token from the cache but
+// does not cache a token it verifies in full; it refuses what Verify
+// refuses.
+func TestJWTVerifyOnce(t *testing.T) {
+	j := newJWT(t, auth.JWTOptions{Keys: []auth.Key{{Secret: hmacSecret()}}})
+	once := sign(t, jwt.SigningMethodHS256, hmacSecret(), "", claims(map[string]any{"sub": "u1"}))
+	kept := sign(t, jwt.SigningMethodHS256, hmacSecret(), "", claims(map[string]any{"sub": "u2"}))
+	for range 2 {
+		id, err := j.VerifyOnce(t.Context(), once)
+		if err != nil || id.Subject != "u1" {
+			t.Fatalf("VerifyOnce: %+v, %v", id, err)
+		}
+	}
+	if s := j.CacheStats(); s.Entries != 0 || s.Misses != 2 || s.Hits != 0 {
+		t.Fatalf("after VerifyOnce twice: %+v, want 2 misses, no entry", s)
+	}
+	verifyOK(t, j, kept, "Verify")
+	if id, err := j.VerifyOnce(t.Context(), kept); err != nil || id.Subject != "u2" {
+		t.Fatalf("VerifyOnce of a cached token: %+v, %v", id, err)
+	}
+	if s := j.CacheStats(); s.Entries != 1 || s.Hits != 1 {
+		t.Fatalf("after Verify, then VerifyOnce of the same token: %+v, want 1 hit, 1 entry", s)
+	}
+	expired := sign(t, jwt.SigningMethodHS256, hmacSecret(), "", claims(map[string]any{"sub": "u3", "exp": time.Now().Add(-time.Hour).Unix()}))
+	if _, err := j.VerifyOnce(t.Context(), expired); err == nil {
+		t.Error("VerifyOnce took an expired token")
+	}
+	if _, err := j.VerifyOnce(t.Context(), ""); err == nil {
+		t.Error("VerifyOnce took no token")
+	}
+}

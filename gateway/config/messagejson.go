@@ -46,7 +46,7 @@ func (m *Match) AppendMessageJSON(dst []byte, query url.Values, body []byte) ([]
 	var room [16][]byte
 	keys := room[:0]
 	if b := jsonscan.Trim(body); len(b) > 0 {
-		if !json.Valid(b) {
+		if !jsonscan.Valid(b) {
 			return dst, false
 		}
 		if r.Body != "" {
