@@ -15,9 +15,30 @@ var validSeeds = []string{
 	"\t\n\r[1]\r\n", `"\/\b\f\r\t\\\""`, `{"":""}`, `[-1.5E-10,1E1,0.0]`,
 }
 
+// edgeSeeds are inputs at Valid's edges: a text that ends inside a
+// member, an escape or a literal, a key that is not a string, \u with
+// each hex digit's bounds and the characters beside them, an array after
+// an object at the same depth, digits up to 9.
+var edgeSeeds = []string{
+	`{1}`, `{"a"`, `{"a" `, `{"a":`, `"abc\`, `"\u`, `"\u1`, `"\u123`, `"\u1234`, `"\u1234"`,
+	`"\u09af"`, `"\uAF09"`, `"\u/000"`, `"\u:000"`, "\"\\u`000\"", `"\ug000"`, `"\u@000"`, `"\uG000"`,
+	`t`, `f`, `n`, `[t`, `[f]`, `[nul]`, `[tru`, `[fals`, `[nul`, `[{},[1]]`, `{"a":{},"b":[1]}`, `[[],{}]`,
+	`9`, `19`, `0.9`, `1e9`, `[-9]`, `1E+9`, `[1.]`, `[1e]`, `{"a":1.}`,
+}
+
+// TestValid: Valid agrees with encoding/json.Valid on the fuzz seeds and
+// the edge cases, as a test of its own.
+func TestValid(t *testing.T) {
+	for _, s := range append(validSeeds, edgeSeeds...) {
+		if got, want := Valid([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("Valid(%q) = %v, json.Valid %v", s, got, want)
+		}
+	}
+}
+
 // FuzzValid: Valid agrees with encoding/json.Valid.
 func FuzzValid(f *testing.F) {
-	for _, s := range validSeeds {
+	for _, s := range append(validSeeds, edgeSeeds...) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, d []byte) {
