@@ -18,8 +18,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-
-	"github.com/wizardmesh/wizard/bench/internal/benchkit"
 )
 
 // EventsConfig is the event push scenario: Clients WebSocket clients of
@@ -276,18 +274,8 @@ func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, bin string, p Ev
 	res.Connect = summarise(connects, 0, "", 0)
 	logf("event push, %-10s %d clients subscribed (connect+sub p50 %v, p99 %v)", name, cfg.Clients, dur(res.Connect.P50), dur(res.Connect.P99))
 
-	cpu0, err := benchkit.CPU(g.main.pid())
+	mons, err := startPushMonitors(g.main.pid(), em.pid())
 	if err != nil {
-		return res, err
-	}
-	mon, err := startMonitor([]int{g.main.pid()}, 250*time.Millisecond)
-	if err != nil {
-		return res, err
-	}
-	self, err1 := startMonitor([]int{os.Getpid()}, time.Second)
-	other, err2 := startMonitor([]int{em.pid()}, time.Second)
-	if err := errors.Join(err1, err2); err != nil {
-		mon.finish()
 		return res, err
 	}
 	var received atomic.Int64
@@ -302,9 +290,7 @@ func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, bin string, p Ev
 	fail := func(err error) (EventsResult, error) {
 		cancel()
 		rg.Wait()
-		mon.finish()
-		self.finish()
-		other.finish()
+		mons.stop()
 		return res, err
 	}
 	qb, _ := json.Marshal(q)
@@ -344,17 +330,11 @@ func (e *env) eventsPass(ctx context.Context, cfg EventsConfig, bin string, p Ev
 	tick.Stop()
 	cancel()
 	rg.Wait()
-	cpu1, err := benchkit.CPU(g.main.pid())
+	figs, err := mons.finish()
 	if err != nil {
-		return fail(err)
-	}
-	res.GatewayCPU = cpu1 - cpu0
-	if res.Res, err = mon.finish(); err != nil {
 		return res, err
 	}
-	sr, _ := self.finish()
-	or, _ := other.finish()
-	res.LoadCPU, res.EmitterCPU = sr.AvgCPU, or.AvgCPU
+	res.GatewayCPU, res.Res, res.LoadCPU, res.EmitterCPU = figs.GatewayCPU, figs.Res, figs.LoadCPU, figs.PushCPU
 
 	if err := res.tally(want, subs); err != nil {
 		return res, err

@@ -4,18 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
-
-	"github.com/wizardmesh/wizard/bench/internal/benchkit"
 )
 
 // StreamsConfig is the server stream scenario: Clients WebSocket clients
@@ -159,18 +155,8 @@ func (e *env) streamsRun(ctx context.Context, cfg StreamsConfig, bin string, rat
 	res.Connect = summarise(connects, 0, "", 0)
 	logf("server streams, %-20s %d streams open (connect+req p50 %v, p99 %v)", name, cfg.Clients, dur(res.Connect.P50), dur(res.Connect.P99))
 
-	cpu0, err := benchkit.CPU(g.main.pid())
+	mons, err := startPushMonitors(g.main.pid(), sm.pid())
 	if err != nil {
-		return res, err
-	}
-	mon, err := startMonitor([]int{g.main.pid()}, 250*time.Millisecond)
-	if err != nil {
-		return res, err
-	}
-	self, err1 := startMonitor([]int{os.Getpid()}, time.Second)
-	other, err2 := startMonitor([]int{sm.pid()}, time.Second)
-	if err := errors.Join(err1, err2); err != nil {
-		mon.finish()
 		return res, err
 	}
 	var received atomic.Int64
@@ -181,9 +167,7 @@ func (e *env) streamsRun(ctx context.Context, cfg StreamsConfig, bin string, rat
 	fail := func(err error) (StreamsResult, error) {
 		cancel()
 		rg.Wait()
-		mon.finish()
-		self.finish()
-		other.finish()
+		mons.stop()
 		return res, err
 	}
 	line, err := ask(streamQuery{Op: "go"}, cfg.Duration+3*time.Minute)
@@ -208,17 +192,11 @@ func (e *env) streamsRun(ctx context.Context, cfg StreamsConfig, bin string, rat
 	}
 	cancel()
 	<-ended
-	cpu1, err := benchkit.CPU(g.main.pid())
+	figs, err := mons.finish()
 	if err != nil {
-		return fail(err)
-	}
-	res.GatewayCPU = cpu1 - cpu0
-	if res.Res, err = mon.finish(); err != nil {
 		return res, err
 	}
-	sr, _ := self.finish()
-	or, _ := other.finish()
-	res.LoadCPU, res.StreamerCPU = sr.AvgCPU, or.AvgCPU
+	res.GatewayCPU, res.Res, res.LoadCPU, res.StreamerCPU = figs.GatewayCPU, figs.Res, figs.LoadCPU, figs.PushCPU
 	if err := res.tally(clients); err != nil {
 		return res, err
 	}
