@@ -272,10 +272,8 @@ func (n *Node) connect(p *peer) (conn Conn, pullErr, err error) {
 // again on conn: it timed out, or the peer refused it as overloaded
 // (unavailable, resource exhausted), and conn is still open.
 func pullAgain(err error, conn Conn) bool {
-	select {
-	case <-conn.Done():
+	if closed(conn) {
 		return false
-	default:
 	}
 	var e *Error
 	return errors.Is(err, context.DeadlineExceeded) ||
@@ -340,9 +338,21 @@ func (n *Node) watchPeer(p *peer, conn Conn, failed bool) {
 			return // runPeer drops the connection and its routes
 		case p.ctx.Err() != nil:
 			return // p stopped (it left, or the node is closing): no warning
+		case err != nil && closed(conn):
+			continue // the loop says the connection was lost
 		case err != nil:
 			n.log.Warn("wizard: catalog refresh failed; pulled again at the next refresh", "addr", p.addr, "err", err, "retry", n.remote.refresh)
 		}
+	}
+}
+
+// closed reports whether conn has ended.
+func closed(conn Conn) bool {
+	select {
+	case <-conn.Done():
+		return true
+	default:
+		return false
 	}
 }
 
