@@ -186,10 +186,15 @@ func TestClusterLosesServer(t *testing.T) {
 func newClusterMember(t *testing.T, urls []string) *member {
 	t.Helper()
 	var m *member
-	testwait.Until(t, "the JetStream cluster takes the space", func() bool {
-		var err error
-		m, err = tryMember(t, urls, "orders", WithReplicas(3))
-		return err == nil
-	})
+	var last error
+	// A cluster of processes started at once elects its JetStream
+	// leader in seconds, but once in CI took longer than the usual
+	// 30 s guard: this one is 2 minutes, and says why it waited.
+	if !testwait.Poll(2*time.Minute, func() bool {
+		m, last = tryMember(t, urls, "orders", WithReplicas(3))
+		return last == nil
+	}) {
+		t.Fatalf("after 2m the JetStream cluster does not take the space: %v", last)
+	}
 	return m
 }
