@@ -141,12 +141,13 @@ func (wc *wsConn) relay(ctx context.Context, f inFrame, rt wsRoute, caller *auth
 		b := appendMsg(nil, f.ID, body)
 		// Count the frames written meanwhile; wait while this one would
 		// pass the bounds.
+	count:
 		for head < len(ahead) {
 			if len(ahead)-head < maxAhead && aheadBytes+len(b) <= wsStreamAheadBytes {
 				select {
 				case <-st.written:
 				default:
-					goto send
+					break count
 				}
 			} else {
 				select {
@@ -160,7 +161,6 @@ func (wc *wsConn) relay(ctx context.Context, f inFrame, rt wsRoute, caller *auth
 				ahead, head = ahead[:0], 0
 			}
 		}
-	send:
 		if !wc.sendAhead(b, st.written) {
 			return closed()
 		}

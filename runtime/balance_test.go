@@ -129,8 +129,7 @@ func TestBalancerAvoidsSilentPeer(t *testing.T) {
 		// Each caller may be caught once, until the balancer sees the
 		// first call waiting on b; after that, a takes the calls, and b
 		// is tried again only as its average decays (a second's time
-		// constant), a call at a time: in 10 s, a few more. (Bounded at
-		// one a caller, the test failed once in CI on such a retry.)
+		// constant), a call at a time: in 10 s, a few more.
 		if failed > 2*8 || served["b"] > 0 || served["a"] < 1000 {
 			t.Errorf("b silent for 10s: served %v, %d failed; want all by a, at most two failed calls per caller", served, failed)
 		}

@@ -542,10 +542,7 @@ func (n *Node) digest() string {
 	if n.remote == nil {
 		return catalogDigest(n.localCatalog())
 	}
-	d, _, err := n.selfCatalog()
-	if err != nil { // json.Marshal of strings does not fail
-		return catalogDigest(n.localCatalog())
-	}
+	d, _, _ := n.selfCatalog() // encoding strings does not fail
 	return d
 }
 

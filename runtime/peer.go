@@ -138,7 +138,7 @@ const minDialTimeout = 10 * time.Second
 // unbounded, the N² pulls share the cores at once, every one of them
 // late, and a pull past its deadline is pulled again, its connection
 // pinged, closed and dialled again — work added to a machine already
-// behind, until the mesh stops settling (150 members on 2 cores did).
+// behind, until the mesh stops settling.
 // Queued, each member has maxPulls in flight and every pull finishes in
 // its slot's time; a peer serves about maxPulls pulls at once on average.
 const maxPulls = 8

@@ -9,10 +9,9 @@ import (
 // 16 MiB. With the default GOGC of 100 the goal is twice the live heap,
 // at least 4 MiB, and a gateway's live heap under HTTP load is a few
 // MiB: the collector then runs every few thousand requests, each cycle
-// scanning every connection's goroutine stacks, some 10 % of the
-// gateway's instructions per request at 128 connections. A heap goal of
-// 16 MiB runs it a quarter as often. With a live heap of 8 MiB or more
-// (1,000 WebSocket connections hold some 26) the goal is GOGC's own.
+// scanning every connection's goroutine stack, a large share of a
+// request's cost. A heap goal of 16 MiB runs it a quarter as often. With
+// a live heap of 8 MiB or more the goal is GOGC's own.
 const gcFloor = 16 << 20
 
 // gcPercentCap bounds the GOGC the floor sets, for a nearly empty heap.

@@ -267,9 +267,8 @@ func (j *JWT) Verify(ctx context.Context, token string) (*Identity, error) {
 // for as long as it needs it, as a WebSocket connection keeps its own: a
 // token in the cache is served from it, but a token verified in full is
 // not added to it. Such a token is seldom verified again, and a cached
-// identity holds the token's claims map (some 800 bytes with the entry):
-// filled by 1,000 connections' tokens, the cache would hold most of a
-// megabyte that no request reads.
+// identity holds the token's claims map: filled by many connections'
+// tokens, the cache would hold memory that no request reads.
 func (j *JWT) VerifyOnce(ctx context.Context, token string) (*Identity, error) {
 	return j.verify(ctx, token, false)
 }

@@ -1031,8 +1031,7 @@ func benchmarkStream(b *testing.B, url string, size, window int) {
 // whole timeout (both sides ping, and answer, within their grants), then
 // uses it; the broker refuses nothing. A pong the grants denied would
 // end the stream within interval + timeout; the timeout is long enough
-// that a pong merely late on a loaded machine does not (40 ms did, under
-// -race).
+// that a pong merely late on a loaded machine does not.
 func TestStreamPermissionRecipe(t *testing.T) {
 	const interval, timeout = 20 * time.Millisecond, time.Second
 	p := natstest.StartProcess(t, authConf(serverGrant("pay", paySubject), callerGrant("web")))

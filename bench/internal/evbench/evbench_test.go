@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wizardmesh/wizard/internal/testkit/need"
 )
 
 func TestMain(m *testing.M) {
@@ -47,7 +49,7 @@ func TestEventsSmoke(t *testing.T) {
 		if !found {
 			t.Errorf("%s neither measured nor reported as not measured", c.title)
 		}
-		if c.node && os.Getenv("WIZARD_REQUIRE") != "" {
+		if c.node && need.Required() {
 			t.Errorf("%s not measured with WIZARD_REQUIRE set", c.title)
 		}
 	}

@@ -188,8 +188,8 @@ func newClusterMember(t *testing.T, urls []string) *member {
 	var m *member
 	var last error
 	// A cluster of processes started at once elects its JetStream
-	// leader in seconds, but once in CI took longer than the usual
-	// 30 s guard: this one is 2 minutes, and says why it waited.
+	// leader in seconds, and on a loaded machine in more than the usual
+	// guard: this one is 2 minutes, and says why it waited.
 	if !testwait.Poll(2*time.Minute, func() bool {
 		m, last = tryMember(t, urls, "orders", WithReplicas(3))
 		return last == nil
