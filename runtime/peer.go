@@ -315,7 +315,11 @@ func (n *Node) watchPeer(p *peer, conn Conn, failed bool) {
 			case p.down.Load(): // it left, as discovery said
 				n.log.Debug("wizard: connection to peer lost", "addr", p.addr)
 			default:
-				n.log.Warn("wizard: connection to peer lost", "addr", p.addr)
+				if rc, ok := conn.(ReasonConn); ok && rc.Reason() != nil {
+					n.log.Warn("wizard: connection to peer lost", "addr", p.addr, "err", rc.Reason())
+				} else {
+					n.log.Warn("wizard: connection to peer lost", "addr", p.addr)
+				}
 			}
 			return
 		case <-p.ctx.Done():

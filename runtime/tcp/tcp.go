@@ -298,6 +298,7 @@ var (
 	_ runtime.PeerCertificateConn = (*Conn)(nil)
 	_ runtime.BodyCaller          = (*Conn)(nil)
 	_ runtime.ReplyReleaser       = (*Conn)(nil)
+	_ runtime.ReasonConn          = (*Conn)(nil)
 	_ streamconn.Opener           = (*Conn)(nil)
 )
 
@@ -332,6 +333,10 @@ func (c *Conn) OpenStream(ctx context.Context, open *wire.Frame) (streamconn.Cli
 
 // Done is closed when the connection is gone.
 func (c *Conn) Done() <-chan struct{} { return c.cl.Done() }
+
+// Reason returns why c ended (the peer did not answer a ping in time, it
+// closed the connection, c was closed), or nil while c is open.
+func (c *Conn) Reason() error { return c.cl.Err() }
 
 // GoAway reports whether the server said goaway on c.
 func (c *Conn) GoAway() bool { return c.cl.GoAway() }

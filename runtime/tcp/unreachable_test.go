@@ -87,7 +87,8 @@ func TestDownServerUnavailable(t *testing.T) {
 }
 
 // TestServerLostUnavailable: once the only server of a pattern goes away,
-// a call is unavailable, naming it, and the lost connection is a warning.
+// a call is unavailable, naming it, and the lost connection is a warning
+// that says why it ended.
 func TestServerLostUnavailable(t *testing.T) {
 	srv := newServer(t)
 	transporttest.MustAdd(t, srv, inventory, func(ctx context.Context, req runtime.Request) (any, error) { return "item", nil })
@@ -104,6 +105,11 @@ func TestServerLostUnavailable(t *testing.T) {
 	t.Log(err)
 	wantSays(t, err, addr)
 	testwait.Until(t, "the lost connection logged", func() bool { return warnings(logs.String(), "connection to peer lost") == 1 })
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, "connection to peer lost") && !strings.Contains(line, "err=") {
+			t.Errorf("the warning does not say why the connection ended: %s", line)
+		}
+	}
 }
 
 // TestNobodyServesNotFound: with every known peer reachable, a pattern
