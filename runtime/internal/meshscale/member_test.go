@@ -18,6 +18,7 @@ import (
 	"time"
 
 	metrics "github.com/hashicorp/go-metrics"
+	"github.com/hashicorp/memberlist"
 
 	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/introspect"
@@ -158,6 +159,11 @@ func startNode(id, seed string, p swim.Preset) (*runtime.Node, *swim.Discovery, 
 	opts := []swim.Option{swim.WithBindAddr("127.0.0.1:0"), swim.WithPreset(p), swim.WithLogger(logger(id))}
 	if seed != "" {
 		opts = append(opts, swim.WithSeeds(seed))
+	}
+	if os.Getenv("WIZARD_SCALE_COMPRESS") == "0" {
+		// memberlist's LZW compression of gossip, on by default: its cost
+		// beside the mesh's other work, measured by turning it off.
+		opts = append(opts, swim.WithMemberlistConfig(func(c *memberlist.Config) { c.EnableCompression = false }))
 	}
 	d, err := swim.New(opts...)
 	if err != nil {
