@@ -33,7 +33,15 @@ func (w *Window) Ended(e time.Time, ok bool) bool {
 	if e.Before(w.From) {
 		return false
 	}
-	won := w.first.Load() == nil && w.first.CompareAndSwap(nil, &e)
+	won := false
+	if w.first.Load() == nil {
+		// Only the call that may be the first takes a copy of e: taking
+		// e's address directly would move e to the heap on every call,
+		// an allocation per call in the load loop's timing.
+		p := new(time.Time)
+		*p = e
+		won = w.first.CompareAndSwap(nil, p)
+	}
 	return ok && (e.Before(w.To) || won)
 }
 

@@ -42,3 +42,16 @@ func TestWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestWindowEndedAllocs: once a call has ended in the window, recording
+// another allocates nothing (the load loops call Ended once a call, and
+// an allocation there is timed with every call).
+func TestWindowEndedAllocs(t *testing.T) {
+	t0 := time.Now()
+	w := NewWindow(t0, t0.Add(time.Hour))
+	w.Ended(t0.Add(time.Millisecond), true)
+	e := t0.Add(2 * time.Millisecond)
+	if n := testing.AllocsPerRun(100, func() { w.Ended(e, true) }); n != 0 {
+		t.Errorf("Ended allocates %v times a call, want 0", n)
+	}
+}
