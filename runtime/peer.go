@@ -315,7 +315,7 @@ func (n *Node) watchPeer(p *peer, conn Conn, failed bool) {
 			case p.down.Load(): // it left, as discovery said
 				n.log.Debug("wizard: connection to peer lost", "addr", p.addr)
 			default:
-				if rc, ok := conn.(ReasonConn); ok && rc.Reason() != nil {
+				if rc, ok := conn.(reasonConn); ok && rc.Reason() != nil {
 					n.log.Warn("wizard: connection to peer lost", "addr", p.addr, "err", rc.Reason())
 				} else {
 					n.log.Warn("wizard: connection to peer lost", "addr", p.addr)

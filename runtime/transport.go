@@ -19,8 +19,10 @@ import (
 // inbound calls to a [Server] until its Listener stops, and Dial returns
 // a Conn. Its optional capabilities, each found by a type assertion and
 // each with a fallback when absent, are [AddrChecker] on the Transport
-// and [GoAwayConn], [PeerCertificateConn], [BodyCaller],
-// [ReplyReleaser] and [ReasonConn] on a Conn. A node's Server offers the transport
+// and [GoAwayConn], [PeerCertificateConn], [BodyCaller] and
+// [ReplyReleaser] on a Conn; a Conn with a Reason() error method (why it
+// ended, nil while open: runtime/tcp's) has that reason named in the
+// node's warning when the connection to a peer is lost. A node's Server offers the transport
 // [KeyRouter], [BodyServer] and [InFlightLimiter]. [Message] says who
 // owns a call's and a reply's memory, and when a transport may reuse it.
 type Transport interface {
@@ -111,11 +113,13 @@ type BodyCaller interface {
 	CallBody(ctx context.Context, m *Message, body proto.Message, size int) (*Message, error)
 }
 
-// ReasonConn is a [Conn] that tells why it ended (runtime/tcp's does): a
+// reasonConn is a [Conn] that tells why it ended (runtime/tcp's does): a
 // node names the reason when it warns that a connection to a peer was
 // lost (the peer did not answer a ping in time, it closed the connection,
 // a read failed), where a Conn without it gives only the peer's address.
-type ReasonConn interface {
+// Unexported, as the front page is full: a transport implements it by
+// the method alone.
+type reasonConn interface {
 	Conn
 	// Reason returns why the connection ended, or nil while it is open.
 	Reason() error

@@ -298,7 +298,6 @@ var (
 	_ runtime.PeerCertificateConn = (*Conn)(nil)
 	_ runtime.BodyCaller          = (*Conn)(nil)
 	_ runtime.ReplyReleaser       = (*Conn)(nil)
-	_ runtime.ReasonConn          = (*Conn)(nil)
 	_ streamconn.Opener           = (*Conn)(nil)
 )
 
@@ -335,7 +334,8 @@ func (c *Conn) OpenStream(ctx context.Context, open *wire.Frame) (streamconn.Cli
 func (c *Conn) Done() <-chan struct{} { return c.cl.Done() }
 
 // Reason returns why c ended (the peer did not answer a ping in time, it
-// closed the connection, c was closed), or nil while c is open.
+// closed the connection, c was closed), or nil while c is open. A node
+// names it when it warns that its connection to a peer was lost.
 func (c *Conn) Reason() error { return c.cl.Err() }
 
 // GoAway reports whether the server said goaway on c.

@@ -54,20 +54,10 @@ func drive(ctx context.Context, c Client, l Load) (Sample, error) {
 	win := benchkit.NewWindow(start.Add(l.Warmup), start.Add(l.Warmup+l.Duration))
 	ctx, cancel := context.WithDeadline(ctx, win.To.Add(grace))
 	defer cancel()
-	done := ctx.Done()
 	// now reads the monotonic clock alone, as the Node.js loops'
 	// process.hrtime does: time.Now reads the wall clock too, which costs
 	// as much again, twice a call, in the timing of every Go row.
 	now := func() time.Time { return start.Add(time.Since(start)) }
-	// cancelled is ctx.Err() != nil without the lock ctx.Err takes.
-	cancelled := func() bool {
-		select {
-		case <-done:
-			return true
-		default:
-			return false
-		}
-	}
 
 	var (
 		calls    atomic.Int64
@@ -90,7 +80,7 @@ func drive(ctx context.Context, c Client, l Load) (Sample, error) {
 			a := float64(w)
 			for i := 0; ; i++ {
 				s := now()
-				if !win.Open(s) || stopped.Load() || cancelled() {
+				if !win.Open(s) || stopped.Load() || ctx.Err() != nil {
 					break
 				}
 				if l.MaxCalls > 0 && calls.Add(1) > l.MaxCalls {
