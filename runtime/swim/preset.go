@@ -21,7 +21,8 @@ const (
 	// Joining retries from 500 ms up to 30 s apart. Reconnects to failed
 	// members every 10 s (backing off to 30 s) for 24 h after their death,
 	// and re-joins the seeds that are not members every 30 s (see
-	// [WithReconnect]).
+	// [WithReconnect]). Unlike memberlist's default, gossip is not
+	// compressed (see [Preset]'s apply).
 	LAN Preset = iota
 
 	// Fast is for tests and single hosts, where round trips take
@@ -50,7 +51,16 @@ func (p Preset) String() string {
 func (p Preset) valid() bool { return p == LAN || p == Fast }
 
 // apply sets p's timings on c, which starts as memberlist.DefaultLANConfig.
+//
+// Both presets turn memberlist's LZW compression of gossip off: a new
+// compressor per message made it the largest share of memberlist's CPU
+// and of the heap growth of a member while its mesh changed, for about
+// the same bytes at rest (docs/kubernetes.md has the paired runs).
+// Members with and without it understand each other: memberlist decodes
+// a compressed message whatever its own setting. [WithMemberlistConfig]
+// turns it back on.
 func (p Preset) apply(c *memberlist.Config) {
+	c.EnableCompression = false
 	if p != Fast {
 		return
 	}
@@ -63,7 +73,6 @@ func (p Preset) apply(c *memberlist.Config) {
 	c.PushPullInterval = 3 * time.Second
 	c.GossipToTheDeadTime = 3 * time.Second
 	c.TCPTimeout = 500 * time.Millisecond
-	c.EnableCompression = false // LZW costs more than it saves on loopback
 }
 
 // reconnect is the interval between attempts to reconnect to failed

@@ -48,6 +48,6 @@
 // after>.pprof; compare them with go tool pprof -base), allocations
 // sampled every 4 KiB. WIZARD_SCALE_CPUPROFILE names a directory for each
 // host process's CPU profile over its first minute (the mesh forming),
-// host-<first>.pprof. WIZARD_SCALE_COMPRESS=0 turns memberlist's
-// compression of gossip off (the LAN preset keeps memberlist's default, on).
+// host-<first>.pprof. WIZARD_SCALE_COMPRESS=1 turns memberlist's
+// compression of gossip on (swim's presets turn it off).
 package meshscale
