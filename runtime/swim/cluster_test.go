@@ -135,6 +135,21 @@ func waitRoutable(t testing.TB, from []*member, patterns ...string) {
 	}
 }
 
+// addEverywhere adds pattern to m, answering m's id, and waits until
+// every member of ms routes it to m and gets m's answer.
+func addEverywhere(t testing.TB, ms []*member, m *member, pattern string) {
+	t.Helper()
+	if err := m.n.Add(pattern, func(ctx context.Context, r runtime.Request) (any, error) {
+		return map[string]any{"id": m.id}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitRoutable(t, ms, pattern)
+	for _, from := range ms {
+		callEventually(t, from, pattern, m.id)
+	}
+}
+
 // call calls pattern from m and returns the id of the node that answered.
 func call(ctx context.Context, m *member, pattern string) (string, error) {
 	res, err := m.n.Act(ctx, pattern, map[string]any{})
@@ -231,15 +246,7 @@ func TestCluster(t *testing.T) {
 	t.Run("added at run time", func(t *testing.T) {
 		m := ms[3]
 		const added = "role:swimtest,added:yes"
-		if err := m.n.Add(added, func(ctx context.Context, r runtime.Request) (any, error) {
-			return map[string]any{"id": m.id}, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		waitRoutable(t, ms, added)
-		for _, from := range ms {
-			callEventually(t, from, added, m.id)
-		}
+		addEverywhere(t, ms, m, added)
 		if _, err := m.n.Remove(added); err != nil {
 			t.Fatal(err)
 		}

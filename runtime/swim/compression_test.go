@@ -1,12 +1,10 @@
 package swim_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/wizardmesh/wizard/runtime"
 	"github.com/wizardmesh/wizard/runtime/swim"
 )
 
@@ -25,15 +23,6 @@ func TestCompressionMixed(t *testing.T) {
 		waitRoutable(t, ms, m.pattern())
 	}
 	for _, m := range []*member{a, b} { // one of each kind announces a change
-		added := "role:swimtest,added:" + m.id
-		if err := m.n.Add(added, func(ctx context.Context, r runtime.Request) (any, error) {
-			return map[string]any{"id": m.id}, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		waitRoutable(t, ms, added)
-		for _, from := range ms {
-			callEventually(t, from, added, m.id)
-		}
+		addEverywhere(t, ms, m, "role:swimtest,added:"+m.id)
 	}
 }
