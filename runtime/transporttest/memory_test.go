@@ -214,6 +214,14 @@ func (c *memConn) Call(ctx context.Context, m *runtime.Message) (*runtime.Messag
 		cancel()
 		return nil, ctx.Err()
 	case <-c.done:
+		// The call's own finish may be what ended the connection (the
+		// last answer after a goaway): its answer is in replies already,
+		// and select picks among ready cases at random.
+		select {
+		case r := <-replies:
+			return r, nil
+		default:
+		}
 		return nil, fmt.Errorf("mem: %s: connection lost after the call was sent", c.l.addr)
 	}
 }
