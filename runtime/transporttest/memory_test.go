@@ -205,6 +205,9 @@ func (c *memConn) Call(ctx context.Context, m *runtime.Message) (*runtime.Messag
 		// The call leaves the connection's count before its answer can
 		// reach the caller, whose next call must find its share free.
 		c.release()
+		if c.l.ctx.Err() != nil {
+			return // the listener closed at once: the answer is lost with its connection
+		}
 		replies <- r
 	}()
 	select {
