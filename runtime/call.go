@@ -182,6 +182,7 @@ type remoteCall struct {
 	mayHaveRun  bool // an attempt was lost after it was written
 	lastErr     error
 	lastRefusal *Error
+	stalled     *peer // the last attempt was given up on its connection, which stays (see pick)
 }
 
 // pick chooses the next target: one not tried yet, connected, whose
@@ -193,6 +194,15 @@ func (c *remoteCall) pick(bal Balancer) (*Target, bool) {
 		// Suspect peers get calls only when no other peer can, and peers
 		// reported down only when not even a suspect can.
 		c.lastResort++
+		t, ok = bal.Pick(c.cfg.key, c.skipFn)
+	}
+	if !ok && c.stalled != nil {
+		// The last attempt was given up on a stalled connection, which
+		// stays, and no other peer can take the call: it goes there
+		// again (its peer may yet answer) rather than fail.
+		p := c.stalled
+		c.stalled = nil
+		c.tried = slices.DeleteFunc(c.tried, func(q *peer) bool { return q == p })
 		t, ok = bal.Pick(c.cfg.key, c.skipFn)
 	}
 	if !ok && c.withdrawn {

@@ -39,6 +39,7 @@ type memNet struct {
 	dials    map[string]int  // dials that connected
 	attempts map[string]int  // every dial, connected or not
 	lose     map[string]bool // calls (not catalogs) to these addresses are lost after they ran
+	stall    map[string]int  // calls to these addresses (this many more) are given up after they ran, as on a stalled connection
 }
 
 func newMemNet() *memNet {
@@ -118,6 +119,10 @@ func (c *memConn) Call(ctx context.Context, m *Message) (*Message, error) {
 		c.t.calls[c.addr]++
 	}
 	lose := c.t.lose[c.addr] && m.Pattern != introspect.CatalogPattern
+	stall := c.t.stall[c.addr] > 0 && m.Pattern != introspect.CatalogPattern
+	if stall {
+		c.t.stall[c.addr]--
+	}
 	c.t.mu.Unlock()
 	in := *m // the server owns what it receives (and may reuse it for the reply)
 	in.Meta = slices.Clone(m.Meta)
@@ -133,6 +138,9 @@ func (c *memConn) Call(ctx context.Context, m *Message) (*Message, error) {
 	}
 	if lose {
 		return nil, errLost
+	}
+	if stall {
+		return nil, stalledError{}
 	}
 	if m.Flags&FlagNoReply != 0 {
 		return nil, nil
@@ -473,6 +481,15 @@ func FuzzDecodeCatalog(f *testing.F) {
 }
 
 var errLost = errors.New("mem: connection lost after the call was sent")
+
+// stalledError is a transport's error for an idempotent call given up on
+// a stalled connection that stays (as runtime/tcp's over mux.ErrStalled).
+type stalledError struct{}
+
+func (stalledError) Error() string {
+	return "mem: call given up after it was sent, the connection kept"
+}
+func (stalledError) Stalled() bool { return true }
 
 type serverFunc func(ctx context.Context, m *Message) *Message
 

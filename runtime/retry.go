@@ -72,6 +72,10 @@ func (c *remoteCall) next(ctx context.Context, o outcome) (step, Result, error) 
 	// Safe to run again elsewhere, within the retry budget. (Refused and
 	// unsent calls cost their target nothing and go on without it.)
 	c.lastErr = o.err
+	c.stalled = nil
+	if stalledConn(o.err) {
+		c.stalled = o.peer
+	}
 	if !c.n.remote.budget.withdraw() {
 		c.lastErr = fmt.Errorf("retry budget spent, last error: %w", o.err)
 		return stepGiveUp, Result{}, nil
@@ -166,4 +170,13 @@ func retryBackoff(ctx context.Context, attempt int) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// stalledConn reports whether err is a transport's for an idempotent call
+// given up on a stalled connection that stays (the peer's host took the
+// call, no answer came): the call may go to that peer again when no other
+// can take it.
+func stalledConn(err error) bool {
+	var s interface{ Stalled() bool }
+	return errors.As(err, &s) && s.Stalled()
 }

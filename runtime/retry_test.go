@@ -125,3 +125,55 @@ func TestBackoffBoundedByDeadline(t *testing.T) {
 		}
 	})
 }
+
+// TestRetryAfterStall: an idempotent call given up on a stalled connection
+// (the transport's error says Stalled, as runtime/tcp's does when
+// keep-alive finds the peer's answers not coming though its host took the
+// call) goes to another target; with no other target it goes to the same
+// peer again, whose connection stayed, rather than fail.
+func TestRetryAfterStall(t *testing.T) {
+	t.Run("other target", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			net, c := lossyPair(t)
+			net.mu.Lock()
+			net.stall = map[string]int{"a": 1}
+			net.mu.Unlock()
+			// Calls go on until one has gone to a (64 without: a chance of 2^-64).
+			for i := 0; i < 64 && net.count(net.calls, "a") == 0; i++ {
+				res, err := c.ActE(t.Context(), "role:r", nil, Idempotent())
+				if err != nil || res.Value() != "b" {
+					t.Fatalf("idempotent call: %v, %v; want b's answer", res.Value(), err)
+				}
+			}
+			if got := c.Stats().Retries; got != 1 {
+				t.Errorf("%d retries, want 1: the call given up at a", got)
+			}
+		})
+	})
+	t.Run("same peer", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			net := newMemNet()
+			net.stall = map[string]int{"a": 1}
+			memNode(t, net, "a", "role:r")
+			c, d := memNode(t, net, "c")
+			d.host.PeerUp(discovery.Peer{Addr: "a"})
+			synctest.Wait()
+			res, err := c.ActE(t.Context(), "role:r", nil, Idempotent())
+			if err != nil || res.Value() != "a" {
+				t.Fatalf("idempotent call: %v, %v; want a's answer", res.Value(), err)
+			}
+			if got := net.count(net.calls, "a"); got != 2 {
+				t.Errorf("a got the call %d times, want 2: given up once, then sent again", got)
+			}
+			// A call lost at the only peer (its connection gone) is not
+			// sent there again: the second try is for a connection that
+			// stays.
+			net.mu.Lock()
+			net.lose = map[string]bool{"a": true}
+			net.mu.Unlock()
+			if _, err := c.ActE(t.Context(), "role:r", nil, Idempotent()); err == nil {
+				t.Error("idempotent call lost at the only peer: nil error, want one")
+			}
+		})
+	})
+}

@@ -2,6 +2,7 @@ package tcp_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -54,5 +55,59 @@ func TestKeepAliveSlowProcess(t *testing.T) {
 	}
 	if d < timeout {
 		t.Errorf("Call failed after %v (%v), want at least the keep-alive timeout %v: the peer's kernel took the ping", d, err, timeout)
+	}
+}
+
+// TestKeepAliveSlowProcessIdempotent: on the same slow peer, an idempotent
+// call does not wait out the longer timeout: it is given up once the busy
+// ping's timeout (1s) has run out, with an error that says the connection
+// stays (its node sends the call elsewhere), and the connection stays.
+func TestKeepAliveSlowProcessIdempotent(t *testing.T) {
+	const interval, timeout = 100 * time.Millisecond, 20 * time.Second
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	held := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Write([]byte(wire.Magic + "\x01\x00\x00\x00"))
+		held <- c
+	}()
+	tr, err := tcp.New(tcp.WithKeepAlive(interval, timeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	conn, err := tr.Dial(t.Context(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	defer (<-held).Close()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard
+	defer cancel()
+	start := time.Now()
+	_, err = conn.Call(ctx, &runtime.Message{Pattern: "role:slow", Flags: runtime.FlagIdempotent})
+	d := time.Since(start)
+	want := "wizard: tcp: " + addr + ": call given up after it was sent, the connection kept: peer did not answer a ping in time, though its host acknowledged it"
+	if err == nil || err.Error() != want || errors.Is(err, runtime.ErrNotSent) {
+		t.Fatalf("Call = %v after %v, want %q, not matching ErrNotSent", err, d, want)
+	}
+	var s interface{ Stalled() bool }
+	if !errors.As(err, &s) || !s.Stalled() {
+		t.Errorf("Call's error %T does not say Stalled", err)
+	}
+	if d >= timeout/2 {
+		t.Errorf("idempotent call given up after %v, want about the busy ping's timeout (1s), far below the keep-alive timeout %v", d, timeout)
+	}
+	select {
+	case <-conn.Done():
+		t.Error("the connection ended with the idempotent call")
+	default:
 	}
 }

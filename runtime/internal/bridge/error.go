@@ -16,17 +16,26 @@ import (
 type connError struct {
 	where   string
 	notSent bool
+	stalled bool // an idempotent call given up on a stalled connection (mux.ErrStalled)
 	why     string
 	err     error
 }
 
 func (e *connError) Error() string {
 	what := ": connection lost after the call was sent: "
-	if e.notSent {
+	switch {
+	case e.notSent:
 		what = ": call not sent: "
+	case e.stalled:
+		what = ": call given up after it was sent, the connection kept: "
 	}
 	return e.where + what + e.why
 }
+
+// Stalled reports whether the call was given up on a connection that
+// stays (mux.ErrStalled): its node may send it to the same peer again
+// when no other can take it.
+func (e *connError) Stalled() bool { return e.stalled }
 
 // Timeout reports whether the connection was lost because its peer went
 // silent (it did not answer a ping in time), not because it was closed.
@@ -53,7 +62,7 @@ func callError(where string, err error) error {
 	var ce *mux.CallError
 	switch {
 	case errors.As(err, &ce):
-		return &connError{where: where, notSent: errors.Is(ce.Kind, mux.ErrNotSent), why: mux.Detail(ce.Reason), err: err}
+		return &connError{where: where, notSent: errors.Is(ce.Kind, mux.ErrNotSent), stalled: errors.Is(ce.Kind, mux.ErrStalled), why: mux.Detail(ce.Reason), err: err}
 	case errors.Is(err, mux.ErrNotSent): // not expected: every mux error of that kind is a CallError
 		return NotSent(where, err)
 	}

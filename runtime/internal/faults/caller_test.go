@@ -23,7 +23,11 @@ type caller struct {
 	buckets []bucketCounts
 	errs    [2]map[string]int
 	okKeys  []string
+	fails   []string // the first maxFailures failed calls, described
 }
+
+// maxFailures bounds the failed calls the caller describes in its report.
+const maxFailures = 40
 
 // call waits until the caller routes both patterns to spec.Servers
 // servers, reports ready, and runs spec.Workers workers of each kind
@@ -55,7 +59,7 @@ func call(n *runtime.Node, spec nodeSpec, out *printer) (stopLoad func(), report
 	return stopLoad, func() error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return writeJSON(filepath.Join(spec.Dir, "caller.json"), callerReport{Start: c.start.UnixNano(), Buckets: c.buckets, Errors: c.errs, OKKeys: c.okKeys})
+		return writeJSON(filepath.Join(spec.Dir, "caller.json"), callerReport{Start: c.start.UnixNano(), Buckets: c.buckets, Errors: c.errs, OKKeys: c.okKeys, Failures: c.fails})
 	}, nil
 }
 
@@ -124,6 +128,10 @@ func (c *caller) record(kind int, began, ended time.Time, key, by string, err er
 	end.Failed[kind]++
 	c.bucketAt(began).FailedStart[kind]++
 	c.errs[kind][errorCode(err)]++
+	if len(c.fails) < maxFailures {
+		c.fails = append(c.fails, fmt.Sprintf("%s call %q began at %.3f s, failed after %d ms: %v",
+			kindNames[kind], key, began.Sub(c.start).Seconds(), ended.Sub(began).Milliseconds(), err))
+	}
 }
 
 // bucketAt returns the bucket of t, adding buckets up to it; c.mu is held.

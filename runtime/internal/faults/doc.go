@@ -14,7 +14,10 @@
 // path. `make faults` (long) and `make faults-short` run it.
 //
 // A call run twice fails the suite; so does a missed target, but only
-// after every scenario has run, so that the table is complete.
+// after every scenario has run, so that the table is complete. A missed
+// target on calls logs what it needs to be understood: the first failed
+// calls (when each began, how long it took, its error) and the caller
+// node's own log.
 //
 // # Nodes
 //

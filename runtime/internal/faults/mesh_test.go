@@ -292,6 +292,9 @@ type results struct {
 	execs map[string]int
 	// runs are the servers' own counts, of the runs that exited cleanly.
 	runs []serverReport
+	// callerLog is what the caller wrote to its standard error (the
+	// node's warnings).
+	callerLog string
 }
 
 // stop ends every process (SIGTERM), reads their files and returns them.
@@ -301,7 +304,7 @@ func (m *mesh) stop() *results {
 	for _, p := range m.servers {
 		m.signal(p, syscall.SIGTERM)
 	}
-	r := &results{execs: map[string]int{}}
+	r := &results{execs: map[string]int{}, callerLog: m.log(m.caller)}
 	b, err := os.ReadFile(filepath.Join(m.dir, "caller.json"))
 	if err == nil {
 		err = json.Unmarshal(b, &r.caller)

@@ -91,6 +91,9 @@ type callerReport struct {
 	Buckets []bucketCounts
 	Errors  [2]map[string]int // by kind, by code
 	OKKeys  []string          // once calls answered ok
+	// Failures describes the first failed calls (when, how long, the
+	// error), for a missed target's log.
+	Failures []string
 }
 
 // serverReport is what a server writes at exit (not after kill -9).

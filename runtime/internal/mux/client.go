@@ -45,6 +45,7 @@ type call struct {
 	err  error
 	meta []wire.Meta // the caller's room for the answer's metadata (see Do)
 	room []byte      // the caller's room for the answer's body (see DoRoom)
+	idem bool        // the request may run again elsewhere: given up on a stalled connection (see abandonStalled)
 }
 
 // NewClient starts the client side of a connection over rw: it writes the
@@ -76,6 +77,7 @@ func NewClient(rw io.ReadWriteCloser, opts Options) (*Client, error) {
 	cl := &Client{c: newConn(rw, br, opts, "client"), pending: make(map[uint64]*call), streams: make(map[uint64]*ClientStream), alone: loneCalls, peer: peer}
 	cl.c.tw = newTryWriter(rw)
 	cl.c.pendingCalls = func() int { return len(cl.pending) + len(cl.streams) }
+	cl.c.stalled = cl.abandonStalled
 	cl.c.start(cl.read)
 	return cl, nil
 }
@@ -148,6 +150,7 @@ func (cl *Client) DoRoom(ctx context.Context, req, resp *wire.Frame, room []byte
 		p = cl.getCall() // before locking: the lock is the connection's busiest
 		p.meta = resp.Meta[:0]
 		p.room = room[:0]
+		p.idem = f.Flags&wire.FlagIdempotent != 0
 	}
 
 	if err := c.lockSpace(ctx); err != nil {
@@ -218,6 +221,33 @@ func (cl *Client) DoRoom(ctx context.Context, req, resp *wire.Frame, room []byte
 	}
 	cl.putCall(p)
 	return err == nil, err
+}
+
+// abandonStalled fails the idempotent calls waiting for an answer with
+// [ErrStalled], and tells the server with a cancel each: keep-alive found
+// the peer silent under calls while its host acknowledged the ping (see
+// keepalive.go). The connection stays, and so do the other calls: a call
+// that must not run twice keeps waiting for its answer, while one that
+// may run again goes elsewhere rather than wait out its deadline on a
+// peer whose answers do not come (a process far behind, or answers lost
+// on the way back, which TCP resends ever more slowly). An answer that
+// comes later finds no call and is dropped.
+func (cl *Client) abandonStalled() {
+	c := cl.c
+	var ids []uint64
+	c.mu.Lock()
+	for id, p := range cl.pending {
+		if p.idem {
+			delete(cl.pending, id)
+			p.err = &CallError{Kind: ErrStalled, Reason: errStalledPeer}
+			p.ch <- struct{}{}
+			ids = append(ids, id)
+		}
+	}
+	c.mu.Unlock()
+	for _, id := range ids {
+		c.pushControl(wire.TypeCancel, id)
+	}
 }
 
 // refused returns the error of a call refused before it was queued: the

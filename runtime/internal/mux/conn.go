@@ -82,7 +82,11 @@ type conn struct {
 	// answer (called with mu held); armed says that a call that starts
 	// waiting tells keep-alive (see busyLocked; guarded by mu).
 	pendingCalls func() int
-	armed        bool
+	// stalled, the client side's, gives up its idempotent calls when
+	// keep-alive finds the peer stalled (see [Client.abandonStalled]);
+	// called with c.ka.mu held.
+	stalled func()
+	armed   bool
 
 	failOnce   sync.Once
 	ended      bool          // fail ran; guarded by mu

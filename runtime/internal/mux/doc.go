@@ -85,6 +85,10 @@
 // with an error wrapping the reason and either [ErrNotSent] (the writer had
 // not taken the request: it is safe to retry anywhere) or [ErrConnLost]
 // (the request was written, or may have been, so the handler may have run).
+// A client whose keep-alive finds its peer stalled (no answer to a ping,
+// though the peer's host acknowledged it) keeps the connection but fails
+// its idempotent calls ([wire.FlagIdempotent]) with [ErrStalled], so that
+// they can go elsewhere rather than wait out their deadline.
 //
 // # Shutdown
 //

@@ -18,13 +18,25 @@ var ErrNotSent = errors.New("wizard: mux: request not sent")
 // may have run. Only idempotent calls are safe to retry.
 var ErrConnLost = errors.New("wizard: mux: connection lost after the request was sent")
 
+// ErrStalled is wrapped by [Client.Call] errors for idempotent calls
+// ([wire.FlagIdempotent]) given up while their connection stays open:
+// keep-alive found the peer silent under calls, but its host
+// acknowledged what this side sent, so the connection is kept for the
+// peer's process to catch up (see keepalive.go), and the calls that may
+// run again go elsewhere rather than wait on it. The handler may have
+// run, as with [ErrConnLost].
+var ErrStalled = errors.New("wizard: mux: call given up on a stalled connection")
+
+// errStalledPeer is the reason of an [ErrStalled] call.
+var errStalledPeer = errors.New("wizard: mux: peer did not answer a ping in time, though its host acknowledged it")
+
 // ErrGoingAway is the error of calls refused because the server is
 // shutting down: a [*CallError] of kind [ErrNotSent].
 var ErrGoingAway error = &CallError{Kind: ErrNotSent, Reason: errors.New("wizard: mux: server is going away")}
 
 // CallError is the error of a call that failed because its connection
-// ended or is going away: Kind is [ErrNotSent] or [ErrConnLost], Reason
-// why. It matches both with errors.Is, and reads "wizard: mux: request
+// ended or is going away: Kind is [ErrNotSent] or [ErrConnLost] (or
+// [ErrStalled], for an idempotent call given up), Reason why. It matches both with errors.Is, and reads "wizard: mux: request
 // not sent: connection closed".
 type CallError struct {
 	Kind   error

@@ -47,6 +47,13 @@ import (
 // request that made this side busy, stays unacknowledged) and is still
 // found within 2×BusyKeepAlive+BusyKeepAliveTimeout of its last frame; a
 // process that has exited closes its sockets, found at once.
+//
+// The client's idempotent calls do not wait out that longer timeout: they
+// fail with [ErrStalled] when it is granted (see [Client.abandonStalled]),
+// and their node sends them elsewhere. Answers lost on their way back look
+// the same from here (the host acknowledges the ping, no answer comes: TCP
+// resends a segment lost again and again ever more slowly, seconds apart),
+// and such a call would otherwise wait out its deadline for them.
 type keeper struct {
 	// mu guards what follows; it is taken before c.mu, never while c.mu
 	// is held (see [conn.busyLocked]).
@@ -129,6 +136,9 @@ func (c *conn) tick() {
 		if k.timeout < c.opts.KeepAliveTimeout && since < c.opts.KeepAliveTimeout && c.hostAcked(since) {
 			k.timeout = c.opts.KeepAliveTimeout // once: the host is up, its process slow
 			k.arm(k.timeout - since)
+			if c.stalled != nil {
+				c.stalled() // idempotent calls go elsewhere meanwhile
+			}
 			break
 		}
 		k.stopped = true

@@ -123,3 +123,95 @@ func TestKeepAliveHostAcked(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepAliveStalledIdempotent: when a busy ping gets the longer
+// timeout because the peer's host acknowledged it (the peer is stalled,
+// or its answers are lost on the way back), the idempotent calls waiting
+// on the connection fail at once with ErrStalled, and the server gets a
+// cancel for each, so that their node can send them elsewhere; the
+// connection stays, and a call that must not run twice waits on until
+// the connection ends.
+func TestKeepAliveStalledIdempotent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cconn, sconn := net.Pipe()
+		got := make(chan []wire.Frame, 1) // the frames the server read, without bodies
+		go func() {
+			defer sconn.Close()
+			br := bufio.NewReader(sconn)
+			io.ReadFull(br, make([]byte, 8))
+			sconn.Write([]byte("WZRD\x01\x00\x00\x00"))
+			var fs []wire.Frame
+			for {
+				var f wire.Frame
+				if _, err := wire.ReadFrame(br, wire.MaxFrameSize, &f, nil); err != nil {
+					break
+				}
+				fs = append(fs, wire.Frame{Type: f.Type, ID: f.ID, Flags: f.Flags})
+			}
+			got <- fs
+		}()
+		cl, err := NewClient(cconn, Options{hostAcked: func(time.Duration) bool { return true }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			err error
+			at  time.Duration
+		}
+		start := time.Now()
+		idem, once := make(chan result, 1), make(chan result, 1)
+		go func() {
+			_, err := cl.Call(t.Context(), &wire.Frame{Flags: wire.FlagIdempotent})
+			idem <- result{err, time.Since(start)}
+		}()
+		go func() {
+			_, err := cl.Call(t.Context(), &wire.Frame{})
+			once <- result{err, time.Since(start)}
+		}()
+
+		r := <-idem
+		if !errors.Is(r.err, ErrStalled) || errors.Is(r.err, ErrConnLost) || errors.Is(r.err, ErrNotSent) {
+			t.Errorf("idempotent call = %v, want ErrStalled alone", r.err)
+		}
+		if want := DefaultBusyKeepAlive + DefaultBusyKeepAliveTimeout; r.at != want {
+			t.Errorf("idempotent call given up %v after it began, want %v", r.at, want)
+		}
+		synctest.Wait()
+		select {
+		case r := <-once:
+			t.Fatalf("the other call ended with the idempotent one: %v", r.err)
+		default:
+		}
+		if err := cl.Err(); err != nil {
+			t.Errorf("connection ended with the idempotent call: %v", err)
+		}
+
+		r = <-once
+		if !errors.Is(r.err, ErrConnLost) || !errors.Is(r.err, ErrKeepAliveTimeout) {
+			t.Errorf("non-idempotent call = %v, want ErrConnLost for ErrKeepAliveTimeout", r.err)
+		}
+		if want := DefaultBusyKeepAlive + DefaultKeepAliveTimeout; r.at != want {
+			t.Errorf("non-idempotent call failed %v after it began, want %v", r.at, want)
+		}
+		cl.Close()
+
+		var idemID, onceID uint64
+		cancels := map[uint64]int{}
+		for _, f := range <-got {
+			switch {
+			case f.Type == wire.TypeRequest && f.Flags&wire.FlagIdempotent != 0:
+				idemID = f.ID
+			case f.Type == wire.TypeRequest:
+				onceID = f.ID
+			case f.Type == wire.TypeCancel:
+				cancels[f.ID]++
+			}
+		}
+		if idemID == 0 || onceID == 0 {
+			t.Fatalf("server read requests %d (idempotent) and %d, want both", idemID, onceID)
+		}
+		if cancels[idemID] != 1 || cancels[onceID] != 0 {
+			t.Errorf("cancels by request id %v, want one for the idempotent call (%d) and none for the other (%d)", cancels, idemID, onceID)
+		}
+	})
+}

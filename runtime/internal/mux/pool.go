@@ -122,7 +122,7 @@ func (cl *Client) getCall() *call {
 // putCall returns p to cl's pool once its caller has taken its answer
 // (or made sure none comes) and reads nothing of it any more.
 func (cl *Client) putCall(p *call) {
-	p.resp, p.err, p.meta, p.room = wire.Frame{}, nil, nil, nil
+	p.resp, p.err, p.meta, p.room, p.idem = wire.Frame{}, nil, nil, nil, false
 	cl.calls.Put(p)
 }
 
