@@ -174,6 +174,9 @@ func TestRetryAfterStall(t *testing.T) {
 			if _, err := c.ActE(t.Context(), "role:r", nil, Idempotent()); err == nil {
 				t.Error("idempotent call lost at the only peer: nil error, want one")
 			}
+			if got := net.count(net.calls, "a"); got != 3 {
+				t.Errorf("a got calls %d times in all, want 3: the lost call once", got)
+			}
 		})
 	})
 }

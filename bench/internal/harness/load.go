@@ -68,8 +68,8 @@ func drive(ctx context.Context, c Client, l Load) (Sample, error) {
 	)
 	// Each caller keeps its latencies in chunks of latChunk, appended
 	// without copying what came before: one growing slice moves its
-	// contents at every growth (millions of entries at in-process rates)
-	// and makes the collector stop the loop to scan it.
+	// contents at every growth (millions of entries at in-process rates),
+	// a copy timed with the call that grows it.
 	lat := make([][][]time.Duration, l.Callers)
 	for w := range l.Callers {
 		wg.Add(1)

@@ -36,8 +36,9 @@ var ErrGoingAway error = &CallError{Kind: ErrNotSent, Reason: errors.New("wizard
 
 // CallError is the error of a call that failed because its connection
 // ended or is going away: Kind is [ErrNotSent] or [ErrConnLost] (or
-// [ErrStalled], for an idempotent call given up), Reason why. It matches both with errors.Is, and reads "wizard: mux: request
-// not sent: connection closed".
+// [ErrStalled], for an idempotent call given up), Reason why. It
+// matches both with errors.Is, and reads "wizard: mux: request not
+// sent: connection closed".
 type CallError struct {
 	Kind   error
 	Reason error
