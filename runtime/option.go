@@ -210,9 +210,9 @@ func WithLogger(l *slog.Logger) Option {
 // cores), within a quarter of the Go memory limit (GOMEMLIMIT) at 64 KiB
 // a handler when one is set, and at least 256. Raise it for handlers that
 // mostly wait and are light; math.MaxInt lifts it. The stream transports
-// (tcp, quic) share the limit fairly among the connections they serve: a
-// connection beyond its part is refused the same way, so that a flood on
-// one does not take the others' room.
+// (tcp, quic) share the limit fairly among the connections they serve:
+// once the node is full, a connection beyond its part is refused the same
+// way, so that a flood on one does not take the others' room.
 func WithMaxInFlight(n int) Option {
 	return nodeOption(func(c *nodeConfig) { c.maxInFlight = n })
 }

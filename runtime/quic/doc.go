@@ -47,8 +47,8 @@
 // [WithServeTimeout] (30s). A node's [runtime.WithMaxInFlight] limit is
 // shared among its callers (a QUIC connection, all its streams, is one):
 // each busy caller may hold an equal part, less an eighth of the limit
-// kept for callers not busy yet, and its calls beyond are refused at once
-// as the node refuses calls over its limit.
+// kept for callers not busy yet, and once the node is full its calls
+// beyond are refused at once as the node refuses calls over its limit.
 //
 // # TLS
 //

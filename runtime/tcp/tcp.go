@@ -68,10 +68,10 @@
 // deadline gets [WithServeTimeout] (30s), also when it runs on after its
 // connection is lost. A node's [runtime.WithMaxInFlight] limit is shared
 // among its connections: each busy connection may hold an equal part,
-// less an eighth of the limit kept for connections not busy yet, and its
-// calls beyond are refused at once, as the node refuses calls over its
-// limit, so that a flood on one connection does not take the others'
-// room.
+// less an eighth of the limit kept for connections not busy yet, and once
+// the node is full its calls beyond are refused at once, as the node
+// refuses calls over its limit, so that a flood on one connection does
+// not take the others' room (while the node has room, nobody is refused).
 //
 // [New] checks every option and fails on the first invalid one, with an
 // error that names it ("wizard: tcp: WithMaxFrameSize(3): want 0 for the

@@ -32,8 +32,8 @@
 //     scenarios of a shutdown wait for it.
 //   - A listener shares a node's in-flight limit (the Server is a
 //     [runtime.InFlightLimiter]; see [runtime.WithMaxInFlight]) among its busy
-//     connections, and refuses a call beyond its connection's part at
-//     once, with a reply of [runtime.CodeResourceExhausted] and
+//     connections, and once the node is full refuses a call beyond its
+//     connection's part at once, with a reply of [runtime.CodeResourceExhausted] and
 //     [runtime.FlagRefused], so that one flooding caller does not starve
 //     the others (scenario FairShedding).
 //

@@ -27,9 +27,11 @@ func releaseN(s *Share, n int) {
 	}
 }
 
-// TestShare: a caller alone gets seven eighths of the limit; once another
-// is busy, each gets half of that, and an idle caller keeps its part for
-// ShareLinger; a closed one gives it back.
+// TestShare: a caller alone gets seven eighths of the limit. Once the
+// node is full, a caller over its part is refused while another busy
+// caller may take up to its own. An idle caller keeps the room it used
+// for ShareLinger, and no more: a flood may take the rest; a closed one
+// gives it back.
 func TestShare(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := NewBudget(16) // 2 kept for callers not busy yet, 14 shared
@@ -42,32 +44,97 @@ func TestShare(t *testing.T) {
 			t.Fatal("a new caller was refused its first request")
 		}
 		if flood.take() {
-			t.Error("a caller over its half was not refused")
+			t.Error("on a full node, a caller over its half was not refused")
+		}
+		if got := takeN(caller, 10); got != 6 {
+			t.Errorf("on a full node, a caller under its half (7) took %d more, want 6", got)
 		}
 		releaseN(flood, 8) // 6 left
 		if got := takeN(flood, 5); got != 1 {
 			t.Errorf("a caller at 6 of its 7 took %d more, want 1", got)
 		}
-		caller.release()
+		releaseN(caller, 7) // idle: the 7 it used are kept for it
 		time.Sleep(ShareLinger - time.Millisecond)
 		if flood.take() {
-			t.Error("a caller idle for less than ShareLinger lost its part")
+			t.Error("a caller idle for less than ShareLinger lost the room it used")
 		}
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
 		if got := takeN(flood, 20); got != 7 {
 			t.Errorf("once the other caller is idle for ShareLinger, the flood took %d more, want 7 (14 in all)", got)
 		}
+
+		// A caller that used one slot and went idle holds that one, not
+		// half the node: the flood, over its new half, takes the rest.
+		small := b.Share()
+		if !small.take() {
+			t.Fatal("a new caller was refused its first request")
+		}
+		small.release()
+		releaseN(flood, 7)
+		if got := takeN(flood, 20); got != 6 {
+			t.Errorf("beside a caller idle after one call, the flood took %d more, want 6 (13 and the idle caller's 1 in all)", got)
+		}
+		if !small.take() {
+			t.Error("an idle caller was refused the room it had used")
+		}
+		small.release()
+		small.Close()
+
 		caller.take()
 		caller.Close()
-		if got := takeN(flood, 1); got != 0 {
-			t.Errorf("took %d over 14", got)
+		if got := takeN(flood, 2); got != 1 {
+			t.Errorf("alone again at 13, the flood took %d more, want 1 (up to 14)", got)
 		}
 		releaseN(flood, 14)
 		time.Sleep(ShareLinger)
 		synctest.Wait()
 		if n := b.busy.Load(); n != 0 {
 			t.Errorf("%d callers busy once every one is idle or closed", n)
+		}
+		if n := b.inflight.Load(); n != 1 {
+			t.Errorf("%d requests counted in flight, want 1 (the closed caller's)", n)
+		}
+		if n := b.promised.Load(); n != 0 {
+			t.Errorf("%d requests' room promised once no caller is busy", n)
+		}
+	})
+}
+
+// TestShareLingerHoldsNoRoom: callers that have gone idle, still counted
+// busy for ShareLinger, hold the room they used, not equal parts of the
+// limit: a caller whose calls come right after a thousand others' answers
+// may take all but their thousand (a node refused most calls of one
+// connection with 1,000 callers that way, right after 1,000 connections
+// with a caller each had been answered).
+func TestShareLingerHoldsNoRoom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBudget(4096) // 512 kept, 3584 shared
+		idle := make([]*Share, 1000)
+		for i := range idle {
+			idle[i] = b.Share()
+			if !idle[i].take() {
+				t.Fatalf("caller %d refused its first request", i)
+			}
+			idle[i].release()
+		}
+		if n := b.busy.Load(); n != 1000 {
+			t.Fatalf("%d callers busy, want 1000 lingering", n)
+		}
+		one := b.Share()
+		if got := takeN(one, 4096); got != 2584 {
+			t.Errorf("a caller after 1,000 idle ones took %d, want 2584 (3584 less their 1,000)", got)
+		}
+		// The node is full now: a lingering caller still finds its room.
+		if !idle[0].take() {
+			t.Error("a lingering caller was refused on a full node")
+		}
+		for _, s := range idle {
+			s.Close()
+		}
+		one.Close()
+		if n := b.promised.Load(); n != 0 {
+			t.Errorf("%d requests' room promised once every caller is closed", n)
 		}
 	})
 }
