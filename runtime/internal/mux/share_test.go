@@ -139,6 +139,34 @@ func TestShareLingerHoldsNoRoom(t *testing.T) {
 	})
 }
 
+// TestShareLingerFromLastAnswer: a caller counts as busy for ShareLinger
+// from its last answer, not from the first that armed the timer.
+func TestShareLingerFromLastAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBudget(16)
+		caller := b.Share()
+		defer caller.Close()
+		caller.take()
+		caller.release() // the timer is armed for ShareLinger from now
+		time.Sleep(ShareLinger / 2)
+		caller.take()
+		caller.release()
+		time.Sleep(ShareLinger * 3 / 4) // the timer has fired
+		synctest.Wait()
+		if n := b.busy.Load(); n != 1 {
+			t.Errorf("%d callers busy 3/4 of ShareLinger after the last answer, want 1", n)
+		}
+		if n := b.promised.Load(); n != 1 {
+			t.Errorf("%d requests' room promised to the idle caller, want 1", n)
+		}
+		time.Sleep(ShareLinger / 2)
+		synctest.Wait()
+		if n := b.busy.Load(); n != 0 {
+			t.Errorf("%d callers busy past ShareLinger after the last answer, want 0", n)
+		}
+	})
+}
+
 // TestShareRefuses: a request beyond its caller's share is answered at
 // once with a refusal (a no-reply one is dropped), without running.
 func TestShareRefuses(t *testing.T) {
