@@ -67,10 +67,11 @@ type Share struct {
 	idleAt   atomic.Int64 // when inflight last fell to 0, in Unix nanoseconds
 	armed    atomic.Bool  // timer is armed, or about to be
 
-	mu       sync.Mutex // serializes counting and uncounting, promising and taking back
-	timer    *time.Timer
-	closed   bool
-	promised int64 // room promised to the caller while it is idle (its peak), counted in b.promised
+	promised atomic.Int64 // room promised to the idle caller (its peak), counted in b.promised
+	closed   atomic.Bool
+
+	mu    sync.Mutex // serializes counting and uncounting
+	timer *time.Timer
 }
 
 // take counts a request in flight, unless the caller already holds its
@@ -90,23 +91,43 @@ func (s *Share) take() bool {
 	for p := s.peak.Load(); n > p && !s.peak.CompareAndSwap(p, n); p = s.peak.Load() {
 	}
 	if n == 1 {
-		s.mu.Lock()
-		s.unpromiseLocked() // busy again: it holds what it was promised
-		if !s.counted.Load() && !s.closed {
-			s.counted.Store(true)
-			b.busy.Add(1)
+		s.unpromise() // busy again: it holds what it was promised
+		if !s.counted.Load() {
+			s.mu.Lock()
+			if !s.counted.Load() && !s.closed.Load() {
+				s.counted.Store(true)
+				b.busy.Add(1)
+			}
+			s.mu.Unlock()
 		}
-		s.mu.Unlock()
 	}
 	return true
 }
 
-// unpromiseLocked takes back the room promised to the idle caller; s.mu
-// is held.
-func (s *Share) unpromiseLocked() {
-	if s.promised != 0 {
-		s.b.promised.Add(-s.promised)
-		s.promised = 0
+// promise keeps the room the caller used (its peak) for its next calls
+// while it is idle and counts as busy. What rules a promise out (a request
+// in flight, the caller no longer counted, the share closed) is looked at
+// after the promise is published, and whoever changes it takes the
+// promise back after the change: so one of the two sees the other, and
+// no promise outlives its caller's idleness without a lock.
+func (s *Share) promise() {
+	p := s.peak.Load()
+	if p == 0 || !s.promised.CompareAndSwap(0, p) {
+		return
+	}
+	s.b.promised.Add(p)
+	if s.inflight.Load() != 0 || !s.counted.Load() || s.closed.Load() {
+		s.unpromise()
+	}
+}
+
+// unpromise takes back the room promised to the caller, if any.
+func (s *Share) unpromise() {
+	if s.promised.Load() == 0 {
+		return
+	}
+	if p := s.promised.Swap(0); p != 0 {
+		s.b.promised.Add(-p)
 	}
 }
 
@@ -123,14 +144,7 @@ func (s *Share) releaseAt(now time.Time) {
 	if s.inflight.Add(-1) != 0 {
 		return
 	}
-	s.mu.Lock()
-	if s.counted.Load() && !s.closed && s.promised == 0 && s.inflight.Load() == 0 {
-		// Idle: the room it used is kept for its next calls while it
-		// counts as busy.
-		s.promised = s.peak.Load()
-		s.b.promised.Add(s.promised)
-	}
-	s.mu.Unlock()
+	s.promise()
 	if now.IsZero() {
 		now = time.Now()
 	}
@@ -146,7 +160,7 @@ func (s *Share) expire() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.armed.Store(false) // before looking: a release from now on arms again
-	if s.closed || s.inflight.Load() > 0 {
+	if s.closed.Load() || s.inflight.Load() > 0 {
 		return // busy again: its next release arms the timer
 	}
 	if left := ShareLinger - time.Duration(time.Now().UnixNano()-s.idleAt.Load()); left > 0 {
@@ -154,12 +168,12 @@ func (s *Share) expire() {
 		s.timer.Reset(left)
 		return
 	}
-	s.unpromiseLocked()
-	s.peak.Store(0)
 	if s.counted.Load() {
 		s.counted.Store(false)
 		s.b.busy.Add(-1)
 	}
+	s.unpromise() // after uncounting: see promise
+	s.peak.Store(0)
 }
 
 // Close ends the caller's share: it no longer counts as busy. Requests it
@@ -167,11 +181,11 @@ func (s *Share) expire() {
 func (s *Share) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.closed = true
+	s.closed.Store(true)
 	s.timer.Stop()
-	s.unpromiseLocked()
 	if s.counted.Load() {
 		s.counted.Store(false)
 		s.b.busy.Add(-1)
 	}
+	s.unpromise() // after closing: see promise
 }

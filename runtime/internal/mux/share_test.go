@@ -3,6 +3,7 @@ package mux
 import (
 	"context"
 	"net"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -104,9 +105,7 @@ func TestShare(t *testing.T) {
 // TestShareLingerHoldsNoRoom: callers that have gone idle, still counted
 // busy for ShareLinger, hold the room they used, not equal parts of the
 // limit: a caller whose calls come right after a thousand others' answers
-// may take all but their thousand (a node refused most calls of one
-// connection with 1,000 callers that way, right after 1,000 connections
-// with a caller each had been answered).
+// may take all but their thousand, not a thousandth of the limit.
 func TestShareLingerHoldsNoRoom(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := NewBudget(4096) // 512 kept, 3584 shared
@@ -165,6 +164,41 @@ func TestShareLingerFromLastAnswer(t *testing.T) {
 			t.Errorf("%d callers busy past ShareLinger after the last answer, want 0", n)
 		}
 	})
+}
+
+// TestSharePromisesSettle: takes and releases from many goroutines on
+// shares that close meanwhile leave nothing in flight and no room
+// promised once every caller is done.
+func TestSharePromisesSettle(t *testing.T) {
+	b := NewBudget(64)
+	var callers sync.WaitGroup
+	for range 8 {
+		s := b.Share()
+		callers.Go(func() {
+			var calls sync.WaitGroup
+			for range 4 {
+				calls.Go(func() {
+					for range 2000 {
+						if s.take() {
+							s.release()
+						}
+					}
+				})
+			}
+			calls.Wait()
+			s.Close()
+		})
+	}
+	callers.Wait()
+	if n := b.inflight.Load(); n != 0 {
+		t.Errorf("%d requests counted in flight once every one was released", n)
+	}
+	if n := b.promised.Load(); n != 0 {
+		t.Errorf("%d requests' room promised once every caller is closed", n)
+	}
+	if n := b.busy.Load(); n != 0 {
+		t.Errorf("%d callers busy once every one is closed", n)
+	}
 }
 
 // TestShareRefuses: a request beyond its caller's share is answered at
