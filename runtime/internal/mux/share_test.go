@@ -90,16 +90,23 @@ func TestShare(t *testing.T) {
 		releaseN(flood, 14)
 		time.Sleep(ShareLinger)
 		synctest.Wait()
-		if n := b.busy.Load(); n != 0 {
-			t.Errorf("%d callers busy once every one is idle or closed", n)
-		}
-		if n := b.inflight.Load(); n != 1 {
-			t.Errorf("%d requests counted in flight, want 1 (the closed caller's)", n)
-		}
-		if n := b.promised.Load(); n != 0 {
-			t.Errorf("%d requests' room promised once no caller is busy", n)
-		}
+		wantSettled(t, b, 1) // the closed caller's request
 	})
+}
+
+// wantSettled fails t unless b counts no caller busy, no room promised
+// and inflight requests in flight, once every caller is idle or closed.
+func wantSettled(t *testing.T, b *Budget, inflight int64) {
+	t.Helper()
+	if n := b.busy.Load(); n != 0 {
+		t.Errorf("%d callers busy once every one is idle or closed", n)
+	}
+	if n := b.inflight.Load(); n != inflight {
+		t.Errorf("%d requests counted in flight, want %d", n, inflight)
+	}
+	if n := b.promised.Load(); n != 0 {
+		t.Errorf("%d requests' room promised once no caller is busy", n)
+	}
 }
 
 // TestShareLingerHoldsNoRoom: callers that have gone idle, still counted
@@ -190,15 +197,7 @@ func TestSharePromisesSettle(t *testing.T) {
 		})
 	}
 	callers.Wait()
-	if n := b.inflight.Load(); n != 0 {
-		t.Errorf("%d requests counted in flight once every one was released", n)
-	}
-	if n := b.promised.Load(); n != 0 {
-		t.Errorf("%d requests' room promised once every caller is closed", n)
-	}
-	if n := b.busy.Load(); n != 0 {
-		t.Errorf("%d callers busy once every one is closed", n)
-	}
+	wantSettled(t, b, 0)
 }
 
 // TestShareRefuses: a request beyond its caller's share is answered at
